@@ -1,0 +1,50 @@
+/* Local sandbox backend: OCI bundles run by runc (or a compatible runtime).
+ *
+ * Owns everything on the host that makes one sandbox: the bundle folder and
+ * config.json, the overlay rootfs (image lower, per-sandbox upper), the
+ * host-side run folder holding the agent socket, the runtime container, and
+ * their removal. Calls are blocking (they run the runtime binary): call them
+ * from pool worker threads, never from the event loop. It must not speak the
+ * agent protocol beyond noticing that the agent's socket accepts. */
+#ifndef SUP_RUNC_H
+#define SUP_RUNC_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include "sbx/err.h"
+
+typedef struct sup_runc_cfg {
+	const char *runtime;    /* runtime binary: "runc" (crun may stand in) */
+	const char *state_dir;  /* supervisor state folder, e.g. /var/lib/sbx */
+	const char *agent_path; /* host path of the static sandbox-agent binary */
+	unsigned ready_timeout_ms; /* how long create waits for the agent socket */
+} sup_runc_cfg;
+
+typedef struct sup_runc_box {
+	char id[64];                    /* sandbox id, also the container id */
+	char dir[PATH_MAX];             /* <state_dir>/sandboxes/<id> */
+	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* agent socket, host side */
+	pid_t init_pid;                 /* host pid of the agent (PID 1 inside) */
+} sup_runc_box;
+
+/* Prepare the state folder (sandboxes/, images/), check the runtime answers. */
+int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err);
+
+/* Make a new sandbox from image ("host" or the path of a rootfs folder) and
+ * return once its agent accepts connections on box->socket_path. On failure
+ * everything made so far is removed. id: [a-z0-9-], at most 40 chars. */
+int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
+		    sup_runc_box *box, sbx_err *err);
+
+/* Kill and delete the container, unmount, remove the folder. Idempotent:
+ * parts already gone are not an error. */
+int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *err);
+
+/* Remove every container, mount and folder an earlier run of a supervisor
+ * with this state folder left behind. Returns how many sandboxes it removed. */
+int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err);
+
+#endif
