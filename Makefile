@@ -1,0 +1,38 @@
+# Thin wrapper over CMake; see README.md.
+#   make run    install deps, build, start the supervisor with a warm pool
+#   make test   install deps, sanitizer build, every test (ctest)
+#   make bench  install deps, release build, benchmarks
+JOBS      ?= $(shell nproc)
+REL_DIR   := build/release
+SAN_DIR   := build/sanitize
+LISTEN    ?= 127.0.0.1:7070
+STATE_DIR ?= /var/lib/sbx
+POOL_SIZE ?= 4
+
+.PHONY: all deps build build-san run test bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	@cmake -S . -B $(REL_DIR) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(REL_DIR) -j$(JOBS)
+
+build-san: deps
+	@cmake -S . -B $(SAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DSBX_SANITIZE=ON >/dev/null
+	@cmake --build $(SAN_DIR) -j$(JOBS)
+
+run: build
+	exec $(REL_DIR)/node-supervisor/sandbox-supervisor --listen $(LISTEN) \
+	  --state-dir $(STATE_DIR) --pool-size $(POOL_SIZE) --print-example
+
+test: build-san
+	cd $(SAN_DIR) && ctest --output-on-failure -j$(JOBS)
+
+bench: build
+	$(REL_DIR)/bench/sbx-bench --build-dir $(REL_DIR)
+
+clean:
+	rm -rf build
