@@ -24,6 +24,10 @@
 #define SBX_PROTO_HARD_MAX_FRAME (16u << 20)        /* never accepted beyond this */
 /* Largest data payload that always fits in a frame of max_frame bytes. */
 #define SBX_PROTO_DATA_OVERHEAD 64u
+/* Longest channel name of a data frame (keeps DATA_OVERHEAD true). */
+#define SBX_PROTO_MAX_CH_LEN 24u
+/* Smallest window a peer may announce. */
+#define SBX_PROTO_MIN_WINDOW 1024u
 
 /* Frame kinds; the wire name is the "t" key's string value. */
 typedef enum sbx_proto_kind {
@@ -39,6 +43,8 @@ typedef enum sbx_proto_kind {
 } sbx_proto_kind;
 
 const char *sbx_proto_kind_name(sbx_proto_kind kind);
+/* Returns 0 for an unknown name. */
+sbx_proto_kind sbx_proto_kind_from_name(const char *name, size_t len);
 
 /* Stable error codes carried in "err" frames. Never renumber or rename. */
 typedef enum sbx_proto_code {
@@ -152,11 +158,14 @@ char *sbx_proto_strdup(const msgpack_object *o);
  *   sbx_proto_pack_key(&w, "r"); msgpack_pack_map(&w.pk, ...); ...
  *   sbx_proto_finish(&w, max_frame, &err);          // patches the length header
  *   send(w.buf.data, w.buf.size); sbx_proto_writer_reset(&w) or _destroy(&w)
- * The begin call writes "t" and (unless kind is hello) "id". */
+ * The begin call writes "t" and (unless kind is hello) "id". max_frame 0 means
+ * SBX_PROTO_HARD_MAX_FRAME. A failed finish removes the partial frame. The
+ * packer points at the writer: do not copy an initialised writer. */
 typedef struct sbx_proto_writer {
 	msgpack_sbuffer buf;
 	msgpack_packer pk;
 	size_t frame_start; /* offset of the frame being composed */
+	bool failed;        /* out of memory while packing: finish reports -ENOMEM */
 } sbx_proto_writer;
 
 void sbx_proto_writer_init(sbx_proto_writer *w);
@@ -183,5 +192,21 @@ int sbx_proto_encode_credit(sbx_proto_writer *w, uint64_t id, uint64_t n, sbx_er
 int sbx_proto_encode_cancel(sbx_proto_writer *w, uint64_t id, sbx_err *err);
 int sbx_proto_encode_err(sbx_proto_writer *w, uint64_t id, sbx_proto_code code,
 			 const char *msg, size_t max_frame, sbx_err *err);
+/* Kinds that carry a map ("a" of req/event/ctl, "r" of end) take it already
+ * encoded (one msgpack map, checked: else -EINVAL). NULL: a req omits "a",
+ * the others send {}. */
+int sbx_proto_encode_req(sbx_proto_writer *w, uint64_t id, const char *op, const void *args,
+			 size_t args_len, size_t max_frame, sbx_err *err);
+int sbx_proto_encode_event(sbx_proto_writer *w, uint64_t id, const void *map, size_t len,
+			   size_t max_frame, sbx_err *err);
+int sbx_proto_encode_ctl(sbx_proto_writer *w, uint64_t id, const void *map, size_t len,
+			 size_t max_frame, sbx_err *err);
+int sbx_proto_encode_end(sbx_proto_writer *w, uint64_t id, const void *result_map, size_t len,
+			 size_t max_frame, sbx_err *err);
+/* Re-encode a decoded frame in canonical form (PROTOCOL.md "Canonical
+ * encoding"): what a decode of canonical bytes gives back encodes to the same
+ * bytes. */
+int sbx_proto_encode_frame(sbx_proto_writer *w, const sbx_proto_frame *f, size_t max_frame,
+			   sbx_err *err);
 
 #endif
