@@ -92,7 +92,8 @@ int sbx_proto_conn_send_event(sbx_proto_conn *c, uint64_t id, const void *map,
 int sbx_proto_conn_send_ctl(sbx_proto_conn *c, uint64_t id, const void *map,
 			    size_t map_len, sbx_err *err);
 /* Requester: abandon a stream. The stream stays open until the peer's
- * END/ERR arrives, so its id is not reused while frames may still come. */
+ * END/ERR arrives, so its id is not reused while frames may still come;
+ * DATA/EVENT arriving meanwhile are dropped, the END/ERR is delivered. */
 int sbx_proto_conn_cancel(sbx_proto_conn *c, uint64_t id, sbx_err *err);
 /* Responder: final frames; both close the stream. */
 int sbx_proto_conn_end(sbx_proto_conn *c, uint64_t id, const void *result_map,
@@ -108,6 +109,10 @@ void sbx_proto_conn_consumed(sbx_proto_conn *c, uint64_t id, size_t n);
 void sbx_proto_conn_set_stream_data(sbx_proto_conn *c, uint64_t id, void *p);
 void *sbx_proto_conn_stream_data(const sbx_proto_conn *c, uint64_t id);
 size_t sbx_proto_conn_open_streams(const sbx_proto_conn *c);
+/* Visit every open stream (e.g. in on_close, to release stream data). fn
+ * must not open or close streams. */
+void sbx_proto_conn_foreach_stream(const sbx_proto_conn *c,
+				   void (*fn)(uint64_t id, void *stream_data, void *ud), void *ud);
 
 /* Bytes queued in the socket's output buffer (for diagnostics and tests). */
 size_t sbx_proto_conn_pending_output(const sbx_proto_conn *c);

@@ -1,0 +1,469 @@
+/* sbx_proto_conn: lifecycle, handshake and the read path (see proto_conn.h).
+ *
+ * Re-entrancy: every libevent callback runs between enter() and leave(). An
+ * owner's callback may call sbx_proto_conn_free(); that closes the socket at
+ * once but leaves the struct to leave(), and every loop here checks
+ * c->freed before touching the conn again. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "proto_conn_int.h"
+
+#define MIN_OUT_HIGH (256u * 1024u)
+
+static void destroy(sbx_proto_conn *c)
+{
+	if (c->bev)
+		bufferevent_free(c->bev);
+	conn_table_destroy(c->t);
+	if (c->pending)
+		evbuffer_free(c->pending);
+	sbx_proto_writer_destroy(&c->w);
+	for (size_t i = 0; i < c->peer_ncaps; i++)
+		free(c->peer_caps[i]);
+	free(c->peer_caps);
+	free(c->peer_agent);
+	free(c);
+}
+
+static void enter(sbx_proto_conn *c)
+{
+	c->in_dispatch++;
+}
+
+static void leave(sbx_proto_conn *c)
+{
+	if (--c->in_dispatch == 0 && c->freed)
+		destroy(c);
+}
+
+void sbx_proto_conn_free(sbx_proto_conn *c)
+{
+	if (!c || c->freed)
+		return;
+	if (c->in_dispatch == 0) {
+		destroy(c);
+		return;
+	}
+	c->freed = true;
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+}
+
+/* The connection is over; tell the owner once, then forget the streams. */
+static void close_conn(sbx_proto_conn *c, const sbx_err *why)
+{
+	if (c->closed || c->freed)
+		return;
+	c->closed = true;
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	shutdown(bufferevent_getfd(c->bev), SHUT_RDWR);
+	if (c->cbs.on_close)
+		c->cbs.on_close(c, why, c->ud);
+	if (!c->freed)
+		conn_close_all_streams(c);
+}
+
+/* A connection error: ERR id 0 to the peer (best effort), then close. */
+static void conn_fail(sbx_proto_conn *c, sbx_proto_code code, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void conn_fail(sbx_proto_conn *c, sbx_proto_code code, int errnum, const char *fmt, ...)
+{
+	if (c->closed || c->freed)
+		return;
+	char msg[SBX_ERR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+
+	sbx_proto_writer_reset(&c->w);
+	if (sbx_proto_encode_err(&c->w, 0, code, msg, conn_out_max_frame(c), NULL) == 0) {
+		struct evbuffer *out = bufferevent_get_output(c->bev);
+		evbuffer_add(out, c->w.buf.data, c->w.buf.size);
+		evbuffer_write(out, bufferevent_getfd(c->bev));
+	}
+	sbx_proto_writer_reset(&c->w);
+	sbx_err why;
+	sbx_err_set(&why, errnum, "protocol error (%s): %s", sbx_proto_code_name(code), msg);
+	close_conn(c, &why);
+}
+
+static void deliver(sbx_proto_conn *c, const sbx_proto_frame *f)
+{
+	if (c->cbs.on_frame)
+		c->cbs.on_frame(c, f, c->ud);
+}
+
+static uint32_t clamp32(uint64_t v)
+{
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+static void set_initial_credit(struct conn_stream *s, void *arg)
+{
+	s->send_credit = ((sbx_proto_conn *)arg)->peer_window;
+}
+
+static int copy_peer_hello(sbx_proto_conn *c, const sbx_proto_frame *f)
+{
+	uint32_t n = f->caps.type == MSGPACK_OBJECT_ARRAY ? f->caps.via.array.size : 0;
+	if (n) {
+		c->peer_caps = calloc(n, sizeof(*c->peer_caps));
+		if (!c->peer_caps)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < n; i++) {
+			char *cap = sbx_proto_strdup(&f->caps.via.array.ptr[i]);
+			if (cap) /* a name with a NUL in it can match nothing */
+				c->peer_caps[c->peer_ncaps++] = cap;
+		}
+	}
+	if (f->agent) {
+		c->peer_agent = strndup(f->agent, f->agent_len);
+		if (!c->peer_agent)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void handle_hello(sbx_proto_conn *c, const sbx_proto_frame *f)
+{
+	uint64_t v = f->version < SBX_PROTO_VERSION ? f->version : SBX_PROTO_VERSION;
+	if (v < 1)
+		return conn_fail(c, SBX_PROTO_E_UNSUPPORTED, -EPROTONOSUPPORT,
+				 "protocol version %llu not supported (this side speaks 1..%d)",
+				 (unsigned long long)f->version, SBX_PROTO_VERSION);
+	if (f->max_frame < SBX_PROTO_MIN_MAX_FRAME || f->max_streams < 1 ||
+	    f->window < SBX_PROTO_MIN_WINDOW)
+		return conn_fail(c, SBX_PROTO_E_UNSUPPORTED, -EPROTONOSUPPORT,
+				 "hello limits below the minimum (max_frame >= %u, max_streams >= 1, window >= %u)",
+				 SBX_PROTO_MIN_MAX_FRAME, SBX_PROTO_MIN_WINDOW);
+	if (copy_peer_hello(c, f) < 0)
+		return conn_fail(c, SBX_PROTO_E_INTERNAL, -ENOMEM, "out of memory");
+	c->version = v;
+	c->peer_max_frame = f->max_frame > SBX_PROTO_HARD_MAX_FRAME ? SBX_PROTO_HARD_MAX_FRAME
+								     : (uint32_t)f->max_frame;
+	c->peer_max_streams = clamp32(f->max_streams);
+	c->peer_window = clamp32(f->window);
+	c->out_high = 2u * c->peer_max_frame;
+	if (c->out_high < MIN_OUT_HIGH)
+		c->out_high = MIN_OUT_HIGH;
+	bufferevent_setwatermark(c->bev, EV_WRITE, c->out_high / 2, 0);
+	c->ready = true;
+	conn_foreach(c, set_initial_credit, c);
+	if (evbuffer_add_buffer(bufferevent_get_output(c->bev), c->pending) < 0)
+		return conn_fail(c, SBX_PROTO_E_INTERNAL, -ENOMEM, "out of memory");
+	if (c->cbs.on_ready)
+		c->cbs.on_ready(c, c->ud);
+	if (!c->freed && !c->closed)
+		conn_notify_blocked(c);
+}
+
+static void handle_req(sbx_proto_conn *c, const sbx_proto_frame *f)
+{
+	if (f->id == 0 || conn_id_is_local(c, f->id) || f->id <= c->highest_remote_id)
+		return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO,
+				 "req with id %llu: wrong parity or not above %llu",
+				 (unsigned long long)f->id, (unsigned long long)c->highest_remote_id);
+	c->highest_remote_id = f->id;
+	if (c->n_remote >= c->max_streams) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "%zu streams open, max_streams is %u", c->n_remote,
+			 c->max_streams);
+		if (sbx_proto_encode_err(&c->w, f->id, SBX_PROTO_E_TOO_MANY_STREAMS, msg,
+					 conn_out_max_frame(c), NULL) == 0)
+			conn_emit(c, NULL);
+		return;
+	}
+	if (!conn_open_stream(c, f->id, false))
+		return conn_fail(c, SBX_PROTO_E_INTERNAL, -ENOMEM, "out of memory");
+	deliver(c, f);
+}
+
+static bool was_opened(const sbx_proto_conn *c, uint64_t id)
+{
+	return conn_id_is_local(c, id) ? id < c->next_local_id : id <= c->highest_remote_id;
+}
+
+static void handle_stream_frame(sbx_proto_conn *c, const sbx_proto_frame *f)
+{
+	const char *kind = sbx_proto_kind_name(f->kind);
+	if (f->id == 0)
+		return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "%s with id 0", kind);
+	struct conn_stream *s = conn_find(c, f->id);
+	if (!s) {
+		if (was_opened(c, f->id))
+			return; /* crossed our END/ERR on the wire */
+		return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "%s for stream %llu, never opened",
+				 kind, (unsigned long long)f->id);
+	}
+	switch (f->kind) {
+	case SBX_PROTO_DATA:
+	case SBX_PROTO_EVENT:
+		if (f->kind == SBX_PROTO_EVENT || f->data_len > 0) {
+			if (f->body_len > s->recv_credit)
+				return conn_fail(c, SBX_PROTO_E_FLOW_CONTROL, -EPROTO,
+						 "%s of %zu bytes on stream %llu, credit %llu", kind,
+						 f->body_len, (unsigned long long)f->id,
+						 (unsigned long long)s->recv_credit);
+			s->recv_credit -= f->body_len;
+		}
+		if (s->local && s->cancelled)
+			return; /* we abandoned it; only its END/ERR matters */
+		return deliver(c, f);
+	case SBX_PROTO_CREDIT:
+		if (s->send_credit + f->credit > UINT32_MAX || f->credit > UINT32_MAX)
+			return conn_fail(c, SBX_PROTO_E_FLOW_CONTROL, -EPROTO,
+					 "credit on stream %llu beyond 2^32", (unsigned long long)f->id);
+		s->send_credit += f->credit;
+		conn_unblock(c, s);
+		if (c->cbs.on_writable)
+			c->cbs.on_writable(c, f->id, c->ud);
+		return;
+	case SBX_PROTO_CTL:
+	case SBX_PROTO_CANCEL:
+		if (s->local)
+			return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO,
+					 "%s on stream %llu, which we opened", kind, (unsigned long long)f->id);
+		return deliver(c, f);
+	case SBX_PROTO_END:
+	case SBX_PROTO_ERR:
+		if (!s->local)
+			return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO,
+					 "%s on stream %llu, which the peer opened", kind,
+					 (unsigned long long)f->id);
+		deliver(c, f);
+		if (!c->freed && !c->closed && (s = conn_find(c, f->id)))
+			conn_close_stream(c, s);
+		return;
+	default:
+		return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "unexpected %s", kind);
+	}
+}
+
+static void handle_frame(sbx_proto_conn *c, const sbx_proto_frame *f)
+{
+	if (f->kind == SBX_PROTO_ERR && f->id == 0) {
+		sbx_err why;
+		sbx_err_set(&why, -ECONNABORTED, "peer closed the connection with %.*s: %.*s",
+			    (int)(f->code_name_len > 64 ? 64 : f->code_name_len), f->code_name,
+			    (int)(f->msg_len > 256 ? 256 : f->msg_len), f->msg ? f->msg : "");
+		return close_conn(c, &why);
+	}
+	if (!c->ready) {
+		if (f->kind != SBX_PROTO_HELLO)
+			return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "%s before hello",
+					 sbx_proto_kind_name(f->kind));
+		return handle_hello(c, f);
+	}
+	if (f->kind == SBX_PROTO_HELLO)
+		return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "second hello");
+	if (f->kind == SBX_PROTO_REQ)
+		return handle_req(c, f);
+	handle_stream_frame(c, f);
+}
+
+/* Output beyond which we stop reading: a peer that sends but does not read
+ * (e.g. floods requests we refuse) cannot grow our output without bound. */
+static bool output_full(const sbx_proto_conn *c)
+{
+	size_t high = c->ready ? 2 * c->out_high + c->peer_max_frame : 4 * MIN_OUT_HIGH;
+	return evbuffer_get_length(bufferevent_get_output(c->bev)) > high;
+}
+
+static void process_input(sbx_proto_conn *c)
+{
+	while (!c->freed && !c->closed) {
+		if (output_full(c)) {
+			c->read_paused = true;
+			bufferevent_disable(c->bev, EV_READ);
+			return;
+		}
+		struct evbuffer *in = bufferevent_get_input(c->bev);
+		size_t avail = evbuffer_get_length(in);
+		uint8_t h[SBX_PROTO_HEADER_LEN];
+		if (evbuffer_copyout(in, h, sizeof(h)) < (ev_ssize_t)sizeof(h))
+			return;
+		size_t body = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+		size_t want = body > c->max_frame ? sizeof(h) : sizeof(h) + body;
+		if (avail < want)
+			return;
+		const uint8_t *p = evbuffer_pullup(in, (ev_ssize_t)want);
+		sbx_proto_frame f;
+		size_t used;
+		sbx_proto_code pc;
+		sbx_err err;
+		int rc = sbx_proto_frame_decode(p, want, c->max_frame, &f, &used, &pc, &err);
+		if (rc <= 0)
+			return conn_fail(c, pc ? pc : SBX_PROTO_E_BAD_FRAME, rc < 0 ? rc : -EBADMSG,
+					 "%s", err.msg);
+		evbuffer_drain(in, used);
+		handle_frame(c, &f);
+		sbx_proto_frame_release(&f);
+	}
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	sbx_proto_conn *c = arg;
+	enter(c);
+	process_input(c);
+	leave(c);
+}
+
+static void write_cb(struct bufferevent *bev, void *arg)
+{
+	sbx_proto_conn *c = arg;
+	enter(c);
+	if (c->read_paused && !output_full(c)) {
+		c->read_paused = false;
+		bufferevent_enable(c->bev, EV_READ);
+		process_input(c); /* frames already buffered get no new read event */
+	}
+	if (!c->freed && !c->closed && c->ready)
+		conn_notify_blocked(c);
+	leave(c);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	sbx_proto_conn *c = arg;
+	enter(c);
+	sbx_err why;
+	if (what & BEV_EVENT_EOF)
+		sbx_err_set(&why, -ECONNRESET, "peer closed the connection");
+	else
+		sbx_err_sys(&why, errno ? -errno : -EIO, "connection I/O error");
+	close_conn(c, &why);
+	leave(c);
+}
+
+sbx_proto_conn *sbx_proto_conn_new(struct event_base *base, int fd,
+				   const sbx_proto_conn_opts *opts,
+				   const sbx_proto_conn_cbs *cbs, void *ud, sbx_err *err)
+{
+	uint32_t max_frame = opts->max_frame ? opts->max_frame : SBX_PROTO_DEFAULT_MAX_FRAME;
+	uint32_t window = opts->window ? opts->window : SBX_PROTO_DEFAULT_WINDOW;
+	if (max_frame < SBX_PROTO_MIN_MAX_FRAME || max_frame > SBX_PROTO_HARD_MAX_FRAME ||
+	    window < SBX_PROTO_MIN_WINDOW) {
+		close(fd);
+		sbx_err_set(err, -EINVAL, "conn: max_frame must be %u..%u and window >= %u",
+			    SBX_PROTO_MIN_MAX_FRAME, SBX_PROTO_HARD_MAX_FRAME, SBX_PROTO_MIN_WINDOW);
+		return NULL;
+	}
+	sbx_proto_conn *c = calloc(1, sizeof(*c));
+	if (!c || conn_table_init(&c->t) < 0 || !(c->pending = evbuffer_new())) {
+		close(fd);
+		goto oom;
+	}
+	sbx_proto_writer_init(&c->w);
+	evutil_make_socket_nonblocking(fd);
+	c->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!c->bev) {
+		close(fd);
+		goto oom;
+	}
+	c->cbs = *cbs;
+	c->ud = ud;
+	c->is_client = opts->is_client;
+	c->max_frame = max_frame;
+	c->window = window;
+	c->max_streams = opts->max_streams ? opts->max_streams : SBX_PROTO_DEFAULT_MAX_STREAMS;
+	c->next_local_id = c->is_client ? 1 : 2;
+	c->out_high = MIN_OUT_HIGH;
+
+	bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);
+	/* the input never holds more than one whole frame beyond what we decoded */
+	bufferevent_setwatermark(c->bev, EV_READ, 0, SBX_PROTO_HEADER_LEN + (size_t)max_frame);
+	bufferevent_setwatermark(c->bev, EV_WRITE, c->out_high / 2, 0);
+	int rc = sbx_proto_encode_hello(&c->w, max_frame, c->max_streams, window, opts->caps,
+					opts->ncaps, opts->agent, err);
+	if (rc < 0 || bufferevent_write(c->bev, c->w.buf.data, c->w.buf.size) < 0 ||
+	    bufferevent_enable(c->bev, EV_READ | EV_WRITE) < 0) {
+		if (rc == 0)
+			sbx_err_set(err, -ENOMEM, "conn: cannot queue hello");
+		destroy(c);
+		return NULL;
+	}
+	sbx_proto_writer_reset(&c->w);
+	return c;
+oom:
+	if (c)
+		destroy(c);
+	sbx_err_set(err, -ENOMEM, "conn: out of memory");
+	return NULL;
+}
+
+bool sbx_proto_conn_ready(const sbx_proto_conn *c)
+{
+	return c->ready && !c->closed;
+}
+
+bool sbx_proto_conn_peer_has_cap(const sbx_proto_conn *c, const char *cap)
+{
+	for (size_t i = 0; i < c->peer_ncaps; i++)
+		if (strcmp(c->peer_caps[i], cap) == 0)
+			return true;
+	return false;
+}
+
+const char *sbx_proto_conn_peer_agent(const sbx_proto_conn *c)
+{
+	return c->peer_agent;
+}
+
+uint32_t sbx_proto_conn_peer_max_frame(const sbx_proto_conn *c)
+{
+	return c->peer_max_frame;
+}
+
+void sbx_proto_conn_set_stream_data(sbx_proto_conn *c, uint64_t id, void *p)
+{
+	struct conn_stream *s = conn_find(c, id);
+	if (s)
+		s->user = p;
+}
+
+void *sbx_proto_conn_stream_data(const sbx_proto_conn *c, uint64_t id)
+{
+	struct conn_stream *s = conn_find(c, id);
+	return s ? s->user : NULL;
+}
+
+size_t sbx_proto_conn_open_streams(const sbx_proto_conn *c)
+{
+	return c->n_local + c->n_remote;
+}
+
+size_t sbx_proto_conn_pending_output(const sbx_proto_conn *c)
+{
+	size_t n = evbuffer_get_length(c->pending);
+	if (c->bev)
+		n += evbuffer_get_length(bufferevent_get_output(c->bev));
+	return n;
+}
+
+struct foreach_arg {
+	void (*fn)(uint64_t id, void *stream_data, void *ud);
+	void *ud;
+};
+
+static void foreach_one(struct conn_stream *s, void *arg)
+{
+	struct foreach_arg *a = arg;
+	a->fn(s->id, s->user, a->ud);
+}
+
+void sbx_proto_conn_foreach_stream(const sbx_proto_conn *c,
+				   void (*fn)(uint64_t id, void *stream_data, void *ud), void *ud)
+{
+	struct foreach_arg a = { fn, ud };
+	conn_foreach(c, foreach_one, &a);
+}
