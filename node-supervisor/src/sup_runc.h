@@ -24,7 +24,10 @@ typedef struct sup_runc_cfg {
 } sup_runc_cfg;
 
 typedef struct sup_runc_box {
-	char id[64];                    /* sandbox id, also the container id */
+	char id[64];                    /* sandbox id (hostname, folder name) */
+	char container_id[64];          /* runtime container id: "sbx-<tag>-<id>", the tag
+					 * derived from the state folder so that
+					 * leftovers are told from other supervisors' */
 	char dir[PATH_MAX];             /* <state_dir>/sandboxes/<id> */
 	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* agent socket, host side */
 	pid_t init_pid;                 /* host pid of the agent (PID 1 inside) */
@@ -38,6 +41,15 @@ int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err);
  * everything made so far is removed. id: [a-z0-9-], at most 40 chars. */
 int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 		    sup_runc_box *box, sbx_err *err);
+
+/* Connect to the agent's socket of a sandbox made by sup_runc_create.
+ * The socket file lives in a folder the guest can write, so it is opened
+ * without following symlinks, checked to be a socket and connected through
+ * /proc/self/fd: a guest cannot point the supervisor at a host socket.
+ * sock_flags: SOCK_NONBLOCK or 0 (SOCK_CLOEXEC is always set). Returns the
+ * connected fd. Does not block on a non-blocking socket; with 0 it blocks
+ * only while the agent's listen backlog is full. Thread-safe. */
+int sup_runc_connect_agent(const sup_runc_box *box, int sock_flags, sbx_err *err);
 
 /* Kill and delete the container, unmount, remove the folder. Idempotent:
  * parts already gone are not an error. */

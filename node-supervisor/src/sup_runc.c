@@ -1,0 +1,631 @@
+/* sup_runc: see sup_runc.h. Layout of one sandbox on the host:
+ *   <state>/sandboxes/<id>/bundle/config.json   OCI config (sup_bundle)
+ *   <state>/sandboxes/<id>/bundle/rootfs        overlay mount point
+ *   <state>/sandboxes/<id>/upper, work          overlay upper and work folders
+ *   <state>/sandboxes/<id>/run                  /run/sandbox inside: agent.sock
+ *   <state>/sandboxes/<id>/agent.log            the agent's stdout and stderr
+ *   <state>/sandboxes/<id>/runtime.log          the runtime's own log
+ *   <state>/sandboxes/<id>/init.pid             host pid of the agent */
+#include "sup_runc.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sbx/cleanup.h"
+#include "sup_bundle.h"
+#include "sup_fsutil.h"
+#include "sup_overlay.h"
+#include "sup_runc_cmd.h"
+#include "sup_runc_image.h"
+
+#define ID_MAX 40
+#define DEFAULT_READY_MS 10000u
+#define RUN_TIMEOUT_MS 30000u
+#define LIST_OUT_MAX (1u << 20)
+#define SOCK_SUFFIX "/run/agent.sock"
+#define NOFILE_WANT 65536ul
+#define KILL_WAIT_MS 5000
+
+typedef struct box_paths {
+	char state[PATH_MAX]; /* the state folder, resolved */
+	char dir[PATH_MAX];
+	char bundle[PATH_MAX];
+	char rootfs[PATH_MAX];
+	char upper[PATH_MAX];
+	char work[PATH_MAX];
+	char run[PATH_MAX];
+	char log[PATH_MAX];
+	char rtlog[PATH_MAX];
+	char pidfile[PATH_MAX];
+	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char cid[64];
+	char cgroup[96];
+} box_paths;
+
+__attribute__((format(printf, 3, 4))) static int fmt(char *buf, size_t cap, const char *f, ...)
+{
+	va_list ap;
+	va_start(ap, f);
+	int n = vsnprintf(buf, cap, f, ap);
+	va_end(ap);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+static int valid_id(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n > ID_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(islower((unsigned char)id[i]) || isdigit((unsigned char)id[i]) || id[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/* A short, stable tag of the state folder, part of every container id: two
+ * supervisors with different state folders never take each other's
+ * containers for leftovers. */
+static void state_tag(const char *state_real, char out[9])
+{
+	uint32_t h = 2166136261u;
+	for (const char *p = state_real; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	snprintf(out, 9, "%08x", h);
+}
+
+static int resolve_state(const char *state_dir, char out[PATH_MAX], sbx_err *err)
+{
+	if (!state_dir || state_dir[0] != '/')
+		return sbx_err_set(err, -EINVAL, "state folder '%s': not an absolute path",
+				   state_dir ? state_dir : "(null)");
+	if (!realpath(state_dir, out))
+		return sbx_err_sys(err, -errno, "state folder %s", state_dir);
+	return 0;
+}
+
+static int container_prefix(const char *state_real, char *buf, size_t cap)
+{
+	char tag[9];
+	state_tag(state_real, tag);
+	return fmt(buf, cap, "sbx-%s-", tag);
+}
+
+static int make_paths(const sup_runc_cfg *cfg, const char *id, box_paths *p, sbx_err *err)
+{
+	if (!valid_id(id))
+		return sbx_err_set(err, -EINVAL, "sandbox id '%.64s': want 1-%d of [a-z0-9-]", id, ID_MAX);
+	int r = resolve_state(cfg->state_dir, p->state, err);
+	if (r < 0)
+		return r;
+	char prefix[16];
+	r = container_prefix(p->state, prefix, sizeof(prefix));
+	r = r ?: fmt(p->cid, sizeof(p->cid), "%s%s", prefix, id);
+	r = r ?: fmt(p->cgroup, sizeof(p->cgroup), "/sbx/%s", p->cid);
+	r = r ?: fmt(p->dir, sizeof(p->dir), "%s/sandboxes/%s", p->state, id);
+	r = r ?: fmt(p->bundle, sizeof(p->bundle), "%s/bundle", p->dir);
+	r = r ?: fmt(p->rootfs, sizeof(p->rootfs), "%s/bundle/rootfs", p->dir);
+	r = r ?: fmt(p->upper, sizeof(p->upper), "%s/upper", p->dir);
+	r = r ?: fmt(p->work, sizeof(p->work), "%s/work", p->dir);
+	r = r ?: fmt(p->run, sizeof(p->run), "%s/run", p->dir);
+	r = r ?: fmt(p->log, sizeof(p->log), "%s/agent.log", p->dir);
+	r = r ?: fmt(p->rtlog, sizeof(p->rtlog), "%s/runtime.log", p->dir);
+	r = r ?: fmt(p->pidfile, sizeof(p->pidfile), "%s/init.pid", p->dir);
+	if (r < 0)
+		return sbx_err_set(err, r, "sandbox %s: state folder path too long", id);
+	if (fmt(p->sock, sizeof(p->sock), "%s" SOCK_SUFFIX, p->dir) < 0)
+		return sbx_err_set(err, -ENAMETOOLONG,
+				   "sandbox %s: agent socket path %s" SOCK_SUFFIX
+				   " is longer than a unix socket address (%zu bytes): use a shorter state folder",
+				   id, p->dir, sizeof(p->sock) - 1);
+	return 0;
+}
+
+/* ---- runtime calls ---------------------------------------------------- */
+
+
+/* Is the container listed by the runtime? 1 yes, 0 no, <0 error. */
+static int runtime_has(const sup_runc_cfg *cfg, const char *cid, sbx_err *err)
+{
+	SBX_AUTO_FREE char *out = malloc(LIST_OUT_MAX);
+	if (!out)
+		return sbx_err_set(err, -ENOMEM, "%s list", cfg->runtime);
+	char errout[256];
+	const char *argv[] = {cfg->runtime, "list", "-q", NULL};
+	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
+			  .out_cap = LIST_OUT_MAX, .errout = errout, .errout_cap = sizeof(errout)};
+	int r = sup_runc_cmd_run(&c, err);
+	if (r < 0)
+		return r;
+	if (r != 0)
+		return sbx_err_set(err, -EIO, "%s list: exit %d: %s", cfg->runtime, r, errout);
+	size_t n = strlen(cid);
+	for (char *l = out; *l;) {
+		char *e = strchrnul(l, '\n');
+		if ((size_t)(e - l) == n && memcmp(l, cid, n) == 0)
+			return 1;
+		l = *e ? e + 1 : e;
+	}
+	return 0;
+}
+
+static int read_pid(const char *pidfile, pid_t *pid, sbx_err *err)
+{
+	char buf[32];
+	ssize_t n = sup_fs_read_small(AT_FDCWD, pidfile, buf, sizeof(buf), err);
+	if (n < 0)
+		return (int)n;
+	char *end;
+	long v = strtol(buf, &end, 10);
+	if (end == buf || v <= 1 || v > INT32_MAX)
+		return sbx_err_set(err, -EINVAL, "pid file %s: '%s'", pidfile, buf);
+	*pid = (pid_t)v;
+	return 0;
+}
+
+/* Run `<runtime> <args...> <cid>`; returns its exit status, errout gets
+ * its stderr. */
+static int runtime_call(const sup_runc_cfg *cfg, const char *a1, const char *a2, const char *a3,
+			char *errout, size_t cap, sbx_err *err)
+{
+	const char *argv[] = {cfg->runtime, a1, a2, a3, NULL};
+	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .errout = errout,
+			  .errout_cap = cap, .timeout_ms = RUN_TIMEOUT_MS};
+	return sup_runc_cmd_run(&c, err);
+}
+
+/* Is pid still the container's init (a pid can be reused once it is gone)?
+ * Its cgroup names the container. */
+static bool is_container_pid(pid_t pid, const char *cgroup)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	sbx_err ignored;
+	if (sup_fs_read_small(AT_FDCWD, path, buf, sizeof(buf), &ignored) < 0)
+		return false;
+	size_t n = strlen(cgroup);
+	for (const char *h = buf; (h = strstr(h, cgroup)); h += n)
+		if (h[n] == '\n' || h[n] == '/' || h[n] == '\0')
+			return true;
+	return false;
+}
+
+static int runtime_delete(const sup_runc_cfg *cfg, const box_paths *p, sbx_err *err)
+{
+	/* `delete --force` alone would do, but runc then sleeps in steps of
+	 * 100 ms until the init is gone; kill, a wait on a pidfd and a plain
+	 * delete take a fraction of that */
+	SBX_AUTO_CLOSE int pfd = -1;
+	pid_t pid;
+	sbx_err ignored;
+	if (read_pid(p->pidfile, &pid, &ignored) == 0) {
+		pfd = pidfd_open(pid, 0);
+		if (pfd >= 0 && !is_container_pid(pid, p->cgroup)) {
+			close(pfd);
+			pfd = -1;
+		}
+	}
+	char errout[384];
+	if (pfd >= 0) {
+		/* "not running" and "does not exist" are fine: delete says more */
+		runtime_call(cfg, "kill", p->cid, "KILL", errout, sizeof(errout), &ignored);
+		struct pollfd pf = {.fd = pfd, .events = POLLIN};
+		while (poll(&pf, 1, KILL_WAIT_MS) < 0 && errno == EINTR)
+			;
+		if (runtime_call(cfg, "delete", p->cid, NULL, errout, sizeof(errout), &ignored) == 0)
+			return 0;
+	}
+	int r = runtime_call(cfg, "delete", "--force", p->cid, errout, sizeof(errout), err);
+	if (r == 0)
+		return 0;
+	if (r > 0) {
+		/* "does not exist" reads differently in every runtime: ask the
+		 * list instead of parsing the message */
+		int has = runtime_has(cfg, p->cid, &ignored);
+		if (has == 0)
+			return 0;
+		return sbx_err_set(err, -EIO, "%s delete %s: exit %d: %s", cfg->runtime, p->cid, r,
+				   errout);
+	}
+	return sbx_err_wrap(err, "delete container %s", p->cid);
+}
+
+/* Unmount and remove what a sandbox left on the host, container first (its
+ * processes may still use the rootfs). */
+static int destroy_paths(const sup_runc_cfg *cfg, const box_paths *p, sbx_err *err)
+{
+	int r = runtime_delete(cfg, p, err);
+	if (r < 0)
+		return r;
+	r = sup_overlay_umount(p->rootfs, err);
+	if (r < 0)
+		return r;
+	return sup_fs_rm_tree(p->dir, err);
+}
+
+/* ---- create ----------------------------------------------------------- */
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static int connect_path(const char *sock_path, int sock_flags, sbx_err *err)
+{
+	SBX_AUTO_CLOSE int opath = open(sock_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (opath < 0)
+		return sbx_err_sys(err, -errno, "agent socket %s", sock_path);
+	struct stat st;
+	if (fstat(opath, &st) < 0)
+		return sbx_err_sys(err, -errno, "agent socket %s", sock_path);
+	if (!S_ISSOCK(st.st_mode))
+		return sbx_err_set(err, -ENOTSOCK, "agent socket %s: not a socket", sock_path);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", opath);
+	SBX_AUTO_CLOSE int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (sock_flags & SOCK_NONBLOCK), 0);
+	if (fd < 0)
+		return sbx_err_sys(err, -errno, "socket");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return sbx_err_sys(err, -errno, "connect to agent socket %s", sock_path);
+	return sbx_steal_fd(&fd);
+}
+
+int sup_runc_connect_agent(const sup_runc_box *box, int sock_flags, sbx_err *err)
+{
+	if (sock_flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC))
+		return sbx_err_set(err, -EINVAL, "connect agent: flags 0x%x", (unsigned)sock_flags);
+	return connect_path(box->socket_path, sock_flags, err);
+}
+
+/* Wait until the agent's socket accepts or the agent is gone. The agent is
+ * not our child (the runtime's start leaves it to the host's init or a
+ * subreaper), so its end is seen through a pidfd. */
+static int wait_ready(const box_paths *p, pid_t pid, unsigned timeout_ms, sbx_err *err)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	SBX_AUTO_CLOSE int pfd = pidfd_open(pid, 0);
+	if (pfd < 0)
+		return sbx_err_sys(err, -errno, "agent pid %d", (int)pid);
+	for (;;) {
+		sbx_err cerr;
+		int fd = connect_path(p->sock, SOCK_NONBLOCK, &cerr);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		/* not there yet, or bound but not listening yet */
+		if (fd != -ENOENT && fd != -ECONNREFUSED && fd != -EAGAIN) {
+			*err = cerr;
+			return fd;
+		}
+		long spent = ms_since(&t0);
+		if (spent >= (long)timeout_ms)
+			return sbx_err_set(err, -ETIMEDOUT, "agent did not listen within %u ms", timeout_ms);
+		struct pollfd pf = {.fd = pfd, .events = POLLIN};
+		int r = poll(&pf, 1, 1);
+		if (r > 0)
+			return sbx_err_set(err, -ECHILD, "agent exited before listening");
+	}
+}
+
+/* /etc/hostname and /etc/hosts of this sandbox, in its upper layer. */
+static int write_etc(const box_paths *p, const sup_runc_image *img, const char *id, sbx_err *err)
+{
+	SBX_AUTO_CLOSE int up = open(p->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (up < 0)
+		return sbx_err_sys(err, -errno, "open %s", p->upper);
+	int r = sup_fs_mkdir(up, "etc", img->etc_mode, img->etc_uid, img->etc_gid, 0, err);
+	if (r < 0)
+		return r;
+	SBX_AUTO_CLOSE int etc = openat(up, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (etc < 0)
+		return sbx_err_sys(err, -errno, "open upper/etc");
+	char buf[256];
+	int n = snprintf(buf, sizeof(buf), "%s\n", id);
+	r = sup_fs_write_file(etc, "hostname", buf, (size_t)n, 0644, err);
+	if (r < 0)
+		return r;
+	n = snprintf(buf, sizeof(buf),
+		     "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n", id);
+	return sup_fs_write_file(etc, "hosts", buf, (size_t)n, 0644, err);
+}
+
+/* The folders of a new sandbox; its root folder (dir) already exists. */
+static int make_dirs(const box_paths *p, const sup_runc_image *img, sbx_err *err)
+{
+	SBX_AUTO_CLOSE int d = open(p->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d < 0)
+		return sbx_err_sys(err, -errno, "open %s", p->dir);
+	/* the root of the merged tree shows the upper folder's mode and owner */
+	struct stat st;
+	if (stat(img->lower, &st) < 0)
+		return sbx_err_sys(err, -errno, "image %s", img->lower);
+	int r = sup_fs_mkdir(d, "bundle", 0700, 0, 0, 0, err);
+	r = r ?: sup_fs_mkdir(d, "bundle/rootfs", 0755, 0, 0, 0, err);
+	r = r ?: sup_fs_mkdir(d, "upper", st.st_mode & 07777, st.st_uid, st.st_gid, 0, err);
+	r = r ?: sup_fs_mkdir(d, "work", 0700, 0, 0, 0, err);
+	r = r ?: sup_fs_mkdir(d, "run", 0755, 0, 0, 0, err);
+	return r;
+}
+
+static int start_container(const sup_runc_cfg *cfg, const box_paths *p, sbx_err *err)
+{
+	SBX_AUTO_CLOSE int log = open(p->log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (log < 0)
+		return sbx_err_sys(err, -errno, "open %s", p->log);
+	/* -d: the runtime returns once the agent runs; the agent inherits its
+	 * stdout and stderr, so both go to agent.log (a file: a pipe nobody
+	 * reads could block the agent). The runtime's own error message lands
+	 * there too and is quoted on failure. */
+	const char *argv[] = {cfg->runtime, "--log", p->rtlog, "run", "-d", "--pid-file", p->pidfile,
+			      "--bundle", p->bundle, p->cid, NULL};
+	sup_runc_cmd c = {.argv = argv, .stdout_fd = log, .stderr_fd = log,
+			  .timeout_ms = RUN_TIMEOUT_MS};
+	int r = sup_runc_cmd_run(&c, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "%s run", cfg->runtime);
+	if (r > 0) {
+		char tail[320];
+		sup_fs_log_tail(p->log, tail, sizeof(tail));
+		return sbx_err_set(err, -EIO, "%s run: exit %d: %s", cfg->runtime, r, tail);
+	}
+	return 0;
+}
+
+static int create_in(const sup_runc_cfg *cfg, const char *id, const box_paths *p,
+		     const sup_runc_image *img, pid_t *pid, sbx_err *err)
+{
+	int r = make_dirs(p, img, err);
+	if (r == 0 && img->etc_dir)
+		r = write_etc(p, img, id, err);
+	if (r == 0)
+		r = sup_overlay_mount(img->lower, p->upper, p->work, p->rootfs, err);
+	if (r < 0)
+		return r;
+
+	struct stat st;
+	/* the agent serves hundreds of streams at once; the runtime cannot
+	 * raise the limit past our own hard limit without CAP_SYS_RESOURCE */
+	struct rlimit rl;
+	unsigned long nofile = NOFILE_WANT;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < nofile)
+		nofile = (unsigned long)rl.rlim_max;
+	sup_bundle_spec spec = {
+		.hostname = id,
+		.rootfs = "rootfs",
+		.run_dir = p->run,
+		.agent_path = cfg->agent_path,
+		.cgroups_path = p->cgroup,
+		.cgroup_ns = stat("/proc/self/ns/cgroup", &st) == 0,
+		.nofile = nofile,
+		.binds = img->binds,
+		.n_binds = img->n_binds,
+	};
+	r = sup_bundle_write(p->bundle, &spec, err);
+	if (r < 0)
+		return r;
+	r = start_container(cfg, p, err);
+	if (r < 0)
+		return r;
+	r = read_pid(p->pidfile, pid, err);
+	if (r < 0)
+		return r;
+	unsigned timeout = cfg->ready_timeout_ms ? cfg->ready_timeout_ms : DEFAULT_READY_MS;
+	r = wait_ready(p, *pid, timeout, err);
+	if (r < 0) {
+		char tail[256];
+		sup_fs_log_tail(p->log, tail, sizeof(tail));
+		if (tail[0])
+			return sbx_err_wrap(err, "agent log '%s'", tail);
+	}
+	return r;
+}
+
+int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
+		    sup_runc_box *box, sbx_err *err)
+{
+	memset(box, 0, sizeof(*box));
+	SBX_AUTO_FREE box_paths *p = malloc(sizeof(*p));
+	SBX_AUTO_FREE sup_runc_image *img = malloc(sizeof(*img));
+	if (!p || !img)
+		return sbx_err_set(err, -ENOMEM, "create sandbox");
+	int r = make_paths(cfg, id, p, err);
+	if (r == 0)
+		r = sup_runc_image_resolve(p->state, image ? image : "host", img, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "create sandbox %.64s", id);
+
+	if (mkdir(p->dir, 0700) < 0) {
+		if (errno == EEXIST)
+			return sbx_err_set(err, -EEXIST, "create sandbox %s: it exists", id);
+		return sbx_err_sys(err, -errno, "create sandbox %s: mkdir %s", id, p->dir);
+	}
+	pid_t pid = 0;
+	r = create_in(cfg, id, p, img, &pid, err);
+	if (r < 0) {
+		sbx_err cerr;
+		if (destroy_paths(cfg, p, &cerr) < 0)
+			sbx_err_wrap(err, "(cleanup failed too: %s)", cerr.msg);
+		return sbx_err_wrap(err, "create sandbox %s", id);
+	}
+	snprintf(box->id, sizeof(box->id), "%s", id);
+	snprintf(box->container_id, sizeof(box->container_id), "%s", p->cid);
+	snprintf(box->dir, sizeof(box->dir), "%s", p->dir);
+	snprintf(box->socket_path, sizeof(box->socket_path), "%s", p->sock);
+	box->init_pid = pid;
+	return 0;
+}
+
+/* ---- destroy, leftovers, init ----------------------------------------- */
+
+int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *err)
+{
+	/* every path is rebuilt from the id: nothing in box is trusted as a
+	 * path to remove */
+	SBX_AUTO_FREE box_paths *p = malloc(sizeof(*p));
+	if (!p)
+		return sbx_err_set(err, -ENOMEM, "destroy sandbox");
+	int r = make_paths(cfg, box->id, p, err);
+	if (r == 0)
+		r = destroy_paths(cfg, p, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "destroy sandbox %.64s", box->id);
+	return 0;
+}
+
+int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err)
+{
+	char state[PATH_MAX], prefix[16], sandboxes[PATH_MAX];
+	int r = resolve_state(cfg->state_dir, state, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "remove leftovers");
+	container_prefix(state, prefix, sizeof(prefix));
+	if (fmt(sandboxes, sizeof(sandboxes), "%s/sandboxes", state) < 0)
+		return sbx_err_set(err, -ENAMETOOLONG, "remove leftovers: path too long");
+
+	int removed = 0;
+	SBX_AUTO_FREE char *out = malloc(LIST_OUT_MAX);
+	SBX_AUTO_FREE box_paths *p = malloc(sizeof(*p));
+	if (!out || !p)
+		return sbx_err_set(err, -ENOMEM, "remove leftovers");
+	char errout[256];
+	const char *argv[] = {cfg->runtime, "list", "-q", NULL};
+	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
+			  .out_cap = LIST_OUT_MAX, .errout = errout, .errout_cap = sizeof(errout)};
+	r = sup_runc_cmd_run(&c, err);
+	if (r > 0)
+		r = sbx_err_set(err, -EIO, "%s list: exit %d: %s", cfg->runtime, r, errout);
+	if (r < 0)
+		return sbx_err_wrap(err, "remove leftovers");
+	size_t plen = strlen(prefix);
+	for (char *l = out; *l;) {
+		char *e = strchrnul(l, '\n');
+		char *next = *e ? e + 1 : e;
+		*e = '\0';
+		if (strncmp(l, prefix, plen) == 0 && valid_id(l + plen)) {
+			r = make_paths(cfg, l + plen, p, err);
+			if (r == 0)
+				r = destroy_paths(cfg, p, err);
+			if (r < 0)
+				return sbx_err_wrap(err, "remove leftovers");
+			removed++;
+		}
+		l = next;
+	}
+
+	r = sup_overlay_umount_under(sandboxes, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "remove leftovers");
+	SBX_AUTO_CLOSEDIR DIR *d = opendir(sandboxes);
+	if (!d) {
+		if (errno == ENOENT)
+			return removed;
+		return sbx_err_sys(err, -errno, "remove leftovers: %s", sandboxes);
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		char path[PATH_MAX];
+		if (fmt(path, sizeof(path), "%s/%s", sandboxes, de->d_name) < 0)
+			continue;
+		r = sup_fs_rm_tree(path, err);
+		if (r < 0)
+			return sbx_err_wrap(err, "remove leftovers");
+		removed++;
+	}
+	return removed;
+}
+
+static int mkdir_p(const char *path, mode_t mode, sbx_err *err)
+{
+	char buf[PATH_MAX];
+	if (fmt(buf, sizeof(buf), "%s", path) < 0)
+		return sbx_err_set(err, -ENAMETOOLONG, "mkdir %s: too long", path);
+	for (char *s = buf + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+		*s = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return sbx_err_sys(err, -errno, "mkdir %s", buf);
+		*s = c;
+		if (!c)
+			return 0;
+	}
+}
+
+int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err)
+{
+	if (!cfg->runtime || !cfg->runtime[0])
+		return sbx_err_set(err, -EINVAL, "runc backend: no runtime binary set");
+	if (!cfg->agent_path || cfg->agent_path[0] != '/')
+		return sbx_err_set(err, -EINVAL, "runc backend: agent path '%s' is not absolute",
+				   cfg->agent_path ? cfg->agent_path : "(null)");
+	struct stat st;
+	if (stat(cfg->agent_path, &st) < 0)
+		return sbx_err_sys(err, -errno, "runc backend: agent %s", cfg->agent_path);
+	if (!S_ISREG(st.st_mode) || !(st.st_mode & 0111))
+		return sbx_err_set(err, -EACCES, "runc backend: agent %s is not an executable file",
+				   cfg->agent_path);
+	if (!cfg->state_dir || cfg->state_dir[0] != '/')
+		return sbx_err_set(err, -EINVAL, "runc backend: state folder '%s' is not absolute",
+				   cfg->state_dir ? cfg->state_dir : "(null)");
+	int r = mkdir_p(cfg->state_dir, 0700, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "runc backend");
+	char state[PATH_MAX];
+	r = resolve_state(cfg->state_dir, state, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "runc backend");
+	r = sup_overlay_check_path("state folder", state, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "runc backend");
+	/* fail now, not at the first create with a long id */
+	size_t need = strlen(state) + strlen("/sandboxes/") + ID_MAX + strlen(SOCK_SUFFIX);
+	size_t have = sizeof(((struct sockaddr_un *)0)->sun_path) - 1;
+	if (need > have)
+		return sbx_err_set(err, -ENAMETOOLONG,
+				   "runc backend: state folder %s is too long: agent socket paths would "
+				   "need %zu bytes, a unix socket address holds %zu; use a folder of at "
+				   "most %zu characters",
+				   state, need, have, have - (need - strlen(state)));
+	char sub[PATH_MAX];
+	if (fmt(sub, sizeof(sub), "%s/sandboxes", state) < 0 || (mkdir(sub, 0700) < 0 && errno != EEXIST))
+		return sbx_err_sys(err, -errno, "runc backend: mkdir %s", sub);
+	if (fmt(sub, sizeof(sub), "%s/images", state) < 0 || (mkdir(sub, 0700) < 0 && errno != EEXIST))
+		return sbx_err_sys(err, -errno, "runc backend: mkdir %s", sub);
+
+	char errout[256], out[256];
+	const char *argv[] = {cfg->runtime, "--version", NULL};
+	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
+			  .out_cap = sizeof(out), .errout = errout, .errout_cap = sizeof(errout),
+			  .timeout_ms = 10000};
+	r = sup_runc_cmd_run(&c, err);
+	if (r == -E2BIG)
+		r = 0; /* a long version text is still an answer */
+	if (r > 0)
+		r = sbx_err_set(err, -EIO, "%s --version: exit %d: %s", cfg->runtime, r, errout);
+	if (r < 0)
+		return sbx_err_wrap(err, "runc backend: runtime '%s' does not answer", cfg->runtime);
+
+	r = sup_runc_image_prepare_host(state, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "runc backend");
+	return 0;
+}
