@@ -1,0 +1,91 @@
+#include "bench_http.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct bench_http {
+	CURL *curl;
+	struct curl_slist *headers;
+	char base[256];
+	char *body;
+	size_t len, cap;
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+	bench_http *h = ud;
+	size_t add = size * n;
+	if (h->len + add + 1 > h->cap) {
+		size_t cap = (h->len + add + 1) * 2;
+		char *b = realloc(h->body, cap);
+		if (!b)
+			return 0;
+		h->body = b;
+		h->cap = cap;
+	}
+	memcpy(h->body + h->len, p, add);
+	h->len += add;
+	h->body[h->len] = '\0';
+	return add;
+}
+
+bench_http *bench_http_new(const char *base_url, const char *token)
+{
+	bench_http *h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->curl = curl_easy_init();
+	snprintf(h->base, sizeof(h->base), "%s", base_url);
+	char auth[256];
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+	h->headers = curl_slist_append(NULL, auth);
+	h->headers = curl_slist_append(h->headers, "Content-Type: application/json");
+	h->headers = curl_slist_append(h->headers, "Expect:");
+	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, h->headers);
+	curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, h);
+	curl_easy_setopt(h->curl, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT, 60L);
+	return h;
+}
+
+void bench_http_free(bench_http *h)
+{
+	if (!h)
+		return;
+	curl_easy_cleanup(h->curl);
+	curl_slist_free_all(h->headers);
+	free(h->body);
+	free(h);
+}
+
+long bench_http_do(bench_http *h, const char *method, const char *path, const char *body)
+{
+	char url[512];
+	snprintf(url, sizeof(url), "%s%s", h->base, path);
+	h->len = 0;
+	if (h->body)
+		h->body[0] = '\0';
+	curl_easy_setopt(h->curl, CURLOPT_URL, url);
+	curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
+	if (body) {
+		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	} else {
+		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, NULL);
+		curl_easy_setopt(h->curl, CURLOPT_HTTPGET, strcmp(method, "GET") == 0 ? 1L : 0L);
+		curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
+	}
+	if (curl_easy_perform(h->curl) != CURLE_OK)
+		return -1;
+	long status = 0;
+	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
+	return status;
+}
+
+const char *bench_http_body(const bench_http *h)
+{
+	return h->body ? h->body : "";
+}

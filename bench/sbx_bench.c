@@ -1,0 +1,329 @@
+/* sbx-bench: the figures of BENCHMARKS.md, each beside its peer and floor,
+ * measured on this machine in one run.
+ *
+ *   exec of `true`: posix_spawn on the host (floor), `runc exec` into the
+ *   sandbox's container (peer), the agent socket directly, the HTTP API;
+ *   acquire from a warm pool; cold create until the agent answers.
+ *
+ * It starts its own supervisor (temp state folder, free loopback port) and
+ * stops it, which removes every container it made. */
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_agent.h"
+#include "bench_http.h"
+#include "bench_proc.h"
+#include "bench_stats.h"
+
+typedef struct bench_opts {
+	const char *build_dir;
+	const char *runtime;
+	int iterations;
+	int pool_rounds;
+	int cold_rounds;
+} bench_opts;
+
+typedef struct supervisor {
+	pid_t pid;
+	char state_dir[PATH_MAX];
+	char url[64];
+	char token[65];
+	bench_http *http;
+} supervisor;
+
+static void report(const char *what, bench_samples *s, const char *note)
+{
+	printf("| %-44s | %6zu | %8.3f | %8.3f | %s |\n", what, s->n,
+	       bench_samples_pct(s, 50), bench_samples_pct(s, 99), note);
+	fflush(stdout);
+}
+
+static bool supervisor_start(supervisor *sv, const bench_opts *o, int pool_size)
+{
+	snprintf(sv->state_dir, sizeof(sv->state_dir), "/tmp/sbx-bench-XXXXXX");
+	if (!mkdtemp(sv->state_dir))
+		return false;
+	int port = bench_free_port();
+	snprintf(sv->url, sizeof(sv->url), "http://127.0.0.1:%d", port);
+	FILE *r = fopen("/dev/urandom", "r");
+	unsigned char raw[32];
+	if (!r || fread(raw, 1, sizeof(raw), r) != sizeof(raw)) {
+		if (r)
+			fclose(r);
+		return false;
+	}
+	fclose(r);
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(sv->token + 2 * i, 3, "%02x", raw[i]);
+
+	char exe[PATH_MAX], agent[PATH_MAX], listen[64], pool[16], log[PATH_MAX + 16];
+	snprintf(exe, sizeof(exe), "%s/node-supervisor/sandbox-supervisor", o->build_dir);
+	snprintf(agent, sizeof(agent), "%s/guest-agent/sandbox-agent", o->build_dir);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(pool, sizeof(pool), "%d", pool_size);
+	snprintf(log, sizeof(log), "%s.log", sv->state_dir);
+	char *argv[] = {exe, "--listen", listen, "--state-dir", sv->state_dir,
+			"--pool-size", pool, "--agent", agent, "--token", sv->token,
+			"--runtime", (char *)o->runtime, NULL};
+	sv->pid = bench_spawn_bg(argv, log);
+	if (sv->pid < 0)
+		return false;
+	sv->http = bench_http_new(sv->url, sv->token);
+	for (int i = 0; i < 1000; i++) {
+		if (bench_http_do(sv->http, "GET", "/healthz", NULL) == 200)
+			return true;
+		if (waitpid(sv->pid, NULL, WNOHANG) == sv->pid) {
+			fprintf(stderr, "supervisor exited; see %s\n", log);
+			sv->pid = -1;
+			return false;
+		}
+		usleep(10000);
+	}
+	return false;
+}
+
+static void supervisor_stop(supervisor *sv)
+{
+	bench_stop(sv->pid, 30000);
+	sv->pid = -1;
+	bench_http_free(sv->http);
+	sv->http = NULL;
+	rmdir(sv->state_dir);
+}
+
+/* Ready sandboxes in the pool of image "host" (GET /v1/pools), -1 on error. */
+static int pool_ready(supervisor *sv)
+{
+	if (bench_http_do(sv->http, "GET", "/v1/pools", NULL) != 200)
+		return -1;
+	json_t *root = json_loads(bench_http_body(sv->http), 0, NULL);
+	int ready = -1;
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(root, "pools"), i, p)
+	{
+		if (strcmp(json_string_value(json_object_get(p, "image")) ?: "", "host") == 0)
+			ready = (int)json_integer_value(json_object_get(p, "ready"));
+	}
+	json_decref(root);
+	return ready;
+}
+
+static bool wait_pool_full(supervisor *sv, int target)
+{
+	for (int i = 0; i < 3000; i++) {
+		if (pool_ready(sv) >= target)
+			return true;
+		usleep(5000);
+	}
+	return false;
+}
+
+/* POST /v1/sandboxes; copies the new id; returns the status. */
+static long create_sandbox(supervisor *sv, char *id, size_t id_size)
+{
+	long st = bench_http_do(sv->http, "POST", "/v1/sandboxes", "{\"image\":\"host\"}");
+	if (st != 201)
+		return st;
+	json_t *root = json_loads(bench_http_body(sv->http), 0, NULL);
+	snprintf(id, id_size, "%s", json_string_value(json_object_get(root, "id")) ?: "");
+	json_decref(root);
+	return st;
+}
+
+static void delete_sandbox(supervisor *sv, const char *id)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+	bench_http_do(sv->http, "DELETE", path, NULL);
+}
+
+static void bench_spawn_floor(const bench_opts *o)
+{
+	bench_samples s = {0};
+	char *argv[] = {"/bin/true", NULL};
+	for (int i = 0; i < o->iterations; i++) {
+		double t = bench_now_ms();
+		if (bench_spawn_wait(argv) != 0)
+			continue;
+		bench_samples_add(&s, bench_now_ms() - t);
+	}
+	report("exec `true`: posix_spawn + wait on the host", &s, "floor");
+	bench_samples_free(&s);
+}
+
+/* The container id of sandbox id: the runtime's container whose bundle lies
+ * in the sandbox's folder. */
+static bool container_of(const supervisor *sv, const bench_opts *o, const char *id,
+			 char *cid, size_t cid_size)
+{
+	char cmd[PATH_MAX + 64];
+	snprintf(cmd, sizeof(cmd), "%s list -f json", o->runtime);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return false;
+	json_t *root = json_loadf(p, 0, NULL);
+	pclose(p);
+	char want[PATH_MAX + 128];
+	snprintf(want, sizeof(want), "%s/sandboxes/%s/", sv->state_dir, id);
+	bool found = false;
+	size_t i;
+	json_t *c;
+	json_array_foreach(root, i, c)
+	{
+		const char *bundle = json_string_value(json_object_get(c, "bundle"));
+		if (bundle && strncmp(bundle, want, strlen(want)) == 0) {
+			snprintf(cid, cid_size, "%s", json_string_value(json_object_get(c, "id")));
+			found = true;
+		}
+	}
+	json_decref(root);
+	return found;
+}
+
+static long exit_code_of(const char *body)
+{
+	json_t *root = json_loads(body, 0, NULL);
+	json_t *code = json_object_get(root, "exit_code");
+	long v = json_is_integer(code) ? (long)json_integer_value(code) : -1;
+	json_decref(root);
+	return v;
+}
+
+static void bench_exec_paths(supervisor *sv, const bench_opts *o)
+{
+	char id[64];
+	if (create_sandbox(sv, id, sizeof(id)) != 201) {
+		fprintf(stderr, "create failed: %s\n", bench_http_body(sv->http));
+		return;
+	}
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+
+	bench_samples api = {0}, direct = {0}, runc = {0};
+	for (int i = 0; i < o->iterations; i++) {
+		double t = bench_now_ms();
+		long st = bench_http_do(sv->http, "POST", path, "{\"argv\":[\"true\"]}");
+		double dt = bench_now_ms() - t;
+		if (st == 200 && exit_code_of(bench_http_body(sv->http)) == 0)
+			bench_samples_add(&api, dt);
+	}
+
+	char sock[PATH_MAX + 128];
+	snprintf(sock, sizeof(sock), "%s/sandboxes/%s/run/agent.sock", sv->state_dir, id);
+	bench_agent_exec_true(sock, o->iterations, &direct);
+
+	char cid[128];
+	if (container_of(sv, o, id, cid, sizeof(cid))) {
+		char *argv[] = {(char *)o->runtime, "exec", cid, "/bin/true", NULL};
+		int n = o->iterations < 200 ? o->iterations : 200;
+		for (int i = 0; i < n; i++) {
+			double t = bench_now_ms();
+			if (bench_spawn_wait(argv) == 0)
+				bench_samples_add(&runc, bench_now_ms() - t);
+		}
+	}
+	report("exec `true`: `runc exec` into the container", &runc, "peer");
+	report("exec `true`: agent socket directly", &direct, "sbx");
+	report("exec `true`: HTTP API (POST .../exec)", &api, "sbx, target p50 <= 2 ms");
+	bench_samples_free(&api);
+	bench_samples_free(&direct);
+	bench_samples_free(&runc);
+	delete_sandbox(sv, id);
+}
+
+static void bench_acquire(supervisor *sv, const bench_opts *o, int pool_size)
+{
+	bench_samples s = {0};
+	for (int i = 0; i < o->pool_rounds; i++) {
+		if (!wait_pool_full(sv, pool_size))
+			break;
+		char id[64];
+		double t = bench_now_ms();
+		long st = create_sandbox(sv, id, sizeof(id));
+		double dt = bench_now_ms() - t;
+		if (st == 201) {
+			bench_samples_add(&s, dt);
+			delete_sandbox(sv, id);
+		}
+	}
+	report("acquire from a warm pool (POST /v1/sandboxes)", &s, "sbx, target p50 <= 2 ms");
+	bench_samples_free(&s);
+}
+
+static void bench_cold(supervisor *sv, const bench_opts *o)
+{
+	bench_samples s = {0};
+	for (int i = 0; i < o->cold_rounds; i++) {
+		char id[64];
+		double t = bench_now_ms();
+		long st = create_sandbox(sv, id, sizeof(id));
+		double dt = bench_now_ms() - t;
+		if (st == 201) {
+			bench_samples_add(&s, dt);
+			delete_sandbox(sv, id);
+		}
+	}
+	report("cold create until the agent answers (pool 0)", &s, "sbx, target p50 <= 100 ms");
+	bench_samples_free(&s);
+}
+
+int main(int argc, char **argv)
+{
+	bench_opts o = {.build_dir = "build/release", .runtime = "runc",
+			.iterations = 1000, .pool_rounds = 50, .cold_rounds = 30};
+	static const struct option longopts[] = {
+		{"build-dir", required_argument, NULL, 'b'},
+		{"runtime", required_argument, NULL, 'r'},
+		{"iterations", required_argument, NULL, 'n'},
+		{"pool-rounds", required_argument, NULL, 'p'},
+		{"cold-rounds", required_argument, NULL, 'c'},
+		{NULL, 0, NULL, 0},
+	};
+	int ch;
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'b': o.build_dir = optarg; break;
+		case 'r': o.runtime = optarg; break;
+		case 'n': o.iterations = atoi(optarg); break;
+		case 'p': o.pool_rounds = atoi(optarg); break;
+		case 'c': o.cold_rounds = atoi(optarg); break;
+		default:
+			fprintf(stderr, "usage: sbx-bench [--build-dir D] [--runtime runc] "
+					"[--iterations N] [--pool-rounds N] [--cold-rounds N]\n");
+			return 2;
+		}
+	}
+
+	printf("| what | n | p50 ms | p99 ms | role |\n|---|---|---|---|---|\n");
+	bench_spawn_floor(&o);
+
+	supervisor sv = {0};
+	int pool_size = 4;
+	if (!supervisor_start(&sv, &o, pool_size)) {
+		fprintf(stderr, "could not start the supervisor\n");
+		supervisor_stop(&sv);
+		return 1;
+	}
+	wait_pool_full(&sv, pool_size);
+	bench_exec_paths(&sv, &o);
+	bench_acquire(&sv, &o, pool_size);
+	supervisor_stop(&sv);
+
+	if (!supervisor_start(&sv, &o, 0)) {
+		fprintf(stderr, "could not start the supervisor (pool 0)\n");
+		supervisor_stop(&sv);
+		return 1;
+	}
+	bench_cold(&sv, &o);
+	supervisor_stop(&sv);
+	return 0;
+}
