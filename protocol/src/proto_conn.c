@@ -86,9 +86,14 @@ static void conn_fail(sbx_proto_conn *c, sbx_proto_code code, int errnum, const 
 
 	sbx_proto_writer_reset(&c->w);
 	if (sbx_proto_encode_err(&c->w, 0, code, msg, conn_out_max_frame(c), NULL) == 0) {
+		/* write now, as bufferevent's own write callback does (its output
+		 * is frozen at the front between writes): the socket is about to
+		 * be shut down */
 		struct evbuffer *out = bufferevent_get_output(c->bev);
 		evbuffer_add(out, c->w.buf.data, c->w.buf.size);
+		evbuffer_unfreeze(out, 1);
 		evbuffer_write(out, bufferevent_getfd(c->bev));
+		evbuffer_freeze(out, 1);
 	}
 	sbx_proto_writer_reset(&c->w);
 	sbx_err why;
@@ -152,7 +157,9 @@ static void handle_hello(sbx_proto_conn *c, const sbx_proto_frame *f)
 								     : (uint32_t)f->max_frame;
 	c->peer_max_streams = clamp32(f->max_streams);
 	c->peer_window = clamp32(f->window);
-	c->out_high = 2u * c->peer_max_frame;
+	/* a peer's large max_frame must not make us queue more than a few MiB */
+	c->out_high = 2u * (c->peer_max_frame < SBX_PROTO_DEFAULT_MAX_FRAME ? c->peer_max_frame
+									   : SBX_PROTO_DEFAULT_MAX_FRAME);
 	if (c->out_high < MIN_OUT_HIGH)
 		c->out_high = MIN_OUT_HIGH;
 	bufferevent_setwatermark(c->bev, EV_WRITE, c->out_high / 2, 0);
