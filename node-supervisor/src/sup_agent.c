@@ -1,0 +1,473 @@
+#include "sup_agent.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "sbx/cleanup.h"
+#include "sbx/proto.h"
+#include "sbx/proto_conn.h"
+#include "sup_log.h"
+
+#define SUP_AGENT_NAME "sandbox-supervisor/0.1.0"
+
+struct sup_exec_call {
+	sup_agent *agent;
+	uint64_t id;
+	const sup_exec_cbs *cbs; /* NULL once cancelled */
+	void *ud;
+	TAILQ_ENTRY(sup_exec_call) link;
+};
+
+TAILQ_HEAD(sup_call_list, sup_exec_call);
+
+struct sup_agent {
+	sbx_proto_conn *conn;
+	struct event *handshake_timer;
+	const sup_agent_cbs *cbs;
+	void *ud;
+	struct sup_call_list calls;
+	unsigned dispatching; /* > 0 while inside a conn callback */
+	bool freed;           /* sup_agent_free ran while dispatching */
+	bool lost;            /* on_lost delivered */
+};
+
+static void agent_release(sup_agent *a)
+{
+	if (a->handshake_timer)
+		event_free(a->handshake_timer);
+	free(a);
+}
+
+static void call_finish(sup_exec_call *call, int rc, const sup_exec_status *st,
+			const sbx_err *err)
+{
+	sup_agent *a = call->agent;
+	TAILQ_REMOVE(&a->calls, call, link);
+	if (call->cbs)
+		call->cbs->on_done(call, rc, st, err, call->ud);
+	free(call);
+}
+
+static void fail_all_calls(sup_agent *a, int code, const char *why)
+{
+	sup_exec_call *call;
+	while ((call = TAILQ_FIRST(&a->calls)) != NULL) {
+		sbx_err e;
+		sbx_err_set(&e, code, "agent connection: %s", why);
+		call_finish(call, code, NULL, &e);
+	}
+}
+
+/* The connection is over: fail the calls, tell the owner once. */
+static void agent_lost(sup_agent *a, int code, const char *why)
+{
+	if (a->lost || a->freed)
+		return;
+	a->lost = true;
+	if (a->conn) {
+		sbx_proto_conn_free(a->conn);
+		a->conn = NULL;
+	}
+	fail_all_calls(a, code, why);
+	if (a->freed)
+		return; /* a call's on_done freed us: the owner knows */
+	sbx_err e;
+	sbx_err_set(&e, code, "%s", why);
+	a->cbs->on_lost(a, &e, a->ud);
+}
+
+static int map_agent_code(sbx_proto_code code)
+{
+	switch (code) {
+	case SBX_PROTO_E_BAD_REQUEST:
+	case SBX_PROTO_E_NOT_FOUND:
+	case SBX_PROTO_E_PERMISSION:
+	case SBX_PROTO_E_EXEC_FAILED:
+	case SBX_PROTO_E_UNKNOWN_OP:
+	case SBX_PROTO_E_UNSUPPORTED:
+		return -EINVAL;
+	case SBX_PROTO_E_TOO_LARGE:
+		return -E2BIG;
+	case SBX_PROTO_E_TOO_MANY_STREAMS:
+		return -EAGAIN;
+	case SBX_PROTO_E_SHUTTING_DOWN:
+		return -ECONNABORTED;
+	case SBX_PROTO_E_CANCELLED:
+		return -ECANCELED;
+	case SBX_PROTO_E_TIMEOUT:
+		return -ETIMEDOUT;
+	default:
+		return -EPROTO;
+	}
+}
+
+static bool obj_is_nil(const msgpack_object *o)
+{
+	return !o || o->type == MSGPACK_OBJECT_NIL;
+}
+
+static bool obj_int(const msgpack_object *o, int64_t *v)
+{
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		if (o->via.u64 > INT64_MAX)
+			return false;
+		*v = (int64_t)o->via.u64;
+		return true;
+	}
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		*v = o->via.i64;
+		return true;
+	}
+	return false;
+}
+
+int sup_agent_parse_exec_result(const msgpack_object *r, sup_exec_status *st, sbx_err *err)
+{
+	memset(st, 0, sizeof(*st));
+	if (!r || r->type != MSGPACK_OBJECT_MAP)
+		return sbx_err_set(err, -EPROTO, "exec result is not a map");
+	const msgpack_object *ec = sbx_proto_map_get(r, "exit_code");
+	const msgpack_object *sg = sbx_proto_map_get(r, "signal");
+	int64_t v;
+	if (!obj_is_nil(ec) && obj_is_nil(sg)) {
+		if (!obj_int(ec, &v) || v < 0 || v > 255)
+			return sbx_err_set(err, -EPROTO, "exec result: exit_code not in 0..255");
+		st->exited = true;
+		st->exit_code = (int)v;
+	} else if (obj_is_nil(ec) && !obj_is_nil(sg)) {
+		if (!obj_int(sg, &v) || v < 1 || v > 64)
+			return sbx_err_set(err, -EPROTO, "exec result: signal not in 1..64");
+		st->signal = (int)v;
+	} else {
+		return sbx_err_set(err, -EPROTO, "exec result: want exactly one of exit_code and signal");
+	}
+	const msgpack_object *to = sbx_proto_map_get(r, "timed_out");
+	if (!obj_is_nil(to)) {
+		if (to->type != MSGPACK_OBJECT_BOOLEAN)
+			return sbx_err_set(err, -EPROTO, "exec result: timed_out not a bool");
+		st->timed_out = to->via.boolean;
+	}
+	const msgpack_object *du = sbx_proto_map_get(r, "duration_us");
+	if (!obj_is_nil(du)) {
+		if (du->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+			return sbx_err_set(err, -EPROTO, "exec result: duration_us not a uint");
+		st->duration_us = du->via.u64;
+	}
+	return 0;
+}
+
+static void on_stream_frame(sup_agent *a, const sbx_proto_frame *f)
+{
+	sup_exec_call *call = sbx_proto_conn_stream_data(a->conn, f->id);
+	if (!call) {
+		/* A stream we did not open through sup_agent_exec: the peer opened
+		 * one (we serve nothing) or it is a frame for one we never named. */
+		if (f->kind == SBX_PROTO_REQ)
+			sbx_proto_conn_fail(a->conn, f->id, SBX_PROTO_E_UNKNOWN_OP,
+					    "the supervisor serves no requests", NULL);
+		else if (f->kind == SBX_PROTO_DATA || f->kind == SBX_PROTO_EVENT)
+			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
+		return;
+	}
+	switch (f->kind) {
+	case SBX_PROTO_DATA: {
+		sup_chan ch = 0;
+		if (f->ch_len == strlen(SBX_CH_STDOUT) && memcmp(f->ch, SBX_CH_STDOUT, f->ch_len) == 0)
+			ch = SUP_CH_STDOUT;
+		else if (f->ch_len == strlen(SBX_CH_STDERR) &&
+			 memcmp(f->ch, SBX_CH_STDERR, f->ch_len) == 0)
+			ch = SUP_CH_STDERR;
+		if (!call->cbs || !ch || f->data_len == 0) {
+			/* Cancelled, an unknown channel (ignored for forward
+			 * compatibility), or a bare eof: nothing to pass on. */
+			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
+			return;
+		}
+		call->cbs->on_data(call, ch, f->data, f->data_len, f->body_len, call->ud);
+		return;
+	}
+	case SBX_PROTO_EVENT:
+		/* No events are defined for exec yet; return their credit. */
+		sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
+		return;
+	case SBX_PROTO_END: {
+		sup_exec_status st;
+		sbx_err e;
+		sbx_err_clear(&e);
+		int rc = sup_agent_parse_exec_result(&f->args, &st, &e);
+		if (rc < 0)
+			sup_warn("agent %s: stream %llu: %s", sup_agent_peer(a),
+				 (unsigned long long)f->id, e.msg);
+		call_finish(call, rc, rc == 0 ? &st : NULL, rc == 0 ? NULL : &e);
+		return;
+	}
+	case SBX_PROTO_ERR: {
+		sbx_err e;
+		int code = map_agent_code(f->code);
+		int ml = f->msg_len > 300 ? 300 : (int)f->msg_len;
+		int cl = f->code_name_len > 40 ? 40 : (int)f->code_name_len;
+		sbx_err_set(&e, code, "agent: %.*s: %.*s", cl, f->code_name ? f->code_name : "",
+			    ml, f->msg ? f->msg : "");
+		call_finish(call, code, NULL, &e);
+		return;
+	}
+	default:
+		/* CTL/CANCEL/REQ on a stream we opened make no sense from the
+		 * responder; ignore rather than trust them. */
+		return;
+	}
+}
+
+/* Our callbacks may free the agent; release it only once we unwound. */
+static void dispatch_begin(sup_agent *a)
+{
+	a->dispatching++;
+}
+
+static void dispatch_end(sup_agent *a)
+{
+	a->dispatching--;
+	if (a->freed && !a->dispatching)
+		agent_release(a);
+}
+
+static void conn_on_ready(sbx_proto_conn *c, void *ud)
+{
+	sup_agent *a = ud;
+	(void)c;
+	if (a->handshake_timer)
+		event_del(a->handshake_timer);
+	dispatch_begin(a);
+	a->cbs->on_ready(a, a->ud);
+	dispatch_end(a);
+}
+
+static void conn_on_frame(sbx_proto_conn *c, const sbx_proto_frame *f, void *ud)
+{
+	sup_agent *a = ud;
+	(void)c;
+	dispatch_begin(a);
+	on_stream_frame(a, f);
+	dispatch_end(a);
+}
+
+static void conn_on_close(sbx_proto_conn *c, const sbx_err *why, void *ud)
+{
+	sup_agent *a = ud;
+	(void)c;
+	dispatch_begin(a);
+	agent_lost(a, why && why->code ? why->code : -ECONNRESET,
+		   why && why->msg[0] ? why->msg : "closed by the agent");
+	dispatch_end(a);
+}
+
+static void on_handshake_timeout(evutil_socket_t fd, short what, void *ud)
+{
+	sup_agent *a = ud;
+	(void)fd;
+	(void)what;
+	dispatch_begin(a);
+	agent_lost(a, -ETIMEDOUT, "no hello from the agent in time");
+	dispatch_end(a);
+}
+
+static const sbx_proto_conn_cbs conn_cbs = {
+	.on_ready = conn_on_ready,
+	.on_frame = conn_on_frame,
+	.on_close = conn_on_close,
+};
+
+int sup_agent_connect(struct event_base *base, const char *socket_path,
+		      unsigned handshake_timeout_ms, const sup_agent_cbs *cbs, void *ud,
+		      sup_agent **out, sbx_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(socket_path) >= sizeof(sa.sun_path))
+		return sbx_err_set(err, -ENAMETOOLONG, "agent socket path %s", socket_path);
+	strcpy(sa.sun_path, socket_path);
+	SBX_AUTO_CLOSE int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return sbx_err_sys(err, -errno, "socket");
+	/* A unix stream connect completes at once or fails (EAGAIN: backlog full). */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return sbx_err_sys(err, -errno, "connect %s", socket_path);
+
+	sup_agent *a = calloc(1, sizeof(*a));
+	if (!a)
+		return sbx_err_set(err, -ENOMEM, "agent");
+	TAILQ_INIT(&a->calls);
+	a->cbs = cbs;
+	a->ud = ud;
+	a->handshake_timer = evtimer_new(base, on_handshake_timeout, a);
+	if (!a->handshake_timer) {
+		free(a);
+		return sbx_err_set(err, -ENOMEM, "agent handshake timer");
+	}
+	struct timeval tv = { handshake_timeout_ms / 1000, (handshake_timeout_ms % 1000) * 1000 };
+	evtimer_add(a->handshake_timer, &tv);
+	sbx_proto_conn_opts opts = {
+		.is_client = true,
+		.agent = SUP_AGENT_NAME,
+	};
+	a->conn = sbx_proto_conn_new(base, sbx_steal_fd(&fd), &opts, &conn_cbs, a, err);
+	if (!a->conn) {
+		agent_release(a);
+		return sbx_err_wrap(err, "agent connection %s", socket_path);
+	}
+	*out = a;
+	return 0;
+}
+
+void sup_agent_free(sup_agent *a)
+{
+	if (!a)
+		return;
+	if (a->freed)
+		return;
+	if (a->conn) {
+		sbx_proto_conn_free(a->conn);
+		a->conn = NULL;
+	}
+	a->lost = true; /* no on_lost after an explicit free */
+	fail_all_calls(a, -ECONNABORTED, "closed by the supervisor");
+	a->freed = true;
+	if (!a->dispatching)
+		agent_release(a);
+}
+
+const char *sup_agent_peer(const sup_agent *a)
+{
+	if (!a->conn || !sbx_proto_conn_ready(a->conn))
+		return "";
+	const char *p = sbx_proto_conn_peer_agent(a->conn);
+	return p ? p : "";
+}
+
+static void pack_env(msgpack_packer *pk, const sup_env *over, const sup_env *base)
+{
+	size_t n = over->n;
+	for (size_t i = 0; i < base->n; i++)
+		if (!sup_env_has(over, base->v[i].key))
+			n++;
+	msgpack_pack_map(pk, n);
+	for (size_t i = 0; i < over->n; i++) {
+		sbx_proto_pack_str(pk, over->v[i].key);
+		sbx_proto_pack_str(pk, over->v[i].val);
+	}
+	for (size_t i = 0; i < base->n; i++) {
+		if (sup_env_has(over, base->v[i].key))
+			continue;
+		sbx_proto_pack_str(pk, base->v[i].key);
+		sbx_proto_pack_str(pk, base->v[i].val);
+	}
+}
+
+int sup_agent_encode_exec_args(const sup_exec_spec *spec, const sup_env *base_env,
+			       msgpack_sbuffer *sb, sbx_err *err)
+{
+	static const sup_env empty = { 0 };
+	if (!base_env)
+		base_env = &empty;
+	if (!spec->argv == !spec->cmd)
+		return sbx_err_set(err, -EINVAL, "exec: exactly one of argv and cmd");
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	bool has_env = spec->env.n || base_env->n;
+	uint32_t n = 1 + (has_env ? 1 : 0) + (spec->cwd ? 1 : 0) + (spec->timeout_ms ? 1 : 0);
+	msgpack_pack_map(&pk, n);
+	if (spec->argv) {
+		sbx_proto_pack_str(&pk, "argv");
+		msgpack_pack_array(&pk, spec->argc);
+		for (size_t i = 0; i < spec->argc; i++)
+			sbx_proto_pack_str(&pk, spec->argv[i]);
+	} else {
+		sbx_proto_pack_str(&pk, "cmd");
+		sbx_proto_pack_str(&pk, spec->cmd);
+	}
+	if (has_env) {
+		sbx_proto_pack_str(&pk, "env");
+		pack_env(&pk, &spec->env, base_env);
+	}
+	if (spec->cwd) {
+		sbx_proto_pack_str(&pk, "cwd");
+		sbx_proto_pack_str(&pk, spec->cwd);
+	}
+	if (spec->timeout_ms) {
+		sbx_proto_pack_str(&pk, "timeout_ms");
+		msgpack_pack_uint64(&pk, spec->timeout_ms);
+	}
+	return 0;
+}
+
+int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_env,
+		   const sup_exec_cbs *cbs, void *ud, sup_exec_call **out, sbx_err *err)
+{
+	if (!a->conn || a->lost || !sbx_proto_conn_ready(a->conn))
+		return sbx_err_set(err, -ECONNRESET, "agent connection is not up");
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	int rc = sup_agent_encode_exec_args(spec, base_env, &sb, err);
+	if (rc < 0)
+		goto out;
+	/* The request must fit in one frame the agent accepts. */
+	if (sb.size + SBX_PROTO_DATA_OVERHEAD > sbx_proto_conn_peer_max_frame(a->conn)) {
+		rc = sbx_err_set(err, -E2BIG, "exec request of %zu bytes is larger than the agent accepts (%u)",
+				 sb.size, sbx_proto_conn_peer_max_frame(a->conn));
+		goto out;
+	}
+	sup_exec_call *call = calloc(1, sizeof(*call));
+	if (!call) {
+		rc = sbx_err_set(err, -ENOMEM, "exec call");
+		goto out;
+	}
+	rc = sbx_proto_conn_request(a->conn, SBX_OP_EXEC, sb.data, sb.size, &call->id, err);
+	if (rc < 0) {
+		free(call);
+		if (rc == -EBUSY)
+			rc = sbx_err_set(err, -EAGAIN, "too many requests in flight on this sandbox");
+		goto out;
+	}
+	call->agent = a;
+	call->cbs = cbs;
+	call->ud = ud;
+	sbx_proto_conn_set_stream_data(a->conn, call->id, call);
+	TAILQ_INSERT_TAIL(&a->calls, call, link);
+	*out = call;
+	rc = 0;
+out:
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+void sup_agent_exec_consumed(sup_exec_call *call, size_t cost)
+{
+	sup_agent *a = call->agent;
+	if (a->conn && !a->lost)
+		sbx_proto_conn_consumed(a->conn, call->id, cost);
+}
+
+void sup_agent_exec_cancel(sup_exec_call *call)
+{
+	sup_agent *a = call->agent;
+	call->cbs = NULL;
+	call->ud = NULL;
+	if (a->conn && !a->lost) {
+		sbx_err e;
+		/* The stream stays open until the agent's END/ERR; the call is
+		 * freed then, silently. */
+		if (sbx_proto_conn_cancel(a->conn, call->id, &e) == 0)
+			return;
+		sup_warn("cancel exec stream %llu: %s", (unsigned long long)call->id, e.msg);
+		sbx_proto_conn_set_stream_data(a->conn, call->id, NULL);
+	}
+	TAILQ_REMOVE(&a->calls, call, link);
+	free(call);
+}

@@ -1,0 +1,79 @@
+/* Agent client: one protocol connection (sbx_proto_conn, client side) to a
+ * sandbox's agent socket, and the operations the supervisor runs over it.
+ * Owns the connection, the handshake deadline, and one call object per
+ * request in flight. Everything the agent sends is untrusted: results are
+ * type- and range-checked here before anyone else sees them.
+ * It must not know about HTTP, pools or the registry; all of its callbacks
+ * run on the event-loop thread.
+ *
+ * Streaming: stdout/stderr bytes reach the caller through on_data with a
+ * `cost`; the caller gives the cost back with sup_agent_exec_consumed()
+ * once it has passed the bytes on. Until then the agent holds back (its
+ * credit is spent), so a slow consumer blocks the command, never our
+ * memory. A caller that buffers consumes at once. */
+#ifndef SUP_AGENT_H
+#define SUP_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <msgpack.h>
+
+#include "sbx/err.h"
+#include "sup_types.h"
+
+struct event_base;
+typedef struct sup_agent sup_agent;
+typedef struct sup_exec_call sup_exec_call;
+
+typedef struct sup_agent_cbs {
+	/* Handshake done; requests may be sent. */
+	void (*on_ready)(sup_agent *a, void *ud);
+	/* The connection is over (or the handshake failed or timed out). Calls in
+	 * flight have already had their on_done. The owner frees the agent
+	 * (it may do so inside this call). */
+	void (*on_lost)(sup_agent *a, const sbx_err *why, void *ud);
+} sup_agent_cbs;
+
+/* Connect to the agent's unix socket and start the handshake. */
+int sup_agent_connect(struct event_base *base, const char *socket_path,
+		      unsigned handshake_timeout_ms, const sup_agent_cbs *cbs, void *ud,
+		      sup_agent **out, sbx_err *err);
+/* Close the connection. Calls still in flight get on_done(-ECONNABORTED).
+ * No agent callback runs after this returns. */
+void sup_agent_free(sup_agent *a);
+/* Peer's software name from its hello (for logs); "" before ready. */
+const char *sup_agent_peer(const sup_agent *a);
+
+typedef enum sup_chan {
+	SUP_CH_STDOUT = 1,
+	SUP_CH_STDERR = 2,
+} sup_chan;
+
+typedef struct sup_exec_cbs {
+	void (*on_data)(sup_exec_call *call, sup_chan ch, const uint8_t *p, size_t n, size_t cost,
+			void *ud);
+	/* Exactly once, unless the call was cancelled first. rc 0: st is valid.
+	 * rc < 0: err says why (-EINVAL the agent refused the request, -EPROTO
+	 * it broke the protocol, -ECONNRESET/-ECONNABORTED the connection went,
+	 * -EAGAIN too many requests in flight). The call is freed after return. */
+	void (*on_done)(sup_exec_call *call, int rc, const sup_exec_status *st, const sbx_err *err,
+			void *ud);
+} sup_exec_cbs;
+
+/* Start spec on the agent. base_env (the sandbox env) is merged under
+ * spec->env. On success *out is the call, owned by the agent module. */
+int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_env,
+		   const sup_exec_cbs *cbs, void *ud, sup_exec_call **out, sbx_err *err);
+/* Give back the cost of bytes delivered by on_data. */
+void sup_agent_exec_consumed(sup_exec_call *call, size_t cost);
+/* Abandon the call: the agent kills the command; no callback of this call
+ * runs any more. The handle is invalid after this. */
+void sup_agent_exec_cancel(sup_exec_call *call);
+
+/* Encode the exec args map (exposed for unit tests). The caller destroys sb. */
+int sup_agent_encode_exec_args(const sup_exec_spec *spec, const sup_env *base_env,
+			       msgpack_sbuffer *sb, sbx_err *err);
+/* Validate an exec END result map from the agent (exposed for unit tests). */
+int sup_agent_parse_exec_result(const msgpack_object *r, sup_exec_status *st, sbx_err *err);
+
+#endif

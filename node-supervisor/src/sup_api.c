@@ -1,0 +1,352 @@
+#include "sup_api.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sup_text.h"
+
+void sup_create_req_free(sup_create_req *r)
+{
+	free(r->image);
+	sup_env_free(&r->env);
+	memset(r, 0, sizeof(*r));
+}
+
+static void json_decref_p(json_t **j)
+{
+	json_decref(*j);
+}
+#define AUTO_JSON __attribute__((cleanup(json_decref_p)))
+
+static int load_object(const char *body, size_t len, json_t **out, sbx_err *err)
+{
+	json_error_t je;
+	json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!j)
+		return sbx_err_set(err, -EINVAL, "malformed JSON at line %d column %d: %s", je.line,
+				   je.column, je.text);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return sbx_err_set(err, -EINVAL, "body must be a JSON object");
+	}
+	*out = j;
+	return 0;
+}
+
+/* A JSON string without NUL bytes, copied. */
+static int get_cstr(json_t *v, const char *field, bool allow_empty, size_t max, char **out,
+		    sbx_err *err)
+{
+	if (!json_is_string(v))
+		return sbx_err_set(err, -EINVAL, "field \"%s\": want a string", field);
+	const char *s = json_string_value(v);
+	size_t len = json_string_length(v);
+	if (strlen(s) != len)
+		return sbx_err_set(err, -EINVAL, "field \"%s\": contains a NUL byte", field);
+	if (!allow_empty && len == 0)
+		return sbx_err_set(err, -EINVAL, "field \"%s\": must not be empty", field);
+	if (len > max)
+		return sbx_err_set(err, -EINVAL, "field \"%s\": longer than %zu bytes", field, max);
+	*out = strdup(s);
+	if (!*out)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+static int parse_env(json_t *v, sup_env *out, sbx_err *err)
+{
+	if (!json_is_object(v))
+		return sbx_err_set(err, -EINVAL, "field \"env\": want an object of strings");
+	size_t n = json_object_size(v);
+	if (n > SUP_API_MAX_ENV)
+		return sbx_err_set(err, -EINVAL, "field \"env\": more than %d variables", SUP_API_MAX_ENV);
+	if (n == 0)
+		return 0;
+	out->v = calloc(n, sizeof(*out->v));
+	if (!out->v)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	const char *key;
+	size_t klen;
+	json_t *val;
+	json_object_keylen_foreach(v, key, klen, val)
+	{
+		if (klen == 0 || strlen(key) != klen || strchr(key, '=') || klen > 1024)
+			return sbx_err_set(err, -EINVAL,
+					   "field \"env\": name \"%.64s\" must be 1..1024 bytes without '=' or NUL",
+					   key);
+		if (!json_is_string(val))
+			return sbx_err_set(err, -EINVAL, "field \"env\": value of %.64s: want a string",
+					   key);
+		if (strlen(json_string_value(val)) != json_string_length(val))
+			return sbx_err_set(err, -EINVAL, "field \"env\": value of %.64s contains a NUL byte",
+					   key);
+		sup_kv *kv = &out->v[out->n];
+		kv->key = strdup(key);
+		kv->val = strdup(json_string_value(val));
+		out->n++;
+		if (!kv->key || !kv->val)
+			return sbx_err_set(err, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static bool is_json_int(json_t *v)
+{
+	return json_is_integer(v);
+}
+
+int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim,
+			 sup_create_req *out, sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->timeout_s = lim->default_timeout_s;
+	if (len == 0)
+		return 0;
+	AUTO_JSON json_t *j = NULL;
+	int rc = load_object(body, len, &j, err);
+	if (rc < 0)
+		return rc;
+	const char *key;
+	size_t klen;
+	json_t *v;
+	json_object_keylen_foreach(j, key, klen, v)
+	{
+		if (strlen(key) != klen) {
+			rc = sbx_err_set(err, -EINVAL, "a field name contains a NUL byte");
+		} else if (strcmp(key, "image") == 0) {
+			rc = get_cstr(v, "image", false, SUP_API_MAX_PATH, &out->image, err);
+		} else if (strcmp(key, "timeout") == 0) {
+			if (!is_json_int(v)) {
+				rc = sbx_err_set(err, -EINVAL, "field \"timeout\": want an integer number of seconds");
+			} else {
+				json_int_t t = json_integer_value(v);
+				if (t < 1 || t > (json_int_t)lim->max_timeout_s)
+					rc = sbx_err_set(err, -EINVAL,
+							 "field \"timeout\": want 1..%u seconds",
+							 lim->max_timeout_s);
+				else
+					out->timeout_s = (unsigned)t;
+			}
+		} else if (strcmp(key, "env") == 0) {
+			rc = parse_env(v, &out->env, err);
+		} else {
+			rc = sbx_err_set(err, -EINVAL, "unknown field \"%.64s\"", key);
+		}
+		if (rc < 0) {
+			sup_create_req_free(out);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static int parse_argv(json_t *v, sup_exec_spec *out, sbx_err *err)
+{
+	if (!json_is_array(v))
+		return sbx_err_set(err, -EINVAL, "field \"argv\": want an array of strings");
+	size_t n = json_array_size(v);
+	if (n == 0)
+		return sbx_err_set(err, -EINVAL, "field \"argv\": must not be empty");
+	if (n > SUP_API_MAX_ARGV)
+		return sbx_err_set(err, -EINVAL, "field \"argv\": more than %d elements", SUP_API_MAX_ARGV);
+	out->argv = calloc(n + 1, sizeof(char *));
+	if (!out->argv)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		char field[32];
+		snprintf(field, sizeof(field), "argv[%zu]", i);
+		int rc = get_cstr(json_array_get(v, i), field, i > 0, SIZE_MAX, &out->argv[i], err);
+		if (rc < 0)
+			return rc;
+		out->argc = i + 1;
+	}
+	return 0;
+}
+
+static int parse_exec_timeout(json_t *v, uint64_t *ms, sbx_err *err)
+{
+	if (!json_is_number(v))
+		return sbx_err_set(err, -EINVAL, "field \"timeout\": want a number of seconds");
+	double t = json_number_value(v);
+	if (!(t > 0) || t > SUP_API_MAX_EXEC_TIMEOUT_S)
+		return sbx_err_set(err, -EINVAL, "field \"timeout\": want more than 0 and at most %.0f seconds",
+				   SUP_API_MAX_EXEC_TIMEOUT_S);
+	double m = ceil(t * 1000.0);
+	*ms = m < 1 ? 1 : (uint64_t)m;
+	return 0;
+}
+
+int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (len == 0)
+		return sbx_err_set(err, -EINVAL, "body must be a JSON object with \"argv\" or \"cmd\"");
+	AUTO_JSON json_t *j = NULL;
+	int rc = load_object(body, len, &j, err);
+	if (rc < 0)
+		return rc;
+	const char *key;
+	size_t klen;
+	json_t *v;
+	json_object_keylen_foreach(j, key, klen, v)
+	{
+		if (strlen(key) != klen)
+			rc = sbx_err_set(err, -EINVAL, "a field name contains a NUL byte");
+		else if (strcmp(key, "argv") == 0)
+			rc = parse_argv(v, out, err);
+		else if (strcmp(key, "cmd") == 0)
+			rc = get_cstr(v, "cmd", false, SIZE_MAX, &out->cmd, err);
+		else if (strcmp(key, "env") == 0)
+			rc = parse_env(v, &out->env, err);
+		else if (strcmp(key, "cwd") == 0) {
+			rc = get_cstr(v, "cwd", false, SUP_API_MAX_PATH, &out->cwd, err);
+			if (rc == 0 && out->cwd[0] != '/')
+				rc = sbx_err_set(err, -EINVAL, "field \"cwd\": want an absolute path");
+		} else if (strcmp(key, "timeout") == 0)
+			rc = parse_exec_timeout(v, &out->timeout_ms, err);
+		else
+			rc = sbx_err_set(err, -EINVAL, "unknown field \"%.64s\"", key);
+		if (rc < 0)
+			goto fail;
+	}
+	if (!out->argv == !out->cmd) {
+		rc = sbx_err_set(err, -EINVAL, "exactly one of \"argv\" and \"cmd\" is required");
+		goto fail;
+	}
+	return 0;
+fail:
+	sup_exec_spec_free(out);
+	return rc;
+}
+
+json_t *sup_api_render_sandbox(const sup_sandbox_view *v)
+{
+	char created[32], expires[32];
+	sup_rfc3339(v->created_at, created, sizeof(created));
+	sup_rfc3339(v->expires_at, expires, sizeof(expires));
+	return json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", v->id, "state", v->state, "image",
+			 v->image, "created_at", created, "expires_at", expires);
+}
+
+/* Add name (text) and, when the bytes are not UTF-8, name_b64. */
+static int add_output(json_t *o, const char *name, const uint8_t *p, size_t n)
+{
+	if (!p || n == 0)
+		return json_object_set_new_nocheck(o, name, json_string(""));
+	if (sup_utf8_valid(p, n))
+		return json_object_set_new_nocheck(o, name, json_stringn_nocheck((const char *)p, n));
+	size_t tlen, blen;
+	char *text = sup_utf8_repair(p, n, &tlen);
+	char *b64 = sup_base64_encode(p, n, &blen);
+	int rc = -1;
+	if (text && b64) {
+		char key[32];
+		snprintf(key, sizeof(key), "%s_b64", name);
+		rc = json_object_set_new_nocheck(o, name, json_stringn_nocheck(text, tlen));
+		if (rc == 0)
+			rc = json_object_set_new_nocheck(o, key, json_stringn_nocheck(b64, blen));
+	}
+	free(text);
+	free(b64);
+	return rc;
+}
+
+json_t *sup_api_render_exec(const sup_exec_result *r)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	char sig[32];
+	int rc = 0;
+	if (r->st.exited) {
+		rc |= json_object_set_new_nocheck(o, "exit_code", json_integer(r->st.exit_code));
+		rc |= json_object_set_new_nocheck(o, "signal", json_null());
+	} else {
+		sup_signal_name(r->st.signal, sig, sizeof(sig));
+		rc |= json_object_set_new_nocheck(o, "exit_code", json_null());
+		rc |= json_object_set_new_nocheck(o, "signal", json_string(sig));
+	}
+	rc |= add_output(o, "stdout", r->out, r->out_len);
+	rc |= add_output(o, "stderr", r->err, r->err_len);
+	rc |= json_object_set_new_nocheck(
+		o, "duration_ms", json_integer((json_int_t)((r->st.duration_us + 500) / 1000)));
+	rc |= json_object_set_new_nocheck(o, "timed_out", json_boolean(r->st.timed_out));
+	rc |= json_object_set_new_nocheck(o, "truncated",
+					  json_boolean(r->out_truncated || r->err_truncated));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *sup_api_render_error(const char *code, const char *message)
+{
+	/* Messages may quote guest or client bytes: never let that break JSON. */
+	size_t mlen;
+	char *msg = sup_utf8_repair((const uint8_t *)message, strlen(message), &mlen);
+	if (!msg)
+		return NULL;
+	json_t *o = json_pack("{s:{s:s, s:s%}}", "error", "code", code, "message", msg, mlen);
+	free(msg);
+	return o;
+}
+
+int sup_api_status(int neg_errno, const char **code)
+{
+	switch (neg_errno) {
+	case -EINVAL:
+		*code = "bad_request";
+		return 400;
+	case -ENOENT:
+		*code = "not_found";
+		return 404;
+	case -E2BIG:
+	case -EMSGSIZE:
+		*code = "too_large";
+		return 413;
+	case -EBUSY:
+		*code = "conflict";
+		return 409;
+	case -EAGAIN:
+	case -ENOSPC:
+		*code = "unavailable";
+		return 503;
+	case -ESHUTDOWN:
+		*code = "shutting_down";
+		return 503;
+	case -ECONNRESET:
+	case -ECONNREFUSED:
+	case -ECONNABORTED:
+	case -EPIPE:
+	case -EPROTO:
+	case -EBADMSG:
+		*code = "agent_error";
+		return 502;
+	case -ETIMEDOUT:
+		*code = "timeout";
+		return 504;
+	case -ECANCELED:
+		*code = "cancelled";
+		return 499;
+	default:
+		*code = "internal";
+		return 500;
+	}
+}
+
+bool sup_api_valid_id(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 40)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+			return false;
+	}
+	return true;
+}

@@ -1,0 +1,291 @@
+#include "sup_config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sup_log.h"
+
+void sup_config_defaults(sup_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->listen_host, sizeof(c->listen_host), "127.0.0.1");
+	c->listen_port = 7070;
+	c->state_dir = "/var/lib/sbx";
+	c->pool_size = 4;
+	c->images[0] = "host";
+	c->nimages = 1;
+	c->runtime = "runc";
+	c->max_body = 1u << 20;
+	c->max_output = 16u << 20;
+	c->max_sandboxes = 64;
+	c->workers = 2;
+	c->acquire_timeout_ms = 60000;
+	c->ready_timeout_ms = 10000;
+	c->default_timeout_s = 3600;
+	c->max_timeout_s = 7 * 24 * 3600;
+	c->log_level = SUP_LOG_INFO;
+}
+
+void sup_config_release(sup_config *c)
+{
+	free(c->images_buf);
+	c->images_buf = NULL;
+}
+
+void sup_config_usage(const char *prog)
+{
+	printf("Usage: %s [options]\n"
+	       "  --listen HOST:PORT     HTTP address (default 127.0.0.1:7070; port 0: any)\n"
+	       "  --state-dir DIR        state folder (default /var/lib/sbx)\n"
+	       "  --pool-size N          ready sandboxes kept per image (default 4)\n"
+	       "  --pool-images LIST     comma-separated images: host or /path/to/rootfs (default host)\n"
+	       "  --runtime BIN          OCI runtime binary (default runc)\n"
+	       "  --agent PATH           sandbox-agent binary (default: beside this binary)\n"
+	       "  --token T              API token (default: <state-dir>/token, made at first start)\n"
+	       "  --max-body SIZE        largest request body (default 1M)\n"
+	       "  --max-output SIZE      captured bytes per stream of an exec (default 16M)\n"
+	       "  --max-sandboxes N      sandboxes alive at once, pooled ones included (default 64)\n"
+	       "  --workers N            threads running the runtime (default 2)\n"
+	       "  --acquire-timeout SEC  how long a create waits for a sandbox (default 60)\n"
+	       "  --ready-timeout SEC    runtime start until the agent answers (default 10)\n"
+	       "  --max-timeout SEC      largest sandbox lifetime (default 604800)\n"
+	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
+	       "  --print-example        print the token and a working curl example at start\n"
+	       "  --help, --version\n",
+	       prog);
+}
+
+int sup_config_parse_listen(const char *s, char *host, size_t host_size, uint16_t *port,
+			    sbx_err *err)
+{
+	const char *colon;
+	const char *h = s;
+	size_t hlen;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (!close || close[1] != ':')
+			return sbx_err_set(err, -EINVAL, "listen address %s: want [v6]:port", s);
+		h = s + 1;
+		hlen = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return sbx_err_set(err, -EINVAL, "listen address %s: want host:port", s);
+		hlen = (size_t)(colon - s);
+	}
+	if (hlen == 0 || hlen >= host_size)
+		return sbx_err_set(err, -EINVAL, "listen address %s: bad host", s);
+	char *end;
+	errno = 0;
+	unsigned long p = strtoul(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end != '\0' || errno || p > 65535)
+		return sbx_err_set(err, -EINVAL, "listen address %s: bad port", s);
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
+int sup_config_parse_size(const char *s, uint64_t max, uint64_t *out, sbx_err *err)
+{
+	char *end;
+	errno = 0;
+	if (s[0] < '0' || s[0] > '9')
+		return sbx_err_set(err, -EINVAL, "%s: not a number", s);
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return sbx_err_set(err, -EINVAL, "%s: not a number", s);
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30, end++;
+	if (*end != '\0')
+		return sbx_err_set(err, -EINVAL, "%s: trailing characters", s);
+	if (shift && v > (max >> shift))
+		return sbx_err_set(err, -EINVAL, "%s: larger than %llu", s, (unsigned long long)max);
+	v <<= shift;
+	if (v > max)
+		return sbx_err_set(err, -EINVAL, "%s: larger than %llu", s, (unsigned long long)max);
+	*out = v;
+	return 0;
+}
+
+static int parse_uint(const char *name, const char *s, uint64_t lo, uint64_t hi, unsigned *out,
+		      sbx_err *err)
+{
+	uint64_t v;
+	if (sup_config_parse_size(s, hi, &v, err) < 0)
+		return sbx_err_wrap(err, "--%s", name);
+	if (v < lo)
+		return sbx_err_set(err, -EINVAL, "--%s %s: at least %llu", name, s,
+				   (unsigned long long)lo);
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_images(sup_config *c, const char *list, sbx_err *err)
+{
+	free(c->images_buf);
+	c->images_buf = strdup(list);
+	if (!c->images_buf)
+		return sbx_err_sys(err, -ENOMEM, "--pool-images");
+	c->nimages = 0;
+	char *save = NULL;
+	for (char *tok = strtok_r(c->images_buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "host") != 0 && tok[0] != '/')
+			return sbx_err_set(err, -EINVAL,
+					   "--pool-images: %s is neither host nor an absolute path", tok);
+		for (size_t i = 0; i < c->nimages; i++)
+			if (strcmp(c->images[i], tok) == 0)
+				return sbx_err_set(err, -EINVAL, "--pool-images: %s twice", tok);
+		if (c->nimages == SUP_MAX_IMAGES)
+			return sbx_err_set(err, -EINVAL, "--pool-images: more than %d images",
+					   SUP_MAX_IMAGES);
+		c->images[c->nimages++] = tok;
+	}
+	if (c->nimages == 0)
+		return sbx_err_set(err, -EINVAL, "--pool-images: empty");
+	return 0;
+}
+
+enum {
+	OPT_LISTEN = 256, OPT_STATE_DIR, OPT_POOL_SIZE, OPT_POOL_IMAGES, OPT_RUNTIME, OPT_AGENT,
+	OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_OUTPUT, OPT_MAX_SANDBOXES, OPT_WORKERS,
+	OPT_ACQUIRE_TIMEOUT, OPT_READY_TIMEOUT, OPT_MAX_TIMEOUT, OPT_LOG_LEVEL, OPT_PRINT_EXAMPLE, OPT_HELP,
+	OPT_VERSION,
+};
+
+int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+		{ "pool-size", required_argument, NULL, OPT_POOL_SIZE },
+		{ "pool-images", required_argument, NULL, OPT_POOL_IMAGES },
+		{ "runtime", required_argument, NULL, OPT_RUNTIME },
+		{ "agent", required_argument, NULL, OPT_AGENT },
+		{ "token", required_argument, NULL, OPT_TOKEN },
+		{ "max-body", required_argument, NULL, OPT_MAX_BODY },
+		{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
+		{ "max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES },
+		{ "workers", required_argument, NULL, OPT_WORKERS },
+		{ "acquire-timeout", required_argument, NULL, OPT_ACQUIRE_TIMEOUT },
+		{ "ready-timeout", required_argument, NULL, OPT_READY_TIMEOUT },
+		{ "max-timeout", required_argument, NULL, OPT_MAX_TIMEOUT },
+		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+	unsigned u;
+	uint64_t sz;
+	optind = 1;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case OPT_LISTEN:
+			if (sup_config_parse_listen(optarg, c->listen_host, sizeof(c->listen_host),
+						    &c->listen_port, err) < 0)
+				return err->code;
+			break;
+		case OPT_STATE_DIR:
+			if (optarg[0] != '/')
+				return sbx_err_set(err, -EINVAL, "--state-dir must be absolute");
+			c->state_dir = optarg;
+			break;
+		case OPT_POOL_SIZE:
+			if (parse_uint("pool-size", optarg, 0, 256, &c->pool_size, err) < 0)
+				return err->code;
+			break;
+		case OPT_POOL_IMAGES:
+			if (parse_images(c, optarg, err) < 0)
+				return err->code;
+			break;
+		case OPT_RUNTIME:
+			c->runtime = optarg;
+			break;
+		case OPT_AGENT:
+			c->agent_path = optarg;
+			break;
+		case OPT_TOKEN:
+			if (strlen(optarg) < 16 || strlen(optarg) > 256)
+				return sbx_err_set(err, -EINVAL, "--token: 16 to 256 characters");
+			c->token = optarg;
+			break;
+		case OPT_MAX_BODY:
+			if (sup_config_parse_size(optarg, 1ull << 30, &sz, err) < 0)
+				return sbx_err_wrap(err, "--max-body");
+			if (sz < 1024)
+				return sbx_err_set(err, -EINVAL, "--max-body: at least 1024");
+			c->max_body = (size_t)sz;
+			break;
+		case OPT_MAX_OUTPUT:
+			if (sup_config_parse_size(optarg, 1ull << 30, &sz, err) < 0)
+				return sbx_err_wrap(err, "--max-output");
+			c->max_output = (size_t)sz;
+			break;
+		case OPT_MAX_SANDBOXES:
+			if (parse_uint("max-sandboxes", optarg, 1, 65536, &c->max_sandboxes, err) < 0)
+				return err->code;
+			break;
+		case OPT_WORKERS:
+			if (parse_uint("workers", optarg, 1, 64, &c->workers, err) < 0)
+				return err->code;
+			break;
+		case OPT_ACQUIRE_TIMEOUT:
+			if (parse_uint("acquire-timeout", optarg, 1, 3600, &u, err) < 0)
+				return err->code;
+			c->acquire_timeout_ms = u * 1000;
+			break;
+		case OPT_READY_TIMEOUT:
+			if (parse_uint("ready-timeout", optarg, 1, 600, &u, err) < 0)
+				return err->code;
+			c->ready_timeout_ms = u * 1000;
+			break;
+		case OPT_MAX_TIMEOUT:
+			if (parse_uint("max-timeout", optarg, 1, 366u * 24 * 3600, &c->max_timeout_s, err) < 0)
+				return err->code;
+			break;
+		case OPT_LOG_LEVEL: {
+			sup_log_level l;
+			if (sup_log_level_parse(optarg, &l) < 0)
+				return sbx_err_set(err, -EINVAL, "--log-level %s: debug, info, warn or error", optarg);
+			c->log_level = (int)l;
+			break;
+		}
+		case OPT_PRINT_EXAMPLE:
+			c->print_example = true;
+			break;
+		case OPT_HELP:
+			sup_config_usage(argv[0]);
+			return 1;
+		case OPT_VERSION:
+			printf("sandbox-supervisor 0.1.0\n");
+			return 1;
+		default:
+			if (optopt)
+				return sbx_err_set(err, -EINVAL, "option -%c: unknown or missing argument", optopt);
+			return sbx_err_set(err, -EINVAL, "%s: unknown option or missing argument",
+					   argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return sbx_err_set(err, -EINVAL, "unexpected argument %s", argv[optind]);
+	if (c->default_timeout_s > c->max_timeout_s)
+		c->default_timeout_s = c->max_timeout_s;
+	if ((uint64_t)c->pool_size * c->nimages > c->max_sandboxes)
+		return sbx_err_set(err, -EINVAL,
+				   "--pool-size %u x %zu images is more than --max-sandboxes %u",
+				   c->pool_size, c->nimages, c->max_sandboxes);
+	return 0;
+}

@@ -1,0 +1,51 @@
+/* Supervisor settings: defaults and command-line parsing.
+ * Owns the sup_config struct and its validation. It must not touch the
+ * file system or the network (main does that with the parsed values). */
+#ifndef SUP_CONFIG_H
+#define SUP_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbx/err.h"
+
+#define SUP_MAX_IMAGES 16
+
+typedef struct sup_config {
+	char listen_host[256];     /* "127.0.0.1", "::1" */
+	uint16_t listen_port;      /* 0: any free port (printed at start) */
+	const char *state_dir;
+	unsigned pool_size;        /* ready sandboxes kept per image */
+	const char *images[SUP_MAX_IMAGES]; /* "host" or an absolute rootfs path */
+	size_t nimages;
+	const char *runtime;
+	const char *agent_path;    /* NULL: look next to the binary */
+	const char *token;         /* NULL: <state_dir>/token */
+	size_t max_body;           /* request body bytes accepted */
+	size_t max_output;         /* captured bytes per stream of an exec */
+	unsigned max_sandboxes;    /* alive at once, pooled ones included */
+	unsigned workers;          /* threads running the runtime */
+	unsigned acquire_timeout_ms; /* a create waiting for an empty pool */
+	unsigned ready_timeout_ms;   /* runtime start until the agent socket accepts */
+	unsigned default_timeout_s;  /* sandbox lifetime when a create gives none */
+	unsigned max_timeout_s;      /* upper bound of a sandbox lifetime */
+	int log_level;
+	bool print_example;        /* print the token and a curl example at start */
+	char *images_buf;          /* owns the strings in images[] */
+} sup_config;
+
+void sup_config_defaults(sup_config *c);
+/* Parse argv (getopt_long). Returns 0, 1 when --help/--version was printed
+ * (caller exits 0), or -EINVAL with err filled. */
+int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err);
+void sup_config_release(sup_config *c);
+void sup_config_usage(const char *prog);
+
+/* "host:port", "[v6]:port". Exposed for tests. */
+int sup_config_parse_listen(const char *s, char *host, size_t host_size, uint16_t *port,
+			    sbx_err *err);
+/* Decimal with optional K/M/G suffix (powers of 1024). */
+int sup_config_parse_size(const char *s, uint64_t max, uint64_t *out, sbx_err *err);
+
+#endif

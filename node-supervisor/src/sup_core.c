@@ -1,0 +1,494 @@
+#include "sup_core.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <search.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sup_agent.h"
+#include "sup_log.h"
+#include "sup_sandbox.h"
+
+TAILQ_HEAD(sup_reg_list, sup_sandbox);
+
+struct sup_core {
+	struct event_base *base;
+	sup_pools *pools;
+	sup_core_cfg cfg;
+	void *index;                /* tsearch tree of listed sandboxes by id */
+	struct sup_reg_list listed; /* creation order */
+	TAILQ_HEAD(, sup_op) creates;
+	bool shutting_down;
+};
+
+typedef enum sup_op_kind { OP_CREATE = 1, OP_EXEC, OP_DELETE } sup_op_kind;
+
+typedef struct sup_bytes {
+	uint8_t *p;
+	size_t len;
+	size_t alloc;
+	size_t limit;
+	bool truncated;
+} sup_bytes;
+
+struct sup_op {
+	sup_core *core;
+	sup_op_kind kind;
+	void *ud;
+	TAILQ_ENTRY(sup_op) link; /* core->creates, sb->execs or sb->delete_waiters */
+	sup_sandbox *sb;
+	union {
+		struct {
+			sup_acquire *acq;
+			sup_create_req req;
+			sup_core_sandbox_cb cb;
+		} create;
+		struct {
+			sup_exec_call *call;
+			sup_core_exec_cb cb;
+			sup_bytes out, err;
+			struct timespec start;
+		} exec;
+		struct {
+			sup_core_done_cb cb;
+		} del;
+	} u;
+};
+
+/* ---- registry ---- */
+
+static int cmp_id(const void *a, const void *b)
+{
+	return strcmp(((const sup_sandbox *)a)->id, ((const sup_sandbox *)b)->id);
+}
+
+static sup_sandbox *lookup(sup_core *c, const char *id)
+{
+	if (!sup_api_valid_id(id))
+		return NULL;
+	sup_sandbox key;
+	memcpy(key.id, id, strlen(id) + 1);
+	void *r = tfind(&key, &c->index, cmp_id);
+	return r ? *(sup_sandbox **)r : NULL;
+}
+
+static void unlist(sup_core *c, sup_sandbox *sb)
+{
+	if (!sb->listed)
+		return;
+	tdelete(sb, &c->index, cmp_id);
+	TAILQ_REMOVE(&c->listed, sb, reg_link);
+	sb->listed = false;
+}
+
+static void view_of(const sup_sandbox *sb, sup_sandbox_view *v)
+{
+	v->id = sb->id;
+	v->state = sup_sb_state_name(sb->state);
+	v->image = sup_pools_image_of(sb);
+	v->created_at = sb->created_at;
+	v->expires_at = sb->expires_at;
+}
+
+/* ---- destroy (DELETE, expiry, shutdown) ---- */
+
+static void fail_execs(sup_sandbox *sb, int code, const char *why)
+{
+	sup_op *op;
+	while ((op = TAILQ_FIRST(&sb->execs)) != NULL) {
+		TAILQ_REMOVE(&sb->execs, op, link);
+		if (op->u.exec.call)
+			sup_agent_exec_cancel(op->u.exec.call);
+		sbx_err e;
+		sbx_err_set(&e, code, "%s", why);
+		op->u.exec.cb(code, NULL, &e, op->ud);
+		free(op->u.exec.out.p);
+		free(op->u.exec.err.p);
+		free(op);
+	}
+}
+
+static void on_destroyed(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
+{
+	sup_core *c = ud;
+	unlist(c, sb);
+	sup_op *op;
+	while ((op = TAILQ_FIRST(&sb->delete_waiters)) != NULL) {
+		TAILQ_REMOVE(&sb->delete_waiters, op, link);
+		op->u.del.cb(rc, err, op->ud);
+		free(op);
+	}
+}
+
+/* Release the core's fields and hand the sandbox to the pools' destroy.
+ * It stays listed (state destroying) until the container is gone. */
+static void core_destroy(sup_core *c, sup_sandbox *sb, bool urgent, int exec_code,
+			 const char *exec_why)
+{
+	if (sb->expiry) {
+		event_free(sb->expiry);
+		sb->expiry = NULL;
+	}
+	fail_execs(sb, exec_code, exec_why);
+	sup_env_free(&sb->env);
+	sup_pools_destroy(c->pools, sb, urgent, on_destroyed, c);
+}
+
+static void on_expiry(evutil_socket_t fd, short what, void *ud)
+{
+	sup_sandbox *sb = ud;
+	(void)fd;
+	(void)what;
+	sup_core *c = sb->core;
+	sup_info("sandbox %s: lifetime over, destroying", sb->id);
+	core_destroy(c, sb, false, -EBUSY, "the sandbox reached its timeout and is being destroyed");
+}
+
+/* ---- create ---- */
+
+/* The sandbox is RUNNING: list it with the request's lifetime and env. */
+static int adopt(sup_core *c, sup_sandbox *sb, sup_create_req *req, sbx_err *err)
+{
+	sb->core = c;
+	sb->created_at = time(NULL);
+	sb->expires_at = sb->created_at + (time_t)req->timeout_s;
+	sb->env = req->env;
+	req->env.v = NULL;
+	req->env.n = 0;
+	sb->expiry = evtimer_new(c->base, on_expiry, sb);
+	if (!sb->expiry || !tsearch(sb, &c->index, cmp_id)) {
+		if (sb->expiry)
+			event_free(sb->expiry);
+		sb->expiry = NULL;
+		sup_env_free(&sb->env);
+		sup_pools_destroy(c->pools, sb, false, NULL, NULL);
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	}
+	struct timeval tv = { (time_t)req->timeout_s, 0 };
+	evtimer_add(sb->expiry, &tv);
+	TAILQ_INSERT_TAIL(&c->listed, sb, reg_link);
+	sb->listed = true;
+	sup_info("sandbox %s: handed out (image %s, timeout %us, %zu env)", sb->id,
+		 sup_pools_image_of(sb), req->timeout_s, sb->env.n);
+	return 0;
+}
+
+static void on_acquired(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
+{
+	sup_op *op = ud;
+	sup_core *c = op->core;
+	TAILQ_REMOVE(&c->creates, op, link);
+	sbx_err e;
+	sbx_err_clear(&e);
+	if (rc == 0 && adopt(c, sb, &op->u.create.req, &e) < 0) {
+		rc = e.code;
+		err = &e;
+	}
+	sup_sandbox_view v;
+	if (rc == 0)
+		view_of(sb, &v);
+	op->u.create.cb(rc, rc == 0 ? &v : NULL, err, op->ud);
+	sup_create_req_free(&op->u.create.req);
+	free(op);
+}
+
+int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, void *ud,
+		    sup_op **opp, sbx_err *err)
+{
+	*opp = NULL;
+	if (c->shutting_down)
+		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	sup_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	op->core = c;
+	op->kind = OP_CREATE;
+	op->ud = ud;
+	op->u.create.req = *req;
+	memset(req, 0, sizeof(*req));
+	op->u.create.cb = cb;
+	const char *image = op->u.create.req.image ? op->u.create.req.image : "host";
+	sup_sandbox *now = NULL;
+	int rc = sup_pools_acquire(c->pools, image, on_acquired, op, &now, &op->u.create.acq, err);
+	if (rc < 0) {
+		sup_create_req_free(&op->u.create.req);
+		free(op);
+		return rc;
+	}
+	TAILQ_INSERT_TAIL(&c->creates, op, link);
+	if (now) {
+		on_acquired(now, 0, NULL, op); /* frees op */
+		return 0;
+	}
+	*opp = op;
+	return 0;
+}
+
+/* ---- get / list ---- */
+
+int sup_core_get(sup_core *c, const char *id, sup_sandbox_view *out, sbx_err *err)
+{
+	sup_sandbox *sb = lookup(c, id);
+	if (!sb)
+		return sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
+	view_of(sb, out);
+	return 0;
+}
+
+void sup_core_list(sup_core *c, void (*fn)(const sup_sandbox_view *v, void *ud), void *ud)
+{
+	sup_sandbox *sb;
+	TAILQ_FOREACH(sb, &c->listed, reg_link)
+	{
+		sup_sandbox_view v;
+		view_of(sb, &v);
+		fn(&v, ud);
+	}
+}
+
+/* ---- delete ---- */
+
+int sup_core_delete(sup_core *c, const char *id, sup_core_done_cb cb, void *ud, sup_op **opp,
+		    sbx_err *err)
+{
+	*opp = NULL;
+	sup_sandbox *sb = lookup(c, id);
+	if (!sb)
+		return sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
+	sup_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	op->core = c;
+	op->kind = OP_DELETE;
+	op->ud = ud;
+	op->sb = sb;
+	op->u.del.cb = cb;
+	TAILQ_INSERT_TAIL(&sb->delete_waiters, op, link);
+	if (sb->state != SUP_SB_DESTROYING) {
+		sup_info("sandbox %s: delete requested", sb->id);
+		core_destroy(c, sb, true, -EBUSY, "the sandbox was deleted while the command ran");
+	}
+	*opp = op;
+	return 0;
+}
+
+/* ---- exec ---- */
+
+static void bytes_append(sup_bytes *b, const uint8_t *p, size_t n)
+{
+	size_t room = b->limit - b->len;
+	if (n > room) {
+		b->truncated = true;
+		n = room;
+	}
+	if (n == 0)
+		return;
+	if (b->len + n > b->alloc) {
+		size_t a = b->alloc ? b->alloc : 4096;
+		while (a < b->len + n)
+			a *= 2;
+		if (a > b->limit)
+			a = b->limit;
+		uint8_t *q = realloc(b->p, a);
+		if (!q) {
+			b->truncated = true;
+			return;
+		}
+		b->p = q;
+		b->alloc = a;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+static void exec_on_data(sup_exec_call *call, sup_chan ch, const uint8_t *p, size_t n,
+			 size_t cost, void *ud)
+{
+	sup_op *op = ud;
+	bytes_append(ch == SUP_CH_STDOUT ? &op->u.exec.out : &op->u.exec.err, p, n);
+	/* Buffered (or dropped past the cap): the agent may send more at once,
+	 * so a chatty command is never blocked by the cap. */
+	sup_agent_exec_consumed(call, cost);
+}
+
+static uint64_t elapsed_us(const struct timespec *start)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	int64_t us = (int64_t)(now.tv_sec - start->tv_sec) * 1000000 +
+		     (now.tv_nsec - start->tv_nsec) / 1000;
+	return us < 0 ? 0 : (uint64_t)us;
+}
+
+static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
+			 const sbx_err *err, void *ud)
+{
+	sup_op *op = ud;
+	(void)call;
+	TAILQ_REMOVE(&op->sb->execs, op, link);
+	op->u.exec.call = NULL;
+	if (rc == 0) {
+		sup_exec_result r = {
+			.st = *st,
+			.out = op->u.exec.out.p,
+			.out_len = op->u.exec.out.len,
+			.out_truncated = op->u.exec.out.truncated,
+			.err = op->u.exec.err.p,
+			.err_len = op->u.exec.err.len,
+			.err_truncated = op->u.exec.err.truncated,
+		};
+		/* The guest's own figure is more precise, but not above what we
+		 * measured around it. */
+		uint64_t measured = elapsed_us(&op->u.exec.start);
+		if (!r.st.duration_us || r.st.duration_us > measured)
+			r.st.duration_us = measured;
+		op->u.exec.cb(0, &r, NULL, op->ud);
+	} else {
+		op->u.exec.cb(rc, NULL, err, op->ud);
+	}
+	free(op->u.exec.out.p);
+	free(op->u.exec.err.p);
+	free(op);
+}
+
+static const sup_exec_cbs exec_cbs = {
+	.on_data = exec_on_data,
+	.on_done = exec_on_done,
+};
+
+int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
+		  void *ud, sup_op **opp, sbx_err *err)
+{
+	*opp = NULL;
+	if (c->shutting_down)
+		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	sup_sandbox *sb = lookup(c, id);
+	if (!sb)
+		return sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
+	if (sb->state == SUP_SB_DESTROYING)
+		return sbx_err_set(err, -EBUSY, "sandbox %s is being destroyed", sb->id);
+	if (sb->state != SUP_SB_RUNNING || !sb->agent)
+		return sbx_err_set(err, -ECONNRESET,
+				   "sandbox %s lost its agent connection; delete it and create another",
+				   sb->id);
+	sup_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	op->core = c;
+	op->kind = OP_EXEC;
+	op->ud = ud;
+	op->sb = sb;
+	op->u.exec.cb = cb;
+	op->u.exec.out.limit = c->cfg.max_output;
+	op->u.exec.err.limit = c->cfg.max_output;
+	clock_gettime(CLOCK_MONOTONIC, &op->u.exec.start);
+	int rc = sup_agent_exec(sb->agent, spec, &sb->env, &exec_cbs, op, &op->u.exec.call, err);
+	sup_exec_spec_free(spec);
+	if (rc < 0) {
+		free(op);
+		return sbx_err_wrap(err, "sandbox %s", sb->id);
+	}
+	TAILQ_INSERT_TAIL(&sb->execs, op, link);
+	*opp = op;
+	return 0;
+}
+
+/* ---- cancel ---- */
+
+void sup_op_cancel(sup_op *op)
+{
+	switch (op->kind) {
+	case OP_CREATE:
+		TAILQ_REMOVE(&op->core->creates, op, link);
+		sup_pools_acquire_cancel(op->u.create.acq);
+		sup_create_req_free(&op->u.create.req);
+		break;
+	case OP_EXEC:
+		TAILQ_REMOVE(&op->sb->execs, op, link);
+		if (op->u.exec.call)
+			sup_agent_exec_cancel(op->u.exec.call);
+		free(op->u.exec.out.p);
+		free(op->u.exec.err.p);
+		break;
+	case OP_DELETE:
+		/* The destroy goes on; only the answer is not wanted. */
+		TAILQ_REMOVE(&op->sb->delete_waiters, op, link);
+		break;
+	}
+	free(op);
+}
+
+/* ---- pools' hooks ---- */
+
+static void on_sandbox_failed(sup_sandbox *sb, const sbx_err *why, void *ud)
+{
+	(void)ud;
+	fail_execs(sb, -ECONNRESET, why->msg);
+}
+
+sup_pools_hooks sup_core_pool_hooks(sup_core *c)
+{
+	sup_pools_hooks h = { .on_failed = on_sandbox_failed, .ud = c };
+	return h;
+}
+
+/* ---- life ---- */
+
+sup_core *sup_core_new(struct event_base *base, sup_pools *pools, const sup_core_cfg *cfg,
+		       sbx_err *err)
+{
+	sup_core *c = calloc(1, sizeof(*c));
+	if (!c) {
+		sbx_err_set(err, -ENOMEM, "core");
+		return NULL;
+	}
+	c->base = base;
+	c->pools = pools;
+	c->cfg = *cfg;
+	TAILQ_INIT(&c->listed);
+	TAILQ_INIT(&c->creates);
+	return c;
+}
+
+void sup_core_set_pools(sup_core *c, sup_pools *pools)
+{
+	c->pools = pools;
+}
+
+static void noop_free(void *p)
+{
+	(void)p;
+}
+
+void sup_core_free(sup_core *c)
+{
+	if (!c)
+		return;
+	tdestroy(c->index, noop_free);
+	free(c);
+}
+
+size_t sup_core_pool_count(const sup_core *c)
+{
+	return sup_pools_count(c->pools);
+}
+
+void sup_core_pool_stats(const sup_core *c, size_t i, sup_pool_stats *out)
+{
+	sup_pools_stats(c->pools, i, out);
+}
+
+void sup_core_shutdown(sup_core *c, void (*done)(void *ud), void *ud)
+{
+	c->shutting_down = true;
+	/* Waiting creates are failed by the pools (-ESHUTDOWN). */
+	sup_sandbox *sb, *next;
+	for (sb = TAILQ_FIRST(&c->listed); sb; sb = next) {
+		next = TAILQ_NEXT(sb, reg_link);
+		if (sb->state != SUP_SB_DESTROYING)
+			core_destroy(c, sb, false, -ESHUTDOWN, "the supervisor is shutting down");
+	}
+	sup_pools_shutdown(c->pools, done, ud);
+}

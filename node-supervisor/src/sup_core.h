@@ -1,0 +1,69 @@
+/* Supervisor core: the operations the API offers, independent of HTTP.
+ * Owns the registry of handed-out sandboxes (id -> sandbox), their
+ * lifetime (expiry timers), their env, and the operations in flight
+ * (create waiting for a pool, exec running on an agent, delete waiting for
+ * a destroy). Handlers call it and render what it answers; it calls the
+ * pools for sandboxes and the agent client for commands, never the other
+ * way round. Loop thread only.
+ *
+ * Async operations: a function returns < 0 when it failed at once (its
+ * callback does not run), or 0 and either *op (the callback runs later;
+ * sup_op_cancel withdraws it) or *op == NULL (the callback already ran).
+ * Error codes follow sup_api_status(). */
+#ifndef SUP_CORE_H
+#define SUP_CORE_H
+
+#include <stddef.h>
+
+#include "sbx/err.h"
+#include "sup_api.h"
+#include "sup_pool.h"
+#include "sup_types.h"
+
+struct event_base;
+typedef struct sup_core sup_core;
+typedef struct sup_op sup_op;
+
+typedef struct sup_core_cfg {
+	size_t max_output; /* captured bytes per stream of an exec */
+} sup_core_cfg;
+
+sup_core *sup_core_new(struct event_base *base, sup_pools *pools, const sup_core_cfg *cfg,
+		       sbx_err *err);
+void sup_core_free(sup_core *c);
+
+/* The pools' hooks the core needs (pass to sup_pools_new). */
+sup_pools_hooks sup_core_pool_hooks(sup_core *c);
+void sup_core_set_pools(sup_core *c, sup_pools *pools);
+
+typedef void (*sup_core_sandbox_cb)(int rc, const sup_sandbox_view *v, const sbx_err *err,
+				    void *ud);
+typedef void (*sup_core_done_cb)(int rc, const sbx_err *err, void *ud);
+typedef void (*sup_core_exec_cb)(int rc, const sup_exec_result *r, const sbx_err *err, void *ud);
+
+/* Hand out a sandbox of req->image with req's lifetime and env (req is
+ * consumed). */
+int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, void *ud,
+		    sup_op **op, sbx_err *err);
+int sup_core_get(sup_core *c, const char *id, sup_sandbox_view *out, sbx_err *err);
+/* Calls fn for every handed-out sandbox, oldest first. */
+void sup_core_list(sup_core *c, void (*fn)(const sup_sandbox_view *v, void *ud), void *ud);
+/* Destroy; the callback runs when the container is gone. */
+int sup_core_delete(sup_core *c, const char *id, sup_core_done_cb cb, void *ud, sup_op **op,
+		    sbx_err *err);
+/* Run spec (consumed) and capture its output (bounded by max_output). */
+int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
+		  void *ud, sup_op **op, sbx_err *err);
+/* Withdraw an operation whose requester went away: its callback will not
+ * run. A running exec is cancelled on the agent (the command is killed); a
+ * waiting create leaves its sandbox to the pool; a delete goes on. */
+void sup_op_cancel(sup_op *op);
+
+size_t sup_core_pool_count(const sup_core *c);
+void sup_core_pool_stats(const sup_core *c, size_t i, sup_pool_stats *out);
+
+/* Fail what is in flight with -ESHUTDOWN, destroy every sandbox, then call
+ * done once no sandbox is alive and the workers are idle. */
+void sup_core_shutdown(sup_core *c, void (*done)(void *ud), void *ud);
+
+#endif

@@ -1,0 +1,587 @@
+#include "sup_http.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/util.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "sup_log.h"
+#include "sup_token.h"
+
+typedef struct rq rq;
+TAILQ_HEAD(rq_list, rq);
+
+struct sup_http {
+	struct event_base *base;
+	sup_core *core;
+	sup_http_cfg cfg;
+	struct evhttp *http;
+	struct evhttp_bound_socket *sock;
+	uint16_t port;
+	bool early_close; /* the backend reports peer hang-ups (EV_CLOSED) */
+	bool stopping;
+	struct rq_list waiting;
+};
+
+/* One request, from routing to its single reply. Whoever sends the reply
+ * frees it (rq_reply), except while the core call that may answer
+ * synchronously has not returned (in_call): rq_after_call frees it then. */
+struct rq {
+	sup_http *h;
+	struct evhttp_request *req;
+	char method[8];
+	char path[128];
+	struct timespec start;
+	sup_op *op;            /* the core operation waited on */
+	struct event *gone;    /* peer hung up while waiting */
+	bool in_call;
+	bool replied;
+	bool linked;           /* in h->waiting */
+	TAILQ_ENTRY(rq) link;
+};
+
+typedef struct route {
+	enum evhttp_cmd_type method;
+	const char *pattern;
+	void (*handler)(rq *r, const char *id);
+} route;
+
+/* ---- replies ---- */
+
+static const char *reason_of(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 204: return "No Content";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 413: return "Payload Too Large";
+	case 499: return "Client Closed Request";
+	case 500: return "Internal Server Error";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "Status";
+	}
+}
+
+static const char *method_name(enum evhttp_cmd_type m)
+{
+	switch (m) {
+	case EVHTTP_REQ_GET: return "GET";
+	case EVHTTP_REQ_POST: return "POST";
+	case EVHTTP_REQ_HEAD: return "HEAD";
+	case EVHTTP_REQ_PUT: return "PUT";
+	case EVHTTP_REQ_DELETE: return "DELETE";
+	case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+	case EVHTTP_REQ_TRACE: return "TRACE";
+	case EVHTTP_REQ_CONNECT: return "CONNECT";
+	case EVHTTP_REQ_PATCH: return "PATCH";
+	}
+	return "?";
+}
+
+static int dump_to_evbuffer(const char *buf, size_t size, void *data)
+{
+	return evbuffer_add(data, buf, size);
+}
+
+/* Send status with body (NULL: none); takes the reference. */
+static void send_json(struct evhttp_request *req, int status, json_t *body)
+{
+	struct evbuffer *buf = evbuffer_new();
+	struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
+	if (body && buf) {
+		evhttp_add_header(oh, "Content-Type", "application/json");
+		if (json_dump_callback(body, dump_to_evbuffer, buf, JSON_COMPACT) < 0 ||
+		    evbuffer_add(buf, "\n", 1) < 0) {
+			evbuffer_drain(buf, evbuffer_get_length(buf));
+			status = 500;
+			evbuffer_add_printf(buf, "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}\n");
+		}
+	}
+	json_decref(body);
+	evhttp_send_reply(req, status, reason_of(status), buf);
+	if (buf)
+		evbuffer_free(buf);
+}
+
+static void rq_free(rq *r)
+{
+	if (r->linked)
+		TAILQ_REMOVE(&r->h->waiting, r, link);
+	if (r->gone)
+		event_free(r->gone);
+	free(r);
+}
+
+static void rq_reply(rq *r, int status, json_t *body)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	double ms = (double)(now.tv_sec - r->start.tv_sec) * 1e3 +
+		    (double)(now.tv_nsec - r->start.tv_nsec) / 1e6;
+	sup_log(status >= 500 && status != 503 ? SUP_LOG_WARN : SUP_LOG_INFO, "http %s %s %d %.3fms",
+		r->method, r->path, status, ms);
+	if (r->gone) {
+		/* Before evhttp may close the fd under it. */
+		event_free(r->gone);
+		r->gone = NULL;
+	}
+	r->replied = true;
+	send_json(r->req, status, body);
+	if (!r->in_call)
+		rq_free(r);
+}
+
+static void rq_error(rq *r, int status, const char *code, const char *msg)
+{
+	rq_reply(r, status, sup_api_render_error(code, msg));
+}
+
+static void rq_err(rq *r, const sbx_err *err)
+{
+	const char *code;
+	int status = sup_api_status(err->code, &code);
+	rq_error(r, status, code, err->msg[0] ? err->msg : code);
+}
+
+/* ---- waiting on the core ---- */
+
+static void on_client_gone(evutil_socket_t fd, short what, void *ud)
+{
+	rq *r = ud;
+	(void)fd;
+	(void)what;
+	sup_info("http %s %s: client went away, cancelling", r->method, r->path);
+	if (r->op) {
+		sup_op_cancel(r->op);
+		r->op = NULL;
+	}
+	/* Nobody reads this; sending it lets evhttp find the connection dead
+	 * and free it together with the request. */
+	rq_error(r, 499, "cancelled", "client closed the connection");
+}
+
+/* Start of a core call that may answer through a callback. */
+static void rq_before_call(rq *r)
+{
+	r->in_call = true;
+}
+
+/* The core call returned: answer its error, finish a synchronous answer,
+ * or wait for the callback. */
+static void rq_after_call(rq *r, int rc, sup_op *op, const sbx_err *err)
+{
+	r->in_call = false;
+	if (rc < 0) {
+		rq_err(r, err);
+		return;
+	}
+	if (r->replied) {
+		rq_free(r);
+		return;
+	}
+	r->op = op;
+	TAILQ_INSERT_TAIL(&r->h->waiting, r, link);
+	r->linked = true;
+	if (!r->h->early_close)
+		return;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(r->req);
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+	if (fd < 0)
+		return;
+	r->gone = event_new(r->h->base, fd, EV_CLOSED, on_client_gone, r);
+	if (r->gone)
+		event_add(r->gone, NULL);
+}
+
+/* ---- bodies ---- */
+
+/* Contiguous body ("" when empty), or NULL with a 413 sent. */
+static const char *body_of(rq *r, size_t *len)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
+	*len = evbuffer_get_length(in);
+	if (*len > r->h->cfg.max_body) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "request body of %zu bytes is over the limit of %zu", *len,
+			 r->h->cfg.max_body);
+		rq_error(r, 413, "too_large", msg);
+		return NULL;
+	}
+	if (*len == 0)
+		return "";
+	return (const char *)evbuffer_pullup(in, -1);
+}
+
+/* ---- handlers ---- */
+
+static void h_healthz(rq *r, const char *id)
+{
+	(void)id;
+	rq_reply(r, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void add_view(const sup_sandbox_view *v, void *ud)
+{
+	json_array_append_new(ud, sup_api_render_sandbox(v));
+}
+
+static void h_list(rq *r, const char *id)
+{
+	(void)id;
+	json_t *arr = json_array();
+	if (!arr) {
+		rq_error(r, 500, "internal", "out of memory");
+		return;
+	}
+	sup_core_list(r->h->core, add_view, arr);
+	rq_reply(r, 200, json_pack("{s:o}", "sandboxes", arr));
+}
+
+static void h_get(rq *r, const char *id)
+{
+	sup_sandbox_view v;
+	sbx_err err;
+	sbx_err_clear(&err);
+	if (sup_core_get(r->h->core, id, &v, &err) < 0) {
+		rq_err(r, &err);
+		return;
+	}
+	rq_reply(r, 200, sup_api_render_sandbox(&v));
+}
+
+static void h_pools(rq *r, const char *id)
+{
+	(void)id;
+	sup_core *core = r->h->core;
+	json_t *arr = json_array();
+	for (size_t i = 0; arr && i < sup_core_pool_count(core); i++) {
+		sup_pool_stats s;
+		sup_core_pool_stats(core, i, &s);
+		json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:I}", "image", s.image,
+						     "size", (json_int_t)s.size, "ready",
+						     (json_int_t)s.ready, "creating",
+						     (json_int_t)s.creating, "waiting",
+						     (json_int_t)s.waiting));
+	}
+	rq_reply(r, 200, arr ? json_pack("{s:o}", "pools", arr) : NULL);
+}
+
+static void create_done(int rc, const sup_sandbox_view *v, const sbx_err *err, void *ud)
+{
+	rq *r = ud;
+	r->op = NULL;
+	if (rc < 0)
+		rq_err(r, err);
+	else
+		rq_reply(r, 201, sup_api_render_sandbox(v));
+}
+
+static void h_create(rq *r, const char *id)
+{
+	(void)id;
+	size_t len;
+	const char *body = body_of(r, &len);
+	if (!body)
+		return;
+	sup_create_req cr;
+	sbx_err err;
+	sbx_err_clear(&err);
+	if (sup_api_parse_create(body, len, &r->h->cfg.limits, &cr, &err) < 0) {
+		rq_err(r, &err);
+		return;
+	}
+	sup_op *op = NULL;
+	rq_before_call(r);
+	int rc = sup_core_create(r->h->core, &cr, create_done, r, &op, &err);
+	sup_create_req_free(&cr);
+	rq_after_call(r, rc, op, &err);
+}
+
+static void delete_done(int rc, const sbx_err *err, void *ud)
+{
+	rq *r = ud;
+	r->op = NULL;
+	if (rc < 0)
+		rq_err(r, err);
+	else
+		rq_reply(r, 204, NULL);
+}
+
+static void h_delete(rq *r, const char *id)
+{
+	sup_op *op = NULL;
+	sbx_err err;
+	sbx_err_clear(&err);
+	rq_before_call(r);
+	int rc = sup_core_delete(r->h->core, id, delete_done, r, &op, &err);
+	rq_after_call(r, rc, op, &err);
+}
+
+static void exec_done(int rc, const sup_exec_result *res, const sbx_err *err, void *ud)
+{
+	rq *r = ud;
+	r->op = NULL;
+	if (rc < 0) {
+		rq_err(r, err);
+		return;
+	}
+	json_t *body = sup_api_render_exec(res);
+	if (!body) {
+		rq_error(r, 500, "internal", "out of memory rendering the result");
+		return;
+	}
+	rq_reply(r, 200, body);
+}
+
+static void h_exec(rq *r, const char *id)
+{
+	size_t len;
+	const char *body = body_of(r, &len);
+	if (!body)
+		return;
+	sup_exec_spec spec;
+	sbx_err err;
+	sbx_err_clear(&err);
+	if (sup_api_parse_exec(body, len, &spec, &err) < 0) {
+		rq_err(r, &err);
+		return;
+	}
+	sup_op *op = NULL;
+	rq_before_call(r);
+	int rc = sup_core_exec(r->h->core, id, &spec, exec_done, r, &op, &err);
+	sup_exec_spec_free(&spec);
+	rq_after_call(r, rc, op, &err);
+}
+
+/* ---- routing ---- */
+
+/* The whole API, in one place. Everything under /v1 needs the token
+ * (checked before routing, so unknown /v1 paths do not reveal themselves). */
+static const route routes[] = {
+	{ EVHTTP_REQ_GET, "/healthz", h_healthz },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes", h_list },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes", h_create },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}", h_get },
+	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/{id}", h_delete },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/exec", h_exec },
+	{ EVHTTP_REQ_GET, "/v1/pools", h_pools },
+};
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* Match path against pattern segment by segment; "{id}" takes one segment. */
+static bool path_match(const char *pattern, const char *path, char *id, size_t id_size)
+{
+	const char *pp = pattern, *sp = path;
+	while (*pp && *sp) {
+		if (strncmp(pp, "{id}", 4) == 0) {
+			size_t n = strcspn(sp, "/");
+			if (n == 0 || n >= id_size)
+				return false;
+			memcpy(id, sp, n);
+			id[n] = '\0';
+			pp += 4;
+			sp += n;
+			continue;
+		}
+		if (*pp != *sp)
+			return false;
+		pp++;
+		sp++;
+	}
+	return *pp == '\0' && *sp == '\0';
+}
+
+int sup_http_route(const char *method, const char *path, char *id, size_t id_size, char *allow,
+		   size_t allow_size)
+{
+	bool path_found = false;
+	if (allow_size)
+		allow[0] = '\0';
+	for (size_t i = 0; i < NROUTES; i++) {
+		char tmp[SUP_ID_MAX + 16];
+		if (!path_match(routes[i].pattern, path, tmp, sizeof(tmp)))
+			continue;
+		if (strcmp(method_name(routes[i].method), method) == 0) {
+			snprintf(id, id_size, "%s", tmp);
+			return (int)i;
+		}
+		if (allow_size) {
+			size_t l = strlen(allow);
+			snprintf(allow + l, allow_size - l, "%s%s", path_found ? ", " : "",
+				 method_name(routes[i].method));
+		}
+		path_found = true;
+	}
+	return path_found ? -EPERM : -ENOENT;
+}
+
+static bool needs_auth(const char *path)
+{
+	return strcmp(path, "/v1") == 0 || strncmp(path, "/v1/", 4) == 0;
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+	sup_http *h = arg;
+	rq *r = calloc(1, sizeof(*r));
+	if (!r) {
+		evhttp_send_error(req, 500, "out of memory");
+		return;
+	}
+	r->h = h;
+	r->req = req;
+	clock_gettime(CLOCK_MONOTONIC, &r->start);
+	snprintf(r->method, sizeof(r->method), "%s", method_name(evhttp_request_get_command(req)));
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+	snprintf(r->path, sizeof(r->path), "%s", path ? path : "");
+	if (!path || !*path) {
+		rq_error(r, 400, "bad_request", "request has no path");
+		return;
+	}
+	if (h->stopping) {
+		rq_error(r, 503, "shutting_down", "the supervisor is shutting down");
+		return;
+	}
+	if (needs_auth(path)) {
+		const char *auth =
+			evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+		if (!sup_token_check_bearer(h->cfg.token, auth)) {
+			evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+					  "Bearer realm=\"sbx\"");
+			rq_error(r, 401, "unauthorized",
+				 auth ? "wrong token" : "missing Authorization: Bearer <token>");
+			return;
+		}
+	}
+	char id[SUP_ID_MAX + 16], allow[64], msg[256];
+	int ri = sup_http_route(r->method, path, id, sizeof(id), allow, sizeof(allow));
+	if (ri == -ENOENT) {
+		snprintf(msg, sizeof(msg), "no route %s %.120s", r->method, path);
+		rq_error(r, 404, "not_found", msg);
+		return;
+	}
+	if (ri == -EPERM) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
+		snprintf(msg, sizeof(msg), "%s is not allowed on %.120s (allowed: %s)", r->method, path,
+			 allow);
+		rq_error(r, 405, "method_not_allowed", msg);
+		return;
+	}
+	const route *rt = &routes[ri];
+	if (strstr(rt->pattern, "{id}") && !sup_api_valid_id(id)) {
+		snprintf(msg, sizeof(msg), "no sandbox %.64s", id);
+		rq_error(r, 404, "not_found", msg);
+		return;
+	}
+	rt->handler(r, id); /* owns r from here */
+}
+
+sup_http *sup_http_new(struct event_base *base, sup_core *core, const sup_http_cfg *cfg,
+		       sbx_err *err)
+{
+	sup_http *h = calloc(1, sizeof(*h));
+	if (!h) {
+		sbx_err_set(err, -ENOMEM, "http");
+		return NULL;
+	}
+	h->base = base;
+	h->core = core;
+	h->cfg = *cfg;
+	TAILQ_INIT(&h->waiting);
+	h->early_close = (event_base_get_features(base) & EV_FEATURE_EARLY_CLOSE) != 0;
+	h->http = evhttp_new(base);
+	if (!h->http) {
+		sbx_err_set(err, -ENOMEM, "evhttp");
+		goto fail;
+	}
+	/* Every method reaches the router, so a wrong one gets a JSON 405. */
+	evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+						    EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+						    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+	/* Bodies up to twice our limit are read and refused by us with a JSON
+	 * 413; beyond that evhttp refuses them itself (its own HTML body),
+	 * draining the rest so the client still sees the status. */
+	evhttp_set_max_body_size(h->http, (ev_ssize_t)(cfg->max_body * 2 + 4096));
+	evhttp_set_max_headers_size(h->http, 64 * 1024);
+	evhttp_set_flags(h->http, EVHTTP_SERVER_LINGERING_CLOSE);
+	evhttp_set_timeout(h->http, 60);
+	evhttp_set_gencb(h->http, on_request, h);
+	h->sock = evhttp_bind_socket_with_handle(h->http, cfg->host, cfg->port);
+	if (!h->sock) {
+		sbx_err_sys(err, errno ? -errno : -EADDRNOTAVAIL, "listen on %s:%u", cfg->host,
+			    (unsigned)cfg->port);
+		goto fail;
+	}
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	evutil_socket_t fd = evhttp_bound_socket_get_fd(h->sock);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET)
+			h->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		else if (ss.ss_family == AF_INET6)
+			h->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	}
+	return h;
+fail:
+	sup_http_free(h);
+	return NULL;
+}
+
+uint16_t sup_http_port(const sup_http *h)
+{
+	return h->port;
+}
+
+void sup_http_stop(sup_http *h)
+{
+	h->stopping = true;
+	if (h->sock) {
+		evhttp_del_accept_socket(h->http, h->sock);
+		h->sock = NULL;
+	}
+	/* Requests still waiting: withdraw their operations and answer. */
+	rq *r;
+	while ((r = TAILQ_FIRST(&h->waiting)) != NULL) {
+		if (r->op) {
+			sup_op_cancel(r->op);
+			r->op = NULL;
+		}
+		rq_error(r, 503, "shutting_down", "the supervisor is shutting down");
+	}
+}
+
+void sup_http_free(sup_http *h)
+{
+	if (!h)
+		return;
+	rq *r;
+	while ((r = TAILQ_FIRST(&h->waiting)) != NULL) {
+		if (r->op)
+			sup_op_cancel(r->op);
+		rq_free(r); /* evhttp_free frees the request itself */
+	}
+	if (h->http)
+		evhttp_free(h->http);
+	free(h);
+}

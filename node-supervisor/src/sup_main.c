@@ -1,0 +1,280 @@
+/* sandbox-supervisor: wires settings, token, runtime backend, workers,
+ * pools, core and HTTP together, and runs the event loop until SIGTERM or
+ * SIGINT, after which it destroys every sandbox it made and exits 0. */
+#include <errno.h>
+#include <event2/event.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sbx/cleanup.h"
+#include "sup_config.h"
+#include "sup_core.h"
+#include "sup_http.h"
+#include "sup_log.h"
+#include "sup_pool.h"
+#include "sup_runc.h"
+#include "sup_token.h"
+#include "sup_workers.h"
+
+#define SHUTDOWN_GRACE_S 120
+
+typedef struct sup_main {
+	struct event_base *base;
+	sup_http *http;
+	sup_core *core;
+	bool stopping;
+	bool drained;
+	struct event *sig_term, *sig_int, *grace;
+} sup_main;
+
+static int mkdir_p(const char *path, mode_t mode, sbx_err *err)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return sbx_err_set(err, -ENAMETOOLONG, "%s", path);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(buf, mode) < 0 && errno != EEXIST)
+				return sbx_err_sys(err, -errno, "mkdir %s", buf);
+			*p = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	return 0;
+}
+
+/* Default agent: beside this binary (installed), or in the build tree. */
+static int find_agent(char *out, size_t size, sbx_err *err)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return sbx_err_sys(err, -errno, "readlink /proc/self/exe");
+	exe[n] = '\0';
+	const char *dir = dirname(exe);
+	const char *cands[] = { "/sandbox-agent", "/../guest-agent/sandbox-agent" };
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
+		char p[PATH_MAX + 64];
+		snprintf(p, sizeof(p), "%s%s", dir, cands[i]);
+		char real[PATH_MAX];
+		if (realpath(p, real) && access(real, X_OK) == 0) {
+			snprintf(out, size, "%s", real);
+			return 0;
+		}
+	}
+	return sbx_err_set(err, -ENOENT,
+			   "no sandbox-agent beside %s or in ../guest-agent: pass --agent PATH", dir);
+}
+
+static void on_drained(void *ud)
+{
+	sup_main *m = ud;
+	m->drained = true;
+	sup_info("every sandbox is destroyed; exiting");
+	event_base_loopbreak(m->base);
+}
+
+static void on_grace_over(evutil_socket_t fd, short what, void *ud)
+{
+	sup_main *m = ud;
+	(void)fd;
+	(void)what;
+	sup_error("shutdown took longer than %d s; exiting with sandboxes left (the next start removes them)",
+		  SHUTDOWN_GRACE_S);
+	event_base_loopbreak(m->base);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *ud)
+{
+	sup_main *m = ud;
+	(void)what;
+	if (m->stopping) {
+		sup_warn("signal %d: already shutting down, waiting for the sandboxes to go", (int)sig);
+		return;
+	}
+	m->stopping = true;
+	sup_info("signal %d: shutting down, destroying every sandbox", (int)sig);
+	sup_http_stop(m->http);
+	struct timeval tv = { SHUTDOWN_GRACE_S, 0 };
+	evtimer_add(m->grace, &tv);
+	sup_core_shutdown(m->core, on_drained, m);
+}
+
+int main(int argc, char **argv)
+{
+	sup_config cfg;
+	sbx_err err;
+	sbx_err_clear(&err);
+	sup_config_defaults(&cfg);
+	int rc = sup_config_parse(&cfg, argc, argv, &err);
+	if (rc == 1)
+		return 0;
+	if (rc < 0) {
+		fprintf(stderr, "sandbox-supervisor: %s (try --help)\n", err.msg);
+		return 2;
+	}
+	sup_log_set_level((sup_log_level)cfg.log_level);
+	/* A client that hangs up must cost us an EPIPE, not the process. */
+	signal(SIGPIPE, SIG_IGN);
+
+	int exit_code = 1;
+	struct event_base *base = NULL;
+	sup_workers *workers = NULL;
+	sup_pools *pools = NULL;
+	sup_main m = { 0 };
+	SBX_AUTO_FREE char *token = NULL;
+	char agent[PATH_MAX];
+	char token_path[PATH_MAX];
+
+	if (mkdir_p(cfg.state_dir, 0711, &err) < 0)
+		goto fail;
+	if (cfg.agent_path)
+		snprintf(agent, sizeof(agent), "%s", cfg.agent_path);
+	else if (find_agent(agent, sizeof(agent), &err) < 0)
+		goto fail;
+	if (access(agent, X_OK) < 0) {
+		sbx_err_sys(&err, -errno, "agent %s", agent);
+		goto fail;
+	}
+	snprintf(token_path, sizeof(token_path), "%s/token", cfg.state_dir);
+	if (cfg.token) {
+		token = strdup(cfg.token);
+		if (!token) {
+			sbx_err_set(&err, -ENOMEM, "token");
+			goto fail;
+		}
+	} else {
+		bool created;
+		if (sup_token_load_or_create(token_path, &token, &created, &err) < 0)
+			goto fail;
+		sup_info("API token %s %s", created ? "created in" : "read from", token_path);
+	}
+
+	sup_runc_cfg rcfg = {
+		.runtime = cfg.runtime,
+		.state_dir = cfg.state_dir,
+		.agent_path = agent,
+		.ready_timeout_ms = cfg.ready_timeout_ms,
+	};
+	if (sup_runc_init(&rcfg, &err) < 0) {
+		sbx_err_wrap(&err, "runtime backend");
+		goto fail;
+	}
+	int left = sup_runc_remove_leftovers(&rcfg, &err);
+	if (left < 0) {
+		sbx_err_wrap(&err, "remove leftovers of an earlier run");
+		goto fail;
+	}
+	if (left > 0)
+		sup_info("removed %d sandbox(es) left by an earlier run", left);
+
+	base = event_base_new();
+	if (!base) {
+		sbx_err_set(&err, -ENOMEM, "event base");
+		goto fail;
+	}
+	m.base = base;
+	workers = sup_workers_new(base, cfg.workers, &err);
+	if (!workers)
+		goto fail;
+	sup_core_cfg ccfg = { .max_output = cfg.max_output };
+	m.core = sup_core_new(base, NULL, &ccfg, &err);
+	if (!m.core)
+		goto fail;
+	sup_pools_cfg pcfg = {
+		.runc = &rcfg,
+		.images = cfg.images,
+		.nimages = cfg.nimages,
+		.size = cfg.pool_size,
+		.max_sandboxes = cfg.max_sandboxes,
+		.acquire_timeout_ms = cfg.acquire_timeout_ms,
+		.handshake_timeout_ms = cfg.ready_timeout_ms,
+	};
+	sup_pools_hooks hooks = sup_core_pool_hooks(m.core);
+	pools = sup_pools_new(base, workers, &pcfg, &hooks, &err);
+	if (!pools)
+		goto fail;
+	sup_core_set_pools(m.core, pools);
+	sup_http_cfg hcfg = {
+		.host = cfg.listen_host,
+		.port = cfg.listen_port,
+		.token = token,
+		.max_body = cfg.max_body,
+		.limits = { .default_timeout_s = cfg.default_timeout_s,
+			    .max_timeout_s = cfg.max_timeout_s },
+	};
+	m.http = sup_http_new(base, m.core, &hcfg, &err);
+	if (!m.http)
+		goto fail;
+	m.sig_term = evsignal_new(base, SIGTERM, on_signal, &m);
+	m.sig_int = evsignal_new(base, SIGINT, on_signal, &m);
+	m.grace = evtimer_new(base, on_grace_over, &m);
+	if (!m.sig_term || !m.sig_int || !m.grace || evsignal_add(m.sig_term, NULL) < 0 ||
+	    evsignal_add(m.sig_int, NULL) < 0) {
+		sbx_err_set(&err, -ENOMEM, "signal events");
+		goto fail;
+	}
+	sup_pools_start(pools);
+
+	const char *h = cfg.listen_host;
+	bool v6 = strchr(h, ':') != NULL;
+	printf("sandbox-supervisor: listening on http://%s%s%s:%u\n", v6 ? "[" : "", h, v6 ? "]" : "",
+	       (unsigned)sup_http_port(m.http));
+	if (cfg.token)
+		printf("sandbox-supervisor: token given by --token\n");
+	else
+		printf("sandbox-supervisor: token in %s\n", token_path);
+	if (cfg.print_example) {
+		char url[300];
+		snprintf(url, sizeof(url), "http://%s%s%s:%u", v6 ? "[" : "", h, v6 ? "]" : "",
+			 (unsigned)sup_http_port(m.http));
+		printf("\nAPI token: %s\n\nTry it (in another shell):\n"
+		       "  TOKEN=%s\n"
+		       "  ID=$(curl -s -H \"Authorization: Bearer $TOKEN\" -d '{\"image\":\"host\"}' %s/v1/sandboxes"
+		       " | sed 's/.*\"id\":\"\\([^\"]*\\)\".*/\\1/')\n"
+		       "  curl -s -H \"Authorization: Bearer $TOKEN\" -d '{\"argv\":[\"echo\",\"hi\"]}' %s/v1/sandboxes/$ID/exec\n"
+		       "  curl -s -H \"Authorization: Bearer $TOKEN\" -X DELETE %s/v1/sandboxes/$ID\n\n",
+		       token, token, url, url, url);
+	}
+	fflush(stdout);
+	sup_info("pool: %u per image, images %zu, runtime %s, agent %s, state %s", cfg.pool_size,
+		 cfg.nimages, cfg.runtime, agent, cfg.state_dir);
+
+	event_base_dispatch(base);
+	exit_code = m.drained ? 0 : 1;
+	if (!m.stopping) {
+		sup_error("event loop ended unexpectedly");
+		exit_code = 1;
+	}
+	goto cleanup;
+fail:
+	sup_error("%s", err.msg);
+	fprintf(stderr, "sandbox-supervisor: %s\n", err.msg);
+cleanup:
+	if (m.http)
+		sup_http_free(m.http);
+	if (m.sig_term)
+		event_free(m.sig_term);
+	if (m.sig_int)
+		event_free(m.sig_int);
+	if (m.grace)
+		event_free(m.grace);
+	/* Workers first: a job still running (grace ran out) must finish
+	 * before the pools it points into go away. */
+	sup_workers_free(workers);
+	sup_pools_free(pools);
+	sup_core_free(m.core);
+	if (base)
+		event_base_free(base);
+	sup_config_release(&cfg);
+	return exit_code;
+}

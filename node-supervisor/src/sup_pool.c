@@ -1,0 +1,665 @@
+#include "sup_pool.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sup_agent.h"
+#include "sup_log.h"
+#include "sup_token.h"
+
+TAILQ_HEAD(sup_sb_list, sup_sandbox);
+TAILQ_HEAD(sup_acq_list, sup_acquire);
+
+typedef struct sup_pool {
+	sup_pools *owner;
+	const char *image;
+	struct sup_sb_list ready;
+	unsigned nready;
+	unsigned creating;   /* CREATING + CONNECTING */
+	struct sup_acq_list waiters;
+	unsigned nwaiters;
+	unsigned fail_streak;
+	bool backoff;        /* refills paused after failures */
+	struct event *backoff_timer;
+} sup_pool;
+
+struct sup_acquire {
+	sup_pool *pool;
+	sup_acquire_cb cb;
+	void *ud;
+	struct event *timer;
+	TAILQ_ENTRY(sup_acquire) link;
+};
+
+struct sup_pools {
+	struct event_base *base;
+	sup_workers *workers;
+	sup_pools_cfg cfg;
+	sup_pools_hooks hooks;
+	sup_pool *pools;
+	size_t npools;
+	struct sup_sb_list all;
+	unsigned nalive;
+	atomic_bool stopping; /* read by worker threads */
+	bool shutting_down;
+	void (*shutdown_done)(void *ud);
+	void *shutdown_ud;
+	struct event *shutdown_check;
+};
+
+typedef struct create_job {
+	sup_job job;
+	sup_pools *pools;
+	sup_sandbox *sb;
+	char id[SUP_ID_MAX];
+	const char *image;
+	sup_runc_box box;
+	int rc;
+	sbx_err err;
+} create_job;
+
+typedef struct destroy_job {
+	sup_job job;
+	sup_pools *pools;
+	sup_sandbox *sb;
+	sup_runc_box box;
+	sup_destroy_cb cb;
+	void *ud;
+	int rc;
+	sbx_err err;
+} destroy_job;
+
+static void ensure_fill(sup_pool *pool);
+static void start_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_cb cb, void *ud);
+
+const char *sup_sb_state_name(sup_sb_state s)
+{
+	switch (s) {
+	case SUP_SB_CREATING:
+		return "creating";
+	case SUP_SB_CONNECTING:
+		return "creating";
+	case SUP_SB_READY:
+		return "ready";
+	case SUP_SB_RUNNING:
+		return "running";
+	case SUP_SB_FAILED:
+		return "failed";
+	case SUP_SB_DESTROYING:
+		return "destroying";
+	}
+	return "unknown";
+}
+
+/* ---- shutdown progress ---- */
+
+static void shutdown_check_cb(evutil_socket_t fd, short what, void *ud)
+{
+	sup_pools *p = ud;
+	(void)fd;
+	(void)what;
+	if (!p->shutting_down || !p->shutdown_done)
+		return;
+	if (p->nalive > 0 || sup_workers_busy(p->workers) > 0)
+		return;
+	void (*done)(void *) = p->shutdown_done;
+	p->shutdown_done = NULL;
+	done(p->shutdown_ud);
+}
+
+/* Deferred so that `done` never runs inside a caller's stack frame. */
+static void maybe_shutdown_done(sup_pools *p)
+{
+	if (p->shutting_down && p->shutdown_done)
+		event_active(p->shutdown_check, 0, 0);
+}
+
+/* ---- waiters ---- */
+
+static void waiter_free(sup_acquire *a)
+{
+	if (a->timer)
+		event_free(a->timer);
+	free(a);
+}
+
+static void waiter_remove(sup_acquire *a)
+{
+	TAILQ_REMOVE(&a->pool->waiters, a, link);
+	a->pool->nwaiters--;
+}
+
+static void waiter_fail(sup_acquire *a, int code, const char *msg)
+{
+	sbx_err e;
+	sbx_err_set(&e, code, "%s", msg);
+	waiter_remove(a);
+	sup_acquire_cb cb = a->cb;
+	void *ud = a->ud;
+	waiter_free(a);
+	cb(NULL, code, &e, ud);
+}
+
+static void on_waiter_timeout(evutil_socket_t fd, short what, void *ud)
+{
+	sup_acquire *a = ud;
+	(void)fd;
+	(void)what;
+	char msg[128];
+	snprintf(msg, sizeof(msg), "no sandbox of image %s could be had within %u ms",
+		 a->pool->image, a->pool->owner->cfg.acquire_timeout_ms);
+	sup_warn("acquire: %s", msg);
+	waiter_fail(a, -EAGAIN, msg);
+}
+
+/* ---- handing out ---- */
+
+static void hand_out(sup_sandbox *sb)
+{
+	sb->state = SUP_SB_RUNNING;
+}
+
+static sup_sandbox *take_ready(sup_pool *pool)
+{
+	sup_sandbox *sb = TAILQ_FIRST(&pool->ready);
+	if (!sb)
+		return NULL;
+	TAILQ_REMOVE(&pool->ready, sb, ready_link);
+	pool->nready--;
+	hand_out(sb);
+	return sb;
+}
+
+/* A sandbox's agent is connected: give it to the oldest waiter, or keep it. */
+static void sandbox_ready(sup_sandbox *sb)
+{
+	sup_pool *pool = sb->pool;
+	sb->state = SUP_SB_READY;
+	pool->creating--;
+	pool->fail_streak = 0;
+	sup_acquire *a = TAILQ_FIRST(&pool->waiters);
+	if (a) {
+		waiter_remove(a);
+		sup_acquire_cb cb = a->cb;
+		void *ud = a->ud;
+		waiter_free(a);
+		hand_out(sb);
+		sup_debug("sandbox %s: ready, handed to a waiting request", sb->id);
+		cb(sb, 0, NULL, ud);
+	} else {
+		TAILQ_INSERT_TAIL(&pool->ready, sb, ready_link);
+		pool->nready++;
+		sup_debug("sandbox %s: ready in pool %s (%u ready)", sb->id, pool->image, pool->nready);
+	}
+}
+
+/* ---- failures of creation ---- */
+
+static void on_backoff_end(evutil_socket_t fd, short what, void *ud)
+{
+	sup_pool *pool = ud;
+	(void)fd;
+	(void)what;
+	pool->backoff = false;
+	ensure_fill(pool);
+}
+
+static void create_failed(sup_pool *pool, const char *id, const sbx_err *err)
+{
+	sup_pools *p = pool->owner;
+	pool->fail_streak++;
+	sup_error("sandbox %s: create for image %s failed: %s", id, pool->image, err->msg);
+	/* A waiter that no other create in flight will serve gets the error. */
+	if (pool->nwaiters > pool->creating) {
+		char msg[SBX_ERR_MSG_MAX + 32];
+		snprintf(msg, sizeof(msg), "could not create a sandbox: %s", err->msg);
+		waiter_fail(TAILQ_FIRST(&pool->waiters), -EAGAIN, msg);
+	}
+	if (!p->shutting_down && !pool->backoff) {
+		unsigned shift = pool->fail_streak > 6 ? 6 : pool->fail_streak - 1;
+		unsigned ms = 500u << shift; /* 0.5 s .. 32 s */
+		struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+		pool->backoff = true;
+		evtimer_add(pool->backoff_timer, &tv);
+		sup_warn("pool %s: refills paused for %u ms after %u failure(s)", pool->image, ms,
+			 pool->fail_streak);
+	}
+}
+
+/* ---- agent connection of a new or pooled sandbox ---- */
+
+static void agent_on_ready(sup_agent *a, void *ud)
+{
+	sup_sandbox *sb = ud;
+	(void)a;
+	sup_pools *p = sb->pool->owner;
+	if (p->shutting_down) {
+		sb->pool->creating--;
+		start_destroy(p, sb, false, NULL, NULL);
+		return;
+	}
+	sup_info("sandbox %s: up (agent %s)", sb->id, sup_agent_peer(a));
+	sandbox_ready(sb);
+	ensure_fill(sb->pool);
+}
+
+static void agent_on_lost(sup_agent *a, const sbx_err *why, void *ud)
+{
+	sup_sandbox *sb = ud;
+	sup_pool *pool = sb->pool;
+	sup_pools *p = pool->owner;
+	sup_agent_free(a);
+	sb->agent = NULL;
+	switch (sb->state) {
+	case SUP_SB_CONNECTING:
+		pool->creating--;
+		create_failed(pool, sb->id, why);
+		start_destroy(p, sb, false, NULL, NULL);
+		ensure_fill(pool);
+		break;
+	case SUP_SB_READY:
+		sup_warn("sandbox %s: agent connection lost while pooled: %s", sb->id, why->msg);
+		TAILQ_REMOVE(&pool->ready, sb, ready_link);
+		pool->nready--;
+		start_destroy(p, sb, false, NULL, NULL);
+		ensure_fill(pool);
+		break;
+	case SUP_SB_RUNNING:
+		sup_warn("sandbox %s: agent connection lost: %s", sb->id, why->msg);
+		sb->state = SUP_SB_FAILED;
+		if (p->hooks.on_failed)
+			p->hooks.on_failed(sb, why, p->hooks.ud);
+		break;
+	default:
+		break;
+	}
+}
+
+static const sup_agent_cbs agent_cbs = {
+	.on_ready = agent_on_ready,
+	.on_lost = agent_on_lost,
+};
+
+/* ---- create ---- */
+
+static void create_run(sup_job *job)
+{
+	create_job *cj = (create_job *)job;
+	sbx_err_clear(&cj->err);
+	if (atomic_load(&cj->pools->stopping)) {
+		cj->rc = sbx_err_set(&cj->err, -ECANCELED, "supervisor is shutting down");
+		return;
+	}
+	cj->rc = sup_runc_create(cj->pools->cfg.runc, cj->id, cj->image, &cj->box, &cj->err);
+}
+
+static void create_done(sup_job *job)
+{
+	create_job *cj = (create_job *)job;
+	sup_pools *p = cj->pools;
+	sup_sandbox *sb = cj->sb;
+	sup_pool *pool = sb->pool;
+	if (cj->rc < 0) {
+		pool->creating--;
+		if (cj->rc != -ECANCELED)
+			create_failed(pool, sb->id, &cj->err);
+		TAILQ_REMOVE(&p->all, sb, all_link);
+		p->nalive--;
+		free(sb);
+		free(cj);
+		ensure_fill(pool);
+		maybe_shutdown_done(p);
+		return;
+	}
+	sb->box = cj->box;
+	free(cj);
+	sb->state = SUP_SB_CONNECTING;
+	if (p->shutting_down) {
+		pool->creating--;
+		start_destroy(p, sb, false, NULL, NULL);
+		return;
+	}
+	sbx_err e;
+	sbx_err_clear(&e);
+	if (sup_agent_connect(p->base, sb->box.socket_path, p->cfg.handshake_timeout_ms, &agent_cbs,
+			      sb, &sb->agent, &e) < 0) {
+		pool->creating--;
+		create_failed(pool, sb->id, &e);
+		start_destroy(p, sb, false, NULL, NULL);
+		ensure_fill(pool);
+	}
+}
+
+static int new_id(sup_pools *p, char *id, size_t size)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		char hex[13];
+		sbx_err e;
+		if (sup_random_hex(hex, 6, &e) < 0)
+			return -EIO;
+		snprintf(id, size, "sb-%s", hex);
+		bool clash = false;
+		sup_sandbox *sb;
+		TAILQ_FOREACH(sb, &p->all, all_link)
+		if (strcmp(sb->id, id) == 0) {
+			clash = true;
+			break;
+		}
+		if (!clash)
+			return 0;
+	}
+	return -EEXIST;
+}
+
+static int start_create(sup_pool *pool, bool front)
+{
+	sup_pools *p = pool->owner;
+	sup_sandbox *sb = calloc(1, sizeof(*sb));
+	create_job *cj = calloc(1, sizeof(*cj));
+	if (!sb || !cj || new_id(p, sb->id, sizeof(sb->id)) < 0) {
+		free(sb);
+		free(cj);
+		sup_error("pool %s: cannot start a create (out of memory or ids)", pool->image);
+		return -ENOMEM;
+	}
+	sb->pool = pool;
+	sb->state = SUP_SB_CREATING;
+	TAILQ_INIT(&sb->delete_waiters);
+	TAILQ_INIT(&sb->execs);
+	TAILQ_INSERT_TAIL(&p->all, sb, all_link);
+	p->nalive++;
+	pool->creating++;
+	cj->job.run = create_run;
+	cj->job.done = create_done;
+	cj->pools = p;
+	cj->sb = sb;
+	cj->image = pool->image;
+	memcpy(cj->id, sb->id, sizeof(cj->id));
+	sup_debug("sandbox %s: create queued for image %s%s", sb->id, pool->image,
+		  front ? " (a request waits)" : "");
+	sup_workers_submit(p->workers, &cj->job, front);
+	return 0;
+}
+
+static void ensure_fill(sup_pool *pool)
+{
+	sup_pools *p = pool->owner;
+	if (p->shutting_down)
+		return;
+	/* Creates for waiting requests first, at the front of the queue and
+	 * even during a backoff: someone is waiting for the answer. */
+	while (pool->nwaiters > pool->creating && p->nalive < p->cfg.max_sandboxes)
+		if (start_create(pool, true) < 0)
+			return;
+	if (pool->backoff)
+		return;
+	while (pool->nready + pool->creating < p->cfg.size + pool->nwaiters &&
+	       p->nalive < p->cfg.max_sandboxes)
+		if (start_create(pool, false) < 0)
+			return;
+}
+
+/* ---- destroy ---- */
+
+static void destroy_run(sup_job *job)
+{
+	destroy_job *dj = (destroy_job *)job;
+	sbx_err_clear(&dj->err);
+	dj->rc = sup_runc_destroy(dj->pools->cfg.runc, &dj->box, &dj->err);
+}
+
+static void destroy_done(sup_job *job)
+{
+	destroy_job *dj = (destroy_job *)job;
+	sup_pools *p = dj->pools;
+	sup_sandbox *sb = dj->sb;
+	if (dj->rc < 0)
+		sup_error("sandbox %s: destroy failed: %s", sb->id, dj->err.msg);
+	else
+		sup_info("sandbox %s: destroyed", sb->id);
+	TAILQ_REMOVE(&p->all, sb, all_link);
+	p->nalive--;
+	if (dj->cb)
+		dj->cb(sb, dj->rc, dj->rc < 0 ? &dj->err : NULL, dj->ud);
+	sup_pool *pool = sb->pool;
+	free(sb);
+	free(dj);
+	ensure_fill(pool); /* capacity came back */
+	maybe_shutdown_done(p);
+}
+
+static void start_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_cb cb, void *ud)
+{
+	if (sb->agent) {
+		sup_agent_free(sb->agent);
+		sb->agent = NULL;
+	}
+	sb->state = SUP_SB_DESTROYING;
+	destroy_job *dj = calloc(1, sizeof(*dj));
+	if (!dj) {
+		/* Cannot queue: leave it for the next start's leftover sweep. */
+		sup_error("sandbox %s: out of memory, container left for the next start", sb->id);
+		TAILQ_REMOVE(&p->all, sb, all_link);
+		p->nalive--;
+		sbx_err e;
+		sbx_err_set(&e, -ENOMEM, "out of memory");
+		if (cb)
+			cb(sb, -ENOMEM, &e, ud);
+		free(sb);
+		maybe_shutdown_done(p);
+		return;
+	}
+	dj->job.run = destroy_run;
+	dj->job.done = destroy_done;
+	dj->pools = p;
+	dj->sb = sb;
+	dj->box = sb->box;
+	dj->cb = cb;
+	dj->ud = ud;
+	sup_workers_submit(p->workers, &dj->job, urgent);
+}
+
+void sup_pools_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_cb cb, void *ud)
+{
+	if (sb->state == SUP_SB_READY) {
+		TAILQ_REMOVE(&sb->pool->ready, sb, ready_link);
+		sb->pool->nready--;
+	}
+	start_destroy(p, sb, urgent, cb, ud);
+}
+
+/* ---- public ---- */
+
+sup_pools *sup_pools_new(struct event_base *base, sup_workers *workers, const sup_pools_cfg *cfg,
+			 const sup_pools_hooks *hooks, sbx_err *err)
+{
+	sup_pools *p = calloc(1, sizeof(*p));
+	if (!p) {
+		sbx_err_set(err, -ENOMEM, "pools");
+		return NULL;
+	}
+	p->base = base;
+	p->workers = workers;
+	p->cfg = *cfg;
+	if (hooks)
+		p->hooks = *hooks;
+	TAILQ_INIT(&p->all);
+	atomic_init(&p->stopping, false);
+	p->shutdown_check = event_new(base, -1, 0, shutdown_check_cb, p);
+	p->pools = calloc(cfg->nimages, sizeof(*p->pools));
+	if (!p->shutdown_check || !p->pools) {
+		sbx_err_set(err, -ENOMEM, "pools");
+		sup_pools_free(p);
+		return NULL;
+	}
+	p->npools = cfg->nimages;
+	for (size_t i = 0; i < cfg->nimages; i++) {
+		sup_pool *pool = &p->pools[i];
+		pool->owner = p;
+		pool->image = cfg->images[i];
+		TAILQ_INIT(&pool->ready);
+		TAILQ_INIT(&pool->waiters);
+		pool->backoff_timer = evtimer_new(base, on_backoff_end, pool);
+		if (!pool->backoff_timer) {
+			sbx_err_set(err, -ENOMEM, "pools");
+			sup_pools_free(p);
+			return NULL;
+		}
+	}
+	return p;
+}
+
+void sup_pools_start(sup_pools *p)
+{
+	for (size_t i = 0; i < p->npools; i++)
+		ensure_fill(&p->pools[i]);
+}
+
+static sup_pool *find_pool(const sup_pools *p, const char *image)
+{
+	for (size_t i = 0; i < p->npools; i++)
+		if (strcmp(p->pools[i].image, image) == 0)
+			return &p->pools[i];
+	return NULL;
+}
+
+const char *sup_pools_image_of(const sup_sandbox *sb)
+{
+	return sb->pool->image;
+}
+
+bool sup_pools_has_image(const sup_pools *p, const char *image)
+{
+	return find_pool(p, image) != NULL;
+}
+
+int sup_pools_acquire(sup_pools *p, const char *image, sup_acquire_cb cb, void *ud,
+		      sup_sandbox **now, sup_acquire **wait, sbx_err *err)
+{
+	*now = NULL;
+	*wait = NULL;
+	if (p->shutting_down)
+		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	sup_pool *pool = find_pool(p, image);
+	if (!pool)
+		return sbx_err_set(err, -EINVAL, "unknown image \"%.200s\" (this supervisor serves %s%s)",
+				   image, p->pools[0].image, p->npools > 1 ? " and others" : "");
+	sup_sandbox *sb = take_ready(pool);
+	if (sb) {
+		*now = sb;
+		ensure_fill(pool);
+		return 0;
+	}
+	if (p->nalive >= p->cfg.max_sandboxes && pool->creating <= pool->nwaiters)
+		return sbx_err_set(err, -EAGAIN, "at the limit of %u sandboxes", p->cfg.max_sandboxes);
+	sup_acquire *a = calloc(1, sizeof(*a));
+	if (!a)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	a->pool = pool;
+	a->cb = cb;
+	a->ud = ud;
+	a->timer = evtimer_new(p->base, on_waiter_timeout, a);
+	if (!a->timer) {
+		free(a);
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	}
+	unsigned ms = p->cfg.acquire_timeout_ms;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	evtimer_add(a->timer, &tv);
+	TAILQ_INSERT_TAIL(&pool->waiters, a, link);
+	pool->nwaiters++;
+	sup_info("pool %s: empty, a request waits for a cold create", pool->image);
+	ensure_fill(pool);
+	*wait = a;
+	return 0;
+}
+
+void sup_pools_acquire_cancel(sup_acquire *a)
+{
+	waiter_remove(a);
+	waiter_free(a);
+}
+
+void sup_pools_shutdown(sup_pools *p, void (*done)(void *ud), void *ud)
+{
+	p->shutting_down = true;
+	atomic_store(&p->stopping, true);
+	p->shutdown_done = done;
+	p->shutdown_ud = ud;
+	for (size_t i = 0; i < p->npools; i++) {
+		sup_pool *pool = &p->pools[i];
+		event_del(pool->backoff_timer);
+		while (!TAILQ_EMPTY(&pool->waiters))
+			waiter_fail(TAILQ_FIRST(&pool->waiters), -ESHUTDOWN,
+				    "the supervisor is shutting down");
+		sup_sandbox *sb;
+		while ((sb = TAILQ_FIRST(&pool->ready)) != NULL) {
+			TAILQ_REMOVE(&pool->ready, sb, ready_link);
+			pool->nready--;
+			start_destroy(p, sb, false, NULL, NULL);
+		}
+	}
+	/* Connecting ones: their create is done, only the handshake is left. */
+	sup_sandbox *sb, *next;
+	for (sb = TAILQ_FIRST(&p->all); sb; sb = next) {
+		next = TAILQ_NEXT(sb, all_link);
+		if (sb->state == SUP_SB_CONNECTING) {
+			sb->pool->creating--;
+			start_destroy(p, sb, false, NULL, NULL);
+		}
+	}
+	maybe_shutdown_done(p);
+}
+
+void sup_pools_free(sup_pools *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; p->pools && i < p->npools; i++) {
+		sup_pool *pool = &p->pools[i];
+		while (!TAILQ_EMPTY(&pool->waiters)) {
+			sup_acquire *a = TAILQ_FIRST(&pool->waiters);
+			waiter_remove(a);
+			waiter_free(a);
+		}
+		if (pool->backoff_timer)
+			event_free(pool->backoff_timer);
+	}
+	/* Whatever is still listed (only on an aborted start) is dropped; its
+	 * containers are swept as leftovers by the next start. */
+	sup_sandbox *sb;
+	while ((sb = TAILQ_FIRST(&p->all)) != NULL) {
+		TAILQ_REMOVE(&p->all, sb, all_link);
+		if (sb->agent)
+			sup_agent_free(sb->agent);
+		free(sb);
+	}
+	free(p->pools);
+	if (p->shutdown_check)
+		event_free(p->shutdown_check);
+	free(p);
+}
+
+size_t sup_pools_count(const sup_pools *p)
+{
+	return p->npools;
+}
+
+void sup_pools_stats(const sup_pools *p, size_t i, sup_pool_stats *out)
+{
+	const sup_pool *pool = &p->pools[i];
+	out->image = pool->image;
+	out->size = p->cfg.size;
+	out->ready = pool->nready;
+	out->creating = pool->creating;
+	out->waiting = pool->nwaiters;
+}
+
+unsigned sup_pools_alive(const sup_pools *p)
+{
+	return p->nalive;
+}

@@ -1,0 +1,90 @@
+/* Warm pools and the sandbox lifecycle engine.
+ *
+ * Keeps `size` ready sandboxes per image (agent connected, handshake done)
+ * and refills in the background; makes and unmakes sandboxes by running
+ * the runtime backend (sup_runc) on worker threads, never on the loop.
+ * Acquire hands out a ready sandbox in O(1); with none ready it queues a
+ * cold create at the front of the workers' queue and answers later.
+ * Owns every sup_sandbox (allocation, lifecycle fields, freeing) and the
+ * waiting acquires. It must not know about HTTP or the user-facing
+ * registry; it tells its owner about a handed-out sandbox whose agent went
+ * away through hooks. Loop thread only. */
+#ifndef SUP_POOL_H
+#define SUP_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sbx/err.h"
+#include "sup_runc.h"
+#include "sup_sandbox.h"
+#include "sup_workers.h"
+
+struct event_base;
+typedef struct sup_pools sup_pools;
+typedef struct sup_acquire sup_acquire;
+
+typedef struct sup_pools_cfg {
+	const sup_runc_cfg *runc;
+	const char *const *images;
+	size_t nimages;
+	unsigned size;                 /* ready sandboxes kept per image */
+	unsigned max_sandboxes;        /* alive at once, all states */
+	unsigned acquire_timeout_ms;
+	unsigned handshake_timeout_ms; /* container up until the agent's hello */
+} sup_pools_cfg;
+
+typedef struct sup_pools_hooks {
+	/* A RUNNING sandbox's agent connection was lost; it is now FAILED. */
+	void (*on_failed)(sup_sandbox *sb, const sbx_err *why, void *ud);
+	void *ud;
+} sup_pools_hooks;
+
+sup_pools *sup_pools_new(struct event_base *base, sup_workers *workers, const sup_pools_cfg *cfg,
+			 const sup_pools_hooks *hooks, sbx_err *err);
+/* Start filling every pool. */
+void sup_pools_start(sup_pools *p);
+
+/* Called once with the sandbox (now RUNNING) or an error: -EAGAIN none
+ * could be made in time / creation failed, -ESHUTDOWN. */
+typedef void (*sup_acquire_cb)(sup_sandbox *sb, int rc, const sbx_err *err, void *ud);
+
+/* Take a ready sandbox of image. Returns 0 with *now set (ready one, no
+ * callback), or 0 with *wait set (cb runs later, cold create queued), or
+ * a negative errno: -EINVAL unknown image, -EAGAIN at max_sandboxes,
+ * -ESHUTDOWN. */
+int sup_pools_acquire(sup_pools *p, const char *image, sup_acquire_cb cb, void *ud,
+		      sup_sandbox **now, sup_acquire **wait, sbx_err *err);
+/* Withdraw a waiting acquire (its requester went away); cb will not run. */
+void sup_pools_acquire_cancel(sup_acquire *a);
+
+typedef void (*sup_destroy_cb)(sup_sandbox *sb, int rc, const sbx_err *err, void *ud);
+/* Close the agent connection and run the runtime destroy on a worker;
+ * urgent: ahead of refills (someone waits). cb (optional) runs when it is
+ * done, then the sandbox is freed. The caller must have released its own
+ * fields of sb. The sandbox must be READY, RUNNING or FAILED. */
+void sup_pools_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_cb cb, void *ud);
+
+/* Stop refilling, fail waiters with -ESHUTDOWN, destroy every sandbox the
+ * pools hold (ready, connecting, and those still being created once their
+ * create finishes). done runs when no sandbox is alive and no worker job is
+ * left. Handed-out sandboxes must be destroyed by their owner. */
+void sup_pools_shutdown(sup_pools *p, void (*done)(void *ud), void *ud);
+void sup_pools_free(sup_pools *p);
+
+typedef struct sup_pool_stats {
+	const char *image;
+	unsigned size;
+	unsigned ready;
+	unsigned creating; /* creating or connecting */
+	unsigned waiting;  /* acquires waiting */
+} sup_pool_stats;
+
+size_t sup_pools_count(const sup_pools *p);
+void sup_pools_stats(const sup_pools *p, size_t i, sup_pool_stats *out);
+unsigned sup_pools_alive(const sup_pools *p);
+bool sup_pools_has_image(const sup_pools *p, const char *image);
+/* The image a sandbox was made from. */
+const char *sup_pools_image_of(const sup_sandbox *sb);
+
+#endif

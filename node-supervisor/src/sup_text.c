@@ -1,0 +1,146 @@
+#include "sup_text.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Length of the well-formed sequence at p (1..4), or 0 when the bytes at p
+ * do not start one; *bad_len gets the maximal invalid prefix length (>= 1)
+ * so the caller can replace it with one U+FFFD (Unicode 3.9 D93b). */
+static size_t utf8_seq(const uint8_t *p, size_t n, size_t *bad_len)
+{
+	uint8_t c = p[0];
+	*bad_len = 1;
+	if (c < 0x80)
+		return 1;
+	size_t need;
+	uint8_t lo = 0x80, hi = 0xBF;
+	if (c >= 0xC2 && c <= 0xDF)
+		need = 1;
+	else if (c >= 0xE0 && c <= 0xEF) {
+		need = 2;
+		if (c == 0xE0)
+			lo = 0xA0;
+		else if (c == 0xED)
+			hi = 0x9F; /* no surrogates */
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		need = 3;
+		if (c == 0xF0)
+			lo = 0x90;
+		else if (c == 0xF4)
+			hi = 0x8F;
+	} else
+		return 0;
+	for (size_t i = 1; i <= need; i++) {
+		if (i >= n)
+			return 0; /* cut short: *bad_len already covers what matched */
+		uint8_t b = p[i];
+		uint8_t l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
+		if (b < l || b > h)
+			return 0;
+		*bad_len = i + 1;
+	}
+	return need + 1;
+}
+
+bool sup_utf8_valid(const uint8_t *p, size_t n)
+{
+	size_t i = 0, bad;
+	while (i < n) {
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		size_t k = utf8_seq(p + i, n - i, &bad);
+		if (!k)
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+char *sup_utf8_repair(const uint8_t *p, size_t n, size_t *out_len)
+{
+	/* Worst case: every byte becomes U+FFFD (3 bytes). */
+	if (n > (SIZE_MAX - 1) / 3)
+		return NULL;
+	char *out = malloc(n * 3 + 1);
+	if (!out)
+		return NULL;
+	size_t i = 0, o = 0, bad;
+	while (i < n) {
+		if (p[i] < 0x80) {
+			out[o++] = (char)p[i++];
+			continue;
+		}
+		size_t k = utf8_seq(p + i, n - i, &bad);
+		if (k) {
+			memcpy(out + o, p + i, k);
+			o += k;
+			i += k;
+		} else {
+			memcpy(out + o, "\xEF\xBF\xBD", 3);
+			o += 3;
+			i += bad;
+		}
+	}
+	out[o] = '\0';
+	*out_len = o;
+	return out;
+}
+
+char *sup_base64_encode(const uint8_t *p, size_t n, size_t *out_len)
+{
+	static const char tbl[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	if (n > (SIZE_MAX - 4) / 4 * 3)
+		return NULL;
+	size_t len = (n + 2) / 3 * 4;
+	char *out = malloc(len + 1);
+	if (!out)
+		return NULL;
+	size_t i = 0, o = 0;
+	for (; i + 2 < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+		out[o++] = tbl[v >> 18];
+		out[o++] = tbl[(v >> 12) & 63];
+		out[o++] = tbl[(v >> 6) & 63];
+		out[o++] = tbl[v & 63];
+	}
+	if (i < n) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
+		out[o++] = tbl[v >> 18];
+		out[o++] = tbl[(v >> 12) & 63];
+		out[o++] = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
+		out[o++] = '=';
+	}
+	out[o] = '\0';
+	*out_len = o;
+	return out;
+}
+
+void sup_rfc3339(time_t t, char *buf, size_t size)
+{
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+bool sup_signal_name(int sig, char *buf, size_t size)
+{
+	if (sig >= SIGRTMIN && sig <= SIGRTMAX) {
+		if (sig == SIGRTMIN)
+			snprintf(buf, size, "RTMIN");
+		else
+			snprintf(buf, size, "RTMIN+%d", sig - SIGRTMIN);
+		return true;
+	}
+	const char *name = sig > 0 && sig < NSIG ? sigabbrev_np(sig) : NULL;
+	if (!name) {
+		snprintf(buf, size, "%d", sig);
+		return false;
+	}
+	snprintf(buf, size, "%s", name);
+	return true;
+}

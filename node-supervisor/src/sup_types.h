@@ -1,0 +1,59 @@
+/* Plain data types shared by the HTTP layer, the core and the agent client:
+ * environment lists, an exec request and an exec outcome. No behaviour
+ * beyond freeing; each module validates what it receives. */
+#ifndef SUP_TYPES_H
+#define SUP_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sup_kv {
+	char *key;
+	char *val;
+} sup_kv;
+
+typedef struct sup_env {
+	sup_kv *v;
+	size_t n;
+} sup_env;
+
+void sup_env_free(sup_env *e);
+/* Deep copy. Returns 0 or -ENOMEM. */
+int sup_env_copy(const sup_env *src, sup_env *dst);
+/* True if key is set in e. */
+bool sup_env_has(const sup_env *e, const char *key);
+
+/* What to run. Exactly one of argv / cmd is set. */
+typedef struct sup_exec_spec {
+	char **argv;          /* NULL-terminated */
+	size_t argc;
+	char *cmd;            /* run by the agent as /bin/sh -c cmd */
+	sup_env env;          /* overrides the sandbox env, key by key */
+	char *cwd;            /* NULL: the agent's default */
+	uint64_t timeout_ms;  /* 0: none */
+} sup_exec_spec;
+
+void sup_exec_spec_free(sup_exec_spec *s);
+
+/* How a command ended, as the agent reported it (validated). */
+typedef struct sup_exec_status {
+	bool exited;          /* true: exit_code valid; false: signal valid */
+	int exit_code;        /* 0..255 */
+	int signal;           /* 1..64 */
+	bool timed_out;
+	uint64_t duration_us; /* command run time */
+} sup_exec_status;
+
+/* An exec whose output was captured into bounded buffers. */
+typedef struct sup_exec_result {
+	sup_exec_status st;
+	const uint8_t *out;
+	size_t out_len;
+	bool out_truncated;
+	const uint8_t *err;
+	size_t err_len;
+	bool err_truncated;
+} sup_exec_result;
+
+#endif

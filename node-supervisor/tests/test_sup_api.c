@@ -1,0 +1,315 @@
+/* Request parsing/validation and JSON rendering of the HTTP API (sup_api). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "sup_api.h"
+
+static const sup_api_limits lim = { .default_timeout_s = 3600, .max_timeout_s = 86400 };
+
+static int create(const char *body, sup_create_req *r, sbx_err *e)
+{
+	sbx_err_clear(e);
+	return sup_api_parse_create(body, strlen(body), &lim, r, e);
+}
+
+static int exec_(const char *body, sup_exec_spec *s, sbx_err *e)
+{
+	sbx_err_clear(e);
+	return sup_api_parse_exec(body, strlen(body), s, e);
+}
+
+static void test_create_defaults(void **state)
+{
+	(void)state;
+	sup_create_req r;
+	sbx_err e;
+	assert_int_equal(create("", &r, &e), 0);
+	assert_null(r.image);
+	assert_int_equal(r.timeout_s, 3600);
+	assert_int_equal(r.env.n, 0);
+	sup_create_req_free(&r);
+	assert_int_equal(create("{}", &r, &e), 0);
+	assert_int_equal(r.timeout_s, 3600);
+	sup_create_req_free(&r);
+}
+
+static void test_create_full(void **state)
+{
+	(void)state;
+	sup_create_req r;
+	sbx_err e;
+	assert_int_equal(create("{\"image\":\"host\",\"timeout\":60,\"env\":{\"A\":\"1\",\"B\":\"x y\"}}",
+				&r, &e), 0);
+	assert_string_equal(r.image, "host");
+	assert_int_equal(r.timeout_s, 60);
+	assert_int_equal(r.env.n, 2);
+	assert_string_equal(r.env.v[0].key, "A");
+	assert_string_equal(r.env.v[0].val, "1");
+	assert_string_equal(r.env.v[1].val, "x y");
+	sup_create_req_free(&r);
+}
+
+static void test_create_bad(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"{",                              /* malformed */
+		"[]",                             /* not an object */
+		"\"host\"",
+		"{\"image\":1}",                  /* wrong types */
+		"{\"image\":\"\"}",
+		"{\"timeout\":\"60\"}",
+		"{\"timeout\":1.5}",
+		"{\"timeout\":0}",
+		"{\"timeout\":-1}",
+		"{\"timeout\":86401}",
+		"{\"timeout\":true}",
+		"{\"env\":[]}",
+		"{\"env\":{\"A\":1}}",
+		"{\"env\":{\"A=B\":\"1\"}}",
+		"{\"env\":{\"\":\"1\"}}",
+		"{\"env\":{\"A\":\"x\\u0000y\"}}",
+		"{\"env\":{\"A\\u0000B\":\"x\"}}",
+		"{\"imag\":\"host\"}",            /* unknown field */
+		"{\"image\\u0000x\":\"host\"}",
+		"{\"image\":\"host\",\"image\":\"host\"}", /* duplicate */
+		"{\"timeout\":99999999999999999999999}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		sup_create_req r;
+		sbx_err e;
+		int rc = create(bad[i], &r, &e);
+		if (rc != -EINVAL)
+			fail_msg("accepted %s", bad[i]);
+		assert_true(e.msg[0] != '\0');
+	}
+}
+
+static void test_create_message_names_field(void **state)
+{
+	(void)state;
+	sup_create_req r;
+	sbx_err e;
+	assert_int_equal(create("{\"timeout\":\"x\"}", &r, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "timeout"));
+	assert_int_equal(create("{\"bogus\":1}", &r, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "bogus"));
+}
+
+static void test_exec_argv(void **state)
+{
+	(void)state;
+	sup_exec_spec s;
+	sbx_err e;
+	assert_int_equal(exec_("{\"argv\":[\"echo\",\"hi\",\"\"],\"cwd\":\"/tmp\",\"timeout\":1.5,"
+			       "\"env\":{\"X\":\"y\"}}", &s, &e), 0);
+	assert_int_equal(s.argc, 3);
+	assert_string_equal(s.argv[0], "echo");
+	assert_string_equal(s.argv[2], "");
+	assert_null(s.argv[3]);
+	assert_null(s.cmd);
+	assert_string_equal(s.cwd, "/tmp");
+	assert_int_equal(s.timeout_ms, 1500);
+	assert_int_equal(s.env.n, 1);
+	sup_exec_spec_free(&s);
+}
+
+static void test_exec_cmd(void **state)
+{
+	(void)state;
+	sup_exec_spec s;
+	sbx_err e;
+	assert_int_equal(exec_("{\"cmd\":\"echo hi | tr a-z A-Z\",\"timeout\":2}", &s, &e), 0);
+	assert_string_equal(s.cmd, "echo hi | tr a-z A-Z");
+	assert_null(s.argv);
+	assert_int_equal(s.timeout_ms, 2000);
+	sup_exec_spec_free(&s);
+	/* A tiny timeout still rounds up to a real one. */
+	assert_int_equal(exec_("{\"cmd\":\"true\",\"timeout\":0.0001}", &s, &e), 0);
+	assert_int_equal(s.timeout_ms, 1);
+	sup_exec_spec_free(&s);
+}
+
+static void test_exec_bad(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"",
+		"{}",                                   /* neither */
+		"{\"argv\":[\"a\"],\"cmd\":\"b\"}",    /* both */
+		"{\"argv\":[]}",
+		"{\"argv\":\"echo hi\"}",
+		"{\"argv\":[\"echo\",1]}",
+		"{\"argv\":[\"\"]}",
+		"{\"argv\":[\"a\\u0000b\"]}",
+		"{\"cmd\":\"\"}",
+		"{\"cmd\":[\"echo\"]}",
+		"{\"cmd\":\"x\\u0000\"}",
+		"{\"cmd\":\"true\",\"cwd\":\"tmp\"}",
+		"{\"cmd\":\"true\",\"cwd\":1}",
+		"{\"cmd\":\"true\",\"timeout\":0}",
+		"{\"cmd\":\"true\",\"timeout\":-2}",
+		"{\"cmd\":\"true\",\"timeout\":\"5\"}",
+		"{\"cmd\":\"true\",\"timeout\":1e12}",
+		"{\"cmd\":\"true\",\"env\":{\"A\":null}}",
+		"{\"cmd\":\"true\",\"stdin\":\"x\"}",
+		"{\"cmd\":\"true\"} trailing",
+		"{\"cmd\":\"tr\\ud800\"}",             /* lone surrogate */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		sup_exec_spec s;
+		sbx_err e;
+		if (exec_(bad[i], &s, &e) != -EINVAL)
+			fail_msg("accepted %s", bad[i]);
+	}
+}
+
+static void test_exec_argv_limit(void **state)
+{
+	(void)state;
+	size_t n = SUP_API_MAX_ARGV + 1;
+	char *body = malloc(n * 4 + 32);
+	strcpy(body, "{\"argv\":[");
+	for (size_t i = 0; i < n; i++)
+		strcat(body, i ? ",\"a\"" : "\"a\"");
+	strcat(body, "]}");
+	sup_exec_spec s;
+	sbx_err e;
+	assert_int_equal(exec_(body, &s, &e), -EINVAL);
+	free(body);
+}
+
+static json_t *parse(const char *text)
+{
+	json_error_t je;
+	json_t *j = json_loads(text, 0, &je);
+	assert_non_null(j);
+	return j;
+}
+
+static void test_render_sandbox(void **state)
+{
+	(void)state;
+	sup_sandbox_view v = { "sb-0123456789ab", "running", "host", 0, 3600 };
+	json_t *j = sup_api_render_sandbox(&v);
+	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(s, "{\"created_at\":\"1970-01-01T00:00:00Z\","
+			       "\"expires_at\":\"1970-01-01T01:00:00Z\",\"id\":\"sb-0123456789ab\","
+			       "\"image\":\"host\",\"state\":\"running\"}");
+	free(s);
+	json_decref(j);
+}
+
+static void test_render_exec_exit(void **state)
+{
+	(void)state;
+	sup_exec_result r = { 0 };
+	r.st.exited = true;
+	r.st.exit_code = 3;
+	r.st.duration_us = 1499;
+	r.out = (const uint8_t *)"hi\n";
+	r.out_len = 3;
+	r.err = (const uint8_t *)"a\0b";
+	r.err_len = 3;
+	json_t *j = sup_api_render_exec(&r);
+	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(s, "{\"duration_ms\":1,\"exit_code\":3,\"signal\":null,"
+			       "\"stderr\":\"a\\u0000b\",\"stdout\":\"hi\\n\",\"timed_out\":false,"
+			       "\"truncated\":false}");
+	free(s);
+	json_decref(j);
+}
+
+static void test_render_exec_signal_and_binary(void **state)
+{
+	(void)state;
+	sup_exec_result r = { 0 };
+	r.st.signal = 9;
+	r.st.timed_out = true;
+	r.out = (const uint8_t *)"ok\xff\xfe";
+	r.out_len = 4;
+	r.out_truncated = true;
+	json_t *j = sup_api_render_exec(&r);
+	assert_true(json_is_null(json_object_get(j, "exit_code")));
+	assert_string_equal(json_string_value(json_object_get(j, "signal")), "KILL");
+	assert_true(json_is_true(json_object_get(j, "timed_out")));
+	assert_true(json_is_true(json_object_get(j, "truncated")));
+	assert_string_equal(json_string_value(json_object_get(j, "stdout")),
+			    "ok\xEF\xBF\xBD\xEF\xBF\xBD");
+	assert_string_equal(json_string_value(json_object_get(j, "stdout_b64")), "b2v//g==");
+	assert_null(json_object_get(j, "stderr_b64"));
+	assert_string_equal(json_string_value(json_object_get(j, "stderr")), "");
+	json_decref(j);
+}
+
+static void test_render_error(void **state)
+{
+	(void)state;
+	json_t *j = sup_api_render_error("bad_request", "field \"x\": bad \xff");
+	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+	json_t *back = parse(s);
+	json_t *err = json_object_get(back, "error");
+	assert_string_equal(json_string_value(json_object_get(err, "code")), "bad_request");
+	assert_string_equal(json_string_value(json_object_get(err, "message")),
+			    "field \"x\": bad \xEF\xBF\xBD");
+	free(s);
+	json_decref(back);
+	json_decref(j);
+}
+
+static void test_status_map(void **state)
+{
+	(void)state;
+	const char *code;
+	assert_int_equal(sup_api_status(-EINVAL, &code), 400);
+	assert_string_equal(code, "bad_request");
+	assert_int_equal(sup_api_status(-ENOENT, &code), 404);
+	assert_int_equal(sup_api_status(-E2BIG, &code), 413);
+	assert_int_equal(sup_api_status(-EAGAIN, &code), 503);
+	assert_int_equal(sup_api_status(-ESHUTDOWN, &code), 503);
+	assert_int_equal(sup_api_status(-ECONNRESET, &code), 502);
+	assert_int_equal(sup_api_status(-EPROTO, &code), 502);
+	assert_int_equal(sup_api_status(-EBUSY, &code), 409);
+	assert_int_equal(sup_api_status(-ENOMEM, &code), 500);
+	assert_string_equal(code, "internal");
+}
+
+static void test_valid_id(void **state)
+{
+	(void)state;
+	assert_true(sup_api_valid_id("sb-0123456789ab"));
+	assert_false(sup_api_valid_id(""));
+	assert_false(sup_api_valid_id("SB-1"));
+	assert_false(sup_api_valid_id("sb/1"));
+	assert_false(sup_api_valid_id("sb%2f1"));
+	assert_false(sup_api_valid_id("..."));
+	assert_false(sup_api_valid_id("a123456789012345678901234567890123456789x"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_create_defaults),
+		cmocka_unit_test(test_create_full),
+		cmocka_unit_test(test_create_bad),
+		cmocka_unit_test(test_create_message_names_field),
+		cmocka_unit_test(test_exec_argv),
+		cmocka_unit_test(test_exec_cmd),
+		cmocka_unit_test(test_exec_bad),
+		cmocka_unit_test(test_exec_argv_limit),
+		cmocka_unit_test(test_render_sandbox),
+		cmocka_unit_test(test_render_exec_exit),
+		cmocka_unit_test(test_render_exec_signal_and_binary),
+		cmocka_unit_test(test_render_error),
+		cmocka_unit_test(test_status_map),
+		cmocka_unit_test(test_valid_id),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,123 @@
+/* Command-line parsing and validation (sup_config). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sup_config.h"
+
+static int parse(sup_config *c, sbx_err *e, int argc, const char **argv)
+{
+	sup_config_defaults(c);
+	sbx_err_clear(e);
+	return sup_config_parse(c, argc, (char **)argv, e);
+}
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	sup_config c;
+	sbx_err e;
+	const char *argv[] = { "sup", NULL };
+	assert_int_equal(parse(&c, &e, 1, argv), 0);
+	assert_string_equal(c.listen_host, "127.0.0.1");
+	assert_int_equal(c.listen_port, 7070);
+	assert_string_equal(c.state_dir, "/var/lib/sbx");
+	assert_int_equal(c.pool_size, 4);
+	assert_int_equal(c.nimages, 1);
+	assert_string_equal(c.images[0], "host");
+	assert_string_equal(c.runtime, "runc");
+	assert_null(c.token);
+	assert_int_equal(c.max_body, 1 << 20);
+	assert_int_equal(c.max_output, 16 << 20);
+	sup_config_release(&c);
+}
+
+static void test_all_flags(void **state)
+{
+	(void)state;
+	sup_config c;
+	sbx_err e;
+	const char *argv[] = { "sup", "--listen", "[::1]:0", "--state-dir", "/tmp/x", "--pool-size",
+			       "2", "--pool-images", "host,/srv/rootfs", "--runtime", "crun",
+			       "--agent", "/a", "--token", "0123456789abcdef0123", "--max-body",
+			       "64K", "--max-output", "1M", "--workers", "3", "--acquire-timeout",
+			       "5", "--print-example", NULL };
+	assert_int_equal(parse(&c, &e, (int)(sizeof(argv) / sizeof(argv[0])) - 1, argv), 0);
+	assert_string_equal(c.listen_host, "::1");
+	assert_int_equal(c.listen_port, 0);
+	assert_string_equal(c.state_dir, "/tmp/x");
+	assert_int_equal(c.pool_size, 2);
+	assert_int_equal(c.nimages, 2);
+	assert_string_equal(c.images[1], "/srv/rootfs");
+	assert_string_equal(c.runtime, "crun");
+	assert_string_equal(c.agent_path, "/a");
+	assert_int_equal(c.max_body, 64 * 1024);
+	assert_int_equal(c.max_output, 1 << 20);
+	assert_int_equal(c.workers, 3);
+	assert_int_equal(c.acquire_timeout_ms, 5000);
+	assert_true(c.print_example);
+	sup_config_release(&c);
+}
+
+static void test_bad_flags(void **state)
+{
+	(void)state;
+	static const char *const bad[][3] = {
+		{ "--listen", "127.0.0.1" },        { "--listen", "127.0.0.1:70000" },
+		{ "--listen", ":80" },              { "--listen", "[::1]80" },
+		{ "--state-dir", "relative" },      { "--pool-size", "-1" },
+		{ "--pool-size", "x" },             { "--pool-images", "ubuntu" },
+		{ "--pool-images", "host,host" },   { "--pool-images", "," },
+		{ "--token", "short" },             { "--max-body", "10" },
+		{ "--max-body", "5Q" },             { "--workers", "0" },
+		{ "--log-level", "loud" },          { "--bogus", "1" },
+		{ "--pool-size", "99999999999999999999" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		sup_config c;
+		sbx_err e;
+		const char *argv[] = { "sup", bad[i][0], bad[i][1], NULL };
+		int rc = parse(&c, &e, 3, argv);
+		if (rc != -EINVAL)
+			fail_msg("accepted %s %s", bad[i][0], bad[i][1]);
+		assert_true(e.msg[0] != '\0');
+		sup_config_release(&c);
+	}
+	/* Pool larger than the sandbox limit. */
+	sup_config c;
+	sbx_err e;
+	const char *argv[] = { "sup", "--pool-size", "10", "--max-sandboxes", "5", NULL };
+	assert_int_equal(parse(&c, &e, 5, argv), -EINVAL);
+	const char *argv2[] = { "sup", "stray", NULL };
+	assert_int_equal(parse(&c, &e, 2, argv2), -EINVAL);
+	sup_config_release(&c);
+}
+
+static void test_size(void **state)
+{
+	(void)state;
+	uint64_t v;
+	sbx_err e;
+	assert_int_equal(sup_config_parse_size("0", 100, &v, &e), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(sup_config_parse_size("2G", 1ull << 40, &v, &e), 0);
+	assert_int_equal(v, 2ull << 30);
+	assert_int_equal(sup_config_parse_size("2G", 1ull << 30, &v, &e), -EINVAL);
+	assert_int_equal(sup_config_parse_size("", 100, &v, &e), -EINVAL);
+	assert_int_equal(sup_config_parse_size("-1", 100, &v, &e), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_all_flags),
+		cmocka_unit_test(test_bad_flags),
+		cmocka_unit_test(test_size),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

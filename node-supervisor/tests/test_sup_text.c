@@ -1,0 +1,111 @@
+/* UTF-8 validation/repair, base64, RFC 3339 and signal names (sup_text). */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sup_text.h"
+
+#define U(s) (const uint8_t *)(s), sizeof(s) - 1
+
+static void test_utf8_valid(void **state)
+{
+	(void)state;
+	assert_true(sup_utf8_valid(U("")));
+	assert_true(sup_utf8_valid(U("hello\n")));
+	assert_true(sup_utf8_valid(U("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"))); /* é € 😀 */
+	assert_true(sup_utf8_valid(U("a\0b")));
+	assert_false(sup_utf8_valid(U("\xC0\xAF")));         /* overlong */
+	assert_false(sup_utf8_valid(U("\xE0\x80\xAF")));     /* overlong */
+	assert_false(sup_utf8_valid(U("\xED\xA0\x80")));     /* surrogate */
+	assert_false(sup_utf8_valid(U("\xF4\x90\x80\x80"))); /* > U+10FFFF */
+	assert_false(sup_utf8_valid(U("\xE2\x82")));         /* cut short */
+	assert_false(sup_utf8_valid(U("\x80")));
+	assert_false(sup_utf8_valid(U("\xFF")));
+}
+
+static void repair_eq(const uint8_t *in, size_t n, const char *want)
+{
+	size_t len;
+	char *out = sup_utf8_repair(in, n, &len);
+	assert_non_null(out);
+	assert_int_equal(len, strlen(want));
+	assert_memory_equal(out, want, len);
+	assert_true(sup_utf8_valid((const uint8_t *)out, len));
+	free(out);
+}
+
+static void test_utf8_repair(void **state)
+{
+	(void)state;
+	repair_eq(U("ok"), "ok");
+	repair_eq(U("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+	/* A truncated sequence is one replacement, then the next byte stands. */
+	repair_eq(U("\xE2\x82" "A"), "\xEF\xBF\xBD" "A");
+	repair_eq(U("\xE2\x82"), "\xEF\xBF\xBD");
+	/* Each byte of an invalid lead/continuation run is its own U+FFFD. */
+	repair_eq(U("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");
+	repair_eq(U("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+	repair_eq(U("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");
+}
+
+static void test_base64(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *out;
+	} v[] = { { "", "" }, { "f", "Zg==" }, { "fo", "Zm8=" }, { "foo", "Zm9v" },
+		  { "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" }, { "foobar", "Zm9vYmFy" } };
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		size_t len;
+		char *o = sup_base64_encode((const uint8_t *)v[i].in, strlen(v[i].in), &len);
+		assert_string_equal(o, v[i].out);
+		assert_int_equal(len, strlen(v[i].out));
+		free(o);
+	}
+	size_t len;
+	char *o = sup_base64_encode((const uint8_t *)"\xff\xfe\x00", 3, &len);
+	assert_string_equal(o, "//4A");
+	free(o);
+}
+
+static void test_rfc3339(void **state)
+{
+	(void)state;
+	char buf[32];
+	sup_rfc3339(0, buf, sizeof(buf));
+	assert_string_equal(buf, "1970-01-01T00:00:00Z");
+	sup_rfc3339(1796037366, buf, sizeof(buf));
+	assert_string_equal(buf, "2026-11-30T11:16:06Z");
+}
+
+static void test_signal_names(void **state)
+{
+	(void)state;
+	char buf[32];
+	assert_true(sup_signal_name(SIGKILL, buf, sizeof(buf)));
+	assert_string_equal(buf, "KILL");
+	assert_true(sup_signal_name(SIGTERM, buf, sizeof(buf)));
+	assert_string_equal(buf, "TERM");
+	assert_true(sup_signal_name(SIGSEGV, buf, sizeof(buf)));
+	assert_string_equal(buf, "SEGV");
+	assert_true(sup_signal_name(SIGRTMIN + 2, buf, sizeof(buf)));
+	assert_string_equal(buf, "RTMIN+2");
+	assert_false(sup_signal_name(0, buf, sizeof(buf)));
+	assert_false(sup_signal_name(200, buf, sizeof(buf)));
+	assert_string_equal(buf, "200");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_utf8_valid),   cmocka_unit_test(test_utf8_repair),
+		cmocka_unit_test(test_base64),       cmocka_unit_test(test_rfc3339),
+		cmocka_unit_test(test_signal_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
