@@ -73,36 +73,39 @@ static int empty_dir(int fd, uint64_t mnt, const char *top, sbx_err *err)
 				continue;
 			int isdir = entry_is_dir(d, de);
 			if (isdir < 0) {
+				int r = sbx_err_sys(err, isdir, "remove %s: stat %s", top, n);
 				closedir(d);
-				return sbx_err_sys(err, isdir, "remove %s: stat %s", top, n);
+				return r;
 			}
 			if (!isdir) {
 				if (unlinkat(dirfd(d), n, 0) < 0 && errno != ENOENT) {
-					int e = -errno;
+					int r = sbx_err_sys(err, -errno, "remove %s: unlink %s", top, n);
 					closedir(d);
-					return sbx_err_sys(err, e, "remove %s: unlink %s", top, n);
+					return r;
 				}
 				continue;
 			}
 			if (unlinkat(dirfd(d), n, AT_REMOVEDIR) == 0 || errno == ENOENT)
 				continue;
-			if (errno != ENOTEMPTY && errno != EEXIST) {
-				int e = -errno;
+			/* EBUSY: a mount point; the check below says so */
+			if (errno != ENOTEMPTY && errno != EEXIST && errno != EBUSY) {
+				int r = sbx_err_sys(err, -errno, "remove %s: rmdir %s", top, n);
 				closedir(d);
-				return sbx_err_sys(err, e, "remove %s: rmdir %s", top, n);
+				return r;
 			}
 			child = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (child < 0) {
-				int e = -errno;
+				int r = sbx_err_sys(err, -errno, "remove %s: open %s", top, n);
 				closedir(d);
-				return sbx_err_sys(err, e, "remove %s: open %s", top, n);
+				return r;
 			}
 			int r = on_mount(child, mnt);
 			if (r < 0) {
+				r = sbx_err_sys(err, r, "remove %s: %s is a mount point, not removing through it",
+						top, n);
 				close(child);
 				closedir(d);
-				return sbx_err_sys(err, r, "remove %s: %s is a mount point, not removing through it",
-						   top, n);
+				return r;
 			}
 			break;
 		}

@@ -243,12 +243,18 @@ static int runtime_delete(const sup_runc_cfg *cfg, const box_paths *p, sbx_err *
 }
 
 /* Unmount and remove what a sandbox left on the host, container first (its
- * processes may still use the rootfs). */
-static int destroy_paths(const sup_runc_cfg *cfg, const box_paths *p, sbx_err *err)
+ * processes may still use the rootfs). best_effort: go on with the host side
+ * even when the runtime cannot delete the container; only for a create whose
+ * `run` failed, which leaves no container behind. */
+static int destroy_paths(const sup_runc_cfg *cfg, const box_paths *p, bool best_effort,
+			 sbx_err *err)
 {
-	int r = runtime_delete(cfg, p, err);
-	if (r < 0)
+	sbx_err derr;
+	int r = runtime_delete(cfg, p, &derr);
+	if (r < 0 && !best_effort) {
+		*err = derr;
 		return r;
+	}
 	r = sup_overlay_umount(p->rootfs, err);
 	if (r < 0)
 		return r;
@@ -388,7 +394,7 @@ static int start_container(const sup_runc_cfg *cfg, const box_paths *p, sbx_err 
 }
 
 static int create_in(const sup_runc_cfg *cfg, const char *id, const box_paths *p,
-		     const sup_runc_image *img, pid_t *pid, sbx_err *err)
+		     const sup_runc_image *img, pid_t *pid, bool *started, sbx_err *err)
 {
 	int r = make_dirs(p, img, err);
 	if (r == 0 && img->etc_dir)
@@ -422,6 +428,7 @@ static int create_in(const sup_runc_cfg *cfg, const char *id, const box_paths *p
 	r = start_container(cfg, p, err);
 	if (r < 0)
 		return r;
+	*started = true;
 	r = read_pid(p->pidfile, pid, err);
 	if (r < 0)
 		return r;
@@ -456,10 +463,11 @@ int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 		return sbx_err_sys(err, -errno, "create sandbox %s: mkdir %s", id, p->dir);
 	}
 	pid_t pid = 0;
-	r = create_in(cfg, id, p, img, &pid, err);
+	bool started = false;
+	r = create_in(cfg, id, p, img, &pid, &started, err);
 	if (r < 0) {
 		sbx_err cerr;
-		if (destroy_paths(cfg, p, &cerr) < 0)
+		if (destroy_paths(cfg, p, !started, &cerr) < 0)
 			sbx_err_wrap(err, "(cleanup failed too: %s)", cerr.msg);
 		return sbx_err_wrap(err, "create sandbox %s", id);
 	}
@@ -482,7 +490,7 @@ int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *
 		return sbx_err_set(err, -ENOMEM, "destroy sandbox");
 	int r = make_paths(cfg, box->id, p, err);
 	if (r == 0)
-		r = destroy_paths(cfg, p, err);
+		r = destroy_paths(cfg, p, false, err);
 	if (r < 0)
 		return sbx_err_wrap(err, "destroy sandbox %.64s", box->id);
 	return 0;
@@ -520,7 +528,7 @@ int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err)
 		if (strncmp(l, prefix, plen) == 0 && valid_id(l + plen)) {
 			r = make_paths(cfg, l + plen, p, err);
 			if (r == 0)
-				r = destroy_paths(cfg, p, err);
+				r = destroy_paths(cfg, p, false, err);
 			if (r < 0)
 				return sbx_err_wrap(err, "remove leftovers");
 			removed++;

@@ -5,7 +5,14 @@
  * host-side run folder holding the agent socket, the runtime container, and
  * their removal. Calls are blocking (they run the runtime binary): call them
  * from pool worker threads, never from the event loop. It must not speak the
- * agent protocol beyond noticing that the agent's socket accepts. */
+ * agent protocol beyond noticing that the agent's socket accepts.
+ *
+ * What it needs from the rest of the process: root; children it spawns (the
+ * runtime) must be left for it to reap (no waitpid(-1), SIGCHLD not
+ * SIG_IGN). The agent is not a child: once the runtime has started it, the
+ * host's init (or a subreaper, if the supervisor makes itself one and then
+ * reaps) is its parent. All functions are thread-safe; they keep no state
+ * beyond the files under state_dir. */
 #ifndef SUP_RUNC_H
 #define SUP_RUNC_H
 
@@ -20,7 +27,7 @@ typedef struct sup_runc_cfg {
 	const char *runtime;    /* runtime binary: "runc" (crun may stand in) */
 	const char *state_dir;  /* supervisor state folder, e.g. /var/lib/sbx */
 	const char *agent_path; /* host path of the static sandbox-agent binary */
-	unsigned ready_timeout_ms; /* how long create waits for the agent socket */
+	unsigned ready_timeout_ms; /* how long create waits for the agent socket; 0: 10 s */
 } sup_runc_cfg;
 
 typedef struct sup_runc_box {
@@ -33,12 +40,19 @@ typedef struct sup_runc_box {
 	pid_t init_pid;                 /* host pid of the agent (PID 1 inside) */
 } sup_runc_box;
 
-/* Prepare the state folder (sandboxes/, images/), check the runtime answers. */
+/* Prepare the state folder (sandboxes/, images/, the "host" image), check the
+ * runtime answers and that agent socket paths will fit in a sockaddr_un
+ * (state folder at most 41 characters after symlinks are resolved). Call
+ * once, before any other function, from one thread. */
 int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err);
 
-/* Make a new sandbox from image ("host" or the path of a rootfs folder) and
- * return once its agent accepts connections on box->socket_path. On failure
- * everything made so far is removed. id: [a-z0-9-], at most 40 chars. */
+/* Make a new sandbox from image ("host", also for NULL, or the absolute path
+ * of a rootfs folder, which must not contain the state folder) and return
+ * once its agent accepts connections on box->socket_path. On failure
+ * everything made so far is removed, and err quotes the runtime's or the
+ * agent's last words. id: [a-z0-9-], at most 40 chars; an id in use: -EEXIST.
+ * Image paths come from the operator, not from API users: any folder the
+ * supervisor can read can be an image. */
 int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 		    sup_runc_box *box, sbx_err *err);
 
@@ -52,11 +66,14 @@ int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 int sup_runc_connect_agent(const sup_runc_box *box, int sock_flags, sbx_err *err);
 
 /* Kill and delete the container, unmount, remove the folder. Idempotent:
- * parts already gone are not an error. */
+ * parts already gone are not an error. Only box->id is read: every path is
+ * derived from it again, none is taken from box. */
 int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *err);
 
 /* Remove every container, mount and folder an earlier run of a supervisor
- * with this state folder left behind. Returns how many sandboxes it removed. */
+ * with this state folder left behind (containers are recognised by the tag
+ * in their id, so other supervisors' are left alone). Returns how many
+ * sandboxes it removed. Call before creating any. */
 int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err);
 
 #endif
