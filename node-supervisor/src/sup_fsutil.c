@@ -34,7 +34,7 @@ static int mount_key(int fd, uint64_t *key)
 /* 0 when fd is on the mount mnt, -EBUSY when on another one. */
 static int on_mount(int fd, uint64_t mnt)
 {
-	uint64_t key;
+	uint64_t key = 0;
 	int r = mount_key(fd, &key);
 	return r < 0 ? r : key == mnt ? 0 : -EBUSY;
 }
@@ -173,7 +173,7 @@ int sup_fs_rm_tree(const char *path, sbx_err *err)
 		}
 		return sbx_err_sys(err, -errno, "remove %s: open", path);
 	}
-	uint64_t key;
+	uint64_t key = 0;
 	int r = mount_key(pfd, &key);
 	if (r == 0)
 		r = on_mount(fd, key);

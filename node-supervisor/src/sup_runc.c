@@ -208,7 +208,7 @@ static int runtime_delete(const sup_runc_cfg *cfg, const box_paths *p, sbx_err *
 	 * 100 ms until the init is gone; kill, a wait on a pidfd and a plain
 	 * delete take a fraction of that */
 	SBX_AUTO_CLOSE int pfd = -1;
-	pid_t pid;
+	pid_t pid = 0;
 	sbx_err ignored;
 	if (read_pid(p->pidfile, &pid, &ignored) == 0) {
 		pfd = pidfd_open(pid, 0);
@@ -447,8 +447,8 @@ int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 		    sup_runc_box *box, sbx_err *err)
 {
 	memset(box, 0, sizeof(*box));
-	SBX_AUTO_FREE box_paths *p = malloc(sizeof(*p));
-	SBX_AUTO_FREE sup_runc_image *img = malloc(sizeof(*img));
+	SBX_AUTO_FREE box_paths *p = calloc(1, sizeof(*p));
+	SBX_AUTO_FREE sup_runc_image *img = calloc(1, sizeof(*img));
 	if (!p || !img)
 		return sbx_err_set(err, -ENOMEM, "create sandbox");
 	int r = make_paths(cfg, id, p, err);
@@ -485,7 +485,7 @@ int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *
 {
 	/* every path is rebuilt from the id: nothing in box is trusted as a
 	 * path to remove */
-	SBX_AUTO_FREE box_paths *p = malloc(sizeof(*p));
+	SBX_AUTO_FREE box_paths *p = calloc(1, sizeof(*p));
 	if (!p)
 		return sbx_err_set(err, -ENOMEM, "destroy sandbox");
 	int r = make_paths(cfg, box->id, p, err);
@@ -508,7 +508,7 @@ int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err)
 
 	int removed = 0;
 	SBX_AUTO_FREE char *out = malloc(LIST_OUT_MAX);
-	SBX_AUTO_FREE box_paths *p = malloc(sizeof(*p));
+	SBX_AUTO_FREE box_paths *p = calloc(1, sizeof(*p));
 	if (!out || !p)
 		return sbx_err_set(err, -ENOMEM, "remove leftovers");
 	char errout[256];
