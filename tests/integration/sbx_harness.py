@@ -1,0 +1,214 @@
+"""Start a real sandbox-supervisor and clean up everything it made.
+
+Used by the integration tests: the supervisor runs with a temporary state
+folder and a free loopback port; cleanup() kills it if it still runs,
+removes every runc container whose bundle lies in that folder, unmounts
+whatever is mounted below it and deletes it, whether the test passed or not.
+Stdlib only (http.client), run with Debian's /usr/bin/python3.
+"""
+import http.client
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+RUNTIME = os.environ.get("SBX_RUNTIME", "runc")
+
+
+class Supervisor:
+    def __init__(self, binary, agent, state_dir=None, pool_size=2, extra=()):
+        self.binary = binary
+        self.agent = agent
+        self.owns_dir = state_dir is None
+        self.root = tempfile.mkdtemp(prefix="sbx-it-") if state_dir is None else None
+        self.state_dir = state_dir or os.path.join(self.root, "state")
+        self.pool_size = pool_size
+        self.extra = list(extra)
+        self.proc = None
+        self.port = None
+        self.token = None
+        self.log_path = None
+
+    # ---- process ----
+    def start(self, timeout=30):
+        log_dir = self.root or os.path.dirname(self.state_dir)
+        self.log_path = os.path.join(log_dir, "supervisor-%d.log" % int(time.time() * 1000))
+        log = open(self.log_path, "wb")
+        cmd = [self.binary, "--listen", "127.0.0.1:0", "--state-dir", self.state_dir,
+               "--pool-size", str(self.pool_size), "--agent", self.agent,
+               "--runtime", RUNTIME] + self.extra
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log,
+                                     stdin=subprocess.DEVNULL)
+        log.close()
+        deadline = time.monotonic() + timeout
+        buf = b""
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if r:
+                chunk = os.read(self.proc.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                buf += chunk
+                m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", buf)
+                if m and b"token" in buf:
+                    self.port = int(m.group(1))
+                    with open(os.path.join(self.state_dir, "token")) as f:
+                        self.token = f.read().strip()
+                    return self
+            if self.proc.poll() is not None:
+                break
+        raise RuntimeError("supervisor did not start: %r\n%s" % (buf, self.log()))
+
+    def log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()[-8000:]
+        except OSError:
+            return ""
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    # ---- HTTP ----
+    def conn(self, timeout=30):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, token=True, headers=None, conn=None,
+                timeout=30):
+        """Returns (status, headers dict (lowercase keys), parsed JSON or raw bytes)."""
+        h = dict(headers or {})
+        if token is True:
+            h["Authorization"] = "Bearer " + self.token
+        elif token:
+            h["Authorization"] = token
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+        elif isinstance(body, str):
+            body = body.encode()
+        own = conn is None
+        c = conn or self.conn(timeout)
+        try:
+            c.request(method, path, body=body, headers=h)
+            resp = c.getresponse()
+            data = resp.read()
+            hdrs = {k.lower(): v for k, v in resp.getheaders()}
+        finally:
+            if own:
+                c.close()
+        if hdrs.get("content-type", "").startswith("application/json"):
+            return resp.status, hdrs, json.loads(data)
+        return resp.status, hdrs, data
+
+    def create(self, **kw):
+        st, _, body = self.request("POST", "/v1/sandboxes", kw)
+        if st != 201:
+            raise AssertionError("create: %d %r" % (st, body))
+        return body
+
+    def exec(self, sid, conn=None, **kw):
+        return self.request("POST", "/v1/sandboxes/%s/exec" % sid, kw, conn=conn)
+
+    def pools(self):
+        st, _, body = self.request("GET", "/v1/pools")
+        assert st == 200, body
+        return {p["image"]: p for p in body["pools"]}
+
+    def wait_ready(self, image="host", n=None, timeout=60):
+        n = self.pool_size if n is None else n
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.pools()[image]["ready"] >= n:
+                return
+            time.sleep(0.05)
+        raise AssertionError("pool %s never reached %d ready: %r" % (image, n, self.pools()))
+
+    # ---- cleanup ----
+    def cleanup(self):
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        wait_runtime_calls(self.state_dir)
+        if self.proc is not None and self.proc.stdout:
+            self.proc.stdout.close()
+        remove_everything_under(self.state_dir)
+        if self.root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def containers_under(state_dir):
+    """runc containers whose bundle lies below state_dir: [(id, status)]."""
+    out = subprocess.run([RUNTIME, "list", "-f", "json"], capture_output=True, text=True)
+    if out.returncode != 0 or not out.stdout.strip():
+        return []
+    prefix = os.path.realpath(state_dir) + "/"
+    res = []
+    for c in json.loads(out.stdout) or []:
+        if (c.get("bundle") or "").startswith(prefix):
+            res.append((c["id"], c.get("status")))
+    return res
+
+
+def mounts_under(path):
+    prefix = os.path.realpath(path) + "/"
+    res = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].encode().decode("unicode_escape")
+            if mp.startswith(prefix) or mp == prefix[:-1]:
+                res.append(mp)
+    return res
+
+
+def runtime_calls(state_dir):
+    """Pids of processes (runc invocations) whose command line names state_dir."""
+    needle = os.path.realpath(state_dir).encode()
+    me = os.getpid()
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == me:
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if needle in f.read():
+                    pids.append(int(d))
+        except OSError:
+            pass
+    return pids
+
+
+def wait_runtime_calls(state_dir, timeout=30):
+    """A killed supervisor can leave a runtime call running that still makes
+    a container; sweeping before it ends would miss that container."""
+    deadline = time.monotonic() + timeout
+    while runtime_calls(state_dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def remove_everything_under(state_dir):
+    wait_runtime_calls(state_dir)
+    for cid, _ in containers_under(state_dir):
+        subprocess.run([RUNTIME, "kill", cid, "KILL"], capture_output=True)
+        subprocess.run([RUNTIME, "delete", "-f", cid], capture_output=True)
+    for mp in sorted(mounts_under(state_dir), key=len, reverse=True):
+        subprocess.run(["umount", "-l", mp], capture_output=True)
+    shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def percentile(values, p):
+    v = sorted(values)
+    k = min(len(v) - 1, max(0, int(round(p / 100.0 * (len(v) - 1)))))
+    return v[k]
