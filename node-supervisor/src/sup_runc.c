@@ -578,6 +578,32 @@ static int mkdir_p(const char *path, mode_t mode, sbx_err *err)
 	}
 }
 
+/* One supervisor per state folder: a second one would take the first's
+ * sandboxes for leftovers and remove them. The lock is a POSIX record lock
+ * on <state>/lock, held by the process (so a second init in the same process
+ * is fine) until it exits; the fd is deliberately never closed, as closing
+ * any fd of the file would drop the lock. */
+static int lock_state(const char *state, sbx_err *err)
+{
+	char path[PATH_MAX];
+	if (fmt(path, sizeof(path), "%s/lock", state) < 0)
+		return sbx_err_set(err, -ENAMETOOLONG, "lock %s: path too long", state);
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_err_sys(err, -errno, "open %s", path);
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	if (fcntl(fd, F_SETLK, &fl) == 0)
+		return 0;
+	int e = errno;
+	struct flock who = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	int holder = fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK ? (int)who.l_pid : 0;
+	close(fd);
+	if (e == EAGAIN || e == EACCES)
+		return sbx_err_set(err, -EBUSY, "state folder %s is in use by another supervisor (pid %d)",
+				   state, holder);
+	return sbx_err_sys(err, -e, "lock %s", path);
+}
+
 int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err)
 {
 	if (!cfg->runtime || !cfg->runtime[0])
@@ -613,6 +639,9 @@ int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err)
 				   "need %zu bytes, a unix socket address holds %zu; use a folder of at "
 				   "most %zu characters",
 				   state, need, have, have - (need - strlen(state)));
+	r = lock_state(state, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "runc backend");
 	char sub[PATH_MAX];
 	if (fmt(sub, sizeof(sub), "%s/sandboxes", state) < 0 || (mkdir(sub, 0700) < 0 && errno != EEXIST))
 		return sbx_err_sys(err, -errno, "runc backend: mkdir %s", sub);

@@ -42,8 +42,9 @@ typedef struct sup_runc_box {
 
 /* Prepare the state folder (sandboxes/, images/, the "host" image), check the
  * runtime answers and that agent socket paths will fit in a sockaddr_un
- * (state folder at most 41 characters after symlinks are resolved). Call
- * once, before any other function, from one thread. */
+ * (state folder at most 41 characters after symlinks are resolved), and lock
+ * the folder for this process (-EBUSY naming the holder's pid when another
+ * process has it). Call once, before any other function, from one thread. */
 int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err);
 
 /* Make a new sandbox from image ("host", also for NULL, or the absolute path

@@ -618,6 +618,17 @@ static void test_init_checks(void **state)
 	cfg = g_cfg;
 	cfg.agent_path = "relative-agent";
 	assert_int_equal(sup_runc_init(&cfg, &err), -EINVAL);
+	/* another process cannot take the same state folder */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sbx_err cerr = {0};
+		int r = sup_runc_init(&g_cfg, &cerr);
+		_exit(r == -EBUSY && strstr(cerr.msg, "in use by another supervisor") ? 0 : 1);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	/* a second init keeps the host skeleton as it is */
 	char skel[128];
 	struct stat before, after;
@@ -690,22 +701,24 @@ int main(void)
 	g_cfg_b.state_dir = g_state_b;
 	sbx_err err = {0};
 	int rc = 1;
-	if (sup_runc_init(&g_cfg, &err) < 0 || sup_runc_init(&g_cfg_b, &err) < 0) {
-		fprintf(stderr, "init: %s\n", err.msg);
-	} else {
-		fflush(NULL);
-		pid_t pid = fork();
-		if (pid == 0) {
-			/* killed with us, so a killed test run does not go on alone */
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			_exit(run_all() == 0 ? 0 : 1);
+	fflush(NULL);
+	/* the child initialises (and so holds the state folders' locks); the
+	 * parent only removes, which needs no lock once the child is gone */
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* killed with us, so a killed test run does not go on alone */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (sup_runc_init(&g_cfg, &err) < 0 || sup_runc_init(&g_cfg_b, &err) < 0) {
+			fprintf(stderr, "init: %s\n", err.msg);
+			_exit(1);
 		}
-		int status = 0;
-		if (pid > 0 && waitpid(pid, &status, 0) == pid)
-			rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-		if (WIFSIGNALED(status))
-			fprintf(stderr, "tests died of signal %d\n", WTERMSIG(status));
+		_exit(run_all() == 0 ? 0 : 1);
 	}
+	int status = 0;
+	if (pid > 0 && waitpid(pid, &status, 0) == pid)
+		rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "tests died of signal %d\n", WTERMSIG(status));
 	int a = cleanup_state(&g_cfg);
 	int b = cleanup_state(&g_cfg_b);
 	if (a != 0 || b != 0)
