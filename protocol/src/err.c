@@ -16,6 +16,8 @@ void sbx_err_clear(sbx_err *err)
 }
 
 static int vset(sbx_err *err, int code, bool with_errno, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+static int vset(sbx_err *err, int code, bool with_errno, const char *fmt, va_list ap)
 {
 	if (code >= 0)
 		code = -EIO;

@@ -64,13 +64,15 @@ static bool set_field(sbx_proto_frame *f, int field, const msgpack_object *v)
 {
 	bool is_uint = v->type == MSGPACK_OBJECT_POSITIVE_INTEGER;
 	bool is_str = v->type == MSGPACK_OBJECT_STR;
+	uint64_t *u = field == F_ID ? &f->id : field == F_V ? &f->version
+		    : field == F_MAX_FRAME ? &f->max_frame : field == F_MAX_STREAMS ? &f->max_streams
+		    : field == F_WINDOW ? &f->window : field == F_N ? &f->credit : NULL;
+	if (u) {
+		if (is_uint)
+			*u = v->via.u64;
+		return is_uint;
+	}
 	switch (field) {
-	case F_ID: f->id = v->via.u64; return is_uint;
-	case F_V: f->version = v->via.u64; return is_uint;
-	case F_MAX_FRAME: f->max_frame = v->via.u64; return is_uint;
-	case F_MAX_STREAMS: f->max_streams = v->via.u64; return is_uint;
-	case F_WINDOW: f->window = v->via.u64; return is_uint;
-	case F_N: f->credit = v->via.u64; return is_uint;
 	case F_CAPS:
 		if (v->type != MSGPACK_OBJECT_ARRAY)
 			return false;
@@ -115,7 +117,11 @@ static bool set_field(sbx_proto_frame *f, int field, const msgpack_object *v)
 		f->data = (const uint8_t *)v->via.bin.ptr;
 		f->data_len = v->via.bin.size;
 		return true;
-	case F_EOF: f->eof = v->via.boolean; return v->type == MSGPACK_OBJECT_BOOLEAN;
+	case F_EOF:
+		if (v->type != MSGPACK_OBJECT_BOOLEAN)
+			return false;
+		f->eof = v->via.boolean;
+		return true;
 	case F_CODE:
 		if (!is_str)
 			return false;

@@ -340,6 +340,9 @@ static void test_fields(void **state)
 	assert_int_equal(decode_body(BODY("\x83\xa1t\xa5" "event\xa2id\x01\xa1" "a\xc0"), &pc), -EBADMSG);
 	assert_int_equal(decode_body(BODY("\x83\xa1t\xa3req\xa2id\x01\xa2op\xa0"), &pc), -EBADMSG);
 	assert_int_equal(decode_body(BODY("\x83\xa1t\xa6" "credit\xa2id\x01\xa1n\xc3"), &pc), -EBADMSG);
+	/* a non-bool eof (found by fuzzing: was read as a bool before the type check) */
+	assert_int_equal(decode_body(BODY("\x85\xa1t\xa4" "data\xa2id\x01\xa2" "ch\xa1o\xa1" "d\xc4\x00\xa3" "eof\x05"), &pc),
+			 -EBADMSG);
 	/* missing required fields */
 	assert_int_equal(decode_body(BODY("\x81\xa1t\xa6" "cancel"), &pc), -EBADMSG);
 	assert_int_equal(decode_body(BODY("\x82\xa1t\xa6" "credit\xa2id\x01"), &pc), -EBADMSG);
