@@ -366,6 +366,19 @@ static int make_dirs(const box_paths *p, const sup_runc_image *img, sbx_err *err
 	r = r ?: sup_fs_mkdir(d, "upper", st.st_mode & 07777, st.st_uid, st.st_gid, 0, err);
 	r = r ?: sup_fs_mkdir(d, "work", 0700, 0, 0, 0, err);
 	r = r ?: sup_fs_mkdir(d, "run", 0755, 0, 0, 0, err);
+	if (r < 0 || img->host)
+		return r;
+	/* every sandbox has /workspace (the sandbox user's) and /tmp, also
+	 * from an image that lacks them: they go into the upper layer */
+	SBX_AUTO_CLOSE int low = open(img->lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (low < 0)
+		return sbx_err_sys(err, -errno, "image %s", img->lower);
+	struct stat x;
+	if (fstatat(low, "workspace", &x, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+		r = sup_fs_mkdir(d, "upper/workspace", 0755, SUP_RUNC_SANDBOX_UID, SUP_RUNC_SANDBOX_GID,
+				 0, err);
+	if (r == 0 && fstatat(low, "tmp", &x, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+		r = sup_fs_mkdir(d, "upper/tmp", 01777, 0, 0, 0, err);
 	return r;
 }
 

@@ -330,10 +330,12 @@ static void test_folder_image(void **state)
 	assert_accepts(b);
 	assert_own_ns(b->init_pid, "net");
 	char out[1024];
-	assert_int_equal(exec_sh(b, "/bin/busybox cat /etc/hostname; echo x > /w && /bin/busybox cat /w",
+	assert_int_equal(exec_sh(b, "/bin/busybox cat /etc/hostname; echo x > /w && /bin/busybox cat /w; "
+				    "/bin/busybox stat -c %u:%a /workspace /tmp",
 				 out, sizeof(out)),
 			 0);
-	assert_string_equal(out, "t-folder\nx\n");
+	/* /workspace and /tmp are there although the image has neither */
+	assert_string_equal(out, "t-folder\nx\n1000:755\n0:1777\n");
 	/* the image itself is never written */
 	snprintf(path, sizeof(path), "%s/w", img);
 	struct stat st;
