@@ -245,7 +245,7 @@ int sbx_proto_client_call(sbx_proto_client *c, const char *op, const void *args,
 	uint64_t id = c->next_id;
 	c->next_id += 2;
 	int rc = sbx_proto_encode_req(&c->w, id, op, args, args_len, c->peer_max_frame, err);
-	if (rc < 0 || (rc = flush(c, err)) < 0)
+	if (rc < 0 || flush(c, err) < 0)
 		return sbx_err_wrap(err, "call %s", op);
 	int cb_rc = 0;
 	uint64_t owed = 0;

@@ -27,21 +27,23 @@ int conn_emit(sbx_proto_conn *c, sbx_err *err)
 
 enum opener { ANY, LOCAL, REMOTE };
 
-/* Find open stream id, which must have been opened by `who`. */
-static int lookup(sbx_proto_conn *c, uint64_t id, enum opener who, const char *what,
-		  struct conn_stream **out, sbx_err *err)
+/* Find open stream id, which must have been opened by `who`; NULL with *rc
+ * and err set when it cannot be used. */
+static struct conn_stream *lookup(sbx_proto_conn *c, uint64_t id, enum opener who,
+				  const char *what, int *rc, sbx_err *err)
 {
+	struct conn_stream *s = NULL;
 	if (c->closed || c->freed)
-		return sbx_err_set(err, -ENOTCONN, "%s: connection closed", what);
-	struct conn_stream *s = conn_find(c, id);
-	if (!s)
-		return sbx_err_set(err, -ENOENT, "%s: stream %llu is not open", what,
-				   (unsigned long long)id);
-	if ((who == LOCAL && !s->local) || (who == REMOTE && s->local))
-		return sbx_err_set(err, -EINVAL, "%s: stream %llu was opened by the %s", what,
-				   (unsigned long long)id, s->local ? "us" : "peer");
-	*out = s;
-	return 0;
+		*rc = sbx_err_set(err, -ENOTCONN, "%s: connection closed", what);
+	else if (!(s = conn_find(c, id)))
+		*rc = sbx_err_set(err, -ENOENT, "%s: stream %llu is not open", what,
+				  (unsigned long long)id);
+	else if ((who == LOCAL && !s->local) || (who == REMOTE && s->local)) {
+		*rc = sbx_err_set(err, -EINVAL, "%s: stream %llu was opened by the %s", what,
+				  (unsigned long long)id, s->local ? "us" : "peer");
+		s = NULL;
+	}
+	return s;
 }
 
 static size_t output_len(const sbx_proto_conn *c)
@@ -105,9 +107,9 @@ static int send_charged(sbx_proto_conn *c, struct conn_stream *s, sbx_err *err)
 int sbx_proto_conn_send_data(sbx_proto_conn *c, uint64_t id, const char *ch,
 			     const void *data, size_t len, bool eof, sbx_err *err)
 {
-	struct conn_stream *s;
-	int rc = lookup(c, id, ANY, "send data", &s, err);
-	if (rc < 0)
+	int rc = 0;
+	struct conn_stream *s = lookup(c, id, ANY, "send data", &rc, err);
+	if (!s)
 		return rc;
 	if (len > 0 && len > sbx_proto_conn_data_room(c, id))
 		return sbx_err_set(err, -EAGAIN, "send data on %llu: %zu bytes over room",
@@ -123,9 +125,9 @@ int sbx_proto_conn_send_data(sbx_proto_conn *c, uint64_t id, const char *ch,
 int sbx_proto_conn_send_event(sbx_proto_conn *c, uint64_t id, const void *map,
 			      size_t map_len, sbx_err *err)
 {
-	struct conn_stream *s;
-	int rc = lookup(c, id, ANY, "send event", &s, err);
-	if (rc < 0)
+	int rc = 0;
+	struct conn_stream *s = lookup(c, id, ANY, "send event", &rc, err);
+	if (!s)
 		return rc;
 	if (!c->ready || output_len(c) >= c->out_high) {
 		conn_block(c, s);
@@ -145,9 +147,9 @@ int sbx_proto_conn_send_event(sbx_proto_conn *c, uint64_t id, const void *map,
 int sbx_proto_conn_send_ctl(sbx_proto_conn *c, uint64_t id, const void *map,
 			    size_t map_len, sbx_err *err)
 {
-	struct conn_stream *s;
-	int rc = lookup(c, id, LOCAL, "send ctl", &s, err);
-	if (rc < 0)
+	int rc = 0;
+	struct conn_stream *s = lookup(c, id, LOCAL, "send ctl", &rc, err);
+	if (!s)
 		return rc;
 	rc = sbx_proto_encode_ctl(&c->w, id, map, map_len, conn_out_max_frame(c), err);
 	return rc < 0 ? rc : conn_emit(c, err);
@@ -155,9 +157,9 @@ int sbx_proto_conn_send_ctl(sbx_proto_conn *c, uint64_t id, const void *map,
 
 int sbx_proto_conn_cancel(sbx_proto_conn *c, uint64_t id, sbx_err *err)
 {
-	struct conn_stream *s;
-	int rc = lookup(c, id, LOCAL, "cancel", &s, err);
-	if (rc < 0)
+	int rc = 0;
+	struct conn_stream *s = lookup(c, id, LOCAL, "cancel", &rc, err);
+	if (!s)
 		return rc;
 	if (s->cancelled)
 		return 0;
@@ -172,9 +174,9 @@ int sbx_proto_conn_cancel(sbx_proto_conn *c, uint64_t id, sbx_err *err)
 int sbx_proto_conn_end(sbx_proto_conn *c, uint64_t id, const void *result_map,
 		       size_t map_len, sbx_err *err)
 {
-	struct conn_stream *s;
-	int rc = lookup(c, id, REMOTE, "end", &s, err);
-	if (rc < 0)
+	int rc = 0;
+	struct conn_stream *s = lookup(c, id, REMOTE, "end", &rc, err);
+	if (!s)
 		return rc;
 	rc = sbx_proto_encode_end(&c->w, id, result_map, map_len, conn_out_max_frame(c), err);
 	if (rc < 0 || (rc = conn_emit(c, err)) < 0)
@@ -186,9 +188,9 @@ int sbx_proto_conn_end(sbx_proto_conn *c, uint64_t id, const void *result_map,
 int sbx_proto_conn_fail(sbx_proto_conn *c, uint64_t id, sbx_proto_code code,
 			const char *msg, sbx_err *err)
 {
-	struct conn_stream *s;
-	int rc = lookup(c, id, REMOTE, "fail", &s, err);
-	if (rc < 0)
+	int rc = 0;
+	struct conn_stream *s = lookup(c, id, REMOTE, "fail", &rc, err);
+	if (!s)
 		return rc;
 	rc = sbx_proto_encode_err(&c->w, id, code, msg, conn_out_max_frame(c), err);
 	if (rc < 0 || (rc = conn_emit(c, err)) < 0)

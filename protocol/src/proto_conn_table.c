@@ -28,10 +28,8 @@ int conn_table_init(struct conn_table **out)
 	return 0;
 }
 
-void conn_table_destroy(struct conn_table *t)
+static void free_chains(struct conn_table *t)
 {
-	if (!t)
-		return;
 	for (size_t i = 0; i < t->nbuckets; i++) {
 		struct conn_stream *s = t->buckets[i];
 		while (s) {
@@ -39,7 +37,18 @@ void conn_table_destroy(struct conn_table *t)
 			free(s);
 			s = next;
 		}
+		t->buckets[i] = NULL;
 	}
+	t->count = 0;
+	t->blocked = NULL;
+	t->nblocked = 0;
+}
+
+void conn_table_destroy(struct conn_table *t)
+{
+	if (!t)
+		return;
+	free_chains(t);
 	free(t->buckets);
 	free(t);
 }
@@ -119,11 +128,8 @@ void conn_close_stream(sbx_proto_conn *c, struct conn_stream *s)
 
 void conn_close_all_streams(sbx_proto_conn *c)
 {
-	struct conn_table *t = c->t;
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		while (t->buckets[i])
-			conn_close_stream(c, t->buckets[i]);
-	}
+	free_chains(c->t);
+	c->n_local = c->n_remote = 0;
 }
 
 void conn_foreach(const sbx_proto_conn *c, void (*fn)(struct conn_stream *s, void *arg), void *arg)

@@ -354,7 +354,7 @@ static void test_fields(void **state)
 				     &pc), 1);
 	/* a req may carry nil args; an err with a code we do not know decodes as 0 */
 	assert_int_equal(decode_body(BODY("\x84\xa1t\xa3req\xa2id\x01\xa2op\xa4ping\xa1" "a\xc0"), &pc), 1);
-	sbx_proto_frame f;
+	sbx_proto_frame f = { 0 };
 	assert_int_equal(decode_body_keep(BODY("\x83\xa1t\xa3" "err\xa2id\x00\xa4" "code\xa3" "new"), &pc, &f), 1);
 	assert_int_equal(f.code, 0);
 	assert_int_equal(f.code_name_len, 3);

@@ -194,8 +194,11 @@ static char *path_of(const char *name)
 static uint8_t *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
-	if (!f)
+	if (!f) {
 		fail_msg("open %s: %s", path, strerror(errno));
+		*len = 0;
+		return NULL;
+	}
 	static uint8_t buf[65536];
 	*len = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
