@@ -141,17 +141,23 @@ static int copy_peer_hello(sbx_proto_conn *c, const sbx_proto_frame *f)
 static void handle_hello(sbx_proto_conn *c, const sbx_proto_frame *f)
 {
 	uint64_t v = f->version < SBX_PROTO_VERSION ? f->version : SBX_PROTO_VERSION;
-	if (v < 1)
-		return conn_fail(c, SBX_PROTO_E_UNSUPPORTED, -EPROTONOSUPPORT,
-				 "protocol version %llu not supported (this side speaks 1..%d)",
-				 (unsigned long long)f->version, SBX_PROTO_VERSION);
+	if (v < 1) {
+		conn_fail(c, SBX_PROTO_E_UNSUPPORTED, -EPROTONOSUPPORT,
+			  "protocol version %llu not supported (this side speaks 1..%d)",
+			  (unsigned long long)f->version, SBX_PROTO_VERSION);
+		return;
+	}
 	if (f->max_frame < SBX_PROTO_MIN_MAX_FRAME || f->max_streams < 1 ||
-	    f->window < SBX_PROTO_MIN_WINDOW)
-		return conn_fail(c, SBX_PROTO_E_UNSUPPORTED, -EPROTONOSUPPORT,
-				 "hello limits below the minimum (max_frame >= %u, max_streams >= 1, window >= %u)",
-				 SBX_PROTO_MIN_MAX_FRAME, SBX_PROTO_MIN_WINDOW);
-	if (copy_peer_hello(c, f) < 0)
-		return conn_fail(c, SBX_PROTO_E_INTERNAL, -ENOMEM, "out of memory");
+	    f->window < SBX_PROTO_MIN_WINDOW) {
+		conn_fail(c, SBX_PROTO_E_UNSUPPORTED, -EPROTONOSUPPORT,
+			  "hello limits below the minimum (max_frame >= %u, max_streams >= 1, window >= %u)",
+			  SBX_PROTO_MIN_MAX_FRAME, SBX_PROTO_MIN_WINDOW);
+		return;
+	}
+	if (copy_peer_hello(c, f) < 0) {
+		conn_fail(c, SBX_PROTO_E_INTERNAL, -ENOMEM, "out of memory");
+		return;
+	}
 	c->version = v;
 	c->peer_max_frame = f->max_frame > SBX_PROTO_HARD_MAX_FRAME ? SBX_PROTO_HARD_MAX_FRAME
 								     : (uint32_t)f->max_frame;
@@ -165,8 +171,10 @@ static void handle_hello(sbx_proto_conn *c, const sbx_proto_frame *f)
 	bufferevent_setwatermark(c->bev, EV_WRITE, c->out_high / 2, 0);
 	c->ready = true;
 	conn_foreach(c, set_initial_credit, c);
-	if (evbuffer_add_buffer(bufferevent_get_output(c->bev), c->pending) < 0)
-		return conn_fail(c, SBX_PROTO_E_INTERNAL, -ENOMEM, "out of memory");
+	if (evbuffer_add_buffer(bufferevent_get_output(c->bev), c->pending) < 0) {
+		conn_fail(c, SBX_PROTO_E_INTERNAL, -ENOMEM, "out of memory");
+		return;
+	}
 	if (c->cbs.on_ready)
 		c->cbs.on_ready(c, c->ud);
 	if (!c->freed && !c->closed)
@@ -175,10 +183,12 @@ static void handle_hello(sbx_proto_conn *c, const sbx_proto_frame *f)
 
 static void handle_req(sbx_proto_conn *c, const sbx_proto_frame *f)
 {
-	if (f->id == 0 || conn_id_is_local(c, f->id) || f->id <= c->highest_remote_id)
-		return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO,
-				 "req with id %llu: wrong parity or not above %llu",
-				 (unsigned long long)f->id, (unsigned long long)c->highest_remote_id);
+	if (f->id == 0 || conn_id_is_local(c, f->id) || f->id <= c->highest_remote_id) {
+		conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO,
+			  "req with id %llu: wrong parity or not above %llu",
+			  (unsigned long long)f->id, (unsigned long long)c->highest_remote_id);
+		return;
+	}
 	c->highest_remote_id = f->id;
 	if (c->n_remote >= c->max_streams) {
 		char msg[96];
@@ -189,8 +199,10 @@ static void handle_req(sbx_proto_conn *c, const sbx_proto_frame *f)
 			conn_emit(c, NULL);
 		return;
 	}
-	if (!conn_open_stream(c, f->id, false))
-		return conn_fail(c, SBX_PROTO_E_INTERNAL, -ENOMEM, "out of memory");
+	if (!conn_open_stream(c, f->id, false)) {
+		conn_fail(c, SBX_PROTO_E_INTERNAL, -ENOMEM, "out of memory");
+		return;
+	}
 	deliver(c, f);
 }
 
@@ -202,33 +214,41 @@ static bool was_opened(const sbx_proto_conn *c, uint64_t id)
 static void handle_stream_frame(sbx_proto_conn *c, const sbx_proto_frame *f)
 {
 	const char *kind = sbx_proto_kind_name(f->kind);
-	if (f->id == 0)
-		return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "%s with id 0", kind);
+	if (f->id == 0) {
+		conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "%s with id 0", kind);
+		return;
+	}
 	struct conn_stream *s = conn_find(c, f->id);
 	if (!s) {
 		if (was_opened(c, f->id))
 			return; /* crossed our END/ERR on the wire */
-		return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "%s for stream %llu, never opened",
-				 kind, (unsigned long long)f->id);
+		conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "%s for stream %llu, never opened",
+			  kind, (unsigned long long)f->id);
+		return;
 	}
 	switch (f->kind) {
 	case SBX_PROTO_DATA:
 	case SBX_PROTO_EVENT:
 		if (f->kind == SBX_PROTO_EVENT || f->data_len > 0) {
-			if (f->body_len > s->recv_credit)
-				return conn_fail(c, SBX_PROTO_E_FLOW_CONTROL, -EPROTO,
-						 "%s of %zu bytes on stream %llu, credit %llu", kind,
-						 f->body_len, (unsigned long long)f->id,
-						 (unsigned long long)s->recv_credit);
+			if (f->body_len > s->recv_credit) {
+				conn_fail(c, SBX_PROTO_E_FLOW_CONTROL, -EPROTO,
+					  "%s of %zu bytes on stream %llu, credit %llu", kind,
+					  f->body_len, (unsigned long long)f->id,
+					  (unsigned long long)s->recv_credit);
+				return;
+			}
 			s->recv_credit -= f->body_len;
 		}
 		if (s->local && s->cancelled)
 			return; /* we abandoned it; only its END/ERR matters */
-		return deliver(c, f);
+		deliver(c, f);
+		return;
 	case SBX_PROTO_CREDIT:
-		if (s->send_credit + f->credit > UINT32_MAX || f->credit > UINT32_MAX)
-			return conn_fail(c, SBX_PROTO_E_FLOW_CONTROL, -EPROTO,
-					 "credit on stream %llu beyond 2^32", (unsigned long long)f->id);
+		if (s->send_credit + f->credit > UINT32_MAX || f->credit > UINT32_MAX) {
+			conn_fail(c, SBX_PROTO_E_FLOW_CONTROL, -EPROTO,
+				  "credit on stream %llu beyond 2^32", (unsigned long long)f->id);
+			return;
+		}
 		s->send_credit += f->credit;
 		conn_unblock(c, s);
 		if (c->cbs.on_writable)
@@ -236,22 +256,28 @@ static void handle_stream_frame(sbx_proto_conn *c, const sbx_proto_frame *f)
 		return;
 	case SBX_PROTO_CTL:
 	case SBX_PROTO_CANCEL:
-		if (s->local)
-			return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO,
-					 "%s on stream %llu, which we opened", kind, (unsigned long long)f->id);
-		return deliver(c, f);
+		if (s->local) {
+			conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO,
+				  "%s on stream %llu, which we opened", kind, (unsigned long long)f->id);
+			return;
+		}
+		deliver(c, f);
+		return;
 	case SBX_PROTO_END:
 	case SBX_PROTO_ERR:
-		if (!s->local)
-			return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO,
-					 "%s on stream %llu, which the peer opened", kind,
-					 (unsigned long long)f->id);
+		if (!s->local) {
+			conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO,
+				  "%s on stream %llu, which the peer opened", kind,
+				  (unsigned long long)f->id);
+			return;
+		}
 		deliver(c, f);
 		if (!c->freed && !c->closed && (s = conn_find(c, f->id)))
 			conn_close_stream(c, s);
 		return;
 	default:
-		return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "unexpected %s", kind);
+		conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "unexpected %s", kind);
+		return;
 	}
 }
 
@@ -262,18 +288,26 @@ static void handle_frame(sbx_proto_conn *c, const sbx_proto_frame *f)
 		sbx_err_set(&why, -ECONNABORTED, "peer closed the connection with %.*s: %.*s",
 			    (int)(f->code_name_len > 64 ? 64 : f->code_name_len), f->code_name,
 			    (int)(f->msg_len > 256 ? 256 : f->msg_len), f->msg ? f->msg : "");
-		return close_conn(c, &why);
+		close_conn(c, &why);
+		return;
 	}
 	if (!c->ready) {
-		if (f->kind != SBX_PROTO_HELLO)
-			return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "%s before hello",
-					 sbx_proto_kind_name(f->kind));
-		return handle_hello(c, f);
+		if (f->kind != SBX_PROTO_HELLO) {
+			conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "%s before hello",
+				  sbx_proto_kind_name(f->kind));
+			return;
+		}
+		handle_hello(c, f);
+		return;
 	}
-	if (f->kind == SBX_PROTO_HELLO)
-		return conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "second hello");
-	if (f->kind == SBX_PROTO_REQ)
-		return handle_req(c, f);
+	if (f->kind == SBX_PROTO_HELLO) {
+		conn_fail(c, SBX_PROTO_E_PROTOCOL, -EPROTO, "second hello");
+		return;
+	}
+	if (f->kind == SBX_PROTO_REQ) {
+		handle_req(c, f);
+		return;
+	}
 	handle_stream_frame(c, f);
 }
 
@@ -308,9 +342,11 @@ static void process_input(sbx_proto_conn *c)
 		sbx_proto_code pc;
 		sbx_err err;
 		int rc = sbx_proto_frame_decode(p, want, c->max_frame, &f, &used, &pc, &err);
-		if (rc <= 0)
-			return conn_fail(c, pc ? pc : SBX_PROTO_E_BAD_FRAME, rc < 0 ? rc : -EBADMSG,
-					 "%s", err.msg);
+		if (rc <= 0) {
+			conn_fail(c, pc ? pc : SBX_PROTO_E_BAD_FRAME, rc < 0 ? rc : -EBADMSG,
+				  "%s", err.msg);
+			return;
+		}
 		evbuffer_drain(in, used);
 		handle_frame(c, &f);
 		sbx_proto_frame_release(&f);

@@ -108,7 +108,8 @@ static void srv_frame(sbx_proto_conn *c, const sbx_proto_frame *f, void *ud)
 		    memcmp(argv->via.array.ptr[0].via.str.ptr, "big", 3) == 0) {
 			s->big_id = f->id;
 			s->big_sent = 0;
-			return srv_pump(s, f->id);
+			srv_pump(s, f->id);
+			return;
 		}
 		if (argv && argv->type == MSGPACK_OBJECT_ARRAY && argv->via.array.size &&
 		    argv->via.array.ptr[0].via.str.size == 4 &&
@@ -122,7 +123,8 @@ static void srv_frame(sbx_proto_conn *c, const sbx_proto_frame *f, void *ud)
 		sbx_proto_conn_send_data(c, f->id, SBX_CH_STDOUT, has_cmd ? cmd : "argv", has_cmd ? len : 4,
 					 false, NULL);
 		sbx_proto_conn_send_data(c, f->id, SBX_CH_STDERR, "oops", 4, true, NULL);
-		return srv_end_result(c, f->id);
+		srv_end_result(c, f->id);
+		return;
 	}
 	if (op_is(f, "fail"))
 		sbx_proto_conn_fail(c, f->id, SBX_PROTO_E_NOT_FOUND, "nope", NULL);
