@@ -17,6 +17,7 @@
 
 #include "sbx/proto_client.h"
 #include "sbx/proto_conn.h"
+#include "test_msgpack.h"
 
 #define BIG (3u * 1024u * 1024u) /* several client windows */
 
@@ -31,26 +32,10 @@ struct server {
 	pthread_t thread;
 };
 
-static void pack_result(msgpack_sbuffer *sb)
-{
-	msgpack_packer pk;
-	msgpack_sbuffer_init(sb);
-	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 4);
-	sbx_proto_pack_str(&pk, "exit_code");
-	msgpack_pack_int(&pk, 3);
-	sbx_proto_pack_str(&pk, "signal");
-	msgpack_pack_nil(&pk);
-	sbx_proto_pack_str(&pk, "timed_out");
-	msgpack_pack_false(&pk);
-	sbx_proto_pack_str(&pk, "duration_us");
-	msgpack_pack_uint32(&pk, 42);
-}
-
 static void srv_end_result(sbx_proto_conn *c, uint64_t id)
 {
 	msgpack_sbuffer sb;
-	pack_result(&sb);
+	tm_exec_result(&sb, 3, 42);
 	sbx_proto_conn_end(c, id, sb.data, sb.size, NULL);
 	msgpack_sbuffer_destroy(&sb);
 }

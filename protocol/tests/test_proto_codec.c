@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "sbx/proto.h"
+#include "test_msgpack.h"
 
 /* Decode exactly one frame from w, which must hold exactly it. */
 static void decode_one(const sbx_proto_writer *w, sbx_proto_frame *f)
@@ -41,8 +42,7 @@ static void assert_reencodes(const sbx_proto_writer *w, const sbx_proto_frame *f
 static void pack_map1(msgpack_sbuffer *sb, const char *k, uint64_t v)
 {
 	msgpack_packer pk;
-	msgpack_sbuffer_init(sb);
-	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	tm_init(sb, &pk);
 	msgpack_pack_map(&pk, 1);
 	sbx_proto_pack_str(&pk, k);
 	msgpack_pack_uint64(&pk, v);
@@ -397,8 +397,7 @@ static void test_accessors(void **state)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	tm_init(&sb, &pk);
 	msgpack_pack_map(&pk, 5);
 	sbx_proto_pack_str(&pk, "s");
 	sbx_proto_pack_strn(&pk, "a\0b", 3);

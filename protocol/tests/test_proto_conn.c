@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "conn_harness.h"
+#include "test_msgpack.h"
 
 static const sbx_proto_conn_opts client_opts = { .is_client = true, .agent = "test-client" };
 static const sbx_proto_conn_opts server_opts = { .is_client = false };
@@ -64,8 +65,7 @@ static void test_request_too_big_before_ready(void **state)
 	harness_pair(base, &srv, &server_opts, &cli, &client_opts);
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	tm_init(&sb, &pk);
 	msgpack_pack_map(&pk, 1);
 	sbx_proto_pack_str(&pk, "cmd");
 	char big[6000];

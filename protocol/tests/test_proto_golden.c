@@ -15,14 +15,9 @@
 #include <cmocka.h>
 
 #include "sbx/proto.h"
+#include "test_msgpack.h"
 
 static const char *golden_dir;
-
-static void pk_init(msgpack_sbuffer *sb, msgpack_packer *pk)
-{
-	msgpack_sbuffer_init(sb);
-	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
-}
 
 static int g_hello(sbx_proto_writer *w)
 {
@@ -35,7 +30,7 @@ static int g_req_exec(sbx_proto_writer *w)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	pk_init(&sb, &pk);
+	tm_init(&sb, &pk);
 	msgpack_pack_map(&pk, 5);
 	sbx_proto_pack_str(&pk, "argv");
 	msgpack_pack_array(&pk, 3);
@@ -86,7 +81,7 @@ static int g_ctl_signal(sbx_proto_writer *w)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	pk_init(&sb, &pk);
+	tm_init(&sb, &pk);
 	msgpack_pack_map(&pk, 1);
 	sbx_proto_pack_str(&pk, "signal");
 	msgpack_pack_int(&pk, 15);
@@ -103,17 +98,7 @@ static int g_cancel(sbx_proto_writer *w)
 static int g_end_exec(sbx_proto_writer *w)
 {
 	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	pk_init(&sb, &pk);
-	msgpack_pack_map(&pk, 4);
-	sbx_proto_pack_str(&pk, "exit_code");
-	msgpack_pack_int(&pk, 3);
-	sbx_proto_pack_str(&pk, "signal");
-	msgpack_pack_nil(&pk);
-	sbx_proto_pack_str(&pk, "timed_out");
-	msgpack_pack_false(&pk);
-	sbx_proto_pack_str(&pk, "duration_us");
-	msgpack_pack_uint64(&pk, 1843);
+	tm_exec_result(&sb, 3, 1843);
 	int rc = sbx_proto_encode_end(w, 1, sb.data, sb.size, 0, NULL);
 	msgpack_sbuffer_destroy(&sb);
 	return rc;
@@ -136,7 +121,7 @@ static int g_event(sbx_proto_writer *w)
 	/* integers of every width and sign, a float64, nesting */
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	pk_init(&sb, &pk);
+	tm_init(&sb, &pk);
 	msgpack_pack_map(&pk, 6);
 	sbx_proto_pack_str(&pk, "type");
 	sbx_proto_pack_str(&pk, "modify");
