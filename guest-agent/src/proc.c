@@ -1,0 +1,552 @@
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "sbx/cleanup.h"
+#include "children.h"
+#include "log.h"
+#include "spawn.h"
+
+#define READ_CHUNK (64u * 1024u)
+
+typedef struct proc_out {
+	int fd;              /* -1 once closed */
+	struct event *ev;
+	bool paused;         /* the owner had no room */
+	bool final;          /* grace over: read at most final_left more, then close */
+	size_t final_left;
+} proc_out;
+
+struct agent_proc {
+	struct agent_proc *prev, *next;
+	struct event_base *base;
+	pid_t pid;              /* == pgid */
+	agent_proc_sink sink;
+	void *ud;
+
+	proc_out out[2];
+
+	int in_fd;              /* -1: none, closed, or the reader went away */
+	struct event *in_ev;
+	uint8_t *in_buf;
+	size_t in_off, in_len, in_cap;
+	bool in_eof;            /* close once in_buf is written */
+
+	struct event *timeout_ev;
+	struct event *grace_ev;
+
+	uint64_t start_ns;
+	bool reaped;
+	bool detached;
+	int busy;               /* inside a sink call: free later */
+	bool done;              /* finished; free when busy drops to 0 */
+	agent_proc_result result;
+};
+
+static agent_proc *procs;
+static size_t nprocs;
+static int devnull = -1;
+static uint8_t read_buf[READ_CHUNK];
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void list_add(agent_proc *p)
+{
+	p->next = procs;
+	if (procs)
+		procs->prev = p;
+	procs = p;
+	nprocs++;
+}
+
+static void list_del(agent_proc *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		procs = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	p->prev = p->next = NULL;
+	nprocs--;
+}
+
+static void free_event(struct event **ev)
+{
+	if (*ev) {
+		event_free(*ev);
+		*ev = NULL;
+	}
+}
+
+static void close_out(agent_proc *p, agent_proc_stream s)
+{
+	proc_out *o = &p->out[s];
+
+	free_event(&o->ev);
+	if (o->fd >= 0) {
+		close(o->fd);
+		o->fd = -1;
+	}
+}
+
+static void close_in(agent_proc *p)
+{
+	free_event(&p->in_ev);
+	if (p->in_fd >= 0) {
+		close(p->in_fd);
+		p->in_fd = -1;
+	}
+	free(p->in_buf);
+	p->in_buf = NULL;
+	p->in_off = p->in_len = p->in_cap = 0;
+}
+
+static void proc_free(agent_proc *p)
+{
+	close_out(p, AGENT_PROC_STDOUT);
+	close_out(p, AGENT_PROC_STDERR);
+	close_in(p);
+	free_event(&p->timeout_ev);
+	free_event(&p->grace_ev);
+	if (!p->reaped)
+		agent_children_forget(p->pid);
+	list_del(p);
+	free(p);
+}
+
+/* Sink calls may re-enter (the owner detaches from inside output()), so the
+ * proc is freed only when the outermost call returns. Returns false when p
+ * is gone and must not be touched. */
+static void enter(agent_proc *p)
+{
+	p->busy++;
+}
+
+static bool leave(agent_proc *p)
+{
+	if (--p->busy == 0 && p->done) {
+		proc_free(p);
+		return false;
+	}
+	return true;
+}
+
+static void maybe_finish(agent_proc *p)
+{
+	if (p->done || !p->reaped || p->out[0].fd >= 0 || p->out[1].fd >= 0)
+		return;
+	p->done = true;
+	close_in(p);
+	enter(p);
+	if (!p->detached)
+		p->sink.finished(p->ud, &p->result);
+	leave(p);
+}
+
+static void read_cb(evutil_socket_t fd, short what, void *ud);
+
+static void finish_stream(agent_proc *p, agent_proc_stream s)
+{
+	close_out(p, s);
+	maybe_finish(p);
+}
+
+static void read_stream(agent_proc *p, agent_proc_stream s)
+{
+	proc_out *o = &p->out[s];
+	size_t room, want;
+	ssize_t n;
+
+	if (p->detached) {
+		finish_stream(p, s);
+		return;
+	}
+	room = p->sink.room(p->ud, s);
+	if (room == 0) {
+		event_del(o->ev);
+		o->paused = true;
+		return;
+	}
+	want = room < sizeof(read_buf) ? room : sizeof(read_buf);
+	if (o->final && o->final_left < want)
+		want = o->final_left;
+	n = read(o->fd, read_buf, want);
+	if (n < 0) {
+		if (errno == EINTR)
+			return;
+		if (errno != EAGAIN)
+			agent_log_warn("read output of %d: %s", (int)p->pid, strerror(errno));
+		else if (!o->final)
+			return;
+		finish_stream(p, s);
+		return;
+	}
+	if (n == 0) {
+		finish_stream(p, s);
+		return;
+	}
+	enter(p);
+	p->sink.output(p->ud, s, read_buf, (size_t)n);
+	if (!leave(p) || p->done || o->fd < 0)
+		return;
+	if (o->final) {
+		o->final_left -= (size_t)n;
+		if (o->final_left == 0)
+			finish_stream(p, s);
+	}
+}
+
+static void read_cb(evutil_socket_t fd, short what, void *ud)
+{
+	agent_proc *p = ud;
+	agent_proc_stream s = p->out[AGENT_PROC_STDOUT].fd == fd ? AGENT_PROC_STDOUT : AGENT_PROC_STDERR;
+
+	enter(p);
+	read_stream(p, s);
+	leave(p);
+}
+
+void agent_proc_resume(agent_proc *p, agent_proc_stream s)
+{
+	proc_out *o = &p->out[s];
+
+	if (o->fd < 0 || !o->paused)
+		return;
+	o->paused = false;
+	event_add(o->ev, NULL);
+}
+
+/* The main process is gone; background holders of the pipes get the grace,
+ * then only the bytes already in each pipe are passed on. */
+static void grace_cb(evutil_socket_t fd, short what, void *ud)
+{
+	agent_proc *p = ud;
+
+	enter(p);
+	for (int s = 0; s < 2 && !p->done; s++) {
+		proc_out *o = &p->out[s];
+		int avail = 0;
+
+		if (o->fd < 0)
+			continue;
+		if (ioctl(o->fd, FIONREAD, &avail) < 0 || avail <= 0) {
+			finish_stream(p, (agent_proc_stream)s);
+			continue;
+		}
+		o->final = true;
+		o->final_left = (size_t)avail;
+	}
+	leave(p);
+}
+
+static void exit_cb(pid_t pid, int status, const struct rusage *ru, void *ud)
+{
+	agent_proc *p = ud;
+
+	p->reaped = true;
+	p->result.status = status;
+	p->result.rusage = *ru;
+	p->result.duration_us = (now_ns() - p->start_ns) / 1000u;
+	if (p->timeout_ev)
+		event_del(p->timeout_ev);
+	enter(p);
+	if (p->out[0].fd >= 0 || p->out[1].fd >= 0) {
+		struct timeval tv = { 0, AGENT_PROC_PIPE_GRACE_MS * 1000 };
+		evtimer_add(p->grace_ev, &tv);
+	}
+	maybe_finish(p);
+	leave(p);
+}
+
+static void timeout_cb(evutil_socket_t fd, short what, void *ud)
+{
+	agent_proc *p = ud;
+
+	p->result.timed_out = true;
+	if (kill(-p->pid, SIGKILL) < 0 && errno != ESRCH)
+		agent_log_warn("timeout: kill group %d: %s", (int)p->pid, strerror(errno));
+}
+
+/* ---- stdin ---- */
+
+/* Write what is queued; *written counts what went in. -1 when the reader
+ * left (EPIPE): the rest can never be written. */
+static int flush_stdin(agent_proc *p, size_t *written)
+{
+	*written = 0;
+	while (p->in_len > 0) {
+		ssize_t n = write(p->in_fd, p->in_buf + p->in_off, p->in_len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				break;
+			if (errno != EPIPE)
+				agent_log_warn("write stdin of %d: %s", (int)p->pid, strerror(errno));
+			return -1;
+		}
+		p->in_off += (size_t)n;
+		p->in_len -= (size_t)n;
+		*written += (size_t)n;
+	}
+	if (p->in_len == 0)
+		p->in_off = 0;
+	return 0;
+}
+
+/* Write queued bytes, report them, close on eof, (un)arm the write event. */
+static void pump_stdin(agent_proc *p)
+{
+	size_t written, dropped = 0;
+
+	if (p->in_fd < 0)
+		return;
+	if (flush_stdin(p, &written) < 0) {
+		dropped = p->in_len;
+		close_in(p);
+	} else if (p->in_len == 0) {
+		event_del(p->in_ev);
+		if (p->in_eof)
+			close_in(p);
+	} else {
+		event_add(p->in_ev, NULL);
+	}
+	if (written + dropped > 0 && !p->detached)
+		p->sink.stdin_done(p->ud, written + dropped);
+}
+
+static void write_cb(evutil_socket_t fd, short what, void *ud)
+{
+	agent_proc *p = ud;
+
+	enter(p);
+	pump_stdin(p);
+	leave(p);
+}
+
+int agent_proc_write_stdin(agent_proc *p, const void *data, size_t len, sbx_err *err)
+{
+	if (p->in_fd < 0) {
+		if (p->in_eof)
+			return sbx_err_set(err, -EPIPE, "stdin already closed");
+		/* The command closed its stdin or exited: drop, as a pipe would
+		 * (with EPIPE), but give the credit back. */
+		if (len && !p->detached) {
+			enter(p);
+			p->sink.stdin_done(p->ud, len);
+			leave(p);
+		}
+		return 0;
+	}
+	if (len > AGENT_PROC_STDIN_MAX - p->in_len)
+		return sbx_err_set(err, -ENOBUFS, "stdin: more than %u bytes pending", AGENT_PROC_STDIN_MAX);
+	if (p->in_off + p->in_len + len > p->in_cap) {
+		if (p->in_off) {
+			memmove(p->in_buf, p->in_buf + p->in_off, p->in_len);
+			p->in_off = 0;
+		}
+		if (p->in_len + len > p->in_cap) {
+			size_t cap = p->in_cap ? p->in_cap : 16384;
+			while (cap < p->in_len + len)
+				cap *= 2;
+			uint8_t *nb = realloc(p->in_buf, cap);
+			if (!nb)
+				return sbx_err_sys(err, -ENOMEM, "stdin buffer");
+			p->in_buf = nb;
+			p->in_cap = cap;
+		}
+	}
+	memcpy(p->in_buf + p->in_off + p->in_len, data, len);
+	p->in_len += len;
+	enter(p);
+	pump_stdin(p);
+	leave(p);
+	return 0;
+}
+
+void agent_proc_close_stdin(agent_proc *p)
+{
+	p->in_eof = true;
+	if (p->in_fd >= 0 && p->in_len == 0)
+		close_in(p);
+}
+
+/* ---- lifecycle ---- */
+
+pid_t agent_proc_pid(const agent_proc *p)
+{
+	return p->pid;
+}
+
+int agent_proc_signal(agent_proc *p, int sig, sbx_err *err)
+{
+	if (kill(-p->pid, sig) < 0 && errno != ESRCH)
+		return sbx_err_sys(err, -errno, "signal %d to process group %d", sig, (int)p->pid);
+	return 0;
+}
+
+void agent_proc_detach(agent_proc *p)
+{
+	if (p->detached)
+		return;
+	p->detached = true;
+	if (!p->done && kill(-p->pid, SIGKILL) < 0 && errno != ESRCH)
+		agent_log_warn("kill group %d: %s", (int)p->pid, strerror(errno));
+	enter(p);
+	close_out(p, AGENT_PROC_STDOUT);
+	close_out(p, AGENT_PROC_STDERR);
+	close_in(p);
+	maybe_finish(p);
+	leave(p);
+}
+
+void agent_proc_signal_all(int sig)
+{
+	for (agent_proc *p = procs; p; p = p->next)
+		if (!p->done && kill(-p->pid, sig) < 0 && errno != ESRCH)
+			agent_log_warn("signal %d to group %d: %s", sig, (int)p->pid, strerror(errno));
+}
+
+void agent_proc_detach_all(void)
+{
+	/* detach() may free p (when already reaped), so step first. */
+	for (agent_proc *p = procs, *next; p; p = next) {
+		next = p->next;
+		agent_proc_detach(p);
+	}
+}
+
+size_t agent_proc_count(void)
+{
+	return nprocs;
+}
+
+/* A pipe whose parent end (the agent's) is non-blocking and the child's end
+ * blocking: O_NONBLOCK belongs to the open file, so it cannot be set by
+ * pipe2 for one end only. */
+static int make_pipe(int fds[2], int parent_end, sbx_err *err)
+{
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return sbx_err_sys(err, -errno, "pipe");
+	if (fcntl(fds[parent_end], F_SETFL, O_NONBLOCK) < 0) {
+		int ret = sbx_err_sys(err, -errno, "pipe: set non-blocking");
+		close(fds[0]);
+		close(fds[1]);
+		return ret;
+	}
+	return 0;
+}
+
+static int open_devnull(sbx_err *err)
+{
+	if (devnull < 0) {
+		devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (devnull < 0)
+			return sbx_err_sys(err, -errno, "open /dev/null");
+	}
+	return devnull;
+}
+
+int agent_proc_start(struct event_base *base, const agent_exec_spec *spec,
+		     const agent_proc_sink *sink, void *ud, agent_proc **out, sbx_err *err)
+{
+	SBX_AUTO_CLOSE int out_r = -1, out_w = -1, err_r = -1, err_w = -1, in_r = -1, in_w = -1;
+	SBX_AUTO_FREE agent_proc *p = NULL;
+	int fds[2], ret;
+	agent_spawn_fds child;
+	pid_t pid;
+
+	ret = make_pipe(fds, 0, err);
+	if (ret < 0)
+		return ret;
+	out_r = fds[0];
+	out_w = fds[1];
+	ret = make_pipe(fds, 0, err);
+	if (ret < 0)
+		return ret;
+	err_r = fds[0];
+	err_w = fds[1];
+	if (spec->stdin_pipe) {
+		ret = make_pipe(fds, 1, err);
+		if (ret < 0)
+			return ret;
+		in_r = fds[0];
+		in_w = fds[1];
+		child.in = in_r;
+	} else {
+		child.in = open_devnull(err);
+		if (child.in < 0)
+			return child.in;
+	}
+	child.out = out_w;
+	child.err = err_w;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return sbx_err_sys(err, -ENOMEM, "exec");
+	p->base = base;
+	p->sink = *sink;
+	p->ud = ud;
+	p->in_fd = -1;
+	p->out[0].fd = p->out[1].fd = -1;
+	p->out[0].ev = event_new(base, out_r, EV_READ | EV_PERSIST, read_cb, p);
+	p->out[1].ev = event_new(base, err_r, EV_READ | EV_PERSIST, read_cb, p);
+	p->grace_ev = evtimer_new(base, grace_cb, p);
+	if (spec->timeout_ms)
+		p->timeout_ev = evtimer_new(base, timeout_cb, p);
+	if (in_w >= 0)
+		p->in_ev = event_new(base, in_w, EV_WRITE | EV_PERSIST, write_cb, p);
+	if (!p->out[0].ev || !p->out[1].ev || !p->grace_ev || (spec->timeout_ms && !p->timeout_ev) ||
+	    (in_w >= 0 && !p->in_ev)) {
+		ret = sbx_err_set(err, -ENOMEM, "exec: events");
+		goto fail_events;
+	}
+
+	p->start_ns = now_ns();
+	ret = agent_spawn(spec, &child, &pid, err);
+	if (ret < 0)
+		goto fail_events;
+	p->pid = pid;
+	/* Registered before the loop runs again, so the reaper cannot miss it. */
+	ret = agent_children_add(pid, exit_cb, p, err);
+	if (ret < 0) {
+		kill(-pid, SIGKILL);
+		goto fail_events;
+	}
+	p->out[0].fd = sbx_steal_fd(&out_r);
+	p->out[1].fd = sbx_steal_fd(&err_r);
+	p->in_fd = sbx_steal_fd(&in_w);
+	event_add(p->out[0].ev, NULL);
+	event_add(p->out[1].ev, NULL);
+	if (p->timeout_ev) {
+		struct timeval tv = { (time_t)(spec->timeout_ms / 1000), (suseconds_t)(spec->timeout_ms % 1000) * 1000 };
+		evtimer_add(p->timeout_ev, &tv);
+	}
+	list_add(p);
+	*out = sbx_steal_ptr(&p);
+	return 0;
+
+fail_events:
+	free_event(&p->out[0].ev);
+	free_event(&p->out[1].ev);
+	free_event(&p->grace_ev);
+	free_event(&p->timeout_ev);
+	free_event(&p->in_ev);
+	return ret;
+}

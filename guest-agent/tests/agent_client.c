@@ -1,0 +1,294 @@
+#include "agent_client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "test_util.h"
+
+static tc_stream *find(tc_client *c, uint64_t id)
+{
+	for (size_t i = 0; i < c->nstreams; i++)
+		if (c->streams[i]->id == id)
+			return c->streams[i];
+	return NULL;
+}
+
+static void append(char **buf, size_t *len, const void *p, size_t n)
+{
+	if (*len + n > TC_OUT_MAX)
+		n = TC_OUT_MAX - *len;
+	char *nb = realloc(*buf, *len + n + 1);
+	if (!nb)
+		abort();
+	memcpy(nb + *len, p, n);
+	*len += n;
+	nb[*len] = '\0';
+	*buf = nb;
+}
+
+static void copy_str(char *dst, size_t cap, const char *p, size_t n)
+{
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(dst, p ? p : "", p ? n : 0);
+	dst[p ? n : 0] = '\0';
+}
+
+static void on_end(tc_stream *s, const sbx_proto_frame *f)
+{
+	const msgpack_object *r = &f->args, *o;
+
+	s->done = true;
+	if (r->type != MSGPACK_OBJECT_MAP)
+		return;
+	o = sbx_proto_map_get(r, "exit_code");
+	if (o && (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER || o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)) {
+		s->exited = true;
+		s->exit_code = o->via.i64;
+	}
+	o = sbx_proto_map_get(r, "signal");
+	if (o && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		s->signaled = true;
+		s->signal = o->via.i64;
+	}
+	sbx_proto_get_bool(r, "timed_out", &s->timed_out);
+	sbx_proto_get_uint(r, "duration_us", &s->duration_us);
+}
+
+static void on_frame(sbx_proto_conn *conn, const sbx_proto_frame *f, void *ud)
+{
+	tc_client *c = ud;
+	tc_stream *s = find(c, f->id);
+
+	if (!s)
+		return;
+	switch (f->kind) {
+	case SBX_PROTO_DATA:
+		if (f->ch_len == 6 && memcmp(f->ch, "stdout", 6) == 0)
+			append(&s->out, &s->out_len, f->data, f->data_len);
+		else
+			append(&s->err, &s->err_len, f->data, f->data_len);
+		if (s->hold_credit)
+			s->held += f->body_len;
+		else
+			sbx_proto_conn_consumed(conn, f->id, f->body_len);
+		break;
+	case SBX_PROTO_END:
+		on_end(s, f);
+		break;
+	case SBX_PROTO_ERR:
+		s->done = s->failed = true;
+		copy_str(s->code, sizeof(s->code), f->code_name, f->code_name_len);
+		copy_str(s->msg, sizeof(s->msg), f->msg, f->msg_len);
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_ready(sbx_proto_conn *conn, void *ud)
+{
+	((tc_client *)ud)->ready = true;
+}
+
+static void on_close(sbx_proto_conn *conn, const sbx_err *why, void *ud)
+{
+	((tc_client *)ud)->closed = true;
+}
+
+int tc_connect(tc_client *c, struct event_base *base, const char *path)
+{
+	static const sbx_proto_conn_cbs cbs = { .on_ready = on_ready, .on_frame = on_frame, .on_close = on_close };
+	sbx_proto_conn_opts opts = { .is_client = true, .agent = "agent-test" };
+	sbx_err err = { 0 };
+	int fd;
+
+	memset(c, 0, sizeof(*c));
+	c->base = base;
+	fd = test_unix_connect(path);
+	if (fd < 0)
+		return -errno;
+	c->conn = sbx_proto_conn_new(base, fd, &opts, &cbs, c, &err);
+	if (!c->conn) {
+		fprintf(stderr, "tc_connect: %s\n", err.msg);
+		return err.code;
+	}
+	return 0;
+}
+
+void tc_close(tc_client *c)
+{
+	for (size_t i = 0; i < c->nstreams; i++) {
+		free(c->streams[i]->out);
+		free(c->streams[i]->err);
+		free(c->streams[i]);
+	}
+	c->nstreams = 0;
+	if (c->conn) {
+		sbx_proto_conn_free(c->conn);
+		/* libevent finalizes (closes) the socket from the loop. */
+		event_base_loop(c->base, EVLOOP_NONBLOCK);
+	}
+	c->conn = NULL;
+}
+
+tc_stream *tc_request(tc_client *c, const char *op, const void *args, size_t len)
+{
+	sbx_err err = { 0 };
+	tc_stream *s;
+
+	if (c->nstreams == TC_MAX_STREAMS)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	if (sbx_proto_conn_request(c->conn, op, args, len, &s->id, &err) < 0) {
+		fprintf(stderr, "tc_request %s: %s\n", op, err.msg);
+		free(s);
+		return NULL;
+	}
+	c->streams[c->nstreams++] = s;
+	return s;
+}
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+	msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+tc_stream *tc_exec(tc_client *c, const tc_exec_opts *o)
+{
+	msgpack_sbuffer buf;
+	msgpack_packer pk;
+	uint32_t n = 1 + (o->env != NULL) + (o->cwd != NULL) + (o->timeout_ms != 0) + o->stdin_pipe;
+	tc_stream *s;
+
+	msgpack_sbuffer_init(&buf);
+	msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, n);
+	if (o->argv) {
+		size_t argc = 0;
+		while (o->argv[argc])
+			argc++;
+		pack_str(&pk, "argv");
+		msgpack_pack_array(&pk, argc);
+		for (size_t i = 0; i < argc; i++)
+			pack_str(&pk, o->argv[i]);
+	} else {
+		pack_str(&pk, "cmd");
+		pack_str(&pk, o->cmd);
+	}
+	if (o->env) {
+		size_t ne = 0;
+		while (o->env[ne])
+			ne++;
+		pack_str(&pk, "env");
+		msgpack_pack_map(&pk, ne);
+		for (size_t i = 0; i < ne; i++) {
+			const char *eq = strchr(o->env[i], '=');
+			msgpack_pack_str_with_body(&pk, o->env[i], (size_t)(eq - o->env[i]));
+			pack_str(&pk, eq + 1);
+		}
+	}
+	if (o->cwd) {
+		pack_str(&pk, "cwd");
+		pack_str(&pk, o->cwd);
+	}
+	if (o->timeout_ms) {
+		pack_str(&pk, "timeout_ms");
+		msgpack_pack_uint64(&pk, o->timeout_ms);
+	}
+	if (o->stdin_pipe) {
+		pack_str(&pk, "stdin");
+		msgpack_pack_true(&pk);
+	}
+	s = tc_request(c, "exec", buf.data, buf.size);
+	msgpack_sbuffer_destroy(&buf);
+	return s;
+}
+
+void tc_run(struct event_base *base, unsigned ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+}
+
+static bool all_done(tc_client *c)
+{
+	for (size_t i = 0; i < c->nstreams; i++)
+		if (!c->streams[i]->done)
+			return false;
+	return true;
+}
+
+bool tc_wait(tc_client *c, tc_stream *s, unsigned ms)
+{
+	uint64_t deadline = test_now_ms() + ms;
+
+	while (!(s ? s->done : all_done(c)) && !c->closed && test_now_ms() < deadline)
+		tc_run(c->base, 5);
+	return s ? s->done : all_done(c);
+}
+
+int tc_send_stdin(tc_client *c, tc_stream *s, const void *data, size_t len, bool eof, unsigned ms)
+{
+	uint64_t deadline = test_now_ms() + ms;
+	const char *p = data;
+	sbx_err err = { 0 };
+
+	while (len > 0) {
+		size_t room = sbx_proto_conn_data_room(c->conn, s->id);
+		if (room == 0) {
+			if (test_now_ms() >= deadline || s->done || c->closed)
+				return -ETIMEDOUT;
+			tc_run(c->base, 2);
+			continue;
+		}
+		size_t n = len < room ? len : room;
+		int ret = sbx_proto_conn_send_data(c->conn, s->id, "stdin", p, n, false, &err);
+		if (ret < 0)
+			return ret;
+		p += n;
+		len -= n;
+	}
+	if (eof)
+		return sbx_proto_conn_send_data(c->conn, s->id, "stdin", NULL, 0, true, &err);
+	return 0;
+}
+
+int tc_signal(tc_client *c, tc_stream *s, int sig)
+{
+	msgpack_sbuffer buf;
+	msgpack_packer pk;
+	sbx_err err = { 0 };
+	int ret;
+
+	msgpack_sbuffer_init(&buf);
+	msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 1);
+	pack_str(&pk, "signal");
+	msgpack_pack_int(&pk, sig);
+	ret = sbx_proto_conn_send_ctl(c->conn, s->id, buf.data, buf.size, &err);
+	msgpack_sbuffer_destroy(&buf);
+	return ret;
+}
+
+int tc_cancel(tc_client *c, tc_stream *s)
+{
+	sbx_err err = { 0 };
+
+	return sbx_proto_conn_cancel(c->conn, s->id, &err);
+}
+
+void tc_release(tc_client *c, tc_stream *s)
+{
+	s->hold_credit = false;
+	sbx_proto_conn_consumed(c->conn, s->id, s->held);
+	s->held = 0;
+}

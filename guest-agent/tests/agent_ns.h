@@ -1,0 +1,34 @@
+/* Test harness: the real sandbox-agent as PID 1 of fresh PID, mount and
+ * network namespaces, listening on a unix socket in a temporary folder.
+ *
+ * The agent dies with the test process (PR_SET_PDEATHSIG) and
+ * agent_ns_stop() kills it, which as the namespace's init takes every
+ * process of the namespace with it, then removes the folder. Test code only. */
+#ifndef AGENT_NS_H
+#define AGENT_NS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+typedef struct agent_ns {
+	pid_t pid;        /* the agent, as seen from here; 0 when not running */
+	char dir[64];
+	char sock[128];
+} agent_ns;
+
+/* The agent binary under test: $AGENT_BINARY. */
+const char *agent_ns_binary(void);
+/* Start the agent (grace_ms for its shutdown) and wait until it accepts. */
+int agent_ns_start(agent_ns *ns, unsigned grace_ms);
+/* Wait up to ms for the agent to exit; its wait status in *status. */
+int agent_ns_wait_exit(agent_ns *ns, unsigned ms, int *status);
+/* Kill the namespace (if still running) and remove the folder. Idempotent. */
+void agent_ns_stop(agent_ns *ns);
+
+/* Processes in the agent's PID namespace (the agent included) and how many
+ * of them are zombies, from this (the host's) /proc. */
+int agent_ns_procs(const agent_ns *ns, int *total, int *zombies);
+/* Resident memory of the agent in KiB, or -1. */
+long agent_ns_rss_kb(const agent_ns *ns);
+
+#endif

@@ -1,0 +1,553 @@
+/* The real sandbox-agent as PID 1 of new PID/mount/network namespaces,
+ * driven over its unix socket with the protocol library: ping/info, exec
+ * results, stdin, timeouts, concurrency, orphan reaping, signal forwarding
+ * and shutdown, backpressure, cancel and lost connections.
+ * Every test starts its own agent and kills its namespace in teardown. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <event2/event.h>
+
+#include "sbx/proto_client.h"
+#include "agent_client.h"
+#include "agent_ns.h"
+#include "test_util.h"
+
+#define GRACE_MS 1500u
+#define WAIT_MS 10000u
+
+typedef struct fixture {
+	agent_ns ns;
+	struct event_base *base;
+	tc_client clients[4];
+	sbx_proto_client *blocking;
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *fx = calloc(1, sizeof(*fx));
+	int ret;
+
+	if (!fx)
+		return -1;
+	*state = fx;
+	ret = agent_ns_start(&fx->ns, GRACE_MS);
+	if (ret < 0) {
+		fprintf(stderr, "start %s: %s\n", agent_ns_binary(), strerror(-ret));
+		return -1;
+	}
+	fx->base = event_base_new();
+	return fx->base ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	fixture *fx = *state;
+
+	if (!fx)
+		return 0;
+	for (size_t i = 0; i < 4; i++)
+		tc_close(&fx->clients[i]);
+	if (fx->blocking)
+		sbx_proto_client_free(fx->blocking);
+	agent_ns_stop(&fx->ns);
+	if (fx->base)
+		event_base_free(fx->base);
+	free(fx);
+	return 0;
+}
+
+static tc_client *client(fixture *fx, size_t i)
+{
+	tc_client *c = &fx->clients[i];
+
+	if (!c->conn && tc_connect(c, fx->base, fx->ns.sock) < 0)
+		fail_msg("connect to %s", fx->ns.sock);
+	return c;
+}
+
+static sbx_proto_client *blocking(fixture *fx)
+{
+	sbx_err err = { 0 };
+
+	if (!fx->blocking && sbx_proto_client_connect(fx->ns.sock, 10000, &fx->blocking, &err) < 0)
+		fail_msg("blocking connect: %s", err.msg);
+	return fx->blocking;
+}
+
+static const char *str_or_empty(const char *s)
+{
+	return s ? s : "";
+}
+
+static tc_stream *run(fixture *fx, const tc_exec_opts *o)
+{
+	tc_client *c = client(fx, 0);
+	tc_stream *s = tc_exec(c, o);
+
+	assert_non_null(s);
+	if (!tc_wait(c, s, WAIT_MS))
+		fail_msg("exec did not end in %u ms", WAIT_MS);
+	if (s->failed)
+		fail_msg("exec failed: %s: %s", s->code, s->msg);
+	return s;
+}
+
+static tc_stream *run_cmd(fixture *fx, const char *cmd)
+{
+	tc_exec_opts o = { .cmd = cmd };
+
+	return run(fx, &o);
+}
+
+/* ---- tests ---- */
+
+static void hello_ping_info(void **state)
+{
+	fixture *fx = *state;
+	sbx_proto_client *c = blocking(fx);
+	sbx_proto_frame f;
+	sbx_err err = { 0 };
+	const msgpack_object *caps;
+	uint64_t pid = 0, version = 0;
+	const char *agent;
+	size_t agent_len;
+	bool has_exec = false;
+
+	assert_non_null(strstr(str_or_empty(sbx_proto_client_peer_agent(c)), "sandbox-agent/"));
+	assert_true(sbx_proto_client_peer_has_cap(c, "exec"));
+	assert_true(sbx_proto_client_peer_has_cap(c, "exec.stdin"));
+	assert_true(sbx_proto_client_peer_has_cap(c, "exec.signal"));
+
+	assert_int_equal(sbx_proto_client_call(c, "ping", NULL, 0, NULL, NULL, &f, &err), 0);
+	assert_int_equal(f.kind, SBX_PROTO_END);
+	sbx_proto_frame_release(&f);
+
+	assert_int_equal(sbx_proto_client_call(c, "info", NULL, 0, NULL, NULL, &f, &err), 0);
+	assert_int_equal(f.kind, SBX_PROTO_END);
+	assert_true(sbx_proto_get_uint(&f.args, "pid", &pid));
+	assert_int_equal(pid, 1); /* PID 1 of its namespace */
+	assert_true(sbx_proto_get_uint(&f.args, "version", &version));
+	assert_int_equal(version, 1);
+	assert_true(sbx_proto_get_str(&f.args, "agent", &agent, &agent_len));
+	assert_true(agent_len > 14 && memcmp(agent, "sandbox-agent/", 14) == 0);
+	assert_true(sbx_proto_get_uint(&f.args, "uptime_ms", &version));
+	assert_true(sbx_proto_get_str(&f.args, "hostname", &agent, &agent_len));
+	caps = sbx_proto_map_get(&f.args, "caps");
+	assert_non_null(caps);
+	assert_int_equal(caps->type, MSGPACK_OBJECT_ARRAY);
+	for (uint32_t i = 0; i < caps->via.array.size; i++)
+		if (caps->via.array.ptr[i].via.str.size == 4 && memcmp(caps->via.array.ptr[i].via.str.ptr, "exec", 4) == 0)
+			has_exec = true;
+	assert_true(has_exec);
+	sbx_proto_frame_release(&f);
+
+	/* An operation the agent does not have. */
+	assert_int_equal(sbx_proto_client_call(c, "proc.start", NULL, 0, NULL, NULL, &f, &err), 0);
+	assert_int_equal(f.kind, SBX_PROTO_ERR);
+	assert_int_equal(f.code, SBX_PROTO_E_UNKNOWN_OP);
+	sbx_proto_frame_release(&f);
+}
+
+static void exec_echo_blocking_client(void **state)
+{
+	fixture *fx = *state;
+	const char *argv[] = { "echo", "hi", NULL };
+	sbx_proto_exec_result r = { 0 };
+	sbx_err err = { 0 };
+
+	if (sbx_proto_client_exec(blocking(fx), argv, NULL, 0, 0, &r, &err) < 0) {
+		sbx_proto_exec_result_free(&r);
+		fail_msg("exec: %s", err.msg);
+	}
+	assert_true(r.exited);
+	assert_int_equal(r.exit_code, 0);
+	assert_string_equal(r.out, "hi\n");
+	assert_int_equal(r.err_len, 0);
+	assert_false(r.timed_out);
+	sbx_proto_exec_result_free(&r);
+}
+
+static void exit_codes_and_signals(void **state)
+{
+	fixture *fx = *state;
+	tc_stream *s;
+
+	s = run_cmd(fx, "echo out; echo err >&2; exit 3");
+	assert_true(s->exited);
+	assert_int_equal(s->exit_code, 3);
+	assert_false(s->signaled);
+	assert_string_equal(str_or_empty(s->out), "out\n");
+	assert_string_equal(str_or_empty(s->err), "err\n");
+
+	s = run_cmd(fx, "kill -9 $$");
+	assert_false(s->exited);
+	assert_true(s->signaled);
+	assert_int_equal(s->signal, SIGKILL);
+	assert_false(s->timed_out);
+}
+
+static void missing_binary(void **state)
+{
+	fixture *fx = *state;
+	const char *argv[] = { "no-such-binary-sbx", "x", NULL };
+	tc_exec_opts o = { .argv = argv };
+	tc_stream *s = run(fx, &o);
+
+	assert_true(s->exited);
+	assert_int_equal(s->exit_code, 127);
+	assert_string_equal(str_or_empty(s->err),
+			    "sandbox-agent: exec no-such-binary-sbx: No such file or directory\n");
+
+	s = run_cmd(fx, "/etc/passwd");
+	assert_int_equal(s->exit_code, 126); /* sh: Permission denied */
+}
+
+static void cmd_pipe_env_cwd(void **state)
+{
+	fixture *fx = *state;
+	const char *env[] = { "FOO=bar baz", "PATH=/usr/bin:/bin", NULL };
+	tc_exec_opts o = { .cmd = "echo \"$FOO\"; pwd; echo $PATH", .env = env, .cwd = "/tmp" };
+	tc_stream *s;
+
+	s = run_cmd(fx, "echo hi | tr a-z A-Z");
+	assert_string_equal(str_or_empty(s->out), "HI\n");
+	assert_int_equal(s->exit_code, 0);
+
+	s = run(fx, &o);
+	assert_string_equal(str_or_empty(s->out), "bar baz\n/tmp\n/usr/bin:/bin\n");
+
+	/* The base environment has HOME and the standard PATH. */
+	s = run_cmd(fx, "echo $HOME");
+	assert_true(s->out_len > 1 && s->out[0] == '/');
+}
+
+static void stdin_round_trip(void **state)
+{
+	fixture *fx = *state;
+	const char *argv[] = { "cat", NULL };
+	tc_exec_opts o = { .argv = argv, .stdin_pipe = true };
+	tc_client *c = client(fx, 0);
+	size_t n = 3u << 20; /* several windows each way: credit must come back */
+	char *data = malloc(n);
+	tc_stream *s;
+	int ret;
+
+	assert_non_null(data);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)(i * 7 + i / 4096);
+	s = tc_exec(c, &o);
+	assert_non_null(s);
+	ret = tc_send_stdin(c, s, data, n / 3, false, WAIT_MS);
+	if (ret == 0)
+		ret = tc_send_stdin(c, s, data + n / 3, n - n / 3, true, WAIT_MS);
+	if (ret < 0 || !tc_wait(c, s, WAIT_MS)) {
+		free(data);
+		fail_msg("stdin round trip stalled (%d)", ret);
+	}
+	ret = s->out_len == n && memcmp(s->out, data, n) == 0;
+	free(data);
+	assert_int_equal(s->exit_code, 0);
+	if (!ret)
+		fail_msg("cat returned %zu bytes, not the %zu sent", s->out_len, n);
+}
+
+static void timeout_kills_group(void **state)
+{
+	fixture *fx = *state;
+	tc_exec_opts o = { .cmd = "sleep 30 & echo $!; wait", .timeout_ms = 300 };
+	uint64_t t0 = test_now_ms();
+	tc_stream *s = run(fx, &o);
+	char check[96];
+	long bg;
+	bool gone = false;
+
+	assert_true(s->timed_out);
+	assert_true(s->signaled);
+	assert_int_equal(s->signal, SIGKILL);
+	assert_true(test_now_ms() - t0 < 3000);
+	bg = strtol(str_or_empty(s->out), NULL, 10);
+	assert_true(bg > 1);
+	/* The background sleep was in the group: it died too (and was reaped
+	 * by the agent, so kill -0 fails once it is gone). */
+	snprintf(check, sizeof(check), "kill -0 %ld 2>/dev/null", bg);
+	for (int i = 0; i < 100 && !gone; i++) {
+		gone = run_cmd(fx, check)->exit_code != 0;
+		if (!gone)
+			usleep(20000);
+	}
+	assert_true(gone);
+}
+
+static void timeout_with_setsid_grandchild(void **state)
+{
+	fixture *fx = *state;
+	/* The grandchild leaves the group and holds stdout: the exec still
+	 * ends (the group is killed, the pipe gets a short grace). */
+	tc_exec_opts o = { .cmd = "setsid sh -c 'sleep 30' & sleep 30", .timeout_ms = 200 };
+	uint64_t t0 = test_now_ms();
+	tc_stream *s = run(fx, &o);
+
+	assert_true(s->timed_out);
+	assert_int_equal(s->signal, SIGKILL);
+	assert_true(test_now_ms() - t0 < 3000);
+}
+
+static void many_concurrent_execs(void **state)
+{
+	fixture *fx = *state;
+	enum { PER_CONN = 40, CONNS = 4 };
+	tc_stream *s[CONNS][PER_CONN];
+	char cmds[CONNS][PER_CONN][48];
+
+	for (int c = 0; c < CONNS; c++) {
+		for (int i = 0; i < PER_CONN; i++) {
+			tc_exec_opts o = { .cmd = cmds[c][i] };
+			snprintf(cmds[c][i], sizeof(cmds[c][i]), "echo %d-%d; echo e%d >&2; exit %d", c, i, i, i % 7);
+			s[c][i] = tc_exec(client(fx, (size_t)c), &o);
+			assert_non_null(s[c][i]);
+		}
+	}
+	for (int c = 0; c < CONNS; c++)
+		assert_true(tc_wait(&fx->clients[c], NULL, WAIT_MS * 2));
+	for (int c = 0; c < CONNS; c++) {
+		for (int i = 0; i < PER_CONN; i++) {
+			char want[48], want_err[16];
+			snprintf(want, sizeof(want), "%d-%d\n", c, i);
+			snprintf(want_err, sizeof(want_err), "e%d\n", i);
+			assert_false(s[c][i]->failed);
+			assert_string_equal(str_or_empty(s[c][i]->out), want);
+			assert_string_equal(str_or_empty(s[c][i]->err), want_err);
+			assert_int_equal(s[c][i]->exit_code, i % 7);
+		}
+	}
+}
+
+static void wait_no_zombies(fixture *fx, int want_total)
+{
+	int total = -1, zombies = -1;
+
+	for (int i = 0; i < 200; i++) {
+		assert_int_equal(agent_ns_procs(&fx->ns, &total, &zombies), 0);
+		if (zombies == 0 && total == want_total)
+			return;
+		usleep(10000);
+	}
+	fail_msg("namespace has %d processes, %d zombies; want %d, 0", total, zombies, want_total);
+}
+
+static void orphans_are_reaped(void **state)
+{
+	fixture *fx = *state;
+	int total, zombies;
+	tc_stream *s;
+
+	/* Double fork: the sleeps are reparented to the agent (PID 1). */
+	s = run_cmd(fx, "(sleep 0.3 </dev/null >/dev/null 2>&1 &); (sleep 0.3 </dev/null >/dev/null 2>&1 &); exit 0");
+	assert_int_equal(s->exit_code, 0);
+	assert_int_equal(agent_ns_procs(&fx->ns, &total, &zombies), 0);
+	if (total != 3) /* agent + the two orphans */
+		fail_msg("namespace has %d processes (%d zombies), want 3", total, zombies);
+	/* Once they exit, nothing is left: no zombie, only the agent. */
+	wait_no_zombies(fx, 1);
+}
+
+static void sigterm_is_forwarded_then_clean_exit(void **state)
+{
+	fixture *fx = *state;
+	tc_client *c = client(fx, 0);
+	tc_exec_opts o = { .cmd = "trap 'echo got-term; exit 7' TERM; sleep 100 & wait" };
+	tc_stream *s = tc_exec(c, &o);
+	uint64_t t0;
+	int status;
+
+	tc_run(fx->base, 200);
+	assert_false(s->done);
+	t0 = test_now_ms();
+	assert_int_equal(kill(fx->ns.pid, SIGTERM), 0);
+	assert_true(tc_wait(c, s, WAIT_MS));
+	assert_false(s->failed);
+	assert_int_equal(s->exit_code, 7);
+	assert_string_equal(str_or_empty(s->out), "got-term\n");
+	/* Then the agent exits 0, well within the grace. */
+	assert_int_equal(agent_ns_wait_exit(&fx->ns, GRACE_MS, &status), 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_true(test_now_ms() - t0 < GRACE_MS);
+}
+
+static void shutdown_kills_after_grace(void **state)
+{
+	fixture *fx = *state;
+	tc_client *c = client(fx, 0);
+	tc_exec_opts o = { .cmd = "trap '' TERM; sleep 100" };
+	tc_stream *s = tc_exec(c, &o);
+	uint64_t t0;
+	int status;
+
+	tc_run(fx->base, 200);
+	t0 = test_now_ms();
+	assert_int_equal(kill(fx->ns.pid, SIGTERM), 0);
+	/* New work is refused while shutting down. */
+	tc_run(fx->base, 50);
+	{
+		tc_exec_opts o2 = { .cmd = "true" };
+		tc_stream *late = tc_exec(c, &o2);
+		assert_true(tc_wait(c, late, WAIT_MS));
+		assert_true(late->failed);
+		assert_string_equal(late->code, "shutting_down");
+	}
+	assert_true(tc_wait(c, s, WAIT_MS));
+	assert_true(s->signaled);
+	assert_int_equal(s->signal, SIGKILL);
+	assert_true(test_now_ms() - t0 >= GRACE_MS - 100);
+	assert_int_equal(agent_ns_wait_exit(&fx->ns, 3000, &status), 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void slow_reader_blocks_producer(void **state)
+{
+	fixture *fx = *state;
+	tc_client *c = client(fx, 0);
+	tc_exec_opts o = { .cmd = "head -c 40000000 /dev/zero" };
+	tc_stream *s = tc_exec(c, &o);
+	long rss1, rss2;
+
+	s->hold_credit = true;
+	tc_run(fx->base, 500);
+	rss1 = agent_ns_rss_kb(&fx->ns);
+	tc_run(fx->base, 700);
+	rss2 = agent_ns_rss_kb(&fx->ns);
+	/* Only one window's worth came, the producer waits, the agent does
+	 * not buffer the rest. */
+	assert_false(s->done);
+	assert_true(s->out_len > 0);
+	assert_true(s->out_len <= 256u * 1024u);
+	assert_true(rss1 > 0 && rss2 > 0);
+	if (rss2 > rss1 + 2048)
+		fail_msg("agent RSS grew from %ld to %ld KiB while the reader stalled", rss1, rss2);
+	/* Reading again, everything arrives. */
+	tc_release(c, s);
+	assert_true(tc_wait(c, s, WAIT_MS * 3));
+	assert_int_equal(s->exit_code, 0);
+	assert_int_equal(s->out_len, 40000000);
+}
+
+static void ctl_signal(void **state)
+{
+	fixture *fx = *state;
+	tc_client *c = client(fx, 0);
+	const char *argv[] = { "sleep", "100", NULL };
+	tc_exec_opts o = { .argv = argv };
+	tc_stream *s = tc_exec(c, &o);
+
+	tc_run(fx->base, 100);
+	assert_int_equal(tc_signal(c, s, SIGINT), 0);
+	assert_true(tc_wait(c, s, WAIT_MS));
+	assert_true(s->signaled);
+	assert_int_equal(s->signal, SIGINT);
+}
+
+static void cancel_kills(void **state)
+{
+	fixture *fx = *state;
+	tc_client *c = client(fx, 0);
+	tc_exec_opts o = { .cmd = "sleep 100; sleep 100" };
+	tc_stream *s = tc_exec(c, &o);
+
+	tc_run(fx->base, 100);
+	assert_int_equal(tc_cancel(c, s), 0);
+	assert_true(tc_wait(c, s, WAIT_MS));
+	assert_true(s->failed);
+	assert_string_equal(s->code, "cancelled");
+	wait_no_zombies(fx, 1);
+}
+
+static void lost_connection_kills(void **state)
+{
+	fixture *fx = *state;
+	tc_client *c = client(fx, 1);
+	tc_exec_opts o = { .cmd = "sleep 100 & sleep 100" };
+	int total, zombies;
+
+	assert_non_null(tc_exec(c, &o));
+	assert_non_null(tc_exec(c, &o));
+	tc_run(fx->base, 200);
+	assert_int_equal(agent_ns_procs(&fx->ns, &total, &zombies), 0);
+	assert_int_equal(total, 7); /* agent + 2 x (sh + 2 sleeps) */
+	tc_close(c);
+	wait_no_zombies(fx, 1);
+	/* The agent still serves others. */
+	assert_int_equal(run_cmd(fx, "exit 0")->exit_code, 0);
+}
+
+static void bad_requests(void **state)
+{
+	fixture *fx = *state;
+	tc_client *c = client(fx, 0);
+	const char *argv[] = { "sleep", "100", NULL };
+	tc_stream *s;
+
+	/* Neither argv nor cmd. */
+	s = tc_request(c, "exec", "\x80", 1);
+	assert_true(tc_wait(c, s, WAIT_MS));
+	assert_true(s->failed);
+	assert_string_equal(s->code, "bad_request");
+	assert_non_null(strstr(s->msg, "exactly one of argv and cmd"));
+
+	/* stdin data to an exec that did not ask for stdin. */
+	{
+		tc_exec_opts o = { .argv = argv };
+		s = tc_exec(c, &o);
+		tc_run(fx->base, 50);
+		assert_int_equal(tc_send_stdin(c, s, "x", 1, true, WAIT_MS), 0);
+		assert_true(tc_wait(c, s, WAIT_MS));
+		assert_true(s->failed);
+		assert_string_equal(s->code, "bad_request");
+	}
+	wait_no_zombies(fx, 1);
+}
+
+static void loopback_is_up(void **state)
+{
+	fixture *fx = *state;
+	/* In the agent's fresh network namespace, lo was brought up. */
+	tc_stream *s = run_cmd(fx, "ip -o link show lo");
+	if (!strstr(str_or_empty(s->out), "UP"))
+		fail_msg("lo is not up: %s%s", str_or_empty(s->out), str_or_empty(s->err));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(hello_ping_info, setup, teardown),
+		cmocka_unit_test_setup_teardown(exec_echo_blocking_client, setup, teardown),
+		cmocka_unit_test_setup_teardown(exit_codes_and_signals, setup, teardown),
+		cmocka_unit_test_setup_teardown(missing_binary, setup, teardown),
+		cmocka_unit_test_setup_teardown(cmd_pipe_env_cwd, setup, teardown),
+		cmocka_unit_test_setup_teardown(stdin_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(timeout_kills_group, setup, teardown),
+		cmocka_unit_test_setup_teardown(timeout_with_setsid_grandchild, setup, teardown),
+		cmocka_unit_test_setup_teardown(many_concurrent_execs, setup, teardown),
+		cmocka_unit_test_setup_teardown(orphans_are_reaped, setup, teardown),
+		cmocka_unit_test_setup_teardown(sigterm_is_forwarded_then_clean_exit, setup, teardown),
+		cmocka_unit_test_setup_teardown(shutdown_kills_after_grace, setup, teardown),
+		cmocka_unit_test_setup_teardown(slow_reader_blocks_producer, setup, teardown),
+		cmocka_unit_test_setup_teardown(ctl_signal, setup, teardown),
+		cmocka_unit_test_setup_teardown(cancel_kills, setup, teardown),
+		cmocka_unit_test_setup_teardown(lost_connection_kills, setup, teardown),
+		cmocka_unit_test_setup_teardown(bad_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(loopback_is_up, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
