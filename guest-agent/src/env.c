@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sbx/cleanup.h"
 
 static char *const empty_env[] = { NULL };
 static char **base_env;
@@ -36,7 +35,7 @@ static bool has_name(char *const *env, const char *name)
 int agent_env_init(char *const *env, sbx_err *err)
 {
 	size_t n = 0, i = 0;
-	SBX_AUTO_FREE char **out = NULL;
+	char **out;
 
 	while (env && env[n])
 		n++;
@@ -66,11 +65,12 @@ int agent_env_init(char *const *env, sbx_err *err)
 		i++;
 	}
 	agent_env_free();
-	base_env = sbx_steal_ptr(&out);
+	base_env = out;
 	return 0;
 oom:
 	while (i > 0)
 		free(out[--i]);
+	free(out);
 	return sbx_err_sys(err, -ENOMEM, "base environment");
 }
 

@@ -219,32 +219,38 @@ int agent_listener_new(struct event_base *base, const agent_listen_addr *a,
 		       agent_listen_accept_fn on_accept, void *ud,
 		       agent_listener **out, sbx_err *err)
 {
-	SBX_AUTO_FREE agent_listener *l = calloc(1, sizeof(*l));
-	SBX_AUTO_CLOSE int fd = -1;
+	agent_listener *l;
 	char name[160];
+	int fd, ret;
 
+	agent_listen_format(a, name, sizeof(name));
+	l = calloc(1, sizeof(*l));
 	if (!l)
-		return sbx_err_sys(err, -ENOMEM, "listener");
+		return sbx_err_sys(err, -ENOMEM, "listen on %s", name);
 	fd = agent_listen_socket(a, err);
-	if (fd < 0)
+	if (fd < 0) {
+		free(l);
 		return fd;
+	}
 	l->addr = *a;
 	l->on_accept = on_accept;
 	l->ud = ud;
 	l->retry = evtimer_new(base, listener_retry_cb, l);
-	if (!l->retry)
-		return sbx_err_set(err, -ENOMEM, "listen on %s: timer", agent_listen_format(a, name, sizeof(name)));
-	/* backlog 0: listen() was already called. */
-	l->evl = evconnlistener_new(base, listener_accept_cb, l,
-				    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+	/* backlog 0: listen() was already called. On success the
+	 * evconnlistener owns fd. */
+	l->evl = l->retry ? evconnlistener_new(base, listener_accept_cb, l,
+					       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd)
+			  : NULL;
 	if (!l->evl) {
-		event_free(l->retry);
-		return sbx_err_set(err, -ENOMEM, "listen on %s: event listener",
-				   agent_listen_format(a, name, sizeof(name)));
+		ret = sbx_err_set(err, -ENOMEM, "listen on %s: event listener", name);
+		if (l->retry)
+			event_free(l->retry);
+		close(fd);
+		free(l);
+		return ret;
 	}
-	sbx_steal_fd(&fd); /* the evconnlistener owns it now */
 	evconnlistener_set_error_cb(l->evl, listener_error_cb);
-	*out = sbx_steal_ptr(&l);
+	*out = l;
 	return 0;
 }
 

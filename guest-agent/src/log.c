@@ -22,15 +22,16 @@ void agent_log(agent_log_level level, const char *fmt, ...)
 	static const char *const names[] = { "error", "warn", "info", "debug" };
 	char line[1024];
 	int saved = errno;
-	int n;
+	int n, m;
 	va_list ap;
 
 	if (!agent_log_enabled(level))
 		return;
-	n = snprintf(line, sizeof(line), "sandbox-agent: %s: ", names[level]);
 	va_start(ap, fmt);
-	n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	n = snprintf(line, sizeof(line), "sandbox-agent: %s: ", names[level]);
+	m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
+	n += m > 0 ? m : 0;
 	if (n >= (int)sizeof(line) - 1)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';

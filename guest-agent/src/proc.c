@@ -43,12 +43,12 @@ struct agent_proc {
 
 	struct event *timeout_ev;
 	struct event *grace_ev;
+	struct event *free_ev;  /* frees a finished proc from the loop */
 
 	uint64_t start_ns;
 	bool reaped;
 	bool detached;
-	int busy;               /* inside a sink call: free later */
-	bool done;              /* finished; free when busy drops to 0 */
+	bool done;              /* finished; freed by free_ev */
 	agent_proc_result result;
 };
 
@@ -124,39 +124,32 @@ static void proc_free(agent_proc *p)
 	close_in(p);
 	free_event(&p->timeout_ev);
 	free_event(&p->grace_ev);
-	if (!p->reaped)
-		agent_children_forget(p->pid);
+	free_event(&p->free_ev);
 	list_del(p);
 	free(p);
 }
 
-/* Sink calls may re-enter (the owner detaches from inside output()), so the
- * proc is freed only when the outermost call returns. Returns false when p
- * is gone and must not be touched. */
-static void enter(agent_proc *p)
+static void free_cb(evutil_socket_t fd, short what, void *ud)
 {
-	p->busy++;
+	proc_free(ud);
 }
 
-static bool leave(agent_proc *p)
-{
-	if (--p->busy == 0 && p->done) {
-		proc_free(p);
-		return false;
-	}
-	return true;
-}
-
+/* Reaped and both pipes closed: report once. The memory is released from
+ * the loop, never under a caller's feet: sink calls may re-enter (an owner
+ * detaching from inside output()), and every caller may still look at p
+ * after this returns. */
 static void maybe_finish(agent_proc *p)
 {
 	if (p->done || !p->reaped || p->out[0].fd >= 0 || p->out[1].fd >= 0)
 		return;
 	p->done = true;
 	close_in(p);
-	enter(p);
+	event_del(p->grace_ev);
+	if (p->timeout_ev)
+		event_del(p->timeout_ev);
+	event_active(p->free_ev, EV_TIMEOUT, 0);
 	if (!p->detached)
 		p->sink.finished(p->ud, &p->result);
-	leave(p);
 }
 
 static void read_cb(evutil_socket_t fd, short what, void *ud);
@@ -201,10 +194,9 @@ static void read_stream(agent_proc *p, agent_proc_stream s)
 		finish_stream(p, s);
 		return;
 	}
-	enter(p);
 	p->sink.output(p->ud, s, read_buf, (size_t)n);
-	if (!leave(p) || p->done || o->fd < 0)
-		return;
+	if (p->done || o->fd < 0)
+		return; /* the owner detached */
 	if (o->final) {
 		o->final_left -= (size_t)n;
 		if (o->final_left == 0)
@@ -217,9 +209,7 @@ static void read_cb(evutil_socket_t fd, short what, void *ud)
 	agent_proc *p = ud;
 	agent_proc_stream s = p->out[AGENT_PROC_STDOUT].fd == fd ? AGENT_PROC_STDOUT : AGENT_PROC_STDERR;
 
-	enter(p);
 	read_stream(p, s);
-	leave(p);
 }
 
 void agent_proc_resume(agent_proc *p, agent_proc_stream s)
@@ -238,7 +228,6 @@ static void grace_cb(evutil_socket_t fd, short what, void *ud)
 {
 	agent_proc *p = ud;
 
-	enter(p);
 	for (int s = 0; s < 2 && !p->done; s++) {
 		proc_out *o = &p->out[s];
 		int avail = 0;
@@ -252,7 +241,6 @@ static void grace_cb(evutil_socket_t fd, short what, void *ud)
 		o->final = true;
 		o->final_left = (size_t)avail;
 	}
-	leave(p);
 }
 
 static void exit_cb(pid_t pid, int status, const struct rusage *ru, void *ud)
@@ -265,13 +253,11 @@ static void exit_cb(pid_t pid, int status, const struct rusage *ru, void *ud)
 	p->result.duration_us = (now_ns() - p->start_ns) / 1000u;
 	if (p->timeout_ev)
 		event_del(p->timeout_ev);
-	enter(p);
 	if (p->out[0].fd >= 0 || p->out[1].fd >= 0) {
 		struct timeval tv = { 0, AGENT_PROC_PIPE_GRACE_MS * 1000 };
 		evtimer_add(p->grace_ev, &tv);
 	}
 	maybe_finish(p);
-	leave(p);
 }
 
 static void timeout_cb(evutil_socket_t fd, short what, void *ud)
@@ -333,11 +319,7 @@ static void pump_stdin(agent_proc *p)
 
 static void write_cb(evutil_socket_t fd, short what, void *ud)
 {
-	agent_proc *p = ud;
-
-	enter(p);
-	pump_stdin(p);
-	leave(p);
+	pump_stdin(ud);
 }
 
 int agent_proc_write_stdin(agent_proc *p, const void *data, size_t len, sbx_err *err)
@@ -347,11 +329,8 @@ int agent_proc_write_stdin(agent_proc *p, const void *data, size_t len, sbx_err 
 			return sbx_err_set(err, -EPIPE, "stdin already closed");
 		/* The command closed its stdin or exited: drop, as a pipe would
 		 * (with EPIPE), but give the credit back. */
-		if (len && !p->detached) {
-			enter(p);
+		if (len && !p->detached)
 			p->sink.stdin_done(p->ud, len);
-			leave(p);
-		}
 		return 0;
 	}
 	if (len > AGENT_PROC_STDIN_MAX - p->in_len)
@@ -374,9 +353,7 @@ int agent_proc_write_stdin(agent_proc *p, const void *data, size_t len, sbx_err 
 	}
 	memcpy(p->in_buf + p->in_off + p->in_len, data, len);
 	p->in_len += len;
-	enter(p);
 	pump_stdin(p);
-	leave(p);
 	return 0;
 }
 
@@ -408,12 +385,10 @@ void agent_proc_detach(agent_proc *p)
 	p->detached = true;
 	if (!p->done && kill(-p->pid, SIGKILL) < 0 && errno != ESRCH)
 		agent_log_warn("kill group %d: %s", (int)p->pid, strerror(errno));
-	enter(p);
 	close_out(p, AGENT_PROC_STDOUT);
 	close_out(p, AGENT_PROC_STDERR);
 	close_in(p);
 	maybe_finish(p);
-	leave(p);
 }
 
 void agent_proc_signal_all(int sig)
@@ -425,11 +400,8 @@ void agent_proc_signal_all(int sig)
 
 void agent_proc_detach_all(void)
 {
-	/* detach() may free p (when already reaped), so step first. */
-	for (agent_proc *p = procs, *next; p; p = next) {
-		next = p->next;
+	for (agent_proc *p = procs; p; p = p->next)
 		agent_proc_detach(p);
-	}
 }
 
 size_t agent_proc_count(void)
@@ -508,11 +480,12 @@ int agent_proc_start(struct event_base *base, const agent_exec_spec *spec,
 	p->out[0].ev = event_new(base, out_r, EV_READ | EV_PERSIST, read_cb, p);
 	p->out[1].ev = event_new(base, err_r, EV_READ | EV_PERSIST, read_cb, p);
 	p->grace_ev = evtimer_new(base, grace_cb, p);
+	p->free_ev = event_new(base, -1, 0, free_cb, p);
 	if (spec->timeout_ms)
 		p->timeout_ev = evtimer_new(base, timeout_cb, p);
 	if (in_w >= 0)
 		p->in_ev = event_new(base, in_w, EV_WRITE | EV_PERSIST, write_cb, p);
-	if (!p->out[0].ev || !p->out[1].ev || !p->grace_ev || (spec->timeout_ms && !p->timeout_ev) ||
+	if (!p->out[0].ev || !p->out[1].ev || !p->grace_ev || !p->free_ev || (spec->timeout_ms && !p->timeout_ev) ||
 	    (in_w >= 0 && !p->in_ev)) {
 		ret = sbx_err_set(err, -ENOMEM, "exec: events");
 		goto fail_events;
@@ -546,6 +519,7 @@ fail_events:
 	free_event(&p->out[0].ev);
 	free_event(&p->out[1].ev);
 	free_event(&p->grace_ev);
+	free_event(&p->free_ev);
 	free_event(&p->timeout_ev);
 	free_event(&p->in_ev);
 	return ret;

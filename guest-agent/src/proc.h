@@ -52,8 +52,8 @@ typedef struct agent_proc_sink {
 	/* n bytes of stdin went into the pipe, or were dropped because the
 	 * command no longer reads stdin: either way the owner may take more. */
 	void (*stdin_done)(void *ud, size_t n);
-	/* The end: reaped and pipes closed. Last call; the proc is freed when
-	 * it returns. */
+	/* The end: reaped and pipes closed. Last call; the owner must not
+	 * use the proc afterwards (it is freed from the loop). */
 	void (*finished)(void *ud, const agent_proc_result *r);
 } agent_proc_sink;
 
@@ -71,7 +71,7 @@ void agent_proc_close_stdin(agent_proc *p);
 /* Signal the command's process group. 0 also when it is already gone. */
 int agent_proc_signal(agent_proc *p, int sig, sbx_err *err);
 /* The owner leaves: SIGKILL the group, close the pipes; the proc frees
- * itself once reaped. No sink call after this. */
+ * itself once reaped. No sink call after this; p must not be used again. */
 void agent_proc_detach(agent_proc *p);
 
 /* Every live command: signal its group (shutdown forwarding). */

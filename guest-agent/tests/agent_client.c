@@ -17,17 +17,24 @@ static tc_stream *find(tc_client *c, uint64_t id)
 	return NULL;
 }
 
-static void append(char **buf, size_t *len, const void *p, size_t n)
+/* Geometric growth: a copy per frame would make 40 MB quadratic. */
+static void append(char **buf, size_t *len, size_t *cap, const void *p, size_t n)
 {
 	if (*len + n > TC_OUT_MAX)
 		n = TC_OUT_MAX - *len;
-	char *nb = realloc(*buf, *len + n + 1);
-	if (!nb)
-		abort();
-	memcpy(nb + *len, p, n);
+	if (*len + n + 1 > *cap) {
+		size_t nc = *cap ? *cap : 4096;
+		while (nc < *len + n + 1)
+			nc *= 2;
+		char *nb = realloc(*buf, nc);
+		if (!nb)
+			abort();
+		*buf = nb;
+		*cap = nc;
+	}
+	memcpy(*buf + *len, p, n);
 	*len += n;
-	nb[*len] = '\0';
-	*buf = nb;
+	(*buf)[*len] = '\0';
 }
 
 static void copy_str(char *dst, size_t cap, const char *p, size_t n)
@@ -69,9 +76,9 @@ static void on_frame(sbx_proto_conn *conn, const sbx_proto_frame *f, void *ud)
 	switch (f->kind) {
 	case SBX_PROTO_DATA:
 		if (f->ch_len == 6 && memcmp(f->ch, "stdout", 6) == 0)
-			append(&s->out, &s->out_len, f->data, f->data_len);
+			append(&s->out, &s->out_len, &s->out_cap, f->data, f->data_len);
 		else
-			append(&s->err, &s->err_len, f->data, f->data_len);
+			append(&s->err, &s->err_len, &s->err_cap, f->data, f->data_len);
 		if (s->hold_credit)
 			s->held += f->body_len;
 		else

@@ -19,6 +19,7 @@ typedef struct tc_stream {
 	uint64_t id;
 	char *out, *err;          /* collected stdout / stderr (NUL-terminated) */
 	size_t out_len, err_len;
+	size_t out_cap, err_cap;
 	bool hold_credit;         /* slow reader: keep the credit */
 	size_t held;              /* bytes received, credit not returned */
 	bool done;                /* END or ERR arrived */
