@@ -1,7 +1,6 @@
 /* agent_seccomp_compile: a Docker/moby-format JSON profile, through
  * libseccomp, to a classic BPF program held in memory (format in
  * agent_seccomp.h). */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -256,26 +255,29 @@ static bool str_in(json_t *arr, const char *s)
 	return false;
 }
 
-/* One includes/excludes object. *arch: the native architecture is listed;
- * *caps: capabilities are listed; *kernel: minKernel is set and the running
- * kernel is at least that. */
-static int parse_filter(compile_ctx *c, json_t *f, const char *where, bool *arch, bool *has_arches, bool *caps,
-			bool *kernel)
+/* What one includes/excludes object says. */
+typedef struct cond {
+	bool has_arches, native_listed; /* arches: non-empty, names this one */
+	bool has_caps;
+	bool has_kernel, kernel_ok; /* minKernel: set, running kernel >= it */
+} cond;
+
+static int parse_cond(compile_ctx *c, json_t *f, const char *where, cond *out)
 {
 	static const char *const keys[] = { "arches", "caps", "minKernel", "comment", NULL };
-	json_t *arches, *capl, *mk, *v;
+	json_t *arches, *caps, *mk, *v;
 	size_t i;
 	unsigned maj, min;
 	int rc;
 
-	*arch = *has_arches = *caps = *kernel = false;
-	if (!f)
+	*out = (cond){ 0 };
+	if (!f || json_is_null(f))
 		return 0;
 	rc = check_keys(c, f, where, keys);
 	if (rc < 0)
 		return rc;
 	arches = json_object_get(f, "arches");
-	capl = json_object_get(f, "caps");
+	caps = json_object_get(f, "caps");
 	mk = json_object_get(f, "minKernel");
 	if (arches && !json_is_null(arches)) {
 		if (!json_is_array(arches))
@@ -283,49 +285,46 @@ static int parse_filter(compile_ctx *c, json_t *f, const char *where, bool *arch
 		json_array_foreach(arches, i, v)
 			if (!json_is_string(v))
 				return bad(c, where, "\"arches\" must be an array of strings");
-		*has_arches = json_array_size(arches) > 0;
-		*arch = str_in(arches, NATIVE_GOARCH);
+		out->has_arches = json_array_size(arches) > 0;
+		out->native_listed = str_in(arches, NATIVE_GOARCH);
 	}
-	if (capl && !json_is_null(capl)) {
-		if (!json_is_array(capl))
+	if (caps && !json_is_null(caps)) {
+		if (!json_is_array(caps))
 			return bad(c, where, "\"caps\" must be an array of strings");
-		json_array_foreach(capl, i, v)
+		json_array_foreach(caps, i, v)
 			if (!json_is_string(v) || strncmp(json_string_value(v), "CAP_", 4) != 0)
 				return bad(c, where, "\"caps\" must be an array of CAP_... names");
-		*caps = json_array_size(capl) > 0;
+		out->has_caps = json_array_size(caps) > 0;
 	}
 	if (mk && !json_is_null(mk)) {
 		if (!json_is_string(mk) || parse_version(json_string_value(mk), &maj, &min) < 0)
 			return bad(c, where, "\"minKernel\" must be a string \"major.minor\"");
-		*kernel = c->kmajor > maj || (c->kmajor == maj && c->kminor >= min);
+		out->has_kernel = true;
+		out->kernel_ok = c->kmajor > maj || (c->kmajor == maj && c->kminor >= min);
 	}
 	return 0;
 }
 
 /* Whether a syscalls entry applies here, as moby decides it, for a process
- * that holds no capability. */
+ * that holds no capability: includes must all hold, excludes must not. */
 static int entry_applies(compile_ctx *c, json_t *entry, const char *where, bool *applies)
 {
 	char w[96];
-	bool arch, has_arches, caps, kernel;
-	json_t *inc = json_object_get(entry, "includes");
-	json_t *exc = json_object_get(entry, "excludes");
+	cond inc, exc;
 	int rc;
 
 	*applies = false;
-	snprintf(w, sizeof(w), "%s.excludes", where);
-	rc = parse_filter(c, exc, w, &arch, &has_arches, &caps, &kernel);
-	if (rc < 0)
-		return rc;
-	if (arch || kernel)
-		return 0;
 	snprintf(w, sizeof(w), "%s.includes", where);
-	rc = parse_filter(c, inc, w, &arch, &has_arches, &caps, &kernel);
+	rc = parse_cond(c, json_object_get(entry, "includes"), w, &inc);
 	if (rc < 0)
 		return rc;
-	if ((has_arches && !arch) || caps)
+	snprintf(w, sizeof(w), "%s.excludes", where);
+	rc = parse_cond(c, json_object_get(entry, "excludes"), w, &exc);
+	if (rc < 0)
+		return rc;
+	if ((inc.has_arches && !inc.native_listed) || inc.has_caps || (inc.has_kernel && !inc.kernel_ok))
 		return 0;
-	if (inc && json_object_get(inc, "minKernel") && !json_is_null(json_object_get(inc, "minKernel")) && !kernel)
+	if (exc.native_listed || (exc.has_kernel && exc.kernel_ok))
 		return 0;
 	*applies = true;
 	return 0;
@@ -389,7 +388,9 @@ static int parse_args(compile_ctx *c, json_t *args, const char *where, struct sc
 	return 0;
 }
 
-static int add_names(compile_ctx *c, json_t *entry, const char *where, uint32_t action,
+/* Check the entry's names; when add, add the rule for each one libseccomp
+ * knows. */
+static int add_names(compile_ctx *c, json_t *entry, const char *where, bool add, uint32_t action,
 		     const struct scmp_arg_cmp *args, unsigned nargs)
 {
 	json_t *names = json_object_get(entry, "names");
@@ -411,6 +412,8 @@ static int add_names(compile_ctx *c, json_t *entry, const char *where, uint32_t 
 		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 64)
 			return bad(c, where, "a syscall name must be a string of 1 to 64 characters");
 		s = json_string_value(v);
+		if (!add)
+			continue;
 		nr = seccomp_syscall_resolve_name(s);
 		if (nr == __NR_SCMP_ERROR)
 			continue; /* unknown to this libseccomp: the default action covers it */
@@ -447,13 +450,122 @@ static int parse_syscalls(compile_ctx *c, json_t *root)
 		    (rc = parse_args(c, json_object_get(entry, "args"), where, args, &nargs)) < 0 ||
 		    (rc = entry_applies(c, entry, where, &applies)) < 0)
 			return rc;
-		/* Names are checked even when the rule is not added, so that a
-		 * broken entry is reported on every machine. */
-		if (!applies || action == c->def_action)
-			action = c->def_action;
-		rc = add_names(c, entry, where, action == c->def_action ? SCMP_ACT_NOTIFY : action, args, nargs);
+		/* Names are checked also when the rule is left out, so that a
+		 * broken entry is reported on every machine. A rule with the
+		 * default action only repeats the default (libseccomp refuses it). */
+		rc = add_names(c, entry, where, applies && action != c->def_action, action, args, nargs);
 		if (rc < 0)
 			return rc;
 	}
 	return 0;
+}
+
+/* The BPF program libseccomp generates, read back from a memfd:
+ * libseccomp 2.5 exports to a file descriptor only. */
+static int export_bpf(compile_ctx *c, agent_seccomp_filter **out)
+{
+	SBX_AUTO_CLOSE int fd = memfd_create("agent-seccomp", MFD_CLOEXEC);
+	agent_seccomp_filter *f;
+	struct stat st;
+	size_t n, done = 0;
+	int rc;
+
+	if (fd < 0)
+		return sbx_err_sys(c->err, -errno, "%s: memfd for the BPF program", c->origin);
+	rc = seccomp_export_bpf(c->scmp, fd);
+	if (rc < 0)
+		return sbx_err_sys(c->err, rc, "%s: export BPF", c->origin);
+	if (fstat(fd, &st) < 0)
+		return sbx_err_sys(c->err, -errno, "%s: export BPF", c->origin);
+	if (st.st_size <= 0 || (size_t)st.st_size % sizeof(struct sock_filter) != 0)
+		return sbx_err_set(c->err, -EIO, "%s: libseccomp exported %lld bytes, not a BPF program",
+				   c->origin, (long long)st.st_size);
+	n = (size_t)st.st_size / sizeof(struct sock_filter);
+	if (n > AGENT_SECCOMP_MAX_INSNS)
+		return sbx_err_set(c->err, -E2BIG, "%s: compiles to %zu BPF instructions, more than the kernel's %u",
+				   c->origin, n, AGENT_SECCOMP_MAX_INSNS);
+	f = calloc(1, sizeof(*f) + n * sizeof(struct sock_filter));
+	if (!f)
+		return sbx_err_set(c->err, -ENOMEM, "%s: out of memory", c->origin);
+	while (done < (size_t)st.st_size) {
+		ssize_t r = pread(fd, (char *)f->insns + done, (size_t)st.st_size - done, (off_t)done);
+
+		if (r <= 0) {
+			rc = r < 0 ? -errno : -EIO;
+			free(f);
+			return sbx_err_sys(c->err, rc, "%s: read back BPF", c->origin);
+		}
+		done += (size_t)r;
+	}
+	f->refs = 1;
+	f->prog.len = (unsigned short)n;
+	f->prog.filter = f->insns;
+	snprintf(f->origin, sizeof(f->origin), "%s", c->origin);
+	*out = f;
+	return 0;
+}
+
+int agent_seccomp_compile(const char *json, size_t len, const char *origin, agent_seccomp_filter **out,
+			  sbx_err *err)
+{
+	static const char *const keys[] = { "defaultAction", "defaultErrnoRet", "architectures",
+					    "archMap",	     "syscalls",	"comment",
+					    NULL };
+	AUTO_JSON json_t *root = NULL;
+	AUTO_SCMP scmp_filter_ctx scmp = NULL;
+	compile_ctx c = { .origin = origin, .err = err };
+	json_error_t jerr;
+	struct utsname u;
+	int rc;
+
+	*out = NULL;
+	root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return sbx_err_set(err, -EINVAL, "%s: line %d column %d: %s", origin, jerr.line, jerr.column,
+				   jerr.text);
+	if ((rc = check_keys(&c, root, "profile", keys)) < 0 ||
+	    (rc = parse_action(&c, root, "defaultAction", "defaultErrnoRet", "profile", &c.def_action)) < 0)
+		return rc;
+	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &c.kmajor, &c.kminor) != 2)
+		return sbx_err_set(err, -EIO, "%s: cannot tell the kernel version for minKernel", origin);
+
+	scmp = seccomp_init(c.def_action);
+	if (!scmp)
+		return sbx_err_set(err, -ENOMEM, "%s: seccomp_init failed", origin);
+	c.scmp = scmp;
+	/* A call from an architecture the filter does not cover (int 0x80 in
+	 * a 64-bit process) ends the process, not only the calling thread. */
+	rc = seccomp_attr_set(scmp, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	if (rc < 0)
+		return sbx_err_sys(err, rc, "%s: set the bad-architecture action", origin);
+	/* A binary tree instead of a linear list of ~350 comparisons: every
+	 * system call of every sandboxed command pays for the filter. */
+	rc = seccomp_attr_set(scmp, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+	if (rc < 0)
+		return sbx_err_sys(err, rc, "%s: ask for the binary-tree filter", origin);
+	if ((rc = parse_arches(&c, root)) < 0 || (rc = parse_syscalls(&c, root)) < 0)
+		return rc;
+	return export_bpf(&c, out);
+}
+
+agent_seccomp_filter *agent_seccomp_ref(agent_seccomp_filter *f)
+{
+	f->refs++;
+	return f;
+}
+
+void agent_seccomp_unref(agent_seccomp_filter *f)
+{
+	if (f && --f->refs == 0)
+		free(f);
+}
+
+const struct sock_fprog *agent_seccomp_prog(const agent_seccomp_filter *f)
+{
+	return &f->prog;
+}
+
+const char *agent_seccomp_origin(const agent_seccomp_filter *f)
+{
+	return f->origin;
 }
