@@ -19,6 +19,7 @@
 #include "pid1.h"
 #include "proc.h"
 #include "session.h"
+#include "spawn.h"
 
 #define MAX_LISTEN 8
 
@@ -182,6 +183,8 @@ static int run(agent_main *m)
 		agent_log_error("%s", err.msg);
 		return 1;
 	}
+	if (agent_spawn_raise_nofile(&err) < 0)
+		agent_log_warn("%s", err.msg);
 	if (agent_pid1_is_init() && agent_netif_loopback_up(&err) < 0)
 		agent_log_warn("%s (continuing without loopback)", err.msg);
 	for (size_t i = 0; i < m->naddrs; i++) {
@@ -217,6 +220,7 @@ int main(int argc, char **argv)
 	ret = run(&m);
 	stop_listening(&m);
 	agent_session_close_all();
+	agent_proc_discard_all();
 	agent_pid1_teardown();
 	agent_env_free();
 	event_base_free(m.ctx.base);

@@ -404,6 +404,15 @@ void agent_proc_detach_all(void)
 		agent_proc_detach(p);
 }
 
+void agent_proc_discard_all(void)
+{
+	while (procs) {
+		if (!procs->reaped)
+			agent_children_forget(procs->pid);
+		proc_free(procs);
+	}
+}
+
 size_t agent_proc_count(void)
 {
 	return nprocs;

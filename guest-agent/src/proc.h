@@ -78,6 +78,9 @@ void agent_proc_detach(agent_proc *p);
 void agent_proc_signal_all(int sig);
 /* Detach every command (connection-less shutdown, test teardown). */
 void agent_proc_detach_all(void);
+/* At exit only: release every command's memory and fds without waiting
+ * (the agent is leaving; as PID 1 the kernel kills what is left). */
+void agent_proc_discard_all(void);
 /* Commands not yet finished (detached ones included). */
 size_t agent_proc_count(void);
 

@@ -7,11 +7,15 @@
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <linux/close_range.h>
 #include <sys/syscall.h>
 
 #include "env.h"
 #include "pid1.h"
+
+static struct rlimit child_nofile;
+static bool restore_nofile;
 
 /* ---- child side: async-signal-safe calls only, no allocation ---- */
 
@@ -115,6 +119,8 @@ static __attribute__((noreturn)) void child_run(const agent_exec_spec *spec, con
 	for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
 		signal(reset[i], SIG_DFL);
 	sigprocmask(SIG_SETMASK, mask, NULL);
+	if (restore_nofile)
+		setrlimit(RLIMIT_NOFILE, &child_nofile);
 
 	child_install_fd(fds->in, STDIN_FILENO);
 	child_install_fd(fds->out, STDOUT_FILENO);
@@ -135,6 +141,22 @@ static __attribute__((noreturn)) void child_run(const agent_exec_spec *spec, con
 }
 
 /* ---- parent side ---- */
+
+int agent_spawn_raise_nofile(sbx_err *err)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return sbx_err_sys(err, -errno, "get open file limit");
+	if (rl.rlim_cur == rl.rlim_max)
+		return 0;
+	child_nofile = rl;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return sbx_err_sys(err, -errno, "raise open file limit");
+	restore_nofile = true;
+	return 0;
+}
 
 int agent_spawn(const agent_exec_spec *spec, const agent_spawn_fds *fds, pid_t *pid, sbx_err *err)
 {

@@ -31,6 +31,11 @@ typedef struct agent_spawn_fds {
 #define AGENT_SPAWN_EXIT_NOT_FOUND 127
 #define AGENT_SPAWN_EXIT_CANNOT_RUN 126
 
+/* Raise the agent's own open-file limit to the hard limit (each running
+ * command holds up to three pipe ends here); children get the original
+ * soft limit back, so they run with what the sandbox was configured with. */
+int agent_spawn_raise_nofile(sbx_err *err);
+
 /* Fork and exec spec. *pid is the child, leader of its own process group
  * (pgid == pid). Fails only when fork itself fails. */
 int agent_spawn(const agent_exec_spec *spec, const agent_spawn_fds *fds, pid_t *pid, sbx_err *err);

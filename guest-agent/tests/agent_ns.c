@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +35,15 @@ static __attribute__((noreturn)) void child(const agent_ns *ns, unsigned grace_m
 	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
 		perror("agent_ns: mount");
 		_exit(120);
+	}
+	/* A soft open-file limit below the hard one, as containers get: the
+	 * agent raises its own and gives commands this one back. */
+	{
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max > AGENT_NS_NOFILE) {
+			rl.rlim_cur = AGENT_NS_NOFILE;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 	}
 	snprintf(listen, sizeof(listen), "unix:%s", ns->sock);
 	snprintf(grace, sizeof(grace), "%u", grace_ms);
@@ -184,6 +194,23 @@ int agent_ns_procs(const agent_ns *ns, int *total, int *zombies)
 	}
 	closedir(d);
 	return 0;
+}
+
+long agent_ns_nofile(const agent_ns *ns)
+{
+	char path[64], line[256];
+	long soft = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)ns->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Max open files %ld", &soft) == 1)
+			break;
+	fclose(f);
+	return soft;
 }
 
 long agent_ns_rss_kb(const agent_ns *ns)

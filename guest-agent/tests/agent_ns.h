@@ -28,6 +28,10 @@ void agent_ns_stop(agent_ns *ns);
 /* Processes in the agent's PID namespace (the agent included) and how many
  * of them are zombies, from this (the host's) /proc. */
 int agent_ns_procs(const agent_ns *ns, int *total, int *zombies);
+/* The soft open-file limit the agent is started with. */
+#define AGENT_NS_NOFILE 1024
+/* The agent's current soft open-file limit, or -1. */
+long agent_ns_nofile(const agent_ns *ns);
 /* Resident memory of the agent in KiB, or -1. */
 long agent_ns_rss_kb(const agent_ns *ns);
 

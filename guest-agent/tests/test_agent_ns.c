@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -518,6 +519,20 @@ static void bad_requests(void **state)
 	wait_no_zombies(fx, 1);
 }
 
+static void nofile_raised_for_agent_only(void **state)
+{
+	fixture *fx = *state;
+	struct rlimit rl;
+	tc_stream *s;
+
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_max <= AGENT_NS_NOFILE)
+		skip();
+	assert_int_equal(agent_ns_nofile(&fx->ns), (long)rl.rlim_max);
+	s = run_cmd(fx, "ulimit -n");
+	assert_int_equal(strtol(str_or_empty(s->out), NULL, 10), AGENT_NS_NOFILE);
+}
+
 static void loopback_is_up(void **state)
 {
 	fixture *fx = *state;
@@ -547,6 +562,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(cancel_kills, setup, teardown),
 		cmocka_unit_test_setup_teardown(lost_connection_kills, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(nofile_raised_for_agent_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(loopback_is_up, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
