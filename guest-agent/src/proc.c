@@ -406,10 +406,11 @@ void agent_proc_detach_all(void)
 
 void agent_proc_discard_all(void)
 {
-	while (procs) {
-		if (!procs->reaped)
-			agent_children_forget(procs->pid);
-		proc_free(procs);
+	for (agent_proc *p = procs, *next; p; p = next) {
+		next = p->next;
+		if (!p->reaped)
+			agent_children_forget(p->pid);
+		proc_free(p);
 	}
 }
 

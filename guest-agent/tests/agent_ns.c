@@ -147,6 +147,7 @@ static char proc_state(pid_t pid, long *ppid)
 	size_t n;
 	char *p;
 
+	*ppid = -1;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -155,7 +156,6 @@ static char proc_state(pid_t pid, long *ppid)
 	fclose(f);
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
-	*ppid = -1;
 	if (!p || p[1] != ' ')
 		return '?';
 	sscanf(p + 2, "%*c %ld", ppid);

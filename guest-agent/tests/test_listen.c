@@ -117,8 +117,10 @@ static int tmpdir_setup(void **state)
 {
 	char *dir = strdup("/tmp/agent-listen-XXXXXX");
 
-	if (!dir || !mkdtemp(dir))
+	if (!dir || !mkdtemp(dir)) {
+		free(dir);
 		return -1;
+	}
 	*state = dir;
 	return 0;
 }
@@ -190,9 +192,9 @@ static void unix_refuses_non_socket(void **state)
  * created, bound to VMADDR_CID_ANY:port and listening. */
 static void vsock_socket_created(void **state)
 {
-	agent_listen_addr a;
+	agent_listen_addr a = { 0 };
 	sbx_err err = { 0 };
-	struct sockaddr_vm vm;
+	struct sockaddr_vm vm = { 0 };
 	socklen_t len = sizeof(vm);
 	int acc, fd = -1;
 	char spec[64];
