@@ -142,7 +142,7 @@ static int remove_stale_socket(const char *path, sbx_err *err)
 int agent_listen_socket(const agent_listen_addr *a, sbx_err *err)
 {
 	struct sockaddr_storage ss;
-	socklen_t sslen;
+	socklen_t sslen = 0;
 	SBX_AUTO_CLOSE int fd = -1;
 	char name[160];
 	int ret;

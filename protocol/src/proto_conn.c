@@ -18,10 +18,22 @@
 
 #define MIN_OUT_HIGH (256u * 1024u)
 
+/* libevent may close the fd only on a later loop pass; shut the socket down
+ * now so the peer sees EOF at once, as the header promises. */
+static void release_bev(sbx_proto_conn *c)
+{
+	if (!c->bev)
+		return;
+	evutil_socket_t fd = bufferevent_getfd(c->bev);
+	if (fd >= 0)
+		shutdown(fd, SHUT_RDWR);
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+}
+
 static void destroy(sbx_proto_conn *c)
 {
-	if (c->bev)
-		bufferevent_free(c->bev);
+	release_bev(c);
 	conn_table_destroy(c->t);
 	if (c->pending)
 		evbuffer_free(c->pending);
@@ -53,8 +65,7 @@ void sbx_proto_conn_free(sbx_proto_conn *c)
 		return;
 	}
 	c->freed = true;
-	bufferevent_free(c->bev);
-	c->bev = NULL;
+	release_bev(c);
 }
 
 /* The connection is over; tell the owner once, then forget the streams. */
