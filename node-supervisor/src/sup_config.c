@@ -20,6 +20,8 @@ void sup_config_defaults(sup_config *c)
 	c->runtime = "runc";
 	c->max_body = 1u << 20;
 	c->max_output = 16u << 20;
+	c->max_output_total = 1u << 30;
+	c->max_execs = 64;
 	c->max_sandboxes = 64;
 	c->workers = 2;
 	c->acquire_timeout_ms = 60000;
@@ -47,6 +49,8 @@ void sup_config_usage(const char *prog)
 	       "  --token T              API token (default: <state-dir>/token, made at first start)\n"
 	       "  --max-body SIZE        largest request body (default 1M)\n"
 	       "  --max-output SIZE      captured bytes per stream of an exec (default 16M)\n"
+	       "  --max-output-total SIZE  captured bytes of all running execs together (default 1G)\n"
+	       "  --max-execs N          commands running at once per sandbox (default 64)\n"
 	       "  --max-sandboxes N      sandboxes alive at once, pooled ones included (default 64)\n"
 	       "  --workers N            threads running the runtime (default 2)\n"
 	       "  --acquire-timeout SEC  how long a create waits for a sandbox (default 60)\n"
@@ -120,7 +124,7 @@ int sup_config_parse_size(const char *s, uint64_t max, uint64_t *out, sbx_err *e
 static int parse_uint(const char *name, const char *s, uint64_t lo, uint64_t hi, unsigned *out,
 		      sbx_err *err)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	if (sup_config_parse_size(s, hi, &v, err) < 0)
 		return sbx_err_wrap(err, "--%s", name);
 	if (v < lo)
@@ -158,7 +162,7 @@ static int parse_images(sup_config *c, const char *list, sbx_err *err)
 
 enum {
 	OPT_LISTEN = 256, OPT_STATE_DIR, OPT_POOL_SIZE, OPT_POOL_IMAGES, OPT_RUNTIME, OPT_AGENT,
-	OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_OUTPUT, OPT_MAX_SANDBOXES, OPT_WORKERS,
+	OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_OUTPUT, OPT_MAX_OUTPUT_TOTAL, OPT_MAX_EXECS, OPT_MAX_SANDBOXES, OPT_WORKERS,
 	OPT_ACQUIRE_TIMEOUT, OPT_READY_TIMEOUT, OPT_MAX_TIMEOUT, OPT_LOG_LEVEL, OPT_PRINT_EXAMPLE, OPT_HELP,
 	OPT_VERSION,
 };
@@ -175,6 +179,8 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "token", required_argument, NULL, OPT_TOKEN },
 		{ "max-body", required_argument, NULL, OPT_MAX_BODY },
 		{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
+		{ "max-output-total", required_argument, NULL, OPT_MAX_OUTPUT_TOTAL },
+		{ "max-execs", required_argument, NULL, OPT_MAX_EXECS },
 		{ "max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES },
 		{ "workers", required_argument, NULL, OPT_WORKERS },
 		{ "acquire-timeout", required_argument, NULL, OPT_ACQUIRE_TIMEOUT },
@@ -187,8 +193,8 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
-	unsigned u;
-	uint64_t sz;
+	unsigned u = 0;
+	uint64_t sz = 0;
 	optind = 1;
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -233,6 +239,15 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			if (sup_config_parse_size(optarg, 1ull << 30, &sz, err) < 0)
 				return sbx_err_wrap(err, "--max-output");
 			c->max_output = (size_t)sz;
+			break;
+		case OPT_MAX_OUTPUT_TOTAL:
+			if (sup_config_parse_size(optarg, 64ull << 30, &sz, err) < 0)
+				return sbx_err_wrap(err, "--max-output-total");
+			c->max_output_total = (size_t)sz;
+			break;
+		case OPT_MAX_EXECS:
+			if (parse_uint("max-execs", optarg, 1, 1000, &c->max_execs, err) < 0)
+				return err->code;
 			break;
 		case OPT_MAX_SANDBOXES:
 			if (parse_uint("max-sandboxes", optarg, 1, 65536, &c->max_sandboxes, err) < 0)

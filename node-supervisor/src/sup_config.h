@@ -24,6 +24,8 @@ typedef struct sup_config {
 	const char *token;         /* NULL: <state_dir>/token */
 	size_t max_body;           /* request body bytes accepted */
 	size_t max_output;         /* captured bytes per stream of an exec */
+	size_t max_output_total;   /* captured bytes of all execs in flight */
+	unsigned max_execs;        /* execs in flight per sandbox */
 	unsigned max_sandboxes;    /* alive at once, pooled ones included */
 	unsigned workers;          /* threads running the runtime */
 	unsigned acquire_timeout_ms; /* a create waiting for an empty pool */

@@ -20,6 +20,7 @@ struct sup_core {
 	void *index;                /* tsearch tree of listed sandboxes by id */
 	struct sup_reg_list listed; /* creation order */
 	TAILQ_HEAD(, sup_op) creates;
+	size_t captured;            /* bytes held by all execs in flight */
 	bool shutting_down;
 };
 
@@ -31,6 +32,8 @@ typedef struct sup_bytes {
 	size_t alloc;
 	size_t limit;
 	bool truncated;
+	size_t *budget_used; /* the core's total, shared by every exec */
+	size_t budget;
 } sup_bytes;
 
 struct sup_op {
@@ -56,6 +59,47 @@ struct sup_op {
 		} del;
 	} u;
 };
+
+/* ---- captured output: bounded per stream and in total ---- */
+
+static void bytes_free(sup_bytes *b)
+{
+	*b->budget_used -= b->len;
+	free(b->p);
+	b->p = NULL;
+	b->len = 0;
+}
+
+static void bytes_append(sup_bytes *b, const uint8_t *p, size_t n)
+{
+	size_t room = b->limit - b->len;
+	size_t global = b->budget > *b->budget_used ? b->budget - *b->budget_used : 0;
+	if (room > global)
+		room = global;
+	if (n > room) {
+		b->truncated = true;
+		n = room;
+	}
+	if (n == 0)
+		return;
+	if (b->len + n > b->alloc) {
+		size_t a = b->alloc ? b->alloc : 4096;
+		while (a < b->len + n)
+			a *= 2;
+		if (a > b->limit)
+			a = b->limit;
+		uint8_t *q = realloc(b->p, a);
+		if (!q) {
+			b->truncated = true;
+			return;
+		}
+		b->p = q;
+		b->alloc = a;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	*b->budget_used += n;
+}
 
 /* ---- registry ---- */
 
@@ -104,8 +148,8 @@ static void fail_execs(sup_sandbox *sb, int code, const char *why)
 		sbx_err e;
 		sbx_err_set(&e, code, "%s", why);
 		op->u.exec.cb(code, NULL, &e, op->ud);
-		free(op->u.exec.out.p);
-		free(op->u.exec.err.p);
+		bytes_free(&op->u.exec.out);
+		bytes_free(&op->u.exec.err);
 		free(op);
 	}
 }
@@ -276,33 +320,6 @@ int sup_core_delete(sup_core *c, const char *id, sup_core_done_cb cb, void *ud, 
 
 /* ---- exec ---- */
 
-static void bytes_append(sup_bytes *b, const uint8_t *p, size_t n)
-{
-	size_t room = b->limit - b->len;
-	if (n > room) {
-		b->truncated = true;
-		n = room;
-	}
-	if (n == 0)
-		return;
-	if (b->len + n > b->alloc) {
-		size_t a = b->alloc ? b->alloc : 4096;
-		while (a < b->len + n)
-			a *= 2;
-		if (a > b->limit)
-			a = b->limit;
-		uint8_t *q = realloc(b->p, a);
-		if (!q) {
-			b->truncated = true;
-			return;
-		}
-		b->p = q;
-		b->alloc = a;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-}
-
 static void exec_on_data(sup_exec_call *call, sup_chan ch, const uint8_t *p, size_t n,
 			 size_t cost, void *ud)
 {
@@ -348,8 +365,8 @@ static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
 	} else {
 		op->u.exec.cb(rc, NULL, err, op->ud);
 	}
-	free(op->u.exec.out.p);
-	free(op->u.exec.err.p);
+	bytes_free(&op->u.exec.out);
+	bytes_free(&op->u.exec.err);
 	free(op);
 }
 
@@ -373,6 +390,13 @@ int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exe
 		return sbx_err_set(err, -ECONNRESET,
 				   "sandbox %s lost its agent connection; delete it and create another",
 				   sb->id);
+	unsigned inflight = 0;
+	sup_op *o;
+	TAILQ_FOREACH(o, &sb->execs, link)
+	inflight++;
+	if (inflight >= c->cfg.max_execs)
+		return sbx_err_set(err, -EAGAIN, "sandbox %s already runs %u commands; try again later",
+				   sb->id, inflight);
 	sup_op *op = calloc(1, sizeof(*op));
 	if (!op)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
@@ -381,8 +405,10 @@ int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exe
 	op->ud = ud;
 	op->sb = sb;
 	op->u.exec.cb = cb;
-	op->u.exec.out.limit = c->cfg.max_output;
-	op->u.exec.err.limit = c->cfg.max_output;
+	sup_bytes proto = { .limit = c->cfg.max_output, .budget_used = &c->captured,
+			    .budget = c->cfg.max_output_total };
+	op->u.exec.out = proto;
+	op->u.exec.err = proto;
 	clock_gettime(CLOCK_MONOTONIC, &op->u.exec.start);
 	int rc = sup_agent_exec(sb->agent, spec, &sb->env, &exec_cbs, op, &op->u.exec.call, err);
 	sup_exec_spec_free(spec);
@@ -409,8 +435,8 @@ void sup_op_cancel(sup_op *op)
 		TAILQ_REMOVE(&op->sb->execs, op, link);
 		if (op->u.exec.call)
 			sup_agent_exec_cancel(op->u.exec.call);
-		free(op->u.exec.out.p);
-		free(op->u.exec.err.p);
+		bytes_free(&op->u.exec.out);
+		bytes_free(&op->u.exec.err);
 		break;
 	case OP_DELETE:
 		/* The destroy goes on; only the answer is not wanted. */

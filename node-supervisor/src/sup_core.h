@@ -25,7 +25,9 @@ typedef struct sup_core sup_core;
 typedef struct sup_op sup_op;
 
 typedef struct sup_core_cfg {
-	size_t max_output; /* captured bytes per stream of an exec */
+	size_t max_output;       /* captured bytes per stream of an exec */
+	size_t max_output_total; /* captured bytes of all execs in flight together */
+	unsigned max_execs;      /* execs in flight per sandbox */
 } sup_core_cfg;
 
 sup_core *sup_core_new(struct event_base *base, sup_pools *pools, const sup_core_cfg *cfg,

@@ -28,7 +28,7 @@ int sup_log_level_parse(const char *s, sup_log_level *out)
 	return -EINVAL;
 }
 
-void sup_log(sup_log_level level, const char *fmt, ...)
+static void __attribute__((format(printf, 2, 0))) sup_vlog(sup_log_level level, const char *fmt, va_list ap)
 {
 	if (level < min_level)
 		return;
@@ -40,10 +40,10 @@ void sup_log(sup_log_level level, const char *fmt, ...)
 	int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s ",
 			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 			 tm.tm_sec, (long)(tv.tv_usec / 1000), level_names[level]);
-	va_list ap;
-	va_start(ap, fmt);
+	if (n < 0 || (size_t)n >= sizeof(line) - 1)
+		n = 0;
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): ap comes from sup_log's va_start */
 	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
 	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
 	if (len > sizeof(line) - 2)
 		len = sizeof(line) - 2; /* truncated: still one line */
@@ -54,4 +54,12 @@ void sup_log(sup_log_level level, const char *fmt, ...)
 	line[len++] = '\n';
 	ssize_t w = write(STDERR_FILENO, line, len);
 	(void)w;
+}
+
+void sup_log(sup_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	sup_vlog(level, fmt, ap);
+	va_end(ap);
 }

@@ -131,7 +131,7 @@ int main(int argc, char **argv)
 	sup_workers *workers = NULL;
 	sup_pools *pools = NULL;
 	sup_main m = { 0 };
-	SBX_AUTO_FREE char *token = NULL;
+	char *token = NULL;
 	char agent[PATH_MAX];
 	char token_path[PATH_MAX];
 
@@ -186,7 +186,11 @@ int main(int argc, char **argv)
 	workers = sup_workers_new(base, cfg.workers, &err);
 	if (!workers)
 		goto fail;
-	sup_core_cfg ccfg = { .max_output = cfg.max_output };
+	sup_core_cfg ccfg = {
+		.max_output = cfg.max_output,
+		.max_output_total = cfg.max_output_total,
+		.max_execs = cfg.max_execs,
+	};
 	m.core = sup_core_new(base, NULL, &ccfg, &err);
 	if (!m.core)
 		goto fail;
@@ -276,5 +280,6 @@ cleanup:
 	if (base)
 		event_base_free(base);
 	sup_config_release(&cfg);
+	free(token);
 	return exit_code;
 }

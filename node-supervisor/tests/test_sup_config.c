@@ -44,7 +44,7 @@ static void test_all_flags(void **state)
 	const char *argv[] = { "sup", "--listen", "[::1]:0", "--state-dir", "/tmp/x", "--pool-size",
 			       "2", "--pool-images", "host,/srv/rootfs", "--runtime", "crun",
 			       "--agent", "/a", "--token", "0123456789abcdef0123", "--max-body",
-			       "64K", "--max-output", "1M", "--workers", "3", "--acquire-timeout",
+			       "64K", "--max-output", "1M", "--max-output-total", "2M", "--max-execs", "5", "--workers", "3", "--acquire-timeout",
 			       "5", "--print-example", NULL };
 	assert_int_equal(parse(&c, &e, (int)(sizeof(argv) / sizeof(argv[0])) - 1, argv), 0);
 	assert_string_equal(c.listen_host, "::1");
@@ -57,6 +57,8 @@ static void test_all_flags(void **state)
 	assert_string_equal(c.agent_path, "/a");
 	assert_int_equal(c.max_body, 64 * 1024);
 	assert_int_equal(c.max_output, 1 << 20);
+	assert_int_equal(c.max_output_total, 2 << 20);
+	assert_int_equal(c.max_execs, 5);
 	assert_int_equal(c.workers, 3);
 	assert_int_equal(c.acquire_timeout_ms, 5000);
 	assert_true(c.print_example);
@@ -75,7 +77,7 @@ static void test_bad_flags(void **state)
 		{ "--token", "short" },             { "--max-body", "10" },
 		{ "--max-body", "5Q" },             { "--workers", "0" },
 		{ "--log-level", "loud" },          { "--bogus", "1" },
-		{ "--pool-size", "99999999999999999999" },
+		{ "--pool-size", "99999999999999999999" }, { "--max-execs", "0" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		sup_config c;

@@ -8,6 +8,7 @@ Env: SBX_SUPERVISOR, SBX_AGENT (paths of the built binaries).
 import base64
 import os
 import re
+import signal
 import socket
 import sys
 import threading
@@ -34,6 +35,18 @@ class SupervisorAPI(unittest.TestCase):
         cls.sup.start()
         cls.sup.wait_ready()
         cls.sb = cls.sup.create(timeout=600, env={"FOO": "from-create", "BAR": "b"})
+
+    @classmethod
+    def tearDownClass(cls):
+        # Clean exit: every container gone, exit 0 (which, in a sanitizer
+        # build, also means no leak or error report).
+        cls.sup.signal(signal.SIGTERM)
+        rc = cls.sup.wait(60)
+        log = cls.sup.log()
+        assert rc == 0, "supervisor exit %r\n%s" % (rc, log)
+        assert "Sanitizer" not in log and "runtime error" not in log, log
+        left = containers_under(cls.sup.state_dir)
+        assert not left, left
 
     def exec(self, **kw):
         st, _, body = self.sup.exec(self.sb["id"], **kw)
