@@ -5,8 +5,10 @@ had is a 503. Each test cleans up whatever happens.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
+import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -14,7 +16,7 @@ import unittest
 import shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import (Supervisor, containers_under, mounts_under, remove_everything_under,
+from sbx_harness import (RUNTIME, Supervisor, containers_under, mounts_under, remove_everything_under,
                          wait_runtime_calls)  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
@@ -94,6 +96,45 @@ class SupervisorLifecycle(unittest.TestCase):
         self.assertEqual(st, 400, body)
         # The good image still works.
         self.assertEqual(s.exec(s.create(image="host")["id"], argv=["true"])[0], 200)
+        s.signal(signal.SIGTERM)
+        self.assertEqual(s.wait(60), 0, s.log())
+        self.assertEqual(containers_under(s.state_dir), [])
+
+    def test_agent_death(self):
+        s = self.new(pool_size=1).start()
+        s.wait_ready()
+        sb = s.create()
+        s.wait_ready()
+
+        def kill_agent(sid):
+            cid = [c for c, _ in containers_under(s.state_dir) if c.endswith(sid)][0]
+            st = json.loads(subprocess.run([RUNTIME, "state", cid], capture_output=True,
+                                           text=True, check=True).stdout)
+            os.kill(st["pid"], signal.SIGKILL)
+
+        # A handed-out sandbox whose agent dies: failed, exec is a 502, DELETE works.
+        kill_agent(sb["id"])
+        deadline = time.monotonic() + 10
+        while s.request("GET", "/v1/sandboxes/" + sb["id"])[2]["state"] != "failed":
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        st, _, body = s.exec(sb["id"], argv=["true"])
+        self.assertEqual((st, body["error"]["code"]), (502, "agent_error"), body)
+        self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sb["id"])[0], 204)
+        self.assertEqual([c for c, _ in containers_under(s.state_dir) if c.endswith(sb["id"])], [])
+        # A pooled one: replaced, and what is handed out works.
+        pooled = [c for c, _ in containers_under(s.state_dir)]
+        self.assertEqual(len(pooled), 1)
+        kill_agent(pooled[0][-15:])
+        deadline = time.monotonic() + 20
+        while True:
+            now = [c for c, _ in containers_under(s.state_dir)]
+            if pooled[0] not in now and s.pools()["host"]["ready"] == 1:
+                break
+            self.assertLess(time.monotonic(), deadline, now)
+            time.sleep(0.05)
+        st, _, r = s.exec(s.create()["id"], argv=["echo", "ok"])
+        self.assertEqual((st, r["stdout"]), (200, "ok\n"))
         s.signal(signal.SIGTERM)
         self.assertEqual(s.wait(60), 0, s.log())
         self.assertEqual(containers_under(s.state_dir), [])
