@@ -18,15 +18,22 @@
 
 #define SUP_AGENT_NAME "sandbox-supervisor/0.1.0"
 
-struct sup_exec_call {
+struct sup_agent_call {
 	sup_agent *agent;
 	uint64_t id;
-	const sup_exec_cbs *cbs; /* NULL once cancelled */
+	const sup_agent_call_cbs *cbs; /* NULL once cancelled */
 	void *ud;
-	TAILQ_ENTRY(sup_exec_call) link;
+	TAILQ_ENTRY(sup_agent_call) link;
 };
 
-TAILQ_HEAD(sup_call_list, sup_exec_call);
+TAILQ_HEAD(sup_call_list, sup_agent_call);
+
+/* Exec adapter: channel names to sup_chan, END map to sup_exec_status. */
+struct sup_exec_call {
+	sup_agent_call *call;
+	const sup_exec_cbs *cbs;
+	void *ud;
+};
 
 struct sup_agent {
 	sbx_proto_conn *conn;
@@ -46,19 +53,19 @@ static void agent_release(sup_agent *a)
 	free(a);
 }
 
-static void call_finish(sup_exec_call *call, int rc, const sup_exec_status *st,
+static void call_finish(sup_agent_call *call, int rc, const msgpack_object *result,
 			const sbx_err *err)
 {
 	sup_agent *a = call->agent;
 	TAILQ_REMOVE(&a->calls, call, link);
 	if (call->cbs)
-		call->cbs->on_done(call, rc, st, err, call->ud);
+		call->cbs->on_done(call, rc, result, err, call->ud);
 	free(call);
 }
 
 static void fail_all_calls(sup_agent *a, int code, const char *why)
 {
-	sup_exec_call *call;
+	sup_agent_call *call;
 	while ((call = TAILQ_FIRST(&a->calls)) != NULL) {
 		sbx_err e;
 		sbx_err_set(&e, code, "agent connection: %s", why);
@@ -167,10 +174,10 @@ int sup_agent_parse_exec_result(const msgpack_object *r, sup_exec_status *st, sb
 
 static void on_stream_frame(sup_agent *a, const sbx_proto_frame *f)
 {
-	sup_exec_call *call = sbx_proto_conn_stream_data(a->conn, f->id);
+	sup_agent_call *call = sbx_proto_conn_stream_data(a->conn, f->id);
 	if (!call) {
-		/* A stream we did not open through sup_agent_exec: the peer opened
-		 * one (we serve nothing) or it is a frame for one we never named. */
+		/* A stream we did not open through sup_agent_call_start: the peer
+		 * opened one (we serve nothing), or one we already let go of. */
 		if (f->kind == SBX_PROTO_REQ)
 			sbx_proto_conn_fail(a->conn, f->id, SBX_PROTO_E_UNKNOWN_OP,
 					    "the supervisor serves no requests", NULL);
@@ -179,37 +186,25 @@ static void on_stream_frame(sup_agent *a, const sbx_proto_frame *f)
 		return;
 	}
 	switch (f->kind) {
-	case SBX_PROTO_DATA: {
-		sup_chan ch = 0;
-		if (f->ch_len == strlen(SBX_CH_STDOUT) && memcmp(f->ch, SBX_CH_STDOUT, f->ch_len) == 0)
-			ch = SUP_CH_STDOUT;
-		else if (f->ch_len == strlen(SBX_CH_STDERR) &&
-			 memcmp(f->ch, SBX_CH_STDERR, f->ch_len) == 0)
-			ch = SUP_CH_STDERR;
-		if (!call->cbs || !ch || f->data_len == 0) {
-			/* Cancelled, an unknown channel (ignored for forward
-			 * compatibility), or a bare eof: nothing to pass on. */
+	case SBX_PROTO_DATA:
+		if (!call->cbs || f->data_len == 0) {
+			/* Cancelled, or a bare eof: nothing to pass on. */
 			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
 			return;
 		}
-		call->cbs->on_data(call, ch, f->data, f->data_len, f->body_len, call->ud);
+		call->cbs->on_data(call, f->ch ? f->ch : "", f->ch ? f->ch_len : 0, f->data,
+				   f->data_len, f->body_len, call->ud);
 		return;
-	}
 	case SBX_PROTO_EVENT:
-		/* No events are defined for exec yet; return their credit. */
-		sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
+		if (!call->cbs || !call->cbs->on_event) {
+			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
+			return;
+		}
+		call->cbs->on_event(call, &f->args, f->body_len, call->ud);
 		return;
-	case SBX_PROTO_END: {
-		sup_exec_status st;
-		sbx_err e;
-		sbx_err_clear(&e);
-		int rc = sup_agent_parse_exec_result(&f->args, &st, &e);
-		if (rc < 0)
-			sup_warn("agent %s: stream %llu: %s", sup_agent_peer(a),
-				 (unsigned long long)f->id, e.msg);
-		call_finish(call, rc, rc == 0 ? &st : NULL, rc == 0 ? NULL : &e);
+	case SBX_PROTO_END:
+		call_finish(call, 0, &f->args, NULL);
 		return;
-	}
 	case SBX_PROTO_ERR: {
 		sbx_err e;
 		int code = map_agent_code(f->code);
@@ -408,33 +403,26 @@ int sup_agent_encode_exec_args(const sup_exec_spec *spec, const sup_env *base_en
 	return 0;
 }
 
-int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_env,
-		   const sup_exec_cbs *cbs, void *ud, sup_exec_call **out, sbx_err *err)
+int sup_agent_call_start(sup_agent *a, const char *op, const void *args, size_t args_len,
+			 const sup_agent_call_cbs *cbs, void *ud, sup_agent_call **out,
+			 sbx_err *err)
 {
 	if (!a->conn || a->lost || !sbx_proto_conn_ready(a->conn))
 		return sbx_err_set(err, -ECONNRESET, "agent connection is not up");
-	msgpack_sbuffer sb;
-	msgpack_sbuffer_init(&sb);
-	int rc = sup_agent_encode_exec_args(spec, base_env, &sb, err);
-	if (rc < 0)
-		goto out;
 	/* The request must fit in one frame the agent accepts. */
-	if (sb.size + SBX_PROTO_DATA_OVERHEAD > sbx_proto_conn_peer_max_frame(a->conn)) {
-		rc = sbx_err_set(err, -E2BIG, "exec request of %zu bytes is larger than the agent accepts (%u)",
-				 sb.size, sbx_proto_conn_peer_max_frame(a->conn));
-		goto out;
-	}
-	sup_exec_call *call = calloc(1, sizeof(*call));
-	if (!call) {
-		rc = sbx_err_set(err, -ENOMEM, "exec call");
-		goto out;
-	}
-	rc = sbx_proto_conn_request(a->conn, SBX_OP_EXEC, sb.data, sb.size, &call->id, err);
+	if (args_len + SBX_PROTO_DATA_OVERHEAD > sbx_proto_conn_peer_max_frame(a->conn))
+		return sbx_err_set(err, -E2BIG,
+				   "%s request of %zu bytes is larger than the agent accepts (%u)", op,
+				   args_len, sbx_proto_conn_peer_max_frame(a->conn));
+	sup_agent_call *call = calloc(1, sizeof(*call));
+	if (!call)
+		return sbx_err_set(err, -ENOMEM, "agent call");
+	int rc = sbx_proto_conn_request(a->conn, op, args, args_len, &call->id, err);
 	if (rc < 0) {
 		free(call);
 		if (rc == -EBUSY)
-			rc = sbx_err_set(err, -EAGAIN, "too many requests in flight on this sandbox");
-		goto out;
+			return sbx_err_set(err, -EAGAIN, "too many requests in flight on this sandbox");
+		return rc;
 	}
 	call->agent = a;
 	call->cbs = cbs;
@@ -442,20 +430,17 @@ int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_
 	sbx_proto_conn_set_stream_data(a->conn, call->id, call);
 	TAILQ_INSERT_TAIL(&a->calls, call, link);
 	*out = call;
-	rc = 0;
-out:
-	msgpack_sbuffer_destroy(&sb);
-	return rc;
+	return 0;
 }
 
-void sup_agent_exec_consumed(sup_exec_call *call, size_t cost)
+void sup_agent_call_consumed(sup_agent_call *call, size_t cost)
 {
 	sup_agent *a = call->agent;
 	if (a->conn && !a->lost)
 		sbx_proto_conn_consumed(a->conn, call->id, cost);
 }
 
-void sup_agent_exec_cancel(sup_exec_call *call)
+void sup_agent_call_cancel(sup_agent_call *call)
 {
 	sup_agent *a = call->agent;
 	call->cbs = NULL;
@@ -466,9 +451,89 @@ void sup_agent_exec_cancel(sup_exec_call *call)
 		 * freed then, silently. */
 		if (sbx_proto_conn_cancel(a->conn, call->id, &e) == 0)
 			return;
-		sup_warn("cancel exec stream %llu: %s", (unsigned long long)call->id, e.msg);
+		sup_warn("cancel stream %llu: %s", (unsigned long long)call->id, e.msg);
 		sbx_proto_conn_set_stream_data(a->conn, call->id, NULL);
 	}
 	TAILQ_REMOVE(&a->calls, call, link);
 	free(call);
+}
+
+/* ---- exec adapter ---- */
+
+static void exec_data(sup_agent_call *call, const char *ch, size_t ch_len, const uint8_t *p,
+		      size_t n, size_t cost, void *ud)
+{
+	sup_exec_call *x = ud;
+	sup_chan c = 0;
+	if (ch_len == strlen(SBX_CH_STDOUT) && memcmp(ch, SBX_CH_STDOUT, ch_len) == 0)
+		c = SUP_CH_STDOUT;
+	else if (ch_len == strlen(SBX_CH_STDERR) && memcmp(ch, SBX_CH_STDERR, ch_len) == 0)
+		c = SUP_CH_STDERR;
+	if (!c) {
+		/* A channel exec does not define: ignored, for forward compatibility. */
+		sup_agent_call_consumed(call, cost);
+		return;
+	}
+	x->cbs->on_data(x, c, p, n, cost, x->ud);
+}
+
+static void exec_done(sup_agent_call *call, int rc, const msgpack_object *result,
+		      const sbx_err *err, void *ud)
+{
+	sup_exec_call *x = ud;
+	sup_exec_status st;
+	sbx_err e;
+	(void)call;
+	if (rc == 0) {
+		sbx_err_clear(&e);
+		rc = sup_agent_parse_exec_result(result, &st, &e);
+		if (rc < 0) {
+			sup_warn("agent %s: %s", sup_agent_peer(x->call->agent), e.msg);
+			err = &e;
+		}
+	}
+	x->cbs->on_done(x, rc, rc == 0 ? &st : NULL, rc == 0 ? NULL : err, x->ud);
+	free(x);
+}
+
+static const sup_agent_call_cbs exec_call_cbs = {
+	.on_data = exec_data,
+	.on_done = exec_done,
+};
+
+int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_env,
+		   const sup_exec_cbs *cbs, void *ud, sup_exec_call **out, sbx_err *err)
+{
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	int rc = sup_agent_encode_exec_args(spec, base_env, &sb, err);
+	sup_exec_call *x = NULL;
+	if (rc < 0)
+		goto out;
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		rc = sbx_err_set(err, -ENOMEM, "exec call");
+		goto out;
+	}
+	x->cbs = cbs;
+	x->ud = ud;
+	rc = sup_agent_call_start(a, SBX_OP_EXEC, sb.data, sb.size, &exec_call_cbs, x, &x->call, err);
+	if (rc < 0)
+		goto out;
+	*out = sbx_steal_ptr(&x);
+out:
+	free(x);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+void sup_agent_exec_consumed(sup_exec_call *x, size_t cost)
+{
+	sup_agent_call_consumed(x->call, cost);
+}
+
+void sup_agent_exec_cancel(sup_exec_call *x)
+{
+	sup_agent_call_cancel(x->call);
+	free(x);
 }

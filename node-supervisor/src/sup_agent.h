@@ -44,6 +44,34 @@ void sup_agent_free(sup_agent *a);
 /* Peer's software name from its hello (for logs); "" before ready. */
 const char *sup_agent_peer(const sup_agent *a);
 
+/* ---- generic request streams (any operation) ---- */
+
+typedef struct sup_agent_call sup_agent_call;
+
+typedef struct sup_agent_call_cbs {
+	/* DATA bytes on a channel (name not NUL-terminated). Give the cost back
+	 * with sup_agent_call_consumed() once the bytes are passed on. */
+	void (*on_data)(sup_agent_call *call, const char *ch, size_t ch_len, const uint8_t *p,
+			size_t n, size_t cost, void *ud);
+	/* EVENT with its map. Optional: without it the cost is given back at once. */
+	void (*on_event)(sup_agent_call *call, const msgpack_object *map, size_t cost, void *ud);
+	/* Exactly once, unless cancelled first: rc 0 with the END result map,
+	 * or rc < 0 with err (mapping as for exec below). The call is freed
+	 * after return. */
+	void (*on_done)(sup_agent_call *call, int rc, const msgpack_object *result,
+			const sbx_err *err, void *ud);
+} sup_agent_call_cbs;
+
+/* Open a stream: op with args (an encoded msgpack map, or NULL/0). */
+int sup_agent_call_start(sup_agent *a, const char *op, const void *args, size_t args_len,
+			 const sup_agent_call_cbs *cbs, void *ud, sup_agent_call **out,
+			 sbx_err *err);
+void sup_agent_call_consumed(sup_agent_call *call, size_t cost);
+/* Abandon the stream (CANCEL); no callback of this call runs any more. */
+void sup_agent_call_cancel(sup_agent_call *call);
+
+/* ---- exec, typed on top of a call ---- */
+
 typedef enum sup_chan {
 	SUP_CH_STDOUT = 1,
 	SUP_CH_STDERR = 2,
