@@ -19,6 +19,23 @@ import time
 
 RUNTIME = os.environ.get("SBX_RUNTIME", "runc")
 
+# Supervisors not cleaned up yet: a signal to the test process (ctest's
+# timeout, ^C) still removes what they made before it dies.
+_live = set()
+
+
+def _on_signal(signum, frame):
+    for s in list(_live):
+        try:
+            s.cleanup()
+        except Exception:  # noqa: BLE001 - best effort while dying
+            pass
+    os._exit(128 + signum)
+
+
+for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(_sig, _on_signal)
+
 
 class Supervisor:
     def __init__(self, binary, agent, state_dir=None, pool_size=2, extra=()):
@@ -44,6 +61,7 @@ class Supervisor:
                "--runtime", RUNTIME] + self.extra
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log,
                                      stdin=subprocess.DEVNULL)
+        _live.add(self)
         log.close()
         deadline = time.monotonic() + timeout
         buf = b""
@@ -138,6 +156,7 @@ class Supervisor:
 
     # ---- cleanup ----
     def cleanup(self):
+        _live.discard(self)
         if self.alive():
             self.proc.kill()
             self.proc.wait(timeout=30)
