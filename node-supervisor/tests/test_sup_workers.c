@@ -2,6 +2,7 @@
  * on another thread, done() on the loop thread, front jobs first. */
 #include <event2/event.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,10 +26,14 @@ typedef struct tjob {
 	struct event_base *base;
 } tjob;
 
+static atomic_int first_started;
+
 static void run(sup_job *j)
 {
 	tjob *t = (tjob *)j;
 	t->ran_on = pthread_self();
+	if (t->n == 0)
+		atomic_store(&first_started, 1);
 	pthread_mutex_lock(t->mu);
 	t->order[(*t->pos)++] = t->n;
 	pthread_mutex_unlock(t->mu);
@@ -91,8 +96,9 @@ static void test_front_first(void **state)
 				  .pos = &pos, .mu = &mu, .done_count = &done_count, .want = N,
 				  .base = base };
 		sup_workers_submit(w, &jobs[i].job, i == N - 1);
-		if (i == 0)
-			usleep(20000); /* job 0 is now running and blocked on mu */
+		/* Job 0 must be running (and blocked on mu) before the rest queue. */
+		while (i == 0 && !atomic_load(&first_started))
+			usleep(100);
 	}
 	pthread_mutex_unlock(&mu);
 	event_base_dispatch(base);
