@@ -90,6 +90,7 @@ static void test_front_first(void **state)
 	int order[N], pos = 0, done_count = 0;
 	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	/* Hold the only worker so the rest queue up behind it. */
+	atomic_store(&first_started, 0);
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < N; i++) {
 		jobs[i] = (tjob){ .job = { .run = run, .done = done }, .n = i, .order = order,
