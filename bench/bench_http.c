@@ -69,15 +69,15 @@ long bench_http_do(bench_http *h, const char *method, const char *path, const ch
 	if (h->body)
 		h->body[0] = '\0';
 	curl_easy_setopt(h->curl, CURLOPT_URL, url);
-	curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
 	if (body) {
 		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	} else {
-		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, NULL);
-		curl_easy_setopt(h->curl, CURLOPT_HTTPGET, strcmp(method, "GET") == 0 ? 1L : 0L);
-		curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
+		/* Back to a body-less request: HTTPGET clears the POST state a
+		 * previous call left (else a DELETE announces a stale length). */
+		curl_easy_setopt(h->curl, CURLOPT_HTTPGET, 1L);
 	}
+	curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
 	if (curl_easy_perform(h->curl) != CURLE_OK)
 		return -1;
 	long status = 0;
