@@ -19,7 +19,9 @@
 #include "pid1.h"
 #include "proc.h"
 #include "session.h"
+#include "agent_seccomp.h"
 #include "spawn.h"
+#include "tree.h"
 
 #define MAX_LISTEN 8
 
@@ -145,6 +147,7 @@ static void hook_forward(int sig, void *ud)
 static void hook_kill_all(void *ud)
 {
 	agent_proc_signal_all(SIGKILL);
+	agent_tree_kill_all();
 }
 
 static bool hook_idle(void *ud)
@@ -221,6 +224,8 @@ int main(int argc, char **argv)
 	stop_listening(&m);
 	agent_session_close_all();
 	agent_proc_discard_all();
+	agent_tree_discard_all();
+	agent_seccomp_cache_clear();
 	agent_pid1_teardown();
 	agent_env_free();
 	event_base_free(m.ctx.base);

@@ -3,8 +3,9 @@
  * The binding between a stream and a proc (proc.c): output goes out as DATA
  * within the requester's credit (no credit: the proc stops reading, the
  * command blocks), stdin DATA goes in with credit returned only as bytes
- * reach the pipe, ctl signals go to the process group, cancel and a lost
- * connection kill the group, and END carries the exit status. */
+ * reach the pipe (or terminal), ctl signals go to the process group, ctl
+ * resize to the terminal, cancel and a lost connection kill the whole tree,
+ * and END carries the exit status and rusage. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -16,13 +17,14 @@
 #include "exec_spec.h"
 #include "log.h"
 #include "op.h"
+#include "op_util.h"
 #include "proc.h"
 #include "session.h"
 
 typedef struct exec_op {
 	agent_op op;
 	agent_proc *proc;
-	bool stdin_pipe;
+	bool stdin_ok; /* "stdin": true, or a terminal */
 } exec_op;
 
 static sbx_proto_conn *conn_of(exec_op *e)
@@ -56,28 +58,6 @@ static void sink_stdin_done(void *ud, size_t n)
 	sbx_proto_conn_consumed(conn_of(e), e->op.id, n);
 }
 
-static void pack_result(msgpack_packer *pk, const agent_proc_result *r)
-{
-	msgpack_pack_map(pk, 4);
-	sbx_proto_pack_str(pk, "exit_code");
-	if (WIFEXITED(r->status))
-		msgpack_pack_int(pk, WEXITSTATUS(r->status));
-	else
-		msgpack_pack_nil(pk);
-	sbx_proto_pack_str(pk, "signal");
-	if (WIFSIGNALED(r->status))
-		msgpack_pack_int(pk, WTERMSIG(r->status));
-	else
-		msgpack_pack_nil(pk);
-	sbx_proto_pack_str(pk, "timed_out");
-	if (r->timed_out)
-		msgpack_pack_true(pk);
-	else
-		msgpack_pack_false(pk);
-	sbx_proto_pack_str(pk, "duration_us");
-	msgpack_pack_uint64(pk, r->duration_us);
-}
-
 static void sink_finished(void *ud, const agent_proc_result *r)
 {
 	exec_op *e = ud;
@@ -88,7 +68,7 @@ static void sink_finished(void *ud, const agent_proc_result *r)
 
 	msgpack_sbuffer_init(&buf);
 	msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-	pack_result(&pk, r);
+	agent_op_pack_result(&pk, r, 0);
 	agent_session_detach(s, &e->op);
 	if (sbx_proto_conn_end(agent_session_conn(s), e->op.id, buf.data, buf.size, &err) < 0)
 		agent_log_warn("exec %d: send result: %s", (int)agent_proc_pid(e->proc), err.msg);
@@ -124,10 +104,10 @@ static void exec_data(exec_op *e, const sbx_proto_frame *f)
 	sbx_err err = { 0 };
 	int ret;
 
-	if (!e->stdin_pipe || f->ch_len != strlen(SBX_CH_STDIN) ||
+	if (!e->stdin_ok || f->ch_len != strlen(SBX_CH_STDIN) ||
 	    memcmp(f->ch, SBX_CH_STDIN, f->ch_len) != 0) {
 		exec_fail(e, SBX_PROTO_E_BAD_REQUEST,
-			  e->stdin_pipe ? "exec: data only on channel stdin"
+			  e->stdin_ok ? "exec: data only on channel stdin"
 					: "exec: stdin data without \"stdin\": true");
 		return;
 	}
@@ -148,17 +128,11 @@ static void exec_data(exec_op *e, const sbx_proto_frame *f)
 static void exec_ctl(exec_op *e, const sbx_proto_frame *f)
 {
 	sbx_err err = { 0 };
-	const msgpack_object *sig = f->args.type == MSGPACK_OBJECT_MAP ? sbx_proto_map_get(&f->args, "signal") : NULL;
+	int ret = agent_op_ctl(e->proc, &f->args, &err);
 
-	if (!sig)
-		return; /* other controls (resize...) are later work: ignored */
-	if (sig->type != MSGPACK_OBJECT_POSITIVE_INTEGER || sig->via.u64 < 1 || sig->via.u64 > (uint64_t)SIGRTMAX) {
-		char msg[80];
-		snprintf(msg, sizeof(msg), "exec: ctl signal must be an integer 1..%d", SIGRTMAX);
-		exec_fail(e, SBX_PROTO_E_BAD_REQUEST, msg);
-		return;
-	}
-	if (agent_proc_signal(e->proc, (int)sig->via.u64, &err) < 0)
+	if (ret == -EINVAL)
+		exec_fail(e, SBX_PROTO_E_BAD_REQUEST, err.msg);
+	else if (ret < 0)
 		agent_log_warn("exec: %s", err.msg);
 }
 
@@ -225,12 +199,12 @@ void agent_op_exec(agent_session *s, uint64_t id, const msgpack_object *args)
 	}
 	e->op.vt = &exec_vtbl;
 	e->op.id = id;
-	e->stdin_pipe = spec.stdin_pipe;
+	e->stdin_ok = spec.stdin_pipe || spec.pty;
 	ret = agent_proc_start(agent_session_ctx(s)->base, &spec, &exec_sink, e, &e->proc, &err);
 	agent_exec_spec_free(&spec);
 	if (ret < 0) {
 		free(e);
-		sbx_proto_conn_fail(c, id, SBX_PROTO_E_EXEC_FAILED, err.msg, NULL);
+		sbx_proto_conn_fail(c, id, agent_op_start_code(ret), err.msg, NULL);
 		return;
 	}
 	agent_session_attach(s, &e->op);

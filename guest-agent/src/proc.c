@@ -12,9 +12,10 @@
 #include <event2/event.h>
 
 #include "sbx/cleanup.h"
-#include "children.h"
 #include "log.h"
+#include "pty.h"
 #include "spawn.h"
+#include "tree.h"
 
 #define READ_CHUNK (64u * 1024u)
 
@@ -29,7 +30,10 @@ typedef struct proc_out {
 struct agent_proc {
 	struct agent_proc *prev, *next;
 	struct event_base *base;
-	pid_t pid;              /* == pgid */
+	pid_t pid;              /* == pgid; 0 until the holder said it */
+	sigset_t pending;       /* signals asked for before the pid was known */
+	agent_tree *tree;
+	bool pty;               /* out[0] is a terminal's master, in_fd a dup of it */
 	agent_proc_sink sink;
 	void *ud;
 
@@ -125,6 +129,8 @@ static void proc_free(agent_proc *p)
 	free_event(&p->timeout_ev);
 	free_event(&p->grace_ev);
 	free_event(&p->free_ev);
+	agent_tree_forget_owner(p->tree);
+	agent_tree_unref(p->tree);
 	list_del(p);
 	free(p);
 }
@@ -183,6 +189,12 @@ static void read_stream(agent_proc *p, agent_proc_stream s)
 	if (n < 0) {
 		if (errno == EINTR)
 			return;
+		/* A terminal's master reads EIO once no process holds the
+		 * slave any more: that is its EOF. */
+		if (errno == EIO && p->pty) {
+			finish_stream(p, s);
+			return;
+		}
 		if (errno != EAGAIN)
 			agent_log_warn("read output of %d: %s", (int)p->pid, strerror(errno));
 		else if (!o->final)
@@ -243,6 +255,20 @@ static void grace_cb(evutil_socket_t fd, short what, void *ud)
 	}
 }
 
+static void started_cb(pid_t pid, void *ud)
+{
+	agent_proc *p = ud;
+	sbx_err err = { 0 };
+
+	p->pid = pid;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(&p->pending, sig) == 1 && agent_proc_signal(p, sig, &err) < 0)
+			agent_log_warn("%s", err.msg);
+	sigemptyset(&p->pending);
+	if (!p->detached && p->sink.started)
+		p->sink.started(p->ud, pid);
+}
+
 static void exit_cb(pid_t pid, int status, const struct rusage *ru, void *ud)
 {
 	agent_proc *p = ud;
@@ -263,10 +289,11 @@ static void exit_cb(pid_t pid, int status, const struct rusage *ru, void *ud)
 static void timeout_cb(evutil_socket_t fd, short what, void *ud)
 {
 	agent_proc *p = ud;
+	sbx_err err = { 0 };
 
 	p->result.timed_out = true;
-	if (kill(-p->pid, SIGKILL) < 0 && errno != ESRCH)
-		agent_log_warn("timeout: kill group %d: %s", (int)p->pid, strerror(errno));
+	if (agent_tree_kill(p->tree, &err) < 0)
+		agent_log_warn("timeout: %s", err.msg);
 }
 
 /* ---- stdin ---- */
@@ -283,7 +310,7 @@ static int flush_stdin(agent_proc *p, size_t *written)
 				continue;
 			if (errno == EAGAIN)
 				break;
-			if (errno != EPIPE)
+			if (errno != EPIPE && !(errno == EIO && p->pty))
 				agent_log_warn("write stdin of %d: %s", (int)p->pid, strerror(errno));
 			return -1;
 		}
@@ -371,20 +398,56 @@ pid_t agent_proc_pid(const agent_proc *p)
 	return p->pid;
 }
 
+bool agent_proc_reaped(const agent_proc *p)
+{
+	return p->reaped;
+}
+
+agent_tree *agent_proc_tree(const agent_proc *p)
+{
+	return p->tree;
+}
+
 int agent_proc_signal(agent_proc *p, int sig, sbx_err *err)
 {
+	/* Once reaped, the group id may belong to someone else; before the
+	 * start it is not known yet. */
+	if (p->reaped)
+		return 0;
+	if (p->pid == 0) {
+		sigaddset(&p->pending, sig);
+		return 0;
+	}
 	if (kill(-p->pid, sig) < 0 && errno != ESRCH)
 		return sbx_err_sys(err, -errno, "signal %d to process group %d", sig, (int)p->pid);
 	return 0;
 }
 
+int agent_proc_kill(agent_proc *p, sbx_err *err)
+{
+	return agent_tree_kill(p->tree, err);
+}
+
+int agent_proc_resize(agent_proc *p, uint16_t cols, uint16_t rows, sbx_err *err)
+{
+	int fd = p->out[AGENT_PROC_STDOUT].fd >= 0 ? p->out[AGENT_PROC_STDOUT].fd : p->in_fd;
+
+	if (!p->pty)
+		return sbx_err_set(err, -ENOTTY, "process %d has no terminal", (int)p->pid);
+	if (fd < 0)
+		return sbx_err_set(err, -ENOTTY, "the terminal of process %d is closed", (int)p->pid);
+	return agent_pty_resize(fd, cols, rows, err);
+}
+
 void agent_proc_detach(agent_proc *p)
 {
+	sbx_err err = { 0 };
+
 	if (p->detached)
 		return;
 	p->detached = true;
-	if (!p->done && kill(-p->pid, SIGKILL) < 0 && errno != ESRCH)
-		agent_log_warn("kill group %d: %s", (int)p->pid, strerror(errno));
+	if (!p->done && agent_tree_kill(p->tree, &err) < 0)
+		agent_log_warn("%s", err.msg);
 	close_out(p, AGENT_PROC_STDOUT);
 	close_out(p, AGENT_PROC_STDERR);
 	close_in(p);
@@ -393,9 +456,14 @@ void agent_proc_detach(agent_proc *p)
 
 void agent_proc_signal_all(int sig)
 {
-	for (agent_proc *p = procs; p; p = p->next)
-		if (!p->done && kill(-p->pid, sig) < 0 && errno != ESRCH)
-			agent_log_warn("signal %d to group %d: %s", sig, (int)p->pid, strerror(errno));
+	for (agent_proc *p = procs; p; p = p->next) {
+		sbx_err err = { 0 };
+
+		if (p->done)
+			continue;
+		if (sig == SIGKILL ? agent_proc_kill(p, &err) < 0 : agent_proc_signal(p, sig, &err) < 0)
+			agent_log_warn("%s", err.msg);
+	}
 }
 
 void agent_proc_detach_all(void)
@@ -408,8 +476,6 @@ void agent_proc_discard_all(void)
 {
 	for (agent_proc *p = procs, *next; p; p = next) {
 		next = p->next;
-		if (!p->reaped)
-			agent_children_forget(p->pid);
 		proc_free(p);
 	}
 }
@@ -445,39 +511,70 @@ static int open_devnull(sbx_err *err)
 	return devnull;
 }
 
-int agent_proc_start(struct event_base *base, const agent_exec_spec *spec,
-		     const agent_proc_sink *sink, void *ud, agent_proc **out, sbx_err *err)
+/* Pipes for stdout, stderr and (if asked) stdin; or one terminal. On
+ * success the agent's ends are in p and the child's in *child (closed by
+ * the caller after the fork). */
+static int open_stdio(agent_proc *p, const agent_exec_spec *spec, agent_spawn_fds *child, int *child_fds,
+		      sbx_err *err)
 {
-	SBX_AUTO_CLOSE int out_r = -1, out_w = -1, err_r = -1, err_w = -1, in_r = -1, in_w = -1;
-	SBX_AUTO_FREE agent_proc *p = NULL;
 	int fds[2], ret;
-	agent_spawn_fds child;
-	pid_t pid;
 
+	if (spec->pty) {
+		int master, slave;
+
+		ret = agent_pty_open(spec->cols, spec->rows, &master, &slave, err);
+		if (ret < 0)
+			return ret;
+		p->pty = true;
+		p->out[0].fd = master;
+		child_fds[0] = slave;
+		child->tty = slave;
+		/* The write side apart, so that stdin eof closes only it. */
+		p->in_fd = fcntl(master, F_DUPFD_CLOEXEC, 3);
+		if (p->in_fd < 0)
+			return sbx_err_sys(err, -errno, "pseudo-terminal: dup");
+		return 0;
+	}
+	child->tty = -1;
 	ret = make_pipe(fds, 0, err);
 	if (ret < 0)
 		return ret;
-	out_r = fds[0];
-	out_w = fds[1];
+	p->out[0].fd = fds[0];
+	child_fds[0] = child->out = fds[1];
 	ret = make_pipe(fds, 0, err);
 	if (ret < 0)
 		return ret;
-	err_r = fds[0];
-	err_w = fds[1];
+	p->out[1].fd = fds[0];
+	child_fds[1] = child->err = fds[1];
 	if (spec->stdin_pipe) {
 		ret = make_pipe(fds, 1, err);
 		if (ret < 0)
 			return ret;
-		in_r = fds[0];
-		in_w = fds[1];
-		child.in = in_r;
+		child_fds[2] = child->in = fds[0];
+		p->in_fd = fds[1];
 	} else {
-		child.in = open_devnull(err);
-		if (child.in < 0)
-			return child.in;
+		child->in = open_devnull(err);
+		if (child->in < 0)
+			return child->in;
 	}
-	child.out = out_w;
-	child.err = err_w;
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int agent_proc_start(struct event_base *base, const agent_exec_spec *spec,
+		     const agent_proc_sink *sink, void *ud, agent_proc **out, sbx_err *err)
+{
+	int child_fds[3] = { -1, -1, -1 };
+	agent_spawn_fds child = { .in = -1, .out = -1, .err = -1, .tty = -1 };
+	static const agent_tree_cbs tree_cbs = { .started = started_cb, .exited = exit_cb };
+	SBX_AUTO_FREE agent_proc *p = NULL;
+	int ret;
 
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -487,36 +584,31 @@ int agent_proc_start(struct event_base *base, const agent_exec_spec *spec,
 	p->ud = ud;
 	p->in_fd = -1;
 	p->out[0].fd = p->out[1].fd = -1;
-	p->out[0].ev = event_new(base, out_r, EV_READ | EV_PERSIST, read_cb, p);
-	p->out[1].ev = event_new(base, err_r, EV_READ | EV_PERSIST, read_cb, p);
+	sigemptyset(&p->pending);
+	ret = open_stdio(p, spec, &child, child_fds, err);
+	if (ret < 0)
+		goto fail;
+	for (int s = 0; s < 2; s++)
+		if (p->out[s].fd >= 0 && !(p->out[s].ev = event_new(base, p->out[s].fd, EV_READ | EV_PERSIST, read_cb, p)))
+			goto fail_oom;
 	p->grace_ev = evtimer_new(base, grace_cb, p);
 	p->free_ev = event_new(base, -1, 0, free_cb, p);
 	if (spec->timeout_ms)
 		p->timeout_ev = evtimer_new(base, timeout_cb, p);
-	if (in_w >= 0)
-		p->in_ev = event_new(base, in_w, EV_WRITE | EV_PERSIST, write_cb, p);
-	if (!p->out[0].ev || !p->out[1].ev || !p->grace_ev || !p->free_ev || (spec->timeout_ms && !p->timeout_ev) ||
-	    (in_w >= 0 && !p->in_ev)) {
-		ret = sbx_err_set(err, -ENOMEM, "exec: events");
-		goto fail_events;
-	}
+	if (p->in_fd >= 0)
+		p->in_ev = event_new(base, p->in_fd, EV_WRITE | EV_PERSIST, write_cb, p);
+	if (!p->grace_ev || !p->free_ev || (spec->timeout_ms && !p->timeout_ev) || (p->in_fd >= 0 && !p->in_ev))
+		goto fail_oom;
 
 	p->start_ns = now_ns();
-	ret = agent_spawn(spec, &child, &pid, err);
+	ret = agent_spawn(base, spec, &child, &tree_cbs, p, &p->tree, err);
+	for (int i = 0; i < 3; i++)
+		close_fd(&child_fds[i]);
 	if (ret < 0)
-		goto fail_events;
-	p->pid = pid;
-	/* Registered before the loop runs again, so the reaper cannot miss it. */
-	ret = agent_children_add(pid, exit_cb, p, err);
-	if (ret < 0) {
-		kill(-pid, SIGKILL);
-		goto fail_events;
-	}
-	p->out[0].fd = sbx_steal_fd(&out_r);
-	p->out[1].fd = sbx_steal_fd(&err_r);
-	p->in_fd = sbx_steal_fd(&in_w);
-	event_add(p->out[0].ev, NULL);
-	event_add(p->out[1].ev, NULL);
+		goto fail;
+	for (int s = 0; s < 2; s++)
+		if (p->out[s].ev)
+			event_add(p->out[s].ev, NULL);
 	if (p->timeout_ev) {
 		struct timeval tv = { (time_t)(spec->timeout_ms / 1000), (suseconds_t)(spec->timeout_ms % 1000) * 1000 };
 		evtimer_add(p->timeout_ev, &tv);
@@ -525,12 +617,19 @@ int agent_proc_start(struct event_base *base, const agent_exec_spec *spec,
 	*out = sbx_steal_ptr(&p);
 	return 0;
 
-fail_events:
+fail_oom:
+	ret = sbx_err_set(err, -ENOMEM, "exec: events");
+fail:
+	for (int i = 0; i < 3; i++)
+		close_fd(&child_fds[i]);
 	free_event(&p->out[0].ev);
 	free_event(&p->out[1].ev);
 	free_event(&p->grace_ev);
 	free_event(&p->free_ev);
 	free_event(&p->timeout_ev);
 	free_event(&p->in_ev);
+	close_fd(&p->out[0].fd);
+	close_fd(&p->out[1].fd);
+	close_fd(&p->in_fd);
 	return ret;
 }

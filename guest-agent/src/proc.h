@@ -8,7 +8,12 @@
  * background grandchild after the main process died get a short grace, then
  * what they hold at that moment is passed on and they are closed.
  *
- * The owner is a sink (exec stream now; a background process buffer later).
+ * With a terminal ("pty"), its master carries the output (as stdout) and
+ * takes stdin; stdin eof then only stops input, the terminal stays.
+ * Kills (timeout, detach, agent_proc_kill) end the command's whole process
+ * tree (tree.h).
+ *
+ * The owner is a sink (an exec stream, or a background process's ring).
  * This module owns the process and its fds; it must not know the protocol. */
 #ifndef AGENT_PROC_H
 #define AGENT_PROC_H
@@ -21,6 +26,7 @@
 
 #include "sbx/err.h"
 #include "exec_spec.h"
+#include "tree.h"
 
 struct event_base;
 typedef struct agent_proc agent_proc;
@@ -44,6 +50,8 @@ typedef struct agent_proc_result {
 } agent_proc_result;
 
 typedef struct agent_proc_sink {
+	/* The command runs as pid (optional; the start itself is async). */
+	void (*started)(void *ud, pid_t pid);
 	/* Bytes the owner takes on s right now; 0 pauses that pipe until
 	 * agent_proc_resume(). */
 	size_t (*room)(void *ud, agent_proc_stream s);
@@ -60,6 +68,7 @@ typedef struct agent_proc_sink {
 int agent_proc_start(struct event_base *base, const agent_exec_spec *spec,
 		     const agent_proc_sink *sink, void *ud, agent_proc **out, sbx_err *err);
 
+/* 0 until the command started (sink->started). */
 pid_t agent_proc_pid(const agent_proc *p);
 /* The owner has room again on s. */
 void agent_proc_resume(agent_proc *p, agent_proc_stream s);
@@ -70,6 +79,14 @@ int agent_proc_write_stdin(agent_proc *p, const void *data, size_t len, sbx_err 
 void agent_proc_close_stdin(agent_proc *p);
 /* Signal the command's process group. 0 also when it is already gone. */
 int agent_proc_signal(agent_proc *p, int sig, sbx_err *err);
+/* SIGKILL the command's whole tree (the end comes through the sink). */
+int agent_proc_kill(agent_proc *p, sbx_err *err);
+/* Window size of the terminal; -ENOTTY without one. */
+int agent_proc_resize(agent_proc *p, uint16_t cols, uint16_t rows, sbx_err *err);
+/* The main process was reaped (its result is final). */
+bool agent_proc_reaped(const agent_proc *p);
+/* The command's tree (take a reference to keep it past the proc). */
+agent_tree *agent_proc_tree(const agent_proc *p);
 /* The owner leaves: SIGKILL the group, close the pipes; the proc frees
  * itself once reaped. No sink call after this; p must not be used again. */
 void agent_proc_detach(agent_proc *p);

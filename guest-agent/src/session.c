@@ -18,7 +18,10 @@ struct agent_session {
 	bool closed;
 };
 
-static const char *const caps[] = { "exec", "exec.stdin", "exec.signal" };
+static const char *const caps[] = {
+	"exec", "exec.stdin", "exec.signal", "exec.pty", "exec.user", "exec.rlimits", "exec.rusage",
+	"exec.tree_kill",
+};
 
 static const struct {
 	const char *name;

@@ -7,10 +7,14 @@
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <linux/close_range.h>
 #include <sys/syscall.h>
 
+#include "agent_jail.h"
 #include "env.h"
 #include "pid1.h"
 
@@ -60,7 +64,7 @@ static void child_install_fd(int fd, int target)
 
 /* execvp in the request's PATH: an empty entry means ".", EACCES is kept if
  * any candidate had it (as execvp), other errors stop the search. */
-static int child_exec_path(const agent_exec_spec *spec)
+static int child_exec_path(const agent_exec_spec *spec, char *const *envp)
 {
 	const char *file = spec->argv[0];
 	const char *p = spec->path ? spec->path : AGENT_ENV_DEFAULT_PATH_VALUE;
@@ -69,7 +73,7 @@ static int child_exec_path(const agent_exec_spec *spec)
 	char buf[PATH_MAX];
 
 	if (strchr(file, '/')) {
-		execve(file, spec->argv, spec->envp);
+		execve(file, spec->argv, envp);
 		return errno;
 	}
 	for (;;) {
@@ -85,7 +89,7 @@ static int child_exec_path(const agent_exec_spec *spec)
 			}
 			buf[dlen] = '/';
 			memcpy(buf + dlen + 1, file, flen + 1);
-			execve(buf, spec->argv, spec->envp);
+			execve(buf, spec->argv, envp);
 			switch (errno) {
 			case EACCES:
 				eacces = true;
@@ -107,27 +111,54 @@ static int child_exec_path(const agent_exec_spec *spec)
 	return eacces ? EACCES : ENOENT;
 }
 
+/* The terminal becomes the controlling tty of a new session, and stdio.
+ * It belongs to the command's user, so that programs which open /dev/tty
+ * (editors, pagers, password prompts) can. */
+static void child_install_tty(int tty, uid_t uid)
+{
+	if (setsid() < 0)
+		child_fail("set up", "session", errno, AGENT_SPAWN_EXIT_CANNOT_RUN);
+	if (ioctl(tty, TIOCSCTTY, 0) < 0)
+		child_fail("set up", "controlling terminal", errno, AGENT_SPAWN_EXIT_CANNOT_RUN);
+	if (fchown(tty, uid, (gid_t)-1) < 0)
+		child_fail("set up", "terminal owner", errno, AGENT_SPAWN_EXIT_CANNOT_RUN);
+	child_install_fd(tty, STDIN_FILENO);
+	child_install_fd(tty, STDOUT_FILENO);
+	child_install_fd(tty, STDERR_FILENO);
+}
+
 static __attribute__((noreturn)) void child_run(const agent_exec_spec *spec, const agent_spawn_fds *fds,
-						 const sigset_t *mask)
+						 const agent_jail *jail, char *const *envp, const sigset_t *mask)
 {
 	static const int reset[] = { AGENT_PID1_SIGNALS };
+	const char *step = NULL;
 	int errnum;
 
 	/* Also done by the parent: whichever runs first wins the race with a
-	 * kill(-pgid) that must reach this process. */
-	setpgid(0, 0);
+	 * kill(-pgid) that must reach this process. A terminal's session
+	 * leader makes its own group (the parent leaves it alone). */
+	if (fds->tty < 0)
+		setpgid(0, 0);
 	for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
 		signal(reset[i], SIG_DFL);
 	sigprocmask(SIG_SETMASK, mask, NULL);
 	if (restore_nofile)
 		setrlimit(RLIMIT_NOFILE, &child_nofile);
 
-	child_install_fd(fds->in, STDIN_FILENO);
-	child_install_fd(fds->out, STDOUT_FILENO);
-	child_install_fd(fds->err, STDERR_FILENO);
+	if (fds->tty >= 0) {
+		child_install_tty(fds->tty, jail->user.uid);
+	} else {
+		child_install_fd(fds->in, STDIN_FILENO);
+		child_install_fd(fds->out, STDOUT_FILENO);
+		child_install_fd(fds->err, STDERR_FILENO);
+	}
 	/* Belt and braces: a descriptor leaked into a background grandchild
 	 * would keep a client connection open forever. */
 	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+
+	errnum = -agent_jail_enter(jail, &step);
+	if (errnum)
+		child_fail("jail", step ? step : "?", errnum, AGENT_SPAWN_EXIT_CANNOT_RUN);
 
 	if (spec->cwd) {
 		if (chdir(spec->cwd) < 0)
@@ -136,7 +167,7 @@ static __attribute__((noreturn)) void child_run(const agent_exec_spec *spec, con
 		child_fail("cwd", "/", errno, AGENT_SPAWN_EXIT_CANNOT_RUN);
 	}
 
-	errnum = child_exec_path(spec);
+	errnum = child_exec_path(spec, envp);
 	child_fail("exec", spec->argv[0], errnum, exit_code_for(errnum));
 }
 
@@ -158,24 +189,123 @@ int agent_spawn_raise_nofile(sbx_err *err)
 	return 0;
 }
 
-int agent_spawn(const agent_exec_spec *spec, const agent_spawn_fds *fds, pid_t *pid, sbx_err *err)
+static void free_strv(char **v)
 {
-	sigset_t all, old;
-	pid_t child;
-	int saved;
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
 
-	/* No signal handler of the agent may run in the child before it has
-	 * reset them (it would write into the agent's signal socket). */
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
-	child = fork();
-	if (child == 0)
-		child_run(spec, fds, &old);
-	saved = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	if (child < 0)
-		return sbx_err_sys(err, -saved, "fork %s", spec->argv[0]);
-	setpgid(child, child);
-	*pid = child;
+/* The user's HOME, USER and LOGNAME over the base environment, under the
+ * request's own variables. *out borrows from spec->envp and *user_vars. */
+static int user_env(const agent_exec_spec *spec, const agent_jail_user *u, char ***user_vars, char ***out,
+		    sbx_err *err)
+{
+	const char *names[] = { "HOME", "USER", "LOGNAME" };
+	const char *values[] = { u->home, u->name, u->name };
+	char **vars = calloc(4, sizeof(*vars));
+	size_t n = 0;
+	int ret;
+
+	if (!vars)
+		return sbx_err_sys(err, -ENOMEM, "exec: environment");
+	for (size_t i = 0; i < 3; i++) {
+		bool requested = false;
+
+		for (char **e = spec->env_over; e && *e && !requested; e++)
+			requested = agent_env_name_len(*e) == strlen(names[i]) &&
+				    strncmp(*e, names[i], strlen(names[i])) == 0;
+		if (requested)
+			continue;
+		if (asprintf(&vars[n], "%s=%s", names[i], values[i]) < 0) {
+			vars[n] = NULL;
+			free_strv(vars);
+			return sbx_err_sys(err, -ENOMEM, "exec: environment");
+		}
+		n++;
+	}
+	ret = agent_env_merge(spec->envp, vars, out, err);
+	if (ret < 0) {
+		free_strv(vars);
+		return ret;
+	}
+	*user_vars = vars;
 	return 0;
+}
+
+static int jail_prepare(const agent_exec_spec *spec, agent_jail *jail, sbx_err *err)
+{
+	agent_jail_spec js = { .user = spec->user, .allow_root = spec->allow_root };
+	agent_seccomp_filter *f = NULL;
+	int ret;
+
+	/* The profile first: its errors are the operator's (-EIO here), the
+	 * rest of the jail's are the requester's. It is cached, so the
+	 * prepare below takes the same program without compiling again. */
+	memset(jail, 0, sizeof(*jail));
+	ret = agent_seccomp_get(NULL, &f, err);
+	if (ret < 0) {
+		sbx_err_wrap(err, "exec");
+		err->code = -EIO;
+		return -EIO;
+	}
+	agent_seccomp_unref(f);
+	memcpy(js.rlimits, spec->rlimits, sizeof(js.rlimits));
+	return agent_jail_prepare(&js, jail, err);
+}
+
+typedef struct child_args {
+	const agent_exec_spec *spec;
+	const agent_spawn_fds *fds;
+	const agent_jail *jail;
+	char *const *envp;
+	sigset_t mask;
+} child_args;
+
+static void child_entry(void *arg)
+{
+	const child_args *a = arg;
+
+	child_run(a->spec, a->fds, a->jail, a->envp, &a->mask);
+}
+
+int agent_spawn(struct event_base *base, const agent_exec_spec *spec, const agent_spawn_fds *fds,
+		const agent_tree_cbs *cbs, void *ud, agent_tree **tree, sbx_err *err)
+{
+	agent_jail jail;
+	char **user_vars = NULL, **envp = NULL;
+	child_args args = { .spec = spec, .fds = fds, .jail = &jail };
+	agent_tree_cmd cmd = {
+		.fn = child_entry,
+		.arg = &args,
+		.own_group = fds->tty < 0,
+		.err_fd = fds->tty >= 0 ? fds->tty : fds->err,
+		.fail_exit = AGENT_SPAWN_EXIT_CANNOT_RUN,
+	};
+	int ret;
+
+	ret = jail_prepare(spec, &jail, err);
+	if (ret < 0)
+		goto out;
+	ret = user_env(spec, &jail.user, &user_vars, &envp, err);
+	if (ret < 0)
+		goto out;
+	args.envp = envp;
+	/* The mask the command gets back (the fork happens with all blocked). */
+	sigprocmask(SIG_SETMASK, NULL, &args.mask);
+	if (fds->tty >= 0) {
+		cmd.keep[cmd.nkeep++] = fds->tty;
+	} else {
+		cmd.keep[cmd.nkeep++] = fds->in;
+		cmd.keep[cmd.nkeep++] = fds->out;
+		cmd.keep[cmd.nkeep++] = fds->err;
+	}
+	ret = agent_tree_spawn(base, &cmd, cbs, ud, tree, err);
+	if (ret < 0)
+		sbx_err_wrap(err, "exec %s", spec->argv[0]);
+out:
+	agent_jail_release(&jail);
+	free(envp);
+	free_strv(user_vars);
+	return ret;
 }

@@ -64,6 +64,21 @@ static void on_end(tc_stream *s, const sbx_proto_frame *f)
 	}
 	sbx_proto_get_bool(r, "timed_out", &s->timed_out);
 	sbx_proto_get_uint(r, "duration_us", &s->duration_us);
+	o = sbx_proto_map_get(r, "rusage");
+	if (o && o->type == MSGPACK_OBJECT_MAP) {
+		s->has_rusage = sbx_proto_get_uint(o, "max_rss_kb", &s->max_rss_kb) &&
+				sbx_proto_get_uint(o, "user_ms", &s->user_ms) &&
+				sbx_proto_get_uint(o, "sys_ms", &s->sys_ms);
+	}
+}
+
+static void keep_map(msgpack_sbuffer *buf, const msgpack_object *o)
+{
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(buf);
+	msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
+	msgpack_pack_object(&pk, *o);
 }
 
 static void on_frame(sbx_proto_conn *conn, const sbx_proto_frame *f, void *ud)
@@ -79,6 +94,16 @@ static void on_frame(sbx_proto_conn *conn, const sbx_proto_frame *f, void *ud)
 			append(&s->out, &s->out_len, &s->out_cap, f->data, f->data_len);
 		else
 			append(&s->err, &s->err_len, &s->err_cap, f->data, f->data_len);
+		if (f->data_len && s->norder < sizeof(s->order) - 1)
+			s->order[s->norder++] = f->ch[0] == 's' && f->ch_len > 3 && f->ch[3] == 'o' ? 'o' : 'e';
+		if (s->hold_credit)
+			s->held += f->body_len;
+		else
+			sbx_proto_conn_consumed(conn, f->id, f->body_len);
+		break;
+	case SBX_PROTO_EVENT:
+		if (s->nevents < TC_MAX_EVENTS)
+			keep_map(&s->events[s->nevents++], &f->args);
 		if (s->hold_credit)
 			s->held += f->body_len;
 		else
@@ -86,6 +111,8 @@ static void on_frame(sbx_proto_conn *conn, const sbx_proto_frame *f, void *ud)
 		break;
 	case SBX_PROTO_END:
 		on_end(s, f);
+		msgpack_sbuffer_destroy(&s->result);
+		keep_map(&s->result, &f->args);
 		break;
 	case SBX_PROTO_ERR:
 		s->done = s->failed = true;
@@ -130,9 +157,14 @@ int tc_connect(tc_client *c, struct event_base *base, const char *path)
 void tc_close(tc_client *c)
 {
 	for (size_t i = 0; i < c->nstreams; i++) {
-		free(c->streams[i]->out);
-		free(c->streams[i]->err);
-		free(c->streams[i]);
+		tc_stream *s = c->streams[i];
+
+		free(s->out);
+		free(s->err);
+		msgpack_sbuffer_destroy(&s->result);
+		for (size_t e = 0; e < s->nevents; e++)
+			msgpack_sbuffer_destroy(&s->events[e]);
+		free(s);
 	}
 	c->nstreams = 0;
 	if (c->conn) {
@@ -167,55 +199,187 @@ static void pack_str(msgpack_packer *pk, const char *s)
 	msgpack_pack_str_with_body(pk, s, strlen(s));
 }
 
-tc_stream *tc_exec(tc_client *c, const tc_exec_opts *o)
+void tc_pack_exec_args(msgpack_packer *pk, const tc_exec_opts *o)
 {
-	msgpack_sbuffer buf;
-	msgpack_packer pk;
-	uint32_t n = 1 + (o->env != NULL) + (o->cwd != NULL) + (o->timeout_ms != 0) + o->stdin_pipe;
-	tc_stream *s;
+	uint32_t n = 1 + (o->env != NULL) + (o->cwd != NULL) + (o->timeout_ms != 0) + o->stdin_pipe +
+		     (o->user != NULL) + o->allow_root + (o->rlimits != NULL) + o->pty + (o->tag != NULL) +
+		     (o->buffer != 0);
 
-	msgpack_sbuffer_init(&buf);
-	msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, n);
+	msgpack_pack_map(pk, n);
 	if (o->argv) {
 		size_t argc = 0;
 		while (o->argv[argc])
 			argc++;
-		pack_str(&pk, "argv");
-		msgpack_pack_array(&pk, argc);
+		pack_str(pk, "argv");
+		msgpack_pack_array(pk, argc);
 		for (size_t i = 0; i < argc; i++)
-			pack_str(&pk, o->argv[i]);
+			pack_str(pk, o->argv[i]);
 	} else {
-		pack_str(&pk, "cmd");
-		pack_str(&pk, o->cmd);
+		pack_str(pk, "cmd");
+		pack_str(pk, o->cmd);
 	}
 	if (o->env) {
 		size_t ne = 0;
 		while (o->env[ne])
 			ne++;
-		pack_str(&pk, "env");
-		msgpack_pack_map(&pk, ne);
+		pack_str(pk, "env");
+		msgpack_pack_map(pk, ne);
 		for (size_t i = 0; i < ne; i++) {
 			const char *eq = strchr(o->env[i], '=');
-			msgpack_pack_str_with_body(&pk, o->env[i], (size_t)(eq - o->env[i]));
-			pack_str(&pk, eq + 1);
+			msgpack_pack_str_with_body(pk, o->env[i], (size_t)(eq - o->env[i]));
+			pack_str(pk, eq + 1);
 		}
 	}
 	if (o->cwd) {
-		pack_str(&pk, "cwd");
-		pack_str(&pk, o->cwd);
+		pack_str(pk, "cwd");
+		pack_str(pk, o->cwd);
 	}
 	if (o->timeout_ms) {
-		pack_str(&pk, "timeout_ms");
-		msgpack_pack_uint64(&pk, o->timeout_ms);
+		pack_str(pk, "timeout_ms");
+		msgpack_pack_uint64(pk, o->timeout_ms);
 	}
 	if (o->stdin_pipe) {
-		pack_str(&pk, "stdin");
-		msgpack_pack_true(&pk);
+		pack_str(pk, "stdin");
+		msgpack_pack_true(pk);
 	}
-	s = tc_request(c, "exec", buf.data, buf.size);
+	if (o->user) {
+		pack_str(pk, "user");
+		pack_str(pk, o->user);
+	}
+	if (o->allow_root) {
+		pack_str(pk, "allow_root");
+		msgpack_pack_true(pk);
+	}
+	if (o->rlimits) {
+		size_t nr = 0;
+		while (o->rlimits[nr])
+			nr++;
+		pack_str(pk, "rlimits");
+		msgpack_pack_map(pk, nr);
+		for (size_t i = 0; i < nr; i++) {
+			const char *eq = strchr(o->rlimits[i], '=');
+			msgpack_pack_str_with_body(pk, o->rlimits[i], (size_t)(eq - o->rlimits[i]));
+			if (strcmp(eq + 1, "unlimited") == 0)
+				pack_str(pk, "unlimited");
+			else
+				msgpack_pack_uint64(pk, strtoull(eq + 1, NULL, 10));
+		}
+	}
+	if (o->pty) {
+		pack_str(pk, "pty");
+		msgpack_pack_map(pk, (o->cols != 0) + (o->rows != 0));
+		if (o->cols) {
+			pack_str(pk, "cols");
+			msgpack_pack_uint16(pk, o->cols);
+		}
+		if (o->rows) {
+			pack_str(pk, "rows");
+			msgpack_pack_uint16(pk, o->rows);
+		}
+	}
+	if (o->tag) {
+		pack_str(pk, "tag");
+		pack_str(pk, o->tag);
+	}
+	if (o->buffer) {
+		pack_str(pk, "buffer");
+		msgpack_pack_uint64(pk, o->buffer);
+	}
+}
+
+static tc_stream *request_exec(tc_client *c, const char *op, const tc_exec_opts *o)
+{
+	msgpack_sbuffer buf;
+	msgpack_packer pk;
+	tc_stream *s;
+
+	msgpack_sbuffer_init(&buf);
+	msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+	tc_pack_exec_args(&pk, o);
+	s = tc_request(c, op, buf.data, buf.size);
 	msgpack_sbuffer_destroy(&buf);
 	return s;
+}
+
+tc_stream *tc_exec(tc_client *c, const tc_exec_opts *o)
+{
+	return request_exec(c, "exec", o);
+}
+
+tc_stream *tc_proc_start(tc_client *c, const tc_exec_opts *o)
+{
+	return request_exec(c, "proc.start", o);
+}
+
+int tc_resize(tc_client *c, tc_stream *s, unsigned cols, unsigned rows)
+{
+	msgpack_sbuffer buf;
+	msgpack_packer pk;
+	sbx_err err = { 0 };
+	int ret;
+
+	msgpack_sbuffer_init(&buf);
+	msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 1);
+	pack_str(&pk, "resize");
+	msgpack_pack_map(&pk, 2);
+	pack_str(&pk, "cols");
+	msgpack_pack_unsigned_int(&pk, cols);
+	pack_str(&pk, "rows");
+	msgpack_pack_unsigned_int(&pk, rows);
+	ret = sbx_proto_conn_send_ctl(c->conn, s->id, buf.data, buf.size, &err);
+	msgpack_sbuffer_destroy(&buf);
+	return ret;
+}
+
+static bool unpack(const msgpack_sbuffer *b, msgpack_unpacked *out)
+{
+	size_t off = 0;
+
+	msgpack_unpacked_init(out);
+	if (!b->data || msgpack_unpack_next(out, b->data, b->size, &off) != MSGPACK_UNPACK_SUCCESS) {
+		msgpack_unpacked_destroy(out);
+		return false;
+	}
+	return true;
+}
+
+bool tc_result_unpack(const tc_stream *s, msgpack_unpacked *out)
+{
+	return unpack(&s->result, out);
+}
+
+bool tc_event_unpack(const tc_stream *s, size_t i, msgpack_unpacked *out)
+{
+	return i < s->nevents && unpack(&s->events[i], out);
+}
+
+bool tc_result_uint(const tc_stream *s, const char *key, uint64_t *v)
+{
+	msgpack_unpacked u;
+	bool ok;
+
+	if (!tc_result_unpack(s, &u))
+		return false;
+	ok = sbx_proto_get_uint(&u.data, key, v);
+	msgpack_unpacked_destroy(&u);
+	return ok;
+}
+
+bool tc_result_str(const tc_stream *s, const char *key, char *buf, size_t len)
+{
+	msgpack_unpacked u;
+	const char *p;
+	size_t n;
+	bool ok;
+
+	if (!tc_result_unpack(s, &u))
+		return false;
+	ok = sbx_proto_get_str(&u.data, key, &p, &n);
+	if (ok)
+		copy_str(buf, len, p, n);
+	msgpack_unpacked_destroy(&u);
+	return ok;
 }
 
 void tc_run(struct event_base *base, unsigned ms)

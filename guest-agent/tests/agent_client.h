@@ -8,12 +8,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <msgpack.h>
+
 #include "sbx/proto_conn.h"
 
 struct event_base;
 
 #define TC_MAX_STREAMS 256
 #define TC_OUT_MAX (64u << 20)
+
+#define TC_MAX_EVENTS 64
 
 typedef struct tc_stream {
 	uint64_t id;
@@ -28,6 +32,16 @@ typedef struct tc_stream {
 	bool exited, signaled, timed_out;
 	int64_t exit_code, signal;
 	uint64_t duration_us;
+	bool has_rusage;
+	uint64_t max_rss_kb, user_ms, sys_ms;
+	/* The END's result and the EVENT maps, as msgpack (tc_get_*). */
+	msgpack_sbuffer result;
+	msgpack_sbuffer events[TC_MAX_EVENTS];
+	size_t nevents;
+	/* stdout and stderr in arrival order, channel by channel: "o"/"e"
+	 * per data frame (bounded; for interleaving checks). */
+	char order[256];
+	size_t norder;
 } tc_stream;
 
 typedef struct tc_client {
@@ -45,6 +59,14 @@ typedef struct tc_exec_opts {
 	const char *cwd;
 	uint64_t timeout_ms;
 	bool stdin_pipe;
+	const char *user;
+	bool allow_root;
+	const char *const *rlimits; /* "name=value", NULL-terminated */
+	bool pty;
+	uint16_t cols, rows;      /* of the pty; 0: the agent's default */
+	/* proc.start only */
+	const char *tag;
+	uint64_t buffer;          /* ring size; 0: default */
 } tc_exec_opts;
 
 int tc_connect(tc_client *c, struct event_base *base, const char *path);
@@ -53,6 +75,20 @@ void tc_close(tc_client *c);
 
 tc_stream *tc_request(tc_client *c, const char *op, const void *args, size_t len);
 tc_stream *tc_exec(tc_client *c, const tc_exec_opts *o);
+/* The same arguments as proc.start. */
+tc_stream *tc_proc_start(tc_client *c, const tc_exec_opts *o);
+/* The exec/proc.start argument map of o. */
+void tc_pack_exec_args(msgpack_packer *pk, const tc_exec_opts *o);
+/* ctl {"resize": {"cols", "rows"}}. */
+int tc_resize(tc_client *c, tc_stream *s, unsigned cols, unsigned rows);
+
+/* Values of the END result (or of event i): false when absent or of
+ * another type. Strings are copied NUL-terminated into buf. */
+bool tc_result_uint(const tc_stream *s, const char *key, uint64_t *v);
+bool tc_result_str(const tc_stream *s, const char *key, char *buf, size_t len);
+/* Decode the END result into *out (msgpack_unpacked_destroy it). */
+bool tc_result_unpack(const tc_stream *s, msgpack_unpacked *out);
+bool tc_event_unpack(const tc_stream *s, size_t i, msgpack_unpacked *out);
 /* Send stdin bytes as credit allows (runs the loop while waiting). */
 int tc_send_stdin(tc_client *c, tc_stream *s, const void *data, size_t len, bool eof, unsigned ms);
 int tc_signal(tc_client *c, tc_stream *s, int sig);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include "test_util.h"
 
@@ -24,7 +26,7 @@ const char *agent_ns_binary(void)
 	return b && *b ? b : "sandbox-agent";
 }
 
-static __attribute__((noreturn)) void child(const agent_ns *ns, unsigned grace_ms)
+static __attribute__((noreturn)) void child(const agent_ns *ns, unsigned grace_ms, unsigned flags)
 {
 	char listen[160], grace[32];
 	const char *bin = agent_ns_binary();
@@ -45,17 +47,56 @@ static __attribute__((noreturn)) void child(const agent_ns *ns, unsigned grace_m
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 	}
+	/* As in a sandbox's container: the bounding set limits what the
+	 * agent (root) has after exec. */
+	if (flags & AGENT_NS_CONTAINER_CAPS) {
+		static const int keep[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FSETID, CAP_FOWNER, CAP_MKNOD,
+					    CAP_NET_RAW, CAP_SETGID, CAP_SETUID, CAP_SETFCAP, CAP_SETPCAP,
+					    CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_KILL, CAP_AUDIT_WRITE,
+					    CAP_NET_ADMIN };
+		for (int cap = 0; cap < 64; cap++) {
+			bool kept = false;
+			for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+				kept = kept || keep[i] == cap;
+			if (!kept && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) {
+				perror("agent_ns: drop a capability");
+				_exit(122);
+			}
+		}
+	}
 	snprintf(listen, sizeof(listen), "unix:%s", ns->sock);
 	snprintf(grace, sizeof(grace), "%u", grace_ms);
-	if (getenv("AGENT_VERBOSE"))
-		execl(bin, bin, "--listen", listen, "--grace-ms", grace, "--verbose", (char *)NULL);
-	else
-		execl(bin, bin, "--listen", listen, "--grace-ms", grace, (char *)NULL);
+	/* A container's environment, not the test runner's (whose PATH may
+	 * name folders the sandbox user cannot search). */
+	{
+		char *env[8] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root" };
+		char kv[3][512];
+		const char *pass[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS" };
+		size_t n = 2;
+
+		for (size_t i = 0; i < 3; i++) {
+			const char *v = getenv(pass[i]);
+			if (v) {
+				snprintf(kv[i], sizeof(kv[i]), "%s=%s", pass[i], v);
+				env[n++] = kv[i];
+			}
+		}
+		env[n] = NULL;
+		if (getenv("AGENT_VERBOSE"))
+			execle(bin, bin, "--listen", listen, "--grace-ms", grace, "--verbose", (char *)NULL, env);
+		else
+			execle(bin, bin, "--listen", listen, "--grace-ms", grace, (char *)NULL, env);
+	}
 	perror("agent_ns: exec agent");
 	_exit(121);
 }
 
 int agent_ns_start(agent_ns *ns, unsigned grace_ms)
+{
+	return agent_ns_start_ex(ns, grace_ms, 0);
+}
+
+int agent_ns_start_ex(agent_ns *ns, unsigned grace_ms, unsigned flags)
 {
 	uint64_t deadline;
 	long pid;
@@ -74,7 +115,7 @@ int agent_ns_start(agent_ns *ns, unsigned grace_ms)
 		return e;
 	}
 	if (pid == 0)
-		child(ns, grace_ms);
+		child(ns, grace_ms, flags);
 	ns->pid = (pid_t)pid;
 	deadline = test_now_ms() + 10000;
 	while (test_now_ms() < deadline) {
@@ -126,20 +167,7 @@ void agent_ns_stop(agent_ns *ns)
 	}
 }
 
-static int read_link(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
-	n = readlink(path, buf, len - 1);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
-}
-
-/* State letter of pid and its parent (from /proc/<pid>/stat). */
+/* State letter and parent of pid (from /proc/<pid>/stat). */
 static char proc_state(pid_t pid, long *ppid)
 {
 	char path[64], buf[512];
@@ -162,38 +190,101 @@ static char proc_state(pid_t pid, long *ppid)
 	return p[2];
 }
 
-int agent_ns_procs(const agent_ns *ns, int *total, int *zombies)
+/* Whether pid descends from (or is) root, by parent links. As PID 1 of its
+ * namespace the agent is an ancestor of every process in it, also of those
+ * in the per-command namespaces below it (their holders are its children). */
+static bool descends_from(pid_t pid, pid_t root)
 {
-	char want[64], got[64];
+	for (int depth = 0; depth < 64 && pid > 1; depth++) {
+		long ppid;
+
+		if (pid == root)
+			return true;
+		if (proc_state(pid, &ppid) == '?')
+			return false;
+		pid = (pid_t)ppid;
+	}
+	return pid == root;
+}
+
+/* The command line of pid with NULs as spaces, or "". */
+static void read_cmdline(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	f = fopen(path, "re");
+	if (f) {
+		n = fread(buf, 1, len - 1, f);
+		fclose(f);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	while (n > 0 && buf[n - 1] == ' ')
+		n--;
+	buf[n] = '\0';
+}
+
+int agent_ns_scan(const agent_ns *ns, const char *cmdline, int *total, int *zombies)
+{
 	DIR *d;
 	struct dirent *de;
-	int ret;
 
-	*total = *zombies = 0;
-	ret = read_link(ns->pid, want, sizeof(want));
-	if (ret < 0)
-		return ret;
+	*total = 0;
+	if (zombies)
+		*zombies = 0;
+	if (ns->pid <= 0)
+		return -ESRCH;
 	d = opendir("/proc");
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
-		char *end;
-		long pid = strtol(de->d_name, &end, 10);
+		char *end, cl[256];
+		long pid = strtol(de->d_name, &end, 10), ppid;
+		char st;
+
 		if (*end || pid <= 0)
 			continue;
-		long ppid;
-		char st = proc_state((pid_t)pid, &ppid);
-		/* A zombie may no longer show its namespace; its parent does. */
-		bool in_ns = read_link((pid_t)pid, got, sizeof(got)) == 0 ? strcmp(got, want) == 0
-									  : ppid == (long)ns->pid;
-		if (!in_ns)
+		st = proc_state((pid_t)pid, &ppid);
+		if (st == '?' || !descends_from((pid_t)pid, ns->pid))
 			continue;
+		if (cmdline) {
+			read_cmdline((pid_t)pid, cl, sizeof(cl));
+			if (strcmp(cl, cmdline) != 0)
+				continue;
+		}
 		(*total)++;
-		if (st == 'Z')
+		if (zombies && st == 'Z')
 			(*zombies)++;
 	}
 	closedir(d);
 	return 0;
+}
+
+int agent_ns_procs(const agent_ns *ns, int *total, int *zombies)
+{
+	return agent_ns_scan(ns, NULL, total, zombies);
+}
+
+int agent_ns_fds(const agent_ns *ns)
+{
+	char path[64];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)ns->pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
 }
 
 long agent_ns_nofile(const agent_ns *ns)

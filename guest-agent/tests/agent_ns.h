@@ -20,14 +20,24 @@ typedef struct agent_ns {
 const char *agent_ns_binary(void);
 /* Start the agent (grace_ms for its shutdown) and wait until it accepts. */
 int agent_ns_start(agent_ns *ns, unsigned grace_ms);
+/* With only the capabilities a sandbox's container gets (Docker's default
+ * set and CAP_NET_ADMIN, see node-supervisor/src/sup_bundle.c). */
+#define AGENT_NS_CONTAINER_CAPS 1u
+int agent_ns_start_ex(agent_ns *ns, unsigned grace_ms, unsigned flags);
 /* Wait up to ms for the agent to exit; its wait status in *status. */
 int agent_ns_wait_exit(agent_ns *ns, unsigned ms, int *status);
 /* Kill the namespace (if still running) and remove the folder. Idempotent. */
 void agent_ns_stop(agent_ns *ns);
 
-/* Processes in the agent's PID namespace (the agent included) and how many
- * of them are zombies, from this (the host's) /proc. */
+/* Processes of the agent's tree (the agent and everything below it, the
+ * per-command PID namespaces included) and how many of them are zombies,
+ * from this (the host's) /proc. */
 int agent_ns_procs(const agent_ns *ns, int *total, int *zombies);
+/* The same, counting only processes whose command line (arguments joined
+ * by spaces) is exactly cmdline; zombies may be NULL. */
+int agent_ns_scan(const agent_ns *ns, const char *cmdline, int *total, int *zombies);
+/* Open fds of the agent, or a negative errno. */
+int agent_ns_fds(const agent_ns *ns);
 /* The soft open-file limit the agent is started with. */
 #define AGENT_NS_NOFILE 1024
 /* The agent's current soft open-file limit, or -1. */

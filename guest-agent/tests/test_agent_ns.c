@@ -18,104 +18,18 @@
 
 #include <event2/event.h>
 
-#include "sbx/proto_client.h"
-#include "agent_client.h"
-#include "agent_ns.h"
+#include "agent_fixture.h"
 #include "test_util.h"
 
-#define GRACE_MS 1500u
-#define WAIT_MS 10000u
-
-typedef struct fixture {
-	agent_ns ns;
-	struct event_base *base;
-	tc_client clients[4];
-	sbx_proto_client *blocking;
-} fixture;
-
-static int setup(void **state)
-{
-	fixture *fx = calloc(1, sizeof(*fx));
-	int ret;
-
-	if (!fx)
-		return -1;
-	*state = fx;
-	ret = agent_ns_start(&fx->ns, GRACE_MS);
-	if (ret < 0) {
-		fprintf(stderr, "start %s: %s\n", agent_ns_binary(), strerror(-ret));
-		return -1;
-	}
-	fx->base = event_base_new();
-	return fx->base ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	fixture *fx = *state;
-
-	if (!fx)
-		return 0;
-	for (size_t i = 0; i < 4; i++)
-		tc_close(&fx->clients[i]);
-	if (fx->blocking)
-		sbx_proto_client_free(fx->blocking);
-	agent_ns_stop(&fx->ns);
-	if (fx->base)
-		event_base_free(fx->base);
-	free(fx);
-	return 0;
-}
-
-static tc_client *client(fixture *fx, size_t i)
-{
-	tc_client *c = &fx->clients[i];
-
-	if (!c->conn && tc_connect(c, fx->base, fx->ns.sock) < 0)
-		fail_msg("connect to %s", fx->ns.sock);
-	return c;
-}
-
-static sbx_proto_client *blocking(fixture *fx)
-{
-	sbx_err err = { 0 };
-
-	if (!fx->blocking && sbx_proto_client_connect(fx->ns.sock, 10000, &fx->blocking, &err) < 0)
-		fail_msg("blocking connect: %s", err.msg);
-	return fx->blocking;
-}
-
-static const char *str_or_empty(const char *s)
-{
-	return s ? s : "";
-}
-
-static tc_stream *run(fixture *fx, const tc_exec_opts *o)
-{
-	tc_client *c = client(fx, 0);
-	tc_stream *s = tc_exec(c, o);
-
-	assert_non_null(s);
-	if (!tc_wait(c, s, WAIT_MS))
-		fail_msg("exec did not end in %u ms", WAIT_MS);
-	if (s->failed)
-		fail_msg("exec failed: %s: %s", s->code, s->msg);
-	return s;
-}
-
-static tc_stream *run_cmd(fixture *fx, const char *cmd)
-{
-	tc_exec_opts o = { .cmd = cmd };
-
-	return run(fx, &o);
-}
+#define GRACE_MS FX_GRACE_MS
+#define WAIT_MS FX_WAIT_MS
 
 /* ---- tests ---- */
 
 static void hello_ping_info(void **state)
 {
 	fixture *fx = *state;
-	sbx_proto_client *c = blocking(fx);
+	sbx_proto_client *c = fx_blocking(fx);
 	sbx_proto_frame f;
 	sbx_err err = { 0 };
 	const msgpack_object *caps;
@@ -124,7 +38,7 @@ static void hello_ping_info(void **state)
 	size_t agent_len;
 	bool has_exec = false;
 
-	assert_non_null(strstr(str_or_empty(sbx_proto_client_peer_agent(c)), "sandbox-agent/"));
+	assert_non_null(strstr(fx_str(sbx_proto_client_peer_agent(c)), "sandbox-agent/"));
 	assert_true(sbx_proto_client_peer_has_cap(c, "exec"));
 	assert_true(sbx_proto_client_peer_has_cap(c, "exec.stdin"));
 	assert_true(sbx_proto_client_peer_has_cap(c, "exec.signal"));
@@ -166,7 +80,7 @@ static void exec_echo_blocking_client(void **state)
 	sbx_proto_exec_result r = { 0 };
 	sbx_err err = { 0 };
 
-	if (sbx_proto_client_exec(blocking(fx), argv, NULL, 0, 0, &r, &err) < 0) {
+	if (sbx_proto_client_exec(fx_blocking(fx), argv, NULL, 0, 0, &r, &err) < 0) {
 		sbx_proto_exec_result_free(&r);
 		fail_msg("exec: %s", err.msg);
 	}
@@ -183,14 +97,14 @@ static void exit_codes_and_signals(void **state)
 	fixture *fx = *state;
 	tc_stream *s;
 
-	s = run_cmd(fx, "echo out; echo err >&2; exit 3");
+	s = fx_run_cmd(fx, "echo out; echo err >&2; exit 3");
 	assert_true(s->exited);
 	assert_int_equal(s->exit_code, 3);
 	assert_false(s->signaled);
-	assert_string_equal(str_or_empty(s->out), "out\n");
-	assert_string_equal(str_or_empty(s->err), "err\n");
+	assert_string_equal(fx_str(s->out), "out\n");
+	assert_string_equal(fx_str(s->err), "err\n");
 
-	s = run_cmd(fx, "kill -9 $$");
+	s = fx_run_cmd(fx, "kill -9 $$");
 	assert_false(s->exited);
 	assert_true(s->signaled);
 	assert_int_equal(s->signal, SIGKILL);
@@ -202,14 +116,14 @@ static void missing_binary(void **state)
 	fixture *fx = *state;
 	const char *argv[] = { "no-such-binary-sbx", "x", NULL };
 	tc_exec_opts o = { .argv = argv };
-	tc_stream *s = run(fx, &o);
+	tc_stream *s = fx_run(fx, &o);
 
 	assert_true(s->exited);
 	assert_int_equal(s->exit_code, 127);
-	assert_string_equal(str_or_empty(s->err),
+	assert_string_equal(fx_str(s->err),
 			    "sandbox-agent: exec no-such-binary-sbx: No such file or directory\n");
 
-	s = run_cmd(fx, "/etc/passwd");
+	s = fx_run_cmd(fx, "/etc/passwd");
 	assert_int_equal(s->exit_code, 126); /* sh: Permission denied */
 }
 
@@ -220,15 +134,15 @@ static void cmd_pipe_env_cwd(void **state)
 	tc_exec_opts o = { .cmd = "echo \"$FOO\"; pwd; echo $PATH", .env = env, .cwd = "/tmp" };
 	tc_stream *s;
 
-	s = run_cmd(fx, "echo hi | tr a-z A-Z");
-	assert_string_equal(str_or_empty(s->out), "HI\n");
+	s = fx_run_cmd(fx, "echo hi | tr a-z A-Z");
+	assert_string_equal(fx_str(s->out), "HI\n");
 	assert_int_equal(s->exit_code, 0);
 
-	s = run(fx, &o);
-	assert_string_equal(str_or_empty(s->out), "bar baz\n/tmp\n/usr/bin:/bin\n");
+	s = fx_run(fx, &o);
+	assert_string_equal(fx_str(s->out), "bar baz\n/tmp\n/usr/bin:/bin\n");
 
 	/* The base environment has HOME and the standard PATH. */
-	s = run_cmd(fx, "echo $HOME");
+	s = fx_run_cmd(fx, "echo $HOME");
 	assert_true(s->out_len > 1 && s->out[0] == '/');
 }
 
@@ -237,7 +151,7 @@ static void stdin_round_trip(void **state)
 	fixture *fx = *state;
 	const char *argv[] = { "cat", NULL };
 	tc_exec_opts o = { .argv = argv, .stdin_pipe = true };
-	tc_client *c = client(fx, 0);
+	tc_client *c = fx_client(fx, 0);
 	size_t n = 3u << 20; /* several windows each way: credit must come back */
 	char *data = malloc(n);
 	tc_stream *s;
@@ -267,7 +181,7 @@ static void timeout_kills_group(void **state)
 	fixture *fx = *state;
 	tc_exec_opts o = { .cmd = "sleep 30 & echo $!; wait", .timeout_ms = 300 };
 	uint64_t t0 = test_now_ms();
-	tc_stream *s = run(fx, &o);
+	tc_stream *s = fx_run(fx, &o);
 	char check[96];
 	long bg;
 	bool gone = false;
@@ -276,13 +190,13 @@ static void timeout_kills_group(void **state)
 	assert_true(s->signaled);
 	assert_int_equal(s->signal, SIGKILL);
 	assert_true(test_now_ms() - t0 < 3000);
-	bg = strtol(str_or_empty(s->out), NULL, 10);
+	bg = strtol(fx_str(s->out), NULL, 10);
 	assert_true(bg > 1);
 	/* The background sleep was in the group: it died too (and was reaped
 	 * by the agent, so kill -0 fails once it is gone). */
 	snprintf(check, sizeof(check), "kill -0 %ld 2>/dev/null", bg);
 	for (int i = 0; i < 100 && !gone; i++) {
-		gone = run_cmd(fx, check)->exit_code != 0;
+		gone = fx_run_cmd(fx, check)->exit_code != 0;
 		if (!gone)
 			usleep(20000);
 	}
@@ -296,7 +210,7 @@ static void timeout_with_setsid_grandchild(void **state)
 	 * ends (the group is killed, the pipe gets a short grace). */
 	tc_exec_opts o = { .cmd = "setsid sh -c 'sleep 30' & sleep 30", .timeout_ms = 200 };
 	uint64_t t0 = test_now_ms();
-	tc_stream *s = run(fx, &o);
+	tc_stream *s = fx_run(fx, &o);
 
 	assert_true(s->timed_out);
 	assert_int_equal(s->signal, SIGKILL);
@@ -314,7 +228,7 @@ static void many_concurrent_execs(void **state)
 		for (int i = 0; i < PER_CONN; i++) {
 			tc_exec_opts o = { .cmd = cmds[c][i] };
 			snprintf(cmds[c][i], sizeof(cmds[c][i]), "echo %d-%d; echo e%d >&2; exit %d", c, i, i, i % 7);
-			s[c][i] = tc_exec(client(fx, (size_t)c), &o);
+			s[c][i] = tc_exec(fx_client(fx, (size_t)c), &o);
 			assert_non_null(s[c][i]);
 		}
 	}
@@ -326,25 +240,13 @@ static void many_concurrent_execs(void **state)
 			snprintf(want, sizeof(want), "%d-%d\n", c, i);
 			snprintf(want_err, sizeof(want_err), "e%d\n", i);
 			assert_false(s[c][i]->failed);
-			assert_string_equal(str_or_empty(s[c][i]->out), want);
-			assert_string_equal(str_or_empty(s[c][i]->err), want_err);
+			assert_string_equal(fx_str(s[c][i]->out), want);
+			assert_string_equal(fx_str(s[c][i]->err), want_err);
 			assert_int_equal(s[c][i]->exit_code, i % 7);
 		}
 	}
 }
 
-static void wait_no_zombies(fixture *fx, int want_total)
-{
-	int total = -1, zombies = -1;
-
-	for (int i = 0; i < 200; i++) {
-		assert_int_equal(agent_ns_procs(&fx->ns, &total, &zombies), 0);
-		if (zombies == 0 && total == want_total)
-			return;
-		usleep(10000);
-	}
-	fail_msg("namespace has %d processes, %d zombies; want %d, 0", total, zombies, want_total);
-}
 
 static void orphans_are_reaped(void **state)
 {
@@ -353,19 +255,20 @@ static void orphans_are_reaped(void **state)
 	tc_stream *s;
 
 	/* Double fork: the sleeps are reparented to the agent (PID 1). */
-	s = run_cmd(fx, "(sleep 0.3 </dev/null >/dev/null 2>&1 &); (sleep 0.3 </dev/null >/dev/null 2>&1 &); exit 0");
+	s = fx_run_cmd(fx, "(sleep 0.3 </dev/null >/dev/null 2>&1 &); (sleep 0.3 </dev/null >/dev/null 2>&1 &); exit 0");
 	assert_int_equal(s->exit_code, 0);
 	assert_int_equal(agent_ns_procs(&fx->ns, &total, &zombies), 0);
-	if (total != 3) /* agent + the two orphans */
-		fail_msg("namespace has %d processes (%d zombies), want 3", total, zombies);
+	/* agent + the two orphans + their holder (tree.h) */
+	if (total != 4)
+		fail_msg("namespace has %d processes (%d zombies), want 4", total, zombies);
 	/* Once they exit, nothing is left: no zombie, only the agent. */
-	wait_no_zombies(fx, 1);
+	fx_wait_no_zombies(fx, 1);
 }
 
 static void sigterm_is_forwarded_then_clean_exit(void **state)
 {
 	fixture *fx = *state;
-	tc_client *c = client(fx, 0);
+	tc_client *c = fx_client(fx, 0);
 	tc_exec_opts o = { .cmd = "trap 'echo got-term; exit 7' TERM; sleep 100 & wait" };
 	tc_stream *s = tc_exec(c, &o);
 	uint64_t t0;
@@ -378,7 +281,7 @@ static void sigterm_is_forwarded_then_clean_exit(void **state)
 	assert_true(tc_wait(c, s, WAIT_MS));
 	assert_false(s->failed);
 	assert_int_equal(s->exit_code, 7);
-	assert_string_equal(str_or_empty(s->out), "got-term\n");
+	assert_string_equal(fx_str(s->out), "got-term\n");
 	/* Then the agent exits 0, well within the grace. */
 	assert_int_equal(agent_ns_wait_exit(&fx->ns, GRACE_MS, &status), 0);
 	assert_true(WIFEXITED(status));
@@ -389,7 +292,7 @@ static void sigterm_is_forwarded_then_clean_exit(void **state)
 static void shutdown_kills_after_grace(void **state)
 {
 	fixture *fx = *state;
-	tc_client *c = client(fx, 0);
+	tc_client *c = fx_client(fx, 0);
 	tc_exec_opts o = { .cmd = "trap '' TERM; sleep 100" };
 	tc_stream *s = tc_exec(c, &o);
 	uint64_t t0;
@@ -419,7 +322,7 @@ static void shutdown_kills_after_grace(void **state)
 static void slow_reader_blocks_producer(void **state)
 {
 	fixture *fx = *state;
-	tc_client *c = client(fx, 0);
+	tc_client *c = fx_client(fx, 0);
 	tc_exec_opts o = { .cmd = "head -c 40000000 /dev/zero" };
 	tc_stream *s = tc_exec(c, &o);
 	long rss1, rss2;
@@ -447,7 +350,7 @@ static void slow_reader_blocks_producer(void **state)
 static void ctl_signal(void **state)
 {
 	fixture *fx = *state;
-	tc_client *c = client(fx, 0);
+	tc_client *c = fx_client(fx, 0);
 	const char *argv[] = { "sleep", "100", NULL };
 	tc_exec_opts o = { .argv = argv };
 	tc_stream *s = tc_exec(c, &o);
@@ -462,7 +365,7 @@ static void ctl_signal(void **state)
 static void cancel_kills(void **state)
 {
 	fixture *fx = *state;
-	tc_client *c = client(fx, 0);
+	tc_client *c = fx_client(fx, 0);
 	tc_exec_opts o = { .cmd = "sleep 100; sleep 100" };
 	tc_stream *s = tc_exec(c, &o);
 
@@ -471,13 +374,13 @@ static void cancel_kills(void **state)
 	assert_true(tc_wait(c, s, WAIT_MS));
 	assert_true(s->failed);
 	assert_string_equal(s->code, "cancelled");
-	wait_no_zombies(fx, 1);
+	fx_wait_no_zombies(fx, 1);
 }
 
 static void lost_connection_kills(void **state)
 {
 	fixture *fx = *state;
-	tc_client *c = client(fx, 1);
+	tc_client *c = fx_client(fx, 1);
 	tc_exec_opts o = { .cmd = "sleep 100 & sleep 100" };
 	int total, zombies;
 
@@ -485,17 +388,17 @@ static void lost_connection_kills(void **state)
 	assert_non_null(tc_exec(c, &o));
 	tc_run(fx->base, 200);
 	assert_int_equal(agent_ns_procs(&fx->ns, &total, &zombies), 0);
-	assert_int_equal(total, 7); /* agent + 2 x (sh + 2 sleeps) */
+	assert_int_equal(total, 9); /* agent + 2 x (holder + sh + 2 sleeps) */
 	tc_close(c);
-	wait_no_zombies(fx, 1);
+	fx_wait_no_zombies(fx, 1);
 	/* The agent still serves others. */
-	assert_int_equal(run_cmd(fx, "exit 0")->exit_code, 0);
+	assert_int_equal(fx_run_cmd(fx, "exit 0")->exit_code, 0);
 }
 
 static void bad_requests(void **state)
 {
 	fixture *fx = *state;
-	tc_client *c = client(fx, 0);
+	tc_client *c = fx_client(fx, 0);
 	const char *argv[] = { "sleep", "100", NULL };
 	tc_stream *s;
 
@@ -516,7 +419,7 @@ static void bad_requests(void **state)
 		assert_true(s->failed);
 		assert_string_equal(s->code, "bad_request");
 	}
-	wait_no_zombies(fx, 1);
+	fx_wait_no_zombies(fx, 1);
 }
 
 static void nofile_raised_for_agent_only(void **state)
@@ -529,41 +432,41 @@ static void nofile_raised_for_agent_only(void **state)
 	if (rl.rlim_max <= AGENT_NS_NOFILE)
 		skip();
 	assert_int_equal(agent_ns_nofile(&fx->ns), (long)rl.rlim_max);
-	s = run_cmd(fx, "ulimit -n");
-	assert_int_equal(strtol(str_or_empty(s->out), NULL, 10), AGENT_NS_NOFILE);
+	s = fx_run_cmd(fx, "ulimit -n");
+	assert_int_equal(strtol(fx_str(s->out), NULL, 10), AGENT_NS_NOFILE);
 }
 
 static void loopback_is_up(void **state)
 {
 	fixture *fx = *state;
 	/* In the agent's fresh network namespace, lo was brought up. */
-	tc_stream *s = run_cmd(fx, "ip -o link show lo");
-	if (!strstr(str_or_empty(s->out), "UP"))
-		fail_msg("lo is not up: %s%s", str_or_empty(s->out), str_or_empty(s->err));
+	tc_stream *s = fx_run_cmd(fx, "ip -o link show lo");
+	if (!strstr(fx_str(s->out), "UP"))
+		fail_msg("lo is not up: %s%s", fx_str(s->out), fx_str(s->err));
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(hello_ping_info, setup, teardown),
-		cmocka_unit_test_setup_teardown(exec_echo_blocking_client, setup, teardown),
-		cmocka_unit_test_setup_teardown(exit_codes_and_signals, setup, teardown),
-		cmocka_unit_test_setup_teardown(missing_binary, setup, teardown),
-		cmocka_unit_test_setup_teardown(cmd_pipe_env_cwd, setup, teardown),
-		cmocka_unit_test_setup_teardown(stdin_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(timeout_kills_group, setup, teardown),
-		cmocka_unit_test_setup_teardown(timeout_with_setsid_grandchild, setup, teardown),
-		cmocka_unit_test_setup_teardown(many_concurrent_execs, setup, teardown),
-		cmocka_unit_test_setup_teardown(orphans_are_reaped, setup, teardown),
-		cmocka_unit_test_setup_teardown(sigterm_is_forwarded_then_clean_exit, setup, teardown),
-		cmocka_unit_test_setup_teardown(shutdown_kills_after_grace, setup, teardown),
-		cmocka_unit_test_setup_teardown(slow_reader_blocks_producer, setup, teardown),
-		cmocka_unit_test_setup_teardown(ctl_signal, setup, teardown),
-		cmocka_unit_test_setup_teardown(cancel_kills, setup, teardown),
-		cmocka_unit_test_setup_teardown(lost_connection_kills, setup, teardown),
-		cmocka_unit_test_setup_teardown(bad_requests, setup, teardown),
-		cmocka_unit_test_setup_teardown(nofile_raised_for_agent_only, setup, teardown),
-		cmocka_unit_test_setup_teardown(loopback_is_up, setup, teardown),
+		cmocka_unit_test_setup_teardown(hello_ping_info, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(exec_echo_blocking_client, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(exit_codes_and_signals, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(missing_binary, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(cmd_pipe_env_cwd, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(stdin_round_trip, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(timeout_kills_group, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(timeout_with_setsid_grandchild, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(many_concurrent_execs, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(orphans_are_reaped, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(sigterm_is_forwarded_then_clean_exit, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(shutdown_kills_after_grace, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(slow_reader_blocks_producer, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(ctl_signal, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(cancel_kills, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(lost_connection_kills, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(bad_requests, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(nofile_raised_for_agent_only, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(loopback_is_up, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

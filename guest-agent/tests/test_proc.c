@@ -1,6 +1,9 @@
 /* proc.c + spawn.c + pid1.c reaping, in-process on a real event loop with
  * real commands: output, exit status, exec failures, timeout, stdin,
- * backpressure, pipes held by background processes, detach. */
+ * backpressure, pipes held by background processes, detach, terminals.
+ * Commands run under their tree's holder (tree.c) and in the jail as the
+ * sandbox user, as in the agent; whole-tree kills are tested with the real
+ * agent (test_agent_exec.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -17,11 +20,13 @@
 
 #include <event2/event.h>
 
+#include "agent_seccomp.h"
 #include "children.h"
 #include "env.h"
 #include "pid1.h"
 #include "proc.h"
 #include "test_util.h"
+#include "tree.h"
 
 #define OUT_MAX (4u << 20)
 
@@ -34,6 +39,7 @@ typedef struct tsink {
 	bool finished;
 	agent_proc_result r;
 	agent_proc *proc;
+	pid_t pid;            /* from started() */
 } tsink;
 
 static struct event_base *base;
@@ -94,7 +100,20 @@ static void s_finished(void *ud, const agent_proc_result *r)
 	t->proc = NULL;
 }
 
-static const agent_proc_sink sink = { s_room, s_output, s_stdin_done, s_finished };
+static void s_started(void *ud, pid_t pid)
+{
+	((tsink *)ud)->pid = pid;
+}
+
+static const agent_proc_sink sink = {
+	.started = s_started,
+	.room = s_room,
+	.output = s_output,
+	.stdin_done = s_stdin_done,
+	.finished = s_finished,
+};
+
+static char *clean_env[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", NULL };
 
 static void nop(void *ud) {}
 static void nop_sig(int sig, void *ud) {}
@@ -109,9 +128,11 @@ static int setup(void **state)
 	if (!base || agent_pid1_setup(base, NULL, &hooks, NULL, &err) < 0)
 		return -1;
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/agent-proc-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (!mkdtemp(tmpdir) || chmod(tmpdir, 0755) < 0)
 		return -1;
-	return agent_env_init(environ, &err);
+	/* A container's environment, not the runner's (whose PATH may name
+	 * folders the sandbox user cannot search). */
+	return agent_env_init(clean_env, &err);
 }
 
 /* Whatever a failed test left running is killed and reaped. */
@@ -119,17 +140,20 @@ static int teardown(void **state)
 {
 	uint64_t deadline = test_now_ms() + 5000;
 
-	/* Detached: no sink call may reach a failed test's stack. */
+	/* Detached: no sink call may reach a failed test's stack. Lingering
+	 * leftovers (a holder with orphans) are killed too. */
 	agent_proc_detach_all();
-	while (agent_proc_count() > 0 && test_now_ms() < deadline)
+	agent_tree_kill_all();
+	while ((agent_proc_count() > 0 || agent_tree_holders() > 0) && test_now_ms() < deadline)
 		event_base_loop(base, EVLOOP_ONCE);
 	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
 		live_free(live[i]);
 	agent_pid1_teardown();
 	event_base_free(base);
 	agent_env_free();
+	agent_seccomp_cache_clear();
 	test_rm_rf(tmpdir);
-	return agent_proc_count() == 0 ? 0 : -1;
+	return agent_proc_count() == 0 && agent_tree_holders() == 0 ? 0 : -1;
 }
 
 static void tsink_free(tsink *t)
@@ -407,12 +431,20 @@ static void detach_kills_and_reaps(void **state)
 
 	tsink_init(&t);
 	sh(&t, "sleep 30", 0);
+	/* The start is asynchronous: the pid comes from the holder. */
+	assert_int_equal(agent_proc_pid(t.proc), 0);
+	while (t.pid == 0 && test_now_ms() < deadline)
+		run_for(5);
 	pid = agent_proc_pid(t.proc);
+	assert_true(pid > 1);
+	assert_int_equal(pid, t.pid);
+	assert_int_equal(kill(pid, 0), 0);
 	assert_int_equal(agent_proc_count(), 1);
 	agent_proc_detach(t.proc);
-	while (agent_proc_count() > 0 && test_now_ms() < deadline)
+	while ((agent_proc_count() > 0 || agent_tree_holders() > 0) && test_now_ms() < deadline)
 		run_for(10);
 	assert_int_equal(agent_proc_count(), 0);
+	assert_int_equal(agent_tree_holders(), 0);
 	assert_int_equal(agent_children_count(), 0);
 	assert_false(t.finished); /* no sink call after detach */
 	assert_int_equal(kill(pid, 0), -1);

@@ -1,0 +1,273 @@
+#include "tree.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "children.h"
+#include "log.h"
+#include "tree_holder.h"
+
+struct agent_tree {
+	agent_tree *prev, *next;   /* holders list, while the holder lives */
+	unsigned refs;
+	pid_t holder;              /* 0 once reaped */
+	pid_t cmd;
+	int report_fd;             /* -1 once the holder closed it */
+	struct event *report_ev;
+	bool cmd_done;             /* exited had its call */
+	agent_tree_cbs cbs;        /* zeroed when the owner leaves */
+	void *ud;
+};
+
+static agent_tree *holders;
+static size_t nholders;
+
+static void list_add(agent_tree *t)
+{
+	t->next = holders;
+	if (holders)
+		holders->prev = t;
+	holders = t;
+	nholders++;
+}
+
+static void list_del(agent_tree *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		holders = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	t->prev = t->next = NULL;
+	nholders--;
+}
+
+static void close_report(agent_tree *t)
+{
+	if (t->report_ev) {
+		event_free(t->report_ev);
+		t->report_ev = NULL;
+	}
+	if (t->report_fd >= 0) {
+		close(t->report_fd);
+		t->report_fd = -1;
+	}
+}
+
+static void deliver(agent_tree *t, int status, const struct rusage *ru)
+{
+	void (*fn)(pid_t, int, const struct rusage *, void *) = t->cbs.exited;
+
+	if (t->cmd_done)
+		return;
+	t->cmd_done = true;
+	memset(&t->cbs, 0, sizeof(t->cbs));
+	if (fn)
+		fn(t->cmd, status, ru, t->ud);
+}
+
+static void started(agent_tree *t, pid_t pid)
+{
+	if (t->cmd || t->cmd_done || pid <= 0)
+		return;
+	t->cmd = pid;
+	if (t->cbs.started)
+		t->cbs.started(pid, t->ud);
+}
+
+/* Read what the holder wrote (whole messages: each is written at once). */
+static void drain_report(agent_tree *t)
+{
+	while (t->report_fd >= 0) {
+		agent_tree_msg m;
+		ssize_t n = read(t->report_fd, &m, sizeof(m));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n != (ssize_t)sizeof(m)) {
+			close_report(t); /* EOF: the holder is gone */
+			return;
+		}
+		if (m.kind == AGENT_TREE_MSG_STARTED)
+			started(t, (pid_t)m.value);
+		else if (m.kind == AGENT_TREE_MSG_EXITED)
+			deliver(t, m.value, &m.ru);
+	}
+}
+
+static void report_cb(evutil_socket_t fd, short what, void *ud)
+{
+	agent_tree *t = ud;
+
+	agent_tree_ref(t);
+	drain_report(t);
+	agent_tree_unref(t);
+}
+
+/* The holder was reaped: its tree is over. If it died before reporting
+ * the command (a root command killed it), the command is ended as killed. */
+static void holder_exit(pid_t pid, int status, const struct rusage *ru, void *ud)
+{
+	agent_tree *t = ud;
+
+	t->holder = 0;
+	list_del(t);
+	drain_report(t);
+	close_report(t);
+	if (!t->cmd_done) {
+		struct rusage none;
+
+		agent_log_warn("the holder of %d died (status 0x%x) before its command", (int)t->cmd, status);
+		if (t->cmd > 0 && kill(-t->cmd, SIGKILL) < 0 && errno != ESRCH)
+			agent_log_warn("kill group %d: %s", (int)t->cmd, strerror(errno));
+		memset(&none, 0, sizeof(none));
+		deliver(t, SIGKILL, &none); /* as WIFSIGNALED with SIGKILL */
+	}
+	agent_tree_unref(t);
+}
+
+int agent_tree_spawn(struct event_base *base, const agent_tree_cmd *cmd, const agent_tree_cbs *cbs, void *ud,
+		     agent_tree **out, sbx_err *err)
+{
+	int report[2], ret, saved;
+	sigset_t all, old;
+	agent_tree *t;
+	pid_t h;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return sbx_err_sys(err, -ENOMEM, "process tree");
+	t->refs = 1;
+	t->cbs = *cbs;
+	t->ud = ud;
+	if (pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0) {
+		free(t);
+		return sbx_err_sys(err, -errno, "pipe for the command's holder");
+	}
+	t->report_fd = report[0];
+	t->report_ev = event_new(base, t->report_fd, EV_READ | EV_PERSIST, report_cb, t);
+	if (!t->report_ev) {
+		close(report[1]);
+		close_report(t);
+		free(t);
+		return sbx_err_set(err, -ENOMEM, "the command's holder: event");
+	}
+	/* The holder writes blocking (it has nothing else to do); the
+	 * O_NONBLOCK of pipe2 is for the agent's end only. */
+	if (fcntl(report[1], F_SETFL, 0) < 0) {
+		ret = sbx_err_sys(err, -errno, "pipe for the command's holder");
+		close(report[1]);
+		close_report(t);
+		free(t);
+		return ret;
+	}
+	/* No handler of the agent may run in the holder or the command
+	 * before they reset them (it would write into the agent's signal
+	 * socket). */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	h = fork();
+	if (h == 0) {
+		close(report[0]);
+		agent_tree_holder_run(cmd, report[1]);
+	}
+	saved = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(report[1]);
+	if (h < 0) {
+		close_report(t);
+		free(t);
+		return sbx_err_sys(err, -saved, "fork the command's holder");
+	}
+	t->holder = h;
+	/* From here the reaper owns the holder's exit (and its reference). */
+	ret = agent_children_add(h, holder_exit, t, err);
+	if (ret < 0) {
+		kill(h, SIGKILL);
+		close_report(t);
+		free(t);
+		return ret; /* reaped as an orphan */
+	}
+	t->refs++;
+	list_add(t);
+	event_add(t->report_ev, NULL);
+	*out = t;
+	return 0;
+}
+
+agent_tree *agent_tree_ref(agent_tree *t)
+{
+	t->refs++;
+	return t;
+}
+
+void agent_tree_forget_owner(agent_tree *t)
+{
+	if (!t)
+		return;
+	memset(&t->cbs, 0, sizeof(t->cbs));
+	t->ud = NULL;
+}
+
+void agent_tree_unref(agent_tree *t)
+{
+	if (!t || --t->refs > 0)
+		return;
+	close_report(t);
+	free(t);
+}
+
+int agent_tree_kill(agent_tree *t, sbx_err *err)
+{
+	if (t->holder > 0) {
+		if (kill(t->holder, AGENT_TREE_SIG_KILL) < 0 && errno != ESRCH)
+			return sbx_err_sys(err, -errno, "kill the tree of %d", (int)t->cmd);
+		return 0;
+	}
+	/* The holder is gone but the command was not reported: only its
+	 * group is left to reach. */
+	if (!t->cmd_done && t->cmd > 0 && kill(-t->cmd, SIGKILL) < 0 && errno != ESRCH)
+		return sbx_err_sys(err, -errno, "kill process group %d", (int)t->cmd);
+	return 0;
+}
+
+bool agent_tree_alive(const agent_tree *t)
+{
+	return t->holder > 0 || !t->cmd_done;
+}
+
+void agent_tree_kill_all(void)
+{
+	for (agent_tree *t = holders; t; t = t->next)
+		if (kill(t->holder, AGENT_TREE_SIG_KILL) < 0 && errno != ESRCH)
+			agent_log_warn("kill the tree of %d: %s", (int)t->cmd, strerror(errno));
+}
+
+size_t agent_tree_holders(void)
+{
+	return nholders;
+}
+
+void agent_tree_discard_all(void)
+{
+	while (holders) {
+		agent_tree *t = holders;
+
+		agent_children_forget(t->holder);
+		t->holder = 0;
+		memset(&t->cbs, 0, sizeof(t->cbs));
+		list_del(t);
+		close_report(t);
+		agent_tree_unref(t);
+	}
+}

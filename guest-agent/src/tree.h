@@ -1,0 +1,96 @@
+/* A command's process tree, and the one way to end all of it.
+ *
+ * Every command runs under a holder: a forked copy of the agent that is a
+ * child subreaper (PR_SET_CHILD_SUBREAPER) and forks the command. Whatever
+ * the command starts, double-forked and setsid daemons included, is the
+ * holder's descendant for good: an orphan is reparented to its nearest
+ * subreaper ancestor, which is the holder (or a subreaper inside the tree),
+ * never the agent. A process cannot otherwise change its parent, so the
+ * holder's subtree is exactly the command's tree. A kill asks the holder to
+ * SIGKILL it top-down: a killed process can no longer fork (the kernel
+ * refuses a fork with a fatal signal pending), so the children it has are
+ * final once it is killed; the holder sweeps again until nothing is left.
+ *
+ * The holder reaps the command and reports its wait status and rusage over a
+ * pipe; then it reaps the orphans and leaves once it has no child left. So a
+ * finished exec's leftovers (`nohup server &`) keep running, and a kill
+ * still reaches them until they are gone.
+ *
+ * Pids stay those of the sandbox's one PID namespace: ps, kill, pkill and
+ * /proc/<pid> mean the same in every command. No capability is needed
+ * beyond what the agent has as root. (Per-command PID namespaces were
+ * rejected: they need CAP_SYS_ADMIN, and a command would see /proc with
+ * pids that are not its own (procps' ps fails) unless it also got a mount
+ * namespace with its own /proc, hiding every other command's processes.)
+ *
+ * Limits: the holder runs as root with the agent's capabilities, so a
+ * command that is root (allow_root) can kill it; its tree then goes to the
+ * agent and a kill reaches only the command's process group.
+ *
+ * This module owns holders, the report pipe and tree kills; it must not know
+ * about the command's stdio, sinks or the protocol. Loop thread only. */
+#ifndef AGENT_TREE_H
+#define AGENT_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "sbx/err.h"
+
+struct event_base;
+typedef struct agent_tree agent_tree;
+
+/* How to run the command in the holder's child. fn must not return; it
+ * runs with every signal blocked and the agent's handlers reset, mask holds
+ * the agent's own mask to restore. keep are the fds it needs (others are
+ * closed in the holder); the holder closes them once the command is
+ * forked, so that pipes see EOF when the tree is done with them. */
+typedef struct agent_tree_cmd {
+	void (*fn)(void *arg);
+	void *arg;
+	int keep[4];
+	size_t nkeep;
+	bool own_group; /* the holder also makes the command a process group leader */
+	/* When the holder cannot fork: "sandbox-agent: fork: ..." goes to
+	 * err_fd and the command "exits" with fail_exit. */
+	int err_fd;
+	int fail_exit;
+} agent_tree_cmd;
+
+typedef struct agent_tree_cbs {
+	/* The command runs as pid (its group, when own_group). Optional. */
+	void (*started)(pid_t pid, void *ud);
+	/* The command was reaped by its holder: status and rusage as from
+	 * wait4. Called once, last; if the holder dies first (killed by
+	 * root), with SIGKILL. pid is 0 if it never started. */
+	void (*exited)(pid_t pid, int status, const struct rusage *ru, void *ud);
+} agent_tree_cbs;
+
+/* Fork the holder, which forks the command; returns at once, the rest
+ * comes through cbs from the loop (the agent never waits for a fork or an
+ * exec). *t holds one reference for the caller. */
+int agent_tree_spawn(struct event_base *base, const agent_tree_cmd *cmd, const agent_tree_cbs *cbs, void *ud,
+		     agent_tree **t, sbx_err *err);
+
+agent_tree *agent_tree_ref(agent_tree *t);
+/* The owner leaves: no callback after this. */
+void agent_tree_forget_owner(agent_tree *t);
+void agent_tree_unref(agent_tree *t);
+
+/* SIGKILL the whole tree (the command's end comes through exited), also
+ * before the command started. 0 also when it is already gone. */
+int agent_tree_kill(agent_tree *t, sbx_err *err);
+/* The command (or what it left behind) may still run. */
+bool agent_tree_alive(const agent_tree *t);
+
+/* Shutdown: kill every tree, lingering ones included. */
+void agent_tree_kill_all(void);
+/* Holders not yet reaped (running commands and lingering leftovers). */
+size_t agent_tree_holders(void);
+/* At exit only: forget every holder without waiting (as PID 1 the kernel
+ * kills what is left; otherwise each holder's parent-death signal does). */
+void agent_tree_discard_all(void);
+
+#endif

@@ -1,0 +1,286 @@
+/* The holder: system calls on stack buffers only (see tree_holder.h). */
+#include "tree_holder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pid1.h"
+
+/* Processes one sweep visits at most; what does not fit is found by the
+ * next sweep (their parents are dead by then, so they are our children). */
+#define SWEEP_MAX 4096
+/* While a killed tree is not gone yet, sweep again this often. */
+#define SWEEP_PAUSE_NS 1000000L
+
+static volatile sig_atomic_t kill_requested;
+
+static void on_kill(int sig)
+{
+	kill_requested = 1;
+}
+
+static void on_chld(int sig)
+{
+	/* Only wakes ppoll; the loop reaps. */
+}
+
+static void report(int fd, int32_t kind, int32_t value, const struct rusage *ru)
+{
+	agent_tree_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = kind;
+	m.value = value;
+	if (ru)
+		m.ru = *ru;
+	/* The agent gone (EPIPE): nobody left to tell. */
+	while (write(fd, &m, sizeof(m)) < 0 && errno == EINTR) {
+	}
+}
+
+/* "/proc/<a>/task" or "/proc/<a>/task/<b>/children" without stdio. */
+static char *put_str(char *p, const char *s)
+{
+	while (*s)
+		*p++ = *s++;
+	return p;
+}
+
+static char *put_uint(char *p, unsigned v)
+{
+	char tmp[16];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/* Push the children of thread tid of pid onto stack. */
+static void push_children(pid_t pid, unsigned tid, pid_t *stack, size_t *sp)
+{
+	char path[64], buf[1024], *p = path;
+	unsigned long cur = 0;
+	bool in_num = false;
+	ssize_t n;
+	int fd;
+
+	p = put_str(p, "/proc/");
+	p = put_uint(p, (unsigned)pid);
+	p = put_str(p, "/task/");
+	p = put_uint(p, tid);
+	p = put_str(p, "/children");
+	*p = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				cur = cur * 10 + (unsigned long)(buf[i] - '0');
+				in_num = true;
+			} else if (in_num) {
+				if (*sp < SWEEP_MAX)
+					stack[(*sp)++] = (pid_t)cur;
+				cur = 0;
+				in_num = false;
+			}
+		}
+	}
+	if (in_num && *sp < SWEEP_MAX)
+		stack[(*sp)++] = (pid_t)cur;
+	close(fd);
+}
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* Push the children of every thread of pid. */
+static void push_all_children(pid_t pid, pid_t *stack, size_t *sp)
+{
+	char path[48], buf[2048], *p = path;
+	long n;
+	int fd;
+
+	p = put_str(p, "/proc/");
+	p = put_uint(p, (unsigned)pid);
+	p = put_str(p, "/task");
+	*p = '\0';
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
+			unsigned tid = 0;
+			bool num = d->d_name[0] != '\0';
+
+			for (const char *c = d->d_name; *c && num; c++) {
+				num = *c >= '0' && *c <= '9';
+				tid = tid * 10 + (unsigned)(*c - '0');
+			}
+			if (num)
+				push_children(pid, tid, stack, sp);
+			off += d->d_reclen;
+		}
+	}
+	close(fd);
+}
+
+/* SIGKILL every descendant, parents before their children: once a process
+ * is killed it cannot fork any more, so the children read after the kill
+ * are all it will ever have. A process that exits by itself before it is
+ * reached leaves its children to us; the next sweep finds them. */
+static void sweep(pid_t self)
+{
+	static pid_t stack[SWEEP_MAX];
+	size_t sp = 0;
+
+	push_all_children(self, stack, &sp);
+	while (sp > 0) {
+		pid_t p = stack[--sp];
+
+		if (kill(p, SIGKILL) < 0)
+			continue;
+		push_all_children(p, stack, &sp);
+	}
+}
+
+/* The command cannot be started: say why on its stderr, end it as a shell
+ * would end a command it cannot run. */
+static __attribute__((noreturn)) void fail(const agent_tree_cmd *cmd, int report_fd, const char *what, int errnum)
+{
+	if (cmd->err_fd >= 0) {
+		char msg[256], *p = msg;
+		const char *e = strerror(errnum);
+		size_t n = strlen(e);
+
+		p = put_str(p, "sandbox-agent: ");
+		p = put_str(p, what);
+		p = put_str(p, ": ");
+		if (n > sizeof(msg) - (size_t)(p - msg) - 1)
+			n = sizeof(msg) - (size_t)(p - msg) - 1;
+		memcpy(p, e, n);
+		p += n;
+		*p++ = '\n';
+		if (write(cmd->err_fd, msg, (size_t)(p - msg)) < 0) {
+			/* the exit status still says it */
+		}
+	}
+	report(report_fd, AGENT_TREE_MSG_EXITED, (cmd->fail_exit & 0xff) << 8, NULL);
+	_exit(0);
+}
+
+/* Close every fd except report_fd and the command's. */
+static void close_others(const agent_tree_cmd *cmd, int report_fd)
+{
+	int keep[5];
+	size_t n = 0;
+	unsigned from = 0;
+
+	keep[n++] = report_fd;
+	for (size_t i = 0; i < cmd->nkeep && i < 4; i++)
+		if (cmd->keep[i] >= 0)
+			keep[n++] = cmd->keep[i];
+	/* Ascending, for the gaps between them. */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned)keep[i] > from)
+			syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0U);
+		if ((unsigned)keep[i] + 1 > from)
+			from = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0U, 0U);
+}
+
+void agent_tree_holder_run(const agent_tree_cmd *cmd, int report_fd)
+{
+	static const int reset[] = { AGENT_PID1_SIGNALS };
+	struct sigaction sa;
+	sigset_t wait_mask;
+	pid_t self = getpid(), cmd_pid;
+
+	prctl(PR_SET_NAME, "sbx-holder", 0, 0, 0);
+	/* The agent gone (not PID 1: tests, a host run), the tree goes too. */
+	prctl(PR_SET_PDEATHSIG, AGENT_TREE_SIG_KILL, 0, 0, 0);
+	/* Hold nothing of the agent's: other commands' pipes would not see
+	 * EOF, client sockets would not close. */
+	close_others(cmd, report_fd);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		fail(cmd, report_fd, "subreaper", errno);
+	/* Every signal stays blocked (the agent blocked them for the fork)
+	 * until ppoll; the command starts with the defaults. */
+	for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
+		signal(reset[i], SIG_DFL);
+	/* vfork: no copy of the holder's memory to make and tear down again,
+	 * the holder waits until the command has exec'd (or failed). cmd->fn
+	 * writes only its own stack frames (below this one) and never
+	 * returns; credentials change by raw syscalls for that task alone
+	 * (agent_jail.h). */
+	cmd_pid = vfork();
+	if (cmd_pid == 0) {
+		cmd->fn(cmd->arg);
+		_exit(127);
+	}
+	if (cmd_pid < 0)
+		fail(cmd, report_fd, "fork", errno);
+	/* Also done by the command: whichever runs first, the group exists
+	 * before the agent hears of the pid and may signal it. */
+	if (cmd->own_group)
+		setpgid(cmd_pid, cmd_pid);
+	for (size_t i = 0; i < cmd->nkeep && i < 4; i++)
+		if (cmd->keep[i] >= 0 && cmd->keep[i] != report_fd)
+			close(cmd->keep[i]);
+
+	signal(SIGPIPE, SIG_IGN);
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_chld;
+	sigaction(SIGCHLD, &sa, NULL);
+	sa.sa_handler = on_kill;
+	sigaction(AGENT_TREE_SIG_KILL, &sa, NULL);
+	sigfillset(&wait_mask);
+	sigdelset(&wait_mask, SIGCHLD);
+	sigdelset(&wait_mask, AGENT_TREE_SIG_KILL);
+	report(report_fd, AGENT_TREE_MSG_STARTED, cmd_pid, NULL);
+
+	for (;;) {
+		struct timespec pause = { 0, SWEEP_PAUSE_NS };
+		struct rusage ru;
+		int status;
+		pid_t p;
+
+		while ((p = wait4(-1, &status, WNOHANG | __WALL, &ru)) > 0)
+			if (p == cmd_pid)
+				report(report_fd, AGENT_TREE_MSG_EXITED, status, &ru);
+		if (p < 0 && errno == ECHILD)
+			_exit(0);
+		if (kill_requested)
+			sweep(self);
+		/* A pending SIGCHLD or kill request ends the wait at once. */
+		ppoll(NULL, 0, kill_requested ? &pause : NULL, &wait_mask);
+	}
+}

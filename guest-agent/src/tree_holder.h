@@ -1,0 +1,33 @@
+/* The holder process of a command's tree (see tree.h): the code that runs in
+ * the agent's forked child. Internal to tree.c.
+ *
+ * It must not allocate, take locks or use stdio (it is a fork of the
+ * agent): system calls on stack buffers only. */
+#ifndef AGENT_TREE_HOLDER_H
+#define AGENT_TREE_HOLDER_H
+
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "tree.h"
+
+/* Holder -> agent, each written at once (atomic: smaller than PIPE_BUF). */
+enum {
+	AGENT_TREE_MSG_STARTED = 1, /* value: the command's pid */
+	AGENT_TREE_MSG_EXITED,      /* value: wait status; ru: its rusage */
+};
+
+typedef struct agent_tree_msg {
+	int32_t kind;
+	int32_t value;
+	struct rusage ru;
+} agent_tree_msg;
+
+/* Agent -> holder: SIGKILL the tree, then leave. */
+#define AGENT_TREE_SIG_KILL SIGUSR1
+
+/* Run as the holder: fork the command, report on report_fd, reap, kill on
+ * request. Never returns. */
+__attribute__((noreturn)) void agent_tree_holder_run(const agent_tree_cmd *cmd, int report_fd);
+
+#endif
