@@ -9,7 +9,7 @@ LISTEN    ?= 127.0.0.1:7070
 STATE_DIR ?= /var/lib/sbx
 POOL_SIZE ?= 4
 
-.PHONY: all deps build build-san run test bench clean
+.PHONY: all deps build build-san run test bench lint clean
 
 all: build
 
@@ -30,6 +30,9 @@ run: build
 
 test: build-san
 	cd $(SAN_DIR) && ctest --output-on-failure -j$(JOBS)
+
+lint: build
+	scripts/lint $(REL_DIR)
 
 bench: build
 	$(REL_DIR)/bench/sbx-bench --build-dir $(REL_DIR)

@@ -88,6 +88,7 @@ static void state_tag(const char *state_real, char out[9])
 
 static int resolve_state(const char *state_dir, char out[PATH_MAX], sbx_err *err)
 {
+	out[0] = '\0'; /* never garbage, whatever the caller does with a failure */
 	if (!state_dir || state_dir[0] != '/')
 		return sbx_err_set(err, -EINVAL, "state folder '%s': not an absolute path",
 				   state_dir ? state_dir : "(null)");

@@ -121,11 +121,11 @@ int sup_runc_cmd_run(sup_runc_cmd *c, sbx_err *err)
 	int r = posix_spawn_file_actions_init(&fa);
 	if (r)
 		return sbx_err_sys(err, -r, "spawn %s", prog);
-	fap = &fa;
+	fap = &fa; // NOLINT(clang-analyzer-deadcode.DeadStores): read by its cleanup
 	r = posix_spawnattr_init(&at);
 	if (r)
 		return sbx_err_sys(err, -r, "spawn %s", prog);
-	atp = &at;
+	atp = &at; // NOLINT(clang-analyzer-deadcode.DeadStores): read by its cleanup
 
 	sigset_t none, all;
 	sigemptyset(&none);

@@ -18,7 +18,7 @@ int conn_table_init(struct conn_table **out)
 	struct conn_table *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->buckets = calloc(INITIAL_BUCKETS, sizeof(*t->buckets));
+	t->buckets = calloc(INITIAL_BUCKETS, sizeof(*t->buckets)); // NOLINT(bugprone-sizeof-expression): an array of pointers
 	if (!t->buckets) {
 		free(t);
 		return -ENOMEM;
@@ -65,7 +65,7 @@ struct conn_stream *conn_find(const sbx_proto_conn *c, uint64_t id)
 static void grow(struct conn_table *t)
 {
 	size_t nb = t->nbuckets * 2;
-	struct conn_stream **b = calloc(nb, sizeof(*b));
+	struct conn_stream **b = calloc(nb, sizeof(*b)); // NOLINT(bugprone-sizeof-expression): an array of pointers
 	if (!b)
 		return; /* longer chains, still correct */
 	struct conn_stream **old = t->buckets;
