@@ -33,6 +33,10 @@ struct sup_exec_call {
 	sup_agent_call *call;
 	const sup_exec_cbs *cbs;
 	void *ud;
+	uint8_t *in;      /* stdin still to send, then EOF */
+	size_t in_len;
+	size_t in_off;
+	bool in_pending;  /* EOF not sent yet */
 };
 
 struct sup_agent {
@@ -169,6 +173,20 @@ int sup_agent_parse_exec_result(const msgpack_object *r, sup_exec_status *st, sb
 			return sbx_err_set(err, -EPROTO, "exec result: duration_us not a uint");
 		st->duration_us = du->via.u64;
 	}
+	const msgpack_object *ru = sbx_proto_map_get(r, "rusage");
+	if (!obj_is_nil(ru)) {
+		static const char *const keys[] = { "max_rss_kb", "user_ms", "sys_ms" };
+		uint64_t *dst[] = { &st->max_rss_kb, &st->user_ms, &st->sys_ms };
+		if (ru->type != MSGPACK_OBJECT_MAP)
+			return sbx_err_set(err, -EPROTO, "exec result: rusage not a map");
+		for (size_t i = 0; i < 3; i++) {
+			const msgpack_object *x = sbx_proto_map_get(ru, keys[i]);
+			if (!x || x->type != MSGPACK_OBJECT_POSITIVE_INTEGER || x->via.u64 > (1ull << 53))
+				return sbx_err_set(err, -EPROTO, "exec result: rusage.%s not a uint", keys[i]);
+			*dst[i] = x->via.u64;
+		}
+		st->has_rusage = true;
+	}
 	return 0;
 }
 
@@ -255,6 +273,30 @@ static void conn_on_frame(sbx_proto_conn *c, const sbx_proto_frame *f, void *ud)
 	dispatch_end(a);
 }
 
+static void call_writable(sup_agent_call *call)
+{
+	if (call->cbs && call->cbs->on_writable)
+		call->cbs->on_writable(call, call->ud);
+}
+
+static void conn_on_writable(sbx_proto_conn *c, uint64_t id, void *ud)
+{
+	sup_agent *a = ud;
+	dispatch_begin(a);
+	if (id) {
+		sup_agent_call *call = sbx_proto_conn_stream_data(c, id);
+		if (call)
+			call_writable(call);
+	} else {
+		sup_agent_call *call, *next;
+		for (call = TAILQ_FIRST(&a->calls); call && !a->lost && !a->freed; call = next) {
+			next = TAILQ_NEXT(call, link);
+			call_writable(call);
+		}
+	}
+	dispatch_end(a);
+}
+
 static void conn_on_close(sbx_proto_conn *c, const sbx_err *why, void *ud)
 {
 	sup_agent *a = ud;
@@ -278,6 +320,7 @@ static void on_handshake_timeout(evutil_socket_t fd, short what, void *ud)
 static const sbx_proto_conn_cbs conn_cbs = {
 	.on_ready = conn_on_ready,
 	.on_frame = conn_on_frame,
+	.on_writable = conn_on_writable,
 	.on_close = conn_on_close,
 };
 
@@ -377,7 +420,12 @@ int sup_agent_encode_exec_args(const sup_exec_spec *spec, const sup_env *base_en
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
 	bool has_env = spec->env.n || base_env->n;
-	uint32_t n = 1 + (has_env ? 1 : 0) + (spec->cwd ? 1 : 0) + (spec->timeout_ms ? 1 : 0);
+	uint32_t nlim = 0;
+	for (int i = 0; i < SUP_RLIMIT_N; i++)
+		nlim += spec->rlimits[i].set;
+	uint32_t n = 1 + (has_env ? 1 : 0) + (spec->cwd ? 1 : 0) + (spec->timeout_ms ? 1 : 0) +
+		     (spec->has_stdin ? 1 : 0) + (spec->user ? 1 : 0) + (spec->allow_root ? 1 : 0) +
+		     (nlim ? 1 : 0) + (spec->pty ? 1 : 0);
 	msgpack_pack_map(&pk, n);
 	if (spec->argv) {
 		sbx_proto_pack_str(&pk, "argv");
@@ -399,6 +447,40 @@ int sup_agent_encode_exec_args(const sup_exec_spec *spec, const sup_env *base_en
 	if (spec->timeout_ms) {
 		sbx_proto_pack_str(&pk, "timeout_ms");
 		msgpack_pack_uint64(&pk, spec->timeout_ms);
+	}
+	if (spec->has_stdin) {
+		sbx_proto_pack_str(&pk, "stdin");
+		msgpack_pack_true(&pk);
+	}
+	if (spec->user) {
+		sbx_proto_pack_str(&pk, "user");
+		sbx_proto_pack_str(&pk, spec->user);
+	}
+	if (spec->allow_root) {
+		sbx_proto_pack_str(&pk, "allow_root");
+		msgpack_pack_true(&pk);
+	}
+	if (spec->pty) {
+		sbx_proto_pack_str(&pk, "pty");
+		msgpack_pack_map(&pk, 2);
+		sbx_proto_pack_str(&pk, "cols");
+		msgpack_pack_uint16(&pk, spec->pty_cols);
+		sbx_proto_pack_str(&pk, "rows");
+		msgpack_pack_uint16(&pk, spec->pty_rows);
+	}
+	if (nlim) {
+		sbx_proto_pack_str(&pk, "rlimits");
+		msgpack_pack_map(&pk, nlim);
+		for (int i = 0; i < SUP_RLIMIT_N; i++) {
+			const sup_rlimit *r = &spec->rlimits[i];
+			if (!r->set)
+				continue;
+			sbx_proto_pack_str(&pk, sup_rlimit_names[i]);
+			if (r->unlimited)
+				sbx_proto_pack_str(&pk, "unlimited");
+			else
+				msgpack_pack_uint64(&pk, r->value);
+		}
 	}
 	return 0;
 }
@@ -493,11 +575,50 @@ static void exec_done(sup_agent_call *call, int rc, const msgpack_object *result
 		}
 	}
 	x->cbs->on_done(x, rc, rc == 0 ? &st : NULL, rc == 0 ? NULL : err, x->ud);
+	free(x->in);
 	free(x);
+}
+
+/* Send what the credit allows of stdin, then EOF. */
+static void exec_pump_stdin(sup_exec_call *x)
+{
+	sup_agent *a = x->call->agent;
+	sbx_err e;
+	while (x->in_pending && a->conn && !a->lost) {
+		size_t left = x->in_len - x->in_off;
+		size_t room = sbx_proto_conn_data_room(a->conn, x->call->id);
+		if (left && room == 0)
+			return; /* on_writable brings us back */
+		size_t n = left < room ? left : room;
+		int rc = sbx_proto_conn_send_data(a->conn, x->call->id, SBX_CH_STDIN,
+						  x->in + x->in_off, n, n == left, &e);
+		if (rc == -EAGAIN)
+			return;
+		if (rc < 0) {
+			/* The stream is gone (the agent refused or ended it): its
+			 * END/ERR tells the caller. */
+			x->in_pending = false;
+			break;
+		}
+		x->in_off += n;
+		if (n == left)
+			x->in_pending = false;
+	}
+	free(x->in);
+	x->in = NULL;
+}
+
+static void exec_writable(sup_agent_call *call, void *ud)
+{
+	(void)call;
+	sup_exec_call *x = ud;
+	if (x->in_pending)
+		exec_pump_stdin(x);
 }
 
 static const sup_agent_call_cbs exec_call_cbs = {
 	.on_data = exec_data,
+	.on_writable = exec_writable,
 	.on_done = exec_done,
 };
 
@@ -520,6 +641,12 @@ int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_
 	rc = sup_agent_call_start(a, SBX_OP_EXEC, sb.data, sb.size, &exec_call_cbs, x, &x->call, err);
 	if (rc < 0)
 		goto out;
+	if (spec->has_stdin) {
+		x->in = spec->stdin_data;
+		x->in_len = spec->stdin_len;
+		x->in_pending = true;
+		exec_pump_stdin(x);
+	}
 	*out = sbx_steal_ptr(&x);
 out:
 	free(x);
@@ -535,5 +662,6 @@ void sup_agent_exec_consumed(sup_exec_call *x, size_t cost)
 void sup_agent_exec_cancel(sup_exec_call *x)
 {
 	sup_agent_call_cancel(x->call);
+	free(x->in);
 	free(x);
 }

@@ -53,6 +53,9 @@ typedef struct sup_agent_call_cbs {
 	 * with sup_agent_call_consumed() once the bytes are passed on. */
 	void (*on_data)(sup_agent_call *call, const char *ch, size_t ch_len, const uint8_t *p,
 			size_t n, size_t cost, void *ud);
+	/* Send credit grew (or the socket drained): a sender waiting may go on.
+	 * Optional. */
+	void (*on_writable)(sup_agent_call *call, void *ud);
 	/* EVENT with its map. Optional: without it the cost is given back at once. */
 	void (*on_event)(sup_agent_call *call, const msgpack_object *map, size_t cost, void *ud);
 	/* Exactly once, unless cancelled first: rc 0 with the END result map,
@@ -72,11 +75,6 @@ void sup_agent_call_cancel(sup_agent_call *call);
 
 /* ---- exec, typed on top of a call ---- */
 
-typedef enum sup_chan {
-	SUP_CH_STDOUT = 1,
-	SUP_CH_STDERR = 2,
-} sup_chan;
-
 typedef struct sup_exec_cbs {
 	void (*on_data)(sup_exec_call *call, sup_chan ch, const uint8_t *p, size_t n, size_t cost,
 			void *ud);
@@ -89,7 +87,9 @@ typedef struct sup_exec_cbs {
 } sup_exec_cbs;
 
 /* Start spec on the agent. base_env (the sandbox env) is merged under
- * spec->env. On success *out is the call, owned by the agent module. */
+ * spec->env. On success *out is the call, owned by the agent module; it
+ * takes spec->stdin_data (the caller clears its pointer) and sends it
+ * within the agent's credit, then EOF. */
 int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_env,
 		   const sup_exec_cbs *cbs, void *ud, sup_exec_call **out, sbx_err *err);
 /* Give back the cost of bytes delivered by on_data. */

@@ -179,6 +179,107 @@ static int parse_exec_timeout(json_t *v, uint64_t *ms, sbx_err *err)
 	return 0;
 }
 
+static int parse_stdin(json_t *v, bool b64, sup_exec_spec *out, sbx_err *err)
+{
+	const char *field = b64 ? "stdin_b64" : "stdin";
+	if (out->has_stdin)
+		return sbx_err_set(err, -EINVAL, "give at most one of \"stdin\" and \"stdin_b64\"");
+	if (!json_is_string(v))
+		return sbx_err_set(err, -EINVAL, "field \"%s\": want a string", field);
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+	if (b64) {
+		size_t bad;
+		out->stdin_data = sup_base64_decode(s, n, &out->stdin_len, &bad);
+		if (!out->stdin_data && bad == SIZE_MAX)
+			return sbx_err_set(err, -ENOMEM, "out of memory");
+		if (!out->stdin_data && bad == n)
+			return sbx_err_set(err, -EINVAL,
+					   "field \"stdin_b64\": invalid base64 (length %zu is not a multiple of 4)",
+					   n);
+		if (!out->stdin_data)
+			return sbx_err_set(err, -EINVAL,
+					   "field \"stdin_b64\": invalid base64 at offset %zu (standard alphabet, padded)",
+					   bad);
+	} else {
+		out->stdin_data = malloc(n ? n : 1);
+		if (!out->stdin_data)
+			return sbx_err_set(err, -ENOMEM, "out of memory");
+		memcpy(out->stdin_data, s, n);
+		out->stdin_len = n;
+	}
+	out->has_stdin = true;
+	return 0;
+}
+
+static int parse_rlimits(json_t *v, sup_exec_spec *out, sbx_err *err)
+{
+	if (!json_is_object(v))
+		return sbx_err_set(err, -EINVAL,
+				   "field \"rlimits\": want an object of nofile, nproc, fsize, cpu");
+	const char *key;
+	json_t *val;
+	json_object_foreach(v, key, val)
+	{
+		int id = -1;
+		for (int i = 0; i < SUP_RLIMIT_N; i++)
+			if (strcmp(key, sup_rlimit_names[i]) == 0)
+				id = i;
+		if (id < 0)
+			return sbx_err_set(err, -EINVAL,
+					   "field \"rlimits\": unknown limit \"%.32s\" (nofile, nproc, fsize, cpu)",
+					   key);
+		sup_rlimit *r = &out->rlimits[id];
+		if (json_is_string(val) && strcmp(json_string_value(val), "unlimited") == 0) {
+			r->unlimited = true;
+		} else if (json_is_integer(val) && json_integer_value(val) >= 0) {
+			r->value = (uint64_t)json_integer_value(val);
+		} else {
+			return sbx_err_set(err, -EINVAL,
+					   "field \"rlimits\": %s: want a non-negative integer or \"unlimited\"",
+					   key);
+		}
+		r->set = true;
+	}
+	return 0;
+}
+
+static int parse_pty(json_t *v, sup_exec_spec *out, sbx_err *err)
+{
+	if (!json_is_object(v))
+		return sbx_err_set(err, -EINVAL, "field \"pty\": want {\"cols\":80,\"rows\":24}");
+	out->pty_cols = 80;
+	out->pty_rows = 24;
+	const char *key;
+	json_t *val;
+	json_object_foreach(v, key, val)
+	{
+		uint16_t *dst = strcmp(key, "cols") == 0 ? &out->pty_cols
+				: strcmp(key, "rows") == 0 ? &out->pty_rows
+							   : NULL;
+		if (!dst)
+			return sbx_err_set(err, -EINVAL, "field \"pty\": unknown field \"%.32s\" (cols, rows)",
+					   key);
+		if (!json_is_integer(val) || json_integer_value(val) < 1 ||
+		    json_integer_value(val) > 65535)
+			return sbx_err_set(err, -EINVAL, "field \"pty\": %s: want 1..65535", key);
+		*dst = (uint16_t)json_integer_value(val);
+	}
+	out->pty = true;
+	return 0;
+}
+
+static int parse_max_output(json_t *v, sup_exec_spec *out, sbx_err *err)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (unsigned long long)json_integer_value(v) > SUP_API_MAX_OUTPUT)
+		return sbx_err_set(err, -EINVAL, "field \"max_output\": want 0..%llu bytes",
+				   (unsigned long long)SUP_API_MAX_OUTPUT);
+	out->max_output = (size_t)json_integer_value(v);
+	out->max_output_set = true;
+	return 0;
+}
+
 int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -207,6 +308,16 @@ int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err
 				rc = sbx_err_set(err, -EINVAL, "field \"cwd\": want an absolute path");
 		} else if (strcmp(key, "timeout") == 0)
 			rc = parse_exec_timeout(v, &out->timeout_ms, err);
+		else if (strcmp(key, "stdin") == 0 || strcmp(key, "stdin_b64") == 0)
+			rc = parse_stdin(v, key[5] == '_', out, err);
+		else if (strcmp(key, "user") == 0)
+			rc = get_cstr(v, "user", false, SUP_API_MAX_USER, &out->user, err);
+		else if (strcmp(key, "rlimits") == 0)
+			rc = parse_rlimits(v, out, err);
+		else if (strcmp(key, "max_output") == 0)
+			rc = parse_max_output(v, out, err);
+		else if (strcmp(key, "pty") == 0)
+			rc = parse_pty(v, out, err);
 		else
 			rc = sbx_err_set(err, -EINVAL, "unknown field \"%.64s\"", key);
 		if (rc < 0)
@@ -254,28 +365,55 @@ static int add_output(json_t *o, const char *name, const uint8_t *p, size_t n)
 	return rc;
 }
 
+/* exit_code / signal, duration_ms, timed_out. */
+static int add_status(json_t *o, const sup_exec_status *st)
+{
+	char sig[32];
+	int rc = 0;
+	if (st->exited) {
+		rc |= json_object_set_new_nocheck(o, "exit_code", json_integer(st->exit_code));
+		rc |= json_object_set_new_nocheck(o, "signal", json_null());
+	} else {
+		sup_signal_name(st->signal, sig, sizeof(sig));
+		rc |= json_object_set_new_nocheck(o, "exit_code", json_null());
+		rc |= json_object_set_new_nocheck(o, "signal", json_string(sig));
+	}
+	rc |= json_object_set_new_nocheck(
+		o, "duration_ms", json_integer((json_int_t)((st->duration_us + 500) / 1000)));
+	rc |= json_object_set_new_nocheck(o, "timed_out", json_boolean(st->timed_out));
+	if (st->has_rusage)
+		rc |= json_object_set_new_nocheck(
+			o, "rusage",
+			json_pack("{s:I, s:I, s:I}", "max_rss_kb", (json_int_t)st->max_rss_kb, "user_ms",
+				  (json_int_t)st->user_ms, "sys_ms", (json_int_t)st->sys_ms));
+	return rc;
+}
+
 json_t *sup_api_render_exec(const sup_exec_result *r)
 {
 	json_t *o = json_object();
 	if (!o)
 		return NULL;
-	char sig[32];
-	int rc = 0;
-	if (r->st.exited) {
-		rc |= json_object_set_new_nocheck(o, "exit_code", json_integer(r->st.exit_code));
-		rc |= json_object_set_new_nocheck(o, "signal", json_null());
-	} else {
-		sup_signal_name(r->st.signal, sig, sizeof(sig));
-		rc |= json_object_set_new_nocheck(o, "exit_code", json_null());
-		rc |= json_object_set_new_nocheck(o, "signal", json_string(sig));
-	}
+	int rc = add_status(o, &r->st);
 	rc |= add_output(o, "stdout", r->out, r->out_len);
 	rc |= add_output(o, "stderr", r->err, r->err_len);
-	rc |= json_object_set_new_nocheck(
-		o, "duration_ms", json_integer((json_int_t)((r->st.duration_us + 500) / 1000)));
-	rc |= json_object_set_new_nocheck(o, "timed_out", json_boolean(r->st.timed_out));
 	rc |= json_object_set_new_nocheck(o, "truncated",
 					  json_boolean(r->out_truncated || r->err_truncated));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint64_t err_bytes)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	int rc = add_status(o, st);
+	rc |= json_object_set_new_nocheck(o, "stdout_bytes", json_integer((json_int_t)out_bytes));
+	rc |= json_object_set_new_nocheck(o, "stderr_bytes", json_integer((json_int_t)err_bytes));
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -332,6 +470,10 @@ int sup_api_status(int neg_errno, const char **code)
 	case -ECANCELED:
 		*code = "cancelled";
 		return 499;
+	case -EACCES:
+	case -EPERM:
+		*code = "forbidden";
+		return 403;
 	default:
 		*code = "internal";
 		return 500;

@@ -19,6 +19,8 @@
 #define SUP_API_MAX_PATH 4096
 #define SUP_API_MAX_EXEC_TIMEOUT_S (24.0 * 3600)
 #define SUP_ID_MAX 48
+#define SUP_API_MAX_USER 64
+#define SUP_API_MAX_OUTPUT (1ull << 30)
 
 typedef struct sup_api_limits {
 	unsigned default_timeout_s; /* sandbox lifetime when none is given */
@@ -52,13 +54,16 @@ json_t *sup_api_render_sandbox(const sup_sandbox_view *v);
 /* stdout/stderr: UTF-8 text; invalid sequences become U+FFFD and the exact
  * bytes are added as stdout_b64 / stderr_b64. */
 json_t *sup_api_render_exec(const sup_exec_result *r);
+/* The end of a streamed exec: exit_code / signal, duration_ms, timed_out
+ * and the byte counts streamed. */
+json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint64_t err_bytes);
 json_t *sup_api_render_error(const char *code, const char *message);
 
 /* Status and stable error code for a negative errno from the core:
  * EINVAL 400 bad_request, ENOENT 404 not_found, E2BIG 413 too_large,
  * EBUSY 409 conflict, EAGAIN 503 unavailable, ESHUTDOWN 503 shutting_down,
  * ECONNRESET/ECONNREFUSED/EPIPE/EPROTO 502 agent_error, ETIMEDOUT 504 timeout,
- * ECANCELED 499 cancelled, other 500 internal. */
+ * ECANCELED 499 cancelled, EACCES/EPERM 403 forbidden, other 500 internal. */
 int sup_api_status(int neg_errno, const char **code);
 
 /* Sandbox ids: [a-z0-9-], 1..40 chars. */

@@ -51,6 +51,7 @@ void sup_config_usage(const char *prog)
 	       "  --max-output SIZE      captured bytes per stream of an exec (default 16M)\n"
 	       "  --max-output-total SIZE  captured bytes of all running execs together (default 1G)\n"
 	       "  --max-execs N          commands running at once per sandbox (default 64)\n"
+	       "  --allow-root           let execs run as root (\"user\":\"root\"; default: refused, 403)\n"
 	       "  --max-sandboxes N      sandboxes alive at once, pooled ones included (default 64)\n"
 	       "  --workers N            threads running the runtime (default 2)\n"
 	       "  --acquire-timeout SEC  how long a create waits for a sandbox (default 60)\n"
@@ -162,7 +163,7 @@ static int parse_images(sup_config *c, const char *list, sbx_err *err)
 
 enum {
 	OPT_LISTEN = 256, OPT_STATE_DIR, OPT_POOL_SIZE, OPT_POOL_IMAGES, OPT_RUNTIME, OPT_AGENT,
-	OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_OUTPUT, OPT_MAX_OUTPUT_TOTAL, OPT_MAX_EXECS, OPT_MAX_SANDBOXES, OPT_WORKERS,
+	OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_OUTPUT, OPT_MAX_OUTPUT_TOTAL, OPT_MAX_EXECS, OPT_ALLOW_ROOT, OPT_MAX_SANDBOXES, OPT_WORKERS,
 	OPT_ACQUIRE_TIMEOUT, OPT_READY_TIMEOUT, OPT_MAX_TIMEOUT, OPT_LOG_LEVEL, OPT_PRINT_EXAMPLE, OPT_HELP,
 	OPT_VERSION,
 };
@@ -181,6 +182,7 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 		{ "max-output-total", required_argument, NULL, OPT_MAX_OUTPUT_TOTAL },
 		{ "max-execs", required_argument, NULL, OPT_MAX_EXECS },
+		{ "allow-root", no_argument, NULL, OPT_ALLOW_ROOT },
 		{ "max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES },
 		{ "workers", required_argument, NULL, OPT_WORKERS },
 		{ "acquire-timeout", required_argument, NULL, OPT_ACQUIRE_TIMEOUT },
@@ -248,6 +250,9 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		case OPT_MAX_EXECS:
 			if (parse_uint("max-execs", optarg, 1, 1000, &c->max_execs, err) < 0)
 				return err->code;
+			break;
+		case OPT_ALLOW_ROOT:
+			c->allow_root = true;
 			break;
 		case OPT_MAX_SANDBOXES:
 			if (parse_uint("max-sandboxes", optarg, 1, 65536, &c->max_sandboxes, err) < 0)

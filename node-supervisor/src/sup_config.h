@@ -26,6 +26,7 @@ typedef struct sup_config {
 	size_t max_output;         /* captured bytes per stream of an exec */
 	size_t max_output_total;   /* captured bytes of all execs in flight */
 	unsigned max_execs;        /* execs in flight per sandbox */
+	bool allow_root;           /* execs may ask for "user":"root" */
 	unsigned max_sandboxes;    /* alive at once, pooled ones included */
 	unsigned workers;          /* threads running the runtime */
 	unsigned acquire_timeout_ms; /* a create waiting for an empty pool */

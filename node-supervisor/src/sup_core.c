@@ -51,6 +51,7 @@ struct sup_op {
 		struct {
 			sup_exec_call *call;
 			sup_core_exec_cb cb;
+			const sup_core_stream_cbs *scb; /* streaming: no capture */
 			sup_bytes out, err;
 			struct timespec start;
 		} exec;
@@ -147,7 +148,10 @@ static void fail_execs(sup_sandbox *sb, int code, const char *why)
 			sup_agent_exec_cancel(op->u.exec.call);
 		sbx_err e;
 		sbx_err_set(&e, code, "%s", why);
-		op->u.exec.cb(code, NULL, &e, op->ud);
+		if (op->u.exec.scb)
+			op->u.exec.scb->on_done(code, NULL, &e, op->ud);
+		else
+			op->u.exec.cb(code, NULL, &e, op->ud);
 		bytes_free(&op->u.exec.out);
 		bytes_free(&op->u.exec.err);
 		free(op);
@@ -324,6 +328,10 @@ static void exec_on_data(sup_exec_call *call, sup_chan ch, const uint8_t *p, siz
 			 size_t cost, void *ud)
 {
 	sup_op *op = ud;
+	if (op->u.exec.scb) {
+		op->u.exec.scb->on_data(ch, p, n, cost, op->ud);
+		return;
+	}
 	bytes_append(ch == SUP_CH_STDOUT ? &op->u.exec.out : &op->u.exec.err, p, n);
 	/* Buffered (or dropped past the cap): the agent may send more at once,
 	 * so a chatty command is never blocked by the cap. */
@@ -346,7 +354,16 @@ static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
 	(void)call;
 	TAILQ_REMOVE(&op->sb->execs, op, link);
 	op->u.exec.call = NULL;
-	if (rc == 0) {
+	if (op->u.exec.scb) {
+		sup_exec_status s2;
+		if (rc == 0) {
+			s2 = *st;
+			uint64_t measured = elapsed_us(&op->u.exec.start);
+			if (!s2.duration_us || s2.duration_us > measured)
+				s2.duration_us = measured;
+		}
+		op->u.exec.scb->on_done(rc, rc == 0 ? &s2 : NULL, err, op->ud);
+	} else if (rc == 0) {
 		sup_exec_result r = {
 			.st = *st,
 			.out = op->u.exec.out.p,
@@ -375,8 +392,8 @@ static const sup_exec_cbs exec_cbs = {
 	.on_done = exec_on_done,
 };
 
-int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
-		  void *ud, sup_op **opp, sbx_err *err)
+static int exec_start(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
+		      const sup_core_stream_cbs *scb, void *ud, sup_op **opp, sbx_err *err)
 {
 	*opp = NULL;
 	if (c->shutting_down)
@@ -390,6 +407,11 @@ int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exe
 		return sbx_err_set(err, -ECONNRESET,
 				   "sandbox %s lost its agent connection; delete it and create another",
 				   sb->id);
+	if (spec->user && (strcmp(spec->user, "root") == 0 || strcmp(spec->user, "0") == 0) &&
+	    !c->cfg.allow_root)
+		return sbx_err_set(err, -EACCES,
+				   "running as root is not allowed on this supervisor (--allow-root)");
+	spec->allow_root = c->cfg.allow_root;
 	unsigned inflight = 0;
 	sup_op *o;
 	TAILQ_FOREACH(o, &sb->execs, link)
@@ -405,12 +427,16 @@ int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exe
 	op->ud = ud;
 	op->sb = sb;
 	op->u.exec.cb = cb;
-	sup_bytes proto = { .limit = c->cfg.max_output, .budget_used = &c->captured,
+	op->u.exec.scb = scb;
+	sup_bytes proto = { .limit = spec->max_output_set ? spec->max_output : c->cfg.max_output,
+			    .budget_used = &c->captured,
 			    .budget = c->cfg.max_output_total };
 	op->u.exec.out = proto;
 	op->u.exec.err = proto;
 	clock_gettime(CLOCK_MONOTONIC, &op->u.exec.start);
 	int rc = sup_agent_exec(sb->agent, spec, &sb->env, &exec_cbs, op, &op->u.exec.call, err);
+	if (rc == 0)
+		spec->stdin_data = NULL; /* the call owns it now */
 	sup_exec_spec_free(spec);
 	if (rc < 0) {
 		free(op);
@@ -419,6 +445,24 @@ int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exe
 	TAILQ_INSERT_TAIL(&sb->execs, op, link);
 	*opp = op;
 	return 0;
+}
+
+int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
+		  void *ud, sup_op **opp, sbx_err *err)
+{
+	return exec_start(c, id, spec, cb, NULL, ud, opp, err);
+}
+
+int sup_core_exec_stream(sup_core *c, const char *id, sup_exec_spec *spec,
+			 const sup_core_stream_cbs *cbs, void *ud, sup_op **opp, sbx_err *err)
+{
+	return exec_start(c, id, spec, NULL, cbs, ud, opp, err);
+}
+
+void sup_op_consumed(sup_op *op, size_t cost)
+{
+	if (op->kind == OP_EXEC && op->u.exec.call)
+		sup_agent_exec_consumed(op->u.exec.call, cost);
 }
 
 /* ---- cancel ---- */

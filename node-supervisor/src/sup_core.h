@@ -28,6 +28,7 @@ typedef struct sup_core_cfg {
 	size_t max_output;       /* captured bytes per stream of an exec */
 	size_t max_output_total; /* captured bytes of all execs in flight together */
 	unsigned max_execs;      /* execs in flight per sandbox */
+	bool allow_root;         /* execs may run as root */
 } sup_core_cfg;
 
 sup_core *sup_core_new(struct event_base *base, sup_pools *pools, const sup_core_cfg *cfg,
@@ -56,6 +57,23 @@ int sup_core_delete(sup_core *c, const char *id, sup_core_done_cb cb, void *ud, 
 /* Run spec (consumed) and capture its output (bounded by max_output). */
 int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
 		  void *ud, sup_op **op, sbx_err *err);
+/* Streaming exec: output is handed on as it comes, never captured. */
+typedef struct sup_core_stream_cbs {
+	/* Bytes of one stream; give cost back with sup_op_consumed() once they
+	 * are passed on. Until then the agent's credit stays spent and the
+	 * command blocks on its pipe, so a slow reader costs no memory. */
+	void (*on_data)(sup_chan ch, const uint8_t *p, size_t n, size_t cost, void *ud);
+	/* Exactly once unless cancelled: rc 0 with st (duration clamped as for
+	 * sup_core_exec), or rc < 0 with err. */
+	void (*on_done)(int rc, const sup_exec_status *st, const sbx_err *err, void *ud);
+} sup_core_stream_cbs;
+
+/* Run spec (consumed) and stream its output through cbs (no cap). */
+int sup_core_exec_stream(sup_core *c, const char *id, sup_exec_spec *spec,
+			 const sup_core_stream_cbs *cbs, void *ud, sup_op **op, sbx_err *err);
+/* Give back the cost of bytes on_data delivered (streaming exec only). */
+void sup_op_consumed(sup_op *op, size_t cost);
+
 /* Withdraw an operation whose requester went away: its callback will not
  * run. A running exec is cancelled on the agent (the command is killed); a
  * waiting create leaves its sandbox to the pool; a delete goes on. */

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "sup_log.h"
+#include "sup_stream.h"
 #include "sup_token.h"
 
 typedef struct rq rq;
@@ -45,6 +46,8 @@ struct rq {
 	char path[128];
 	struct timespec start;
 	sup_op *op;            /* the core operation waited on */
+	sup_stream *stream;    /* a streamed reply in progress */
+	uint64_t streamed[2];  /* stdout, stderr bytes streamed */
 	struct event *gone;    /* peer hung up while waiting */
 	bool in_call;
 	bool replied;
@@ -68,6 +71,7 @@ static const char *reason_of(int status)
 	case 204: return "No Content";
 	case 400: return "Bad Request";
 	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 409: return "Conflict";
@@ -353,6 +357,112 @@ static void exec_done(int rc, const sup_exec_result *res, const sbx_err *err, vo
 	rq_reply(r, 200, body);
 }
 
+/* ---- streamed exec (SSE / NDJSON) ---- */
+
+static void rq_unwait(rq *r)
+{
+	if (r->gone) {
+		event_free(r->gone);
+		r->gone = NULL;
+	}
+	if (r->linked) {
+		TAILQ_REMOVE(&r->h->waiting, r, link);
+		r->linked = false;
+	}
+}
+
+/* The streamed reply is over (status for the log only). */
+static void rq_stream_finish(rq *r, int status)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	double ms = (double)(now.tv_sec - r->start.tv_sec) * 1e3 +
+		    (double)(now.tv_nsec - r->start.tv_nsec) / 1e6;
+	sup_log(SUP_LOG_INFO, "http %s %s %d (stream, %llu+%llu bytes) %.3fms", r->method, r->path,
+		status, (unsigned long long)r->streamed[0], (unsigned long long)r->streamed[1], ms);
+	if (r->op) {
+		sup_op_cancel(r->op);
+		r->op = NULL;
+	}
+	sup_stream_end(r->stream);
+	r->stream = NULL;
+	rq_unwait(r);
+	free(r);
+}
+
+/* Abort a started stream with an error event. */
+static void rq_stream_error(rq *r, int status, const char *code, const char *msg)
+{
+	sup_stream_json(r->stream, "error", sup_api_render_error(code, msg));
+	rq_stream_finish(r, status);
+}
+
+static void xs_on_data(sup_chan ch, const uint8_t *p, size_t n, size_t cost, void *ud)
+{
+	rq *r = ud;
+	r->streamed[ch == SUP_CH_STDOUT ? 0 : 1] += n;
+	sup_stream_data(r->stream, ch == SUP_CH_STDOUT ? "stdout" : "stderr", p, n, cost);
+}
+
+static void xs_on_done(int rc, const sup_exec_status *st, const sbx_err *err, void *ud)
+{
+	rq *r = ud;
+	r->op = NULL;
+	if (rc < 0) {
+		const char *code;
+		int status = sup_api_status(err->code, &code);
+		rq_stream_error(r, status, code, err->msg[0] ? err->msg : code);
+		return;
+	}
+	json_t *o = sup_api_render_exit(st, r->streamed[0], r->streamed[1]);
+	if (!o) {
+		rq_stream_error(r, 500, "internal", "out of memory rendering the result");
+		return;
+	}
+	sup_stream_json(r->stream, "exit", o);
+	rq_stream_finish(r, 200);
+}
+
+static void xs_on_credit(size_t cost, void *ud)
+{
+	rq *r = ud;
+	if (r->op)
+		sup_op_consumed(r->op, cost);
+}
+
+static void xs_on_gone(void *ud)
+{
+	rq *r = ud;
+	sup_info("http %s %s: client went away, cancelling the stream", r->method, r->path);
+	rq_stream_finish(r, 499);
+}
+
+static const sup_core_stream_cbs xs_core_cbs = { .on_data = xs_on_data, .on_done = xs_on_done };
+static const sup_stream_cbs xs_stream_cbs = { .on_credit = xs_on_credit, .on_gone = xs_on_gone };
+
+static void exec_streamed(rq *r, const char *id, sup_stream_fmt fmt, sup_exec_spec *spec)
+{
+	sup_op *op = NULL;
+	sbx_err err;
+	sbx_err_clear(&err);
+	int rc = sup_core_exec_stream(r->h->core, id, spec, &xs_core_cbs, r, &op, &err);
+	if (rc < 0) {
+		rq_err(r, &err);
+		return;
+	}
+	r->op = op;
+	r->stream = sup_stream_start(r->req, fmt, SUP_STREAM_HWM, &xs_stream_cbs, r);
+	if (!r->stream) {
+		sup_op_cancel(op);
+		r->op = NULL;
+		rq_error(r, 500, "internal", "out of memory starting the stream");
+		return;
+	}
+	TAILQ_INSERT_TAIL(&r->h->waiting, r, link);
+	r->linked = true;
+	sup_stream_json(r->stream, "start", json_pack("{s:s}", "encoding", "base64"));
+}
+
 static void h_exec(rq *r, const char *id)
 {
 	size_t len;
@@ -364,6 +474,13 @@ static void h_exec(rq *r, const char *id)
 	sbx_err_clear(&err);
 	if (sup_api_parse_exec(body, len, &spec, &err) < 0) {
 		rq_err(r, &err);
+		return;
+	}
+	sup_stream_fmt fmt = sup_stream_wanted(
+		evhttp_find_header(evhttp_request_get_input_headers(r->req), "Accept"));
+	if (fmt != SUP_STREAM_NONE) {
+		exec_streamed(r, id, fmt, &spec);
+		sup_exec_spec_free(&spec);
 		return;
 	}
 	sup_op *op = NULL;
@@ -568,7 +685,10 @@ void sup_http_stop(sup_http *h)
 			sup_op_cancel(r->op);
 			r->op = NULL;
 		}
-		rq_error(r, 503, "shutting_down", "the supervisor is shutting down");
+		if (r->stream)
+			rq_stream_error(r, 503, "shutting_down", "the supervisor is shutting down");
+		else
+			rq_error(r, 503, "shutting_down", "the supervisor is shutting down");
 	}
 }
 
@@ -579,6 +699,10 @@ void sup_http_free(sup_http *h)
 	rq *r;
 	while ((r = TAILQ_FIRST(&h->waiting)) != NULL) {
 		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): the callee unlinks it first; the analyzer cannot follow sys/queue.h */
+		if (r->stream) {
+			rq_stream_finish(r, 503);
+			continue;
+		}
 		if (r->op)
 			sup_op_cancel(r->op);
 		rq_free(r); /* evhttp_free frees the request itself */

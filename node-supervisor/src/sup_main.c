@@ -190,6 +190,7 @@ int main(int argc, char **argv)
 		.max_output = cfg.max_output,
 		.max_output_total = cfg.max_output_total,
 		.max_execs = cfg.max_execs,
+		.allow_root = cfg.allow_root,
 	};
 	m.core = sup_core_new(base, NULL, &ccfg, &err);
 	if (!m.core)

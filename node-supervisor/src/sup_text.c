@@ -90,16 +90,10 @@ char *sup_utf8_repair(const uint8_t *p, size_t n, size_t *out_len)
 	return out;
 }
 
-char *sup_base64_encode(const uint8_t *p, size_t n, size_t *out_len)
+size_t sup_base64_encode_into(const uint8_t *p, size_t n, char *out)
 {
 	static const char tbl[] =
 		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	if (n > (SIZE_MAX - 4) / 4 * 3)
-		return NULL;
-	size_t len = (n + 2) / 3 * 4;
-	char *out = malloc(len + 1);
-	if (!out)
-		return NULL;
 	size_t i = 0, o = 0;
 	for (; i + 2 < n; i += 3) {
 		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
@@ -115,6 +109,18 @@ char *sup_base64_encode(const uint8_t *p, size_t n, size_t *out_len)
 		out[o++] = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
 		out[o++] = '=';
 	}
+	return o;
+}
+
+char *sup_base64_encode(const uint8_t *p, size_t n, size_t *out_len)
+{
+	if (n > (SIZE_MAX - 4) / 4 * 3)
+		return NULL;
+	size_t len = (n + 2) / 3 * 4;
+	char *out = malloc(len + 1);
+	if (!out)
+		return NULL;
+	size_t o = sup_base64_encode_into(p, n, out);
 	out[o] = '\0';
 	*out_len = o;
 	return out;
@@ -143,4 +149,55 @@ bool sup_signal_name(int sig, char *buf, size_t size)
 	}
 	snprintf(buf, size, "%s", name);
 	return true;
+}
+
+static int b64_val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+uint8_t *sup_base64_decode(const char *s, size_t n, size_t *out_len, size_t *bad_at)
+{
+	*bad_at = SIZE_MAX;
+	if (n % 4) {
+		*bad_at = n;
+		return NULL;
+	}
+	uint8_t *out = malloc(n / 4 * 3 + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	for (size_t i = 0; i < n; i += 4) {
+		int v[4];
+		bool last = i + 4 == n;
+		for (int k = 0; k < 4; k++) {
+			unsigned char c = (unsigned char)s[i + k];
+			v[k] = b64_val(c);
+			/* '=' only as the last one or two characters. */
+			if (v[k] < 0 && !(c == '=' && last && k >= 2 && (k == 3 || s[i + 3] == '='))) {
+				*bad_at = i + (size_t)k;
+				free(out);
+				return NULL;
+			}
+		}
+		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 |
+			     (uint32_t)(v[2] < 0 ? 0 : v[2]) << 6 | (uint32_t)(v[3] < 0 ? 0 : v[3]);
+		out[o++] = (uint8_t)(w >> 16);
+		if (v[2] >= 0)
+			out[o++] = (uint8_t)(w >> 8);
+		if (v[3] >= 0)
+			out[o++] = (uint8_t)w;
+	}
+	*out_len = o;
+	return out;
 }

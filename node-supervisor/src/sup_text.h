@@ -19,6 +19,13 @@ char *sup_utf8_repair(const uint8_t *p, size_t n, size_t *out_len);
 
 /* Standard base64 with padding; malloc'd, NUL-terminated; NULL on failure. */
 char *sup_base64_encode(const uint8_t *p, size_t n, size_t *out_len);
+/* The same into out, which has room for (n + 2) / 3 * 4 bytes (no NUL);
+ * returns the length written. */
+size_t sup_base64_encode_into(const uint8_t *p, size_t n, char *out);
+/* Strict standard base64 (padding required, no whitespace). malloc'd
+ * bytes, or NULL: *bad_at is the offset of the first bad character (n for
+ * a bad length), SIZE_MAX when out of memory. */
+uint8_t *sup_base64_decode(const char *s, size_t n, size_t *out_len, size_t *bad_at);
 
 /* "2026-11-30T11:16:06Z" (UTC, second precision). buf >= 21 bytes. */
 void sup_rfc3339(time_t t, char *buf, size_t size);

@@ -44,6 +44,8 @@ bool sup_env_has(const sup_env *e, const char *key)
 	return false;
 }
 
+const char *const sup_rlimit_names[SUP_RLIMIT_N] = { "nofile", "nproc", "fsize", "cpu" };
+
 void sup_exec_spec_free(sup_exec_spec *s)
 {
 	if (s->argv) {
@@ -53,6 +55,8 @@ void sup_exec_spec_free(sup_exec_spec *s)
 	}
 	free(s->cmd);
 	free(s->cwd);
+	free(s->stdin_data);
+	free(s->user);
 	sup_env_free(&s->env);
 	memset(s, 0, sizeof(*s));
 }

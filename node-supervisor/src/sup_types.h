@@ -24,6 +24,16 @@ int sup_env_copy(const sup_env *src, sup_env *dst);
 /* True if key is set in e. */
 bool sup_env_has(const sup_env *e, const char *key);
 
+/* Resource limits an exec may set (soft = hard). */
+enum { SUP_RLIMIT_NOFILE, SUP_RLIMIT_NPROC, SUP_RLIMIT_FSIZE, SUP_RLIMIT_CPU, SUP_RLIMIT_N };
+extern const char *const sup_rlimit_names[SUP_RLIMIT_N]; /* "nofile", ... */
+
+typedef struct sup_rlimit {
+	bool set;
+	bool unlimited;
+	uint64_t value;
+} sup_rlimit;
+
 /* What to run. Exactly one of argv / cmd is set. */
 typedef struct sup_exec_spec {
 	char **argv;          /* NULL-terminated */
@@ -32,9 +42,26 @@ typedef struct sup_exec_spec {
 	sup_env env;          /* overrides the sandbox env, key by key */
 	char *cwd;            /* NULL: the agent's default */
 	uint64_t timeout_ms;  /* 0: none */
+	uint8_t *stdin_data;  /* bytes for stdin, then EOF (NULL: /dev/null) */
+	size_t stdin_len;
+	bool has_stdin;
+	char *user;           /* NULL: the sandbox user */
+	bool allow_root;      /* set by the core from its policy, never by a client */
+	sup_rlimit rlimits[SUP_RLIMIT_N];
+	bool pty;             /* a terminal of cols x rows for stdin/stdout/stderr */
+	uint16_t pty_cols;
+	uint16_t pty_rows;
+	size_t max_output;    /* captured bytes per stream, if max_output_set */
+	bool max_output_set;
 } sup_exec_spec;
 
 void sup_exec_spec_free(sup_exec_spec *s);
+
+/* An output stream of a command. */
+typedef enum sup_chan {
+	SUP_CH_STDOUT = 1,
+	SUP_CH_STDERR = 2,
+} sup_chan;
 
 /* How a command ended, as the agent reported it (validated). */
 typedef struct sup_exec_status {
@@ -43,6 +70,10 @@ typedef struct sup_exec_status {
 	int signal;           /* 1..64 */
 	bool timed_out;
 	uint64_t duration_us; /* command run time */
+	bool has_rusage;      /* the agent reported the three below */
+	uint64_t max_rss_kb;
+	uint64_t user_ms;
+	uint64_t sys_ms;
 } sup_exec_status;
 
 /* An exec whose output was captured into bounded buffers. */

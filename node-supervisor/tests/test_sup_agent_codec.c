@@ -78,20 +78,53 @@ static void test_encode_argv_env_merge(void **state)
 	sup_env_free(&base);
 }
 
+/* Encode s with no sandbox env into sb and unpack it into u (which points
+ * into sb: destroy u, then sb). */
+static void encode_unpack(const sup_exec_spec *s, msgpack_sbuffer *sb, msgpack_unpacked *u)
+{
+	msgpack_sbuffer_init(sb);
+	sbx_err e;
+	assert_int_equal(sup_agent_encode_exec_args(s, NULL, sb, &e), 0);
+	msgpack_unpacked_init(u);
+	assert_int_equal(msgpack_unpack_next(u, sb->data, sb->size, NULL), MSGPACK_UNPACK_SUCCESS);
+}
+
 static void test_encode_cmd_minimal(void **state)
 {
 	(void)state;
 	sup_exec_spec s = { 0 };
 	s.cmd = dup_("echo hi | tr a-z A-Z");
 	msgpack_sbuffer sb;
-	msgpack_sbuffer_init(&sb);
-	sbx_err e;
-	assert_int_equal(sup_agent_encode_exec_args(&s, NULL, &sb, &e), 0);
 	msgpack_unpacked u;
-	msgpack_unpacked_init(&u);
-	assert_int_equal(msgpack_unpack_next(&u, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+	encode_unpack(&s, &sb, &u);
 	assert_int_equal(u.data.via.map.size, 1);
 	assert_true(str_eq(get(&u.data, "cmd"), "echo hi | tr a-z A-Z"));
+	msgpack_unpacked_destroy(&u);
+	msgpack_sbuffer_destroy(&sb);
+	sup_exec_spec_free(&s);
+}
+
+static void test_encode_options(void **state)
+{
+	(void)state;
+	sup_exec_spec s = { 0 };
+	s.cmd = dup_("cat");
+	s.has_stdin = true;
+	s.user = dup_("sandbox");
+	s.rlimits[SUP_RLIMIT_NOFILE] = (sup_rlimit){ .set = true, .value = 64 };
+	s.rlimits[SUP_RLIMIT_FSIZE] = (sup_rlimit){ .set = true, .unlimited = true };
+	msgpack_sbuffer sb;
+	msgpack_unpacked u;
+	encode_unpack(&s, &sb, &u);
+	assert_int_equal(u.data.via.map.size, 4);
+	const msgpack_object *in = get(&u.data, "stdin");
+	assert_true(in && in->type == MSGPACK_OBJECT_BOOLEAN && in->via.boolean);
+	assert_true(str_eq(get(&u.data, "user"), "sandbox"));
+	assert_null(get(&u.data, "allow_root"));
+	const msgpack_object *rl = get(&u.data, "rlimits");
+	assert_true(rl && rl->type == MSGPACK_OBJECT_MAP && rl->via.map.size == 2);
+	assert_int_equal(get(rl, "nofile")->via.u64, 64);
+	assert_true(str_eq(get(rl, "fsize"), "unlimited"));
 	msgpack_unpacked_destroy(&u);
 	msgpack_sbuffer_destroy(&sb);
 	sup_exec_spec_free(&s);
@@ -197,6 +230,43 @@ static void p_not_map(msgpack_packer *pk)
 	msgpack_pack_int(pk, 0);
 }
 
+/* exit 0 with a rusage value of one of these shapes. */
+enum { RU_OK, RU_NEG, RU_MISSING, RU_STR };
+static int ru_shape;
+
+static void p_rusage_shaped(msgpack_packer *pk)
+{
+	msgpack_pack_map(pk, 3);
+	kv_int(pk, "exit_code", 0);
+	kv_nil(pk, "signal");
+	sbx_proto_pack_str(pk, "rusage");
+	if (ru_shape == RU_STR) {
+		sbx_proto_pack_str(pk, "lots");
+		return;
+	}
+	msgpack_pack_map(pk, ru_shape == RU_MISSING ? 1 : 3);
+	kv_int(pk, "max_rss_kb", ru_shape == RU_NEG ? -1 : 2048);
+	if (ru_shape == RU_MISSING)
+		return;
+	kv_int(pk, "user_ms", 7);
+	kv_int(pk, "sys_ms", 3);
+}
+
+static void test_result_rusage(void **state)
+{
+	(void)state;
+	sup_exec_status st;
+	ru_shape = RU_OK;
+	assert_int_equal(parse_result(p_rusage_shaped, &st), 0);
+	assert_true(st.has_rusage);
+	assert_int_equal(st.max_rss_kb, 2048);
+	assert_int_equal(st.user_ms, 7);
+	assert_int_equal(st.sys_ms, 3);
+	for (ru_shape = RU_NEG; ru_shape <= RU_STR; ru_shape++)
+		if (parse_result(p_rusage_shaped, &st) != -EPROTO)
+			fail_msg("accepted hostile rusage shape %d", ru_shape);
+}
+
 static void test_result_valid(void **state)
 {
 	(void)state;
@@ -210,6 +280,7 @@ static void test_result_valid(void **state)
 	assert_false(st.exited);
 	assert_int_equal(st.signal, 9);
 	assert_true(st.timed_out);
+	assert_false(st.has_rusage);
 }
 
 static void test_result_hostile(void **state)
@@ -230,8 +301,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_encode_argv_env_merge),
 		cmocka_unit_test(test_encode_cmd_minimal),
+		cmocka_unit_test(test_encode_options),
 		cmocka_unit_test(test_result_valid),
 		cmocka_unit_test(test_result_hostile),
+		cmocka_unit_test(test_result_rusage),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -159,7 +159,23 @@ static void test_exec_bad(void **state)
 		"{\"cmd\":\"true\",\"timeout\":\"5\"}",
 		"{\"cmd\":\"true\",\"timeout\":1e12}",
 		"{\"cmd\":\"true\",\"env\":{\"A\":null}}",
-		"{\"cmd\":\"true\",\"stdin\":\"x\"}",
+		"{\"cmd\":\"true\",\"stdin\":1}",
+		"{\"cmd\":\"true\",\"stdin_b64\":\"eA=\"}",
+		"{\"cmd\":\"true\",\"stdin_b64\":\"e*==\"}",
+		"{\"cmd\":\"true\",\"stdin_b64\":\"e===\"}",
+		"{\"cmd\":\"true\",\"stdin\":\"x\",\"stdin_b64\":\"eA==\"}",
+		"{\"cmd\":\"true\",\"user\":\"\"}",
+		"{\"cmd\":\"true\",\"user\":7}",
+		"{\"cmd\":\"true\",\"rlimits\":{\"nofile\":-1}}",
+		"{\"cmd\":\"true\",\"rlimits\":{\"core\":1}}",
+		"{\"cmd\":\"true\",\"rlimits\":{\"cpu\":\"lots\"}}",
+		"{\"cmd\":\"true\",\"max_output\":-1}",
+		"{\"cmd\":\"true\",\"max_output\":1.5}",
+		"{\"cmd\":\"true\",\"max_output\":1099511627776}",
+		"{\"cmd\":\"true\",\"pty\":true}",
+		"{\"cmd\":\"true\",\"pty\":{\"cols\":0}}",
+		"{\"cmd\":\"true\",\"pty\":{\"rows\":70000}}",
+		"{\"cmd\":\"true\",\"pty\":{\"width\":80}}",
 		"{\"cmd\":\"true\"} trailing",
 		"{\"cmd\":\"tr\\ud800\"}",             /* lone surrogate */
 	};
@@ -169,6 +185,37 @@ static void test_exec_bad(void **state)
 		if (exec_(bad[i], &s, &e) != -EINVAL)
 			fail_msg("accepted %s", bad[i]);
 	}
+}
+
+static void test_exec_options(void **state)
+{
+	(void)state;
+	sup_exec_spec s;
+	sbx_err e;
+	assert_int_equal(exec_("{\"cmd\":\"cat\",\"stdin_b64\":\"AP8=\",\"user\":\"sandbox\","
+			       "\"rlimits\":{\"nofile\":10,\"cpu\":\"unlimited\"},\"max_output\":0}",
+			       &s, &e),
+			 0);
+	assert_true(s.has_stdin);
+	assert_int_equal(s.stdin_len, 2);
+	assert_int_equal(s.stdin_data[0], 0);
+	assert_int_equal(s.stdin_data[1], 0xff);
+	assert_string_equal(s.user, "sandbox");
+	assert_true(s.rlimits[SUP_RLIMIT_NOFILE].set);
+	assert_int_equal(s.rlimits[SUP_RLIMIT_NOFILE].value, 10);
+	assert_true(s.rlimits[SUP_RLIMIT_CPU].unlimited);
+	assert_false(s.rlimits[SUP_RLIMIT_NPROC].set);
+	assert_true(s.max_output_set);
+	assert_int_equal(s.max_output, 0);
+	assert_false(s.allow_root); /* never from a client */
+	sup_exec_spec_free(&s);
+	/* stdin is text: NUL only through stdin_b64. */
+	assert_int_equal(exec_("{\"cmd\":\"cat\",\"stdin\":\"a\\u0000b\"}", &s, &e), -EINVAL);
+	assert_int_equal(exec_("{\"cmd\":\"cat\",\"stdin\":\"h\u00e9\"}", &s, &e), 0);
+	assert_int_equal(s.stdin_len, 3);
+	assert_memory_equal(s.stdin_data, "h\xc3\xa9", 3);
+	sup_exec_spec_free(&s);
+	assert_int_equal(exec_("{\"cmd\":\"true\",\"allow_root\":true}", &s, &e), -EINVAL);
 }
 
 static void test_exec_argv_limit(void **state)
@@ -303,6 +350,7 @@ int main(void)
 		cmocka_unit_test(test_exec_argv),
 		cmocka_unit_test(test_exec_cmd),
 		cmocka_unit_test(test_exec_bad),
+		cmocka_unit_test(test_exec_options),
 		cmocka_unit_test(test_exec_argv_limit),
 		cmocka_unit_test(test_render_sandbox),
 		cmocka_unit_test(test_render_exec_exit),

@@ -73,6 +73,45 @@ static void test_base64(void **state)
 	free(o);
 }
 
+static void test_base64_decode(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *out;
+	} v[] = { { "", "" }, { "Zg==", "f" }, { "Zm8=", "fo" }, { "Zm9v", "foo" },
+		  { "Zm9vYg==", "foob" }, { "Zm9vYmE=", "fooba" }, { "Zm9vYmFy", "foobar" } };
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		size_t len, bad;
+		uint8_t *o = sup_base64_decode(v[i].in, strlen(v[i].in), &len, &bad);
+		assert_non_null(o);
+		assert_int_equal(len, strlen(v[i].out));
+		assert_memory_equal(o, v[i].out, len);
+		free(o);
+	}
+	static const struct {
+		const char *in;
+		size_t bad;
+	} b[] = { { "Zg=", 3 }, { "Z===", 1 }, { "Zg=A", 2 }, { "Zg==Zg==", 2 }, { "Zm9\n", 3 },
+		  { "Zm 9", 2 }, { "Zm-9", 2 }, { "=Zm9", 0 } };
+	for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
+		size_t len, bad;
+		uint8_t *o = sup_base64_decode(b[i].in, strlen(b[i].in), &len, &bad);
+		if (o)
+			fail_msg("accepted %s", b[i].in);
+		assert_int_equal(bad, b[i].bad);
+	}
+	uint8_t all[256];
+	for (int i = 0; i < 256; i++)
+		all[i] = (uint8_t)i;
+	size_t elen, dlen, bad;
+	char *enc = sup_base64_encode(all, sizeof(all), &elen);
+	uint8_t *dec = sup_base64_decode(enc, elen, &dlen, &bad);
+	assert_int_equal(dlen, sizeof(all));
+	assert_memory_equal(dec, all, sizeof(all));
+	free(enc);
+	free(dec);
+}
+
 static void test_rfc3339(void **state)
 {
 	(void)state;
@@ -105,7 +144,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_utf8_valid),   cmocka_unit_test(test_utf8_repair),
 		cmocka_unit_test(test_base64),       cmocka_unit_test(test_rfc3339),
-		cmocka_unit_test(test_signal_names),
+		cmocka_unit_test(test_signal_names), cmocka_unit_test(test_base64_decode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,6 +168,18 @@ class Supervisor:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
+def stop_clean(sup):
+    """SIGTERM and check a clean end: exit 0 (in a sanitizer build that also
+    means no leak or error report), no sanitizer output, no container left."""
+    sup.signal(signal.SIGTERM)
+    rc = sup.wait(60)
+    log = sup.log()
+    assert rc == 0, "supervisor exit %r\n%s" % (rc, log)
+    assert "Sanitizer" not in log and "runtime error" not in log, log
+    left = containers_under(sup.state_dir)
+    assert not left, left
+
+
 def containers_under(state_dir):
     """runc containers whose bundle lies below state_dir: [(id, status)]."""
     out = subprocess.run([RUNTIME, "list", "-f", "json"], capture_output=True, text=True)

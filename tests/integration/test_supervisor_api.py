@@ -8,7 +8,6 @@ Env: SBX_SUPERVISOR, SBX_AGENT (paths of the built binaries).
 import base64
 import os
 import re
-import signal
 import socket
 import sys
 import threading
@@ -16,7 +15,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, containers_under, mounts_under, percentile  # noqa: E402
+from sbx_harness import (Supervisor, containers_under, mounts_under, percentile,  # noqa: E402
+                         stop_clean)
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -38,15 +38,7 @@ class SupervisorAPI(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        # Clean exit: every container gone, exit 0 (which, in a sanitizer
-        # build, also means no leak or error report).
-        cls.sup.signal(signal.SIGTERM)
-        rc = cls.sup.wait(60)
-        log = cls.sup.log()
-        assert rc == 0, "supervisor exit %r\n%s" % (rc, log)
-        assert "Sanitizer" not in log and "runtime error" not in log, log
-        left = containers_under(cls.sup.state_dir)
-        assert not left, left
+        stop_clean(cls.sup)
 
     def exec(self, **kw):
         st, _, body = self.sup.exec(self.sb["id"], **kw)

@@ -1,0 +1,200 @@
+#include "sup_stream.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sup_log.h"
+#include "sup_text.h"
+
+struct sup_stream {
+	struct evhttp_request *req;   /* NULL once evhttp freed it */
+	struct evhttp_connection *evcon; /* NULL once the client is gone */
+	struct evbuffer *buf;         /* one event being built */
+	sup_stream_fmt fmt;
+	size_t hwm;
+	size_t owed;                  /* cost held back until the reader drains */
+	const sup_stream_cbs *cbs;
+	void *ud;
+	bool gone;
+};
+
+sup_stream_fmt sup_stream_wanted(const char *accept)
+{
+	if (!accept)
+		return SUP_STREAM_NONE;
+	if (strcasestr(accept, "text/event-stream"))
+		return SUP_STREAM_SSE;
+	if (strcasestr(accept, "application/x-ndjson"))
+		return SUP_STREAM_NDJSON;
+	return SUP_STREAM_NONE;
+}
+
+static struct evbuffer *output_of(const sup_stream *s)
+{
+	struct bufferevent *bev = s->evcon ? evhttp_connection_get_bufferevent(s->evcon) : NULL;
+	return bev ? bufferevent_get_output(bev) : NULL;
+}
+
+size_t sup_stream_backlog(const sup_stream *s)
+{
+	struct evbuffer *out = output_of(s);
+	return out ? evbuffer_get_length(out) : 0;
+}
+
+bool sup_stream_gone(const sup_stream *s)
+{
+	return s->gone;
+}
+
+static void give_back(sup_stream *s)
+{
+	size_t c = s->owed;
+	s->owed = 0;
+	if (c && s->cbs->on_credit)
+		s->cbs->on_credit(c, s->ud);
+}
+
+/* evhttp calls this each time the connection's output buffer empties. */
+static void on_drained(struct evhttp_connection *evcon, void *arg)
+{
+	sup_stream *s = arg;
+	(void)evcon;
+	give_back(s);
+}
+
+static void on_close(struct evhttp_connection *evcon, void *arg)
+{
+	sup_stream *s = arg;
+	/* The client hung up (or evhttp is being freed). When evhttp detached
+	 * the request from the connection it is ours to free at the end;
+	 * otherwise the connection frees it right after this. */
+	if (evhttp_request_get_connection(s->req) == evcon)
+		s->req = NULL;
+	s->evcon = NULL;
+	s->gone = true;
+	s->owed = 0;
+	if (s->cbs->on_gone)
+		s->cbs->on_gone(s->ud);
+}
+
+sup_stream *sup_stream_start(struct evhttp_request *req, sup_stream_fmt fmt, size_t hwm,
+			     const sup_stream_cbs *cbs, void *ud)
+{
+	sup_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->buf = evbuffer_new();
+	if (!s->buf) {
+		free(s);
+		return NULL;
+	}
+	s->req = req;
+	s->fmt = fmt;
+	s->hwm = hwm ? hwm : SUP_STREAM_HWM;
+	s->cbs = cbs;
+	s->ud = ud;
+	struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
+	evhttp_add_header(oh, "Content-Type",
+			  fmt == SUP_STREAM_SSE ? "text/event-stream" : "application/x-ndjson");
+	evhttp_add_header(oh, "Cache-Control", "no-cache");
+	evhttp_add_header(oh, "X-Accel-Buffering", "no");
+	s->evcon = evhttp_request_get_connection(req);
+	if (s->evcon)
+		evhttp_connection_set_closecb(s->evcon, on_close, s);
+	else
+		s->gone = true;
+	evhttp_send_reply_start(req, 200, "OK");
+	return s;
+}
+
+/* Hand the event in s->buf to the connection; cost comes back now if the
+ * reader keeps up, else when the output buffer has drained. */
+static void flush_event(sup_stream *s, size_t cost)
+{
+	if (s->gone || !s->req) {
+		evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
+		if (cost && s->cbs->on_credit)
+			s->cbs->on_credit(cost, s->ud);
+		return;
+	}
+	s->owed += cost;
+	evhttp_send_reply_chunk_with_cb(s->req, s->buf, on_drained, s);
+	evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
+	if (sup_stream_backlog(s) < s->hwm)
+		give_back(s);
+}
+
+void sup_stream_data(sup_stream *s, const char *event, const uint8_t *p, size_t n, size_t cost)
+{
+	int rc;
+	if (s->fmt == SUP_STREAM_SSE)
+		rc = evbuffer_add_printf(s->buf, "event: %s\ndata: ", event);
+	else
+		rc = evbuffer_add_printf(s->buf, "{\"event\":\"%s\",\"data\":\"", event);
+	struct evbuffer_iovec v;
+	size_t need = (n + 2) / 3 * 4;
+	if (rc < 0 || (need && evbuffer_reserve_space(s->buf, (ev_ssize_t)need, &v, 1) < 1)) {
+		sup_warn("stream: out of memory; %zu bytes of %s dropped", n, event);
+		evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
+		if (cost && s->cbs->on_credit)
+			s->cbs->on_credit(cost, s->ud);
+		return;
+	}
+	if (need) {
+		v.iov_len = sup_base64_encode_into(p, n, v.iov_base);
+		evbuffer_commit_space(s->buf, &v, 1);
+	}
+	if (s->fmt == SUP_STREAM_SSE)
+		evbuffer_add(s->buf, "\n\n", 2);
+	else
+		evbuffer_add(s->buf, "\"}\n", 3);
+	flush_event(s, cost);
+}
+
+static int dump_cb(const char *b, size_t size, void *data)
+{
+	return evbuffer_add(data, b, size);
+}
+
+void sup_stream_json(sup_stream *s, const char *event, json_t *obj)
+{
+	json_t *o = obj;
+	if (s->fmt == SUP_STREAM_NDJSON) {
+		o = json_pack("{s:s}", "event", event);
+		if (o && obj)
+			json_object_update(o, obj);
+		json_decref(obj);
+	} else {
+		evbuffer_add_printf(s->buf, "event: %s\ndata: ", event);
+	}
+	if (!o || json_dump_callback(o, dump_cb, s->buf, JSON_COMPACT) < 0) {
+		static const char oom[] = "\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
+		evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
+		if (s->fmt == SUP_STREAM_SSE)
+			evbuffer_add_printf(s->buf, "event: error\ndata: {%s", oom);
+		else
+			evbuffer_add_printf(s->buf, "{\"event\":\"error\",%s", oom);
+	}
+	json_decref(o);
+	evbuffer_add(s->buf, s->fmt == SUP_STREAM_SSE ? "\n\n" : "\n", s->fmt == SUP_STREAM_SSE ? 2 : 1);
+	flush_event(s, 0);
+}
+
+void sup_stream_end(sup_stream *s)
+{
+	if (!s)
+		return;
+	if (s->evcon)
+		evhttp_connection_set_closecb(s->evcon, NULL, NULL);
+	/* A detached request (client gone) is freed by this; an attached one
+	 * gets the last chunk and goes back to evhttp. */
+	if (s->req)
+		evhttp_send_reply_end(s->req);
+	evbuffer_free(s->buf);
+	free(s);
+}
