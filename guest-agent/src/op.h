@@ -39,5 +39,16 @@ typedef void (*agent_op_start_fn)(agent_session *s, uint64_t id, const msgpack_o
 void agent_op_ping(agent_session *s, uint64_t id, const msgpack_object *args);
 void agent_op_info(agent_session *s, uint64_t id, const msgpack_object *args);
 void agent_op_exec(agent_session *s, uint64_t id, const msgpack_object *args);
+/* op_file.c: file.read, file.write (streams). */
+void agent_op_file_read(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_file_write(agent_session *s, uint64_t id, const msgpack_object *args);
+/* op_fs.c: fs.* answered at once. */
+void agent_op_fs_stat(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_fs_list(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_fs_mkdir(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_fs_move(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_fs_remove(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_fs_chmod(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_fs_search(agent_session *s, uint64_t id, const msgpack_object *args);
 
 #endif

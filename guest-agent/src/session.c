@@ -30,6 +30,15 @@ static const struct {
 	{ SBX_OP_PING, agent_op_ping },
 	{ SBX_OP_INFO, agent_op_info },
 	{ SBX_OP_EXEC, agent_op_exec },
+	{ SBX_OP_FILE_READ, agent_op_file_read },
+	{ SBX_OP_FILE_WRITE, agent_op_file_write },
+	{ SBX_OP_FS_STAT, agent_op_fs_stat },
+	{ SBX_OP_FS_LIST, agent_op_fs_list },
+	{ SBX_OP_FS_MKDIR, agent_op_fs_mkdir },
+	{ SBX_OP_FS_MOVE, agent_op_fs_move },
+	{ SBX_OP_FS_REMOVE, agent_op_fs_remove },
+	{ SBX_OP_FS_CHMOD, agent_op_fs_chmod },
+	{ SBX_OP_FS_SEARCH, agent_op_fs_search },
 };
 
 static agent_session *sessions;

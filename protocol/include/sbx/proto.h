@@ -78,10 +78,19 @@ sbx_proto_code sbx_proto_code_from_errno(int neg_errno);
 #define SBX_OP_PING "ping"
 #define SBX_OP_INFO "info"
 #define SBX_OP_EXEC "exec"
+#define SBX_OP_FILE_READ "file.read"
+#define SBX_OP_FILE_WRITE "file.write"
+#define SBX_OP_FS_STAT "fs.stat"
+#define SBX_OP_FS_LIST "fs.list"
+#define SBX_OP_FS_MKDIR "fs.mkdir"
+#define SBX_OP_FS_MOVE "fs.move"
+#define SBX_OP_FS_REMOVE "fs.remove"
+#define SBX_OP_FS_CHMOD "fs.chmod"
+#define SBX_OP_FS_SEARCH "fs.search"
 /* reserved: "proc.start" "proc.list" "proc.get" "proc.output" "proc.stdin"
- * "proc.signal" "proc.kill" "file.read" "file.write" "fs.stat" "fs.list"
- * "fs.mkdir" "fs.move" "fs.remove" "fs.chmod" "fs.search" "fs.watch" "reset"
- * "mcp.open" */
+ * "proc.signal" "proc.kill" "fs.watch" "reset" "mcp.open" */
+/* Channel of file.read and file.write data frames. */
+#define SBX_CH_FILE "file"
 
 /* Channel names of data frames. */
 #define SBX_CH_STDIN "stdin"

@@ -1,0 +1,989 @@
+/* The file operations of the real sandbox-agent (PID 1 of new namespaces),
+ * driven over its socket: a large round trip with the agent's memory
+ * bounded (and throughput beside cat), cut, cancelled and over-quota
+ * uploads leaving the old file, awkward names, the fs.* operations and
+ * their errors, and the hostile path corpus against every operation.
+ * Every test starts its own agent and its own folder under /tmp and removes
+ * both in teardown, also when it fails. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "sbx/cleanup.h"
+#include "agent_ns.h"
+#include "corpus.h"
+#include "fs_client.h"
+#include "test_util.h"
+
+#define GRACE_MS 500u
+#define SECRET "OUTSIDE-SECRET"
+
+typedef struct fixture {
+	agent_ns ns;
+	corpus corpus; /* hostile_corpus: freed in teardown, also on failure */
+	fc c;
+	char top[64];
+	char root[96]; /* the allowed root handed to the agent */
+	char out[96];  /* next to it, must stay unreachable */
+} fixture;
+
+static void put(const char *path, const char *data)
+{
+	FILE *f = fopen(path, "we");
+
+	assert_non_null(f);
+	fputs(data, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static char *get(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf;
+	size_t n;
+
+	if (!f)
+		return NULL;
+	buf = calloc(1, 1 << 16);
+	n = fread(buf, 1, (1 << 16) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static int setup(void **state)
+{
+	fixture *fx = calloc(1, sizeof(*fx));
+	char p[160];
+
+	if (!fx)
+		return -1;
+	*state = fx;
+	fx->c.fd = -1;
+	/* A sanitized agent keeps freed memory in quarantine (256 MiB by
+	 * default), which would hide whether it streams: keep it small. */
+	setenv("ASAN_OPTIONS", "quarantine_size_mb=4:detect_leaks=1", 1);
+	snprintf(fx->top, sizeof(fx->top), "/tmp/sbx-files-XXXXXX");
+	if (!mkdtemp(fx->top))
+		return -1;
+	chmod(fx->top, 0755);
+	snprintf(fx->root, sizeof(fx->root), "%s/root", fx->top);
+	snprintf(fx->out, sizeof(fx->out), "%s/outside", fx->top);
+	if (mkdir(fx->root, 0755) < 0 || mkdir(fx->out, 0755) < 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/secret", fx->out);
+	put(p, SECRET);
+	if (agent_ns_start(&fx->ns, GRACE_MS) < 0) {
+		fprintf(stderr, "start %s failed\n", agent_ns_binary());
+		return -1;
+	}
+	if (fc_connect(&fx->c, fx->ns.sock) < 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *fx = *state;
+
+	if (!fx)
+		return 0;
+	fc_close(&fx->c);
+	corpus_free(&fx->corpus);
+	agent_ns_stop(&fx->ns);
+	if (fx->top[0])
+		test_rm_rf(fx->top);
+	free(fx);
+	return 0;
+}
+
+static void pathf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void pathf(char *out, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	assert_true((size_t)vsnprintf(out, cap, fmt, ap) < cap);
+	va_end(ap);
+}
+
+/* ---- calls ---- */
+
+/* One-shot op with root, path and extra pairs packed by fn. */
+typedef void (*pack_fn)(msgpack_packer *pk, void *ud);
+
+/* Args root, path and what fn packs (extra pairs); r initialised. */
+static void args_for(fixture *fx, msgpack_sbuffer *b, const char *path, size_t path_len,
+		     size_t extra, pack_fn fn, void *ud, fc_result *r)
+{
+	msgpack_packer pk;
+
+	fc_result_init(r);
+	fc_args_begin(b, &pk, 2 + extra, fx->root, path, path_len);
+	if (fn)
+		fn(&pk, ud);
+}
+
+static void call(fixture *fx, const char *op, const char *path, size_t path_len, size_t extra,
+		 pack_fn fn, void *ud, fc_result *r)
+{
+	msgpack_sbuffer b;
+
+	args_for(fx, &b, path, path_len, extra, fn, ud, r);
+	assert_int_equal(fc_call(&fx->c, op, &b, r), 0);
+	msgpack_sbuffer_destroy(&b);
+}
+
+static void kv_bool(msgpack_packer *pk, const char *k, bool v)
+{
+	sbx_proto_pack_str(pk, k);
+	if (v)
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
+}
+
+static void kv_uint(msgpack_packer *pk, const char *k, uint64_t v)
+{
+	sbx_proto_pack_str(pk, k);
+	msgpack_pack_uint64(pk, v);
+}
+
+static void kv_str(msgpack_packer *pk, const char *k, const char *v)
+{
+	sbx_proto_pack_str(pk, k);
+	sbx_proto_pack_str(pk, v);
+}
+
+/* Expect ERR code (NULL: END), say why when not. */
+static void expect(const fc_result *r, const char *code, const char *what)
+{
+	if (!code && r->failed)
+		fail_msg("%s: %s %s", what, r->code, r->msg);
+	if (code && !r->failed)
+		fail_msg("%s: succeeded, want %s", what, code);
+	if (code && strcmp(r->code, code) != 0)
+		fail_msg("%s: %s (%s), want %s", what, r->code, r->msg, code);
+}
+
+static void simple(fixture *fx, const char *op, const char *path, const char *code, pack_fn fn,
+		   void *ud, size_t extra)
+{
+	fc_result r;
+
+	call(fx, op, path, strlen(path), extra, fn, ud, &r);
+	expect(&r, code, op);
+	if (code && !strstr(r.msg, fx->root)) /* every error names the path */
+		fail_msg("%s %s: message without the path: %s", op, path, r.msg);
+	fc_result_free(&r);
+}
+
+/* Upload data (len bytes) to path with extra args. */
+typedef struct mem_src {
+	const char *p;
+	size_t len, pos;
+} mem_src;
+
+static size_t mem_next(void *buf, size_t cap, void *ud)
+{
+	mem_src *m = ud;
+	size_t n = m->len - m->pos < cap ? m->len - m->pos : cap;
+
+	memcpy(buf, m->p + m->pos, n);
+	m->pos += n;
+	return n;
+}
+
+static int upload(fixture *fx, const char *path, size_t path_len, const void *data, size_t len,
+		  size_t extra, pack_fn fn, void *ud, fc_result *r)
+{
+	msgpack_sbuffer b;
+	mem_src m = { data, len, 0 };
+	uint64_t id;
+	int ret;
+
+	args_for(fx, &b, path, path_len, extra, fn, ud, r);
+	assert_int_equal(fc_request(&fx->c, SBX_OP_FILE_WRITE, &b, &id), 0);
+	msgpack_sbuffer_destroy(&b);
+	ret = fc_upload(&fx->c, id, mem_next, &m, 0, r);
+	return ret;
+}
+
+typedef struct sink {
+	char *p;
+	size_t len, cap;
+} sink;
+
+static int sink_data(const uint8_t *p, size_t len, void *ud)
+{
+	sink *s = ud;
+
+	if (s->len + len + 1 > s->cap)
+		return -1;
+	memcpy(s->p + s->len, p, len);
+	s->len += len;
+	s->p[s->len] = '\0';
+	return 0;
+}
+
+static void download(fixture *fx, const char *path, size_t path_len, sink *s, fc_result *r)
+{
+	msgpack_sbuffer b;
+	msgpack_packer pk;
+	uint64_t id;
+
+	fc_result_init(r);
+	fc_args_begin(&b, &pk, 2, fx->root, path, path_len);
+	assert_int_equal(fc_request(&fx->c, SBX_OP_FILE_READ, &b, &id), 0);
+	msgpack_sbuffer_destroy(&b);
+	assert_int_equal(fc_finish(&fx->c, id, sink_data, s, r), 0);
+}
+
+/* ---- large round trip, memory, throughput ---- */
+
+/* A reproducible byte stream (xorshift), so both ends can check every byte
+ * without holding the file. */
+typedef struct gen {
+	uint64_t state, pos, size;
+	uint64_t word;
+	unsigned left;
+	agent_ns *ns;
+	long max_rss_kb;
+	uint64_t next_sample;
+	uint64_t mismatch_at; /* UINT64_MAX: none */
+} gen;
+
+static void gen_init(gen *g, uint64_t size, agent_ns *ns)
+{
+	memset(g, 0, sizeof(*g));
+	g->state = 0x9e3779b97f4a7c15ull;
+	g->size = size;
+	g->ns = ns;
+	g->mismatch_at = UINT64_MAX;
+}
+
+static uint8_t gen_byte(gen *g)
+{
+	if (g->left == 0) {
+		g->state ^= g->state << 13;
+		g->state ^= g->state >> 7;
+		g->state ^= g->state << 17;
+		g->word = g->state;
+		g->left = 8;
+	}
+	g->left--;
+	return (uint8_t)(g->word >> (8 * g->left));
+}
+
+static void gen_sample(gen *g)
+{
+	if (g->ns && g->pos >= g->next_sample) {
+		long kb = agent_ns_rss_kb(g->ns);
+		if (kb > g->max_rss_kb)
+			g->max_rss_kb = kb;
+		g->next_sample = g->pos + (4u << 20);
+	}
+}
+
+static size_t gen_next(void *buf, size_t cap, void *ud)
+{
+	gen *g = ud;
+	uint8_t *p = buf;
+	size_t n = g->size - g->pos < cap ? (size_t)(g->size - g->pos) : cap;
+
+	gen_sample(g);
+	for (size_t i = 0; i < n; i++)
+		p[i] = gen_byte(g);
+	g->pos += n;
+	return n;
+}
+
+static int gen_check(const uint8_t *p, size_t len, void *ud)
+{
+	gen *g = ud;
+
+	gen_sample(g);
+	for (size_t i = 0; i < len; i++)
+		if (gen_byte(g) != p[i] && g->mismatch_at == UINT64_MAX)
+			g->mismatch_at = g->pos + i;
+	g->pos += len;
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t big_size(void)
+{
+	const char *e = getenv("SBX_FILES_BIG_MB");
+
+	return (e ? strtoull(e, NULL, 10) : 64) << 20;
+}
+
+static void pack_big(msgpack_packer *pk, void *ud)
+{
+	kv_uint(pk, "mode", 0640);
+}
+
+static void large_round_trip(void **state)
+{
+	fixture *fx = *state;
+	uint64_t size = big_size();
+	char p[160];
+	gen g;
+	fc_result r;
+	msgpack_sbuffer b;
+	msgpack_packer pk;
+	uint64_t id, v;
+	long base_kb = agent_ns_rss_kb(&fx->ns);
+	double t0, up_s, down_s, cat_s;
+	struct stat st;
+
+	assert_true(base_kb > 0);
+	/* Up: streamed from the generator, checked on disk byte by byte. */
+	gen_init(&g, size, &fx->ns);
+	fc_result_init(&r);
+	fc_args_begin(&b, &pk, 3, fx->root, "big.bin", 7);
+	pack_big(&pk, NULL);
+	assert_int_equal(fc_request(&fx->c, SBX_OP_FILE_WRITE, &b, &id), 0);
+	msgpack_sbuffer_destroy(&b);
+	t0 = now_s();
+	assert_int_equal(fc_upload(&fx->c, id, gen_next, &g, 0, &r), 0);
+	up_s = now_s() - t0;
+	expect(&r, NULL, "upload");
+	assert_true(fc_get_uint(&r.result, "size", &v));
+	assert_int_equal(v, size);
+	fc_result_free(&r);
+	pathf(p, sizeof(p), "%s/big.bin", fx->root);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, size);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	if (geteuid() == 0)
+		assert_int_equal(st.st_uid, 1000);
+	{
+		gen chk;
+		SBX_AUTO_CLOSE int fd = open(p, O_RDONLY | O_CLOEXEC);
+		SBX_AUTO_FREE uint8_t *buf = malloc(1 << 20);
+		ssize_t n;
+
+		assert_true(fd >= 0 && buf);
+		gen_init(&chk, size, NULL);
+		while ((n = read(fd, buf, 1 << 20)) > 0)
+			gen_check(buf, (size_t)n, &chk);
+		assert_int_equal(chk.pos, size);
+		assert_true(chk.mismatch_at == UINT64_MAX);
+	}
+
+	/* Down: stat first, then the bytes, checked as they come. */
+	gen_init(&g, size, &fx->ns);
+	fc_result_init(&r);
+	fc_args_begin(&b, &pk, 2, fx->root, "big.bin", 7);
+	assert_int_equal(fc_request(&fx->c, SBX_OP_FILE_READ, &b, &id), 0);
+	msgpack_sbuffer_destroy(&b);
+	t0 = now_s();
+	assert_int_equal(fc_finish(&fx->c, id, gen_check, &g, &r), 0);
+	down_s = now_s() - t0;
+	expect(&r, NULL, "download");
+	assert_int_equal(r.nevents, 1);
+	assert_true(fc_get_uint(&r.event, "size", &v));
+	assert_int_equal(v, size);
+	assert_true(fc_get_uint(&r.event, "mtime_ns", &v));
+	assert_true(fc_get_uint(&r.result, "bytes", &v));
+	assert_int_equal(v, size);
+	assert_true(r.data_eof);
+	assert_int_equal(g.pos, size);
+	assert_true(g.mismatch_at == UINT64_MAX);
+	fc_result_free(&r);
+
+	/* The peer: cat of the same (cached) file. */
+	{
+		char cmd[256];
+		pathf(cmd, sizeof(cmd), "cat '%s' > /dev/null", p);
+		t0 = now_s();
+		assert_int_equal(system(cmd), 0);
+		cat_s = now_s() - t0;
+	}
+	print_message("  %s: %llu MiB up %.0f MB/s, down %.0f MB/s, cat %.0f MB/s; "
+		      "agent RSS %ld KiB before, at most %ld KiB during\n",
+		      agent_ns_binary(), (unsigned long long)(size >> 20), size / up_s / 1e6,
+		      size / down_s / 1e6, size / cat_s / 1e6, base_kb, g.max_rss_kb);
+	/* Streaming, not buffering: far less than the file. */
+	assert_true(g.max_rss_kb - base_kb < 24 * 1024);
+}
+
+/* ---- uploads that do not complete ---- */
+
+static bool tmp_left(const char *dir)
+{
+	SBX_AUTO_CLOSEDIR DIR *d = opendir(dir);
+	struct dirent *de;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, ".sbx-tmp-", 9) == 0)
+			return true;
+	return false;
+}
+
+static void pack_max(msgpack_packer *pk, void *ud)
+{
+	kv_uint(pk, "max_bytes", *(uint64_t *)ud);
+}
+
+static void unfinished_uploads_keep_old_file(void **state)
+{
+	fixture *fx = *state;
+	char p[160];
+	SBX_AUTO_FREE char *got = NULL;
+	gen g;
+	fc_result r;
+	msgpack_sbuffer b;
+	msgpack_packer pk;
+	uint64_t id, max = 1000;
+
+	pathf(p, sizeof(p), "%s/keep.txt", fx->root);
+	put(p, "old content");
+
+	/* Cut: the connection drops after about 1 MiB of 8. */
+	gen_init(&g, 8u << 20, NULL);
+	fc_result_init(&r);
+	fc_args_begin(&b, &pk, 2, fx->root, "keep.txt", 8);
+	assert_int_equal(fc_request(&fx->c, SBX_OP_FILE_WRITE, &b, &id), 0);
+	msgpack_sbuffer_destroy(&b);
+	assert_int_equal(fc_upload(&fx->c, id, gen_next, &g, 1u << 20, &r), 1);
+	fc_result_free(&r);
+	fc_close(&fx->c);
+	for (int i = 0; i < 200 && tmp_left(fx->root); i++)
+		usleep(10000);
+	assert_false(tmp_left(fx->root));
+	got = get(p);
+	assert_string_equal(got, "old content");
+	assert_int_equal(fc_connect(&fx->c, fx->ns.sock), 0);
+
+	/* Over max_bytes: too_large, nothing replaced. */
+	{
+		SBX_AUTO_FREE char *big = malloc(4096);
+		memset(big, 'x', 4096);
+		assert_int_equal(upload(fx, "keep.txt", 8, big, 4096, 1, pack_max, &max, &r), 0);
+		expect(&r, "too_large", "max_bytes");
+		assert_non_null(strstr(r.msg, "keep.txt"));
+		fc_result_free(&r);
+	}
+	free(got);
+	got = get(p);
+	assert_string_equal(got, "old content");
+	assert_false(tmp_left(fx->root));
+
+	/* Cancelled after some data: cancelled, nothing replaced. */
+	{
+		sbx_proto_writer w;
+		sbx_err err = { 0 };
+
+		fc_result_init(&r);
+		fc_args_begin(&b, &pk, 2, fx->root, "keep.txt", 8);
+		assert_int_equal(fc_request(&fx->c, SBX_OP_FILE_WRITE, &b, &id), 0);
+		msgpack_sbuffer_destroy(&b);
+		sbx_proto_writer_init(&w);
+		assert_int_equal(sbx_proto_encode_data(&w, id, SBX_CH_FILE, "new", 3, false, 0, &err), 0);
+		assert_int_equal(sbx_proto_encode_cancel(&w, id, &err), 0);
+		assert_int_equal(write(fx->c.fd, w.buf.data, w.buf.size), (ssize_t)w.buf.size);
+		sbx_proto_writer_destroy(&w);
+		assert_int_equal(fc_finish(&fx->c, id, NULL, NULL, &r), 0);
+		expect(&r, "cancelled", "cancel");
+		fc_result_free(&r);
+	}
+	free(got);
+	got = get(p);
+	assert_string_equal(got, "old content");
+	assert_false(tmp_left(fx->root));
+
+	/* Completed: replaced. */
+	assert_int_equal(upload(fx, "keep.txt", 8, "new content", 11, 0, NULL, NULL, &r), 0);
+	expect(&r, NULL, "upload");
+	fc_result_free(&r);
+	free(got);
+	got = get(p);
+	assert_string_equal(got, "new content");
+}
+
+/* ---- names ---- */
+
+static void awkward_names_round_trip(void **state)
+{
+	fixture *fx = *state;
+	char every[300];
+	size_t n = 0;
+	const char *names[] = { "with space", "new\nline", "tab\there", "Ünïcødé ✓ 日本",
+				"-dash", " lead", "trail ", "\\back", "*?[glob]", every };
+	fc_result r;
+
+	/* Every byte but NUL and '/' (and not "." or ".."). */
+	for (int c = 1; c < 256; c++)
+		if (c != '/')
+			every[n++] = (char)c;
+	every[n] = '\0';
+	every[200] = '\0'; /* NAME_MAX is 255 bytes */
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		sink s = { calloc(1, 1024), 0, 1024 };
+		char want[300];
+
+		pathf(want, sizeof(want), "content of %zu", i);
+		assert_int_equal(upload(fx, names[i], strlen(names[i]), want, strlen(want), 0, NULL,
+					NULL, &r), 0);
+		expect(&r, NULL, names[i]);
+		fc_result_free(&r);
+		download(fx, names[i], strlen(names[i]), &s, &r);
+		expect(&r, NULL, names[i]);
+		assert_string_equal(s.p, want);
+		fc_result_free(&r);
+		free(s.p);
+	}
+	/* Listed with the same bytes. */
+	call(fx, SBX_OP_FS_LIST, "", 0, 0, NULL, NULL, &r);
+	expect(&r, NULL, "list");
+	{
+		msgpack_unpacked u;
+		const msgpack_object *e;
+		size_t found = 0;
+
+		msgpack_unpacked_init(&u);
+		assert_int_equal(msgpack_unpack_next(&u, r.result.data, r.result.size, NULL),
+				 MSGPACK_UNPACK_SUCCESS);
+		e = sbx_proto_map_get(&u.data, "entries");
+		assert_non_null(e);
+		assert_int_equal(e->via.array.size, sizeof(names) / sizeof(names[0]));
+		for (uint32_t i = 0; i < e->via.array.size; i++) {
+			const msgpack_object *nm = sbx_proto_map_get(&e->via.array.ptr[i], "name");
+			for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++)
+				if (nm->via.str.size == strlen(names[j]) &&
+				    memcmp(nm->via.str.ptr, names[j], nm->via.str.size) == 0)
+					found++;
+		}
+		assert_int_equal(found, sizeof(names) / sizeof(names[0]));
+		msgpack_unpacked_destroy(&u);
+	}
+	fc_result_free(&r);
+}
+
+/* ---- fs.* ---- */
+
+static void p_parents(msgpack_packer *pk, void *ud) { kv_bool(pk, "parents", true); }
+static void p_recursive(msgpack_packer *pk, void *ud) { kv_bool(pk, "recursive", true); }
+static void p_mode(msgpack_packer *pk, void *ud) { kv_uint(pk, "mode", *(unsigned *)ud); }
+static void p_depth(msgpack_packer *pk, void *ud) { kv_uint(pk, "depth", *(unsigned *)ud); }
+static void p_to(msgpack_packer *pk, void *ud) { kv_str(pk, "to", ud); }
+static void p_to_over(msgpack_packer *pk, void *ud)
+{
+	kv_str(pk, "to", ud);
+	kv_bool(pk, "overwrite", true);
+}
+static void p_glob(msgpack_packer *pk, void *ud) { kv_str(pk, "glob", ud); }
+static void p_glob_max(msgpack_packer *pk, void *ud)
+{
+	kv_str(pk, "glob", ud);
+	kv_uint(pk, "max", 2);
+}
+
+/* Entry count and truncated of a list/search result. */
+static uint64_t entries(fixture *fx, const char *op, const char *path, pack_fn fn, void *ud,
+			size_t extra, bool *truncated, const char *want_name)
+{
+	fc_result r;
+	uint64_t n = 0;
+	bool found = false;
+
+	call(fx, op, path, strlen(path), extra, fn, ud, &r);
+	expect(&r, NULL, op);
+	assert_true(fc_get_uint(&r.result, "count", &n));
+	assert_true(fc_get_bool(&r.result, "truncated", truncated));
+	if (want_name)
+		found = memmem(r.result.data, r.result.size, want_name, strlen(want_name)) != NULL;
+	fc_result_free(&r);
+	if (want_name && !found)
+		fail_msg("%s %s: no %s", op, path, want_name);
+	return n;
+}
+
+static void fs_operations(void **state)
+{
+	fixture *fx = *state;
+	char p[200], q[200];
+	fc_result r;
+	unsigned mode, depth;
+	bool trunc;
+	uint64_t v;
+	struct stat st;
+	char target[64];
+
+	/* mkdir: missing parent, then parents, then exists. */
+	mode = 0750;
+	simple(fx, SBX_OP_FS_MKDIR, "a/b/c", "not_found", NULL, NULL, 0);
+	simple(fx, SBX_OP_FS_MKDIR, "a/b/c", NULL, p_parents, NULL, 1);
+	simple(fx, SBX_OP_FS_MKDIR, "a/b/c", NULL, p_parents, NULL, 1);
+	simple(fx, SBX_OP_FS_MKDIR, "a/b/c", "exists", NULL, NULL, 0);
+	simple(fx, SBX_OP_FS_MKDIR, "a/m", NULL, p_mode, &mode, 1);
+	pathf(p, sizeof(p), "%s/a/m", fx->root);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0750);
+	if (geteuid() == 0)
+		assert_int_equal(st.st_uid, 1000);
+
+	/* A tree: files, a symlink inside, one pointing out. */
+	pathf(p, sizeof(p), "%s/a/one.txt", fx->root);
+	put(p, "1");
+	pathf(p, sizeof(p), "%s/a/b/two.txt", fx->root);
+	put(p, "22");
+	pathf(p, sizeof(p), "%s/a/b/c/three.md", fx->root);
+	put(p, "333");
+	pathf(p, sizeof(p), "%s/a/link", fx->root);
+	assert_int_equal(symlink("one.txt", p), 0);
+	pathf(p, sizeof(p), "%s/a/out", fx->root);
+	assert_int_equal(symlink("../../outside", p), 0);
+
+	/* stat */
+	call(fx, SBX_OP_FS_STAT, "a/b/two.txt", 11, 0, NULL, NULL, &r);
+	expect(&r, NULL, "stat");
+	assert_true(fc_get_uint(&r.result, "size", &v));
+	assert_int_equal(v, 2);
+	assert_true(fc_get_str(&r.result, "type", target, sizeof(target)));
+	assert_string_equal(target, "file");
+	fc_result_free(&r);
+	call(fx, SBX_OP_FS_STAT, "a/link", 6, 0, NULL, NULL, &r);
+	expect(&r, NULL, "stat link");
+	assert_true(fc_get_str(&r.result, "type", target, sizeof(target)));
+	assert_string_equal(target, "symlink");
+	assert_true(fc_get_str(&r.result, "target", target, sizeof(target)));
+	assert_string_equal(target, "one.txt");
+	fc_result_free(&r);
+	simple(fx, SBX_OP_FS_STAT, "nope", "not_found", NULL, NULL, 0);
+	simple(fx, SBX_OP_FILE_READ, "a/out/secret", "permission_denied", NULL, NULL, 0);
+	simple(fx, SBX_OP_FILE_READ, "a", "bad_request", NULL, NULL, 0);
+
+	/* list: depth 1 and 3; max. */
+	assert_int_equal(entries(fx, SBX_OP_FS_LIST, "a", NULL, NULL, 0, &trunc, "one.txt"), 5);
+	assert_false(trunc);
+	depth = 3;
+	assert_int_equal(entries(fx, SBX_OP_FS_LIST, "a", p_depth, &depth, 1, &trunc, "three.md"), 8);
+	assert_false(trunc);
+	depth = 32;
+	assert_int_equal(entries(fx, SBX_OP_FS_LIST, "", p_depth, &depth, 1, &trunc, NULL), 9);
+	{
+		msgpack_sbuffer b;
+		msgpack_packer pk;
+
+		fc_result_init(&r);
+		fc_args_begin(&b, &pk, 3, fx->root, "a", 1);
+		kv_uint(&pk, "max", 2);
+		assert_int_equal(fc_call(&fx->c, SBX_OP_FS_LIST, &b, &r), 0);
+		msgpack_sbuffer_destroy(&b);
+		expect(&r, NULL, "list max");
+		assert_true(fc_get_uint(&r.result, "count", &v));
+		assert_int_equal(v, 2);
+		assert_true(fc_get_bool(&r.result, "truncated", &trunc));
+		assert_true(trunc);
+		fc_result_free(&r);
+	}
+	simple(fx, SBX_OP_FS_LIST, "a/one.txt", "not_found", NULL, NULL, 0);
+	simple(fx, SBX_OP_FS_LIST, "a/out", "permission_denied", NULL, NULL, 0);
+
+	/* search: by name at any depth, by path, bounded, never through "out". */
+	assert_int_equal(entries(fx, SBX_OP_FS_SEARCH, "", p_glob, "*.txt", 1, &trunc, "b/two.txt"), 2);
+	assert_false(trunc);
+	assert_int_equal(entries(fx, SBX_OP_FS_SEARCH, "", p_glob, "a/b/*/*.md", 1, &trunc, "three"), 1);
+	assert_int_equal(entries(fx, SBX_OP_FS_SEARCH, "", p_glob, "secret", 1, &trunc, NULL), 0);
+	assert_int_equal(entries(fx, SBX_OP_FS_SEARCH, "", p_glob_max, "*", 2, &trunc, NULL), 2);
+	assert_true(trunc);
+	simple(fx, SBX_OP_FS_SEARCH, "", "bad_request", NULL, NULL, 0);
+
+	/* chmod */
+	mode = 0600;
+	simple(fx, SBX_OP_FS_CHMOD, "a/one.txt", NULL, p_mode, &mode, 1);
+	pathf(p, sizeof(p), "%s/a/one.txt", fx->root);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	mode = 04755;
+	simple(fx, SBX_OP_FS_CHMOD, "a/one.txt", "permission_denied", p_mode, &mode, 1);
+	simple(fx, SBX_OP_FS_CHMOD, "a/one.txt", "bad_request", NULL, NULL, 0);
+	mode = 0777;
+	simple(fx, SBX_OP_FS_CHMOD, "a/out/secret", "permission_denied", p_mode, &mode, 1);
+
+	/* move: exists without overwrite, then with; missing source. */
+	simple(fx, SBX_OP_FS_MOVE, "a/one.txt", "exists", p_to, "a/b/two.txt", 1);
+	simple(fx, SBX_OP_FS_MOVE, "a/one.txt", NULL, p_to, "a/b/moved.txt", 1);
+	simple(fx, SBX_OP_FS_MOVE, "a/b/moved.txt", NULL, p_to_over, "a/b/two.txt", 2);
+	pathf(q, sizeof(q), "%s/a/b/two.txt", fx->root);
+	{
+		SBX_AUTO_FREE char *got = get(q);
+		assert_string_equal(got, "1");
+	}
+	simple(fx, SBX_OP_FS_MOVE, "a/none", "not_found", p_to, "a/x", 1);
+	simple(fx, SBX_OP_FS_MOVE, "a/b/two.txt", "permission_denied", p_to, "a/out/x", 1);
+
+	/* remove: non-empty needs recursive; missing; the root itself refused. */
+	simple(fx, SBX_OP_FS_REMOVE, "a/b", "exists", NULL, NULL, 0);
+	simple(fx, SBX_OP_FS_REMOVE, "a/b", NULL, p_recursive, NULL, 1);
+	simple(fx, SBX_OP_FS_REMOVE, "a/b", "not_found", NULL, NULL, 0);
+	simple(fx, SBX_OP_FS_REMOVE, "", "permission_denied", p_recursive, NULL, 1);
+	simple(fx, SBX_OP_FS_REMOVE, "a/out", NULL, NULL, NULL, 0); /* the link, not its target */
+	pathf(p, sizeof(p), "%s/secret", fx->out);
+	{
+		SBX_AUTO_FREE char *got = get(p);
+		assert_string_equal(got, SECRET);
+	}
+}
+
+/* Malformed arguments: bad_request naming what is wrong, never a crash. */
+static void bad_arguments(void **state)
+{
+	fixture *fx = *state;
+	static const char *const ops[] = { SBX_OP_FILE_READ, SBX_OP_FILE_WRITE, SBX_OP_FS_STAT,
+					   SBX_OP_FS_LIST, SBX_OP_FS_MKDIR, SBX_OP_FS_MOVE,
+					   SBX_OP_FS_REMOVE, SBX_OP_FS_CHMOD, SBX_OP_FS_SEARCH };
+	fc_result r;
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		msgpack_sbuffer b;
+		msgpack_packer pk;
+
+		/* no args at all */
+		fc_result_init(&r);
+		assert_int_equal(fc_call(&fx->c, ops[i], NULL, &r), 0);
+		expect(&r, "bad_request", ops[i]);
+		fc_result_free(&r);
+		/* path not a string */
+		fc_result_init(&r);
+		msgpack_sbuffer_init(&b);
+		msgpack_packer_init(&pk, &b, msgpack_sbuffer_write);
+		msgpack_pack_map(&pk, 2);
+		kv_str(&pk, "root", fx->root);
+		kv_uint(&pk, "path", 7);
+		assert_int_equal(fc_call(&fx->c, ops[i], &b, &r), 0);
+		msgpack_sbuffer_destroy(&b);
+		expect(&r, "bad_request", ops[i]);
+		fc_result_free(&r);
+		/* absolute path, NUL in the path, a root that is not normalised */
+		call(fx, ops[i], "/etc/passwd", 11, 0, NULL, NULL, &r);
+		expect(&r, "bad_request", ops[i]);
+		fc_result_free(&r);
+		call(fx, ops[i], "a\0b", 3, 0, NULL, NULL, &r);
+		expect(&r, "bad_request", ops[i]);
+		fc_result_free(&r);
+		fc_result_init(&r);
+		msgpack_sbuffer_init(&b);
+		msgpack_packer_init(&pk, &b, msgpack_sbuffer_write);
+		msgpack_pack_map(&pk, 2);
+		kv_str(&pk, "root", "/tmp/../etc");
+		kv_str(&pk, "path", "passwd");
+		assert_int_equal(fc_call(&fx->c, ops[i], &b, &r), 0);
+		msgpack_sbuffer_destroy(&b);
+		assert_true(r.failed);
+		assert_null(strstr(r.msg, "root:x:"));
+		fc_result_free(&r);
+	}
+	/* The connection is still fine. */
+	simple(fx, SBX_OP_FS_STAT, "", NULL, NULL, NULL, 0);
+}
+
+/* ---- the hostile corpus through the protocol ---- */
+
+#define OUT_SNAPSHOT_CMD "cd '%s' && find . -printf '%%p %%y %%m %%s\\n' | sort && cat secret"
+
+static char *outside_state(fixture *fx)
+{
+	char cmd[300];
+	SBX_AUTO_FCLOSE FILE *f = NULL;
+	char *buf = calloc(1, 8192);
+
+	pathf(cmd, sizeof(cmd), OUT_SNAPSHOT_CMD, fx->out);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	assert_non_null(buf);
+	buf[fread(buf, 1, 8191, f)] = '\0';
+	pclose(f);
+	f = NULL;
+	return buf;
+}
+
+static void build_tree(fixture *fx, const corpus *c)
+{
+	char p[PATH_MAX], arg[PATH_MAX];
+
+	test_rm_rf(fx->root);
+	assert_int_equal(mkdir(fx->root, 0755), 0);
+	for (size_t i = 0; i < c->ntree; i++) {
+		const corpus_tree *t = &c->tree[i];
+		int rc = 0;
+
+		pathf(p, sizeof(p), "%s/%s", fx->root, t->path);
+		if (strncmp(t->arg, "@ROOT@", 6) == 0)
+			pathf(arg, sizeof(arg), "%s%s", fx->root, t->arg + 6);
+		else if (strncmp(t->arg, "@OUT@", 5) == 0)
+			pathf(arg, sizeof(arg), "%s%s", fx->out, t->arg + 5);
+		else
+			pathf(arg, sizeof(arg), "%s", t->arg);
+		switch (t->type) {
+		case CORPUS_DIR: rc = mkdir(p, 0755); break;
+		case CORPUS_FILE: put(p, arg); break;
+		case CORPUS_SYMLINK: rc = symlink(arg, p); break;
+		case CORPUS_HARDLINK: rc = link(arg, p); break;
+		case CORPUS_FIFO: rc = mkfifo(p, 0644); break;
+		case CORPUS_PROCFS: rc = mkdir(p, 0555); break; /* an empty folder here */
+		}
+		if (rc < 0)
+			fail_msg("tree %s: %s", t->path, strerror(errno));
+	}
+}
+
+static void corpus_outside(fixture *fx)
+{
+	char p[200];
+
+	/* What the corpus's trees point at: secret, passwd, shared, sub/deeper. */
+	pathf(p, sizeof(p), "%s/passwd", fx->out);
+	put(p, SECRET "-passwd");
+	pathf(p, sizeof(p), "%s/shared", fx->out);
+	put(p, "outside-shared");
+	pathf(p, sizeof(p), "%s/sub", fx->out);
+	mkdir(p, 0755);
+	pathf(p, sizeof(p), "%s/sub/deeper", fx->out);
+	put(p, SECRET "-deeper");
+}
+
+static void hostile_corpus(void **state)
+{
+	fixture *fx = *state;
+	corpus *cp = &fx->corpus;
+	char msg[256];
+	static const char *const ops[] = { SBX_OP_FILE_READ, SBX_OP_FILE_WRITE, SBX_OP_FS_STAT,
+					   SBX_OP_FS_LIST, SBX_OP_FS_MKDIR, SBX_OP_FS_CHMOD,
+					   SBX_OP_FS_SEARCH, SBX_OP_FS_MOVE, "move-to",
+					   SBX_OP_FS_REMOVE };
+	SBX_AUTO_FREE char *before = NULL;
+	unsigned runs = 0, refused = 0;
+
+	if (corpus_load(SBX_CORPUS_FILE, cp, msg, sizeof(msg)) < 0)
+		fail_msg("corpus: %s", msg);
+	corpus_outside(fx);
+	before = outside_state(fx);
+	for (size_t i = 0; i < cp->ncases; i++) {
+		const corpus_case *k = &cp->cases[i];
+		corpus_bytes rel = corpus_agent_rel(k);
+
+		for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+			const char *op = ops[o];
+			bool is_read = strcmp(op, SBX_OP_FILE_READ) == 0;
+			bool is_write = strcmp(op, SBX_OP_FILE_WRITE) == 0;
+			msgpack_sbuffer b;
+			msgpack_packer pk;
+			uint64_t id;
+			fc_result r;
+			sink s = { calloc(1, 1 << 16), 0, 1 << 16 };
+			SBX_AUTO_FREE char *after = NULL;
+			const char *secret = SECRET;
+
+			build_tree(fx, cp);
+			fc_result_init(&r);
+			if (strcmp(op, "move-to") == 0) {
+				/* A file from inside moved onto the hostile path. */
+				char p[200];
+				pathf(p, sizeof(p), "%s/mover", fx->root);
+				put(p, "mover");
+				msgpack_sbuffer_init(&b);
+				msgpack_packer_init(&pk, &b, msgpack_sbuffer_write);
+				msgpack_pack_map(&pk, 4);
+				kv_str(&pk, "root", fx->root);
+				kv_str(&pk, "path", "mover");
+				sbx_proto_pack_str(&pk, "to");
+				sbx_proto_pack_strn(&pk, rel.p, rel.len);
+				kv_bool(&pk, "overwrite", true);
+				op = SBX_OP_FS_MOVE;
+			} else {
+				fc_args_begin(&b, &pk, 5, fx->root, rel.p, rel.len);
+				kv_uint(&pk, "mode", 0777);
+				kv_bool(&pk, strcmp(op, SBX_OP_FS_MOVE) == 0 ? "overwrite" : "recursive",
+					true);
+				if (strcmp(op, SBX_OP_FS_SEARCH) == 0)
+					kv_str(&pk, "glob", "*");
+				else if (strcmp(op, SBX_OP_FS_MOVE) == 0)
+					kv_str(&pk, "to", "moved-here");
+				else /* parents for mkdir only: a write must not make folders */
+					kv_bool(&pk, "parents", strcmp(op, SBX_OP_FS_MKDIR) == 0);
+			}
+			assert_int_equal(fc_request(&fx->c, op, &b, &id), 0);
+			msgpack_sbuffer_destroy(&b);
+			if (is_write) {
+				mem_src m = { "written by the corpus test", 26, 0 };
+				assert_int_equal(fc_upload(&fx->c, id, mem_next, &m, 0, &r), 0);
+			} else {
+				assert_int_equal(fc_finish(&fx->c, id, sink_data, &s, &r), 0);
+			}
+			runs++;
+			refused += r.failed;
+			/* Nothing from outside in anything that came back. */
+			if (memmem(s.p, s.len, secret, strlen(secret)) ||
+			    (r.result.size &&
+			     memmem(r.result.data, r.result.size, secret, strlen(secret))) ||
+			    strstr(r.msg, secret))
+				fail_msg("case %s (line %d) %s: outside bytes returned", k->name, k->line,
+					 ops[o]);
+			if (r.result.size && memmem(r.result.data, r.result.size, "deeper", 6))
+				fail_msg("case %s (line %d) %s: an outside name listed", k->name,
+					 k->line, ops[o]);
+			if (is_read && r.failed == k->read.ok)
+				fail_msg("case %s (line %d) read: %s %s, corpus says %s", k->name,
+					 k->line, r.failed ? r.code : "ok", r.msg,
+					 k->read.ok ? "ok" : "fail");
+			if (is_read && !r.failed && k->read.content &&
+			    strcmp(s.p, k->read.content) != 0)
+				fail_msg("case %s read: got \"%s\"", k->name, s.p);
+			if (is_write && r.failed == k->write.ok)
+				fail_msg("case %s (line %d) write: %s %s, corpus says %s", k->name,
+					 k->line, r.failed ? r.code : "ok", r.msg,
+					 k->write.ok ? "ok" : "fail");
+			if (r.failed && (!r.msg[0] || strcmp(r.code, "internal") == 0))
+				fail_msg("case %s %s: %s without a clear message: %s", k->name, ops[o],
+					 r.code, r.msg);
+			after = outside_state(fx);
+			if (strcmp(before, after) != 0)
+				fail_msg("case %s (line %d) %s: outside changed:\n%s\n---\n%s", k->name,
+					 k->line, ops[o], before, after);
+			fc_result_free(&r);
+			free(s.p);
+		}
+	}
+	print_message("  corpus: %zu cases x %zu operations: %u requests, %u refused\n",
+		      cp->ncases, sizeof(ops) / sizeof(ops[0]), runs, refused);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(large_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(unfinished_uploads_keep_old_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(awkward_names_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(fs_operations, setup, teardown),
+		cmocka_unit_test_setup_teardown(bad_arguments, setup, teardown),
+		cmocka_unit_test_setup_teardown(hostile_corpus, setup, teardown),
+	};
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "needs root (namespaces): skipped\n");
+		return 77;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
