@@ -85,6 +85,62 @@ long bench_http_do(bench_http *h, const char *method, const char *path, const ch
 	return status;
 }
 
+typedef struct stream_sink {
+	size_t bytes;
+	char *tail;
+	size_t tail_size;
+	size_t tail_len;
+} stream_sink;
+
+static size_t on_stream(char *p, size_t size, size_t n, void *ud)
+{
+	stream_sink *s = ud;
+	size_t add = size * n, keep = s->tail_size - 1;
+	s->bytes += add;
+	if (add >= keep) {
+		memcpy(s->tail, p + add - keep, keep);
+		s->tail_len = keep;
+	} else {
+		size_t drop = s->tail_len + add > keep ? s->tail_len + add - keep : 0;
+		memmove(s->tail, s->tail + drop, s->tail_len - drop);
+		memcpy(s->tail + s->tail_len - drop, p, add);
+		s->tail_len += add - drop;
+	}
+	s->tail[s->tail_len] = '\0';
+	return add;
+}
+
+long bench_http_stream(bench_http *h, const char *path, const char *body, size_t *bytes,
+		       char *tail, size_t tail_size)
+{
+	CURL *c = curl_easy_duphandle(h->curl);
+	if (!c)
+		return -1;
+	struct curl_slist *hd = NULL;
+	for (struct curl_slist *i = h->headers; i; i = i->next)
+		hd = curl_slist_append(hd, i->data);
+	hd = curl_slist_append(hd, "Accept: text/event-stream");
+	char url[512];
+	snprintf(url, sizeof(url), "%s%s", h->base, path);
+	stream_sink s = { .tail = tail, .tail_size = tail_size };
+	tail[0] = '\0';
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "POST");
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 600L);
+	long status = -1;
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	*bytes = s.bytes;
+	curl_easy_cleanup(c);
+	curl_slist_free_all(hd);
+	return status;
+}
+
 const char *bench_http_body(const bench_http *h)
 {
 	return h->body ? h->body : "";

@@ -13,5 +13,10 @@ void bench_http_free(bench_http *h);
  * until the next call (bench_http_body). body may be NULL. */
 long bench_http_do(bench_http *h, const char *method, const char *path, const char *body);
 const char *bench_http_body(const bench_http *h);
+/* POST body to path asking for an SSE answer and read it to the end without
+ * keeping it: *bytes gets the body length, tail (size >= 2) its last bytes
+ * as a string. Returns the HTTP status or -1. */
+long bench_http_stream(bench_http *h, const char *path, const char *body, size_t *bytes,
+		       char *tail, size_t tail_size);
 
 #endif
