@@ -11,13 +11,13 @@ import base64
 import hashlib
 import json
 import os
-import socket
+import subprocess
 import sys
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_harness import RUNTIME, Supervisor, containers_under, stop_clean  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -195,9 +195,13 @@ class ExecStream(unittest.TestCase):
                 "    open('/tmp/progress.tmp','w').write(str(n)); os.rename('/tmp/progress.tmp','/tmp/progress')\n"
                 % total)
         self.exec(cmd="rm -f /tmp/progress")
+        cid = [c for c, _ in containers_under(self.sup.state_dir) if self.sb["id"] in c][0]
+        apid = json.loads(subprocess.run([RUNTIME, "state", cid], capture_output=True,
+                                         text=True).stdout)["pid"]
         rss0 = rss_kb(self.sup.proc.pid)
         s = self.stream({"argv": ["python3", "-c", prog]}, timeout=120)
         peak = rss0
+        agent_peak = rss_kb(apid)
         # 1: read 4 MiB slowly (about 8 MiB/s).
         while s.received < (4 << 20):
             s.read_some(64 << 10)
@@ -209,6 +213,7 @@ class ExecStream(unittest.TestCase):
         time.sleep(1.0)
         p2 = int(self.exec(cmd="cat /tmp/progress")["stdout"])
         peak = max(peak, rss_kb(self.sup.proc.pid))
+        agent_peak = max(agent_peak, rss_kb(apid))
         self.assertEqual(p1, p2, "the producer went on while nobody read")
         read_at_stall = s.received * 3 // 4
         # What the producer is ahead of the reader: agent window, our high
@@ -219,9 +224,12 @@ class ExecStream(unittest.TestCase):
         peak = max(peak, rss_kb(self.sup.proc.pid))
         self.assertEqual(ex["exit_code"], 0, err)
         self.assertEqual(ex["stdout_bytes"], total)
+        agent_peak = max(agent_peak, rss_kb(apid))
         print("\nslow reader: producer stalled at %.1f MiB with %.1f MiB read; supervisor RSS "
-              "%d KiB -> peak %d KiB%s" % (p1 / 1048576, read_at_stall / 1048576, rss0, peak,
-                                          " (ASan build)" if self.asan else ""), file=sys.stderr)
+              "%d KiB -> peak %d KiB%s; agent RSS peak %d KiB"
+              % (p1 / 1048576, read_at_stall / 1048576, rss0, peak,
+                 " (ASan build)" if self.asan else "", agent_peak), file=sys.stderr)
+        self.assertLess(agent_peak, 64 << 10, "agent RSS over 64 MiB")
         self.assertLess(peak - rss0, 24 << 10, "supervisor memory grew with a slow reader")
         if not self.asan:
             self.assertLess(peak, 64 << 10, "supervisor RSS over 64 MiB")
