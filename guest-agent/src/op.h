@@ -50,5 +50,7 @@ void agent_op_fs_move(agent_session *s, uint64_t id, const msgpack_object *args)
 void agent_op_fs_remove(agent_session *s, uint64_t id, const msgpack_object *args);
 void agent_op_fs_chmod(agent_session *s, uint64_t id, const msgpack_object *args);
 void agent_op_fs_search(agent_session *s, uint64_t id, const msgpack_object *args);
+/* op_watch.c: fs.watch (a stream of events). */
+void agent_op_fs_watch(agent_session *s, uint64_t id, const msgpack_object *args);
 
 #endif

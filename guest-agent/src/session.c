@@ -39,6 +39,7 @@ static const struct {
 	{ SBX_OP_FS_REMOVE, agent_op_fs_remove },
 	{ SBX_OP_FS_CHMOD, agent_op_fs_chmod },
 	{ SBX_OP_FS_SEARCH, agent_op_fs_search },
+	{ SBX_OP_FS_WATCH, agent_op_fs_watch },
 };
 
 static agent_session *sessions;

@@ -50,8 +50,8 @@ static int send_writer(fc *c, sbx_proto_writer *w)
 	return ret;
 }
 
-/* Next frame from the socket (blocking, bounded wait). */
-static int next_frame(fc *c, sbx_proto_frame *f)
+/* Next frame from the socket, waiting at most timeout_ms for each read. */
+static int next_frame_in(fc *c, sbx_proto_frame *f, int timeout_ms)
 {
 	for (;;) {
 		size_t used = 0;
@@ -71,7 +71,7 @@ static int next_frame(fc *c, sbx_proto_frame *f)
 		if (c->len == c->cap)
 			return -EMSGSIZE;
 		struct pollfd p = { .fd = c->fd, .events = POLLIN };
-		if (poll(&p, 1, FC_TIMEOUT_MS) == 0)
+		if (poll(&p, 1, timeout_ms) == 0)
 			return -ETIMEDOUT;
 		ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
 		if (n < 0 && errno == EINTR)
@@ -82,6 +82,11 @@ static int next_frame(fc *c, sbx_proto_frame *f)
 			return -ECONNRESET;
 		c->len += (size_t)n;
 	}
+}
+
+static int next_frame(fc *c, sbx_proto_frame *f)
+{
+	return next_frame_in(c, f, FC_TIMEOUT_MS);
 }
 
 int fc_connect(fc *c, const char *sock)
@@ -218,6 +223,45 @@ int fc_finish(fc *c, uint64_t id, fc_data_fn on_data, void *ud, fc_result *r)
 		if (ret != 0)
 			return ret < 0 ? ret : 0;
 	}
+}
+
+int fc_next_event(fc *c, uint64_t id, int timeout_ms, msgpack_sbuffer *ev, fc_result *r)
+{
+	for (;;) {
+		sbx_proto_frame f;
+		msgpack_packer pk;
+		int ret = next_frame_in(c, &f, timeout_ms);
+
+		if (ret == -ETIMEDOUT)
+			return 0;
+		if (ret < 0)
+			return ret;
+		if (f.id == id && f.kind == SBX_PROTO_EVENT) {
+			msgpack_packer_init(&pk, ev, msgpack_sbuffer_write);
+			msgpack_pack_object(&pk, f.args);
+			ret = credit(c, id, f.body_len);
+			sbx_proto_frame_release(&f);
+			return ret < 0 ? ret : 1;
+		}
+		ret = take(c, id, &f, NULL, NULL, r, NULL);
+		sbx_proto_frame_release(&f);
+		if (ret != 0)
+			return ret < 0 ? ret : 2;
+	}
+}
+
+int fc_cancel(fc *c, uint64_t id)
+{
+	sbx_proto_writer w;
+	sbx_err err = { 0 };
+	int ret;
+
+	sbx_proto_writer_init(&w);
+	ret = sbx_proto_encode_cancel(&w, id, &err);
+	if (ret >= 0)
+		ret = send_writer(c, &w);
+	sbx_proto_writer_destroy(&w);
+	return ret;
 }
 
 int fc_call(fc *c, const char *op, const msgpack_sbuffer *args, fc_result *r)

@@ -53,6 +53,13 @@ int fc_finish(fc *c, uint64_t id, fc_data_fn on_data, void *ud, fc_result *r);
 /* fc_request + fc_finish. */
 int fc_call(fc *c, const char *op, const msgpack_sbuffer *args, fc_result *r);
 
+/* The next frame of stream id within timeout_ms: 1 an EVENT (its map in
+ * ev, credit returned), 2 the final END/ERR (in r), 0 nothing in time, or a
+ * negative errno. Other streams' frames are dropped. */
+int fc_next_event(fc *c, uint64_t id, int timeout_ms, msgpack_sbuffer *ev, fc_result *r);
+/* Send cancel for stream id. */
+int fc_cancel(fc *c, uint64_t id);
+
 /* Upload: send what next() gives (returns bytes put in buf, 0 at the end)
  * as DATA on "file" within credit, then eof, then read to END/ERR. cut > 0:
  * stop after about cut bytes and close the socket without eof (returns 1).

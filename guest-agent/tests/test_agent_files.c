@@ -753,7 +753,8 @@ static void bad_arguments(void **state)
 	fixture *fx = *state;
 	static const char *const ops[] = { SBX_OP_FILE_READ, SBX_OP_FILE_WRITE, SBX_OP_FS_STAT,
 					   SBX_OP_FS_LIST, SBX_OP_FS_MKDIR, SBX_OP_FS_MOVE,
-					   SBX_OP_FS_REMOVE, SBX_OP_FS_CHMOD, SBX_OP_FS_SEARCH };
+					   SBX_OP_FS_REMOVE, SBX_OP_FS_CHMOD, SBX_OP_FS_SEARCH,
+					   SBX_OP_FS_WATCH };
 	fc_result r;
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
@@ -872,7 +873,7 @@ static void hostile_corpus(void **state)
 	static const char *const ops[] = { SBX_OP_FILE_READ, SBX_OP_FILE_WRITE, SBX_OP_FS_STAT,
 					   SBX_OP_FS_LIST, SBX_OP_FS_MKDIR, SBX_OP_FS_CHMOD,
 					   SBX_OP_FS_SEARCH, SBX_OP_FS_MOVE, "move-to",
-					   SBX_OP_FS_REMOVE };
+					   SBX_OP_FS_REMOVE, SBX_OP_FS_WATCH };
 	SBX_AUTO_FREE char *before = NULL;
 	unsigned runs = 0, refused = 0;
 
@@ -929,6 +930,18 @@ static void hostile_corpus(void **state)
 			if (is_write) {
 				mem_src m = { "written by the corpus test", 26, 0 };
 				assert_int_equal(fc_upload(&fx->c, id, mem_next, &m, 0, &r), 0);
+			} else if (strcmp(op, SBX_OP_FS_WATCH) == 0) {
+				/* Refused at once, or ready (its event kept in the result
+				 * for the checks below) and then cancelled. */
+				int ret = fc_next_event(&fx->c, id, 5000, &r.result, &r);
+				assert_true(ret == 1 || ret == 2);
+				if (ret == 1) {
+					fc_result fin;
+					fc_result_init(&fin);
+					assert_int_equal(fc_cancel(&fx->c, id), 0);
+					assert_int_equal(fc_finish(&fx->c, id, NULL, NULL, &fin), 0);
+					fc_result_free(&fin);
+				}
 			} else {
 				assert_int_equal(fc_finish(&fx->c, id, sink_data, &s, &r), 0);
 			}
@@ -970,6 +983,209 @@ static void hostile_corpus(void **state)
 		      cp->ncases, sizeof(ops) / sizeof(ops[0]), runs, refused);
 }
 
+
+/* ---- fs.watch ---- */
+
+static uint64_t watch_start(fixture *fx, fc *c, const char *path, bool recursive)
+{
+	msgpack_sbuffer b;
+	msgpack_packer pk;
+	uint64_t id;
+
+	fc_args_begin(&b, &pk, 3, fx->root, path, strlen(path));
+	kv_bool(&pk, "recursive", recursive);
+	assert_int_equal(fc_request(c, SBX_OP_FS_WATCH, &b, &id), 0);
+	msgpack_sbuffer_destroy(&b);
+	return id;
+}
+
+/* Read events until one of type at path (from, when given) arrives; false
+ * after ms or at the stream's end. Every event seen goes into log. */
+static bool wait_event(fc *c, uint64_t id, const char *type, const char *path, const char *from,
+		       int ms, char *log, size_t cap)
+{
+	uint64_t end = test_now_ms() + (uint64_t)ms;
+
+	while (test_now_ms() < end) {
+		msgpack_sbuffer ev;
+		fc_result r;
+		char t[32] = "", p[256] = "", f[256] = "";
+		int ret;
+
+		msgpack_sbuffer_init(&ev);
+		fc_result_init(&r);
+		ret = fc_next_event(c, id, (int)(end - test_now_ms()) + 1, &ev, &r);
+		if (ret == 1) {
+			fc_get_str(&ev, "type", t, sizeof(t));
+			fc_get_str(&ev, "path", p, sizeof(p));
+			fc_get_str(&ev, "from", f, sizeof(f));
+			size_t used = strlen(log);
+			snprintf(log + used, cap - used, "%s %s%s%s; ", t, p, f[0] ? " from " : "", f);
+		} else if (ret == 2) {
+			size_t used = strlen(log);
+			snprintf(log + used, cap - used, "END %s %s; ", r.code, r.msg);
+		}
+		msgpack_sbuffer_destroy(&ev);
+		fc_result_free(&r);
+		if (ret != 1)
+			return false;
+		if (strcmp(t, type) == 0 && strcmp(p, path) == 0 && (!from || strcmp(f, from) == 0))
+			return true;
+	}
+	return false;
+}
+
+#define EXPECT_EVENT(c, id, type, path, from)                                          \
+	do {                                                                            \
+		log[0] = '\0';                                                          \
+		if (!wait_event(c, id, type, path, from, 5000, log, sizeof(log)))       \
+			fail_msg("no %s %s event; saw: %s", type, path, log);           \
+	} while (0)
+
+static void root_path(fixture *fx, char *out, const char *rel)
+{
+	pathf(out, PATH_MAX, "%s/%s", fx->root, rel);
+}
+
+static void watch_sees_changes(void **state)
+{
+	fixture *fx = *state;
+	char p[PATH_MAX], q[PATH_MAX], log[4096];
+	uint64_t id = watch_start(fx, &fx->c, "", true);
+
+	root_path(fx, p, "old");
+	assert_int_equal(mkdir(p, 0755), 0); /* before the watch: watched too */
+	EXPECT_EVENT(&fx->c, id, "ready", "", NULL);
+
+	root_path(fx, p, "f.txt");
+	put(p, "one");
+	EXPECT_EVENT(&fx->c, id, "create", "f.txt", NULL);
+	EXPECT_EVENT(&fx->c, id, "modify", "f.txt", NULL);
+	root_path(fx, q, "g.txt");
+	assert_int_equal(rename(p, q), 0);
+	EXPECT_EVENT(&fx->c, id, "move", "g.txt", "f.txt");
+	assert_int_equal(unlink(q), 0);
+	EXPECT_EVENT(&fx->c, id, "delete", "g.txt", NULL);
+
+	root_path(fx, p, "old/in-old");
+	put(p, "x");
+	EXPECT_EVENT(&fx->c, id, "create", "old/in-old", NULL);
+
+	/* A folder made later is watched: what lands in it after its create. */
+	root_path(fx, p, "new");
+	assert_int_equal(mkdir(p, 0755), 0);
+	EXPECT_EVENT(&fx->c, id, "create", "new", NULL);
+	root_path(fx, p, "new/deeper");
+	assert_int_equal(mkdir(p, 0755), 0);
+	EXPECT_EVENT(&fx->c, id, "create", "new/deeper", NULL);
+	root_path(fx, p, "new/deeper/leaf");
+	put(p, "leaf");
+	EXPECT_EVENT(&fx->c, id, "create", "new/deeper/leaf", NULL);
+
+	/* A folder moved inside the tree keeps being watched under its name. */
+	root_path(fx, p, "new");
+	root_path(fx, q, "renamed");
+	assert_int_equal(rename(p, q), 0);
+	EXPECT_EVENT(&fx->c, id, "move", "renamed", "new");
+	root_path(fx, p, "renamed/deeper/after");
+	put(p, "after");
+	EXPECT_EVENT(&fx->c, id, "create", "renamed/deeper/after", NULL);
+
+	/* Moved out of the tree: a move with no "to", then silence from it. */
+	pathf(q, sizeof(q), "%s/gone", fx->out);
+	assert_int_equal(rename(p, q), 0);
+	EXPECT_EVENT(&fx->c, id, "move", "renamed/deeper/after", "renamed/deeper/after");
+
+	/* Cancel ends it. */
+	assert_int_equal(fc_cancel(&fx->c, id), 0);
+	{
+		fc_result r;
+		fc_result_init(&r);
+		assert_int_equal(fc_finish(&fx->c, id, NULL, NULL, &r), 0);
+		expect(&r, "cancelled", "cancel watch");
+		fc_result_free(&r);
+	}
+	/* And a watched folder that is deleted ends the stream. */
+	root_path(fx, p, "old");
+	id = watch_start(fx, &fx->c, "old", false);
+	EXPECT_EVENT(&fx->c, id, "ready", "", NULL);
+	root_path(fx, q, "old/in-old");
+	assert_int_equal(unlink(q), 0);
+	assert_int_equal(rmdir(p), 0);
+	EXPECT_EVENT(&fx->c, id, "delete", "in-old", NULL);
+	{
+		msgpack_sbuffer ev;
+		fc_result r;
+		char reason[32] = "";
+		msgpack_sbuffer_init(&ev);
+		fc_result_init(&r);
+		assert_int_equal(fc_next_event(&fx->c, id, 5000, &ev, &r), 2);
+		expect(&r, NULL, "watched folder deleted");
+		assert_true(fc_get_str(&r.result, "reason", reason, sizeof(reason)));
+		assert_string_equal(reason, "deleted");
+		msgpack_sbuffer_destroy(&ev);
+		fc_result_free(&r);
+	}
+	/* Errors: missing, a file, outside. */
+	simple(fx, SBX_OP_FS_WATCH, "nope", "not_found", NULL, NULL, 0);
+	root_path(fx, p, "file");
+	put(p, "f");
+	simple(fx, SBX_OP_FS_WATCH, "file", "not_found", NULL, NULL, 0);
+	root_path(fx, p, "out");
+	assert_int_equal(symlink("../outside", p), 0);
+	simple(fx, SBX_OP_FS_WATCH, "out", "permission_denied", NULL, NULL, 0);
+}
+
+/* A reader that does not keep up gets an overflow event, and the agent's
+ * memory stays bounded. */
+static void watch_overflow_reported(void **state)
+{
+	fixture *fx = *state;
+	SBX_AUTO_FREE char *log = calloc(1, 1 << 16);
+	char p[PATH_MAX];
+	fc slow = { .fd = -1 };
+	uint64_t id;
+	long before, after;
+	bool seen = false;
+
+	assert_non_null(log);
+	assert_int_equal(fc_connect_window(&slow, fx->ns.sock, SBX_PROTO_MIN_WINDOW), 0);
+	id = watch_start(fx, &slow, "", true);
+	if (!wait_event(&slow, id, "ready", "", NULL, 5000, log, 1 << 16)) {
+		fc_close(&slow);
+		fail_msg("no ready: %s", log);
+	}
+	before = agent_ns_rss_kb(&fx->ns);
+	for (int i = 0; i < 20000; i++) {
+		pathf(p, sizeof(p), "%s/f%05d", fx->root, i);
+		SBX_AUTO_CLOSE int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		assert_true(fd >= 0);
+	}
+	after = agent_ns_rss_kb(&fx->ns);
+	log[0] = '\0';
+	for (int i = 0; i < 40000 && !seen; i++) {
+		msgpack_sbuffer ev;
+		fc_result r;
+		char t[32] = "";
+		int ret;
+
+		msgpack_sbuffer_init(&ev);
+		fc_result_init(&r);
+		ret = fc_next_event(&slow, id, 5000, &ev, &r);
+		if (ret == 1 && fc_get_str(&ev, "type", t, sizeof(t)) && strcmp(t, "overflow") == 0)
+			seen = true;
+		msgpack_sbuffer_destroy(&ev);
+		fc_result_free(&r);
+		if (ret != 1)
+			break;
+	}
+	fc_close(&slow);
+	assert_true(seen);
+	print_message("  watch: 20000 creates for a 1 KiB window: overflow reported; agent RSS "
+		      "%ld -> %ld KiB\n", before, after);
+	assert_true(after - before < 16 * 1024);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -979,6 +1195,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(fs_operations, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_arguments, setup, teardown),
 		cmocka_unit_test_setup_teardown(hostile_corpus, setup, teardown),
+		cmocka_unit_test_setup_teardown(watch_sees_changes, setup, teardown),
+		cmocka_unit_test_setup_teardown(watch_overflow_reported, setup, teardown),
 	};
 
 	if (geteuid() != 0) {

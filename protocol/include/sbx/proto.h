@@ -87,8 +87,9 @@ sbx_proto_code sbx_proto_code_from_errno(int neg_errno);
 #define SBX_OP_FS_REMOVE "fs.remove"
 #define SBX_OP_FS_CHMOD "fs.chmod"
 #define SBX_OP_FS_SEARCH "fs.search"
+#define SBX_OP_FS_WATCH "fs.watch"
 /* reserved: "proc.start" "proc.list" "proc.get" "proc.output" "proc.stdin"
- * "proc.signal" "proc.kill" "fs.watch" "reset" "mcp.open" */
+ * "proc.signal" "proc.kill" "reset" "mcp.open" */
 /* Channel of file.read and file.write data frames. */
 #define SBX_CH_FILE "file"
 
