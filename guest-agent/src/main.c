@@ -20,6 +20,7 @@
 #include "proc.h"
 #include "session.h"
 #include "agent_seccomp.h"
+#include "bg.h"
 #include "spawn.h"
 #include "tree.h"
 
@@ -223,6 +224,7 @@ int main(int argc, char **argv)
 	ret = run(&m);
 	stop_listening(&m);
 	agent_session_close_all();
+	agent_bg_discard_all();
 	agent_proc_discard_all();
 	agent_tree_discard_all();
 	agent_seccomp_cache_clear();

@@ -39,6 +39,15 @@ typedef void (*agent_op_start_fn)(agent_session *s, uint64_t id, const msgpack_o
 void agent_op_ping(agent_session *s, uint64_t id, const msgpack_object *args);
 void agent_op_info(agent_session *s, uint64_t id, const msgpack_object *args);
 void agent_op_exec(agent_session *s, uint64_t id, const msgpack_object *args);
+/* op_proc.c, op_proc_io.c: background processes (proc.*). */
+void agent_op_proc_start(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_proc_list(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_proc_get(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_proc_signal(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_proc_kill(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_proc_resize(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_proc_output(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_proc_stdin(agent_session *s, uint64_t id, const msgpack_object *args);
 /* op_file.c: file.read, file.write (streams). */
 void agent_op_file_read(agent_session *s, uint64_t id, const msgpack_object *args);
 void agent_op_file_write(agent_session *s, uint64_t id, const msgpack_object *args);

@@ -47,6 +47,16 @@ void agent_op_pack_result(msgpack_packer *pk, const agent_proc_result *r, uint32
 	agent_op_pack_result_pairs(pk, r);
 }
 
+const msgpack_object *agent_op_arg(const msgpack_object *args, const char *key)
+{
+	const msgpack_object *o;
+
+	if (args->type != MSGPACK_OBJECT_MAP)
+		return NULL;
+	o = sbx_proto_map_get(args, key);
+	return o && o->type != MSGPACK_OBJECT_NIL ? o : NULL;
+}
+
 int agent_op_signal_arg(const msgpack_object *o, const char *what, int *sig, sbx_err *err)
 {
 	if (!o || o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 < 1 ||
@@ -60,7 +70,7 @@ int agent_op_signal_arg(const msgpack_object *o, const char *what, int *sig, sbx
 int agent_op_ctl(agent_proc *p, const msgpack_object *args, sbx_err *err)
 {
 	const msgpack_object *sig, *resize;
-	int ret, signo;
+	int ret, signo = 0;
 
 	if (args->type != MSGPACK_OBJECT_MAP)
 		return 0;

@@ -19,6 +19,9 @@ void agent_op_pack_result(msgpack_packer *pk, const agent_proc_result *r, uint32
 /* Just the pairs (for a map the caller opened). */
 void agent_op_pack_result_pairs(msgpack_packer *pk, const agent_proc_result *r);
 
+/* args[key] when args is a map and the key is there and not nil. */
+const msgpack_object *agent_op_arg(const msgpack_object *args, const char *key);
+
 /* A signal number a client may send: 1..31 or SIGRTMIN..SIGRTMAX (32 and
  * 33 belong to the C library's threads). -EINVAL with a message. */
 int agent_op_signal_arg(const msgpack_object *o, const char *what, int *sig, sbx_err *err);

@@ -20,7 +20,7 @@ struct agent_session {
 
 static const char *const caps[] = {
 	"exec", "exec.stdin", "exec.signal", "exec.pty", "exec.user", "exec.rlimits", "exec.rusage",
-	"exec.tree_kill",
+	"exec.tree_kill", "proc",
 };
 
 static const struct {
@@ -30,6 +30,14 @@ static const struct {
 	{ SBX_OP_PING, agent_op_ping },
 	{ SBX_OP_INFO, agent_op_info },
 	{ SBX_OP_EXEC, agent_op_exec },
+	{ SBX_OP_PROC_START, agent_op_proc_start },
+	{ SBX_OP_PROC_LIST, agent_op_proc_list },
+	{ SBX_OP_PROC_GET, agent_op_proc_get },
+	{ SBX_OP_PROC_OUTPUT, agent_op_proc_output },
+	{ SBX_OP_PROC_STDIN, agent_op_proc_stdin },
+	{ SBX_OP_PROC_SIGNAL, agent_op_proc_signal },
+	{ SBX_OP_PROC_KILL, agent_op_proc_kill },
+	{ SBX_OP_PROC_RESIZE, agent_op_proc_resize },
 	{ SBX_OP_FILE_READ, agent_op_file_read },
 	{ SBX_OP_FILE_WRITE, agent_op_file_write },
 	{ SBX_OP_FS_STAT, agent_op_fs_stat },

@@ -134,9 +134,9 @@ static __attribute__((noreturn)) void child_run(const agent_exec_spec *spec, con
 	const char *step = NULL;
 	int errnum;
 
-	/* Also done by the parent: whichever runs first wins the race with a
-	 * kill(-pgid) that must reach this process. A terminal's session
-	 * leader makes its own group (the parent leaves it alone). */
+	/* Before the exec, so the group exists once the agent knows the pid
+	 * (the holder vforks: it reports the pid after the exec). A
+	 * terminal's session leader makes its own group. */
 	if (fds->tty < 0)
 		setpgid(0, 0);
 	for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
@@ -278,7 +278,6 @@ int agent_spawn(struct event_base *base, const agent_exec_spec *spec, const agen
 	agent_tree_cmd cmd = {
 		.fn = child_entry,
 		.arg = &args,
-		.own_group = fds->tty < 0,
 		.err_fd = fds->tty >= 0 ? fds->tty : fds->err,
 		.fail_exit = AGENT_SPAWN_EXIT_CANNOT_RUN,
 	};

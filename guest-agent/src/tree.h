@@ -43,16 +43,18 @@ struct event_base;
 typedef struct agent_tree agent_tree;
 
 /* How to run the command in the holder's child. fn must not return; it
- * runs with every signal blocked and the agent's handlers reset, mask holds
- * the agent's own mask to restore. keep are the fds it needs (others are
- * closed in the holder); the holder closes them once the command is
- * forked, so that pipes see EOF when the tree is done with them. */
+ * runs (vforked: until its exec it shares the holder's memory, so it may
+ * only write its own stack) with every signal blocked and the agent's
+ * handlers reset; it sets up its process group or session itself, before
+ * its exec, so the group exists once the agent hears of the pid. keep are
+ * the fds it needs (others are closed in the holder); the holder closes
+ * them once the command is started, so that pipes see EOF when the tree is
+ * done with them. */
 typedef struct agent_tree_cmd {
 	void (*fn)(void *arg);
 	void *arg;
 	int keep[4];
 	size_t nkeep;
-	bool own_group; /* the holder also makes the command a process group leader */
 	/* When the holder cannot fork: "sandbox-agent: fork: ..." goes to
 	 * err_fd and the command "exits" with fail_exit. */
 	int err_fd;
@@ -60,7 +62,8 @@ typedef struct agent_tree_cmd {
 } agent_tree_cmd;
 
 typedef struct agent_tree_cbs {
-	/* The command runs as pid (its group, when own_group). Optional. */
+	/* The command runs as pid (also its process group, or session with a
+	 * terminal). Optional. */
 	void (*started)(pid_t pid, void *ud);
 	/* The command was reaped by its holder: status and rusage as from
 	 * wait4. Called once, last; if the holder dies first (killed by

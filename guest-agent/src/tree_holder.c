@@ -247,10 +247,6 @@ void agent_tree_holder_run(const agent_tree_cmd *cmd, int report_fd)
 	}
 	if (cmd_pid < 0)
 		fail(cmd, report_fd, "fork", errno);
-	/* Also done by the command: whichever runs first, the group exists
-	 * before the agent hears of the pid and may signal it. */
-	if (cmd->own_group)
-		setpgid(cmd_pid, cmd_pid);
 	for (size_t i = 0; i < cmd->nkeep && i < 4; i++)
 		if (cmd->keep[i] >= 0 && cmd->keep[i] != report_fd)
 			close(cmd->keep[i]);

@@ -154,18 +154,31 @@ int tc_connect(tc_client *c, struct event_base *base, const char *path)
 	return 0;
 }
 
-void tc_close(tc_client *c)
+static void stream_free(tc_stream *s)
+{
+	free(s->out);
+	free(s->err);
+	msgpack_sbuffer_destroy(&s->result);
+	for (size_t e = 0; e < s->nevents; e++)
+		msgpack_sbuffer_destroy(&s->events[e]);
+	free(s);
+}
+
+void tc_forget(tc_client *c, tc_stream *s)
 {
 	for (size_t i = 0; i < c->nstreams; i++) {
-		tc_stream *s = c->streams[i];
-
-		free(s->out);
-		free(s->err);
-		msgpack_sbuffer_destroy(&s->result);
-		for (size_t e = 0; e < s->nevents; e++)
-			msgpack_sbuffer_destroy(&s->events[e]);
-		free(s);
+		if (c->streams[i] == s) {
+			c->streams[i] = c->streams[--c->nstreams];
+			stream_free(s);
+			return;
+		}
 	}
+}
+
+void tc_close(tc_client *c)
+{
+	for (size_t i = 0; i < c->nstreams; i++)
+		stream_free(c->streams[i]);
 	c->nstreams = 0;
 	if (c->conn) {
 		sbx_proto_conn_free(c->conn);

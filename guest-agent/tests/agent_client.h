@@ -95,6 +95,8 @@ int tc_signal(tc_client *c, tc_stream *s, int sig);
 int tc_cancel(tc_client *c, tc_stream *s);
 /* Give back the credit held by a slow reader and stop holding. */
 void tc_release(tc_client *c, tc_stream *s);
+/* Free a finished stream (its slot is reused). */
+void tc_forget(tc_client *c, tc_stream *s);
 
 /* Run the loop until s is done (s NULL: every stream) or ms pass. */
 bool tc_wait(tc_client *c, tc_stream *s, unsigned ms);

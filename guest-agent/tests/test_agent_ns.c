@@ -42,6 +42,9 @@ static void hello_ping_info(void **state)
 	assert_true(sbx_proto_client_peer_has_cap(c, "exec"));
 	assert_true(sbx_proto_client_peer_has_cap(c, "exec.stdin"));
 	assert_true(sbx_proto_client_peer_has_cap(c, "exec.signal"));
+	assert_true(sbx_proto_client_peer_has_cap(c, "exec.pty"));
+	assert_true(sbx_proto_client_peer_has_cap(c, "exec.tree_kill"));
+	assert_true(sbx_proto_client_peer_has_cap(c, "proc"));
 
 	assert_int_equal(sbx_proto_client_call(c, "ping", NULL, 0, NULL, NULL, &f, &err), 0);
 	assert_int_equal(f.kind, SBX_PROTO_END);
@@ -67,7 +70,7 @@ static void hello_ping_info(void **state)
 	sbx_proto_frame_release(&f);
 
 	/* An operation the agent does not have. */
-	assert_int_equal(sbx_proto_client_call(c, "proc.start", NULL, 0, NULL, NULL, &f, &err), 0);
+	assert_int_equal(sbx_proto_client_call(c, "no.such.op", NULL, 0, NULL, NULL, &f, &err), 0);
 	assert_int_equal(f.kind, SBX_PROTO_ERR);
 	assert_int_equal(f.code, SBX_PROTO_E_UNKNOWN_OP);
 	sbx_proto_frame_release(&f);

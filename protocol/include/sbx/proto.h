@@ -88,8 +88,15 @@ sbx_proto_code sbx_proto_code_from_errno(int neg_errno);
 #define SBX_OP_FS_CHMOD "fs.chmod"
 #define SBX_OP_FS_SEARCH "fs.search"
 #define SBX_OP_FS_WATCH "fs.watch"
-/* reserved: "proc.start" "proc.list" "proc.get" "proc.output" "proc.stdin"
- * "proc.signal" "proc.kill" "reset" "mcp.open" */
+#define SBX_OP_PROC_START "proc.start"
+#define SBX_OP_PROC_LIST "proc.list"
+#define SBX_OP_PROC_GET "proc.get"
+#define SBX_OP_PROC_OUTPUT "proc.output"
+#define SBX_OP_PROC_STDIN "proc.stdin"
+#define SBX_OP_PROC_SIGNAL "proc.signal"
+#define SBX_OP_PROC_KILL "proc.kill"
+#define SBX_OP_PROC_RESIZE "proc.resize"
+/* reserved: "reset" "mcp.open" */
 /* Channel of file.read and file.write data frames. */
 #define SBX_CH_FILE "file"
 
