@@ -299,8 +299,10 @@ int fc_upload(fc *c, uint64_t id, fc_source_fn next, void *ud, uint64_t cut, fc_
 				goto out;
 			ret = take(c, id, &f, NULL, NULL, r, &avail);
 			sbx_proto_frame_release(&f);
-			if (ret != 0)
-				goto out; /* ERR (or END) before we finished */
+			if (ret != 0) { /* ERR (or END) before we finished */
+				ret = ret < 0 ? ret : 0;
+				goto out;
+			}
 		}
 		size_t room = avail - SBX_PROTO_DATA_OVERHEAD;
 		size_t n = next(chunk, room < chunk_cap ? room : chunk_cap, ud);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@ typedef struct fixture {
 	char top[64];
 	char root[96]; /* the allowed root handed to the agent */
 	char out[96];  /* next to it, must stay unreachable */
+	char mnt[128]; /* a small tmpfs mounted by a test, "" when none */
 } fixture;
 
 static void put(const char *path, const char *data)
@@ -101,6 +103,8 @@ static int teardown(void **state)
 	fc_close(&fx->c);
 	corpus_free(&fx->corpus);
 	agent_ns_stop(&fx->ns);
+	if (fx->mnt[0])
+		umount2(fx->mnt, MNT_DETACH);
 	if (fx->top[0])
 		test_rm_rf(fx->top);
 	free(fx);
@@ -519,6 +523,56 @@ static void unfinished_uploads_keep_old_file(void **state)
 	free(got);
 	got = get(p);
 	assert_string_equal(got, "new content");
+}
+
+/* A full file system: no_space, the old file kept, no temporary file left.
+ * The tmpfs is mounted before a second agent starts, so its mount namespace
+ * has it. */
+static void full_disk_is_no_space(void **state)
+{
+	fixture *fx = *state;
+	agent_ns small = { 0 };
+	fc c = { .fd = -1 };
+	char p[200];
+	SBX_AUTO_FREE char *big = malloc(1 << 20);
+	SBX_AUTO_FREE char *got = NULL;
+	msgpack_sbuffer b;
+	msgpack_packer pk;
+	mem_src m = { big, 1 << 20, 0 };
+	fc_result r;
+	uint64_t id;
+	int ret;
+
+	assert_non_null(big);
+	memset(big, 'z', 1 << 20);
+	pathf(fx->mnt, sizeof(fx->mnt), "%s/small", fx->top);
+	assert_int_equal(mkdir(fx->mnt, 0755), 0);
+	if (mount("tmpfs", fx->mnt, "tmpfs", MS_NOSUID | MS_NODEV, "size=256k,mode=0755") < 0) {
+		fx->mnt[0] = '\0';
+		fail_msg("mount tmpfs: %s", strerror(errno));
+	}
+	pathf(p, sizeof(p), "%s/keep", fx->mnt);
+	put(p, "old");
+	if (agent_ns_start(&small, GRACE_MS) < 0 || fc_connect(&c, small.sock) < 0) {
+		fc_close(&c);
+		agent_ns_stop(&small);
+		fail_msg("second agent did not start");
+	}
+	fc_result_init(&r);
+	fc_args_begin(&b, &pk, 2, fx->mnt, "keep", 4);
+	ret = fc_request(&c, SBX_OP_FILE_WRITE, &b, &id);
+	msgpack_sbuffer_destroy(&b);
+	if (ret == 0)
+		ret = fc_upload(&c, id, mem_next, &m, 0, &r);
+	fc_close(&c);
+	agent_ns_stop(&small);
+	assert_int_equal(ret, 0);
+	expect(&r, "no_space", "write to a full disk");
+	assert_non_null(strstr(r.msg, "keep"));
+	fc_result_free(&r);
+	got = get(p);
+	assert_string_equal(got, "old");
+	assert_false(tmp_left(fx->mnt));
 }
 
 /* ---- names ---- */
@@ -1191,6 +1245,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(large_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(unfinished_uploads_keep_old_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(full_disk_is_no_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(awkward_names_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(fs_operations, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_arguments, setup, teardown),
