@@ -57,19 +57,26 @@ static int next_frame_in(fc *c, sbx_proto_frame *f, int timeout_ms)
 		size_t used = 0;
 		sbx_proto_code pc;
 		sbx_err err = { 0 };
-		int ret = sbx_proto_frame_decode(c->buf, c->len, FC_MAX_FRAME, f, &used, &pc, &err);
+		int ret = sbx_proto_frame_decode(c->buf + c->off, c->len - c->off, FC_MAX_FRAME, f,
+						 &used, &pc, &err);
 
 		if (ret < 0) {
 			fprintf(stderr, "fc: decode: %s\n", err.msg);
 			return ret;
 		}
 		if (ret == 1) {
-			memmove(c->buf, c->buf + used, c->len - used);
-			c->len -= used;
+			c->off += used;
+			if (c->off == c->len)
+				c->off = c->len = 0;
 			return 0;
 		}
-		if (c->len == c->cap)
-			return -EMSGSIZE;
+		if (c->len == c->cap) { /* a partial frame at the end: to the front */
+			if (c->off == 0)
+				return -EMSGSIZE;
+			memmove(c->buf, c->buf + c->off, c->len - c->off);
+			c->len -= c->off;
+			c->off = 0;
+		}
 		struct pollfd p = { .fd = c->fd, .events = POLLIN };
 		if (poll(&p, 1, timeout_ms) == 0)
 			return -ETIMEDOUT;

@@ -16,8 +16,8 @@
 
 typedef struct fc {
 	int fd;
-	uint8_t *buf; /* received, not yet decoded */
-	size_t len, cap;
+	uint8_t *buf; /* received; buf[off..len) not yet decoded */
+	size_t off, len, cap;
 	uint64_t next_id;
 	uint64_t window;    /* the agent's: our credit on a new stream */
 	uint64_t max_frame; /* the agent's */
