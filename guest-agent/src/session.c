@@ -20,7 +20,7 @@ struct agent_session {
 
 static const char *const caps[] = {
 	"exec", "exec.stdin", "exec.signal", "exec.pty", "exec.user", "exec.rlimits", "exec.rusage",
-	"exec.tree_kill", "proc",
+	"exec.tree_kill", "proc", "file", "fs", "fs.watch",
 };
 
 static const struct {

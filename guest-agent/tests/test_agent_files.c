@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/proto_client.h"
 #include "agent_ns.h"
 #include "corpus.h"
 #include "fs_client.h"
@@ -852,6 +853,19 @@ static void bad_arguments(void **state)
 	}
 	/* The connection is still fine. */
 	simple(fx, SBX_OP_FS_STAT, "", NULL, NULL, NULL, 0);
+	/* And the agent says it has these operations. */
+	{
+		sbx_proto_client *pc = NULL;
+		sbx_err err = { 0 };
+		bool file, fs, watch;
+
+		assert_int_equal(sbx_proto_client_connect(fx->ns.sock, 5000, &pc, &err), 0);
+		file = sbx_proto_client_peer_has_cap(pc, "file");
+		fs = sbx_proto_client_peer_has_cap(pc, "fs");
+		watch = sbx_proto_client_peer_has_cap(pc, "fs.watch");
+		sbx_proto_client_free(pc);
+		assert_true(file && fs && watch);
+	}
 }
 
 /* ---- the hostile corpus through the protocol ---- */
