@@ -22,6 +22,9 @@ struct agent_tree {
 	int report_fd;             /* -1 once the holder closed it */
 	struct event *report_ev;
 	bool cmd_done;             /* exited had its call */
+	bool stashed;              /* the end, held until the leaving holder is reaped */
+	int stash_status;
+	struct rusage stash_ru;
 	agent_tree_cbs cbs;        /* zeroed when the owner leaves */
 	void *ud;
 };
@@ -98,10 +101,17 @@ static void drain_report(agent_tree *t)
 			close_report(t); /* EOF: the holder is gone */
 			return;
 		}
-		if (m.kind == AGENT_TREE_MSG_STARTED)
+		if (m.kind == AGENT_TREE_MSG_STARTED) {
 			started(t, (pid_t)m.value);
-		else if (m.kind == AGENT_TREE_MSG_EXITED)
+		} else if (m.kind == AGENT_TREE_MSG_EXITED && (m.flags & AGENT_TREE_MSG_LAST) && t->holder > 0) {
+			/* The end goes out once the holder is reaped too: then
+			 * nothing of the command is left when it is answered. */
+			t->stashed = true;
+			t->stash_status = m.value;
+			t->stash_ru = m.ru;
+		} else if (m.kind == AGENT_TREE_MSG_EXITED) {
 			deliver(t, m.value, &m.ru);
+		}
 	}
 }
 
@@ -124,6 +134,8 @@ static void holder_exit(pid_t pid, int status, const struct rusage *ru, void *ud
 	list_del(t);
 	drain_report(t);
 	close_report(t);
+	if (t->stashed)
+		deliver(t, t->stash_status, &t->stash_ru);
 	if (!t->cmd_done) {
 		struct rusage none;
 

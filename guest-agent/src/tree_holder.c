@@ -33,13 +33,14 @@ static void on_chld(int sig)
 	/* Only wakes ppoll; the loop reaps. */
 }
 
-static void report(int fd, int32_t kind, int32_t value, const struct rusage *ru)
+static void report(int fd, int32_t kind, int32_t value, int32_t flags, const struct rusage *ru)
 {
 	agent_tree_msg m;
 
 	memset(&m, 0, sizeof(m));
 	m.kind = kind;
 	m.value = value;
+	m.flags = flags;
 	if (ru)
 		m.ru = *ru;
 	/* The agent gone (EPIPE): nobody left to tell. */
@@ -185,7 +186,7 @@ static __attribute__((noreturn)) void fail(const agent_tree_cmd *cmd, int report
 			/* the exit status still says it */
 		}
 	}
-	report(report_fd, AGENT_TREE_MSG_EXITED, (cmd->fail_exit & 0xff) << 8, NULL);
+	report(report_fd, AGENT_TREE_MSG_EXITED, (cmd->fail_exit & 0xff) << 8, AGENT_TREE_MSG_LAST, NULL);
 	_exit(0);
 }
 
@@ -261,17 +262,28 @@ void agent_tree_holder_run(const agent_tree_cmd *cmd, int report_fd)
 	sigfillset(&wait_mask);
 	sigdelset(&wait_mask, SIGCHLD);
 	sigdelset(&wait_mask, AGENT_TREE_SIG_KILL);
-	report(report_fd, AGENT_TREE_MSG_STARTED, cmd_pid, NULL);
+	report(report_fd, AGENT_TREE_MSG_STARTED, cmd_pid, 0, NULL);
 
 	for (;;) {
 		struct timespec pause = { 0, SWEEP_PAUSE_NS };
-		struct rusage ru;
-		int status;
+		struct rusage ru, cmd_ru = { 0 };
+		int status, cmd_status = 0;
+		bool cmd_reaped = false;
 		pid_t p;
 
-		while ((p = wait4(-1, &status, WNOHANG | __WALL, &ru)) > 0)
-			if (p == cmd_pid)
-				report(report_fd, AGENT_TREE_MSG_EXITED, status, &ru);
+		while ((p = wait4(-1, &status, WNOHANG | __WALL, &ru)) > 0) {
+			if (p == cmd_pid) {
+				cmd_reaped = true;
+				cmd_status = status;
+				cmd_ru = ru;
+			}
+		}
+		/* Said after the reaping, so that the agent knows whether the
+		 * holder goes too (nothing left: it waits for that, and its
+		 * answer finds no process of the command). */
+		if (cmd_reaped)
+			report(report_fd, AGENT_TREE_MSG_EXITED, cmd_status,
+			       p < 0 && errno == ECHILD ? AGENT_TREE_MSG_LAST : 0, &cmd_ru);
 		if (p < 0 && errno == ECHILD)
 			_exit(0);
 		if (kill_requested)

@@ -17,9 +17,13 @@ enum {
 	AGENT_TREE_MSG_EXITED,      /* value: wait status; ru: its rusage */
 };
 
+/* EXITED flag: the command left nothing behind, the holder exits now. */
+#define AGENT_TREE_MSG_LAST 1
+
 typedef struct agent_tree_msg {
 	int32_t kind;
 	int32_t value;
+	int32_t flags;
 	struct rusage ru;
 } agent_tree_msg;
 

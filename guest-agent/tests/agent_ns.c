@@ -269,6 +269,25 @@ int agent_ns_procs(const agent_ns *ns, int *total, int *zombies)
 	return agent_ns_scan(ns, NULL, total, zombies);
 }
 
+int agent_ns_children(const agent_ns *ns)
+{
+	char path[64], buf[4096];
+	int n = 0, fd;
+	ssize_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)ns->pid, (int)ns->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len < 0)
+		return -errno;
+	for (ssize_t i = 0; i < len; i++)
+		n += buf[i] == ' ';
+	return n;
+}
+
 int agent_ns_fds(const agent_ns *ns)
 {
 	char path[64];

@@ -36,6 +36,9 @@ int agent_ns_procs(const agent_ns *ns, int *total, int *zombies);
 /* The same, counting only processes whose command line (arguments joined
  * by spaces) is exactly cmdline; zombies may be NULL. */
 int agent_ns_scan(const agent_ns *ns, const char *cmdline, int *total, int *zombies);
+/* The agent's direct children right now (one read of its children list:
+ * fast enough to see a process that is about to go), or -errno. */
+int agent_ns_children(const agent_ns *ns);
 /* Open fds of the agent, or a negative errno. */
 int agent_ns_fds(const agent_ns *ns);
 /* The soft open-file limit the agent is started with. */

@@ -226,6 +226,24 @@ static void lost_connection_kills_setsid_grandchildren(void **state)
 	tree_gone(fx);
 }
 
+static void nothing_left_when_answered(void **state)
+{
+	fixture *fx = *state;
+	int children;
+
+	/* A command that leaves nothing behind: when its answer arrives, its
+	 * holder is gone too (checked at once, many times: a race shows). */
+	for (int i = 0; i < 200; i++) {
+		tc_stream *s = fx_run_cmd(fx, i % 2 ? "true" : "echo x; exit 2");
+
+		children = agent_ns_children(&fx->ns);
+		assert_int_equal(s->exit_code, i % 2 ? 0 : 2);
+		if (children != 0)
+			fail_msg("after exec %d the agent still has %d children", i, children);
+		tc_forget(&fx->clients[0], s);
+	}
+}
+
 static void leftovers_of_a_finished_exec_live_on(void **state)
 {
 	fixture *fx = *state;
@@ -509,6 +527,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(timeout_kills_setsid_grandchildren, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(cancel_kills_setsid_grandchildren, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(lost_connection_kills_setsid_grandchildren, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(nothing_left_when_answered, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(leftovers_of_a_finished_exec_live_on, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(tree_kill_with_container_caps, fx_setup_container_caps, fx_teardown),
 		cmocka_unit_test_setup_teardown(five_hundred_concurrent_execs, fx_setup, fx_teardown),
