@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -17,6 +18,28 @@
 #include "proto_conn_int.h"
 
 #define MIN_OUT_HIGH (256u * 1024u)
+/* Bytes per read/write syscall and kernel socket buffer: libevent's default
+ * of 16 KiB per syscall costs several reads per DATA frame and the default
+ * socket buffer (about 200 KiB) a wake-up per few frames. Bounded: the
+ * input still holds at most one frame beyond what was decoded (watermark)
+ * and the output at most out_high. */
+#define IO_CHUNK (1u << 20)
+#define SOCK_BUF (2u << 20)
+/* Bytes per read of our own (fill_input) and per read callback. */
+#define FILL_CHUNK (256u * 1024u)
+#define FILL_BUDGET (4u << 20)
+
+/* Best effort: larger kernel buffers on the connection's socket (a unix
+ * socket in practice). SO_*BUFFORCE passes net.core.[rw]mem_max when we
+ * may; otherwise the kernel caps the plain request at that limit. */
+static void size_socket(int fd)
+{
+	int v = (int)SOCK_BUF;
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+}
 
 /* libevent may close the fd only on a later loop pass; shut the socket down
  * now so the peer sees EOF at once, as the header promises. */
@@ -364,11 +387,70 @@ static void process_input(sbx_proto_conn *c)
 	}
 }
 
+/* libevent 2.1 reads at most 4096 bytes per read event (EVBUFFER_MAX_READ
+ * in evbuffer_read, whatever max_single_read says): a 256 KiB frame cost 64
+ * wake-ups, each an epoll_wait, an ioctl and a readv. So after its read we
+ * read the socket ourselves, within the same bound as its watermark: the
+ * input holds at most one frame beyond what was decoded. Returns the bytes
+ * read (*more: as many as asked, the socket may hold more); 0 at EAGAIN,
+ * EOF or an error, which libevent's next read reports. */
+static size_t fill_input(sbx_proto_conn *c, bool *more)
+{
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	size_t cap = SBX_PROTO_HEADER_LEN + (size_t)c->max_frame;
+	size_t len = evbuffer_get_length(in);
+	if (len >= cap)
+		return 0;
+	size_t room = cap - len < FILL_CHUNK ? cap - len : FILL_CHUNK;
+	struct evbuffer_iovec v[2];
+	struct iovec iov[2];
+	/* the bufferevent keeps its input's end frozen between its reads */
+	evbuffer_unfreeze(in, 0);
+	int nv = evbuffer_reserve_space(in, (ev_ssize_t)room, v, 2);
+	if (nv < 1) {
+		evbuffer_freeze(in, 0);
+		return 0;
+	}
+	size_t asked = 0;
+	for (int i = 0; i < nv; i++) {
+		if (v[i].iov_len > room - asked)
+			v[i].iov_len = room - asked;
+		iov[i].iov_base = v[i].iov_base;
+		iov[i].iov_len = v[i].iov_len;
+		asked += v[i].iov_len;
+	}
+	ssize_t n = readv(bufferevent_getfd(c->bev), iov, nv);
+	size_t got = n > 0 ? (size_t)n : 0, left = got;
+	*more = got == asked;
+	int used = 0;
+	for (; used < nv && left > 0; used++) {
+		if (v[used].iov_len > left)
+			v[used].iov_len = left;
+		left -= v[used].iov_len;
+	}
+	evbuffer_commit_space(in, v, used);
+	evbuffer_freeze(in, 0);
+	return got;
+}
+
 static void read_cb(struct bufferevent *bev, void *arg)
 {
 	sbx_proto_conn *c = arg;
 	enter(c);
 	process_input(c);
+	/* Only while a frame is incomplete: a read that ended on a frame
+	 * boundary most likely emptied the socket (a small exchange then costs
+	 * no extra syscall); if not, the next read event comes at once. The
+	 * budget keeps one busy connection from starving the loop. */
+	bool more = !c->freed && !c->closed &&
+		    evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
+	for (size_t budget = FILL_BUDGET; more && !c->freed && !c->closed && !c->read_paused && budget > 0;) {
+		size_t n = fill_input(c, &more);
+		if (n == 0)
+			break;
+		budget = n < budget ? budget - n : 0;
+		process_input(c);
+	}
 	leave(c);
 }
 
@@ -419,11 +501,14 @@ sbx_proto_conn *sbx_proto_conn_new(struct event_base *base, int fd,
 	}
 	sbx_proto_writer_init(&c->w);
 	evutil_make_socket_nonblocking(fd);
+	size_socket(fd);
 	c->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c->bev) {
 		close(fd);
 		goto oom;
 	}
+	bufferevent_set_max_single_read(c->bev, SBX_PROTO_HEADER_LEN + (size_t)max_frame);
+	bufferevent_set_max_single_write(c->bev, IO_CHUNK);
 	c->cbs = *cbs;
 	c->ud = ud;
 	c->is_client = opts->is_client;
