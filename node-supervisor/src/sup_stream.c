@@ -104,10 +104,16 @@ sup_stream *sup_stream_start(struct evhttp_request *req, sup_stream_fmt fmt, siz
 	evhttp_add_header(oh, "Cache-Control", "no-cache");
 	evhttp_add_header(oh, "X-Accel-Buffering", "no");
 	s->evcon = evhttp_request_get_connection(req);
-	if (s->evcon)
+	if (s->evcon) {
 		evhttp_connection_set_closecb(s->evcon, on_close, s);
-	else
+		/* libevent writes 16 KiB per syscall by default; a streamed
+		 * response moves up to hwm per write instead. */
+		struct bufferevent *bev = evhttp_connection_get_bufferevent(s->evcon);
+		if (bev)
+			bufferevent_set_max_single_write(bev, s->hwm);
+	} else {
 		s->gone = true;
+	}
 	evhttp_send_reply_start(req, 200, "OK");
 	return s;
 }
@@ -129,13 +135,20 @@ static void flush_event(sup_stream *s, size_t cost)
 		give_back(s);
 }
 
+/* The line before the base64 payload, without printf: it runs per frame. */
+static int add_prefix(sup_stream *s, const char *event)
+{
+	bool sse = s->fmt == SUP_STREAM_SSE;
+	if (evbuffer_add(s->buf, sse ? "event: " : "{\"event\":\"", sse ? 7 : 10) < 0 ||
+	    evbuffer_add(s->buf, event, strlen(event)) < 0 ||
+	    evbuffer_add(s->buf, sse ? "\ndata: " : "\",\"data\":\"", sse ? 7 : 10) < 0)
+		return -1;
+	return 0;
+}
+
 void sup_stream_data(sup_stream *s, const char *event, const uint8_t *p, size_t n, size_t cost)
 {
-	int rc;
-	if (s->fmt == SUP_STREAM_SSE)
-		rc = evbuffer_add_printf(s->buf, "event: %s\ndata: ", event);
-	else
-		rc = evbuffer_add_printf(s->buf, "{\"event\":\"%s\",\"data\":\"", event);
+	int rc = add_prefix(s, event);
 	struct evbuffer_iovec v;
 	size_t need = (n + 2) / 3 * 4;
 	if (rc < 0 || (need && evbuffer_reserve_space(s->buf, (ev_ssize_t)need, &v, 1) < 1)) {

@@ -71,6 +71,28 @@ static void test_base64(void **state)
 	char *o = sup_base64_encode((const uint8_t *)"\xff\xfe\x00", 3, &len);
 	assert_string_equal(o, "//4A");
 	free(o);
+	/* long enough for the 6-byte steps, and every tail after them */
+	const char *fox = "The quick brown fox jumps over the lazy dog";
+	o = sup_base64_encode((const uint8_t *)fox, strlen(fox), &len);
+	assert_string_equal(o, "VGhlIHF1aWNrIGJyb3duIGZveCBqdW1wcyBvdmVyIHRoZSBsYXp5IGRvZw==");
+	free(o);
+	uint8_t in[300];
+	uint32_t x = 2463534242u;
+	for (size_t i = 0; i < sizeof(in); i++) {
+		x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+		in[i] = (uint8_t)x;
+	}
+	for (size_t n = 0; n <= sizeof(in); n++) {
+		size_t dlen, bad;
+		o = sup_base64_encode(in + sizeof(in) - n, n, &len);
+		assert_int_equal(len, (n + 2) / 3 * 4);
+		uint8_t *d = sup_base64_decode(o, len, &dlen, &bad);
+		assert_non_null(d);
+		assert_int_equal(dlen, n);
+		assert_memory_equal(d, in + sizeof(in) - n, n);
+		free(d);
+		free(o);
+	}
 }
 
 static void test_base64_decode(void **state)
