@@ -4,10 +4,12 @@
  *   exec of `true`: posix_spawn on the host (floor), `runc exec` into the
  *   sandbox's container (peer), the agent socket directly, the HTTP API;
  *   acquire from a warm pool; cold create until the agent answers;
- *   streaming throughput of `head -c N /dev/zero` through SSE.
+ *   streaming throughput of `head -c N /dev/zero` through SSE, beside the
+ *   ceiling of a plain unix socketpair, with the CPU each side spent.
  *
  * It starts its own supervisor (temp state folder, free loopback port) and
- * stops it, which removes every container it made. */
+ * stops it, which removes every container it made; then it removes the
+ * state folder and the supervisor's log. */
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -23,6 +25,7 @@
 #include "bench_http.h"
 #include "bench_proc.h"
 #include "bench_stats.h"
+#include "bench_sys.h"
 
 typedef struct bench_opts {
 	const char *build_dir;
@@ -98,7 +101,15 @@ static void supervisor_stop(supervisor *sv)
 	sv->pid = -1;
 	bench_http_free(sv->http);
 	sv->http = NULL;
-	rmdir(sv->state_dir);
+	if (!sv->state_dir[0])
+		return;
+	char log[PATH_MAX + 16];
+	snprintf(log, sizeof(log), "%s.log", sv->state_dir);
+	if (bench_rm_tree(sv->state_dir) < 0)
+		fprintf(stderr, "bench: %s not fully removed (log kept: %s)\n", sv->state_dir, log);
+	else
+		unlink(log);
+	sv->state_dir[0] = '\0';
 }
 
 /* Ready sandboxes in the pool of image "host" (GET /v1/pools), -1 on error. */
@@ -191,6 +202,43 @@ static bool container_of(const supervisor *sv, const bench_opts *o, const char *
 	return found;
 }
 
+/* Host pid of the sandbox's agent (the container's init), -1 if unknown. */
+static pid_t agent_pid_of(const supervisor *sv, const bench_opts *o, const char *id)
+{
+	char cid[128], cmd[PATH_MAX + 192];
+	if (!container_of(sv, o, id, cid, sizeof(cid)))
+		return -1;
+	snprintf(cmd, sizeof(cmd), "%s state '%s'", o->runtime, cid);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	json_t *root = json_loadf(p, 0, NULL);
+	pclose(p);
+	json_t *pid = json_object_get(root, "pid");
+	pid_t v = json_is_integer(pid) ? (pid_t)json_integer_value(pid) : -1;
+	json_decref(root);
+	return v;
+}
+
+/* The ceiling for the streaming figure: the same bytes through a plain
+ * unix socketpair in 256 KiB writes, no framing, no HTTP. */
+static void bench_ceiling(const bench_opts *o)
+{
+	if (o->stream_mb <= 0)
+		return;
+	size_t total = (size_t)o->stream_mb << 20;
+	double cpu = 0, mbs = bench_socketpair_mbs(total, 256u << 10, &cpu);
+	if (mbs < 0) {
+		fprintf(stderr, "socketpair ceiling failed\n");
+		return;
+	}
+	double ms = (double)total / mbs / 1e3;
+	printf("| %-44s | %6d | %8.1f | %8.1f | ceiling, %.0f MB/s, %.2f s CPU per GiB |\n",
+	       "unix socketpair, 256 KiB writes (ms per run)", 1, ms, ms, mbs,
+	       cpu / ((double)total / (1u << 30)));
+	fflush(stdout);
+}
+
 static long exit_code_of(const char *body)
 {
 	json_t *root = json_loads(body, 0, NULL);
@@ -211,18 +259,25 @@ static void bench_stream(supervisor *sv, const bench_opts *o)
 	snprintf(body, sizeof(body), "{\"cmd\":\"head -c %lld /dev/zero\"}",
 		 (long long)o->stream_mb << 20);
 	size_t bytes = 0;
+	pid_t agent = agent_pid_of(sv, o, id);
+	double sup0 = bench_cpu_of(sv->pid), ag0 = agent > 0 ? bench_cpu_of(agent) : -1;
+	double me0 = bench_cpu_self();
 	double t = bench_now_ms();
 	long st = bench_http_stream(sv->http, path, body, &bytes, tail, sizeof(tail));
 	double dt = bench_now_ms() - t;
+	double gib = (double)((long long)o->stream_mb << 20) / (1u << 30);
+	double sup = (bench_cpu_of(sv->pid) - sup0) / gib, me = (bench_cpu_self() - me0) / gib;
+	double ag = ag0 >= 0 ? (bench_cpu_of(agent) - ag0) / gib : -1;
 	char want[64];
 	snprintf(want, sizeof(want), "\"stdout_bytes\":%lld", (long long)o->stream_mb << 20);
 	if (st != 200 || !strstr(tail, want) || !strstr(tail, "\"exit_code\":0")) {
 		fprintf(stderr, "stream failed: %ld, tail %s\n", st, tail);
 	} else {
 		double mbs = (double)((long long)o->stream_mb << 20) / (dt / 1e3) / 1e6;
-		printf("| %-44s | %6d | %8.1f | %8.1f | sbx, %.0f MB/s of output (%.0f MB/s on the wire) |\n",
+		printf("| %-44s | %6d | %8.1f | %8.1f | sbx, %.0f MB/s of output (%.0f MB/s on the wire); "
+		       "CPU s per GiB: supervisor %.2f, agent %.2f, client %.2f |\n",
 		       "stream `head -c` through SSE (ms per run)", 1, dt, dt, mbs,
-		       (double)bytes / (dt / 1e3) / 1e6);
+		       (double)bytes / (dt / 1e3) / 1e6, sup, ag, me);
 		fflush(stdout);
 	}
 	delete_sandbox(sv, id);
@@ -355,6 +410,7 @@ int main(int argc, char **argv)
 	}
 	wait_pool_full(&sv, pool_size);
 	bench_exec_paths(&sv, &o);
+	bench_ceiling(&o);
 	bench_stream(&sv, &o);
 	bench_acquire(&sv, &o, pool_size);
 	supervisor_stop(&sv);
