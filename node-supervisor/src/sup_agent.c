@@ -99,9 +99,15 @@ static void agent_lost(sup_agent *a, int code, const char *why)
 static int map_agent_code(sbx_proto_code code)
 {
 	switch (code) {
-	case SBX_PROTO_E_BAD_REQUEST:
 	case SBX_PROTO_E_NOT_FOUND:
+		return -ENOENT;
 	case SBX_PROTO_E_PERMISSION:
+		return -EACCES;
+	case SBX_PROTO_E_EXISTS:
+		return -EEXIST;
+	case SBX_PROTO_E_NO_SPACE:
+		return -ENOSPC;
+	case SBX_PROTO_E_BAD_REQUEST:
 	case SBX_PROTO_E_EXEC_FAILED:
 	case SBX_PROTO_E_UNKNOWN_OP:
 	case SBX_PROTO_E_UNSUPPORTED:
@@ -566,6 +572,13 @@ static void exec_done(sup_agent_call *call, int rc, const msgpack_object *result
 	sup_exec_status st;
 	sbx_err e;
 	(void)call;
+	if (rc == -ENOENT || rc == -EACCES || rc == -EEXIST || rc == -ENOSPC) {
+		/* For exec these are a command that could not start: 400 as before. */
+		e = *err;
+		e.code = -EINVAL;
+		err = &e;
+		rc = -EINVAL;
+	}
 	if (rc == 0) {
 		sbx_err_clear(&e);
 		rc = sup_agent_parse_exec_result(result, &st, &e);
@@ -582,6 +595,8 @@ static void exec_done(sup_agent_call *call, int rc, const msgpack_object *result
 /* Send what the credit allows of stdin, then EOF. */
 static void exec_pump_stdin(sup_exec_call *x)
 {
+	if (!x->call)
+		return;
 	sup_agent *a = x->call->agent;
 	sbx_err e;
 	while (x->in_pending && a->conn && !a->lost) {

@@ -48,6 +48,8 @@ void sup_config_usage(const char *prog)
 	       "  --agent PATH           sandbox-agent binary (default: beside this binary)\n"
 	       "  --token T              API token (default: <state-dir>/token, made at first start)\n"
 	       "  --max-body SIZE        largest request body (default 1M)\n"
+	       "  --policy FILE          file access policy, JSON (default: /workspace, /tmp,\n"
+	       "                         /home/sandbox read-write)\n"
 	       "  --max-output SIZE      captured bytes per stream of an exec (default 16M)\n"
 	       "  --max-output-total SIZE  captured bytes of all running execs together (default 1G)\n"
 	       "  --max-execs N          commands running at once per sandbox (default 64)\n"
@@ -165,7 +167,7 @@ enum {
 	OPT_LISTEN = 256, OPT_STATE_DIR, OPT_POOL_SIZE, OPT_POOL_IMAGES, OPT_RUNTIME, OPT_AGENT,
 	OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_OUTPUT, OPT_MAX_OUTPUT_TOTAL, OPT_MAX_EXECS, OPT_ALLOW_ROOT, OPT_MAX_SANDBOXES, OPT_WORKERS,
 	OPT_ACQUIRE_TIMEOUT, OPT_READY_TIMEOUT, OPT_MAX_TIMEOUT, OPT_LOG_LEVEL, OPT_PRINT_EXAMPLE, OPT_HELP,
-	OPT_VERSION,
+	OPT_VERSION, OPT_POLICY,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -179,6 +181,7 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "agent", required_argument, NULL, OPT_AGENT },
 		{ "token", required_argument, NULL, OPT_TOKEN },
 		{ "max-body", required_argument, NULL, OPT_MAX_BODY },
+		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 		{ "max-output-total", required_argument, NULL, OPT_MAX_OUTPUT_TOTAL },
 		{ "max-execs", required_argument, NULL, OPT_MAX_EXECS },
@@ -229,6 +232,9 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			if (strlen(optarg) < 16 || strlen(optarg) > 256)
 				return sbx_err_set(err, -EINVAL, "--token: 16 to 256 characters");
 			c->token = optarg;
+			break;
+		case OPT_POLICY:
+			c->policy_file = optarg;
 			break;
 		case OPT_MAX_BODY:
 			if (sup_config_parse_size(optarg, 1ull << 30, &sz, err) < 0)

@@ -22,6 +22,7 @@ typedef struct sup_config {
 	const char *runtime;
 	const char *agent_path;    /* NULL: look next to the binary */
 	const char *token;         /* NULL: <state_dir>/token */
+	const char *policy_file;   /* NULL: the built-in file access policy */
 	size_t max_body;           /* request body bytes accepted */
 	size_t max_output;         /* captured bytes per stream of an exec */
 	size_t max_output_total;   /* captured bytes of all execs in flight */

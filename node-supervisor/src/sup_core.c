@@ -24,7 +24,7 @@ struct sup_core {
 	bool shutting_down;
 };
 
-typedef enum sup_op_kind { OP_CREATE = 1, OP_EXEC, OP_DELETE } sup_op_kind;
+typedef enum sup_op_kind { OP_CREATE = 1, OP_EXEC, OP_DELETE, OP_CALL } sup_op_kind;
 
 typedef struct sup_bytes {
 	uint8_t *p;
@@ -58,6 +58,10 @@ struct sup_op {
 		struct {
 			sup_core_done_cb cb;
 		} del;
+		struct {
+			sup_agent_call *call;
+			const sup_core_call_cbs *cbs;
+		} call;
 	} u;
 };
 
@@ -144,10 +148,17 @@ static void fail_execs(sup_sandbox *sb, int code, const char *why)
 	sup_op *op;
 	while ((op = TAILQ_FIRST(&sb->execs)) != NULL) {
 		TAILQ_REMOVE(&sb->execs, op, link);
-		if (op->u.exec.call)
-			sup_agent_exec_cancel(op->u.exec.call);
 		sbx_err e;
 		sbx_err_set(&e, code, "%s", why);
+		if (op->kind == OP_CALL) {
+			if (op->u.call.call)
+				sup_agent_call_cancel(op->u.call.call);
+			op->u.call.cbs->on_done(code, NULL, &e, op->ud);
+			free(op);
+			continue;
+		}
+		if (op->u.exec.call)
+			sup_agent_exec_cancel(op->u.exec.call);
 		if (op->u.exec.scb)
 			op->u.exec.scb->on_done(code, NULL, &e, op->ud);
 		else
@@ -392,21 +403,34 @@ static const sup_exec_cbs exec_cbs = {
 	.on_done = exec_on_done,
 };
 
+/* The sandbox id names, with a live agent to send work to; NULL with err
+ * (a negative code) when there is none. */
+static sup_sandbox *running_sandbox(sup_core *c, const char *id, sbx_err *err)
+{
+	sup_sandbox *sb = c->shutting_down ? NULL : lookup(c, id);
+	if (c->shutting_down)
+		sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	else if (!sb)
+		sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
+	else if (sb->state == SUP_SB_DESTROYING)
+		sbx_err_set(err, -EBUSY, "sandbox %s is being destroyed", sb->id);
+	else if (sb->state != SUP_SB_RUNNING || !sb->agent)
+		sbx_err_set(err, -ECONNRESET,
+			    "sandbox %s lost its agent connection; delete it and create another",
+			    sb->id);
+	else
+		return sb;
+	return NULL;
+}
+
 static int exec_start(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
 		      const sup_core_stream_cbs *scb, void *ud, sup_op **opp, sbx_err *err)
 {
 	*opp = NULL;
-	if (c->shutting_down)
-		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
-	sup_sandbox *sb = lookup(c, id);
+	sup_sandbox *sb = running_sandbox(c, id, err);
 	if (!sb)
-		return sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
-	if (sb->state == SUP_SB_DESTROYING)
-		return sbx_err_set(err, -EBUSY, "sandbox %s is being destroyed", sb->id);
-	if (sb->state != SUP_SB_RUNNING || !sb->agent)
-		return sbx_err_set(err, -ECONNRESET,
-				   "sandbox %s lost its agent connection; delete it and create another",
-				   sb->id);
+		return err->code;
+	int rc;
 	if (spec->user && (strcmp(spec->user, "root") == 0 || strcmp(spec->user, "0") == 0) &&
 	    !c->cfg.allow_root)
 		return sbx_err_set(err, -EACCES,
@@ -415,7 +439,7 @@ static int exec_start(sup_core *c, const char *id, sup_exec_spec *spec, sup_core
 	unsigned inflight = 0;
 	sup_op *o;
 	TAILQ_FOREACH(o, &sb->execs, link)
-	inflight++;
+	inflight += o->kind == OP_EXEC;
 	if (inflight >= c->cfg.max_execs)
 		return sbx_err_set(err, -EAGAIN, "sandbox %s already runs %u commands; try again later",
 				   sb->id, inflight);
@@ -434,7 +458,7 @@ static int exec_start(sup_core *c, const char *id, sup_exec_spec *spec, sup_core
 	op->u.exec.out = proto;
 	op->u.exec.err = proto;
 	clock_gettime(CLOCK_MONOTONIC, &op->u.exec.start);
-	int rc = sup_agent_exec(sb->agent, spec, &sb->env, &exec_cbs, op, &op->u.exec.call, err);
+	rc = sup_agent_exec(sb->agent, spec, &sb->env, &exec_cbs, op, &op->u.exec.call, err);
 	if (rc == 0)
 		spec->stdin_data = NULL; /* the call owns it now */
 	sup_exec_spec_free(spec);
@@ -463,6 +487,78 @@ void sup_op_consumed(sup_op *op, size_t cost)
 {
 	if (op->kind == OP_EXEC && op->u.exec.call)
 		sup_agent_exec_consumed(op->u.exec.call, cost);
+	else if (op->kind == OP_CALL && op->u.call.call)
+		sup_agent_call_consumed(op->u.call.call, cost);
+}
+
+/* ---- other agent operations ---- */
+
+static void call_on_data(sup_agent_call *call, const char *ch, size_t ch_len, const uint8_t *p,
+			 size_t n, size_t cost, void *ud)
+{
+	sup_op *op = ud;
+	(void)ch;
+	(void)ch_len;
+	if (!op->u.call.cbs->on_data) {
+		sup_agent_call_consumed(call, cost);
+		return;
+	}
+	op->u.call.cbs->on_data(p, n, cost, op->ud);
+}
+
+static void call_on_event(sup_agent_call *call, const msgpack_object *map, size_t cost, void *ud)
+{
+	sup_op *op = ud;
+	if (!op->u.call.cbs->on_event) {
+		sup_agent_call_consumed(call, cost);
+		return;
+	}
+	op->u.call.cbs->on_event(map, cost, op->ud);
+}
+
+static void call_on_done(sup_agent_call *call, int rc, const msgpack_object *result,
+			 const sbx_err *err, void *ud)
+{
+	sup_op *op = ud;
+	(void)call;
+	TAILQ_REMOVE(&op->sb->execs, op, link);
+	op->u.call.call = NULL;
+	op->u.call.cbs->on_done(rc, result, err, op->ud);
+	free(op);
+}
+
+static const sup_agent_call_cbs call_cbs = {
+	.on_data = call_on_data,
+	.on_event = call_on_event,
+	.on_done = call_on_done,
+};
+
+int sup_core_call(sup_core *c, const char *id, const char *opname, const void *args,
+		  size_t args_len, const sup_core_call_cbs *cbs, void *ud, sup_op **opp,
+		  sbx_err *err)
+{
+	*opp = NULL;
+	sup_sandbox *sb = running_sandbox(c, id, err);
+	if (!sb)
+		return err->code;
+	int rc;
+	sup_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	op->core = c;
+	op->kind = OP_CALL;
+	op->ud = ud;
+	op->sb = sb;
+	op->u.call.cbs = cbs;
+	rc = sup_agent_call_start(sb->agent, opname, args, args_len, &call_cbs, op,
+				      &op->u.call.call, err);
+	if (rc < 0) {
+		free(op);
+		return sbx_err_wrap(err, "sandbox %s", sb->id);
+	}
+	TAILQ_INSERT_TAIL(&sb->execs, op, link);
+	*opp = op;
+	return 0;
 }
 
 /* ---- cancel ---- */
@@ -481,6 +577,11 @@ void sup_op_cancel(sup_op *op)
 			sup_agent_exec_cancel(op->u.exec.call);
 		bytes_free(&op->u.exec.out);
 		bytes_free(&op->u.exec.err);
+		break;
+	case OP_CALL:
+		TAILQ_REMOVE(&op->sb->execs, op, link);
+		if (op->u.call.call)
+			sup_agent_call_cancel(op->u.call.call);
 		break;
 	case OP_DELETE:
 		/* The destroy goes on; only the answer is not wanted. */

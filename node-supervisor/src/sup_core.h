@@ -13,6 +13,7 @@
 #ifndef SUP_CORE_H
 #define SUP_CORE_H
 
+#include <msgpack.h>
 #include <stddef.h>
 
 #include "sbx/err.h"
@@ -71,8 +72,25 @@ typedef struct sup_core_stream_cbs {
 /* Run spec (consumed) and stream its output through cbs (no cap). */
 int sup_core_exec_stream(sup_core *c, const char *id, sup_exec_spec *spec,
 			 const sup_core_stream_cbs *cbs, void *ud, sup_op **op, sbx_err *err);
-/* Give back the cost of bytes on_data delivered (streaming exec only). */
+/* Give back the cost of bytes on_data delivered (streaming exec and
+ * sup_core_call). */
 void sup_op_consumed(sup_op *op, size_t cost);
+
+/* Any other agent operation (file.read, fs.stat, ...) on a running
+ * sandbox: op with args (an encoded msgpack map). Data and events arrive
+ * with a cost the caller gives back with sup_op_consumed(); the END map or
+ * the error comes once through on_done (-ENOENT, -EACCES, -EEXIST,
+ * -ENOSPC, -E2BIG, -EINVAL from the agent's codes), also when the sandbox
+ * is destroyed meanwhile. Everything handed over is the guest's:
+ * callers validate it. */
+typedef struct sup_core_call_cbs {
+	void (*on_data)(const uint8_t *p, size_t n, size_t cost, void *ud);
+	void (*on_event)(const msgpack_object *map, size_t cost, void *ud);
+	void (*on_done)(int rc, const msgpack_object *result, const sbx_err *err, void *ud);
+} sup_core_call_cbs;
+int sup_core_call(sup_core *c, const char *id, const char *op, const void *args,
+		  size_t args_len, const sup_core_call_cbs *cbs, void *ud, sup_op **opp,
+		  sbx_err *err);
 
 /* Withdraw an operation whose requester went away: its callback will not
  * run. A running exec is cancelled on the agent (the command is killed); a

@@ -77,6 +77,7 @@ static const char *reason_of(int status)
 	case 409: return "Conflict";
 	case 413: return "Payload Too Large";
 	case 499: return "Client Closed Request";
+	case 501: return "Not Implemented";
 	case 500: return "Internal Server Error";
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
@@ -490,6 +491,29 @@ static void h_exec(rq *r, const char *id)
 	rq_after_call(r, rc, op, &err);
 }
 
+/* ---- files (sup_files answers and frees the request itself) ---- */
+
+static void files_take(rq *r, const char *id, sup_files_route rt)
+{
+	sup_files *f = r->h->cfg.files;
+	if (!f) {
+		rq_error(r, 501, "not_implemented", "the file API is not configured");
+		return;
+	}
+	struct evhttp_request *req = r->req;
+	rq_free(r);
+	sup_files_handle(f, rt, req, id);
+}
+
+static void h_files_get(rq *r, const char *id) { files_take(r, id, SUP_FILES_GET); }
+static void h_files_delete(rq *r, const char *id) { files_take(r, id, SUP_FILES_DELETE); }
+static void h_fs_stat(rq *r, const char *id) { files_take(r, id, SUP_FILES_STAT); }
+static void h_fs_list(rq *r, const char *id) { files_take(r, id, SUP_FILES_LIST); }
+static void h_fs_mkdir(rq *r, const char *id) { files_take(r, id, SUP_FILES_MKDIR); }
+static void h_fs_move(rq *r, const char *id) { files_take(r, id, SUP_FILES_MOVE); }
+static void h_fs_chmod(rq *r, const char *id) { files_take(r, id, SUP_FILES_CHMOD); }
+static void h_fs_search(rq *r, const char *id) { files_take(r, id, SUP_FILES_SEARCH); }
+
 /* ---- routing ---- */
 
 /* The whole API, in one place. Everything under /v1 needs the token
@@ -501,6 +525,14 @@ static const route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}", h_get },
 	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/{id}", h_delete },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/exec", h_exec },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/files", h_files_get },
+	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/{id}/files", h_files_delete },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/fs/stat", h_fs_stat },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/fs/list", h_fs_list },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/fs/mkdir", h_fs_mkdir },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/fs/move", h_fs_move },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/fs/chmod", h_fs_chmod },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/fs/search", h_fs_search },
 	{ EVHTTP_REQ_GET, "/v1/pools", h_pools },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))

@@ -12,6 +12,7 @@
 #include "sbx/err.h"
 #include "sup_api.h"
 #include "sup_core.h"
+#include "sup_files.h"
 
 struct event_base;
 typedef struct sup_http sup_http;
@@ -22,6 +23,7 @@ typedef struct sup_http_cfg {
 	const char *token;
 	size_t max_body;
 	sup_api_limits limits;
+	sup_files *files;     /* the file API; NULL: its routes answer 501 */
 } sup_http_cfg;
 
 sup_http *sup_http_new(struct event_base *base, sup_core *core, const sup_http_cfg *cfg,

@@ -16,7 +16,9 @@
 #include "sup_config.h"
 #include "sup_core.h"
 #include "sup_http.h"
+#include "sup_files.h"
 #include "sup_log.h"
+#include "sup_policy.h"
 #include "sup_pool.h"
 #include "sup_runc.h"
 #include "sup_token.h"
@@ -131,10 +133,17 @@ int main(int argc, char **argv)
 	sup_workers *workers = NULL;
 	sup_pools *pools = NULL;
 	sup_main m = { 0 };
+	sup_policy *policy = NULL;
+	sup_files *files = NULL;
 	char *token = NULL;
 	char agent[PATH_MAX];
 	char token_path[PATH_MAX];
 
+	if (cfg.policy_file ? sup_policy_load_file(cfg.policy_file, &policy, &err) < 0
+			    : sup_policy_new_default(&policy, &err) < 0) {
+		sbx_err_wrap(&err, "file access policy");
+		goto fail;
+	}
 	if (mkdir_p(cfg.state_dir, 0711, &err) < 0)
 		goto fail;
 	if (cfg.agent_path)
@@ -209,7 +218,13 @@ int main(int argc, char **argv)
 	if (!pools)
 		goto fail;
 	sup_core_set_pools(m.core, pools);
+	files = sup_files_new(m.core, policy);
+	if (!files) {
+		sbx_err_set(&err, -ENOMEM, "file API");
+		goto fail;
+	}
 	sup_http_cfg hcfg = {
+		.files = files,
 		.host = cfg.listen_host,
 		.port = cfg.listen_port,
 		.token = token,
@@ -278,6 +293,8 @@ cleanup:
 	sup_workers_free(workers);
 	sup_pools_free(pools);
 	sup_core_free(m.core);
+	sup_files_free(files);
+	sup_policy_free(policy);
 	if (base)
 		event_base_free(base);
 	sup_config_release(&cfg);
