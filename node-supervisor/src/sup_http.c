@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "sup_log.h"
+#include "sup_procs.h"
 #include "sup_stream.h"
 #include "sup_token.h"
 
@@ -34,6 +35,7 @@ struct sup_http {
 	bool early_close; /* the backend reports peer hang-ups (EV_CLOSED) */
 	bool stopping;
 	struct rq_list waiting;
+	sup_procs *procs; /* background processes (sup_procs answers those requests) */
 };
 
 /* One request, from routing to its single reply. Whoever sends the reply
@@ -514,6 +516,24 @@ static void h_fs_move(rq *r, const char *id) { files_take(r, id, SUP_FILES_MOVE)
 static void h_fs_chmod(rq *r, const char *id) { files_take(r, id, SUP_FILES_CHMOD); }
 static void h_fs_search(rq *r, const char *id) { files_take(r, id, SUP_FILES_SEARCH); }
 
+/* ---- background processes (sup_procs answers and frees the request) ---- */
+
+static void procs_take(rq *r, const char *id, sup_procs_route rt)
+{
+	sup_procs *p = r->h->procs;
+	struct evhttp_request *req = r->req;
+	rq_free(r);
+	sup_procs_handle(p, rt, req, id);
+}
+
+static void h_procs_start(rq *r, const char *id) { procs_take(r, id, SUP_PROCS_START); }
+static void h_procs_list(rq *r, const char *id) { procs_take(r, id, SUP_PROCS_LIST); }
+static void h_proc_get(rq *r, const char *id) { procs_take(r, id, SUP_PROCS_GET); }
+static void h_proc_kill(rq *r, const char *id) { procs_take(r, id, SUP_PROCS_KILL); }
+static void h_proc_output(rq *r, const char *id) { procs_take(r, id, SUP_PROCS_OUTPUT); }
+static void h_proc_signal(rq *r, const char *id) { procs_take(r, id, SUP_PROCS_SIGNAL); }
+static void h_proc_resize(rq *r, const char *id) { procs_take(r, id, SUP_PROCS_RESIZE); }
+
 /* ---- routing ---- */
 
 /* The whole API, in one place. Everything under /v1 needs the token
@@ -533,15 +553,31 @@ static const route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/fs/move", h_fs_move },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/fs/chmod", h_fs_chmod },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/fs/search", h_fs_search },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/processes", h_procs_start },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/processes", h_procs_list },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/processes/{pid}", h_proc_get },
+	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/{id}/processes/{pid}", h_proc_kill },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/processes/{pid}/output", h_proc_output },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/processes/{pid}/signal", h_proc_signal },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/processes/{pid}/resize", h_proc_resize },
 	{ EVHTTP_REQ_GET, "/v1/pools", h_pools },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
-/* Match path against pattern segment by segment; "{id}" takes one segment. */
+/* Match path against pattern segment by segment; "{id}" takes one segment,
+ * "{pid}" any one non-empty segment (its handler reads it from the path). */
 static bool path_match(const char *pattern, const char *path, char *id, size_t id_size)
 {
 	const char *pp = pattern, *sp = path;
 	while (*pp && *sp) {
+		if (strncmp(pp, "{pid}", 5) == 0) {
+			size_t n = strcspn(sp, "/");
+			if (n == 0)
+				return false;
+			pp += 5;
+			sp += n;
+			continue;
+		}
 		if (strncmp(pp, "{id}", 4) == 0) {
 			size_t n = strcspn(sp, "/");
 			if (n == 0 || n >= id_size)
@@ -657,6 +693,11 @@ sup_http *sup_http_new(struct event_base *base, sup_core *core, const sup_http_c
 	h->base = base;
 	h->core = core;
 	h->cfg = *cfg;
+	h->procs = sup_procs_new(base, core);
+	if (!h->procs) {
+		sbx_err_set(err, -ENOMEM, "http");
+		goto fail;
+	}
 	TAILQ_INIT(&h->waiting);
 	h->early_close = (event_base_get_features(base) & EV_FEATURE_EARLY_CLOSE) != 0;
 	h->http = evhttp_new(base);
@@ -741,5 +782,6 @@ void sup_http_free(sup_http *h)
 	}
 	if (h->http)
 		evhttp_free(h->http);
+	sup_procs_free(h->procs);
 	free(h);
 }
