@@ -528,6 +528,22 @@ void sup_agent_call_consumed(sup_agent_call *call, size_t cost)
 		sbx_proto_conn_consumed(a->conn, call->id, cost);
 }
 
+int sup_agent_call_send(sup_agent_call *call, const char *ch, const uint8_t *p, size_t n,
+			bool eof, sbx_err *err)
+{
+	sup_agent *a = call->agent;
+	if (!a->conn || a->lost)
+		return sbx_err_set(err, -ECONNRESET, "agent connection lost");
+	size_t room = sbx_proto_conn_data_room(a->conn, call->id);
+	size_t m = n < room ? n : room;
+	if (n && m == 0)
+		return 0;
+	int rc = sbx_proto_conn_send_data(a->conn, call->id, ch, p, m, eof && m == n, err);
+	if (rc == -EAGAIN)
+		return 0;
+	return rc < 0 ? rc : (int)m;
+}
+
 void sup_agent_call_cancel(sup_agent_call *call)
 {
 	sup_agent *a = call->agent;

@@ -70,6 +70,12 @@ int sup_agent_call_start(sup_agent *a, const char *op, const void *args, size_t 
 			 const sup_agent_call_cbs *cbs, void *ud, sup_agent_call **out,
 			 sbx_err *err);
 void sup_agent_call_consumed(sup_agent_call *call, size_t cost);
+/* Send bytes on channel ch towards the agent, as many as its credit and
+ * the socket's room allow: returns how many went (0: none fit, on_writable
+ * says when to try again), or < 0 when the stream is gone. eof goes with
+ * the last byte (alone when n is 0), only once all n went. */
+int sup_agent_call_send(sup_agent_call *call, const char *ch, const uint8_t *p, size_t n,
+			bool eof, sbx_err *err);
 /* Abandon the stream (CANCEL); no callback of this call runs any more. */
 void sup_agent_call_cancel(sup_agent_call *call);
 

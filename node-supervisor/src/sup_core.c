@@ -527,11 +527,28 @@ static void call_on_done(sup_agent_call *call, int rc, const msgpack_object *res
 	free(op);
 }
 
+static void call_on_writable(sup_agent_call *call, void *ud)
+{
+	sup_op *op = ud;
+	(void)call;
+	if (op->u.call.cbs->on_writable)
+		op->u.call.cbs->on_writable(op->ud);
+}
+
 static const sup_agent_call_cbs call_cbs = {
 	.on_data = call_on_data,
+	.on_writable = call_on_writable,
 	.on_event = call_on_event,
 	.on_done = call_on_done,
 };
+
+int sup_core_call_send(sup_op *op, const char *ch, const uint8_t *p, size_t n, bool eof,
+		       sbx_err *err)
+{
+	if (op->kind != OP_CALL || !op->u.call.call)
+		return sbx_err_set(err, -EINVAL, "not an agent call");
+	return sup_agent_call_send(op->u.call.call, ch, p, n, eof, err);
+}
 
 int sup_core_call(sup_core *c, const char *id, const char *opname, const void *args,
 		  size_t args_len, const sup_core_call_cbs *cbs, void *ud, sup_op **opp,

@@ -87,10 +87,17 @@ typedef struct sup_core_call_cbs {
 	void (*on_data)(const uint8_t *p, size_t n, size_t cost, void *ud);
 	void (*on_event)(const msgpack_object *map, size_t cost, void *ud);
 	void (*on_done)(int rc, const msgpack_object *result, const sbx_err *err, void *ud);
+	/* Optional: the agent took bytes sent with sup_core_call_send; more may go. */
+	void (*on_writable)(void *ud);
 } sup_core_call_cbs;
 int sup_core_call(sup_core *c, const char *id, const char *op, const void *args,
 		  size_t args_len, const sup_core_call_cbs *cbs, void *ud, sup_op **opp,
 		  sbx_err *err);
+/* Bytes towards the agent on a sup_core_call stream (stdin of proc.stdin):
+ * how many went within its credit (0: wait for on_writable), < 0 when the
+ * stream is gone (on_done tells why). */
+int sup_core_call_send(sup_op *op, const char *ch, const uint8_t *p, size_t n, bool eof,
+		       sbx_err *err);
 
 /* Withdraw an operation whose requester went away: its callback will not
  * run. A running exec is cancelled on the agent (the command is killed); a

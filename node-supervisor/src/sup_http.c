@@ -533,6 +533,7 @@ static void h_proc_kill(rq *r, const char *id) { procs_take(r, id, SUP_PROCS_KIL
 static void h_proc_output(rq *r, const char *id) { procs_take(r, id, SUP_PROCS_OUTPUT); }
 static void h_proc_signal(rq *r, const char *id) { procs_take(r, id, SUP_PROCS_SIGNAL); }
 static void h_proc_resize(rq *r, const char *id) { procs_take(r, id, SUP_PROCS_RESIZE); }
+static void h_proc_stdin(rq *r, const char *id) { procs_take(r, id, SUP_PROCS_STDIN); }
 
 /* ---- routing ---- */
 
@@ -560,6 +561,7 @@ static const route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/processes/{pid}/output", h_proc_output },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/processes/{pid}/signal", h_proc_signal },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/processes/{pid}/resize", h_proc_resize },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/processes/{pid}/stdin", h_proc_stdin },
 	{ EVHTTP_REQ_GET, "/v1/pools", h_pools },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -693,7 +695,7 @@ sup_http *sup_http_new(struct event_base *base, sup_core *core, const sup_http_c
 	h->base = base;
 	h->core = core;
 	h->cfg = *cfg;
-	h->procs = sup_procs_new(base, core);
+	h->procs = sup_procs_new(base, core, cfg->max_body);
 	if (!h->procs) {
 		sbx_err_set(err, -ENOMEM, "http");
 		goto fail;

@@ -34,6 +34,7 @@
 struct sup_procs {
 	struct event_base *base;
 	sup_core *core;
+	size_t max_body; /* largest stdin body */
 };
 
 typedef struct pq {
@@ -51,15 +52,20 @@ typedef struct pq {
 	size_t owed;
 	uint64_t off;        /* absolute offset of the next byte expected */
 	bool follow;
+	/* stdin: the request body, sent within the agent's credit */
+	const uint8_t *in;
+	size_t in_len, in_off;
+	bool in_done;        /* all of it (and the final eof frame) went */
 } pq;
 
-sup_procs *sup_procs_new(struct event_base *base, sup_core *core)
+sup_procs *sup_procs_new(struct event_base *base, sup_core *core, size_t max_body)
 {
 	sup_procs *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->base = base;
 	p->core = core;
+	p->max_body = max_body;
 	return p;
 }
 
@@ -80,6 +86,7 @@ static const char *route_name(sup_procs_route rt)
 	case SUP_PROCS_OUTPUT: return "GET process output";
 	case SUP_PROCS_SIGNAL: return "POST process signal";
 	case SUP_PROCS_RESIZE: return "POST process resize";
+	case SUP_PROCS_STDIN: return "POST process stdin";
 	}
 	return "?";
 }
@@ -389,8 +396,8 @@ static void watch_gone(pq *q)
 }
 
 /* Start opname with a (destroyed here) on q's sandbox; an immediate
- * failure is answered (q freed). */
-static void pq_call(pq *q, const char *opname, pargs *a, const sup_core_call_cbs *cbs)
+ * failure is answered (q freed) and returned. */
+static int pq_call(pq *q, const char *opname, pargs *a, const sup_core_call_cbs *cbs)
 {
 	sbx_err err;
 	sbx_err_clear(&err);
@@ -399,10 +406,11 @@ static void pq_call(pq *q, const char *opname, pargs *a, const sup_core_call_cbs
 	msgpack_sbuffer_destroy(&a->sb);
 	if (rc < 0) {
 		pq_fail(q, &err);
-		return;
+		return rc;
 	}
 	if (!q->gone)
 		watch_gone(q);
+	return 0;
 }
 
 static void agent_broke(pq *q, const sbx_err *e)
@@ -633,19 +641,23 @@ static int parse_query(pq *q, struct evkeyvalq *kv, const char *const *allowed)
 /* ---- routes ---- */
 
 /* Pull the background-only fields out of the exec body; 0 or the reply sent. */
-static int start_extras(pq *q, json_t *j, pargs *extra, size_t *nextra)
+static int start_extras(pq *q, json_t *j, pargs *extra, size_t *nextra, bool *has_stdin)
 {
 	json_t *tag = json_object_get(j, "tag");
 	json_t *buf = json_object_get(j, "buffer");
 	json_t *in = json_object_get(j, "stdin");
 	*nextra = 0;
-	if (json_object_get(j, "max_output") || json_object_get(j, "stdin_b64") || in) {
-		/* No way to write to it yet (proc.stdin needs data sent on a
-		 * sup_core_call stream), so its stdin is /dev/null. */
+	if (json_object_get(j, "max_output") || json_object_get(j, "stdin_b64")) {
 		pq_error(q, 400, "bad_request",
-			 "max_output, stdin and stdin_b64 do not apply to background processes (see buffer)");
+			 "max_output and stdin_b64 do not apply to background processes (see buffer; stdin: true and POST .../stdin)");
 		return -EINVAL;
 	}
+	if (in && !json_is_boolean(in)) {
+		pq_error(q, 400, "bad_request",
+			 "field \"stdin\": want true (then write with POST .../stdin) or false");
+		return -EINVAL;
+	}
+	*has_stdin = in && json_is_true(in);
 	if (tag && !json_is_null(tag) &&
 	    (!json_is_string(tag) || json_string_length(tag) > PQ_MAX_TAG)) {
 		pq_error(q, 400, "bad_request", "field \"tag\": want a string of at most 256 bytes");
@@ -669,6 +681,7 @@ static int start_extras(pq *q, json_t *j, pargs *extra, size_t *nextra)
 	}
 	json_object_del(j, "tag");
 	json_object_del(j, "buffer");
+	json_object_del(j, "stdin");
 	return 0;
 }
 
@@ -711,7 +724,8 @@ static void r_start(pq *q)
 	}
 	pargs extra;
 	size_t nextra;
-	if (start_extras(q, j, &extra, &nextra) < 0)
+	bool has_stdin = false;
+	if (start_extras(q, j, &extra, &nextra, &has_stdin) < 0)
 		return;
 	SBX_AUTO_FREE char *rest = json_dumps(j, JSON_COMPACT);
 	sup_exec_spec spec;
@@ -727,6 +741,7 @@ static void r_start(pq *q)
 		pq_fail(q, &err);
 		return;
 	}
+	spec.has_stdin = has_stdin;
 	msgpack_sbuffer enc;
 	msgpack_sbuffer_init(&enc);
 	int rc = sup_agent_encode_exec_args(&spec, NULL, &enc, &err);
@@ -820,6 +835,92 @@ static void r_resize(pq *q)
 	pargs_uint(&a, "cols", (uint64_t)json_integer_value(c));
 	pargs_uint(&a, "rows", (uint64_t)json_integer_value(r));
 	pq_call(q, "proc.resize", &a, &empty_cbs);
+}
+
+/* ---- stdin: the body goes to the process within the agent's credit ---- */
+
+static void in_pump(pq *q)
+{
+	while (!q->in_done && q->op) {
+		sbx_err e;
+		sbx_err_clear(&e);
+		size_t left = q->in_len - q->in_off;
+		int n = sup_core_call_send(q->op, SBX_CH_STDIN, q->in + q->in_off, left, true, &e);
+		if (n < 0 || (size_t)n == left) {
+			/* Done, or the stream is gone: its END or ERR tells. */
+			q->in_done = true;
+			return;
+		}
+		if (n == 0)
+			return; /* on_writable brings us back */
+		q->in_off += (size_t)n;
+	}
+}
+
+static void in_writable(void *ud)
+{
+	in_pump(ud);
+}
+
+static void in_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
+{
+	pq *q = ud;
+	q->op = NULL;
+	if (rc < 0) {
+		pq_fail(q, err);
+		return;
+	}
+	uint64_t w = 0;
+	sbx_err e;
+	sbx_err_clear(&e);
+	if (mp_uint(result, "written", q->in_len, &w, &e) < 0) {
+		agent_broke(q, &e);
+		return;
+	}
+	pq_reply(q, 200, json_pack("{s:I}", "written", (json_int_t)w));
+}
+
+static const sup_core_call_cbs in_cbs = { .on_done = in_done, .on_writable = in_writable };
+
+static void r_stdin(pq *q)
+{
+	static const char *const allowed[] = { "eof", NULL };
+	struct evkeyvalq kv;
+	if (parse_query(q, &kv, allowed) < 0)
+		return;
+	const char *eof = evhttp_find_header(&kv, "eof");
+	bool close_in = eof && (strcmp(eof, "1") == 0 || strcmp(eof, "true") == 0);
+	bool bad = eof && !close_in && strcmp(eof, "0") != 0 && strcmp(eof, "false") != 0;
+	evhttp_clear_headers(&kv);
+	if (bad) {
+		pq_error(q, 400, "bad_request", "want eof=0|1");
+		return;
+	}
+	struct evbuffer *body = evhttp_request_get_input_buffer(q->req);
+	q->in_len = evbuffer_get_length(body);
+	if (q->in_len > q->p->max_body) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "request body of %zu bytes is over the limit of %zu",
+			 q->in_len, q->p->max_body);
+		pq_error(q, 413, "too_large", msg);
+		return;
+	}
+	/* The body stays in the request's buffer until the reply. */
+	q->in = q->in_len ? evbuffer_pullup(body, -1) : (const uint8_t *)"";
+	if (!q->in) {
+		pq_error(q, 500, "internal", "out of memory");
+		return;
+	}
+	pargs a;
+	pargs_begin(&a, 2);
+	pargs_uint(&a, "pid", (uint64_t)q->pid);
+	sbx_proto_pack_str(&a.pk, "eof");
+	if (close_in)
+		msgpack_pack_true(&a.pk);
+	else
+		msgpack_pack_false(&a.pk);
+	if (pq_call(q, "proc.stdin", &a, &in_cbs) == 0)
+		in_pump(q);
 }
 
 /* ---- output: proc.get (pid and offset checked), then proc.output as SSE ---- */
@@ -1076,6 +1177,7 @@ void sup_procs_handle(sup_procs *p, sup_procs_route rt, struct evhttp_request *r
 	case SUP_PROCS_OUTPUT: r_output(q); break;
 	case SUP_PROCS_SIGNAL: r_signal(q); break;
 	case SUP_PROCS_RESIZE: r_resize(q); break;
+	case SUP_PROCS_STDIN: r_stdin(q); break;
 	default: pq_error(q, 404, "not_found", "no such route"); break;
 	}
 }

@@ -25,9 +25,11 @@ typedef enum sup_procs_route {
 	SUP_PROCS_OUTPUT,    /* GET /processes/{pid}/output */
 	SUP_PROCS_SIGNAL,    /* POST /processes/{pid}/signal */
 	SUP_PROCS_RESIZE,    /* POST /processes/{pid}/resize */
+	SUP_PROCS_STDIN,     /* POST /processes/{pid}/stdin */
 } sup_procs_route;
 
-sup_procs *sup_procs_new(struct event_base *base, sup_core *core);
+/* max_body: the largest stdin body taken (as --max-body for others). */
+sup_procs *sup_procs_new(struct event_base *base, sup_core *core, size_t max_body);
 void sup_procs_free(sup_procs *p);
 
 /* Answer req (sandbox id) on route rt; req is ours from here. */

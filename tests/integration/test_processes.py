@@ -236,6 +236,42 @@ class Processes(unittest.TestCase):
         self.assertEqual(data, b"x" * (len(data) - 1) + b"\n")
         self.assertEqual(evs[-1][0], "end")
 
+    def test_stdin_in_pieces_then_eof(self):
+        prog = ("import sys\n"
+                "for line in sys.stdin:\n"
+                "    print('got', line.strip(), flush=True)\n"
+                "print('eof', flush=True)\n")
+        p = self.start(argv=["python3", "-c", prog], stdin=True)
+        for piece in (b"a\n", b"b\nc", b"\n"):
+            st, _, b = self.req("POST", "/%d/stdin" % p["pid"], piece)
+            self.assertEqual(st, 200, b)
+            self.assertEqual(b["written"], len(piece))
+        self.wait_output(p["pid"], b"got c\n")
+        self.assertEqual(self.get(p["pid"])["state"], "running")
+        st, _, b = self.req("POST", "/%d/stdin?eof=1" % p["pid"], b"")
+        self.assertEqual(st, 200, b)
+        self.assertEqual(self.wait_exited(p["pid"])["exit_code"], 0)
+        data, _ = self.check_contiguous(self.read(p["pid"]), 0)
+        self.assertEqual(data, b"got a\ngot b\ngot c\neof\n")
+        # Closed: more is refused.
+        st, _, b = self.req("POST", "/%d/stdin" % p["pid"], b"x")
+        self.assertEqual(st, 404, b)
+        # A body larger than the agent's window goes within its credit.
+        q = self.start(argv=["sh", "-c", "wc -c"], stdin=True)
+        body = bytes(range(256)) * 3000
+        st, _, b = self.req("POST", "/%d/stdin?eof=true" % q["pid"], body)
+        self.assertEqual(st, 200, b)
+        self.assertEqual(b["written"], len(body))
+        self.wait_exited(q["pid"])
+        data, _ = self.check_contiguous(self.read(q["pid"]), 0)
+        self.assertEqual(data.strip(), str(len(body)).encode())
+        # Started without stdin: 400.
+        r = self.start(argv=["sleep", "1000"])
+        st, _, b = self.req("POST", "/%d/stdin" % r["pid"], b"x")
+        self.assertEqual(st, 400, b)
+        st, _, b = self.req("POST", "/%d/stdin?eof=2" % r["pid"], b"x")
+        self.assertEqual(st, 400, b)
+
     def test_signal_reaches_a_trap(self):
         p = self.start(cmd="trap 'echo got-int; exit 7' INT; echo ready; "
                            "while :; do sleep 0.05; done")
@@ -329,7 +365,8 @@ class Processes(unittest.TestCase):
             ("POST", "", {"argv": ["true"], "tag": "x" * 257}, 400),
             ("POST", "", {"argv": ["true"], "buffer": 10}, 400),
             ("POST", "", {"argv": ["true"], "stdin": "text"}, 400),
-            ("POST", "", {"argv": ["true"], "stdin": True}, 400),
+            ("POST", "", {"argv": ["true"], "stdin": 1}, 400),
+            ("POST", "/999999/stdin", "x", 404),
             ("POST", "", {"argv": ["true"], "max_output": 10}, 400),
             ("POST", "", {"argv": ["true"], "user": "root"}, 403),
             ("PUT", "/%d" % pid, None, 405),
