@@ -728,6 +728,11 @@ sup_http *sup_http_new(struct event_base *base, sup_core *core, const sup_http_c
 	struct sockaddr_storage ss = { 0 };
 	socklen_t sl = sizeof(ss);
 	evutil_socket_t fd = evhttp_bound_socket_get_fd(h->sock);
+	/* evhttp listens with a backlog of 128: a burst of clients (hundreds of
+	 * agents' execs at once) overflows it and sees resets. Linux lets a
+	 * second listen() raise the backlog of a listening socket. */
+	if (listen(fd, SOMAXCONN) < 0)
+		sup_warn("listen backlog: %s", strerror(errno));
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
 		if (ss.ss_family == AF_INET)
 			h->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
