@@ -30,7 +30,9 @@ run: build
 	exec $(REL_DIR)/node-supervisor/sandbox-supervisor --listen $(LISTEN) \
 	  --state-dir $(STATE_DIR) --pool-size $(POOL_SIZE) --print-example
 
-test: build-san
+# The release build too: gcc -O3 warns of things -O2 does not, and make run
+# must keep building.
+test: build build-san
 	cd $(SAN_DIR) && ctest --output-on-failure -j$(JOBS)
 
 lint: build

@@ -220,14 +220,18 @@ static wdir *find_wd(watch_op *w, int wd)
 	return NULL;
 }
 
-static void join(char *out, const char *a, const char *b)
+/* false when a/b does not fit in PATH_MAX: the caller skips that name
+ * rather than report a cut path. */
+static bool join(char *out, const char *a, const char *b)
 {
+	int n;
 	if (!a[0])
-		snprintf(out, PATH_MAX, "%s", b);
+		n = snprintf(out, PATH_MAX, "%s", b);
 	else if (!b[0])
-		snprintf(out, PATH_MAX, "%s", a);
+		n = snprintf(out, PATH_MAX, "%s", a);
 	else
-		snprintf(out, PATH_MAX, "%s/%s", a, b);
+		n = snprintf(out, PATH_MAX, "%s/%s", a, b);
+	return n >= 0 && n < PATH_MAX;
 }
 
 /* Watch the folder open as fd, known as rel below the watched folder.
@@ -295,9 +299,8 @@ static int watch_tree(watch_op *w, int fd, const char *rel, unsigned depth, bool
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (strlen(rel) + strlen(de->d_name) + 2 > sizeof(child))
+		if (!join(child, rel, de->d_name))
 			continue;
-		join(child, rel, de->d_name);
 		if (announce)
 			emit(w, "create", child, isdir, NULL, NULL);
 		if (isdir && w->recursive && depth < WALK_DEPTH) {
@@ -321,7 +324,8 @@ static void watch_new_dir(watch_op *w, const char *rel)
 	unsigned depth = 0;
 	int fd;
 
-	join(full, w->base, rel);
+	if (!join(full, w->base, rel))
+		return;
 	for (const char *p = rel; *p; p++)
 		depth += *p == '/';
 	if (agent_fsconf_root_open(&root, w->root, &err) < 0)
@@ -413,9 +417,8 @@ static bool handle(watch_op *w, const struct inotify_event *ie, pending_move *m)
 		}
 		return false;
 	}
-	if (!ie->len)
+	if (!ie->len || !join(path, d->rel, ie->name))
 		return false;
-	join(path, d->rel, ie->name);
 	if (ie->mask & IN_MOVED_TO) {
 		if (m->cookie && m->cookie == ie->cookie) {
 			if (m->dir)
