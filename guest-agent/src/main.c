@@ -207,6 +207,21 @@ static int run(agent_main *m)
 	return 0;
 }
 
+/* Compile the seccomp profile at start, not on the first command: a pooled
+ * sandbox then pays it during warm-up instead of in its first exec, and a
+ * broken operator profile is in the log before anyone runs anything (execs
+ * still fail with its error until it is fixed). */
+static void warm_seccomp(void)
+{
+	agent_seccomp_filter *f = NULL;
+	sbx_err err = { 0 };
+
+	if (agent_seccomp_get(NULL, &f, &err) < 0)
+		agent_log_error("seccomp profile: %s", err.msg);
+	else
+		agent_seccomp_unref(f);
+}
+
 int main(int argc, char **argv)
 {
 	agent_main m = { 0 };
@@ -216,6 +231,7 @@ int main(int argc, char **argv)
 	if (ret)
 		return ret == 1 ? 0 : ret;
 	ensure_stdio();
+	warm_seccomp();
 	m.ctx.base = event_base_new();
 	if (!m.ctx.base) {
 		agent_log_error("cannot create the event loop");
