@@ -209,6 +209,16 @@ int sup_pq_call(sup_pq *q, const char *opname, sup_pargs *a, const sup_core_call
 	return 0;
 }
 
+bool sup_pq_settled(sup_pq *q, int rc, const sbx_err *err)
+{
+	q->op = NULL;
+	if (rc < 0) {
+		sup_pq_fail(q, err);
+		return false;
+	}
+	return true;
+}
+
 void sup_pq_broke(sup_pq *q, const sbx_err *e)
 {
 	sup_warn("sandbox %s: %s", q->id, e->msg);
@@ -219,11 +229,8 @@ void sup_pq_broke(sup_pq *q, const sbx_err *e)
 static void desc_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_pq *q = ud;
-	q->op = NULL;
-	if (rc < 0) {
-		sup_pq_fail(q, err);
+	if (!sup_pq_settled(q, rc, err))
 		return;
-	}
 	sbx_err e;
 	sbx_err_clear(&e);
 	json_t *o = sup_procs_desc_json(result, q->rt == SUP_PROCS_GET, q->rt == SUP_PROCS_START ? 0 : q->pid,
@@ -249,11 +256,8 @@ static const sup_core_call_cbs desc_cbs = { .on_done = desc_done };
 static void list_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_pq *q = ud;
-	q->op = NULL;
-	if (rc < 0) {
-		sup_pq_fail(q, err);
+	if (!sup_pq_settled(q, rc, err))
 		return;
-	}
 	sbx_err e;
 	sbx_err_clear(&e);
 	const msgpack_object *arr = result ? sbx_proto_map_get(result, "processes") : NULL;
@@ -661,11 +665,8 @@ static void in_writable(void *ud)
 static void in_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_pq *q = ud;
-	q->op = NULL;
-	if (rc < 0) {
-		sup_pq_fail(q, err);
+	if (!sup_pq_settled(q, rc, err))
 		return;
-	}
 	uint64_t w = 0;
 	sbx_err e;
 	sbx_err_clear(&e);

@@ -64,6 +64,9 @@ void sup_pq_error(sup_pq *q, int status, const char *code, const char *msg);
 /* Status and code of an agent's or the core's error. */
 int sup_pq_status(int neg_errno, const char **code);
 void sup_pq_fail(sup_pq *q, const sbx_err *err);
+/* An agent call of q ended: forget it, and on failure answer with the error.
+ * Returns true when the call succeeded and the caller renders the result. */
+bool sup_pq_settled(sup_pq *q, int rc, const sbx_err *err);
 /* A guest answer that breaks the protocol: 502. */
 void sup_pq_broke(sup_pq *q, const sbx_err *e);
 

@@ -159,11 +159,8 @@ static const sup_stream_cbs out_stream_cbs = { .on_credit = out_credit, .on_gone
 static void out_checked(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_pq *q = ud;
-	q->op = NULL;
-	if (rc < 0) {
-		sup_pq_fail(q, err);
+	if (!sup_pq_settled(q, rc, err))
 		return;
-	}
 	sbx_err e;
 	sbx_err_clear(&e);
 	json_t *d = sup_procs_desc_json(result, true, q->pid, &e);
