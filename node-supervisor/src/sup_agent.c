@@ -564,15 +564,20 @@ void sup_agent_call_cancel(sup_agent_call *call)
 
 /* ---- exec adapter ---- */
 
+sup_chan sup_agent_chan(const char *ch, size_t ch_len)
+{
+	if (ch_len == strlen(SBX_CH_STDOUT) && memcmp(ch, SBX_CH_STDOUT, ch_len) == 0)
+		return SUP_CH_STDOUT;
+	if (ch_len == strlen(SBX_CH_STDERR) && memcmp(ch, SBX_CH_STDERR, ch_len) == 0)
+		return SUP_CH_STDERR;
+	return 0;
+}
+
 static void exec_data(sup_agent_call *call, const char *ch, size_t ch_len, const uint8_t *p,
 		      size_t n, size_t cost, void *ud)
 {
 	sup_exec_call *x = ud;
-	sup_chan c = 0;
-	if (ch_len == strlen(SBX_CH_STDOUT) && memcmp(ch, SBX_CH_STDOUT, ch_len) == 0)
-		c = SUP_CH_STDOUT;
-	else if (ch_len == strlen(SBX_CH_STDERR) && memcmp(ch, SBX_CH_STDERR, ch_len) == 0)
-		c = SUP_CH_STDERR;
+	sup_chan c = sup_agent_chan(ch, ch_len);
 	if (!c) {
 		/* A channel exec does not define: ignored, for forward compatibility. */
 		sup_agent_call_consumed(call, cost);

@@ -81,6 +81,9 @@ void sup_agent_call_cancel(sup_agent_call *call);
 
 /* ---- exec, typed on top of a call ---- */
 
+/* The output stream a data frame's channel names; 0 for another channel. */
+sup_chan sup_agent_chan(const char *ch, size_t ch_len);
+
 typedef struct sup_exec_cbs {
 	void (*on_data)(sup_exec_call *call, sup_chan ch, const uint8_t *p, size_t n, size_t cost,
 			void *ud);

@@ -423,19 +423,40 @@ static sup_sandbox *running_sandbox(sup_core *c, const char *id, sbx_err *err)
 	return NULL;
 }
 
+/* The policy every command passes, in the foreground or not: root only
+ * with --allow-root (the agent checks the uid the user resolves to). */
+static sup_sandbox *command_sandbox(sup_core *c, const char *id, sup_exec_spec *spec, sbx_err *err)
+{
+	sup_sandbox *sb = running_sandbox(c, id, err);
+	if (!sb)
+		return NULL;
+	if (spec->user && (strcmp(spec->user, "root") == 0 || strcmp(spec->user, "0") == 0) &&
+	    !c->cfg.allow_root) {
+		sbx_err_set(err, -EACCES, "running as root is not allowed on this supervisor (--allow-root)");
+		return NULL;
+	}
+	spec->allow_root = c->cfg.allow_root;
+	return sb;
+}
+
+int sup_core_command_prepare(sup_core *c, const char *id, sup_exec_spec *spec, const sup_env **env,
+			     sbx_err *err)
+{
+	sup_sandbox *sb = command_sandbox(c, id, spec, err);
+	if (!sb)
+		return err->code;
+	*env = &sb->env;
+	return 0;
+}
+
 static int exec_start(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
 		      const sup_core_stream_cbs *scb, void *ud, sup_op **opp, sbx_err *err)
 {
 	*opp = NULL;
-	sup_sandbox *sb = running_sandbox(c, id, err);
+	sup_sandbox *sb = command_sandbox(c, id, spec, err);
 	if (!sb)
 		return err->code;
 	int rc;
-	if (spec->user && (strcmp(spec->user, "root") == 0 || strcmp(spec->user, "0") == 0) &&
-	    !c->cfg.allow_root)
-		return sbx_err_set(err, -EACCES,
-				   "running as root is not allowed on this supervisor (--allow-root)");
-	spec->allow_root = c->cfg.allow_root;
 	unsigned inflight = 0;
 	sup_op *o;
 	TAILQ_FOREACH(o, &sb->execs, link)
@@ -497,8 +518,10 @@ static void call_on_data(sup_agent_call *call, const char *ch, size_t ch_len, co
 			 size_t n, size_t cost, void *ud)
 {
 	sup_op *op = ud;
-	(void)ch;
-	(void)ch_len;
+	if (op->u.call.cbs->on_output) {
+		op->u.call.cbs->on_output(sup_agent_chan(ch, ch_len), p, n, cost, op->ud);
+		return;
+	}
 	if (!op->u.call.cbs->on_data) {
 		sup_agent_call_consumed(call, cost);
 		return;

@@ -58,6 +58,12 @@ int sup_core_delete(sup_core *c, const char *id, sup_core_done_cb cb, void *ud, 
 /* Run spec (consumed) and capture its output (bounded by max_output). */
 int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
 		  void *ud, sup_op **op, sbx_err *err);
+/* For a command started another way (a background process): the same
+ * policy as exec (root only with --allow-root: -EACCES; spec->allow_root
+ * set) on a running sandbox, and its create-time env in *env (valid until
+ * the loop runs again), which the request's env overrides key by key. */
+int sup_core_command_prepare(sup_core *c, const char *id, sup_exec_spec *spec, const sup_env **env,
+			     sbx_err *err);
 /* Streaming exec: output is handed on as it comes, never captured. */
 typedef struct sup_core_stream_cbs {
 	/* Bytes of one stream; give cost back with sup_op_consumed() once they
@@ -85,6 +91,10 @@ void sup_op_consumed(sup_op *op, size_t cost);
  * callers validate it. */
 typedef struct sup_core_call_cbs {
 	void (*on_data)(const uint8_t *p, size_t n, size_t cost, void *ud);
+	/* Optional, for an op whose data are a command's output (proc.output):
+	 * called instead of on_data with the stream the bytes are of; ch is 0
+	 * for a channel that is neither stdout nor stderr. */
+	void (*on_output)(sup_chan ch, const uint8_t *p, size_t n, size_t cost, void *ud);
 	void (*on_event)(const msgpack_object *map, size_t cost, void *ud);
 	void (*on_done)(int rc, const msgpack_object *result, const sbx_err *err, void *ud);
 	/* Optional: the agent took bytes sent with sup_core_call_send; more may go. */

@@ -542,9 +542,19 @@ static void r_start(sup_pq *q)
 		return;
 	}
 	spec.has_stdin = has_stdin;
+	const sup_env *env = NULL;
+	if (sup_core_command_prepare(q->p->core, q->id, &spec, &env, &err) < 0) {
+		/* Answered as exec answers it (root: 403 forbidden). */
+		const char *code;
+		int status = sup_api_status(err.code, &code);
+		sup_exec_spec_free(&spec);
+		msgpack_sbuffer_destroy(&extra.sb);
+		sup_pq_error(q, status, code, err.msg);
+		return;
+	}
 	msgpack_sbuffer enc;
 	msgpack_sbuffer_init(&enc);
-	int rc = sup_agent_encode_exec_args(&spec, NULL, &enc, &err);
+	int rc = sup_agent_encode_exec_args(&spec, env, &enc, &err);
 	sup_exec_spec_free(&spec);
 	sup_pargs a;
 	memset(&a, 0, sizeof(a));

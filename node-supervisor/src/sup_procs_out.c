@@ -65,10 +65,17 @@ static void out_retry(evutil_socket_t fd, short what, void *ud)
 	out_settle(ud);
 }
 
-static void out_data(const uint8_t *p, size_t n, size_t cost, void *ud)
+/* One event per data frame, named after its stream; the offset counts the
+ * process's output as one sequence (both streams, in the order read). */
+static void out_data(sup_chan ch, const uint8_t *p, size_t n, size_t cost, void *ud)
 {
 	sup_pq *q = ud;
 	q->owed += cost;
+	if (!ch) {
+		sup_warn("sandbox %s: proc.output: data on a channel that is not stdout or stderr", q->id);
+		out_error(q, "agent_error", "the agent sent output on an unknown channel");
+		return;
+	}
 	if (n) {
 		size_t bl;
 		SBX_AUTO_FREE char *b = sup_base64_encode(p, n, &bl);
@@ -78,7 +85,7 @@ static void out_data(const uint8_t *p, size_t n, size_t cost, void *ud)
 			out_error(q, "internal", "out of memory");
 			return;
 		}
-		sup_stream_json(q->s, "output", o);
+		sup_stream_json(q->s, ch == SUP_CH_STDERR ? "stderr" : "stdout", o);
 		q->off += n;
 	}
 	out_settle(q);
@@ -137,7 +144,7 @@ static void out_done(int rc, const msgpack_object *result, const sbx_err *err, v
 }
 
 static const sup_core_call_cbs out_cbs = {
-	.on_data = out_data, .on_event = out_event, .on_done = out_done
+	.on_output = out_data, .on_event = out_event, .on_done = out_done
 };
 
 static void out_gone(void *ud)

@@ -73,7 +73,7 @@ class Processes(unittest.TestCase):
         cls.addClassCleanup(cls.sup.cleanup)
         cls.sup.start()
         cls.sup.wait_ready()
-        cls.sb = cls.sup.create(timeout=900)
+        cls.sb = cls.sup.create(timeout=900, env={"FOO": "from-create", "BAR": "b"})
         cls.base = "/v1/sandboxes/%s/processes" % cls.sb["id"]
 
     @classmethod
@@ -117,7 +117,7 @@ class Processes(unittest.TestCase):
         try:
             for ev, d in o.events():
                 evs.append((ev, d))
-                if ev == "output":
+                if ev in ("stdout", "stderr"):
                     n += 1
                     if stop_after and n >= stop_after:
                         break
@@ -125,16 +125,20 @@ class Processes(unittest.TestCase):
             o.close()
         return evs
 
-    def check_contiguous(self, evs, offset):
+    def check_contiguous(self, evs, offset, streams=None):
         """Joined output bytes of evs, checking every event starts where the
-        last one ended (gaps included)."""
+        last one ended (gaps included); streams (a dict) also gets the bytes
+        of each stream apart."""
         data = b""
         for ev, d in evs:
-            if ev == "output":
+            self.assertNotEqual(ev, "output")
+            if ev in ("stdout", "stderr"):
                 self.assertEqual(d["offset"], offset, evs[:3])
                 chunk = base64.b64decode(d["data"])
                 data += chunk
                 offset += len(chunk)
+                if streams is not None:
+                    streams[ev] = streams.get(ev, b"") + chunk
             elif ev == "gap":
                 self.assertEqual(d["from"], offset)
                 self.assertGreater(d["to"], d["from"])
@@ -175,6 +179,48 @@ class Processes(unittest.TestCase):
         self.assertEqual(evs[-1][1]["exit_code"], 3)
         self.assertEqual(evs[-1][1]["next_offset"], 6)
         self.assertEqual(self.check_contiguous(evs, 0)[0], b"hello\n")
+
+    def test_stdout_and_stderr_apart(self):
+        # Interleaved writes to both streams, each flushed: the events say
+        # which stream, the offsets count one sequence for both.
+        prog = ("import sys\n"
+                "for i in range(200):\n"
+                "    f = sys.stderr if i % 3 == 0 else sys.stdout\n"
+                "    f.write('%s %03d\\n' % ('err' if f is sys.stderr else 'out', i)); f.flush()\n")
+        p = self.start(argv=["python3", "-c", prog])
+        self.assertEqual(self.wait_exited(p["pid"])["exit_code"], 0)
+        evs = self.read(p["pid"])
+        streams = {}
+        data, end = self.check_contiguous(evs, 0, streams)
+        want_out = b"".join(b"out %03d\n" % i for i in range(200) if i % 3)
+        want_err = b"".join(b"err %03d\n" % i for i in range(200) if i % 3 == 0)
+        self.assertEqual(streams.get("stdout"), want_out)
+        self.assertEqual(streams.get("stderr"), want_err)
+        self.assertEqual(end, len(want_out) + len(want_err))
+        # Resuming in the middle (at an event's offset) keeps the streams
+        # apart, and both go on where they were.
+        out_evs = [(e, d) for e, d in evs if e in ("stdout", "stderr")]
+        mid = out_evs[len(out_evs) // 2][1]["offset"]
+        later, want_later = {}, {}
+        rest, _ = self.check_contiguous(self.read(p["pid"], offset=mid), mid, later)
+        self.check_contiguous([(e, d) for e, d in out_evs if d["offset"] >= mid], mid, want_later)
+        self.assertEqual(rest, data[mid:])
+        self.assertEqual(later, want_later)
+        # A terminal is one stream: all of it is stdout.
+        q = self.start(cmd="echo to-out; echo to-err >&2", pty={})
+        self.wait_exited(q["pid"])
+        evs = self.read(q["pid"])
+        self.assertEqual({e for e, _ in evs} - {"end"}, {"stdout"}, evs)
+        self.assertEqual(self.check_contiguous(evs, 0)[0], b"to-out\r\nto-err\r\n")
+
+    def test_env_from_create_applies(self):
+        # The sandbox's create-time env, overridden key by key by the
+        # request's, as for POST /exec.
+        p = self.start(cmd='echo "$FOO $BAR $NEW"', env={"BAR": "over", "NEW": "n"})
+        self.wait_exited(p["pid"])
+        self.assertEqual(self.check_contiguous(self.read(p["pid"]), 0)[0], b"from-create over n\n")
+        st, _, b = self.sup.exec(self.sb["id"], cmd='echo "$FOO $BAR $NEW"', env={"BAR": "over", "NEW": "n"})
+        self.assertEqual((st, b.get("stdout")), (200, "from-create over n\n"), b)
 
     def test_output_resume_after_disconnect(self):
         n = 4000
@@ -377,6 +423,12 @@ class Processes(unittest.TestCase):
             self.assertIsInstance(b, dict, (method, path, b))
             self.assertIn("code", b["error"])
             self.assertTrue(b["error"]["message"])
+        # Root is refused as POST /exec refuses it.
+        for user in ("root", "0"):
+            st, _, b = self.req("POST", "", {"argv": ["true"], "user": user})
+            st2, _, b2 = self.sup.exec(self.sb["id"], argv=["true"], user=user)
+            self.assertEqual((st, b["error"]["code"]), (403, "forbidden"), b)
+            self.assertEqual((st2, b2["error"]), (st, b["error"]))
         # A program that cannot be executed starts and exits with 127.
         x = self.start(argv=["/no/such/binary"])
         self.assertEqual(self.wait_exited(x["pid"])["exit_code"], 127)
