@@ -245,19 +245,23 @@ int agent_fsconf_tmp_commit(const agent_fsconf_root *root, agent_fsconf_tmp *tmp
 	return r;
 }
 
-/* The new folder name in dirfd gets exactly mode (mkdirat applies the umask). */
+/* The new folder name in dirfd gets its owner, then exactly mode (mkdirat
+ * applies the umask). */
 static int set_dir_mode(const agent_fsconf_root *root, const char *rel, int dirfd,
-			const char *name, mode_t mode, sbx_err *err)
+			const char *name, mode_t mode, const agent_fsconf_dirs *opt, sbx_err *err)
 {
 	SBX_AUTO_CLOSE int fd = agent_fsconf_open_child(dirfd, name, O_RDONLY | O_DIRECTORY, err);
 	if (fd < 0)
 		return sbx_err_wrap(err, "mkdir %s/%s", root->path, rel);
+	if ((opt->uid != (uid_t)-1 || opt->gid != (gid_t)-1) && fchown(fd, opt->uid, opt->gid) < 0)
+		return agent_fsconf_fail(err, -errno, root, rel, "mkdir", "chown");
 	if (fchmod(fd, mode) < 0)
 		return agent_fsconf_fail(err, -errno, root, rel, "mkdir", "chmod");
 	return 0;
 }
 
-static int mkdir_one(const agent_fsconf_root *root, const char *rel, mode_t mode, sbx_err *err)
+static int mkdir_one(const agent_fsconf_root *root, const char *rel, const agent_fsconf_dirs *opt,
+		     sbx_err *err)
 {
 	char leaf[NAME_MAX + 1];
 	SBX_AUTO_CLOSE int pfd = agent_fsconf_open_parent(root, rel, leaf, sizeof(leaf), "mkdir",
@@ -268,14 +272,14 @@ static int mkdir_one(const agent_fsconf_root *root, const char *rel, mode_t mode
 	if (mkdirat(pfd, leaf, 0700) < 0)
 		return agent_fsconf_fail(err, -errno, root, rel, "mkdir",
 					 errno == EEXIST ? "exists" : NULL);
-	return set_dir_mode(root, rel, pfd, leaf, mode, err);
+	return set_dir_mode(root, rel, pfd, leaf, opt->mode, opt, err);
 }
 
 /* mkdir -p: each prefix is resolved from the root again (so symlinks inside
  * the root work and `..` is the kernel's business), and a missing one is
  * made in the folder the previous prefix resolved to. */
-static int mkdir_parents(const agent_fsconf_root *root, const char *rel, mode_t mode,
-			 sbx_err *err)
+static int mkdir_parents(const agent_fsconf_root *root, const char *rel,
+			 const agent_fsconf_dirs *opt, sbx_err *err)
 {
 	SBX_AUTO_CLOSE int cur = agent_fsconf_open(root, "", O_PATH | O_DIRECTORY, 0, "mkdir", err);
 	if (cur < 0)
@@ -304,7 +308,10 @@ static int mkdir_parents(const agent_fsconf_root *root, const char *rel, mode_t 
 			memcpy(name, rel + s, i - s);
 			name[i - s] = '\0';
 			if (mkdirat(cur, name, 0700) == 0) {
-				int r = set_dir_mode(root, prefix, cur, name, mode, err);
+				/* Only the folder asked for gets its mode: the ones
+				 * above stay open to the sandbox user. */
+				int r = set_dir_mode(root, prefix, cur, name,
+						     last ? opt->mode : AGENT_FSCONF_PARENT_MODE, opt, err);
 				if (r < 0)
 					return r;
 			} else if (errno != EEXIST) {
@@ -324,21 +331,22 @@ static int mkdir_parents(const agent_fsconf_root *root, const char *rel, mode_t 
 	return 0;
 }
 
-int agent_fsconf_mkdir(const agent_fsconf_root *root, const char *rel, mode_t mode,
-		       bool parents, sbx_err *err)
+int agent_fsconf_mkdir_as(const agent_fsconf_root *root, const char *rel,
+			  const agent_fsconf_dirs *opt, sbx_err *err)
 {
-	int r = check_mode(root, rel, mode, "mkdir", err);
+	int r = check_mode(root, rel, opt->mode, "mkdir", err);
 	if (r < 0)
 		return r;
-	if (!parents && rel[0] == '\0')
+	if (!opt->parents && rel[0] == '\0')
 		return agent_fsconf_fail(err, -EEXIST, root, rel, "mkdir", "the root exists");
-	if (!parents)
-		return mkdir_one(root, rel, mode, err);
+	if (!opt->parents)
+		return mkdir_one(root, rel, opt, err);
 	r = agent_fsconf_check_rel(rel, strnlen(rel, PATH_MAX), err);
 	if (r < 0)
 		return sbx_err_wrap(err, "mkdir under %s", root->path);
-	return mkdir_parents(root, rel, mode, err);
+	return mkdir_parents(root, rel, opt, err);
 }
+
 
 int agent_fsconf_rename(const agent_fsconf_root *from_root, const char *from_rel,
 			const agent_fsconf_root *to_root, const char *to_rel, bool overwrite,

@@ -93,11 +93,30 @@ int agent_fsconf_tmp_commit(const agent_fsconf_root *root, agent_fsconf_tmp *tmp
 void agent_fsconf_tmp_abort(agent_fsconf_tmp *tmp);
 #define AGENT_FSCONF_AUTO_TMP __attribute__((cleanup(agent_fsconf_tmp_abort)))
 
-/* mkdir with exactly mode; parents: also the missing folders above it (with
- * the same mode), and an existing folder is not an error. Symlinked folders
- * on the way are followed while they stay inside the root. */
-int agent_fsconf_mkdir(const agent_fsconf_root *root, const char *rel, mode_t mode,
-		       bool parents, sbx_err *err);
+/* Folders made above the one asked for (parents). */
+#define AGENT_FSCONF_PARENT_MODE 0755
+
+typedef struct agent_fsconf_dirs {
+	mode_t mode;  /* exact permission bits of the folder asked for */
+	uid_t uid;    /* owner of every folder made; (uid_t)-1 leaves the agent's */
+	gid_t gid;    /* group; (gid_t)-1 leaves the agent's */
+	bool parents; /* also the missing folders above (AGENT_FSCONF_PARENT_MODE) */
+} agent_fsconf_dirs;
+
+/* mkdir with exactly opt->mode, owned by opt->uid/gid; with parents also the
+ * missing folders above it (mode AGENT_FSCONF_PARENT_MODE, the same owner),
+ * and an existing folder is not an error (it is left as it is). Symlinked
+ * folders on the way are followed while they stay inside the root. */
+int agent_fsconf_mkdir_as(const agent_fsconf_root *root, const char *rel,
+			  const agent_fsconf_dirs *opt, sbx_err *err);
+/* The same, owned by the agent's user. */
+static inline int agent_fsconf_mkdir(const agent_fsconf_root *root, const char *rel, mode_t mode,
+				     bool parents, sbx_err *err)
+{
+	agent_fsconf_dirs opt = { .mode = mode, .uid = (uid_t)-1, .gid = (gid_t)-1,
+				  .parents = parents };
+	return agent_fsconf_mkdir_as(root, rel, &opt, err);
+}
 
 /* Remove the entry rel (a symlink is removed, not followed); a non-empty
  * folder only when recursive. Recursive removal uses one fd at a time at any

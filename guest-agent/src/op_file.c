@@ -314,12 +314,11 @@ void agent_op_file_write(agent_session *s, uint64_t id, const msgpack_object *ar
 	sbx_err err = { 0 };
 	agent_fsconf_create opt = {
 		.mode = 0644,
-		.uid = geteuid() == 0 ? AGENT_FS_UID : (uid_t)-1,
-		.gid = geteuid() == 0 ? AGENT_FS_GID : (gid_t)-1,
+		.uid = AGENT_FS_OWNER_UID(),
+		.gid = AGENT_FS_OWNER_GID(),
 		.overwrite = true,
 	};
 	bool parents = false;
-	mode_t dir_mode = 0755;
 	write_op *w;
 	int ret;
 
@@ -347,8 +346,10 @@ void agent_op_file_write(agent_session *s, uint64_t id, const msgpack_object *ar
 		snprintf(dir, sizeof(dir), "%s", p.rel);
 		slash = strrchr(dir, '/');
 		if (slash) {
+			agent_fsconf_dirs dopt = { .mode = AGENT_FSCONF_PARENT_MODE, .uid = opt.uid,
+						   .gid = opt.gid, .parents = true };
 			*slash = '\0';
-			ret = agent_fsconf_mkdir(&p.root, dir, dir_mode, true, &err);
+			ret = agent_fsconf_mkdir_as(&p.root, dir, &dopt, &err);
 		}
 	}
 	if (ret >= 0)

@@ -254,31 +254,18 @@ void agent_op_fs_mkdir(agent_session *s, uint64_t id, const msgpack_object *args
 {
 	AGENT_FS_AUTO_PATH agent_fs_path p = AGENT_FS_PATH_INIT;
 	sbx_err err = { 0 };
-	bool parents = false, existed = false;
-	mode_t mode = 0755;
-	struct stat st;
+	/* New folders belong to the sandbox user, like new files. */
+	agent_fsconf_dirs opt = { .mode = 0755, .uid = AGENT_FS_OWNER_UID(),
+				  .gid = AGENT_FS_OWNER_GID() };
 	int ret;
 
 	ret = agent_fs_path_get(args, "root", "path", "fs.mkdir", &p, &err);
 	if (ret >= 0)
-		ret = agent_fs_get_bool(args, "parents", &parents, &err);
+		ret = agent_fs_get_bool(args, "parents", &opt.parents, &err);
 	if (ret >= 0)
-		ret = agent_fs_get_mode(args, "mode", &mode, &err);
-	if (ret >= 0 && parents)
-		existed = agent_fsconf_stat(&p.root, p.rel, false, &st, &err) == 0;
+		ret = agent_fs_get_mode(args, "mode", &opt.mode, &err);
 	if (ret >= 0)
-		ret = agent_fsconf_mkdir(&p.root, p.rel, mode, parents, &err);
-	if (ret >= 0 && !existed && geteuid() == 0) {
-		/* The new folder belongs to the sandbox user, like new files. */
-		int fd = agent_fsconf_open(&p.root, p.rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0,
-					   "fs.mkdir", &err);
-		ret = fd;
-		if (fd >= 0) {
-			ret = fchown(fd, AGENT_FS_UID, AGENT_FS_GID) < 0 ?
-				agent_fsconf_fail(&err, -errno, &p.root, p.rel, "fs.mkdir", "chown") : 0;
-			close(fd);
-		}
-	}
+		ret = agent_fsconf_mkdir_as(&p.root, p.rel, &opt, &err);
 	answer(s, id, ret, &err);
 }
 

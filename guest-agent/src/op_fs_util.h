@@ -12,17 +12,24 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <msgpack.h>
 
 #include "sbx/err.h"
 #include "sbx/proto.h"
 #include "agent_fsconf.h"
+#include "agent_jail_user.h"
 #include "op.h"
 
-/* Owner of what the agent creates when it runs as root: the sandbox user. */
-#define AGENT_FS_UID 1000
-#define AGENT_FS_GID 1000
+/* Owner of what the agent creates when it runs as root: the sandbox user,
+ * whom commands run as by default. */
+#define AGENT_FS_UID AGENT_JAIL_DEFAULT_UID
+#define AGENT_FS_GID AGENT_JAIL_DEFAULT_GID
+/* The owner for new entries: the sandbox user when the agent runs as root,
+ * else -1 (left as the agent's: it cannot give files away). */
+#define AGENT_FS_OWNER_UID() (geteuid() == 0 ? (uid_t)AGENT_FS_UID : (uid_t)-1)
+#define AGENT_FS_OWNER_GID() (geteuid() == 0 ? (gid_t)AGENT_FS_GID : (gid_t)-1)
 
 /* A path argument: the root opened (reopened per request) and the path
  * below it as a C string ("" is the root itself). */

@@ -1052,6 +1052,58 @@ static void hostile_corpus(void **state)
 }
 
 
+static void p_parents_mode(msgpack_packer *pk, void *ud)
+{
+	kv_bool(pk, "parents", true);
+	kv_uint(pk, "mode", *(unsigned *)ud);
+}
+
+/* Mode and owner of root/rel, or a failure. */
+static void expect_dir(fixture *fx, const char *rel, unsigned mode, uid_t uid)
+{
+	char p[200];
+	struct stat st;
+
+	pathf(p, sizeof(p), "%s/%s", fx->root, rel);
+	assert_int_equal(stat(p, &st), 0);
+	if ((st.st_mode & 07777) != mode || st.st_uid != uid || st.st_gid != (gid_t)uid)
+		fail_msg("%s: mode %o uid %u gid %u, want %o %u", rel, st.st_mode & 07777,
+			 (unsigned)st.st_uid, (unsigned)st.st_gid, mode, (unsigned)uid);
+}
+
+/* What file.write and fs.mkdir make with parents belongs to the sandbox
+ * user (the agent runs as root): the folders above open (0755), only the
+ * folder asked for with its mode; an existing folder is left alone. */
+static void parents_owned_by_the_sandbox_user(void **state)
+{
+	fixture *fx = *state;
+	fc_result r;
+	unsigned mode = 0750;
+	char p[200];
+
+	pathf(p, sizeof(p), "%s/old", fx->root);
+	assert_int_equal(mkdir(p, 0700), 0);
+	simple(fx, SBX_OP_FS_MKDIR, "old/a/b/c", NULL, p_parents_mode, &mode, 2);
+	expect_dir(fx, "old", 0700, 0);
+	expect_dir(fx, "old/a", 0755, 1000);
+	expect_dir(fx, "old/a/b", 0755, 1000);
+	expect_dir(fx, "old/a/b/c", 0750, 1000);
+	simple(fx, SBX_OP_FS_MKDIR, "single", NULL, p_mode, &mode, 1);
+	expect_dir(fx, "single", 0750, 1000);
+
+	assert_int_equal(upload(fx, "w/x/f.txt", 9, "hi", 2, 1, p_parents, NULL, &r), 0);
+	expect(&r, NULL, "file.write parents");
+	fc_result_free(&r);
+	expect_dir(fx, "w", 0755, 1000);
+	expect_dir(fx, "w/x", 0755, 1000);
+	struct stat st;
+	pathf(p, sizeof(p), "%s/w/x/f.txt", fx->root);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_uid, 1000);
+	assert_int_equal(st.st_gid, 1000);
+	assert_int_equal(st.st_mode & 07777, 0644);
+}
+
 /* ---- fs.watch ---- */
 
 static uint64_t watch_start(fixture *fx, fc *c, const char *path, bool recursive)
@@ -1198,7 +1250,8 @@ static void watch_sees_changes(void **state)
 	simple(fx, SBX_OP_FS_WATCH, "nope", "not_found", NULL, NULL, 0);
 	root_path(fx, p, "file");
 	put(p, "f");
-	simple(fx, SBX_OP_FS_WATCH, "file", "not_found", NULL, NULL, 0);
+	simple(fx, SBX_OP_FS_WATCH, "file", "bad_request", NULL, NULL, 0);
+	simple(fx, SBX_OP_FS_WATCH, "file/below", "not_found", NULL, NULL, 0);
 	root_path(fx, p, "out");
 	assert_int_equal(symlink("../outside", p), 0);
 	simple(fx, SBX_OP_FS_WATCH, "out", "permission_denied", NULL, NULL, 0);
@@ -1264,6 +1317,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(fs_operations, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_arguments, setup, teardown),
 		cmocka_unit_test_setup_teardown(hostile_corpus, setup, teardown),
+		cmocka_unit_test_setup_teardown(parents_owned_by_the_sandbox_user, setup, teardown),
 		cmocka_unit_test_setup_teardown(watch_sees_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(watch_overflow_reported, setup, teardown),
 	};
