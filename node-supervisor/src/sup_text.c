@@ -1,6 +1,5 @@
 #include "sup_text.h"
 
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,72 +85,6 @@ char *sup_utf8_repair(const uint8_t *p, size_t n, size_t *out_len)
 			i += bad;
 		}
 	}
-	out[o] = '\0';
-	*out_len = o;
-	return out;
-}
-
-static const char b64_tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* Two output characters per 12 input bits: streamed output is encoded at
- * several hundred MB/s, and this halves the lookups. Each entry holds the
- * two characters in memory order. */
-static uint16_t b64_pairs[4096];
-static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
-
-static void b64_pairs_init(void)
-{
-	for (int i = 0; i < 4096; i++) {
-		char two[2] = { b64_tbl[i >> 6], b64_tbl[i & 63] };
-		memcpy(&b64_pairs[i], two, 2);
-	}
-}
-
-size_t sup_base64_encode_into(const uint8_t *p, size_t n, char *out)
-{
-	pthread_once(&b64_once, b64_pairs_init);
-	size_t i = 0, o = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	/* 6 bytes to 8 characters per step: one 8-byte load (2 bytes read
-	 * ahead, hence i + 8 <= n) and one 8-byte store; about 1.4x the
-	 * 3-byte loop below. */
-	for (; i + 8 <= n; i += 6) {
-		uint64_t w;
-		memcpy(&w, p + i, 8);
-		w = __builtin_bswap64(w);
-		uint64_t r = (uint64_t)b64_pairs[(w >> 52) & 4095] |
-			     (uint64_t)b64_pairs[(w >> 40) & 4095] << 16 |
-			     (uint64_t)b64_pairs[(w >> 28) & 4095] << 32 |
-			     (uint64_t)b64_pairs[(w >> 16) & 4095] << 48;
-		memcpy(out + o, &r, 8);
-		o += 8;
-	}
-#endif
-	for (; i + 2 < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-		memcpy(out + o, &b64_pairs[v >> 12], 2);
-		memcpy(out + o + 2, &b64_pairs[v & 4095], 2);
-		o += 4;
-	}
-	if (i < n) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-		out[o++] = b64_tbl[v >> 18];
-		out[o++] = b64_tbl[(v >> 12) & 63];
-		out[o++] = i + 1 < n ? b64_tbl[(v >> 6) & 63] : '=';
-		out[o++] = '=';
-	}
-	return o;
-}
-
-char *sup_base64_encode(const uint8_t *p, size_t n, size_t *out_len)
-{
-	if (n > (SIZE_MAX - 4) / 4 * 3)
-		return NULL;
-	size_t len = (n + 2) / 3 * 4;
-	char *out = malloc(len + 1);
-	if (!out)
-		return NULL;
-	size_t o = sup_base64_encode_into(p, n, out);
 	out[o] = '\0';
 	*out_len = o;
 	return out;

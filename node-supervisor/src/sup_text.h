@@ -1,6 +1,6 @@
 /* Text helpers for rendering guest bytes and times into JSON: UTF-8
- * validation and repair, base64, RFC 3339, signal names. Pure functions,
- * no I/O, every output bounded by its input. */
+ * validation and repair, base64 decoding (sup_b64 encodes), RFC 3339,
+ * signal names. Pure functions, no I/O, every output bounded by its input. */
 #ifndef SUP_TEXT_H
 #define SUP_TEXT_H
 
@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+
+#include "sup_b64.h" /* the encoder */
 
 /* True if p[0..n) is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
 bool sup_utf8_valid(const uint8_t *p, size_t n);
@@ -17,11 +19,6 @@ bool sup_utf8_valid(const uint8_t *p, size_t n);
  * and its length in *out_len; NULL on allocation failure. */
 char *sup_utf8_repair(const uint8_t *p, size_t n, size_t *out_len);
 
-/* Standard base64 with padding; malloc'd, NUL-terminated; NULL on failure. */
-char *sup_base64_encode(const uint8_t *p, size_t n, size_t *out_len);
-/* The same into out, which has room for (n + 2) / 3 * 4 bytes (no NUL);
- * returns the length written. */
-size_t sup_base64_encode_into(const uint8_t *p, size_t n, char *out);
 /* Strict standard base64 (padding required, no whitespace). malloc'd
  * bytes, or NULL: *bad_at is the offset of the first bad character (n for
  * a bad length), SIZE_MAX when out of memory. */
