@@ -25,7 +25,12 @@ typedef struct exec_op {
 	agent_op op;
 	agent_proc *proc;
 	bool stdin_ok; /* "stdin": true, or a terminal */
+	void *resv;    /* output reserved in the connection (sink_buffer) */
 } exec_op;
+
+/* A pipe a fast command fills while the requester is slow to give credit:
+ * the next read then takes a whole window in one frame. */
+#define EXEC_PIPE_SIZE (1u << 20)
 
 static sbx_proto_conn *conn_of(exec_op *e)
 {
@@ -41,14 +46,40 @@ static size_t sink_room(void *ud, agent_proc_stream s)
 	return sbx_proto_conn_data_room(conn_of(e), e->op.id);
 }
 
+static const char *ch_of(agent_proc_stream s)
+{
+	return s == AGENT_PROC_STDOUT ? SBX_CH_STDOUT : SBX_CH_STDERR;
+}
+
+/* The output is read straight into a DATA frame in the connection's output
+ * buffer; if that cannot be reserved, proc reads into its own. */
+static void *sink_buffer(void *ud, agent_proc_stream s, size_t len)
+{
+	exec_op *e = ud;
+	void *buf = NULL;
+	sbx_err err = { 0 };
+
+	if (sbx_proto_conn_data_begin(conn_of(e), e->op.id, ch_of(s), len, &buf, &err) < 0) {
+		agent_log_debug("exec %d: %s", (int)agent_proc_pid(e->proc), err.msg);
+		buf = NULL;
+	}
+	e->resv = buf;
+	return buf;
+}
+
 static void sink_output(void *ud, agent_proc_stream s, const void *data, size_t len)
 {
 	exec_op *e = ud;
 	sbx_err err = { 0 };
-	const char *ch = s == AGENT_PROC_STDOUT ? SBX_CH_STDOUT : SBX_CH_STDERR;
+	int ret;
 
-	if (sbx_proto_conn_send_data(conn_of(e), e->op.id, ch, data, len, false, &err) < 0)
-		agent_log_warn("exec %d: send %s: %s", (int)agent_proc_pid(e->proc), ch, err.msg);
+	if (e->resv && data == e->resv)
+		ret = sbx_proto_conn_data_commit(conn_of(e), len, &err);
+	else
+		ret = sbx_proto_conn_send_data(conn_of(e), e->op.id, ch_of(s), data, len, false, &err);
+	e->resv = NULL;
+	if (ret < 0)
+		agent_log_warn("exec %d: send %s: %s", (int)agent_proc_pid(e->proc), ch_of(s), err.msg);
 }
 
 static void sink_stdin_done(void *ud, size_t n)
@@ -78,9 +109,11 @@ static void sink_finished(void *ud, const agent_proc_result *r)
 
 static const agent_proc_sink exec_sink = {
 	.room = sink_room,
+	.buffer = sink_buffer,
 	.output = sink_output,
 	.stdin_done = sink_stdin_done,
 	.finished = sink_finished,
+	.pipe_size = EXEC_PIPE_SIZE,
 };
 
 /* ---- stream -> proc ---- */

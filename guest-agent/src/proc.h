@@ -41,6 +41,9 @@ typedef enum agent_proc_stream {
 /* Bound of stdin bytes accepted but not yet in the pipe. The requester's
  * credit keeps it far lower; this only stops a peer that ignores credit. */
 #define AGENT_PROC_STDIN_MAX (4u << 20)
+/* Pipe bytes beyond the kernel's default that sink->pipe_size may take,
+ * over every live command together: pipe pages are kernel memory. */
+#define AGENT_PROC_PIPE_BUDGET (8u << 20)
 
 typedef struct agent_proc_result {
 	int status;           /* wait status: WIFEXITED / WIFSIGNALED */
@@ -55,6 +58,11 @@ typedef struct agent_proc_sink {
 	/* Bytes the owner takes on s right now; 0 pauses that pipe until
 	 * agent_proc_resume(). */
 	size_t (*room)(void *ud, agent_proc_stream s);
+	/* Optional: where to read up to len (<= the last room) bytes of s,
+	 * e.g. straight into the owner's socket buffer; NULL (or no hook):
+	 * into proc's own buffer. output() then gets this buffer back, unless
+	 * nothing was read. */
+	void *(*buffer)(void *ud, agent_proc_stream s, size_t len);
 	/* Output, len <= the last room. */
 	void (*output)(void *ud, agent_proc_stream s, const void *data, size_t len);
 	/* n bytes of stdin went into the pipe, or were dropped because the
@@ -63,6 +71,11 @@ typedef struct agent_proc_sink {
 	/* The end: reaped and pipes closed. Last call; the owner must not
 	 * use the proc afterwards (it is freed from the loop). */
 	void (*finished)(void *ud, const agent_proc_result *r);
+	/* Bytes wanted in the stdout pipe, so that a fast writer runs ahead
+	 * while the owner waits for room (0: the kernel's default). Granted
+	 * within AGENT_PROC_PIPE_BUDGET for all commands together and
+	 * /proc/sys/fs/pipe-max-size; otherwise, silently, the default. */
+	size_t pipe_size;
 } agent_proc_sink;
 
 int agent_proc_start(struct event_base *base, const agent_exec_spec *spec,

@@ -402,6 +402,113 @@ static void backpressure_blocks_the_writer(void **state)
 	tsink_free(&t);
 }
 
+/* A sink that reads into its own buffer (the buffer hook, as the exec
+ * stream does) and asks for a large stdout pipe. */
+#define BIG_OUT 900000u
+#define BIG_CMDS ((AGENT_PROC_PIPE_BUDGET >> 20) + 1)
+
+typedef struct bsink {
+	size_t room[2];
+	size_t got[2];
+	size_t bad;           /* bytes not from the pattern, or not in our buffer */
+	bool finished;
+	agent_proc *proc;
+} bsink;
+
+static uint8_t bsink_buf[1u << 20];
+
+static size_t b_room(void *ud, agent_proc_stream s)
+{
+	size_t room = ((bsink *)ud)->room[s];
+
+	return room < sizeof(bsink_buf) ? room : sizeof(bsink_buf);
+}
+
+static void *b_buffer(void *ud, agent_proc_stream s, size_t len)
+{
+	assert_true(len <= b_room(ud, s));
+	return bsink_buf;
+}
+
+static void b_output(void *ud, agent_proc_stream s, const void *data, size_t len)
+{
+	bsink *b = ud;
+
+	if (data != (const void *)bsink_buf)
+		b->bad += len;
+	/* stdout is "abcdefg\n" over and over */
+	for (size_t i = 0; s == AGENT_PROC_STDOUT && i < len; i++)
+		if (((const uint8_t *)data)[i] != (uint8_t)"abcdefg\n"[(b->got[s] + i) % 8])
+			b->bad++;
+	b->got[s] += len;
+}
+
+static void b_finished(void *ud, const agent_proc_result *r)
+{
+	((bsink *)ud)->finished = true;
+	((bsink *)ud)->proc = NULL;
+}
+
+static void b_stdin_done(void *ud, size_t n) {}
+
+static const agent_proc_sink big_sink = {
+	.room = b_room,
+	.buffer = b_buffer,
+	.output = b_output,
+	.stdin_done = b_stdin_done,
+	.finished = b_finished,
+	.pipe_size = 1u << 20,
+};
+
+/* With stdout paused, a command with a grown pipe writes all of BIG_OUT
+ * and goes on (says so on stderr); the budget grows only so many pipes,
+ * the next command blocks in a default one. Then everything arrives
+ * through the owner's buffer. */
+static void pipe_size_within_budget(void **state)
+{
+	static bsink b[BIG_CMDS];
+	char cmd[96];
+	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	agent_exec_spec spec = { 0 };
+	sbx_err err = { 0 };
+	uint64_t deadline;
+	size_t passed;
+
+	snprintf(cmd, sizeof(cmd), "yes abcdefg | head -c %u; echo done >&2", BIG_OUT);
+	spec.argv = argv;
+	spec.envp = (char **)agent_env_base();
+	for (size_t i = 0; i < BIG_CMDS; i++) {
+		memset(&b[i], 0, sizeof(b[i]));
+		b[i].room[AGENT_PROC_STDERR] = SIZE_MAX;
+		if (agent_proc_start(base, &spec, &big_sink, &b[i], &b[i].proc, &err) < 0)
+			fail_msg("start: %s", err.msg);
+	}
+	deadline = test_now_ms() + 10000;
+	do {
+		run_for(50);
+		passed = 0;
+		for (size_t i = 0; i < BIG_CMDS; i++)
+			passed += b[i].got[AGENT_PROC_STDERR] > 0;
+	} while (passed < BIG_CMDS - 1 && test_now_ms() < deadline);
+	run_for(300);
+	for (size_t i = 0; i < BIG_CMDS; i++) {
+		assert_int_equal(b[i].got[AGENT_PROC_STDOUT], 0);
+		/* the first ones had the budget */
+		assert_int_equal(b[i].got[AGENT_PROC_STDERR], i < BIG_CMDS - 1 ? 5 : 0);
+		b[i].room[AGENT_PROC_STDOUT] = SIZE_MAX;
+		agent_proc_resume(b[i].proc, AGENT_PROC_STDOUT);
+	}
+	deadline = test_now_ms() + 10000;
+	for (size_t i = 0; i < BIG_CMDS; i++) {
+		while (!b[i].finished && test_now_ms() < deadline)
+			run_for(20);
+		assert_true(b[i].finished);
+		assert_int_equal(b[i].got[AGENT_PROC_STDOUT], BIG_OUT);
+		assert_int_equal(b[i].got[AGENT_PROC_STDERR], 5);
+		assert_int_equal(b[i].bad, 0);
+	}
+}
+
 static void background_holder_does_not_block_end(void **state)
 {
 	tsink t;
@@ -510,6 +617,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(stdin_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(stdin_after_reader_left, setup, teardown),
 		cmocka_unit_test_setup_teardown(backpressure_blocks_the_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(pipe_size_within_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(background_holder_does_not_block_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(detach_kills_and_reaps, setup, teardown),
 		cmocka_unit_test_setup_teardown(signal_reaches_group, setup, teardown),

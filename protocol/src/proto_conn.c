@@ -124,6 +124,7 @@ static void conn_fail(sbx_proto_conn *c, sbx_proto_code code, int errnum, const 
 		 * is frozen at the front between writes): the socket is about to
 		 * be shut down */
 		struct evbuffer *out = bufferevent_get_output(c->bev);
+		c->resv.active = false;
 		evbuffer_add(out, c->w.buf.data, c->w.buf.size);
 		evbuffer_unfreeze(out, 1);
 		evbuffer_write(out, bufferevent_getfd(c->bev));

@@ -56,6 +56,13 @@ struct sbx_proto_conn {
 
 	struct evbuffer *pending;                /* frames sent before ready */
 	sbx_proto_writer w;                      /* scratch encoder */
+	struct {                                 /* data_begin .. data_commit */
+		bool active;                     /* cleared by any other output */
+		uint64_t id;
+		char ch[SBX_PROTO_MAX_CH_LEN + 1];
+		size_t max, head;                /* payload asked, header bytes before it */
+		struct evbuffer_iovec v;
+	} resv;
 	size_t out_high;                         /* DATA/EVENT wait beyond this output */
 };
 

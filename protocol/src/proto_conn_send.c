@@ -1,5 +1,6 @@
 /* The owner's calls on a connection: open, send, close streams; credit. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "proto_conn_int.h"
@@ -18,6 +19,7 @@ bool conn_id_is_local(const sbx_proto_conn *c, uint64_t id)
 int conn_emit(sbx_proto_conn *c, sbx_err *err)
 {
 	struct evbuffer *out = c->ready ? bufferevent_get_output(c->bev) : c->pending;
+	c->resv.active = false; /* the add may use the reserved space */
 	int rc = evbuffer_add(out, c->w.buf.data, c->w.buf.size);
 	sbx_proto_writer_reset(&c->w);
 	if (rc < 0)
@@ -120,6 +122,69 @@ int sbx_proto_conn_send_data(sbx_proto_conn *c, uint64_t id, const char *ch,
 	if (len == 0) /* an empty data frame is free so that eof can always be sent */
 		return conn_emit(c, err);
 	return send_charged(c, s, err);
+}
+
+int sbx_proto_conn_data_begin(sbx_proto_conn *c, uint64_t id, const char *ch, size_t max,
+			      void **buf, sbx_err *err)
+{
+	int rc = 0;
+	struct conn_stream *s = lookup(c, id, ANY, "send data", &rc, err);
+	if (!s)
+		return rc;
+	if (max == 0 || max > sbx_proto_conn_data_room(c, id))
+		return sbx_err_set(err, -EAGAIN, "send data on %llu: %zu bytes over room",
+				   (unsigned long long)id, max);
+	rc = sbx_proto_encode_data_head(&c->w, id, ch, max, conn_out_max_frame(c), err);
+	if (rc < 0)
+		return rc;
+	size_t head = c->w.buf.size;
+	sbx_proto_writer_reset(&c->w);
+	if (evbuffer_reserve_space(bufferevent_get_output(c->bev), (ev_ssize_t)(head + max), &c->resv.v, 1) < 1)
+		return sbx_err_set(err, -ENOMEM, "send data on %llu: out of memory", (unsigned long long)id);
+	c->resv.active = true;
+	c->resv.id = id;
+	snprintf(c->resv.ch, sizeof(c->resv.ch), "%s", ch);
+	c->resv.max = max;
+	c->resv.head = head;
+	*buf = (uint8_t *)c->resv.v.iov_base + head;
+	return 0;
+}
+
+int sbx_proto_conn_data_commit(sbx_proto_conn *c, size_t n, sbx_err *err)
+{
+	if (!c->resv.active)
+		return sbx_err_set(err, -ESTALE, "send data: nothing reserved, or other output since");
+	c->resv.active = false;
+	if (n == 0)
+		return 0;
+	if (n > c->resv.max)
+		return sbx_err_set(err, -EINVAL, "send data: %zu bytes, %zu reserved", n, c->resv.max);
+	int rc = 0;
+	struct conn_stream *s = lookup(c, c->resv.id, ANY, "send data", &rc, err);
+	if (!s)
+		return rc;
+	rc = sbx_proto_encode_data_head(&c->w, s->id, c->resv.ch, n, conn_out_max_frame(c), err);
+	if (rc < 0)
+		return rc;
+	size_t head = c->w.buf.size;
+	uint64_t body = head - SBX_PROTO_HEADER_LEN + n;
+	if (body > s->send_credit) { /* begin checked the room: not reached */
+		sbx_proto_writer_reset(&c->w);
+		return sbx_err_set(err, -EAGAIN, "stream %llu: no credit", (unsigned long long)s->id);
+	}
+	uint8_t *base = c->resv.v.iov_base;
+	/* a shorter length field (bin8/bin16) when fewer bytes came than asked:
+	 * the payload moves up to the header, at most 64 KiB */
+	if (head != c->resv.head)
+		memmove(base + head, base + c->resv.head, n);
+	memcpy(base, c->w.buf.data, head);
+	sbx_proto_writer_reset(&c->w);
+	c->resv.v.iov_len = head + n;
+	if (evbuffer_commit_space(bufferevent_get_output(c->bev), &c->resv.v, 1) < 0)
+		return sbx_err_set(err, -ESTALE, "send data on %llu: reservation lost",
+				   (unsigned long long)s->id);
+	s->send_credit -= body;
+	return 0;
 }
 
 int sbx_proto_conn_send_event(sbx_proto_conn *c, uint64_t id, const void *map,

@@ -130,8 +130,9 @@ int sbx_proto_encode_hello(sbx_proto_writer *w, uint64_t max_frame, uint64_t max
 	return sbx_proto_finish(w, 0, err);
 }
 
-int sbx_proto_encode_data(sbx_proto_writer *w, uint64_t id, const char *ch,
-			  const void *data, size_t len, bool eof, size_t max_frame, sbx_err *err)
+/* A DATA frame up to the payload: the map and the bin header of len bytes. */
+static int data_head(sbx_proto_writer *w, uint64_t id, const char *ch, size_t len, bool eof,
+		     sbx_err *err)
 {
 	size_t ch_len = strlen(ch);
 	if (ch_len == 0 || ch_len > SBX_PROTO_MAX_CH_LEN)
@@ -143,10 +144,34 @@ int sbx_proto_encode_data(sbx_proto_writer *w, uint64_t id, const char *ch,
 	sbx_proto_pack_strn(&w->pk, ch, ch_len);
 	sbx_proto_pack_key(w, "d");
 	msgpack_pack_bin(&w->pk, len);
+	return 0;
+}
+
+int sbx_proto_encode_data(sbx_proto_writer *w, uint64_t id, const char *ch,
+			  const void *data, size_t len, bool eof, size_t max_frame, sbx_err *err)
+{
+	int rc = data_head(w, id, ch, len, eof, err);
+	if (rc < 0)
+		return rc;
 	msgpack_pack_bin_body(&w->pk, data, len);
 	if (eof)
 		sbx_proto_pack_kv_bool(w, "eof", true);
 	return sbx_proto_finish(w, max_frame, err);
+}
+
+int sbx_proto_encode_data_head(sbx_proto_writer *w, uint64_t id, const char *ch, size_t len,
+			       size_t max_frame, sbx_err *err)
+{
+	int rc = data_head(w, id, ch, len, false, err);
+	if (rc < 0)
+		return rc;
+	/* finish() sizes the body from what is in the writer: count the
+	 * payload the caller puts after it, then take it back out */
+	w->buf.size += len;
+	rc = sbx_proto_finish(w, max_frame, err);
+	if (rc == 0)
+		w->buf.size -= len;
+	return rc;
 }
 
 int sbx_proto_encode_credit(sbx_proto_writer *w, uint64_t id, uint64_t n, sbx_err *err)

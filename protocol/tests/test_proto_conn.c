@@ -268,6 +268,92 @@ static void test_output_backpressure(void **state)
 	event_base_free(base);
 }
 
+/* DATA written in place (data_begin/commit): the frames are the ones
+ * send_data makes, also when fewer bytes come than were reserved (a shorter
+ * length field), credit is charged alike, and other output in between voids
+ * the reservation instead of corrupting the stream. */
+static size_t expect_data(struct event_base *base, int fd, const char *ch, uint8_t seed, size_t n)
+{
+	sbx_proto_frame f;
+	sbx_proto_writer w;
+	assert_int_equal(raw_recv(base, fd, &f, 2000), 1);
+	assert_int_equal(f.kind, SBX_PROTO_DATA);
+	assert_int_equal(f.id, 1);
+	assert_int_equal(f.ch_len, strlen(ch));
+	assert_memory_equal(f.ch, ch, f.ch_len);
+	assert_false(f.eof);
+	assert_int_equal(f.data_len, n);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(f.data[i], (uint8_t)(seed + i * 7));
+	sbx_proto_writer_init(&w);
+	assert_int_equal(sbx_proto_encode_data(&w, 1, ch, f.data, n, false, 0, NULL), 0);
+	size_t body = f.body_len;
+	assert_int_equal(body, w.buf.size - SBX_PROTO_HEADER_LEN);
+	sbx_proto_writer_destroy(&w);
+	sbx_proto_frame_release(&f);
+	return body;
+}
+
+static void fill(uint8_t *p, uint8_t seed, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+}
+
+static void test_data_in_place(void **state)
+{
+	struct event_base *base = harness_base();
+	struct side srv = { 0 };
+	const size_t window = 300000;
+	int fd = harness_raw_client(base, &srv, &server_opts, window, true);
+	sbx_proto_writer w;
+	sbx_proto_writer_init(&w);
+	assert_int_equal(sbx_proto_encode_req(&w, 1, "cat", NULL, 0, 0, NULL), 0);
+	raw_send(fd, &w);
+	pump_until(base, &srv.n[SBX_PROTO_REQ], 2000);
+	size_t credit = window;
+	void *buf = NULL;
+	assert_int_equal(sbx_proto_conn_data_room(srv.c, 1), credit - SBX_PROTO_DATA_OVERHEAD);
+	assert_int_equal(sbx_proto_conn_data_begin(srv.c, 1, "stdout", credit - SBX_PROTO_DATA_OVERHEAD + 1,
+						   &buf, NULL), -EAGAIN);
+	assert_int_equal(sbx_proto_conn_data_begin(srv.c, 1, "stdout", 0, &buf, NULL), -EAGAIN);
+	assert_int_equal(sbx_proto_conn_data_begin(srv.c, 3, "stdout", 10, &buf, NULL), -ENOENT);
+	assert_int_equal(sbx_proto_conn_data_commit(srv.c, 1, NULL), -ESTALE);
+
+	/* as many as reserved (bin32), then fewer (bin16, bin8: moved up) */
+	static const size_t cases[][2] = { { 100000, 100000 }, { 100000, 300 }, { 70000, 200 } };
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(sbx_proto_conn_data_begin(srv.c, 1, "stdout", cases[i][0], &buf, NULL), 0);
+		fill(buf, (uint8_t)i, cases[i][1]);
+		assert_int_equal(sbx_proto_conn_data_commit(srv.c, cases[i][1], NULL), 0);
+		credit -= expect_data(base, fd, "stdout", (uint8_t)i, cases[i][1]);
+		assert_int_equal(sbx_proto_conn_data_room(srv.c, 1), credit - SBX_PROTO_DATA_OVERHEAD);
+	}
+	/* more than reserved, or nothing read: nothing sent */
+	assert_int_equal(sbx_proto_conn_data_begin(srv.c, 1, "stderr", 5000, &buf, NULL), 0);
+	assert_int_equal(sbx_proto_conn_data_commit(srv.c, 5001, NULL), -EINVAL);
+	assert_int_equal(sbx_proto_conn_data_begin(srv.c, 1, "stderr", 5000, &buf, NULL), 0);
+	assert_int_equal(sbx_proto_conn_data_commit(srv.c, 0, NULL), 0);
+	/* a frame sent in between goes out; the reservation is void */
+	assert_int_equal(sbx_proto_conn_data_begin(srv.c, 1, "stderr", 5000, &buf, NULL), 0);
+	fill(buf, 9, 5000);
+	uint8_t mid[20];
+	fill(mid, 4, sizeof(mid));
+	assert_int_equal(sbx_proto_conn_send_data(srv.c, 1, "stderr", mid, sizeof(mid), false, NULL), 0);
+	assert_int_equal(sbx_proto_conn_data_commit(srv.c, 5000, NULL), -ESTALE);
+	credit -= expect_data(base, fd, "stderr", 4, sizeof(mid));
+	assert_int_equal(sbx_proto_conn_data_room(srv.c, 1), credit - SBX_PROTO_DATA_OVERHEAD);
+	/* and the stream goes on */
+	assert_int_equal(sbx_proto_conn_data_begin(srv.c, 1, "stdout", 1000, &buf, NULL), 0);
+	fill(buf, 5, 1000);
+	assert_int_equal(sbx_proto_conn_data_commit(srv.c, 1000, NULL), 0);
+	expect_data(base, fd, "stdout", 5, 1000);
+	close(fd);
+	sbx_proto_writer_destroy(&w);
+	sbx_proto_conn_free(srv.c);
+	event_base_free(base);
+}
+
 static void test_over_credit(void **state)
 {
 	struct event_base *base = harness_base();
@@ -628,6 +714,7 @@ int main(void)
 		cmocka_unit_test(test_many_streams),
 		cmocka_unit_test(test_credit),
 		cmocka_unit_test(test_output_backpressure),
+		cmocka_unit_test(test_data_in_place),
 		cmocka_unit_test(test_over_credit),
 		cmocka_unit_test(test_max_streams_local),
 		cmocka_unit_test(test_max_streams_remote),

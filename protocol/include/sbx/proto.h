@@ -205,6 +205,11 @@ int sbx_proto_encode_hello(sbx_proto_writer *w, uint64_t max_frame, uint64_t max
 			   const char *agent, sbx_err *err);
 int sbx_proto_encode_data(sbx_proto_writer *w, uint64_t id, const char *ch,
 			  const void *data, size_t len, bool eof, size_t max_frame, sbx_err *err);
+/* A DATA frame without eof up to its payload: the caller puts the len
+ * payload bytes right after what this appends (the frame's length counts
+ * them), e.g. read straight into the output buffer. */
+int sbx_proto_encode_data_head(sbx_proto_writer *w, uint64_t id, const char *ch, size_t len,
+			       size_t max_frame, sbx_err *err);
 int sbx_proto_encode_credit(sbx_proto_writer *w, uint64_t id, uint64_t n, sbx_err *err);
 int sbx_proto_encode_cancel(sbx_proto_writer *w, uint64_t id, sbx_err *err);
 int sbx_proto_encode_err(sbx_proto_writer *w, uint64_t id, sbx_proto_code code,

@@ -85,6 +85,15 @@ size_t sbx_proto_conn_data_room(const sbx_proto_conn *c, uint64_t id);
  * sent). eof with len 0 is always allowed. -ENOENT if id is not open. */
 int sbx_proto_conn_send_data(sbx_proto_conn *c, uint64_t id, const char *ch,
 			     const void *data, size_t len, bool eof, sbx_err *err);
+/* The same without a copy through the caller: _data_begin reserves in the
+ * connection's output a DATA frame (no eof) for up to max payload bytes on
+ * ch (1 <= max <= data_room) and gives where they go (e.g. for read(2));
+ * _data_commit sends the first n of them (0: nothing is sent). Nothing else
+ * may be sent on the connection in between: that drops the reservation and
+ * the commit fails with -ESTALE, sending nothing. */
+int sbx_proto_conn_data_begin(sbx_proto_conn *c, uint64_t id, const char *ch, size_t max,
+			      void **buf, sbx_err *err);
+int sbx_proto_conn_data_commit(sbx_proto_conn *c, size_t n, sbx_err *err);
 /* EVENT (args: encoded map), charged like data; -EAGAIN without credit. */
 int sbx_proto_conn_send_event(sbx_proto_conn *c, uint64_t id, const void *map,
 			      size_t map_len, sbx_err *err);
