@@ -14,6 +14,14 @@
 #include "log.h"
 #include "tree_holder.h"
 
+/* A holder asked to kill that is still there after this long is killed
+ * itself (a root command may have stopped it); its tree then goes to the
+ * agent, which sweeps it (sweep_escaped). */
+#define KILL_DEADLINE_MS 1000
+/* How often, and at most how many times, what escaped is swept again. */
+#define ESCAPED_PAUSE_MS 5
+#define ESCAPED_ROUNDS_MAX 400
+
 struct agent_tree {
 	agent_tree *prev, *next;   /* holders list, while the holder lives */
 	unsigned refs;
@@ -23,14 +31,19 @@ struct agent_tree {
 	struct event *report_ev;
 	bool cmd_done;             /* exited had its call */
 	bool stashed;              /* the end, held until the leaving holder is reaped */
+	bool broken;               /* the holder was killed: its tree went to the agent */
 	int stash_status;
 	struct rusage stash_ru;
 	agent_tree_cbs cbs;        /* zeroed when the owner leaves */
 	void *ud;
+	struct event_base *base;
+	struct event *deadline;    /* armed by a kill, until the holder is reaped */
 };
 
 static agent_tree *holders;
 static size_t nholders;
+static struct event *escaped_ev;
+static unsigned escaped_rounds;
 
 static void list_add(agent_tree *t)
 {
@@ -124,6 +137,46 @@ static void report_cb(evutil_socket_t fd, short what, void *ud)
 	agent_tree_unref(t);
 }
 
+static bool is_holder(pid_t pid, void *ud)
+{
+	for (agent_tree *t = holders; t; t = t->next)
+		if (t->holder == pid)
+			return true;
+	return false;
+}
+
+/* A holder only ever leaves by _exit once its tree is empty. One that was
+ * killed (by a root command, or by the agent past KILL_DEADLINE_MS) left
+ * its tree to its nearest subreaper: the agent. The agent's only other
+ * children are holders, so every child that is not one, and everything
+ * below it, is what escaped: killed at once, then swept again (as a holder
+ * sweeps) until nothing is left, so that killing its holder only ends a
+ * command sooner. */
+static void sweep_escaped(evutil_socket_t fd, short what, void *ud)
+{
+	struct timeval pause = { 0, ESCAPED_PAUSE_MS * 1000 };
+	size_t n = agent_tree_sweep(getpid(), is_holder, NULL);
+
+	if (n == 0 || !escaped_ev) {
+		escaped_rounds = 0;
+		return;
+	}
+	if (++escaped_rounds > ESCAPED_ROUNDS_MAX) {
+		agent_log_warn("%zu processes of killed holders' trees are still there", n);
+		escaped_rounds = 0;
+		return;
+	}
+	evtimer_add(escaped_ev, &pause);
+}
+
+static void escaped_start(struct event_base *base)
+{
+	if (!escaped_ev)
+		escaped_ev = evtimer_new(base, sweep_escaped, NULL);
+	escaped_rounds = 0;
+	sweep_escaped(-1, 0, NULL);
+}
+
 /* The holder was reaped: its tree is over. If it died before reporting
  * the command (a root command killed it), the command is ended as killed. */
 static void holder_exit(pid_t pid, int status, const struct rusage *ru, void *ud)
@@ -132,20 +185,37 @@ static void holder_exit(pid_t pid, int status, const struct rusage *ru, void *ud
 
 	t->holder = 0;
 	list_del(t);
+	if (t->deadline)
+		event_del(t->deadline);
 	drain_report(t);
 	close_report(t);
 	if (t->stashed)
 		deliver(t, t->stash_status, &t->stash_ru);
+	if (WIFSIGNALED(status)) {
+		agent_log_warn("the holder of %d was killed (signal %d)%s", (int)t->cmd, WTERMSIG(status),
+			       t->cmd_done ? "" : " before its command");
+		t->broken = true;
+		escaped_start(t->base);
+	}
 	if (!t->cmd_done) {
 		struct rusage none;
 
-		agent_log_warn("the holder of %d died (status 0x%x) before its command", (int)t->cmd, status);
-		if (t->cmd > 0 && kill(-t->cmd, SIGKILL) < 0 && errno != ESRCH)
-			agent_log_warn("kill group %d: %s", (int)t->cmd, strerror(errno));
 		memset(&none, 0, sizeof(none));
 		deliver(t, SIGKILL, &none); /* as WIFSIGNALED with SIGKILL */
 	}
 	agent_tree_unref(t);
+}
+
+static void kill_deadline(evutil_socket_t fd, short what, void *ud)
+{
+	agent_tree *t = ud;
+
+	if (t->holder <= 0)
+		return;
+	agent_log_warn("the holder of %d did not end its tree within %d ms: killing it", (int)t->cmd,
+		       KILL_DEADLINE_MS);
+	if (kill(t->holder, SIGKILL) < 0 && errno != ESRCH)
+		agent_log_warn("kill holder %d: %s", (int)t->holder, strerror(errno));
 }
 
 int agent_tree_spawn(struct event_base *base, const agent_tree_cmd *cmd, const agent_tree_cbs *cbs, void *ud,
@@ -162,6 +232,7 @@ int agent_tree_spawn(struct event_base *base, const agent_tree_cmd *cmd, const a
 	t->refs = 1;
 	t->cbs = *cbs;
 	t->ud = ud;
+	t->base = base;
 	if (pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0) {
 		free(t);
 		return sbx_err_sys(err, -errno, "pipe for the command's holder");
@@ -236,20 +307,30 @@ void agent_tree_unref(agent_tree *t)
 	if (!t || --t->refs > 0)
 		return;
 	close_report(t);
+	if (t->deadline)
+		event_free(t->deadline);
 	free(t);
 }
 
 int agent_tree_kill(agent_tree *t, sbx_err *err)
 {
-	if (t->holder > 0) {
-		if (kill(t->holder, AGENT_TREE_SIG_KILL) < 0 && errno != ESRCH)
-			return sbx_err_sys(err, -errno, "kill the tree of %d", (int)t->cmd);
+	struct timeval tv = { KILL_DEADLINE_MS / 1000, (KILL_DEADLINE_MS % 1000) * 1000 };
+
+	if (t->holder <= 0) {
+		/* A killed holder's tree was swept when it was reaped;
+		 * again, for what may have been missed. */
+		if (t->broken)
+			escaped_start(t->base);
 		return 0;
 	}
-	/* The holder is gone but the command was not reported: only its
-	 * group is left to reach. */
-	if (!t->cmd_done && t->cmd > 0 && kill(-t->cmd, SIGKILL) < 0 && errno != ESRCH)
-		return sbx_err_sys(err, -errno, "kill process group %d", (int)t->cmd);
+	if (kill(t->holder, AGENT_TREE_SIG_KILL) < 0 && errno != ESRCH)
+		return sbx_err_sys(err, -errno, "kill the tree of %d", (int)t->cmd);
+	/* A stopped holder acts only once continued. */
+	(void)kill(t->holder, SIGCONT);
+	if (!t->deadline)
+		t->deadline = evtimer_new(t->base, kill_deadline, t);
+	if (t->deadline && !evtimer_pending(t->deadline, NULL))
+		evtimer_add(t->deadline, &tv);
 	return 0;
 }
 
@@ -280,6 +361,12 @@ void agent_tree_discard_all(void)
 		memset(&t->cbs, 0, sizeof(t->cbs));
 		list_del(t);
 		close_report(t);
+		if (t->deadline)
+			event_del(t->deadline);
 		agent_tree_unref(t);
+	}
+	if (escaped_ev) {
+		event_free(escaped_ev);
+		escaped_ev = NULL;
 	}
 }

@@ -23,9 +23,16 @@
  * pids that are not its own (procps' ps fails) unless it also got a mount
  * namespace with its own /proc, hiding every other command's processes.)
  *
- * Limits: the holder runs as root with the agent's capabilities, so a
- * command that is root (allow_root) can kill it; its tree then goes to the
- * agent and a kill reaches only the command's process group.
+ * A root command (allow_root) can signal its holder (both are uid 0, so
+ * no capability is needed: dropping CAP_KILL would not stop it, and with
+ * CAP_SETUID it could take any uid the holder might have). So killing or
+ * stopping its holder is made harmless rather than impossible: a holder
+ * only ever leaves by itself, so one that was killed left its tree to the
+ * agent (the nearest subreaper), whose only other children are holders;
+ * the agent then kills everything below it that is not a holder, as a
+ * holder sweeps, and ends the command as killed. A holder asked to kill
+ * gets SIGCONT too, and if it is still there a second later (stopped
+ * again) the agent kills it, which comes to the same sweep.
  *
  * This module owns holders, the report pipe and tree kills; it must not know
  * about the command's stdio, sinks or the protocol. Loop thread only. */

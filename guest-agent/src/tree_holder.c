@@ -150,19 +150,21 @@ static void push_all_children(pid_t pid, pid_t *stack, size_t *sp)
  * is killed it cannot fork any more, so the children read after the kill
  * are all it will ever have. A process that exits by itself before it is
  * reached leaves its children to us; the next sweep finds them. */
-static void sweep(pid_t self)
+size_t agent_tree_sweep(pid_t root, bool (*spare)(pid_t pid, void *ud), void *ud)
 {
 	static pid_t stack[SWEEP_MAX];
-	size_t sp = 0;
+	size_t sp = 0, killed = 0;
 
-	push_all_children(self, stack, &sp);
+	push_all_children(root, stack, &sp);
 	while (sp > 0) {
 		pid_t p = stack[--sp];
 
-		if (kill(p, SIGKILL) < 0)
+		if ((spare && spare(p, ud)) || kill(p, SIGKILL) < 0)
 			continue;
+		killed++;
 		push_all_children(p, stack, &sp);
 	}
+	return killed;
 }
 
 /* The command cannot be started: say why on its stderr, end it as a shell
@@ -287,7 +289,7 @@ void agent_tree_holder_run(const agent_tree_cmd *cmd, int report_fd)
 		if (p < 0 && errno == ECHILD)
 			_exit(0);
 		if (kill_requested)
-			sweep(self);
+			agent_tree_sweep(self, NULL, NULL);
 		/* A pending SIGCHLD or kill request ends the wait at once. */
 		ppoll(NULL, 0, kill_requested ? &pause : NULL, &wait_mask);
 	}

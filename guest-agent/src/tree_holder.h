@@ -6,6 +6,8 @@
 #ifndef AGENT_TREE_HOLDER_H
 #define AGENT_TREE_HOLDER_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/resource.h>
 
@@ -29,6 +31,11 @@ typedef struct agent_tree_msg {
 
 /* Agent -> holder: SIGKILL the tree, then leave. */
 #define AGENT_TREE_SIG_KILL SIGUSR1
+
+/* SIGKILL every descendant of root (not root), parents first, except the
+ * subtrees of the pids spare (optional) says to keep. Returns how many were
+ * signalled (zombies count). No allocation: the holder and the agent. */
+size_t agent_tree_sweep(pid_t root, bool (*spare)(pid_t pid, void *ud), void *ud);
 
 /* Run as the holder: fork the command, report on report_fd, reap, kill on
  * request. Never returns. */

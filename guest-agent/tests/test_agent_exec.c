@@ -226,6 +226,54 @@ static void lost_connection_kills_setsid_grandchildren(void **state)
 	tree_gone(fx);
 }
 
+/* Run cmd as root, with these sleeps of its tree seen running, to its end
+ * by SIGKILL; then none of them, nor a zombie, may be left. */
+static tc_stream *root_tree_ends(fixture *fx, const char *cmd, uint64_t timeout_ms, const char *const *sleeps)
+{
+	tc_client *c = fx_client(fx, 0);
+	tc_exec_opts o = { .cmd = cmd, .user = "root", .allow_root = true, .timeout_ms = timeout_ms };
+	tc_stream *s = tc_exec(c, &o);
+
+	assert_non_null(s);
+	/* Proof that there is a tree to escape with. */
+	for (size_t i = 0; sleeps[i]; i++)
+		fx_wait_procs(fx, sleeps[i], 1);
+	assert_true(tc_wait(c, s, FX_WAIT_MS));
+	assert_false(s->failed);
+	assert_true(s->signaled);
+	assert_int_equal(s->signal, SIGKILL);
+	for (size_t i = 0; sleeps[i]; i++)
+		fx_wait_procs(fx, sleeps[i], 0);
+	fx_wait_no_zombies(fx, 1);
+	return s;
+}
+
+/* A root command can signal its holder (same uid). Killing it escapes
+ * nothing: what the tree held, a setsid'd grandchild included, is killed
+ * with it, and the command ends as killed. */
+static void root_killing_its_holder_ends_the_tree(void **state)
+{
+	static const char *const sleeps[] = { "sleep 316", "sleep 317", NULL };
+	fixture *fx = *state;
+
+	root_tree_ends(fx, "(setsid sleep 316 </dev/null >/dev/null 2>&1 &); sleep 317 & sleep 1; kill -9 $PPID; sleep 318",
+		       0, sleeps);
+	fx_wait_procs(fx, "sleep 318", 0);
+	/* Commands after it run as before. */
+	assert_int_equal(fx_run_cmd(fx, "exit 5")->exit_code, 5);
+}
+
+/* A stopped holder is continued by a kill: the timeout still ends all. */
+static void root_stopping_its_holder_still_times_out(void **state)
+{
+	static const char *const sleeps[] = { "sleep 319", "sleep 320", NULL };
+	fixture *fx = *state;
+	tc_stream *s = root_tree_ends(fx, "(setsid sleep 319 </dev/null >/dev/null 2>&1 &); kill -STOP $PPID; sleep 320",
+				      1500, sleeps);
+
+	assert_true(s->timed_out);
+}
+
 static void nothing_left_when_answered(void **state)
 {
 	fixture *fx = *state;
@@ -527,6 +575,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(timeout_kills_setsid_grandchildren, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(cancel_kills_setsid_grandchildren, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(lost_connection_kills_setsid_grandchildren, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(root_killing_its_holder_ends_the_tree, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(root_stopping_its_holder_still_times_out, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(nothing_left_when_answered, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(leftovers_of_a_finished_exec_live_on, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(tree_kill_with_container_caps, fx_setup_container_caps, fx_teardown),

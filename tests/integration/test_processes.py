@@ -66,10 +66,14 @@ class Output:
             yield ev, data
 
 
-class Processes(unittest.TestCase):
+class ProcessHelpers:
+    """One supervisor (flags: EXTRA) and sandbox per class, and the requests
+    the tests share."""
+    EXTRA = ()
+
     @classmethod
     def setUpClass(cls):
-        cls.sup = Supervisor(SUP, AGENT, pool_size=1)
+        cls.sup = Supervisor(SUP, AGENT, pool_size=1, extra=list(cls.EXTRA))
         cls.addClassCleanup(cls.sup.cleanup)
         cls.sup.start()
         cls.sup.wait_ready()
@@ -81,6 +85,15 @@ class Processes(unittest.TestCase):
         stop_clean(cls.sup)
 
     # ---- helpers ----
+    def marked(self, root, marker):
+        """Pids below the agent (host pid root) whose command line has marker."""
+        return [pid for pid, _ in descendants(root) if marker in cmdline(pid)]
+
+    def marked_sleeps(self, root, marker):
+        """The first argument of each marked sleep, sorted."""
+        return sorted(cmdline(x).split()[1] for x in self.marked(root, marker)
+                      if cmdline(x).startswith("sleep "))
+
     def req(self, method, path, body=None, **kw):
         return self.sup.request(method, self.base + path, body, **kw)
 
@@ -145,6 +158,12 @@ class Processes(unittest.TestCase):
                 offset = d["to"]
         return data, offset
 
+    def wait_none_marked(self, root, marker, timeout=10):
+        deadline = time.monotonic() + timeout
+        while self.marked(root, marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(self.marked(root, marker), [])
+
     def wait_output(self, pid, needle, timeout=30):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -154,7 +173,9 @@ class Processes(unittest.TestCase):
             time.sleep(0.05)
         raise AssertionError("%r never appeared in the output of %d" % (needle, pid))
 
-    # ---- tests ----
+
+
+class Processes(ProcessHelpers, unittest.TestCase):
     def test_start_list_get_and_exit_status(self):
         p = self.start(cmd="echo hello; exit 3", tag="status-test")
         self.assertEqual(p["tag"], "status-test")
@@ -345,23 +366,14 @@ class Processes(unittest.TestCase):
         marker = "4242.%d" % (os.getpid() % 1000)
         p = self.start(cmd="(setsid sh -c 'sleep 1%s & exit' &); sleep 2%s" % (marker, marker))
         root = agent_pid(self.sup.state_dir, self.sb["id"])
-
-        def tree():
-            return [pid for pid, _ in descendants(root) if marker in cmdline(pid)]
-
-        def sleeps():
-            return sorted(cmdline(x).split()[1] for x in tree() if cmdline(x).startswith("sleep "))
         deadline = time.monotonic() + 30
-        while len(sleeps()) < 2 and time.monotonic() < deadline:
+        while len(self.marked_sleeps(root, marker)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         # The grandchild (its own session) and the child both run.
-        self.assertEqual(sleeps(), ["1" + marker, "2" + marker])
+        self.assertEqual(self.marked_sleeps(root, marker), ["1" + marker, "2" + marker])
         st, _, b = self.req("DELETE", "/%d" % p["pid"])
         self.assertEqual(st, 204, b)
-        deadline = time.monotonic() + 10
-        while tree() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.assertEqual(tree(), [])
+        self.wait_none_marked(root, marker)
         d = self.get(p["pid"])
         self.assertEqual(d["state"], "exited")
         self.assertEqual(d["signal"], "KILL")
@@ -436,6 +448,43 @@ class Processes(unittest.TestCase):
         self.assertEqual(st, 404, b)
         # The process went on through all of that.
         self.assertEqual(self.get(pid)["state"], "running")
+
+
+class RootProcesses(ProcessHelpers, unittest.TestCase):
+    """A supervisor with --allow-root: background processes run as root when
+    asked, and a root command that kills its own holder takes its whole tree
+    down with it instead of escaping the kill."""
+    EXTRA = ("--allow-root",)
+
+    def test_root_when_allowed(self):
+        p = self.start(cmd="id -u", user="root")
+        self.assertEqual(self.wait_exited(p["pid"])["exit_code"], 0)
+        self.assertEqual(self.check_contiguous(self.read(p["pid"]), 0)[0], b"0\n")
+        q = self.start(cmd="id -u")
+        self.wait_exited(q["pid"])
+        self.assertEqual(self.check_contiguous(self.read(q["pid"]), 0)[0], b"1000\n")
+
+    def test_killing_its_holder_escapes_nothing(self):
+        marker = "4343.%d" % (os.getpid() % 1000)
+        p = self.start(cmd="(setsid sh -c 'sleep 1%s & exit' &); sleep 3%s & sleep 1; kill -9 $PPID; sleep 2%s"
+                       % (marker, marker, marker), user="root")
+        root = agent_pid(self.sup.state_dir, self.sb["id"])
+        deadline = time.monotonic() + 30
+        seen = set()
+        while time.monotonic() < deadline and not seen >= {"1" + marker, "3" + marker}:
+            seen.update(self.marked_sleeps(root, marker))
+            time.sleep(0.02)
+        # Proof of a tree to escape with: the setsid grandchild and a child.
+        self.assertGreaterEqual(seen, {"1" + marker, "3" + marker})
+        d = self.wait_exited(p["pid"])
+        self.assertEqual(d["signal"], "KILL")
+        # Nothing of it survives its holder, not even the other session.
+        self.wait_none_marked(root, marker)
+        st, _, b = self.req("DELETE", "/%d" % p["pid"])
+        self.assertEqual(st, 204, b)
+        # The sandbox goes on.
+        st, _, b = self.sup.exec(self.sb["id"], argv=["true"])
+        self.assertEqual(st, 200, b)
 
 
 if __name__ == "__main__":
