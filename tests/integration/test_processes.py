@@ -482,6 +482,15 @@ class RootProcesses(ProcessHelpers, unittest.TestCase):
         self.wait_none_marked(root, marker)
         st, _, b = self.req("DELETE", "/%d" % p["pid"])
         self.assertEqual(st, 204, b)
+        # The same through POST /exec: answered as killed long before its
+        # timeout, with nothing left.
+        t0 = time.monotonic()
+        st, _, b = self.sup.exec(self.sb["id"], user="root", timeout=60,
+                                 cmd="(setsid sh -c 'sleep 4%s & exit' &); sleep 1; kill -9 $PPID; sleep 5%s"
+                                 % (marker, marker))
+        self.assertEqual((st, b.get("signal"), b.get("timed_out")), (200, "KILL", False), b)
+        self.assertLess(time.monotonic() - t0, 30)
+        self.wait_none_marked(root, marker)
         # The sandbox goes on.
         st, _, b = self.sup.exec(self.sb["id"], argv=["true"])
         self.assertEqual(st, 200, b)
