@@ -48,6 +48,7 @@ void sup_config_usage(const char *prog)
 	       "  --agent PATH           sandbox-agent binary (default: beside this binary)\n"
 	       "  --token T              API token (default: <state-dir>/token, made at first start)\n"
 	       "  --max-body SIZE        largest request body (default 1M)\n"
+	       "  --max-upload SIZE      largest upload, PUT /files (default: no limit)\n"
 	       "  --policy FILE          file access policy, JSON (default: /workspace, /tmp,\n"
 	       "                         /home/sandbox read-write)\n"
 	       "  --max-output SIZE      captured bytes per stream of an exec (default 16M)\n"
@@ -167,7 +168,7 @@ enum {
 	OPT_LISTEN = 256, OPT_STATE_DIR, OPT_POOL_SIZE, OPT_POOL_IMAGES, OPT_RUNTIME, OPT_AGENT,
 	OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_OUTPUT, OPT_MAX_OUTPUT_TOTAL, OPT_MAX_EXECS, OPT_ALLOW_ROOT, OPT_MAX_SANDBOXES, OPT_WORKERS,
 	OPT_ACQUIRE_TIMEOUT, OPT_READY_TIMEOUT, OPT_MAX_TIMEOUT, OPT_LOG_LEVEL, OPT_PRINT_EXAMPLE, OPT_HELP,
-	OPT_VERSION, OPT_POLICY,
+	OPT_VERSION, OPT_POLICY, OPT_MAX_UPLOAD,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -181,6 +182,7 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "agent", required_argument, NULL, OPT_AGENT },
 		{ "token", required_argument, NULL, OPT_TOKEN },
 		{ "max-body", required_argument, NULL, OPT_MAX_BODY },
+		{ "max-upload", required_argument, NULL, OPT_MAX_UPLOAD },
 		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 		{ "max-output-total", required_argument, NULL, OPT_MAX_OUTPUT_TOTAL },
@@ -242,6 +244,11 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			if (sz < 1024)
 				return sbx_err_set(err, -EINVAL, "--max-body: at least 1024");
 			c->max_body = (size_t)sz;
+			break;
+		case OPT_MAX_UPLOAD:
+			if (sup_config_parse_size(optarg, UINT64_MAX / 2, &sz, err) < 0)
+				return sbx_err_wrap(err, "--max-upload");
+			c->max_upload = sz;
 			break;
 		case OPT_MAX_OUTPUT:
 			if (sup_config_parse_size(optarg, 1ull << 30, &sz, err) < 0)

@@ -24,6 +24,7 @@ typedef struct sup_config {
 	const char *token;         /* NULL: <state_dir>/token */
 	const char *policy_file;   /* NULL: the built-in file access policy */
 	size_t max_body;           /* request body bytes accepted */
+	uint64_t max_upload;       /* bytes per PUT /files; 0: no limit */
 	size_t max_output;         /* captured bytes per stream of an exec */
 	size_t max_output_total;   /* captured bytes of all execs in flight */
 	unsigned max_execs;        /* execs in flight per sandbox */

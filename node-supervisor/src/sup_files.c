@@ -12,6 +12,7 @@
 #include "sbx/cleanup.h"
 #include "sbx/proto.h"
 #include "sup_files_int.h"
+#include "sup_httpin.h"
 #include "sup_log.h"
 #include "sup_path.h"
 #include "sup_text.h"
@@ -63,6 +64,7 @@ static const char *route_name(sup_files_route rt)
 	case SUP_FILES_MOVE: return "POST fs/move";
 	case SUP_FILES_CHMOD: return "POST fs/chmod";
 	case SUP_FILES_SEARCH: return "POST fs/search";
+	case SUP_FILES_PUT: return "PUT files";
 	}
 	return "?";
 }
@@ -79,6 +81,8 @@ void sup_fq_log(const sup_fq *q, int status, const char *extra)
 
 void sup_fq_free(sup_fq *q)
 {
+	if (q->in)
+		sup_httpin_stop(q->in); /* an upload answered early: drop the rest */
 	if (q->chunk)
 		evbuffer_free(q->chunk);
 	free(q);
@@ -476,7 +480,7 @@ static void simple_done(int rc, const msgpack_object *result, const sbx_err *err
 static const sup_core_call_cbs simple_cbs = { .on_done = simple_done };
 
 /* Start opname with a (destroyed here) on q's sandbox. */
-void sup_fq_call(sup_fq *q, const char *opname, sup_fargs *a, const sup_core_call_cbs *cbs)
+int sup_fq_call(sup_fq *q, const char *opname, sup_fargs *a, const sup_core_call_cbs *cbs)
 {
 	sbx_err err;
 	sbx_err_clear(&err);
@@ -485,6 +489,7 @@ void sup_fq_call(sup_fq *q, const char *opname, sup_fargs *a, const sup_core_cal
 	msgpack_sbuffer_destroy(&a->sb);
 	if (rc < 0)
 		sup_fq_fail(q, &err, q->m.path);
+	return rc;
 }
 
 /* ---- JSON bodies ---- */
@@ -729,6 +734,21 @@ static void r_search(sup_fq *q)
 	sup_fq_call(q, "fs.search", &a, &simple_cbs);
 }
 
+static void r_put(sup_fq *q)
+{
+	static const char *const keys[] = { "path", "mode", "parents", "overwrite", NULL };
+	q->in = sup_httpin_upload_of(q->req);
+	if (!query_keys_ok(q, keys) || query_path(q, SUP_POLICY_WRITE, &q->m) < 0)
+		return;
+	int parents = query_flag(q, "parents", false);
+	int ow = parents < 0 ? -1 : query_flag(q, "overwrite", true);
+	if (ow < 0)
+		return;
+	q->put_parents = parents;
+	q->put_overwrite = ow;
+	sup_files_put(q);
+}
+
 static void r_get(sup_fq *q)
 {
 	if (!query_keys_ok(q, q_path) || query_path(q, SUP_POLICY_READ, &q->m) < 0)
@@ -753,6 +773,10 @@ void sup_files_handle(sup_files *f, sup_files_route rt, struct evhttp_request *r
 	case SUP_FILES_GET:
 		q->opname = "read";
 		r_get(q);
+		break;
+	case SUP_FILES_PUT:
+		q->opname = "write";
+		r_put(q);
 		break;
 	case SUP_FILES_DELETE:
 		q->opname = "remove";

@@ -26,11 +26,15 @@ typedef enum sup_files_route {
 	SUP_FILES_MOVE,    /* POST /fs/move */
 	SUP_FILES_CHMOD,   /* POST /fs/chmod */
 	SUP_FILES_SEARCH,  /* POST /fs/search */
+	SUP_FILES_PUT,     /* PUT /files (streamed upload) */
 } sup_files_route;
 
 /* policy is borrowed and must outlive the result. */
 sup_files *sup_files_new(sup_core *core, const sup_policy *policy);
 void sup_files_free(sup_files *f);
+/* Uploads: at most max_upload bytes (0: no limit); a body evhttp read
+ * whole itself at most max_body. */
+void sup_files_set_limits(sup_files *f, uint64_t max_upload, size_t max_body);
 
 /* Answer req (sandbox id) on route rt; req is ours from here. */
 void sup_files_handle(sup_files *f, sup_files_route rt, struct evhttp_request *req,

@@ -17,6 +17,8 @@ struct evbuffer;
 struct sup_files {
 	sup_core *core;
 	const sup_policy *policy;
+	uint64_t max_upload; /* bytes per upload; 0: no limit */
+	size_t max_body;     /* an upload evhttp read whole */
 };
 
 /* The one tenant until tokens map to tenants. */
@@ -44,6 +46,12 @@ typedef struct sup_fq {
 	uint64_t length;     /* bytes promised (Content-Length) */
 	uint64_t sent;
 	size_t owed;         /* credit held back until the connection drains */
+	/* upload */
+	struct sup_httpin *in; /* the body on the connection (stopped when q is freed); NULL: read whole */
+	uint64_t put_got;    /* body bytes the agent took */
+	bool put_parents;
+	bool put_overwrite;
+	bool put_eof;        /* the last frame went */
 } sup_fq;
 
 /* Reply status with a JSON body (reference taken; NULL none) and free q. */
@@ -79,9 +87,10 @@ void sup_fargs_begin(sup_fargs *a, size_t n, const sup_policy_match *m);
 void sup_fargs_uint(sup_fargs *a, const char *k, uint64_t v);
 void sup_fargs_bool(sup_fargs *a, const char *k, bool v);
 /* Start opname with a (destroyed here) on q's sandbox; q->op is the call.
- * An immediate failure is answered (q freed). */
-void sup_fq_call(sup_fq *q, const char *opname, sup_fargs *a, const sup_core_call_cbs *cbs);
+ * An immediate failure is answered (q freed) and returned (< 0). */
+int sup_fq_call(sup_fq *q, const char *opname, sup_fargs *a, const sup_core_call_cbs *cbs);
 
 void sup_files_get(sup_fq *q);
+void sup_files_put(sup_fq *q);
 
 #endif

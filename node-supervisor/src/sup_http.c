@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "sup_httpin.h"
 #include "sup_log.h"
 #include "sup_procs.h"
 #include "sup_stream.h"
@@ -36,6 +37,7 @@ struct sup_http {
 	bool stopping;
 	struct rq_list waiting;
 	sup_procs *procs; /* background processes (sup_procs answers those requests) */
+	sup_httpin_cfg in_cfg; /* which requests stream their body (uploads) */
 };
 
 /* One request, from routing to its single reply. Whoever sends the reply
@@ -509,6 +511,7 @@ static void files_take(rq *r, const char *id, sup_files_route rt)
 
 static void h_files_get(rq *r, const char *id) { files_take(r, id, SUP_FILES_GET); }
 static void h_files_delete(rq *r, const char *id) { files_take(r, id, SUP_FILES_DELETE); }
+static void h_files_put(rq *r, const char *id) { files_take(r, id, SUP_FILES_PUT); }
 static void h_fs_stat(rq *r, const char *id) { files_take(r, id, SUP_FILES_STAT); }
 static void h_fs_list(rq *r, const char *id) { files_take(r, id, SUP_FILES_LIST); }
 static void h_fs_mkdir(rq *r, const char *id) { files_take(r, id, SUP_FILES_MKDIR); }
@@ -548,6 +551,7 @@ static const route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/exec", h_exec },
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/files", h_files_get },
 	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/{id}/files", h_files_delete },
+	{ EVHTTP_REQ_PUT, "/v1/sandboxes/{id}/files", h_files_put },
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/fs/stat", h_fs_stat },
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/fs/list", h_fs_list },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/fs/mkdir", h_fs_mkdir },
@@ -620,6 +624,15 @@ int sup_http_route(const char *method, const char *path, char *id, size_t id_siz
 		path_found = true;
 	}
 	return path_found ? -EPERM : -ENOENT;
+}
+
+/* sup_httpin asks this for every request head: uploads stream their body. */
+static bool is_upload(const char *method, const char *path, void *ud)
+{
+	char id[SUP_ID_MAX + 16];
+	(void)ud;
+	int ri = sup_http_route(method, path, id, sizeof(id), NULL, 0);
+	return ri >= 0 && routes[ri].handler == h_files_put;
 }
 
 static bool needs_auth(const char *path)
@@ -719,6 +732,10 @@ sup_http *sup_http_new(struct event_base *base, sup_core *core, const sup_http_c
 	evhttp_set_flags(h->http, EVHTTP_SERVER_LINGERING_CLOSE);
 	evhttp_set_timeout(h->http, 60);
 	evhttp_set_gencb(h->http, on_request, h);
+	/* Every connection reads through sup_httpin, which keeps upload bodies
+	 * out of evhttp (it would read them whole). */
+	h->in_cfg.is_upload = is_upload;
+	evhttp_set_bevcb(h->http, sup_httpin_bevcb, &h->in_cfg);
 	h->sock = evhttp_bind_socket_with_handle(h->http, cfg->host, cfg->port);
 	if (!h->sock) {
 		sbx_err_sys(err, errno ? -errno : -EADDRNOTAVAIL, "listen on %s:%u", cfg->host,

@@ -223,6 +223,7 @@ int main(int argc, char **argv)
 		sbx_err_set(&err, -ENOMEM, "file API");
 		goto fail;
 	}
+	sup_files_set_limits(files, cfg.max_upload, cfg.max_body);
 	sup_http_cfg hcfg = {
 		.files = files,
 		.host = cfg.listen_host,

@@ -110,7 +110,7 @@ sup_stream *sup_stream_start(struct evhttp_request *req, sup_stream_fmt fmt, siz
 		 * response moves up to hwm per write instead. */
 		struct bufferevent *bev = evhttp_connection_get_bufferevent(s->evcon);
 		if (bev)
-			bufferevent_set_max_single_write(bev, s->hwm);
+			bufferevent_set_max_single_write(bufferevent_get_underlying(bev) ?: bev, s->hwm);
 	} else {
 		s->gone = true;
 	}
