@@ -63,11 +63,15 @@ static int own_caps(uint64_t *permitted, uint64_t *effective)
 	return 0;
 }
 
+/* Read once: a process's bounding set never grows, and dropping a
+ * capability that is already out still succeeds, so a set read earlier
+ * is never short of one to drop. */
 static uint64_t own_bounding_set(void)
 {
-	uint64_t set = 0;
+	static uint64_t set;
+	static bool known;
 
-	for (unsigned cap = 0; cap < CAP_SLOTS; cap++) {
+	for (unsigned cap = 0; !known && cap < CAP_SLOTS; cap++) {
 		int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
 
 		if (in < 0)
@@ -75,6 +79,7 @@ static uint64_t own_bounding_set(void)
 		if (in)
 			set |= 1ULL << cap;
 	}
+	known = true;
 	return set;
 }
 
@@ -122,6 +127,7 @@ int agent_jail_prepare(const agent_jail_spec *spec, agent_jail *out, sbx_err *er
 		return sbx_err_sys(err, rc, "read the agent's capabilities");
 	if (out->user.uid == 0)
 		out->caps = AGENT_JAIL_ROOT_CAPS & permitted & own_bounding_set();
+	out->bset_drop = own_bounding_set() & ~out->caps;
 	rc = prepare_rlimits(spec, effective, out, err);
 	if (rc < 0)
 		return rc;
@@ -166,17 +172,11 @@ int agent_jail_enter(const agent_jail *j, const char **step)
 		if (setrlimit(j->rlimits[i].resource, &j->rlimits[i].lim) < 0)
 			return failed(step, j->rlimits[i].step);
 	/* The bounding set needs CAP_SETPCAP, so it goes before setresuid
-	 * clears the effective set. Caps already out need no privilege. */
-	for (unsigned cap = 0; cap < CAP_SLOTS; cap++) {
-		int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
-
-		if (in < 0 && errno == EINVAL)
-			break;
-		if (in < 0)
-			return failed(step, "read the capability bounding set");
-		if (in && !(j->caps & (1ULL << cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+	 * clears the effective set. What to drop was worked out before the
+	 * fork, so the child does not read all 41 slots again. */
+	for (unsigned cap = 0; cap < CAP_SLOTS; cap++)
+		if ((j->bset_drop & (1ULL << cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
 			return failed(step, "drop from the capability bounding set");
-	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return failed(step, "clear ambient capabilities");
 	if (syscall(NR_SETGROUPS, j->user.ngroups, j->user.groups) < 0)

@@ -75,6 +75,7 @@ typedef struct agent_jail_spec {
 typedef struct agent_jail {
 	agent_jail_user user;
 	uint64_t caps; /* kept in bounding/effective/permitted; 0 unless uid 0 */
+	uint64_t bset_drop; /* the agent's bounding set less caps: dropped in the child */
 	size_t nrlimits;
 	struct {
 		int resource;     /* RLIMIT_* */

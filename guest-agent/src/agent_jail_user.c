@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
@@ -209,8 +210,96 @@ static bool valid_name(const char *s)
 	return true;
 }
 
+/* The last lookup that succeeded, reused while neither file changed: a
+ * command's exec then pays two stat calls instead of reading and parsing
+ * both files. A file changed in place within the same clock tick could
+ * keep its times (they come from a clock that moves in ticks of a few ms),
+ * so one changed in the last CACHE_SETTLE_NS is not trusted. */
+#define CACHE_PATH_MAX 256
+#define CACHE_SETTLE_NS 50000000LL
+
+typedef struct file_id {
+	bool exists;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim, ctim;
+} file_id;
+
+static struct {
+	bool valid;
+	char user[AGENT_JAIL_NAME_MAX + 1];
+	char passwd_path[CACHE_PATH_MAX], group_path[CACHE_PATH_MAX];
+	file_id passwd, group;
+	agent_jail_user result;
+} cache;
+
+/* false: not one to cache (not a regular file, or changed just now). */
+static bool identify(const char *path, file_id *id)
+{
+	struct timespec now;
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	if (stat(path, &st) < 0)
+		return errno == ENOENT;
+	if (!S_ISREG(st.st_mode) || clock_gettime(CLOCK_REALTIME, &now) < 0 ||
+	    (now.tv_sec - st.st_ctim.tv_sec) * 1000000000LL + (now.tv_nsec - st.st_ctim.tv_nsec) < CACHE_SETTLE_NS)
+		return false;
+	id->exists = true;
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	id->size = st.st_size;
+	id->mtim = st.st_mtim;
+	id->ctim = st.st_ctim;
+	return true;
+}
+
+static bool same_id(const file_id *a, const file_id *b)
+{
+	return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtim.tv_sec == b->mtim.tv_sec && a->mtim.tv_nsec == b->mtim.tv_nsec &&
+	       a->ctim.tv_sec == b->ctim.tv_sec && a->ctim.tv_nsec == b->ctim.tv_nsec;
+}
+
+static int lookup_files(const char *user, const char *passwd_path, const char *group_path,
+			agent_jail_user *out, sbx_err *err);
+
 int agent_jail_user_lookup(const char *user, const char *passwd_path, const char *group_path,
 			   agent_jail_user *out, sbx_err *err)
+{
+	file_id pw, gr;
+	bool cacheable;
+	int rc;
+
+	if (!user)
+		user = AGENT_JAIL_DEFAULT_USER;
+	if (!passwd_path)
+		passwd_path = AGENT_JAIL_PASSWD;
+	if (!group_path)
+		group_path = AGENT_JAIL_GROUP;
+	cacheable = strlen(user) <= AGENT_JAIL_NAME_MAX && strlen(passwd_path) < CACHE_PATH_MAX &&
+		    strlen(group_path) < CACHE_PATH_MAX && identify(passwd_path, &pw) && identify(group_path, &gr);
+	if (cacheable && cache.valid && strcmp(cache.user, user) == 0 && strcmp(cache.passwd_path, passwd_path) == 0 &&
+	    strcmp(cache.group_path, group_path) == 0 && same_id(&cache.passwd, &pw) && same_id(&cache.group, &gr)) {
+		*out = cache.result;
+		return 0;
+	}
+	rc = lookup_files(user, passwd_path, group_path, out, err);
+	cache.valid = rc == 0 && cacheable;
+	if (cache.valid) {
+		snprintf(cache.user, sizeof(cache.user), "%s", user);
+		snprintf(cache.passwd_path, sizeof(cache.passwd_path), "%s", passwd_path);
+		snprintf(cache.group_path, sizeof(cache.group_path), "%s", group_path);
+		cache.passwd = pw;
+		cache.group = gr;
+		cache.result = *out;
+	}
+	return rc;
+}
+
+static int lookup_files(const char *user, const char *passwd_path, const char *group_path,
+			agent_jail_user *out, sbx_err *err)
 {
 	pw_query q = { 0 };
 	gr_query g;
@@ -219,12 +308,6 @@ int agent_jail_user_lookup(const char *user, const char *passwd_path, const char
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!user)
-		user = AGENT_JAIL_DEFAULT_USER;
-	if (!passwd_path)
-		passwd_path = AGENT_JAIL_PASSWD;
-	if (!group_path)
-		group_path = AGENT_JAIL_GROUP;
 	if (!valid_name(user))
 		return sbx_err_set(err, -EINVAL, "user \"%.64s\": not a user name or uid", user);
 	numeric = strspn(user, "0123456789") == strlen(user);

@@ -42,7 +42,10 @@ typedef struct agent_jail_user {
  * "sandbox" and "root" exist even when passwd_path lacks them (1000:1000
  * /home/sandbox, 0:0 /root), so a bare image still runs commands. A missing
  * group_path means no supplementary groups. NULL paths: /etc/passwd,
- * /etc/group. -ENOENT for an unknown name, -EINVAL for a malformed one. */
+ * /etc/group. -ENOENT for an unknown name, -EINVAL for a malformed one.
+ * The last answer is kept and given again while both files keep their
+ * identity (inode, size, times) and did not change in the last 50 ms; one
+ * thread only (the agent's loop). */
 int agent_jail_user_lookup(const char *user, const char *passwd_path, const char *group_path,
 			   agent_jail_user *out, sbx_err *err);
 

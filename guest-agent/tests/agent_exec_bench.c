@@ -1,6 +1,6 @@
 /* Exec round-trip latency of the real agent: `true` run N times over one
  * connection with the blocking client (protocol/include/sbx/proto_client.h),
- * the agent as PID 1 of new namespaces (agent_ns.h). Prints p50/p90/p99.
+ * the agent as PID 1 of new namespaces (agent_ns.h). Prints p10/p50/p90/p99.
  * A measuring tool, not a test: run it by hand (root) against the static
  * binary, e.g. AGENT_BINARY=build/guest-agent/sandbox-agent agent_exec_bench 2000 */
 #include <errno.h>
@@ -69,8 +69,9 @@ int main(int argc, char **argv)
 	}
 	if (failed == 0) {
 		qsort(s, (size_t)n, sizeof(*s), cmp_double);
-		printf("exec `true` x%d via %s: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms\n", n, agent_ns_binary(),
-		       s[n / 2], s[n * 9 / 10], s[n * 99 / 100]);
+		/* p10 too: on a shared machine it moves least with the load. */
+		printf("exec `true` x%d via %s: p10 %.3f ms, p50 %.3f ms, p90 %.3f ms, p99 %.3f ms\n", n,
+		       agent_ns_binary(), s[n / 10], s[n / 2], s[n * 9 / 10], s[n * 99 / 100]);
 	}
 out:
 	if (c)

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -251,6 +252,61 @@ static void test_user_fallbacks(void **state)
 	assert_string_equal(u.home, "/root");
 	assert_int_equal(agent_jail_user_lookup("someone", nopw, nopw, &u, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "someone"));
+}
+
+/* In place, keeping the size: only the file's times say it changed. */
+static void rewrite_in_place(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, text, strlen(text), 0), (ssize_t)strlen(text));
+	close(fd);
+}
+
+static uid_t uid_of(const char *user, const char *passwd)
+{
+	agent_jail_user u;
+	sbx_err err = { 0 };
+
+	assert_int_equal(agent_jail_user_lookup(user, passwd, T.group, &u, &err), 0);
+	return u.uid;
+}
+
+/* Lookups are cached while the files are unchanged: every change is seen,
+ * a replaced file, an in-place write of the same size right after a
+ * lookup, and one long after the result was cached. */
+static void test_user_cache_sees_changes(void **state)
+{
+	struct timespec settle = { 0, 120 * 1000000L };
+	char pw[300], tmp[300];
+
+	(void)state;
+	snprintf(pw, sizeof(pw), "%s/passwd-cache", T.dir);
+	snprintf(tmp, sizeof(tmp), "%s/passwd-cache.new", T.dir);
+	assert_int_equal(jail_write_file(pw, "cu:x:1500:1500::/home/cu:/bin/sh\n", false), 0);
+	assert_int_equal(uid_of("cu", pw), 1500);
+	nanosleep(&settle, NULL);
+	assert_int_equal(uid_of("cu", pw), 1500); /* cached now */
+	assert_int_equal(uid_of("cu", pw), 1500);
+	/* Changed and settled before the next lookup: the file's identity
+	 * (inode, then times) tells. */
+	assert_int_equal(jail_write_file(tmp, "cu:x:1501:1500::/home/cu:/bin/sh\n", false), 0);
+	assert_int_equal(rename(tmp, pw), 0);
+	nanosleep(&settle, NULL);
+	assert_int_equal(uid_of("cu", pw), 1501);
+	rewrite_in_place(pw, "cu:x:1502");
+	nanosleep(&settle, NULL);
+	assert_int_equal(uid_of("cu", pw), 1502);
+	assert_int_equal(uid_of("cu", pw), 1502);
+	/* Changed just before the lookup: not trusted, read again. */
+	rewrite_in_place(pw, "cu:x:1503");
+	assert_int_equal(uid_of("cu", pw), 1503);
+	/* Another user, another file: not the cached answer. */
+	assert_int_equal(uid_of("dev", T.passwd), 1001);
+	assert_int_equal(uid_of("cu", pw), 1503);
+	assert_int_equal(unlink(pw), 0);
+	assert_int_equal(uid_of("sandbox", pw), 1000);
 }
 
 static void test_user_errors(void **state)
@@ -763,6 +819,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_user_numeric, test_teardown),
 		cmocka_unit_test_teardown(test_user_fallbacks, test_teardown),
 		cmocka_unit_test_teardown(test_user_errors, test_teardown),
+		cmocka_unit_test_teardown(test_user_cache_sees_changes, test_teardown),
 		cmocka_unit_test_teardown(test_user_overlong_line, test_teardown),
 		cmocka_unit_test_teardown(test_root_needs_allow_root, test_teardown),
 		cmocka_unit_test_teardown(test_rlimit_checks, test_teardown),
