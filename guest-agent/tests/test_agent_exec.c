@@ -263,12 +263,16 @@ static void root_killing_its_holder_ends_the_tree(void **state)
 	assert_int_equal(fx_run_cmd(fx, "exit 5")->exit_code, 5);
 }
 
-/* A stopped holder is continued by a kill: the timeout still ends all. */
+/* A holder stopped again and again (a subshell's $PPID is the holder too):
+ * a kill continues it, and kills it if it is still there a second later;
+ * either way the timeout ends all of the tree. */
 static void root_stopping_its_holder_still_times_out(void **state)
 {
 	static const char *const sleeps[] = { "sleep 319", "sleep 320", NULL };
 	fixture *fx = *state;
-	tc_stream *s = root_tree_ends(fx, "(setsid sleep 319 </dev/null >/dev/null 2>&1 &); kill -STOP $PPID; sleep 320",
+	tc_stream *s = root_tree_ends(fx,
+				      "(setsid sleep 319 </dev/null >/dev/null 2>&1 &); "
+				      "(while :; do kill -STOP $PPID; sleep 0.01; done) & sleep 320",
 				      1500, sleeps);
 
 	assert_true(s->timed_out);
