@@ -141,6 +141,73 @@ long bench_http_stream(bench_http *h, const char *path, const char *body, size_t
 	return status;
 }
 
+typedef struct zero_source {
+	size_t left;
+} zero_source;
+
+static size_t on_upload(char *p, size_t size, size_t n, void *ud)
+{
+	zero_source *z = ud;
+	size_t k = size * n < z->left ? size * n : z->left;
+	memset(p, 0, k);
+	z->left -= k;
+	return k;
+}
+
+/* A copy of h's handle for one big transfer (its own timeout). */
+static CURL *transfer_handle(bench_http *h, const char *path)
+{
+	CURL *c = curl_easy_duphandle(h->curl);
+	if (!c)
+		return NULL;
+	char url[512];
+	snprintf(url, sizeof(url), "%s%s", h->base, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 600L);
+	/* The copy keeps the method and body of h's last request. */
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, NULL);
+	curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	return c;
+}
+
+long bench_http_upload(bench_http *h, const char *path, size_t bytes)
+{
+	CURL *c = transfer_handle(h, path);
+	if (!c)
+		return -1;
+	zero_source z = { .left = bytes };
+	h->len = 0;
+	if (h->body)
+		h->body[0] = '\0';
+	curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+	curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)bytes);
+	curl_easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
+	curl_easy_setopt(c, CURLOPT_READDATA, &z);
+	curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
+	long status = -1;
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(c);
+	return status;
+}
+
+long bench_http_download(bench_http *h, const char *path, size_t *bytes)
+{
+	CURL *c = transfer_handle(h, path);
+	if (!c)
+		return -1;
+	char tail[2];
+	stream_sink s = { .tail = tail, .tail_size = sizeof(tail) };
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+	long status = -1;
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	*bytes = s.bytes;
+	curl_easy_cleanup(c);
+	return status;
+}
+
 const char *bench_http_body(const bench_http *h)
 {
 	return h->body ? h->body : "";

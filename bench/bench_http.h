@@ -18,5 +18,10 @@ const char *bench_http_body(const bench_http *h);
  * as a string. Returns the HTTP status or -1. */
 long bench_http_stream(bench_http *h, const char *path, const char *body, size_t *bytes,
 		       char *tail, size_t tail_size);
+/* PUT bytes zero bytes to path (a streamed upload); the answer is kept
+ * (bench_http_body). Returns the HTTP status or -1. */
+long bench_http_upload(bench_http *h, const char *path, size_t bytes);
+/* GET path, counting the body (*bytes) without keeping it. */
+long bench_http_download(bench_http *h, const char *path, size_t *bytes);
 
 #endif

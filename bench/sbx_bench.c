@@ -283,6 +283,46 @@ static void bench_stream(supervisor *sv, const bench_opts *o)
 	delete_sandbox(sv, id);
 }
 
+/* One row of a file transfer: MB/s and CPU seconds per GiB of each side. */
+static void report_transfer(const char *what, double ms, size_t bytes, double sup, double ag,
+			    double me)
+{
+	double gib = (double)bytes / (1u << 30);
+	printf("| %-44s | %6d | %8.1f | %8.1f | sbx, %.0f MB/s; CPU s per GiB: supervisor %.2f, "
+	       "agent %.2f, client %.2f |\n",
+	       what, 1, ms, ms, (double)bytes / (ms / 1e3) / 1e6, sup / gib, ag / gib, me / gib);
+	fflush(stdout);
+}
+
+/* PUT then GET /files of stream_mb MiB (the file stays in the page cache). */
+static void bench_files(supervisor *sv, const bench_opts *o)
+{
+	char id[64];
+	if (o->stream_mb <= 0 || create_sandbox(sv, id, sizeof(id)) != 201)
+		return;
+	char path[160];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/workspace/bench.bin", id);
+	size_t size = (size_t)o->stream_mb << 20, got = 0;
+	pid_t agent = agent_pid_of(sv, o, id);
+	for (int down = 0; down < 2; down++) {
+		double sup0 = bench_cpu_of(sv->pid), ag0 = agent > 0 ? bench_cpu_of(agent) : 0;
+		double me0 = bench_cpu_self(), t = bench_now_ms();
+		long st = down ? bench_http_download(sv->http, path, &got)
+			       : bench_http_upload(sv->http, path, size);
+		double dt = bench_now_ms() - t;
+		if (st != 200 || (down && got != size)) {
+			fprintf(stderr, "%s failed: %ld %s\n", down ? "download" : "upload", st,
+				down ? "" : bench_http_body(sv->http));
+			break;
+		}
+		report_transfer(down ? "download GET /files, page cache (ms per run)"
+				     : "upload PUT /files, streamed (ms per run)",
+				dt, size, bench_cpu_of(sv->pid) - sup0,
+				agent > 0 ? bench_cpu_of(agent) - ag0 : -1, bench_cpu_self() - me0);
+	}
+	delete_sandbox(sv, id);
+}
+
 static void bench_exec_paths(supervisor *sv, const bench_opts *o)
 {
 	char id[64];
@@ -412,6 +452,7 @@ int main(int argc, char **argv)
 	bench_exec_paths(&sv, &o);
 	bench_ceiling(&o);
 	bench_stream(&sv, &o);
+	bench_files(&sv, &o);
 	bench_acquire(&sv, &o, pool_size);
 	supervisor_stop(&sv);
 
