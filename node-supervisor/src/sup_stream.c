@@ -2,6 +2,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stdlib.h>
@@ -11,15 +12,24 @@
 #include "sup_log.h"
 #include "sup_text.h"
 
+/* Events under SMALL_EVENT bytes are copied into one batch; the batch goes
+ * out once the connection's output drained, or at PEND_MAX. */
+#define SMALL_EVENT 4096u
+#define PEND_MAX (16u << 10)
+
 struct sup_stream {
 	struct evhttp_request *req;   /* NULL once evhttp freed it */
 	struct evhttp_connection *evcon; /* NULL once the client is gone */
 	struct evbuffer *buf;         /* one event being built */
+	struct evbuffer *pend;        /* small events batched while the reader is behind */
 	sup_stream_fmt fmt;
 	size_t hwm;
 	size_t owed;                  /* cost held back until the reader drains */
 	const sup_stream_cbs *cbs;
 	void *ud;
+	struct event *keepalive;      /* NULL: none */
+	unsigned keepalive_s;
+	bool armed;                   /* on_drained will run: something of ours waits */
 	bool gone;
 };
 
@@ -40,10 +50,15 @@ static struct evbuffer *output_of(const sup_stream *s)
 	return bev ? bufferevent_get_output(bev) : NULL;
 }
 
-size_t sup_stream_backlog(const sup_stream *s)
+static size_t output_len(const sup_stream *s)
 {
 	struct evbuffer *out = output_of(s);
 	return out ? evbuffer_get_length(out) : 0;
+}
+
+size_t sup_stream_backlog(const sup_stream *s)
+{
+	return output_len(s) + evbuffer_get_length(s->pend);
 }
 
 bool sup_stream_gone(const sup_stream *s)
@@ -59,12 +74,36 @@ static void give_back(sup_stream *s)
 		s->cbs->on_credit(c, s->ud);
 }
 
+static void keepalive_arm(sup_stream *s)
+{
+	struct timeval tv = { (time_t)s->keepalive_s, 0 };
+	if (s->keepalive)
+		event_add(s->keepalive, &tv);
+}
+
+/* One chunk to the connection: b (emptied), after the batch if b is not it. */
+static void on_drained(struct evhttp_connection *evcon, void *arg);
+static void send_chunk(sup_stream *s, struct evbuffer *b)
+{
+	if (b != s->pend && evbuffer_get_length(s->pend))
+		send_chunk(s, s->pend);
+	if (!evbuffer_get_length(b))
+		return;
+	evhttp_send_reply_chunk_with_cb(s->req, b, on_drained, s);
+	evbuffer_drain(b, evbuffer_get_length(b));
+	s->armed = true;
+	keepalive_arm(s); /* the stream is not idle: the next keepalive later */
+}
+
 /* evhttp calls this each time the connection's output buffer empties. */
 static void on_drained(struct evhttp_connection *evcon, void *arg)
 {
 	sup_stream *s = arg;
 	(void)evcon;
-	give_back(s);
+	s->armed = false;
+	send_chunk(s, s->pend);
+	if (sup_stream_backlog(s) < s->hwm)
+		give_back(s);
 }
 
 static void on_close(struct evhttp_connection *evcon, void *arg)
@@ -89,7 +128,12 @@ sup_stream *sup_stream_start(struct evhttp_request *req, sup_stream_fmt fmt, siz
 	if (!s)
 		return NULL;
 	s->buf = evbuffer_new();
-	if (!s->buf) {
+	s->pend = evbuffer_new();
+	if (!s->buf || !s->pend) {
+		if (s->buf)
+			evbuffer_free(s->buf);
+		if (s->pend)
+			evbuffer_free(s->pend);
 		free(s);
 		return NULL;
 	}
@@ -129,8 +173,22 @@ static void flush_event(sup_stream *s, size_t cost)
 		return;
 	}
 	s->owed += cost;
-	evhttp_send_reply_chunk_with_cb(s->req, s->buf, on_drained, s);
-	evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
+	size_t len = evbuffer_get_length(s->buf);
+	if (len < SMALL_EVENT) {
+		/* Copied into the batch: handed over as it is, each small event
+		 * would keep a buffer chain of 1 KiB or more while it waits. */
+		char tmp[SMALL_EVENT];
+		evbuffer_copyout(s->buf, tmp, len);
+		evbuffer_drain(s->buf, len);
+		if (evbuffer_add(s->pend, tmp, len) < 0)
+			sup_warn("stream: out of memory; an event of %zu bytes dropped", len);
+		/* Out now unless our last chunk is still being written (then
+		 * on_drained sends the batch), or the batch is big enough. */
+		if (!s->armed || output_len(s) == 0 || evbuffer_get_length(s->pend) >= PEND_MAX)
+			send_chunk(s, s->pend);
+	} else {
+		send_chunk(s, s->buf);
+	}
 	if (sup_stream_backlog(s) < s->hwm)
 		give_back(s);
 }
@@ -176,6 +234,11 @@ static int dump_cb(const char *b, size_t size, void *data)
 
 void sup_stream_json(sup_stream *s, const char *event, json_t *obj)
 {
+	sup_stream_json_cost(s, event, obj, 0);
+}
+
+void sup_stream_json_cost(sup_stream *s, const char *event, json_t *obj, size_t cost)
+{
 	json_t *o = obj;
 	if (s->fmt == SUP_STREAM_NDJSON) {
 		o = json_pack("{s:s}", "event", event);
@@ -195,19 +258,58 @@ void sup_stream_json(sup_stream *s, const char *event, json_t *obj)
 	}
 	json_decref(o);
 	evbuffer_add(s->buf, s->fmt == SUP_STREAM_SSE ? "\n\n" : "\n", s->fmt == SUP_STREAM_SSE ? 2 : 1);
-	flush_event(s, 0);
+	flush_event(s, cost);
+}
+
+/* keepalive_s after the last chunk, unless output still waits (a reader
+ * that is behind needs no filler). */
+static void on_keepalive(evutil_socket_t fd, short what, void *arg)
+{
+	sup_stream *s = arg;
+	(void)fd;
+	(void)what;
+	if (s->gone || !s->req)
+		return;
+	if (sup_stream_backlog(s) == 0) {
+		static const char sse[] = ": keepalive\n\n", nd[] = "{\"event\":\"keepalive\"}\n";
+		if (s->fmt == SUP_STREAM_SSE)
+			evbuffer_add(s->buf, sse, sizeof(sse) - 1);
+		else
+			evbuffer_add(s->buf, nd, sizeof(nd) - 1);
+		flush_event(s, 0);
+	}
+	keepalive_arm(s);
+}
+
+int sup_stream_keepalive(sup_stream *s, unsigned secs)
+{
+	struct event_base *base = s->evcon ? evhttp_connection_get_base(s->evcon) : NULL;
+	if (!base || s->keepalive)
+		return base ? 0 : -1;
+	s->keepalive = event_new(base, -1, 0, on_keepalive, s);
+	if (!s->keepalive)
+		return -1;
+	s->keepalive_s = secs;
+	keepalive_arm(s);
+	return 0;
 }
 
 void sup_stream_end(sup_stream *s)
 {
 	if (!s)
 		return;
+	if (s->keepalive)
+		event_free(s->keepalive);
+	s->keepalive = NULL; /* send_chunk would arm it again */
 	if (s->evcon)
 		evhttp_connection_set_closecb(s->evcon, NULL, NULL);
+	if (!s->gone && s->req)
+		send_chunk(s, s->pend);
 	/* A detached request (client gone) is freed by this; an attached one
 	 * gets the last chunk and goes back to evhttp. */
 	if (s->req)
 		evhttp_send_reply_end(s->req);
 	evbuffer_free(s->buf);
+	evbuffer_free(s->pend);
 	free(s);
 }

@@ -46,6 +46,14 @@ void sup_stream_data(sup_stream *s, const char *event, const uint8_t *p, size_t 
 /* An event whose payload is the JSON object obj (reference taken). For
  * NDJSON the object gets "event":event added. */
 void sup_stream_json(sup_stream *s, const char *event, json_t *obj);
+/* The same for an event the producer charged cost for: it comes back
+ * through on_credit like a data event's (at once, or once the reader caught
+ * up), so a reader that stops holds the producer back. */
+void sup_stream_json_cost(sup_stream *s, const char *event, json_t *obj, size_t cost);
+/* While the stream is idle, a comment (SSE ": keepalive", NDJSON
+ * {"event":"keepalive"}) every secs seconds, so proxies keep it open; never
+ * while output waits for the reader. 0, or -1 (no connection, no memory). */
+int sup_stream_keepalive(sup_stream *s, unsigned secs);
 /* True once the client is gone. */
 bool sup_stream_gone(const sup_stream *s);
 /* Bytes waiting in the connection's output buffer (for tests and logs). */
