@@ -90,8 +90,10 @@ static bool method_has_body(const sup_httpin_head *h)
 static bool is_upload(const sup_httpin *c, const sup_httpin_head *h)
 {
 	char method[16], path[1024];
-	size_t pl = strcspn(h->target, "?# ");
-	if (h->method_len >= sizeof(method) || pl >= sizeof(path) || pl > h->target_len)
+	size_t pl = 0;
+	while (pl < h->target_len && h->target[pl] != '?' && h->target[pl] != '#')
+		pl++;
+	if (h->method_len >= sizeof(method) || pl >= sizeof(path))
 		return false;
 	memcpy(method, h->method, h->method_len);
 	method[h->method_len] = '\0';
