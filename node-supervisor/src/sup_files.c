@@ -65,6 +65,7 @@ static const char *route_name(sup_files_route rt)
 	case SUP_FILES_CHMOD: return "POST fs/chmod";
 	case SUP_FILES_SEARCH: return "POST fs/search";
 	case SUP_FILES_PUT: return "PUT files";
+	case SUP_FILES_WATCH: return "GET fs/watch";
 	}
 	return "?";
 }
@@ -373,11 +374,11 @@ static json_t *path_obj(const char *path)
 	return o;
 }
 
-/* Join base (a normalised absolute path) and rel (below it). */
-static char *join(const char *base, const char *rel, size_t rl)
+char *sup_files_join(const char *base, const char *rel, size_t rl)
 {
 	char *out = NULL;
-	if (asprintf(&out, "%s%s%.*s", base, strcmp(base, "/") ? "/" : "", (int)rl, rel) < 0)
+	const char *sep = strcmp(base, "/") != 0 && rl ? "/" : "";
+	if (asprintf(&out, "%s%s%.*s", base, sep, (int)rl, rel) < 0)
 		return NULL;
 	return out;
 }
@@ -415,7 +416,7 @@ static json_t *render_entries(const sup_fq *q, const msgpack_object *r, sbx_err 
 			sbx_err_set(err, -EPROTO, "agent: a listing entry without a valid path or name");
 			return NULL;
 		}
-		SBX_AUTO_FREE char *full = join(q->m.path, rel, rl);
+		SBX_AUTO_FREE char *full = sup_files_join(q->m.path, rel, rl);
 		if (!full || sup_files_set_bytes(je, "path", full, strlen(full)) < 0 ||
 		    sup_files_set_bytes(je, "name", name, nl) < 0 ||
 		    sup_files_stat_json(e, je, err) < 0 || json_array_append_new(arr, je) < 0) {
@@ -734,6 +735,16 @@ static void r_search(sup_fq *q)
 	sup_fq_call(q, "fs.search", &a, &simple_cbs);
 }
 
+static void r_watch(sup_fq *q)
+{
+	static const char *const keys[] = { "path", "recursive", NULL };
+	if (!query_keys_ok(q, keys) || query_path(q, SUP_POLICY_READ, &q->m) < 0)
+		return;
+	int rec = query_flag(q, "recursive", false);
+	if (rec >= 0)
+		sup_files_watch(q, rec);
+}
+
 static void r_put(sup_fq *q)
 {
 	static const char *const keys[] = { "path", "mode", "parents", "overwrite", NULL };
@@ -805,6 +816,10 @@ void sup_files_handle(sup_files *f, sup_files_route rt, struct evhttp_request *r
 	case SUP_FILES_SEARCH:
 		q->opname = "search";
 		r_search(q);
+		break;
+	case SUP_FILES_WATCH:
+		q->opname = "watch";
+		r_watch(q);
 		break;
 	default:
 		sup_fq_error(q, 404, "not_found", "no such route", NULL, 0);

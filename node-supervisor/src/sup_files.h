@@ -27,6 +27,7 @@ typedef enum sup_files_route {
 	SUP_FILES_CHMOD,   /* POST /fs/chmod */
 	SUP_FILES_SEARCH,  /* POST /fs/search */
 	SUP_FILES_PUT,     /* PUT /files (streamed upload) */
+	SUP_FILES_WATCH,   /* GET /fs/watch (SSE) */
 } sup_files_route;
 
 /* policy is borrowed and must outlive the result. */

@@ -52,6 +52,7 @@ typedef struct sup_fq {
 	bool put_parents;
 	bool put_overwrite;
 	bool put_eof;        /* the last frame went */
+	struct sup_stream *stream; /* watch: the event stream once started */
 } sup_fq;
 
 /* Reply status with a JSON body (reference taken; NULL none) and free q. */
@@ -75,6 +76,9 @@ int sup_files_query(struct evhttp_request *req, const char *key, char **out, siz
 /* Stat keys of an agent map -> JSON fields of o. -EPROTO when a key is
  * missing or of the wrong type. */
 int sup_files_stat_json(const msgpack_object *map, json_t *o, sbx_err *err);
+/* base (a normalised absolute path) joined with rel[0..rl) below it
+ * (rl 0: base); malloc'd, NULL without memory. */
+char *sup_files_join(const char *base, const char *rel, size_t rl);
 /* name (raw bytes) as text, plus name_b64 when they are not UTF-8. */
 int sup_files_set_bytes(json_t *o, const char *key, const char *p, size_t n);
 
@@ -92,5 +96,6 @@ int sup_fq_call(sup_fq *q, const char *opname, sup_fargs *a, const sup_core_call
 
 void sup_files_get(sup_fq *q);
 void sup_files_put(sup_fq *q);
+void sup_files_watch(sup_fq *q, bool recursive);
 
 #endif

@@ -518,6 +518,7 @@ static void h_fs_mkdir(rq *r, const char *id) { files_take(r, id, SUP_FILES_MKDI
 static void h_fs_move(rq *r, const char *id) { files_take(r, id, SUP_FILES_MOVE); }
 static void h_fs_chmod(rq *r, const char *id) { files_take(r, id, SUP_FILES_CHMOD); }
 static void h_fs_search(rq *r, const char *id) { files_take(r, id, SUP_FILES_SEARCH); }
+static void h_fs_watch(rq *r, const char *id) { files_take(r, id, SUP_FILES_WATCH); }
 
 /* ---- background processes (sup_procs answers and frees the request) ---- */
 
@@ -558,6 +559,7 @@ static const route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/fs/move", h_fs_move },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/fs/chmod", h_fs_chmod },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/fs/search", h_fs_search },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/fs/watch", h_fs_watch },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/processes", h_procs_start },
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/processes", h_procs_list },
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/processes/{pid}", h_proc_get },
