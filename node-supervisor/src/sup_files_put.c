@@ -112,6 +112,9 @@ static void pump(sup_fq *q)
 		int n = body_peek(q, PUT_STEP, &p, &e);
 		if (n == -EAGAIN)
 			return;
+		if (n == -ECONNRESET)
+			sup_info("http PUT files sandbox %s: client went away after %" PRIu64
+				 " bytes, cancelling", q->id, q->put_got);
 		if (n < 0) {
 			put_error(q, 400, "bad_request", e.msg);
 			return;

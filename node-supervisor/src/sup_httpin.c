@@ -63,6 +63,7 @@ struct sup_httpin {
 	bool ended;   /* its body is complete */
 	bool chunked;
 	bool cont;    /* 100 Continue owed */
+	bool eof;     /* the client's end came while the upload was taken */
 	const char *refused;
 	uint64_t length;
 	uint64_t left;
@@ -261,6 +262,18 @@ static void under_read(struct bufferevent *u, void *arg)
 static void under_event(struct bufferevent *u, short what, void *arg)
 {
 	sup_httpin *c = arg;
+	/* libevent reports the client's EOF as soon as it reads it, while body
+	 * bytes may still wait in the input, and evhttp would drop the
+	 * connection: a client that half-closes after its body still wants
+	 * the answer. The taker sees the body end or come up short instead
+	 * (libevent stopped reading). Errors go on as they are. */
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && c->taken &&
+	    (c->st == ST_BODY || c->ended)) {
+		c->eof = true;
+		if (c->st == ST_BODY && c->on_ready)
+			event_active(c->notify, EV_READ, 0);
+		return;
+	}
 	c->f_event(u, what, c->f_arg);
 }
 
@@ -461,13 +474,17 @@ int sup_httpin_peek(sup_httpin *c, size_t max, const uint8_t **p, sbx_err *err)
 			break;
 		}
 		if (used == 0)
-			return -EAGAIN;
+			return c->eof ? sbx_err_set(err, -ECONNRESET,
+						    "the connection ended before the body did")
+				      : -EAGAIN;
 	}
 	size_t n = evbuffer_get_length(in);
 	if (n > max)
 		n = max;
 	if (n > left)
 		n = (size_t)left;
+	if (n == 0 && c->eof)
+		return sbx_err_set(err, -ECONNRESET, "the connection ended before the body did");
 	if (n == 0)
 		return -EAGAIN;
 	*p = evbuffer_pullup(in, (ev_ssize_t)n);

@@ -57,8 +57,8 @@ void sup_httpin_start(sup_httpin *c, void (*on_ready)(void *ud), void *ud);
 /* Write "100 Continue" to the client (only for HTTP/1.1 asking for it). */
 void sup_httpin_send_continue(sup_httpin *c);
 /* Body bytes: > 0 that many contiguous at *p (<= max), 0 the body is
- * complete, -EAGAIN wait for on_ready, -EBADMSG bad chunked framing (err
- * says what). */
+ * complete, -EAGAIN wait for on_ready, -EBADMSG bad chunked framing,
+ * -ECONNRESET the client's end came first (err says what). */
 int sup_httpin_peek(sup_httpin *c, size_t max, const uint8_t **p, sbx_err *err);
 /* The first n bytes peeked were passed on. */
 void sup_httpin_drain(sup_httpin *c, size_t n);

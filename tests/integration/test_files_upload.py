@@ -3,7 +3,8 @@ sandbox-supervisor, real runc containers and the real agent, over raw
 loopback sockets (so framing, Expect: 100-continue and cut connections are
 exactly what the test says): round trips with sha256 (empty, small, chunked,
 100-continue, a big upload with the supervisor's RSS sampled and MB/s
-printed), a cut upload leaving the old file and no temporary file, parents
+printed), a cut upload leaving the old file and no temporary file, a
+half-closed connection (answered; short of the body: 400), parents
 and mode, 409/403/404/400/413, a body evhttp read whole, keep-alive
 connections through the input filter, and the hostile path corpus.
 Everything made is removed at the end, also when a test fails.
@@ -272,6 +273,22 @@ class Uploads(UploadBase):
         self.assert_err(up.answer(30), 400, "bad_request", "/workspace/cut/f")
         time.sleep(0.3)
         self.assertEqual(self.listing("/workspace/cut"), before)
+        self.assertEqual(self.download("/workspace/cut/f"), b"old-content")
+        # A client that half-closes after its body still gets the answer;
+        # one that half-closes short of it gets 400, and nothing changes.
+        data = os.urandom(3 << 20)
+        up = Upload(self.sup, self.url("/workspace/cut/g"), length=len(data))
+        up.send(data)
+        up.sock.shutdown(socket.SHUT_WR)
+        st, _, b = up.answer(60)
+        self.assertEqual((st, b.get("size")), (200, len(data)), b)
+        self.assertEqual(self.download("/workspace/cut/g"), data)
+        up = Upload(self.sup, self.url("/workspace/cut/f"), length=len(data))
+        up.send(data[:1 << 20])
+        up.sock.shutdown(socket.SHUT_WR)
+        self.assert_err(up.answer(60), 400, "bad_request", "/workspace/cut/f")
+        time.sleep(0.3)
+        self.assertEqual(self.listing("/workspace/cut"), before + ["g"])
         self.assertEqual(self.download("/workspace/cut/f"), b"old-content")
         self.sh("rm -r /workspace/cut")
 
