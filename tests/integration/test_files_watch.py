@@ -4,8 +4,8 @@ commands (as the sandbox user) and through the file API, a folder made later
 watched too, the end when the watched folder goes, JSON errors before the
 stream starts, NDJSON, a reader that stops (overflow later, bounded
 supervisor memory), clients that disconnect (the agent's watch goes with
-them), the keepalive comment while idle; and the owner and modes of folders
-made by POST /fs/mkdir with parents (issue 4).
+them), the keepalive comment while idle; and the owner and modes of what
+POST /fs/mkdir and PUT /files make with parents (issue 4).
 
 Env: SBX_SUPERVISOR, SBX_AGENT; SBX_IT_WATCH_FILES (files the stopped
 reader's command makes and removes, default 30000).
@@ -376,7 +376,7 @@ class FilesWatch(unittest.TestCase):
         self.sh("touch %s/a/b/still" % d)
         self.expect(w, [("create", d + "/a/b/still")])
 
-    def test_mkdir_parents_owned_by_the_sandbox_user(self):
+    def test_parents_made_by_the_api_belong_to_the_sandbox_user(self):
         d = "/workspace/own"
         st, _, b = self.api("POST", "/fs/mkdir", {"path": d + "/a/b", "parents": True,
                                                   "mode": 0o750})
@@ -389,6 +389,14 @@ class FilesWatch(unittest.TestCase):
         self.sh("touch %s/a/b/t && ls %s/a/b" % (d, d))
         st, _, s = self.api("GET", "/fs/stat?path=" + d + "/a/b/t")
         self.assertEqual((s["uid"], s["gid"]), (1000, 1000))
+        # An upload with parents: the file and the folders it made.
+        st, _, b = self.sup.request("PUT", self.base + "/files?path=%s/up/x/f.txt&parents=1" % d,
+                                    b"content")
+        self.assertIn(st, (200, 201), b)
+        for p, mode in ((d + "/up", 0o755), (d + "/up/x", 0o755), (d + "/up/x/f.txt", 0o644)):
+            st, _, s = self.api("GET", "/fs/stat?path=" + p)
+            self.assertEqual(st, 200, s)
+            self.assertEqual((s["uid"], s["gid"], s["mode"]), (1000, 1000, mode), p)
 
     def test_z_keepalive_while_idle(self):
         # Runs last: the quiet watch has been open since setUpClass.
