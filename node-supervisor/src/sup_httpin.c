@@ -282,16 +282,19 @@ static void under_write(struct bufferevent *u, void *arg)
 	sup_httpin *c = arg;
 	struct bufferevent *bev = c->bev;
 	c->f_write(u, c->f_arg); /* hands down more of the filter's output */
+	if (!(bufferevent_get_enabled(bev) & EV_WRITE))
+		return;
+	/* The socket took bytes: that re-arms the write timeout (the filter
+	 * does it only when its output filter reports progress). */
+	bufferevent_enable(bev, EV_WRITE);
 	if (evbuffer_get_length(bufferevent_get_output(u)) ||
-	    evbuffer_get_length(bufferevent_get_output(bev)) ||
-	    !(bufferevent_get_enabled(bev) & EV_WRITE))
+	    evbuffer_get_length(bufferevent_get_output(bev)))
 		return;
 	/* All of it reached the socket: now it is written, for evhttp too
 	 * (which may free the connection in the call). */
 	bufferevent_data_cb wcb = NULL;
 	void *warg = NULL;
 	bufferevent_getcb(bev, NULL, &wcb, NULL, &warg);
-	bufferevent_enable(bev, EV_WRITE); /* re-arms the write timeout */
 	if (wcb)
 		wcb(bev, warg);
 }
