@@ -116,7 +116,8 @@ static void pump(sup_fq *q)
 			sup_info("http PUT files sandbox %s: client went away after %" PRIu64
 				 " bytes, cancelling", q->id, q->put_got);
 		if (n < 0) {
-			put_error(q, 400, "bad_request", e.msg);
+			bool client = n == -EBADMSG || n == -ECONNRESET;
+			put_error(q, client ? 400 : 500, client ? "bad_request" : "internal", e.msg);
 			return;
 		}
 		if (n == 0) {
