@@ -239,9 +239,14 @@ static enum bufferevent_filter_result out_filter(struct evbuffer *src, struct ev
 static void on_flush(evutil_socket_t fd, short what, void *arg)
 {
 	sup_httpin *c = arg;
+	bufferevent_event_cb ecb = NULL;
 	(void)fd;
 	(void)what;
-	if (bufferevent_get_enabled(c->bev) & EV_WRITE)
+	/* bufferevent_free clears the callbacks at once, while its memory (and
+	 * this context) lives until libevent finalizes it: a flush scheduled
+	 * before evhttp freed the connection must not touch the underlying. */
+	bufferevent_getcb(c->bev, NULL, NULL, &ecb, NULL);
+	if (ecb && (bufferevent_get_enabled(c->bev) & EV_WRITE))
 		bufferevent_flush(c->bev, EV_WRITE, BEV_NORMAL);
 }
 
