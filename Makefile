@@ -39,7 +39,7 @@ lint: build
 	scripts/lint $(REL_DIR)
 
 bench: build
-	$(REL_DIR)/bench/sbx-bench --build-dir $(REL_DIR)
+	$(REL_DIR)/bench/sbx-bench --build-dir $(REL_DIR) --stream-runs 5
 
 clean:
 	rm -rf build

@@ -34,6 +34,7 @@ typedef struct bench_opts {
 	int pool_rounds;
 	int cold_rounds;
 	int stream_mb;
+	int stream_runs;
 } bench_opts;
 
 typedef struct supervisor {
@@ -248,38 +249,55 @@ static long exit_code_of(const char *body)
 	return v;
 }
 
-/* One streamed exec of stream_mb MiB; the wire carries it as base64 SSE. */
+/* stream_runs streamed execs of stream_mb MiB each (the wire carries them
+ * as base64 SSE), one after the other in one sandbox: one run swings with
+ * whatever else the machine does, the median of several less. */
 static void bench_stream(supervisor *sv, const bench_opts *o)
 {
 	char id[64];
 	if (o->stream_mb <= 0 || create_sandbox(sv, id, sizeof(id)) != 201)
 		return;
-	char path[128], body[128], tail[512];
+	char path[128], body[128], tail[512], want[64];
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
 	snprintf(body, sizeof(body), "{\"cmd\":\"head -c %lld /dev/zero\"}",
 		 (long long)o->stream_mb << 20);
-	size_t bytes = 0;
-	pid_t agent = agent_pid_of(sv, o, id);
-	double sup0 = bench_cpu_of(sv->pid), ag0 = agent > 0 ? bench_cpu_of(agent) : -1;
-	double me0 = bench_cpu_self();
-	double t = bench_now_ms();
-	long st = bench_http_stream(sv->http, path, body, &bytes, tail, sizeof(tail));
-	double dt = bench_now_ms() - t;
-	double gib = (double)((long long)o->stream_mb << 20) / (1u << 30);
-	double sup = (bench_cpu_of(sv->pid) - sup0) / gib, me = (bench_cpu_self() - me0) / gib;
-	double ag = ag0 >= 0 ? (bench_cpu_of(agent) - ag0) / gib : -1;
-	char want[64];
 	snprintf(want, sizeof(want), "\"stdout_bytes\":%lld", (long long)o->stream_mb << 20);
-	if (st != 200 || !strstr(tail, want) || !strstr(tail, "\"exit_code\":0")) {
-		fprintf(stderr, "stream failed: %ld, tail %s\n", st, tail);
-	} else {
-		double mbs = (double)((long long)o->stream_mb << 20) / (dt / 1e3) / 1e6;
-		printf("| %-44s | %6d | %8.1f | %8.1f | sbx, %.0f MB/s of output (%.0f MB/s on the wire); "
-		       "CPU s per GiB: supervisor %.2f, agent %.2f, client %.2f |\n",
-		       "stream `head -c` through SSE (ms per run)", 1, dt, dt, mbs,
-		       (double)bytes / (dt / 1e3) / 1e6, sup, ag, me);
+	double out = (double)((long long)o->stream_mb << 20), gib = out / (1u << 30);
+	bench_samples ms = {0}, sup = {0}, ag = {0}, me = {0};
+	size_t wire = 0;
+	pid_t agent = agent_pid_of(sv, o, id);
+	for (int r = 0; r < o->stream_runs; r++) {
+		size_t bytes = 0;
+		double sup0 = bench_cpu_of(sv->pid), ag0 = agent > 0 ? bench_cpu_of(agent) : -1;
+		double me0 = bench_cpu_self();
+		double t = bench_now_ms();
+		long st = bench_http_stream(sv->http, path, body, &bytes, tail, sizeof(tail));
+		double dt = bench_now_ms() - t;
+		if (st != 200 || !strstr(tail, want) || !strstr(tail, "\"exit_code\":0")) {
+			fprintf(stderr, "stream failed: %ld, tail %s\n", st, tail);
+			break;
+		}
+		bench_samples_add(&ms, dt);
+		bench_samples_add(&sup, (bench_cpu_of(sv->pid) - sup0) / gib);
+		bench_samples_add(&me, (bench_cpu_self() - me0) / gib);
+		bench_samples_add(&ag, ag0 >= 0 ? (bench_cpu_of(agent) - ag0) / gib : -1);
+		wire = bytes;
+	}
+	if (ms.n) {
+		double p50 = bench_samples_pct(&ms, 50), fast = bench_samples_pct(&ms, 0);
+		double slow = bench_samples_pct(&ms, 100);
+		printf("| %-44s | %6zu | %8.1f | %8.1f | sbx, %.0f MB/s of output (%.0f MB/s on the wire; "
+		       "runs %.0f..%.0f); CPU s per GiB: supervisor %.2f, agent %.2f, client %.2f |\n",
+		       "stream `head -c` through SSE (ms per run)", ms.n, p50, bench_samples_pct(&ms, 99),
+		       out / (p50 / 1e3) / 1e6, (double)wire / (p50 / 1e3) / 1e6, out / (slow / 1e3) / 1e6,
+		       out / (fast / 1e3) / 1e6, bench_samples_pct(&sup, 50), bench_samples_pct(&ag, 50),
+		       bench_samples_pct(&me, 50));
 		fflush(stdout);
 	}
+	bench_samples_free(&ms);
+	bench_samples_free(&sup);
+	bench_samples_free(&ag);
+	bench_samples_free(&me);
 	delete_sandbox(sv, id);
 }
 
@@ -404,7 +422,8 @@ static void bench_cold(supervisor *sv, const bench_opts *o)
 int main(int argc, char **argv)
 {
 	bench_opts o = {.build_dir = "build/release", .runtime = "runc",
-			.iterations = 1000, .pool_rounds = 50, .cold_rounds = 30, .stream_mb = 1024};
+			.iterations = 1000, .pool_rounds = 50, .cold_rounds = 30, .stream_mb = 1024,
+			.stream_runs = 1};
 	static const struct option longopts[] = {
 		{"build-dir", required_argument, NULL, 'b'},
 		{"runtime", required_argument, NULL, 'r'},
@@ -412,6 +431,7 @@ int main(int argc, char **argv)
 		{"pool-rounds", required_argument, NULL, 'p'},
 		{"cold-rounds", required_argument, NULL, 'c'},
 		{"stream-mb", required_argument, NULL, 's'},
+		{"stream-runs", required_argument, NULL, 'S'},
 		{NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -423,9 +443,11 @@ int main(int argc, char **argv)
 		case 'p': o.pool_rounds = atoi(optarg); break;
 		case 'c': o.cold_rounds = atoi(optarg); break;
 		case 's': o.stream_mb = atoi(optarg); break;
+		case 'S': o.stream_runs = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: sbx-bench [--build-dir D] [--runtime runc] "
-					"[--iterations N] [--pool-rounds N] [--cold-rounds N] [--stream-mb N]\n");
+					"[--iterations N] [--pool-rounds N] [--cold-rounds N] [--stream-mb N] "
+					"[--stream-runs N]\n");
 			return 2;
 		}
 	}
