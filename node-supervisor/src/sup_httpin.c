@@ -17,7 +17,14 @@
  *   from the underlying's, once everything reached the socket.
  * - enabling EV_WRITE on a filter does not move output written while it
  *   was disabled (evhttp writes a reply, then enables): a deferred flush
- *   does. */
+ *   does.
+ * - a read high-water mark on the socket's bufferevent makes libevent
+ *   2.1.12 call its read callback again and again (deferred, without
+ *   reading) while the input stays at the mark with EV_READ enabled
+ *   (bufferevent_inbuf_wm_check): a busy loop for as long as the agent
+ *   holds its credit. So an upload's backpressure disables EV_READ on the
+ *   socket's bufferevent instead, and enables it again once taken bytes
+ *   make room. */
 #include "sup_httpin.h"
 
 #include <errno.h>
@@ -78,6 +85,18 @@ struct sup_httpin {
 static LIST_HEAD(, sup_httpin) conns = LIST_HEAD_INITIALIZER(conns);
 
 /* ---- the input filter ---- */
+
+/* Stop reading the socket while SUP_HTTPIN_BODY_HWM body bytes wait (see
+ * the top), read again once there is room. */
+static void body_backpressure(sup_httpin *c)
+{
+	bool full = evbuffer_get_length(bufferevent_get_input(c->under)) >= SUP_HTTPIN_BODY_HWM;
+	bool reading = (bufferevent_get_enabled(c->under) & EV_READ) != 0;
+	if (full && reading)
+		bufferevent_disable(c->under, EV_READ);
+	else if (!full && !reading && !c->eof)
+		bufferevent_enable(c->under, EV_READ);
+}
 
 static bool method_has_body(const sup_httpin_head *h)
 {
@@ -198,6 +217,7 @@ static enum bufferevent_filter_result in_filter(struct evbuffer *src, struct evb
 		case ST_BODY:
 			if (c->on_ready && avail)
 				event_active(c->notify, EV_READ, 0);
+			body_backpressure(c);
 			break;
 		case ST_DISCARD:
 			evbuffer_drain(src, avail);
@@ -349,7 +369,6 @@ struct bufferevent *sup_httpin_bevcb(struct event_base *base, void *cfg)
 	}
 	bufferevent_getcb(c->under, &c->f_read, &c->f_write, &c->f_event, &c->f_arg);
 	bufferevent_setcb(c->under, under_read, under_write, under_event, c);
-	bufferevent_setwatermark(c->under, EV_READ, 0, SUP_HTTPIN_BODY_HWM);
 	/* Low mark 0: its write callback means "all reached the socket". */
 	bufferevent_setwatermark(c->under, EV_WRITE, 0, OUT_HIGH);
 	return c->bev;
@@ -390,8 +409,7 @@ void sup_httpin_start(sup_httpin *c, void (*on_ready)(void *ud), void *ud)
 	c->ud = ud;
 	if (c->st != ST_BODY)
 		return;
-	/* libevent reads 16 KiB per wake-up by default. */
-	bufferevent_set_max_single_read(c->under, SUP_HTTPIN_BODY_HWM);
+	body_backpressure(c);
 	bufferevent_enable(c->bev, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_input(c->under)))
 		event_active(c->notify, EV_READ, 0);
@@ -415,6 +433,8 @@ static void body_ended(sup_httpin *c)
 	c->ended = true;
 	c->st = ST_DISCARD;
 	bufferevent_disable(c->bev, EV_READ);
+	if (!c->eof)
+		bufferevent_enable(c->under, EV_READ); /* the rest is dropped */
 }
 
 /* libevent 2.1 reads at most 4096 bytes per read event (EVBUFFER_MAX_READ
@@ -451,6 +471,7 @@ static void body_fill(sup_httpin *c, struct evbuffer *in)
 	if (nv > 0)
 		evbuffer_commit_space(in, v, used);
 	evbuffer_freeze(in, 0);
+	body_backpressure(c);
 }
 
 int sup_httpin_peek(sup_httpin *c, size_t max, const uint8_t **p, sbx_err *err)
@@ -515,6 +536,7 @@ void sup_httpin_drain(sup_httpin *c, size_t n)
 			return;
 		}
 	}
+	body_backpressure(c);
 	/* Progress re-arms the idle timeout. */
 	bufferevent_enable(c->bev, EV_READ);
 }
@@ -530,5 +552,7 @@ void sup_httpin_stop(sup_httpin *c)
 	 * blocked writing and sees the answer. */
 	c->st = ST_DISCARD;
 	evbuffer_drain(bufferevent_get_input(c->under), evbuffer_get_length(bufferevent_get_input(c->under)));
+	if (!c->eof)
+		bufferevent_enable(c->under, EV_READ);
 	bufferevent_enable(c->bev, EV_READ);
 }
