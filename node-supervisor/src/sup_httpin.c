@@ -274,7 +274,8 @@ static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 {
 	sup_httpin *c = arg;
 	(void)buf;
-	if (info->n_added)
+	/* With EV_WRITE on, the filter moved the bytes itself already. */
+	if (info->n_added && !(bufferevent_get_enabled(c->bev) & EV_WRITE))
 		event_active(c->flush, EV_WRITE, 0);
 }
 

@@ -6,7 +6,7 @@
  * (a method and path the owner names) passes on with its head rewritten to
  * "Content-Length: 0" and "Connection: close", and its body stays in the
  * socket's bufferevent for the handler to take as fast as it can pass it
- * on (a high-water mark stops reading the socket meanwhile). Anything the
+ * on (reading the socket stops at SUP_HTTPIN_BODY_HWM meanwhile). Anything the
  * filter cannot frame exactly as evhttp would (chunked normal requests,
  * odd heads) leaves the rest of the connection to evhttp unchanged.
  * Owns the per-connection filter state. It must not know about files,
