@@ -11,6 +11,7 @@
 #include <event2/event.h>
 
 #include "sbx/err.h"
+#include "sbx/proto_conn.h"
 #include "agent.h"
 #include "env.h"
 #include "listen.h"
@@ -231,6 +232,7 @@ int main(int argc, char **argv)
 	if (ret)
 		return ret == 1 ? 0 : ret;
 	ensure_stdio();
+	sbx_proto_tune_allocator();
 	warm_seccomp();
 	m.ctx.base = event_base_new();
 	if (!m.ctx.base) {

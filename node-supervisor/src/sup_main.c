@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/proto_conn.h"
 #include "sup_config.h"
 #include "sup_core.h"
 #include "sup_http.h"
@@ -127,6 +128,7 @@ int main(int argc, char **argv)
 	sup_log_set_level((sup_log_level)cfg.log_level);
 	/* A client that hangs up must cost us an EPIPE, not the process. */
 	signal(SIGPIPE, SIG_IGN);
+	sbx_proto_tune_allocator();
 
 	int exit_code = 1;
 	struct event_base *base = NULL;

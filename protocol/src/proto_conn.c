@@ -5,6 +5,7 @@
  * once but leaves the struct to leave(), and every loop here checks
  * c->freed before touching the conn again. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -352,6 +353,14 @@ static bool output_full(const sbx_proto_conn *c)
 {
 	size_t high = c->ready ? 2 * c->out_high + c->peer_max_frame : 4 * MIN_OUT_HIGH;
 	return evbuffer_get_length(bufferevent_get_output(c->bev)) > high;
+}
+
+void sbx_proto_tune_allocator(void)
+{
+	/* Both set explicitly: glibc's own sliding threshold only moves up
+	 * after a mapped chunk was freed and still trims at twice that. */
+	(void)mallopt(M_MMAP_THRESHOLD, (int)(4u << 20));
+	(void)mallopt(M_TRIM_THRESHOLD, (int)SBX_PROTO_HEAP_KEEP);
 }
 
 static void process_input(sbx_proto_conn *c)

@@ -65,6 +65,15 @@ sbx_proto_conn *sbx_proto_conn_new(struct event_base *base, int fd,
 				   const sbx_proto_conn_cbs *cbs, void *ud, sbx_err *err);
 /* Closes the socket at once; no callback is called after this. */
 void sbx_proto_conn_free(sbx_proto_conn *c);
+/* Keep the allocator from returning frame-sized buffers to the kernel.
+ * Frames of up to 1 MiB come and go as evbuffer chains; glibc serves each
+ * chunk over its mmap threshold (128 KiB at first) with a fresh mapping
+ * and trims the heap top once 128 KiB are free, so every 256 KiB frame
+ * faulted in (and zeroed) 64 new pages: most of the agent's CPU per byte
+ * of an upload. Call once at start in a process that runs connections;
+ * the heap then keeps up to SBX_PROTO_HEAP_KEEP of freed memory. */
+#define SBX_PROTO_HEAP_KEEP (16u << 20)
+void sbx_proto_tune_allocator(void);
 
 bool sbx_proto_conn_ready(const sbx_proto_conn *c);
 /* The peer's hello, valid once ready: its capabilities and name. */
