@@ -72,9 +72,17 @@ int agent_fsconf_open_read(const agent_fsconf_root *root, const char *rel, struc
 	return open_checked(root, rel, O_RDONLY, S_IFREG, st, "read", err);
 }
 
-int agent_fsconf_open_dir(const agent_fsconf_root *root, const char *rel, sbx_err *err)
+int agent_fsconf_open_dir(const agent_fsconf_root *root, const char *rel, const char *what,
+			  sbx_err *err)
 {
-	return agent_fsconf_open(root, rel, O_RDONLY | O_DIRECTORY, 0, "list", err);
+	int fd = agent_fsconf_open(root, rel, O_RDONLY | O_DIRECTORY, 0, what, err);
+	if (fd != -ENOTDIR)
+		return fd;
+	struct stat st;
+	sbx_err e2 = { 0 };
+	if (agent_fsconf_stat(root, rel, true, &st, &e2) == 0 && !S_ISDIR(st.st_mode))
+		return agent_fsconf_fail(err, -EINVAL, root, rel, what, "not a folder");
+	return fd;
 }
 
 int agent_fsconf_stat(const agent_fsconf_root *root, const char *rel, bool follow,

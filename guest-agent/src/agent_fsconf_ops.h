@@ -44,10 +44,14 @@
 int agent_fsconf_open_read(const agent_fsconf_root *root, const char *rel, struct stat *st,
 			   sbx_err *err);
 
-/* Folder opened O_RDONLY | O_DIRECTORY, for listing (fdopendir). Entries are
- * then examined with fstatat/readlinkat(fd, name, AT_SYMLINK_NOFOLLOW) and
- * descended with agent_fsconf_open_child, never by path. */
-int agent_fsconf_open_dir(const agent_fsconf_root *root, const char *rel, sbx_err *err);
+/* Folder opened O_RDONLY | O_DIRECTORY, for listing (fdopendir) or
+ * watching (what names the operation in errors). Entries are then examined
+ * with fstatat/readlinkat(fd, name, AT_SYMLINK_NOFOLLOW) and descended with
+ * agent_fsconf_open_child, never by path. rel naming something else than a
+ * folder is -EINVAL (bad_request); a component on the way that is not a
+ * folder stays -ENOTDIR (not_found). */
+int agent_fsconf_open_dir(const agent_fsconf_root *root, const char *rel, const char *what,
+			  sbx_err *err);
 
 /* stat of rel; follow: a final symlink is followed (inside the root only). */
 int agent_fsconf_stat(const agent_fsconf_root *root, const char *rel, bool follow,

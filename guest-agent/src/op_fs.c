@@ -201,7 +201,7 @@ static void walk_answer(agent_session *s, uint64_t id, const msgpack_object *arg
 						"\"glob\" must be a non-empty string without NUL");
 	}
 	if (ret >= 0)
-		ret = fd = agent_fsconf_open_dir(&p.root, p.rel, &err);
+		ret = fd = agent_fsconf_open_dir(&p.root, p.rel, what, &err);
 	if (ret < 0) {
 		agent_fs_fail(s, id, ret, err.msg);
 		return;

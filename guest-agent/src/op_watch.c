@@ -518,14 +518,7 @@ void agent_op_fs_watch(agent_session *s, uint64_t id, const msgpack_object *args
 	if (ret >= 0)
 		ret = agent_fs_get_bool(args, "recursive", &w->recursive, &err);
 	if (ret >= 0)
-		ret = fd = agent_fsconf_open_dir(&p.root, p.rel, &err);
-	if (ret == -ENOTDIR) { /* a file is a bad request, a missing folder on the way not */
-		struct stat st;
-		sbx_err e2 = { 0 };
-		if (agent_fsconf_stat(&p.root, p.rel, true, &st, &e2) == 0 && !S_ISDIR(st.st_mode))
-			ret = agent_fsconf_fail(&err, -EINVAL, &p.root, p.rel, "fs.watch",
-						"not a folder");
-	}
+		ret = fd = agent_fsconf_open_dir(&p.root, p.rel, "fs.watch", &err);
 	if (ret >= 0) {
 		w->buf = malloc(READ_BUF);
 		w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);

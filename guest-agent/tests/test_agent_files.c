@@ -753,7 +753,8 @@ static void fs_operations(void **state)
 		assert_true(trunc);
 		fc_result_free(&r);
 	}
-	simple(fx, SBX_OP_FS_LIST, "a/one.txt", "not_found", NULL, NULL, 0);
+	simple(fx, SBX_OP_FS_LIST, "a/one.txt", "bad_request", NULL, NULL, 0);
+	simple(fx, SBX_OP_FS_LIST, "a/one.txt/x", "not_found", NULL, NULL, 0);
 	simple(fx, SBX_OP_FS_LIST, "a/out", "permission_denied", NULL, NULL, 0);
 
 	/* search: by name at any depth, by path, bounded, never through "out". */

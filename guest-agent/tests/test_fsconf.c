@@ -389,7 +389,7 @@ static void test_proc_magic_links(void **state)
 		int rc[3];
 		rc[0] = agent_fsconf_open_read(&r, magic[i], &st, &err);
 		rc[1] = agent_fsconf_stat(&r, magic[i], true, &st, &err);
-		rc[2] = agent_fsconf_open_dir(&r, magic[i], &err);
+		rc[2] = agent_fsconf_open_dir(&r, magic[i], "list", &err);
 		for (int k = 0; k < 3; k++)
 			if (rc[k] != -ELOOP && rc[k] != other)
 				fail_msg("/proc/%s (%d): %d %s", magic[i], k, rc[k], err.msg);
@@ -437,10 +437,13 @@ static void test_read(void **state)
 	assert_non_null(strstr(err.msg, "read "));
 	assert_non_null(strstr(err.msg, "/root/nope: No such file or directory"));
 
-	int dfd = agent_fsconf_open_dir(r, "d", &err);
+	int dfd = agent_fsconf_open_dir(r, "d", "list", &err);
 	assert_true(dfd >= 0);
 	close(dfd);
-	assert_int_equal(agent_fsconf_open_dir(r, "f", &err), -ENOTDIR);
+	/* a file is a bad request, a file on the way a missing folder */
+	assert_int_equal(agent_fsconf_open_dir(r, "f", "list", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "not a folder"));
+	assert_int_equal(agent_fsconf_open_dir(r, "f/x", "list", &err), -ENOTDIR);
 }
 
 static void test_write_replace(void **state)
@@ -814,7 +817,7 @@ static void test_names_round_trip(void **state)
 		data = NULL;
 		/* Listed with exactly these bytes. */
 		bool listed = false;
-		int dfd = ok ? agent_fsconf_open_dir(r, "", &err) : -1;
+		int dfd = ok ? agent_fsconf_open_dir(r, "", "list", &err) : -1;
 		DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 		for (struct dirent *de; d && (de = readdir(d));)
 			listed |= strcmp(de->d_name, name) == 0;
@@ -873,7 +876,7 @@ static void test_no_openat2(void **state)
 		agent_fsconf_tmp tmp;
 		bad += agent_fsconf_open_read(&r, "f", &st, &err) != -ENOSYS;
 		bad += !strstr(err.msg, "openat2 is not available");
-		bad += agent_fsconf_open_dir(&r, "", &err) != -ENOSYS;
+		bad += agent_fsconf_open_dir(&r, "", "list", &err) != -ENOSYS;
 		bad += agent_fsconf_stat(&r, "f", false, &st, &err) != -ENOSYS;
 		bad += agent_fsconf_readlink(&r, "f", buf, sizeof(buf), &err) != -ENOSYS;
 		bad += agent_fsconf_tmp_open(&r, "g", &opt, &tmp, &err) != -ENOSYS;
@@ -1088,7 +1091,7 @@ static int run_op(int op, const agent_fsconf_root *r, const char *rel, const cha
 		CHECK(rc < 0 || !contains_secret(buf, (size_t)rc), "%s: readlink", what);
 		break;
 	case OP_LIST: {
-		rc = agent_fsconf_open_dir(r, rel, &err);
+		rc = agent_fsconf_open_dir(r, rel, "list", &err);
 		DIR *d = rc >= 0 ? fdopendir(rc) : NULL;
 		for (struct dirent *de; d && (de = readdir(d));)
 			CHECK(!outside_name(de->d_name), "%s: listed %s", what, de->d_name);

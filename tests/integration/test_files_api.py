@@ -343,6 +343,11 @@ class FilesApi(unittest.TestCase):
         self.assert_err(self.get("fs/list", "?path=/workspace/ops&depth=0"), 400)
         self.assert_err(self.get("fs/list", "?path=/workspace/ops&depth=33"), 400)
         self.assert_err(self.get("fs/list", "?path=/workspace/ops/none"), 404)
+        # A file is a bad request; a file on the way is a missing folder.
+        self.assert_err(self.get("fs/list", "?path=/workspace/ops/a/f.txt"), 400)
+        self.assert_err(self.get("fs/list", "?path=/workspace/ops/a/f.txt/x"), 404)
+        st, _, b = self.post("search", {"path": "/workspace/ops/a/f.txt", "glob": "*"})
+        self.assertEqual(st, 400, b)
 
         st, _, b = self.post("mkdir", {"path": "/workspace/ops/m/n", "parents": True,
                                        "mode": 0o750})
