@@ -20,6 +20,7 @@
 
 #include "sbx/proto.h"
 #include "sup_files_int.h"
+#include "sup_httpin.h"
 #include "sup_log.h"
 #include "sup_stream.h"
 
@@ -242,7 +243,7 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	}
 	if (q->evcon)
 		evhttp_connection_set_closecb(q->evcon, NULL, NULL);
-	evhttp_send_reply_end(q->req);
+	sup_httpin_reply_end(q->req);
 	char extra[64];
 	snprintf(extra, sizeof(extra), " (stream end, %" PRIu64 " bytes)", q->sent);
 	sup_fq_log(q, q->ranged ? 206 : 200, extra);

@@ -77,6 +77,8 @@ struct sup_httpin {
 	sup_httpin_chunked dec;
 	void (*on_ready)(void *ud);
 	void *ud;
+	/* A reply whose end waits for the socket (sup_httpin_reply_end). */
+	struct evhttp_request *end_req;
 	LIST_ENTRY(sup_httpin) link;
 };
 
@@ -303,11 +305,37 @@ static void under_event(struct bufferevent *u, short what, void *arg)
 	c->f_event(u, what, c->f_arg);
 }
 
+/* The deferred end of a reply: evhttp may free the connection in it. */
+static void end_now(sup_httpin *c)
+{
+	struct evhttp_request *req = c->end_req;
+	c->end_req = NULL;
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), NULL, NULL);
+	evhttp_send_reply_end(req);
+}
+
+/* The connection went away while a reply's end waited for the socket. */
+static void end_on_close(struct evhttp_connection *evcon, void *arg)
+{
+	sup_httpin *c = arg;
+	struct evhttp_request *req = c->end_req;
+	c->end_req = NULL;
+	/* Detached (the connection failed) it is ours to free; still attached,
+	 * evhttp frees it with the connection. */
+	if (req && evhttp_request_get_connection(req) != evcon)
+		evhttp_send_reply_end(req);
+}
+
 static void under_write(struct bufferevent *u, void *arg)
 {
 	sup_httpin *c = arg;
 	struct bufferevent *bev = c->bev;
 	c->f_write(u, c->f_arg); /* hands down more of the filter's output */
+	if (c->end_req && !evbuffer_get_length(bufferevent_get_output(u)) &&
+	    !evbuffer_get_length(bufferevent_get_output(bev))) {
+		end_now(c);
+		return;
+	}
 	if (!(bufferevent_get_enabled(bev) & EV_WRITE))
 		return;
 	/* The socket took bytes: that re-arms the write timeout (the filter
@@ -384,6 +412,26 @@ sup_httpin *sup_httpin_upload_of(struct evhttp_request *req)
 		if (bev && c->bev == bev)
 			return c->upload && !c->taken ? c : NULL;
 	return NULL;
+}
+
+void sup_httpin_reply_end(struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	sup_httpin *c = NULL, *it;
+	LIST_FOREACH(it, &conns, link)
+		if (bev && it->bev == bev)
+			c = it;
+	/* evhttp ends a reply without chunks at once when the filter's output
+	 * is empty, and frees a "Connection: close" connection with the last
+	 * bytes still in the socket's bufferevent: those wait for under_write. */
+	if (!c || c->end_req || evbuffer_get_length(bufferevent_get_output(bev)) ||
+	    !evbuffer_get_length(bufferevent_get_output(c->under))) {
+		evhttp_send_reply_end(req);
+		return;
+	}
+	c->end_req = req;
+	evhttp_connection_set_closecb(evcon, end_on_close, c);
 }
 
 /* ---- the upload's body ---- */

@@ -39,6 +39,13 @@ typedef struct sup_httpin_cfg {
  * connections (evhttp_free ends them). */
 struct bufferevent *sup_httpin_bevcb(struct event_base *base, void *cfg);
 
+/* evhttp_send_reply_end for a reply that may have been sent without chunks
+ * (a Content-Length download, any reply to HTTP/1.0): on a filtered
+ * connection the end waits until the socket took every byte, else evhttp
+ * would close a "Connection: close" connection with the last ones unsent.
+ * req is handed over either way. */
+void sup_httpin_reply_end(struct evhttp_request *req);
+
 /* The upload on req's connection whose body nobody took yet, or NULL (no
  * filter, or evhttp read the body itself: see evhttp_request_get_input_buffer). */
 sup_httpin *sup_httpin_upload_of(struct evhttp_request *req);

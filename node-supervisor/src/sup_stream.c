@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "sup_httpin.h"
 #include "sup_log.h"
 #include "sup_text.h"
 
@@ -308,7 +309,7 @@ void sup_stream_end(sup_stream *s)
 	/* A detached request (client gone) is freed by this; an attached one
 	 * gets the last chunk and goes back to evhttp. */
 	if (s->req)
-		evhttp_send_reply_end(s->req);
+		sup_httpin_reply_end(s->req);
 	evbuffer_free(s->buf);
 	evbuffer_free(s->pend);
 	free(s);

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import socket
 import sys
 import time
 import unittest
@@ -296,6 +297,56 @@ class FilesApi(unittest.TestCase):
         st, _, b = self.get("fs/stat", "?path=/workspace/slow.bin")
         self.assertEqual((st, b["size"]), (200, size))
         self.sh("rm /workspace/slow.bin")
+
+    def slow_raw(self, head, body=b""):
+        """Send a raw request, read the answer slowly to its EOF; (head, body)."""
+        s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=60)
+        try:
+            s.sendall(head.encode() + body)
+            data = bytearray()
+            while True:
+                got = s.recv(64 << 10)
+                if not got:
+                    break
+                data += got
+                time.sleep(0.002)  # about 30 MB/s: slower than the server
+        finally:
+            s.close()
+        h, _, rest = bytes(data).partition(b"\r\n\r\n")
+        return h.decode("latin-1"), rest
+
+    def test_connection_close_slow_reader_gets_every_byte(self):
+        # With "Connection: close" (and for HTTP/1.0) evhttp frees the
+        # connection once a reply ends; the last bytes still waiting below
+        # the HTTP filter must reach the client first.
+        size = 16 << 20
+        self.sh("head -c %d /dev/urandom > /workspace/cc.bin" % size)
+        want = self.sh("sha256sum /workspace/cc.bin").split()[0]
+        auth = "Authorization: Bearer %s\r\n" % self.sup.token
+        for i in range(3):
+            h, body = self.slow_raw("GET %s/files?path=/workspace/cc.bin HTTP/1.1\r\nHost: t\r\n"
+                                    "%sConnection: close\r\n\r\n" % (self.base, auth))
+            self.assertIn(" 200 ", h.split("\r\n")[0])
+            self.assertIn("Content-Length: %d" % size, h)
+            self.assertEqual(len(body), size, "run %d" % i)
+            self.assertEqual(hashlib.sha256(body).hexdigest(), want)
+        # A streamed exec to an HTTP/1.0 client: no chunks, ended by the close.
+        n = 6 << 20
+        req = json.dumps({"argv": ["head", "-c", str(n), "/workspace/cc.bin"]}).encode()
+        h, body = self.slow_raw("POST %s/exec HTTP/1.0\r\n%sAccept: text/event-stream\r\n"
+                                "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                                % (self.base, auth, len(req)), req)
+        self.assertIn(" 200 ", h.split("\r\n")[0])
+        out, last = bytearray(), None
+        for ev in body.decode().split("\n\n"):
+            lines = dict(l.split(": ", 1) for l in ev.split("\n") if ": " in l)
+            if lines.get("event") == "stdout":
+                out += base64.b64decode(lines["data"], validate=True)
+            if "event" in lines:
+                last = lines["event"]
+        self.assertEqual(last, "exit")
+        self.assertEqual(len(out), n)
+        self.sh("rm /workspace/cc.bin")
 
     def test_download_errors(self):
         self.sh("mkdir -p /workspace/dl && printf '' > /workspace/dl/empty")
