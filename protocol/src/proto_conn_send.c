@@ -187,6 +187,48 @@ int sbx_proto_conn_data_commit(sbx_proto_conn *c, size_t n, sbx_err *err)
 	return 0;
 }
 
+int sbx_proto_conn_send_data_from(sbx_proto_conn *c, uint64_t id, const char *ch,
+				  struct evbuffer *src, size_t n, sbx_err *err)
+{
+	int rc = 0;
+	struct conn_stream *s = lookup(c, id, ANY, "send data", &rc, err);
+	if (!s)
+		return rc;
+	if (n == 0 || n > evbuffer_get_length(src))
+		return sbx_err_set(err, -EINVAL, "send data on %llu: %zu bytes of %zu buffered",
+				   (unsigned long long)id, n, evbuffer_get_length(src));
+	if (n > sbx_proto_conn_data_room(c, id))
+		return sbx_err_set(err, -EAGAIN, "send data on %llu: %zu bytes over room",
+				   (unsigned long long)id, n);
+	rc = sbx_proto_encode_data_head(&c->w, id, ch, n, conn_out_max_frame(c), err);
+	if (rc < 0)
+		return rc;
+	uint64_t body = c->w.buf.size - SBX_PROTO_HEADER_LEN + n;
+	/* The frame is put together in the pre-handshake queue, empty once
+	 * ready (data_room is 0 before), and goes to the output whole: a
+	 * payload that cannot be moved never leaves a header without it. */
+	struct evbuffer *stage = c->pending;
+	size_t head = c->w.buf.size;
+	rc = evbuffer_add(stage, c->w.buf.data, head);
+	sbx_proto_writer_reset(&c->w);
+	if (rc < 0)
+		return sbx_err_set(err, -ENOMEM, "send data on %llu: out of memory", (unsigned long long)id);
+	/* whole chains move; only a chain split at n is copied, in part */
+	if (evbuffer_remove_buffer(src, stage, n) != (int)n) {
+		evbuffer_drain(stage, evbuffer_get_length(stage));
+		return sbx_err_set(err, -EINVAL, "send data on %llu: payload buffer cannot be taken from",
+				   (unsigned long long)id);
+	}
+	if (evbuffer_add_buffer(bufferevent_get_output(c->bev), stage) < 0) {
+		evbuffer_drain(stage, head);
+		evbuffer_prepend_buffer(src, stage);
+		return sbx_err_set(err, -ENOMEM, "send data on %llu: output refused", (unsigned long long)id);
+	}
+	c->resv.active = false;
+	s->send_credit -= body;
+	return 0;
+}
+
 int sbx_proto_conn_send_event(sbx_proto_conn *c, uint64_t id, const void *map,
 			      size_t map_len, sbx_err *err)
 {

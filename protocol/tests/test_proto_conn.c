@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <event2/buffer.h>
+#include <sys/socket.h>
 
 #include "conn_harness.h"
 #include "test_msgpack.h"
@@ -300,17 +302,26 @@ static void fill(uint8_t *p, uint8_t seed, size_t n)
 		p[i] = (uint8_t)(seed + i * 7);
 }
 
+/* A raw client granting window that opened stream 1 ("cat") on srv; w
+ * is initialised for the test's own frames. */
+static int raw_cat_stream(struct event_base *base, struct side *srv, size_t window,
+			  sbx_proto_writer *w)
+{
+	int fd = harness_raw_client(base, srv, &server_opts, window, true);
+	sbx_proto_writer_init(w);
+	assert_int_equal(sbx_proto_encode_req(w, 1, "cat", NULL, 0, 0, NULL), 0);
+	raw_send(fd, w);
+	pump_until(base, &srv->n[SBX_PROTO_REQ], 2000);
+	return fd;
+}
+
 static void test_data_in_place(void **state)
 {
 	struct event_base *base = harness_base();
 	struct side srv = { 0 };
 	const size_t window = 300000;
-	int fd = harness_raw_client(base, &srv, &server_opts, window, true);
 	sbx_proto_writer w;
-	sbx_proto_writer_init(&w);
-	assert_int_equal(sbx_proto_encode_req(&w, 1, "cat", NULL, 0, 0, NULL), 0);
-	raw_send(fd, &w);
-	pump_until(base, &srv.n[SBX_PROTO_REQ], 2000);
+	int fd = raw_cat_stream(base, &srv, window, &w);
 	size_t credit = window;
 	void *buf = NULL;
 	assert_int_equal(sbx_proto_conn_data_room(srv.c, 1), credit - SBX_PROTO_DATA_OVERHEAD);
@@ -348,6 +359,81 @@ static void test_data_in_place(void **state)
 	fill(buf, 5, 1000);
 	assert_int_equal(sbx_proto_conn_data_commit(srv.c, 1000, NULL), 0);
 	expect_data(base, fd, "stdout", 5, 1000);
+	close(fd);
+	sbx_proto_writer_destroy(&w);
+	sbx_proto_conn_free(srv.c);
+	event_base_free(base);
+}
+
+/* Exactly n bytes from the raw end, pumping the loop meanwhile. */
+static void raw_bytes(struct event_base *base, int fd, uint8_t *buf, size_t n)
+{
+	size_t got = 0;
+	for (int i = 0; got < n && i < 20000; i++) {
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		ssize_t r = recv(fd, buf + got, n - got, MSG_DONTWAIT);
+		if (r > 0)
+			got += (size_t)r;
+		else
+			usleep(100);
+	}
+	assert_int_equal(got, n);
+}
+
+/* Send a frame's payload from an evbuffer of several chains (moved, one
+ * split in the middle), then the same bytes with send_data: both frames
+ * are byte for byte what sbx_proto_encode_data makes, and charge alike. */
+static void test_data_from(void **state)
+{
+	struct event_base *base = harness_base();
+	struct side srv = { 0 };
+	const size_t window = 400000;
+	sbx_proto_writer w;
+	int fd = raw_cat_stream(base, &srv, window, &w);
+
+	static uint8_t data[300000], wire[2 * 100100];
+	fill(data, 3, sizeof(data));
+	struct evbuffer *src = evbuffer_new();
+	assert_non_null(src);
+	/* chains of 5000, 70000 and 225000 bytes */
+	static const size_t parts[] = { 5000, 70000, 225000 };
+	for (size_t i = 0, off = 0; i < 3; off += parts[i++]) {
+		struct evbuffer *piece = evbuffer_new();
+		assert_int_equal(evbuffer_add(piece, data + off, parts[i]), 0);
+		assert_int_equal(evbuffer_add_buffer(src, piece), 0);
+		evbuffer_free(piece);
+	}
+	size_t credit = window;
+	sbx_err err;
+	assert_int_equal(sbx_proto_conn_send_data_from(srv.c, 1, "stdin", src, 0, &err), -EINVAL);
+	assert_int_equal(sbx_proto_conn_send_data_from(srv.c, 1, "stdin", src, sizeof(data) + 1, &err),
+			 -EINVAL);
+	assert_int_equal(sbx_proto_conn_send_data_from(srv.c, 3, "stdin", src, 10, &err), -ENOENT);
+	/* a bin8, a bin16 and a bin32 payload; the last one splits a chain */
+	static const size_t sizes[] = { 200, 60000, 100000 };
+	size_t off = 0;
+	for (size_t i = 0; i < 3; off += sizes[i++]) {
+		size_t n = sizes[i];
+		assert_int_equal(sbx_proto_conn_send_data_from(srv.c, 1, "stdin", src, n, &err), 0);
+		assert_int_equal(evbuffer_get_length(src), sizeof(data) - off - n);
+		assert_int_equal(sbx_proto_conn_send_data(srv.c, 1, "stdin", data + off, n, false, &err), 0);
+		assert_int_equal(sbx_proto_encode_data(&w, 1, "stdin", data + off, n, false, 0, NULL), 0);
+		size_t len = w.buf.size;
+		raw_bytes(base, fd, wire, 2 * len);
+		assert_memory_equal(wire, w.buf.data, len);
+		assert_memory_equal(wire + len, w.buf.data, len);
+		sbx_proto_writer_reset(&w);
+		credit -= 2 * (len - SBX_PROTO_HEADER_LEN);
+		assert_int_equal(sbx_proto_conn_data_room(srv.c, 1), credit - SBX_PROTO_DATA_OVERHEAD);
+	}
+	/* over the room: -EAGAIN, and src keeps every byte */
+	size_t left = evbuffer_get_length(src);
+	assert_true(left > credit - SBX_PROTO_DATA_OVERHEAD);
+	assert_int_equal(sbx_proto_conn_send_data_from(srv.c, 1, "stdin", src, left, &err), -EAGAIN);
+	assert_int_equal(evbuffer_get_length(src), left);
+	uint8_t *rest = evbuffer_pullup(src, -1);
+	assert_memory_equal(rest, data + off, left);
+	evbuffer_free(src);
 	close(fd);
 	sbx_proto_writer_destroy(&w);
 	sbx_proto_conn_free(srv.c);
@@ -715,6 +801,7 @@ int main(void)
 		cmocka_unit_test(test_credit),
 		cmocka_unit_test(test_output_backpressure),
 		cmocka_unit_test(test_data_in_place),
+		cmocka_unit_test(test_data_from),
 		cmocka_unit_test(test_over_credit),
 		cmocka_unit_test(test_max_streams_local),
 		cmocka_unit_test(test_max_streams_remote),

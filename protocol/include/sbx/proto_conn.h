@@ -29,6 +29,7 @@
 #include "sbx/proto.h"
 
 struct event_base;
+struct evbuffer;
 typedef struct sbx_proto_conn sbx_proto_conn;
 
 typedef struct sbx_proto_conn_cbs {
@@ -103,6 +104,14 @@ int sbx_proto_conn_send_data(sbx_proto_conn *c, uint64_t id, const char *ch,
 int sbx_proto_conn_data_begin(sbx_proto_conn *c, uint64_t id, const char *ch, size_t max,
 			      void **buf, sbx_err *err);
 int sbx_proto_conn_data_commit(sbx_proto_conn *c, size_t n, sbx_err *err);
+/* The same with the payload taken from src: its first n bytes (1 <= n <=
+ * data_room, n <= what src holds) are moved into a DATA frame (no eof;
+ * send that alone with send_data), whole evbuffer chains without a copy.
+ * The bytes on the wire and the credit charged are send_data's. On any
+ * error src keeps its bytes and nothing is sent. src must not be a
+ * bufferevent's output (its front is frozen). */
+int sbx_proto_conn_send_data_from(sbx_proto_conn *c, uint64_t id, const char *ch,
+				  struct evbuffer *src, size_t n, sbx_err *err);
 /* EVENT (args: encoded map), charged like data; -EAGAIN without credit. */
 int sbx_proto_conn_send_event(sbx_proto_conn *c, uint64_t id, const void *map,
 			      size_t map_len, sbx_err *err);
