@@ -528,20 +528,46 @@ void sup_agent_call_consumed(sup_agent_call *call, size_t cost)
 		sbx_proto_conn_consumed(a->conn, call->id, cost);
 }
 
-int sup_agent_call_send(sup_agent_call *call, const char *ch, const uint8_t *p, size_t n,
-			bool eof, sbx_err *err)
+/* How many of n bytes fit in call's credit now, in *m; < 0 when the
+ * connection is gone. */
+static int call_fit(sup_agent_call *call, size_t n, size_t *m, sbx_err *err)
 {
 	sup_agent *a = call->agent;
 	if (!a->conn || a->lost)
 		return sbx_err_set(err, -ECONNRESET, "agent connection lost");
 	size_t room = sbx_proto_conn_data_room(a->conn, call->id);
-	size_t m = n < room ? n : room;
-	if (n && m == 0)
-		return 0;
-	int rc = sbx_proto_conn_send_data(a->conn, call->id, ch, p, m, eof && m == n, err);
+	*m = n < room ? n : room;
+	return 0;
+}
+
+/* A send of m bytes that found no room after all sent none. */
+static int call_sent(int rc, size_t m)
+{
 	if (rc == -EAGAIN)
 		return 0;
 	return rc < 0 ? rc : (int)m;
+}
+
+int sup_agent_call_send(sup_agent_call *call, const char *ch, const uint8_t *p, size_t n,
+			bool eof, sbx_err *err)
+{
+	size_t m = 0;
+	int rc = call_fit(call, n, &m, err);
+	if (rc < 0 || (n && m == 0))
+		return rc;
+	rc = sbx_proto_conn_send_data(call->agent->conn, call->id, ch, p, m, eof && m == n, err);
+	return call_sent(rc, m);
+}
+
+int sup_agent_call_send_from(sup_agent_call *call, const char *ch, struct evbuffer *src, size_t n,
+			     sbx_err *err)
+{
+	size_t m = 0;
+	int rc = call_fit(call, n, &m, err);
+	if (rc < 0 || m == 0)
+		return rc;
+	rc = sbx_proto_conn_send_data_from(call->agent->conn, call->id, ch, src, m, err);
+	return call_sent(rc, m);
 }
 
 void sup_agent_call_cancel(sup_agent_call *call)

@@ -22,6 +22,7 @@
 #include "sup_types.h"
 
 struct event_base;
+struct evbuffer;
 typedef struct sup_agent sup_agent;
 typedef struct sup_exec_call sup_exec_call;
 
@@ -76,6 +77,10 @@ void sup_agent_call_consumed(sup_agent_call *call, size_t cost);
  * the last byte (alone when n is 0), only once all n went. */
 int sup_agent_call_send(sup_agent_call *call, const char *ch, const uint8_t *p, size_t n,
 			bool eof, sbx_err *err);
+/* The same for the first n bytes of src, moved (not copied) into the
+ * frame as far as they fit; never eof (send that with sup_agent_call_send). */
+int sup_agent_call_send_from(sup_agent_call *call, const char *ch, struct evbuffer *src, size_t n,
+			     sbx_err *err);
 /* Abandon the stream (CANCEL); no callback of this call runs any more. */
 void sup_agent_call_cancel(sup_agent_call *call);
 

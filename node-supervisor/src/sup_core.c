@@ -573,6 +573,14 @@ int sup_core_call_send(sup_op *op, const char *ch, const uint8_t *p, size_t n, b
 	return sup_agent_call_send(op->u.call.call, ch, p, n, eof, err);
 }
 
+int sup_core_call_send_from(sup_op *op, const char *ch, struct evbuffer *src, size_t n,
+			    sbx_err *err)
+{
+	if (op->kind != OP_CALL || !op->u.call.call)
+		return sbx_err_set(err, -EINVAL, "not an agent call");
+	return sup_agent_call_send_from(op->u.call.call, ch, src, n, err);
+}
+
 int sup_core_call(sup_core *c, const char *id, const char *opname, const void *args,
 		  size_t args_len, const sup_core_call_cbs *cbs, void *ud, sup_op **opp,
 		  sbx_err *err)

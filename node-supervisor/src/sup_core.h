@@ -22,6 +22,7 @@
 #include "sup_types.h"
 
 struct event_base;
+struct evbuffer;
 typedef struct sup_core sup_core;
 typedef struct sup_op sup_op;
 
@@ -108,6 +109,10 @@ int sup_core_call(sup_core *c, const char *id, const char *op, const void *args,
  * stream is gone (on_done tells why). */
 int sup_core_call_send(sup_op *op, const char *ch, const uint8_t *p, size_t n, bool eof,
 		       sbx_err *err);
+/* The same for the first n bytes of src, moved into the frame without a
+ * copy (an upload's body); eof goes alone with sup_core_call_send. */
+int sup_core_call_send_from(sup_op *op, const char *ch, struct evbuffer *src, size_t n,
+			    sbx_err *err);
 
 /* Withdraw an operation whose requester went away: its callback will not
  * run. A running exec is cancelled on the agent (the command is killed); a

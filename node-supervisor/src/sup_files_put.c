@@ -80,36 +80,25 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
 
 /* ---- the body, from the connection or from memory ---- */
 
-static int body_peek(sup_fq *q, size_t max, const uint8_t **p, sbx_err *err)
+/* Body bytes at the front of *buf (see sup_httpin_body), which the
+ * agent's frames take over without a copy. */
+static int body_avail(sup_fq *q, size_t max, struct evbuffer **buf, sbx_err *err)
 {
 	if (q->in)
-		return sup_httpin_peek(q->in, max, p, err);
-	struct evbuffer *b = evhttp_request_get_input_buffer(q->req);
-	size_t n = evbuffer_get_length(b);
-	if (n == 0)
-		return 0;
-	if (n > max)
-		n = max;
-	*p = evbuffer_pullup(b, (ev_ssize_t)n);
-	return *p ? (int)n : sbx_err_set(err, -ENOMEM, "out of memory");
-}
-
-static void body_drain(sup_fq *q, size_t n)
-{
-	if (q->in)
-		sup_httpin_drain(q->in, n);
-	else
-		evbuffer_drain(evhttp_request_get_input_buffer(q->req), n);
+		return sup_httpin_body(q->in, max, buf, err);
+	*buf = evhttp_request_get_input_buffer(q->req);
+	size_t n = evbuffer_get_length(*buf);
+	return (int)(n < max ? n : max);
 }
 
 /* Hand the agent what it has room for; on_ready and on_writable call back. */
 static void pump(sup_fq *q)
 {
 	while (q->op && !q->put_eof) {
-		const uint8_t *p = NULL;
+		struct evbuffer *buf = NULL;
 		sbx_err e;
 		sbx_err_clear(&e);
-		int n = body_peek(q, PUT_STEP, &p, &e);
+		int n = body_avail(q, PUT_STEP, &buf, &e);
 		if (n == -EAGAIN)
 			return;
 		if (n == -ECONNRESET)
@@ -135,10 +124,15 @@ static void pump(sup_fq *q)
 			put_error(q, 413, "too_large", msg);
 			return;
 		}
-		int k = sup_core_call_send(q->op, SBX_CH_FILE, p, (size_t)n, false, &e);
+		int k = sup_core_call_send_from(q->op, SBX_CH_FILE, buf, (size_t)n, &e);
+		if (k == -ENOMEM || k == -EINVAL) { /* the stream lives on: end it here */
+			put_error(q, 500, "internal", e.msg);
+			return;
+		}
 		if (k <= 0)
 			return; /* 0: on_writable brings us back; < 0: on_done tells */
-		body_drain(q, (size_t)k);
+		if (q->in)
+			sup_httpin_took(q->in, (size_t)k);
 		q->put_got += (uint64_t)k;
 	}
 }

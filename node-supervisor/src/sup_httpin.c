@@ -523,7 +523,7 @@ static void body_fill(sup_httpin *c, struct evbuffer *in)
 	body_backpressure(c);
 }
 
-int sup_httpin_peek(sup_httpin *c, size_t max, const uint8_t **p, sbx_err *err)
+int sup_httpin_body(sup_httpin *c, size_t max, struct evbuffer **buf, sbx_err *err)
 {
 	struct evbuffer *in = bufferevent_get_input(c->under);
 	if (c->ended)
@@ -565,17 +565,14 @@ int sup_httpin_peek(sup_httpin *c, size_t max, const uint8_t **p, sbx_err *err)
 		return sbx_err_set(err, -ECONNRESET, "the connection ended before the body did");
 	if (n == 0)
 		return -EAGAIN;
-	*p = evbuffer_pullup(in, (ev_ssize_t)n);
-	if (!*p)
-		return sbx_err_set(err, -ENOMEM, "out of memory");
+	*buf = in;
 	return (int)n;
 }
 
-void sup_httpin_drain(sup_httpin *c, size_t n)
+void sup_httpin_took(sup_httpin *c, size_t n)
 {
 	if (n == 0 || c->st != ST_BODY)
 		return;
-	evbuffer_drain(bufferevent_get_input(c->under), n);
 	if (c->chunked) {
 		sup_httpin_chunked_took(&c->dec, n);
 	} else {

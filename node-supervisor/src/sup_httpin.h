@@ -6,7 +6,8 @@
  * (a method and path the owner names) passes on with its head rewritten to
  * "Content-Length: 0" and "Connection: close", and its body stays in the
  * socket's bufferevent for the handler to take as fast as it can pass it
- * on (reading the socket stops at SUP_HTTPIN_BODY_HWM meanwhile). Anything the
+ * on (reading the socket stops at SUP_HTTPIN_BODY_HWM meanwhile), moving
+ * it out of the socket's input buffer without a copy. Anything the
  * filter cannot frame exactly as evhttp would (chunked normal requests,
  * odd heads) leaves the rest of the connection to evhttp unchanged.
  * Owns the per-connection filter state. It must not know about files,
@@ -21,6 +22,7 @@
 #include "sbx/err.h"
 
 struct bufferevent;
+struct evbuffer;
 struct event_base;
 struct evhttp_request;
 typedef struct sup_httpin sup_httpin;
@@ -63,12 +65,14 @@ bool sup_httpin_wants_continue(const sup_httpin *c);
 void sup_httpin_start(sup_httpin *c, void (*on_ready)(void *ud), void *ud);
 /* Write "100 Continue" to the client (only for HTTP/1.1 asking for it). */
 void sup_httpin_send_continue(sup_httpin *c);
-/* Body bytes: > 0 that many contiguous at *p (<= max), 0 the body is
- * complete, -EAGAIN wait for on_ready, -EBADMSG bad chunked framing,
- * -ECONNRESET the client's end came first (err says what). */
-int sup_httpin_peek(sup_httpin *c, size_t max, const uint8_t **p, sbx_err *err);
-/* The first n bytes peeked were passed on. */
-void sup_httpin_drain(sup_httpin *c, size_t n);
+/* Body bytes: > 0 that many (<= max) at the front of *buf, the socket's
+ * input buffer (chunked framing before them is skipped), for the taker to
+ * move out (evbuffer_remove_buffer moves whole chains without a copy),
+ * 0 the body is complete, -EAGAIN wait for on_ready, -EBADMSG bad chunked
+ * framing, -ECONNRESET the client's end came first (err says what). */
+int sup_httpin_body(sup_httpin *c, size_t max, struct evbuffer **buf, sbx_err *err);
+/* The taker removed the first n of those bytes from *buf. */
+void sup_httpin_took(sup_httpin *c, size_t n);
 /* Done with the body (whole or not): on_ready will not run again, and
  * whatever else arrives on the connection is discarded until it closes. */
 void sup_httpin_stop(sup_httpin *c);
