@@ -41,7 +41,9 @@
 #include "sup_httpin_parse.h"
 
 /* What the filter hands down to the socket before it waits for a drain. */
-#define OUT_HIGH (256 * 1024)
+#define OUT_HIGH (1024 * 1024)
+/* Output pieces from this size on are moved, smaller ones copied. */
+#define OUT_MOVE_MIN (16 * 1024)
 
 typedef enum {
 	ST_HEAD,        /* reading the next request head */
@@ -252,8 +254,23 @@ static enum bufferevent_filter_result out_filter(struct evbuffer *src, struct ev
 	size_t n = evbuffer_get_length(src);
 	if (lim >= 0 && (size_t)lim < n)
 		n = (size_t)lim;
-	if (n && evbuffer_remove_buffer(src, dst, n) < 0)
-		return BEV_ERROR;
+	/* Big pieces move as they are; small ones (chunk heads, SSE events)
+	 * are copied into the socket's chains, since each moved alone keeps a
+	 * chain of 1 KiB or more alive: a megabyte of small events held for a
+	 * slow reader would cost many times that. */
+	while (n > 0) {
+		struct evbuffer_iovec v;
+		if (evbuffer_peek(src, -1, NULL, &v, 1) < 1)
+			break;
+		size_t k = v.iov_len < n ? v.iov_len : n;
+		int rc = k >= OUT_MOVE_MIN ? evbuffer_remove_buffer(src, dst, k)
+					   : evbuffer_add(dst, v.iov_base, k);
+		if (rc < 0)
+			return BEV_ERROR;
+		if (k < OUT_MOVE_MIN)
+			evbuffer_drain(src, k);
+		n -= k;
+	}
 	/* Never BEV_OK: evhttp hears of the write from under_write (see top). */
 	return BEV_NEED_MORE;
 }
