@@ -203,6 +203,14 @@ static void on_close(sbx_proto_conn *c, const sbx_err *why, void *ud)
 	event_active(s->close_ev, EV_TIMEOUT, 0);
 }
 
+/* Credit we grant per stream for what the supervisor sends (uploads,
+ * stdin). file.write gives it back only once the bytes are written, so
+ * with 256 KiB an upload had one frame in flight at a time and waited a
+ * round trip per frame (about 800 MB/s); 1 MiB keeps several in flight
+ * (about 1.1 GB/s). It bounds what a stdin stream may hold here (the
+ * command not reading) at 1 MiB, below AGENT_PROC_STDIN_MAX. */
+#define AGENT_RECV_WINDOW (1u << 20)
+
 int agent_session_new(agent_ctx *ctx, int fd, sbx_err *err)
 {
 	static const sbx_proto_conn_cbs cbs = {
@@ -215,6 +223,7 @@ int agent_session_new(agent_ctx *ctx, int fd, sbx_err *err)
 		.caps = caps,
 		.ncaps = sizeof(caps) / sizeof(caps[0]),
 		.agent = AGENT_NAME,
+		.window = AGENT_RECV_WINDOW,
 	};
 	agent_session *s = calloc(1, sizeof(*s));
 
