@@ -75,8 +75,8 @@ static void give_back(sup_fq *q)
 {
 	size_t c = q->owed;
 	q->owed = 0;
-	if (c && q->op)
-		sup_op_consumed(q->op, c);
+	if (c && q->r.op)
+		sup_op_consumed(q->r.op, c);
 }
 
 static void on_drained(struct evhttp_connection *evcon, void *arg)
@@ -89,15 +89,15 @@ static void on_drained(struct evhttp_connection *evcon, void *arg)
 static void on_close(struct evhttp_connection *evcon, void *arg)
 {
 	sup_fq *q = arg;
-	sup_info("http GET files sandbox %s: client went away after %" PRIu64 " bytes", q->id,
+	sup_info("http GET files sandbox %s: client went away after %" PRIu64 " bytes", q->r.id,
 		 q->sent);
 	/* Still attached: the connection frees the request right after this.
 	 * Detached: it is ours to finish (which frees it). */
-	if (evhttp_request_get_connection(q->req) != evcon)
-		evhttp_send_reply_end(q->req);
-	if (q->op)
-		sup_op_cancel(q->op);
-	sup_fq_free(q);
+	if (evhttp_request_get_connection(q->r.req) != evcon)
+		evhttp_send_reply_end(q->r.req);
+	if (q->r.op)
+		sup_op_cancel(q->r.op);
+	sup_req_free(&q->r);
 }
 
 /* Cut a started download: the client sees fewer bytes than promised. */
@@ -105,18 +105,18 @@ static void abort_download(sup_fq *q, const char *why)
 {
 	sup_warn("http GET files sandbox %s: %s after %" PRIu64 " of %" PRIu64
 		 " bytes; closing the connection",
-		 q->id, why, q->sent, q->length);
-	if (q->op) {
-		sup_op_cancel(q->op);
-		q->op = NULL;
+		 q->r.id, why, q->sent, q->length);
+	if (q->r.op) {
+		sup_op_cancel(q->r.op);
+		q->r.op = NULL;
 	}
 	if (q->evcon) {
 		evhttp_connection_set_closecb(q->evcon, NULL, NULL);
 		evhttp_connection_free(q->evcon); /* frees the request too */
 	} else {
-		evhttp_send_reply_end(q->req);
+		evhttp_send_reply_end(q->r.req);
 	}
-	sup_fq_free(q);
+	sup_req_free(&q->r);
 }
 
 static void agent_broke(sup_fq *q, const char *why)
@@ -125,12 +125,12 @@ static void agent_broke(sup_fq *q, const char *why)
 		abort_download(q, why);
 		return;
 	}
-	if (q->op) {
-		sup_op_cancel(q->op);
-		q->op = NULL;
+	if (q->r.op) {
+		sup_op_cancel(q->r.op);
+		q->r.op = NULL;
 	}
-	sup_warn("http GET files sandbox %s: %s", q->id, why);
-	sup_fq_error(q, 502, "agent_error", why, q->m.path, strlen(q->m.path));
+	sup_warn("http GET files sandbox %s: %s", q->r.id, why);
+	sup_req_error_at(&q->r, 502, "agent_error", why, q->m.path, strlen(q->m.path));
 }
 
 static void on_event(const msgpack_object *map, size_t cost, void *ud)
@@ -166,15 +166,15 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 		agent_broke(q, e.msg);
 		return;
 	}
-	sup_op_consumed(q->op, cost);
-	struct evkeyvalq *oh = evhttp_request_get_output_headers(q->req);
+	sup_op_consumed(q->r.op, cost);
+	struct evkeyvalq *oh = evhttp_request_get_output_headers(q->r.req);
 	char b[128];
 	if (q->ranged && (off >= size)) {
-		sup_op_cancel(q->op);
-		q->op = NULL;
+		sup_op_cancel(q->r.op);
+		q->r.op = NULL;
 		snprintf(b, sizeof(b), "bytes */%" PRIu64, size);
 		evhttp_add_header(oh, "Content-Range", b);
-		sup_fq_error(q, 416, "range_not_satisfiable", "the range starts at or past the end",
+		sup_req_error_at(&q->r, 416, "range_not_satisfiable", "the range starts at or past the end",
 			     q->m.path, strlen(q->m.path));
 		return;
 	}
@@ -197,11 +197,11 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 			 off + len - 1, size);
 		evhttp_add_header(oh, "Content-Range", b);
 	}
-	q->evcon = evhttp_request_get_connection(q->req);
+	q->evcon = evhttp_request_get_connection(q->r.req);
 	if (q->evcon)
 		evhttp_connection_set_closecb(q->evcon, on_close, q);
-	evhttp_send_reply_start(q->req, status, status == 206 ? "Partial Content" : "OK");
-	sup_fq_log(q, status, " (stream start)");
+	evhttp_send_reply_start(q->r.req, status, status == 206 ? "Partial Content" : "OK");
+	sup_req_log(&q->r, status, " (stream start)");
 }
 
 static void on_data(const uint8_t *p, size_t n, size_t cost, void *ud)
@@ -217,7 +217,7 @@ static void on_data(const uint8_t *p, size_t n, size_t cost, void *ud)
 		abort_download(q, "out of memory");
 		return;
 	}
-	evhttp_send_reply_chunk_with_cb(q->req, q->chunk, on_drained, q);
+	evhttp_send_reply_chunk_with_cb(q->r.req, q->chunk, on_drained, q);
 	struct evbuffer *out = conn_output(q);
 	if (!out || evbuffer_get_length(out) < SUP_STREAM_HWM)
 		give_back(q);
@@ -226,9 +226,9 @@ static void on_data(const uint8_t *p, size_t n, size_t cost, void *ud)
 static void on_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_fq *q = ud;
-	q->op = NULL;
+	q->r.op = NULL;
 	if (rc < 0 && !q->started) {
-		sup_fq_fail(q, err, q->m.path);
+		sup_req_fail(&q->r, err, q->m.path);
 		return;
 	}
 	if (rc < 0) {
@@ -243,11 +243,11 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	}
 	if (q->evcon)
 		evhttp_connection_set_closecb(q->evcon, NULL, NULL);
-	sup_httpin_reply_end(q->req);
+	sup_httpin_reply_end(q->r.req);
 	char extra[64];
 	snprintf(extra, sizeof(extra), " (stream end, %" PRIu64 " bytes)", q->sent);
-	sup_fq_log(q, q->ranged ? 206 : 200, extra);
-	sup_fq_free(q);
+	sup_req_log(&q->r, q->ranged ? 206 : 200, extra);
+	sup_req_free(&q->r);
 }
 
 static void start_read(sup_fq *q);
@@ -262,16 +262,16 @@ static const sup_core_call_cbs get_cbs = {
 void sup_files_get(sup_fq *q)
 {
 	if (q->m.dir) {
-		sup_fq_error(q, 400, "bad_request", "the path names a folder", q->m.path,
+		sup_req_error_at(&q->r, 400, "bad_request", "the path names a folder", q->m.path,
 			     strlen(q->m.path));
 		return;
 	}
-	const char *rh = evhttp_find_header(evhttp_request_get_input_headers(q->req), "Range");
+	const char *rh = evhttp_find_header(evhttp_request_get_input_headers(q->r.req), "Range");
 	q->want_off = 0;
 	q->want_len = UINT64_MAX;
 	int r = parse_range(rh, &q->want_off, &q->want_len);
 	if (r < 0) {
-		sup_fq_error(q, 416, "range_not_satisfiable",
+		sup_req_error_at(&q->r, 416, "range_not_satisfiable",
 			     "Range: want one range bytes=FIRST-LAST or bytes=FIRST-", q->m.path,
 			     strlen(q->m.path));
 		return;
@@ -279,7 +279,7 @@ void sup_files_get(sup_fq *q)
 	q->ranged = r > 0;
 	q->chunk = evbuffer_new();
 	if (!q->chunk) {
-		sup_fq_error(q, 500, "internal", "out of memory", NULL, 0);
+		sup_req_error_at(&q->r, 500, "internal", "out of memory", NULL, 0);
 		return;
 	}
 	if (r == 2) {
@@ -293,21 +293,21 @@ void sup_files_get(sup_fq *q)
 static void suffix_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_fq *q = ud;
-	q->op = NULL;
+	q->r.op = NULL;
 	uint64_t size;
 	if (rc < 0) {
-		sup_fq_fail(q, err, q->m.path);
+		sup_req_fail(&q->r, err, q->m.path);
 		return;
 	}
 	if (!sbx_proto_get_uint(result, "size", &size)) {
-		sup_fq_error(q, 502, "agent_error", "agent: fs.stat without a size", q->m.path,
+		sup_req_error_at(&q->r, 502, "agent_error", "agent: fs.stat without a size", q->m.path,
 			     strlen(q->m.path));
 		return;
 	}
 	if (size == 0) {
-		evhttp_add_header(evhttp_request_get_output_headers(q->req), "Content-Range",
+		evhttp_add_header(evhttp_request_get_output_headers(q->r.req), "Content-Range",
 				  "bytes */0");
-		sup_fq_error(q, 416, "range_not_satisfiable", "the file is empty", q->m.path,
+		sup_req_error_at(&q->r, 416, "range_not_satisfiable", "the file is empty", q->m.path,
 			     strlen(q->m.path));
 		return;
 	}
@@ -321,18 +321,18 @@ static const sup_core_call_cbs suffix_cbs = { .on_done = suffix_done };
 
 static void start_suffix(sup_fq *q)
 {
-	sup_fargs a;
+	sup_req_args a;
 	sup_fargs_begin(&a, 1, &q->m);
-	sup_fargs_bool(&a, "follow", true);
-	sup_fq_call(q, "fs.stat", &a, &suffix_cbs);
+	sup_req_args_bool(&a, "follow", true);
+	sup_req_call(&q->r, "fs.stat", &a, &suffix_cbs, q->m.path);
 }
 
 static void start_read(sup_fq *q)
 {
-	sup_fargs a;
+	sup_req_args a;
 	sup_fargs_begin(&a, q->want_len == UINT64_MAX ? 1 : 2, &q->m);
-	sup_fargs_uint(&a, "offset", q->want_off);
+	sup_req_args_uint(&a, "offset", q->want_off);
 	if (q->want_len != UINT64_MAX)
-		sup_fargs_uint(&a, "length", q->want_len);
-	sup_fq_call(q, "file.read", &a, &get_cbs);
+		sup_req_args_uint(&a, "length", q->want_len);
+	sup_req_call(&q->r, "file.read", &a, &get_cbs, q->m.path);
 }

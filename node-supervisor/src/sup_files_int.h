@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "sup_files.h"
+#include "sup_req.h"
 #include "sup_types.h"
 
 struct evhttp_connection;
@@ -27,13 +28,10 @@ struct sup_files {
 #define SUP_FILES_MAX_BODY (64 * 1024)
 
 typedef struct sup_fq {
+	sup_req r; /* the request, its agent call and reply; owner: this */
 	sup_files *f;
-	struct evhttp_request *req;
 	sup_files_route rt;
-	char id[SUP_ID_MAX + 16];
 	const char *opname; /* for logs and denials: "read", "stat", ... */
-	sup_op *op;
-	struct timespec start;
 	sup_policy_match m;  /* the path (from, for a move) */
 	sup_policy_match m2; /* the target of a move */
 	/* download */
@@ -55,20 +53,6 @@ typedef struct sup_fq {
 	struct sup_stream *stream; /* watch: the event stream once started */
 } sup_fq;
 
-/* Reply status with a JSON body (reference taken; NULL none) and free q. */
-void sup_fq_reply(sup_fq *q, int status, json_t *body);
-/* A JSON error {"error":{"code","message","path"}} and free q. path/len may
- * be NULL/0. */
-void sup_fq_error(sup_fq *q, int status, const char *code, const char *msg, const char *path,
-		  size_t len);
-/* Map err (an agent or core error) to status + code and reply. */
-void sup_fq_fail(sup_fq *q, const sbx_err *err, const char *path);
-void sup_fq_free(sup_fq *q);
-void sup_fq_log(const sup_fq *q, int status, const char *extra);
-
-/* Status and code of a file operation's error. */
-int sup_files_status(int neg_errno, const char **code);
-
 /* The query value of key, decoded once (+ is a space) with its length;
  * *out is malloc'd. 0 found, -ENOENT absent, -EINVAL twice or bad. */
 int sup_files_query(struct evhttp_request *req, const char *key, char **out, size_t *len);
@@ -79,20 +63,8 @@ int sup_files_stat_json(const msgpack_object *map, json_t *o, sbx_err *err);
 /* base (a normalised absolute path) joined with rel[0..rl) below it
  * (rl 0: base); malloc'd, NULL without memory. */
 char *sup_files_join(const char *base, const char *rel, size_t rl);
-/* name (raw bytes) as text, plus name_b64 when they are not UTF-8. */
-int sup_files_set_bytes(json_t *o, const char *key, const char *p, size_t n);
-
 /* Agent arguments: a map of root, path (the match) and n more pairs. */
-typedef struct sup_fargs {
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-} sup_fargs;
-void sup_fargs_begin(sup_fargs *a, size_t n, const sup_policy_match *m);
-void sup_fargs_uint(sup_fargs *a, const char *k, uint64_t v);
-void sup_fargs_bool(sup_fargs *a, const char *k, bool v);
-/* Start opname with a (destroyed here) on q's sandbox; q->op is the call.
- * An immediate failure is answered (q freed) and returned (< 0). */
-int sup_fq_call(sup_fq *q, const char *opname, sup_fargs *a, const sup_core_call_cbs *cbs);
+void sup_fargs_begin(sup_req_args *a, size_t n, const sup_policy_match *m);
 
 void sup_files_get(sup_fq *q);
 void sup_files_put(sup_fq *q);

@@ -47,22 +47,22 @@ static void put_detach(sup_fq *q)
 
 static void put_error(sup_fq *q, int status, const char *code, const char *msg)
 {
-	if (q->op) {
-		sup_op_cancel(q->op);
-		q->op = NULL;
+	if (q->r.op) {
+		sup_op_cancel(q->r.op);
+		q->r.op = NULL;
 	}
 	put_detach(q);
-	sup_fq_error(q, status, code, msg, q->m.path, strlen(q->m.path));
+	sup_req_error_at(&q->r, status, code, msg, q->m.path, strlen(q->m.path));
 }
 
 static void on_close(struct evhttp_connection *evcon, void *arg)
 {
 	sup_fq *q = arg;
 	sup_info("http PUT files sandbox %s: client went away after %" PRIu64 " bytes, cancelling",
-		 q->id, q->put_got);
-	if (q->op) {
-		sup_op_cancel(q->op);
-		q->op = NULL;
+		 q->r.id, q->put_got);
+	if (q->r.op) {
+		sup_op_cancel(q->r.op);
+		q->r.op = NULL;
 	}
 	/* The connection's bufferevent is still alive during this call. */
 	if (q->in) {
@@ -70,12 +70,12 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
 		q->in = NULL;
 	}
 	q->evcon = NULL;
-	sup_fq_log(q, 499, " (client went away)");
+	sup_req_log(&q->r, 499, " (client went away)");
 	/* Detached from the connection, the request is ours: replying frees it.
 	 * Still attached, the connection frees it right after this. */
-	if (evhttp_request_get_connection(q->req) != evcon)
-		evhttp_send_reply(q->req, 499, "Client Closed Request", NULL);
-	sup_fq_free(q);
+	if (evhttp_request_get_connection(q->r.req) != evcon)
+		evhttp_send_reply(q->r.req, 499, "Client Closed Request", NULL);
+	sup_req_free(&q->r);
 }
 
 /* ---- the body, from the connection or from memory ---- */
@@ -86,7 +86,7 @@ static int body_avail(sup_fq *q, size_t max, struct evbuffer **buf, sbx_err *err
 {
 	if (q->in)
 		return sup_httpin_body(q->in, max, buf, err);
-	*buf = evhttp_request_get_input_buffer(q->req);
+	*buf = evhttp_request_get_input_buffer(q->r.req);
 	size_t n = evbuffer_get_length(*buf);
 	return (int)(n < max ? n : max);
 }
@@ -94,7 +94,7 @@ static int body_avail(sup_fq *q, size_t max, struct evbuffer **buf, sbx_err *err
 /* Hand the agent what it has room for; on_ready and on_writable call back. */
 static void pump(sup_fq *q)
 {
-	while (q->op && !q->put_eof) {
+	while (q->r.op && !q->put_eof) {
 		struct evbuffer *buf = NULL;
 		sbx_err e;
 		sbx_err_clear(&e);
@@ -103,14 +103,14 @@ static void pump(sup_fq *q)
 			return;
 		if (n == -ECONNRESET)
 			sup_info("http PUT files sandbox %s: client went away after %" PRIu64
-				 " bytes, cancelling", q->id, q->put_got);
+				 " bytes, cancelling", q->r.id, q->put_got);
 		if (n < 0) {
 			bool client = n == -EBADMSG || n == -ECONNRESET;
 			put_error(q, client ? 400 : 500, client ? "bad_request" : "internal", e.msg);
 			return;
 		}
 		if (n == 0) {
-			if (sup_core_call_send(q->op, SBX_CH_FILE, NULL, 0, true, &e) < 0)
+			if (sup_core_call_send(q->r.op, SBX_CH_FILE, NULL, 0, true, &e) < 0)
 				return; /* the stream is gone: on_done says why */
 			q->put_eof = true;
 			if (q->in)
@@ -124,7 +124,7 @@ static void pump(sup_fq *q)
 			put_error(q, 413, "too_large", msg);
 			return;
 		}
-		int k = sup_core_call_send_from(q->op, SBX_CH_FILE, buf, (size_t)n, &e);
+		int k = sup_core_call_send_from(q->r.op, SBX_CH_FILE, buf, (size_t)n, &e);
 		if (k == -ENOMEM || k == -EINVAL) { /* the stream lives on: end it here */
 			put_error(q, 500, "internal", e.msg);
 			return;
@@ -150,27 +150,27 @@ static void on_writable(void *ud)
 static void on_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_fq *q = ud;
-	q->op = NULL;
+	q->r.op = NULL;
 	put_detach(q);
 	if (rc < 0) {
-		sup_fq_fail(q, err, q->m.path);
+		sup_req_fail(&q->r, err, q->m.path);
 		return;
 	}
 	uint64_t size = 0;
 	if (!q->put_eof || !sbx_proto_get_uint(result, "size", &size) || size != q->put_got) {
 		sup_warn("http PUT files sandbox %s: file.write ended before the body or with a wrong size",
-			 q->id);
-		sup_fq_error(q, 502, "agent_error", "agent: file.write ended early or miscounted",
+			 q->r.id);
+		sup_req_error_at(&q->r, 502, "agent_error", "agent: file.write ended early or miscounted",
 			     q->m.path, strlen(q->m.path));
 		return;
 	}
 	json_t *body = json_object();
 	if (body) {
-		sup_files_set_bytes(body, "path", q->m.path, strlen(q->m.path));
+		sup_req_set_bytes(body, "path", q->m.path, strlen(q->m.path));
 		json_object_set_new(body, "size", json_integer((json_int_t)size));
 	}
 	/* Only overwrite=0 proves the file is new; file.write does not say. */
-	sup_fq_reply(q, q->put_overwrite ? 200 : 201, body);
+	sup_req_reply(&q->r, q->put_overwrite ? 200 : 201, body);
 }
 
 static const sup_core_call_cbs put_cbs = {
@@ -211,7 +211,7 @@ void sup_files_put(sup_fq *q)
 	} else {
 		/* evhttp read this body itself (the connection is not framed by
 		 * sup_httpin): only what --max-body allows is taken from memory. */
-		length = evbuffer_get_length(evhttp_request_get_input_buffer(q->req));
+		length = evbuffer_get_length(evhttp_request_get_input_buffer(q->r.req));
 		if (length > q->f->max_body) {
 			snprintf(msg, sizeof(msg),
 				 "body of %" PRIu64 " bytes read whole is over --max-body; send uploads on a new connection",
@@ -227,7 +227,7 @@ void sup_files_put(sup_fq *q)
 	uint64_t mode = 0644;
 	char *ms = NULL;
 	size_t ml = 0;
-	int rc = sup_files_query(q->req, "mode", &ms, &ml);
+	int rc = sup_files_query(q->r.req, "mode", &ms, &ml);
 	if ((rc == 0 && parse_mode(ms, &mode) < 0) || (rc < 0 && rc != -ENOENT)) {
 		free(ms);
 		put_error(q, 400, "bad_request",
@@ -241,16 +241,16 @@ void sup_files_put(sup_fq *q)
 		put_error(q, 413, "too_large", msg);
 		return;
 	}
-	sup_fargs a;
+	sup_req_args a;
 	sup_fargs_begin(&a, q->f->max_upload ? 4 : 3, &q->m);
-	sup_fargs_uint(&a, "mode", mode);
-	sup_fargs_bool(&a, "parents", q->put_parents);
-	sup_fargs_bool(&a, "overwrite", q->put_overwrite);
+	sup_req_args_uint(&a, "mode", mode);
+	sup_req_args_bool(&a, "parents", q->put_parents);
+	sup_req_args_bool(&a, "overwrite", q->put_overwrite);
 	if (q->f->max_upload)
-		sup_fargs_uint(&a, "max_bytes", q->f->max_upload);
-	if (sup_fq_call(q, "file.write", &a, &put_cbs) < 0)
+		sup_req_args_uint(&a, "max_bytes", q->f->max_upload);
+	if (sup_req_call(&q->r, "file.write", &a, &put_cbs, q->m.path) < 0)
 		return;
-	q->evcon = evhttp_request_get_connection(q->req);
+	q->evcon = evhttp_request_get_connection(q->r.req);
 	if (q->evcon)
 		evhttp_connection_set_closecb(q->evcon, on_close, q);
 	if (q->in) {

@@ -28,16 +28,16 @@
 
 static void finish(sup_fq *q, const char *why)
 {
-	if (q->op) {
-		sup_op_cancel(q->op);
-		q->op = NULL;
+	if (q->r.op) {
+		sup_op_cancel(q->r.op);
+		q->r.op = NULL;
 	}
 	char extra[96];
 	snprintf(extra, sizeof(extra), " (stream end: %s)", why);
-	sup_fq_log(q, 200, extra);
+	sup_req_log(&q->r, 200, extra);
 	sup_stream_end(q->stream);
 	q->stream = NULL;
-	sup_fq_free(q);
+	sup_req_free(&q->r);
 }
 
 /* A path below the watched folder as an honest agent sends it: "" or names
@@ -70,7 +70,7 @@ static int set_path(const sup_fq *q, json_t *o, const char *key, const msgpack_o
 	if (!v || v->type != MSGPACK_OBJECT_STR || !rel_ok(v->via.str.ptr, v->via.str.size))
 		return -1;
 	SBX_AUTO_FREE char *full = sup_files_join(q->m.path, v->via.str.ptr, v->via.str.size);
-	return full ? sup_files_set_bytes(o, key, full, strlen(full)) : -1;
+	return full ? sup_req_set_bytes(o, key, full, strlen(full)) : -1;
 }
 
 /* The agent's event as {"type","path","dir"[,"from","to"]}; NULL with err
@@ -97,7 +97,7 @@ static json_t *render(const sup_fq *q, const msgpack_object *map, const char **t
 	bool dir = true;
 	int rc = o ? 0 : -1;
 	if (rc == 0 && strcmp(*type, "overflow") == 0) /* about the whole folder */
-		rc = sup_files_set_bytes(o, "path", q->m.path, strlen(q->m.path));
+		rc = sup_req_set_bytes(o, "path", q->m.path, strlen(q->m.path));
 	else if (rc == 0 && (set_path(q, o, "path", map, false) < 0 ||
 			     !sbx_proto_get_bool(map, "dir", &dir)))
 		rc = -1;
@@ -118,14 +118,14 @@ static json_t *render(const sup_fq *q, const msgpack_object *map, const char **t
 static void on_credit(size_t cost, void *ud)
 {
 	sup_fq *q = ud;
-	if (q->op)
-		sup_op_consumed(q->op, cost);
+	if (q->r.op)
+		sup_op_consumed(q->r.op, cost);
 }
 
 static void on_gone(void *ud)
 {
 	sup_fq *q = ud;
-	sup_info("http GET fs/watch sandbox %s: client went away, cancelling the watch", q->id);
+	sup_info("http GET fs/watch sandbox %s: client went away, cancelling the watch", q->r.id);
 	finish(q, "client gone");
 }
 
@@ -134,20 +134,20 @@ static const sup_stream_cbs stream_cbs = { .on_credit = on_credit, .on_gone = on
 /* The 200 head: 0, or the error answered (q freed). */
 static int start(sup_fq *q)
 {
-	const char *accept = evhttp_find_header(evhttp_request_get_input_headers(q->req), "Accept");
+	const char *accept = evhttp_find_header(evhttp_request_get_input_headers(q->r.req), "Accept");
 	sup_stream_fmt fmt = sup_stream_wanted(accept);
-	q->stream = sup_stream_start(q->req, fmt == SUP_STREAM_NONE ? SUP_STREAM_SSE : fmt,
+	q->stream = sup_stream_start(q->r.req, fmt == SUP_STREAM_NONE ? SUP_STREAM_SSE : fmt,
 				     SUP_STREAM_HWM, &stream_cbs, q);
 	if (!q->stream) {
-		sup_op_cancel(q->op);
-		q->op = NULL;
-		sup_fq_error(q, 500, "internal", "out of memory", NULL, 0);
+		sup_op_cancel(q->r.op);
+		q->r.op = NULL;
+		sup_req_error_at(&q->r, 500, "internal", "out of memory", NULL, 0);
 		return -1;
 	}
 	q->started = true;
 	if (sup_stream_keepalive(q->stream, WATCH_KEEPALIVE_S) < 0 && !sup_stream_gone(q->stream))
-		sup_warn("http GET fs/watch sandbox %s: no keepalive (out of memory)", q->id);
-	sup_fq_log(q, 200, " (stream start)");
+		sup_warn("http GET fs/watch sandbox %s: no keepalive (out of memory)", q->r.id);
+	sup_req_log(&q->r, 200, " (stream start)");
 	return 0;
 }
 
@@ -175,10 +175,9 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 			sbx_err_set(&e, -EPROTO, "agent: fs.watch did not start with ready");
 		}
 		if (!o) {
-			sup_warn("sandbox %s: %s", q->id, e.msg);
-			sup_op_cancel(q->op);
-			q->op = NULL;
-			sup_fq_error(q, 502, "agent_error", e.msg, q->m.path, strlen(q->m.path));
+			sup_op_cancel(q->r.op);
+			q->r.op = NULL;
+			sup_req_broke(&q->r, &e, q->m.path);
 			return;
 		}
 		if (start(q) < 0) {
@@ -192,7 +191,7 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 		}
 	}
 	if (!o) {
-		sup_warn("sandbox %s: %s", q->id, e.msg);
+		sup_warn("sandbox %s: %s", q->r.id, e.msg);
 		end_error(q, "agent_error", e.msg);
 		return;
 	}
@@ -202,18 +201,18 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 static void on_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_fq *q = ud;
-	q->op = NULL;
+	q->r.op = NULL;
 	if (!q->started) {
 		if (rc < 0)
-			sup_fq_fail(q, err, q->m.path);
+			sup_req_fail(&q->r, err, q->m.path);
 		else
-			sup_fq_error(q, 502, "agent_error", "agent: fs.watch ended before it was ready",
+			sup_req_error_at(&q->r, 502, "agent_error", "agent: fs.watch ended before it was ready",
 				     q->m.path, strlen(q->m.path));
 		return;
 	}
 	if (rc < 0) {
 		const char *code;
-		sup_files_status(err->code, &code);
+		sup_req_status(&q->r, err->code, &code);
 		end_error(q, code, err->msg[0] ? err->msg : code);
 		return;
 	}
@@ -221,13 +220,13 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	size_t rl;
 	if (!result || result->type != MSGPACK_OBJECT_MAP ||
 	    !sbx_proto_get_str(result, "reason", &r, &rl) || rl != 7 || memcmp(r, "deleted", 7) != 0) {
-		sup_warn("sandbox %s: agent: fs.watch ended without a known reason", q->id);
+		sup_warn("sandbox %s: agent: fs.watch ended without a known reason", q->r.id);
 		end_error(q, "agent_error", "agent: fs.watch ended without a known reason");
 		return;
 	}
 	json_t *o = json_pack("{s:s}", "reason", "deleted");
 	if (o)
-		sup_files_set_bytes(o, "path", q->m.path, strlen(q->m.path));
+		sup_req_set_bytes(o, "path", q->m.path, strlen(q->m.path));
 	sup_stream_json(q->stream, "end", o);
 	finish(q, "deleted");
 }
@@ -239,8 +238,8 @@ static const sup_core_call_cbs watch_cbs = {
 
 void sup_files_watch(sup_fq *q, bool recursive)
 {
-	sup_fargs a;
+	sup_req_args a;
 	sup_fargs_begin(&a, 1, &q->m);
-	sup_fargs_bool(&a, "recursive", recursive);
-	sup_fq_call(q, "fs.watch", &a, &watch_cbs);
+	sup_req_args_bool(&a, "recursive", recursive);
+	sup_req_call(&q->r, "fs.watch", &a, &watch_cbs, q->m.path);
 }
