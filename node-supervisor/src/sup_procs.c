@@ -57,198 +57,52 @@ const char *sup_procs_route_name(sup_procs_route rt)
 	return "?";
 }
 
-void sup_pq_log(const sup_pq *q, int status)
+static void pq_log_tag(const void *owner, char *buf, size_t size)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	double ms = (double)(now.tv_sec - q->start.tv_sec) * 1e3 +
-		    (double)(now.tv_nsec - q->start.tv_nsec) / 1e6;
-	sup_log(status >= 500 && status != 503 ? SUP_LOG_WARN : SUP_LOG_INFO,
-		"http %s sandbox %s pid %ld %d %.3fms", sup_procs_route_name(q->rt), q->id, q->pid, status, ms);
+	const sup_pq *q = owner;
+	snprintf(buf, size, " pid %ld", q->pid);
 }
 
-void sup_pq_free(sup_pq *q)
+static void pq_release(void *owner)
 {
-	if (q->gone)
-		event_free(q->gone);
+	sup_pq *q = owner;
 	if (q->retry)
 		event_free(q->retry);
 	free(q);
 }
 
-static int dump_cb(const char *b, size_t size, void *data)
-{
-	return evbuffer_add(data, b, size);
-}
-
-/* Reply status with body (reference taken; NULL: none) and free q. */
-static void pq_reply(sup_pq *q, int status, json_t *body)
-{
-	sup_pq_log(q, status);
-	if (q->gone) {
-		/* Before evhttp may close the fd under it. */
-		event_free(q->gone);
-		q->gone = NULL;
-	}
-	struct evbuffer *buf = evbuffer_new();
-	if (body && buf) {
-		evhttp_add_header(evhttp_request_get_output_headers(q->req), "Content-Type",
-				  "application/json");
-		if (json_dump_callback(body, dump_cb, buf, JSON_COMPACT) < 0 ||
-		    evbuffer_add(buf, "\n", 1) < 0) {
-			evbuffer_drain(buf, evbuffer_get_length(buf));
-			status = 500;
-			evbuffer_add_printf(buf, "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}\n");
-		}
-	}
-	json_decref(body);
-	evhttp_send_reply(q->req, status, NULL, buf);
-	if (buf)
-		evbuffer_free(buf);
-	sup_pq_free(q);
-}
-
-void sup_pq_error(sup_pq *q, int status, const char *code, const char *msg)
-{
-	pq_reply(q, status, sup_api_render_error(code, msg));
-}
-
-/* Status and code of an agent's or the core's error. */
-int sup_pq_status(int neg_errno, const char **code)
-{
-	switch (neg_errno) {
-	case -ENOENT:
-		*code = "not_found";
-		return 404;
-	case -EEXIST:
-		*code = "exists";
-		return 409;
-	case -EACCES:
-	case -EPERM:
-		*code = "permission_denied";
-		return 403;
-	case -EINVAL:
-		*code = "bad_request";
-		return 400;
-	case -ENOSPC:
-		*code = "no_space";
-		return 507;
-	default:
-		return sup_api_status(neg_errno, code);
-	}
-}
-
-void sup_pq_fail(sup_pq *q, const sbx_err *err)
-{
-	const char *code;
-	int status = sup_pq_status(err->code, &code);
-	sup_pq_error(q, status, code, err->msg[0] ? err->msg : code);
-}
-
-/* ---- agent calls ---- */
-
-
-void sup_pargs_begin(sup_pargs *a, size_t n)
-{
-	msgpack_sbuffer_init(&a->sb);
-	msgpack_packer_init(&a->pk, &a->sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&a->pk, n);
-}
-
-void sup_pargs_uint(sup_pargs *a, const char *k, uint64_t v)
-{
-	sbx_proto_pack_str(&a->pk, k);
-	msgpack_pack_uint64(&a->pk, v);
-}
-
-static void on_client_gone(evutil_socket_t fd, short what, void *ud)
-{
-	sup_pq *q = ud;
-	(void)fd;
-	(void)what;
-	sup_info("http %s sandbox %s: client went away, cancelling", sup_procs_route_name(q->rt), q->id);
-	if (q->op) {
-		sup_op_cancel(q->op);
-		q->op = NULL;
-	}
-	/* Nobody reads this; sending it lets evhttp find the connection dead
-	 * and free it together with the request. */
-	sup_pq_error(q, 499, "cancelled", "client closed the connection");
-}
-
-/* Notice the client hanging up while the agent works. */
-static void watch_gone(sup_pq *q)
-{
-	if (!(event_base_get_features(q->p->base) & EV_FEATURE_EARLY_CLOSE))
-		return;
-	struct evhttp_connection *evcon = evhttp_request_get_connection(q->req);
-	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-	if (fd < 0)
-		return;
-	q->gone = event_new(q->p->base, fd, EV_CLOSED, on_client_gone, q);
-	if (q->gone)
-		event_add(q->gone, NULL);
-}
-
-/* Start opname with a (destroyed here) on q's sandbox; an immediate
- * failure is answered (q freed) and returned. */
-int sup_pq_call(sup_pq *q, const char *opname, sup_pargs *a, const sup_core_call_cbs *cbs)
-{
-	sbx_err err;
-	sbx_err_clear(&err);
-	int rc = sup_core_call(q->p->core, q->id, opname, a->sb.data, a->sb.size, cbs, q, &q->op,
-			       &err);
-	msgpack_sbuffer_destroy(&a->sb);
-	if (rc < 0) {
-		sup_pq_fail(q, &err);
-		return rc;
-	}
-	if (!q->gone)
-		watch_gone(q);
-	return 0;
-}
-
-bool sup_pq_settled(sup_pq *q, int rc, const sbx_err *err)
-{
-	q->op = NULL;
-	if (rc < 0) {
-		sup_pq_fail(q, err);
-		return false;
-	}
-	return true;
-}
-
-void sup_pq_broke(sup_pq *q, const sbx_err *e)
-{
-	sup_warn("sandbox %s: %s", q->id, e->msg);
-	sup_pq_error(q, 502, "agent_error", e->msg);
-}
+/* E2BIG is sup_api_status's too_large; ENAMETOOLONG stays its 500 here. */
+static const sup_req_kind pq_kind = {
+	.errmap = NULL,
+	.reasons = false,
+	.log_tag = pq_log_tag,
+	.release = pq_release,
+};
 
 /* start, get, kill: the answer is a description. */
 static void desc_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_pq *q = ud;
-	if (!sup_pq_settled(q, rc, err))
+	if (!sup_req_settled(&q->r, rc, err, NULL))
 		return;
 	sbx_err e;
 	sbx_err_clear(&e);
 	json_t *o = sup_procs_desc_json(result, q->rt == SUP_PROCS_GET, q->rt == SUP_PROCS_START ? 0 : q->pid,
 			      &e);
 	if (!o) {
-		sup_pq_broke(q, &e);
+		sup_req_broke(&q->r, &e, NULL);
 		return;
 	}
 	if (q->rt == SUP_PROCS_KILL) {
 		json_t *st = json_object_get(o, "state");
 		bool exited = st && strcmp(json_string_value(st), "exited") == 0;
 		json_decref(o);
-		pq_reply(q, exited ? 204 : 202, NULL);
+		sup_req_reply(&q->r, exited ? 204 : 202, NULL);
 		return;
 	}
 	if (q->rt == SUP_PROCS_START)
 		q->pid = (long)json_integer_value(json_object_get(o, "pid"));
-	pq_reply(q, q->rt == SUP_PROCS_START ? 201 : 200, o);
+	sup_req_reply(&q->r, q->rt == SUP_PROCS_START ? 201 : 200, o);
 }
 
 static const sup_core_call_cbs desc_cbs = { .on_done = desc_done };
@@ -256,32 +110,32 @@ static const sup_core_call_cbs desc_cbs = { .on_done = desc_done };
 static void list_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_pq *q = ud;
-	if (!sup_pq_settled(q, rc, err))
+	if (!sup_req_settled(&q->r, rc, err, NULL))
 		return;
 	sbx_err e;
 	sbx_err_clear(&e);
 	const msgpack_object *arr = result ? sbx_proto_map_get(result, "processes") : NULL;
 	if (!arr || arr->type != MSGPACK_OBJECT_ARRAY || arr->via.array.size > 4096) {
 		sbx_err_set(&e, -EPROTO, "proc.list: \"processes\" missing or too long");
-		sup_pq_broke(q, &e);
+		sup_req_broke(&q->r, &e, NULL);
 		return;
 	}
 	json_t *a = json_array();
 	json_t *body = a ? json_pack("{s:o}", "processes", a) : NULL;
 	if (!body) {
-		sup_pq_error(q, 500, "internal", "out of memory");
+		sup_req_error(&q->r, 500, "internal", "out of memory");
 		return;
 	}
 	for (uint32_t i = 0; i < arr->via.array.size; i++) {
 		json_t *o = sup_procs_desc_json(&arr->via.array.ptr[i], false, 0, &e);
 		if (!o) {
 			json_decref(body);
-			sup_pq_broke(q, &e);
+			sup_req_broke(&q->r, &e, NULL);
 			return;
 		}
 		json_array_append_new(a, o);
 	}
-	pq_reply(q, 200, body);
+	sup_req_reply(&q->r, 200, body);
 }
 
 static const sup_core_call_cbs list_cbs = { .on_done = list_done };
@@ -291,60 +145,14 @@ static void empty_done(int rc, const msgpack_object *result, const sbx_err *err,
 {
 	sup_pq *q = ud;
 	(void)result;
-	q->op = NULL;
-	if (rc < 0) {
-		sup_pq_fail(q, err);
+	if (!sup_req_settled(&q->r, rc, err, NULL))
 		return;
-	}
-	pq_reply(q, 200, json_object());
+	sup_req_reply(&q->r, 200, json_object());
 }
 
 static const sup_core_call_cbs empty_cbs = { .on_done = empty_done };
 
 /* ---- request parsing ---- */
-
-static void json_decref_p(json_t **j)
-{
-	json_decref(*j);
-}
-#define AUTO_JSON __attribute__((cleanup(json_decref_p)))
-
-/* The body as a JSON object with only allowed keys: NULL with the reply sent. */
-static json_t *small_body(sup_pq *q, const char *const *allowed)
-{
-	struct evbuffer *in = evhttp_request_get_input_buffer(q->req);
-	size_t len = evbuffer_get_length(in);
-	if (len > PQ_MAX_SMALL_BODY) {
-		sup_pq_error(q, 413, "too_large", "request body over 4 KiB");
-		return NULL;
-	}
-	json_error_t je;
-	json_t *j = json_loadb(len ? (const char *)evbuffer_pullup(in, -1) : "", len,
-			       JSON_REJECT_DUPLICATES, &je);
-	char msg[256];
-	if (!j || !json_is_object(j)) {
-		snprintf(msg, sizeof(msg), "body must be a JSON object%s%s", j ? "" : ": ",
-			 j ? "" : je.text);
-		json_decref(j);
-		sup_pq_error(q, 400, "bad_request", msg);
-		return NULL;
-	}
-	const char *key;
-	json_t *v;
-	json_object_foreach(j, key, v)
-	{
-		bool ok = false;
-		for (size_t i = 0; allowed[i]; i++)
-			ok |= strcmp(allowed[i], key) == 0;
-		if (!ok) {
-			snprintf(msg, sizeof(msg), "unknown field \"%.64s\"", key);
-			json_decref(j);
-			sup_pq_error(q, 400, "bad_request", msg);
-			return NULL;
-		}
-	}
-	return j;
-}
 
 int sup_procs_parse_signal(const char *s)
 {
@@ -374,11 +182,11 @@ int sup_procs_parse_signal(const char *s)
  * sent. */
 static int path_pid(sup_pq *q)
 {
-	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(q->req);
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(q->r.req);
 	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
 	const char *p = path ? strstr(path, "/processes/") : NULL;
 	if (!p) {
-		sup_pq_error(q, 400, "bad_request", "no pid in the path");
+		sup_req_error(&q->r, 400, "bad_request", "no pid in the path");
 		return -EINVAL;
 	}
 	p += strlen("/processes/");
@@ -390,13 +198,13 @@ static int path_pid(sup_pq *q)
 	if (!digits) {
 		snprintf(msg, sizeof(msg), "pid \"%.*s\": want a positive integer",
 			 (int)(n > 32 ? 32 : n), p);
-		sup_pq_error(q, 400, "bad_request", msg);
+		sup_req_error(&q->r, 400, "bad_request", msg);
 		return -EINVAL;
 	}
 	long v = strtol(p, NULL, 10);
 	if (v < 1 || v > INT_MAX) {
 		snprintf(msg, sizeof(msg), "no background process %.*s", (int)n, p);
-		sup_pq_error(q, 404, "not_found", msg);
+		sup_req_error(&q->r, 404, "not_found", msg);
 		return -ENOENT;
 	}
 	q->pid = v;
@@ -408,13 +216,13 @@ static int path_pid(sup_pq *q)
 int sup_pq_query(sup_pq *q, struct evkeyvalq *kv, const char *const *allowed)
 {
 	TAILQ_INIT(kv);
-	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(q->req);
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(q->r.req);
 	const char *qs = uri ? evhttp_uri_get_query(uri) : NULL;
 	if (!qs)
 		return 0;
 	char msg[160];
 	if (evhttp_parse_query_str(qs, kv) < 0) {
-		sup_pq_error(q, 400, "bad_request", "malformed query string");
+		sup_req_error(&q->r, 400, "bad_request", "malformed query string");
 		return -EINVAL;
 	}
 	struct evkeyval *e;
@@ -431,7 +239,7 @@ int sup_pq_query(sup_pq *q, struct evkeyvalq *kv, const char *const *allowed)
 			snprintf(msg, sizeof(msg), "query parameter \"%.64s\" is %s", e->key,
 				 ok ? "given twice" : "unknown");
 			evhttp_clear_headers(kv);
-			sup_pq_error(q, 400, "bad_request", msg);
+			sup_req_error(&q->r, 400, "bad_request", msg);
 			return -EINVAL;
 		}
 	}
@@ -441,31 +249,31 @@ int sup_pq_query(sup_pq *q, struct evkeyvalq *kv, const char *const *allowed)
 /* ---- routes ---- */
 
 /* Pull the background-only fields out of the exec body; 0 or the reply sent. */
-static int start_extras(sup_pq *q, json_t *j, sup_pargs *extra, size_t *nextra, bool *has_stdin)
+static int start_extras(sup_pq *q, json_t *j, sup_req_args *extra, size_t *nextra, bool *has_stdin)
 {
 	json_t *tag = json_object_get(j, "tag");
 	json_t *buf = json_object_get(j, "buffer");
 	json_t *in = json_object_get(j, "stdin");
 	*nextra = 0;
 	if (json_object_get(j, "max_output") || json_object_get(j, "stdin_b64")) {
-		sup_pq_error(q, 400, "bad_request",
+		sup_req_error(&q->r, 400, "bad_request",
 			 "max_output and stdin_b64 do not apply to background processes (see buffer; stdin: true and POST .../stdin)");
 		return -EINVAL;
 	}
 	if (in && !json_is_boolean(in)) {
-		sup_pq_error(q, 400, "bad_request",
+		sup_req_error(&q->r, 400, "bad_request",
 			 "field \"stdin\": want true (then write with POST .../stdin) or false");
 		return -EINVAL;
 	}
 	*has_stdin = in && json_is_true(in);
 	if (tag && !json_is_null(tag) &&
 	    (!json_is_string(tag) || json_string_length(tag) > PQ_MAX_TAG)) {
-		sup_pq_error(q, 400, "bad_request", "field \"tag\": want a string of at most 256 bytes");
+		sup_req_error(&q->r, 400, "bad_request", "field \"tag\": want a string of at most 256 bytes");
 		return -EINVAL;
 	}
 	if (buf && (!json_is_integer(buf) || json_integer_value(buf) < 4096 ||
 		    json_integer_value(buf) > 67108864)) {
-		sup_pq_error(q, 400, "bad_request", "field \"buffer\": want 4096..67108864 (bytes)");
+		sup_req_error(&q->r, 400, "bad_request", "field \"buffer\": want 4096..67108864 (bytes)");
 		return -EINVAL;
 	}
 	msgpack_sbuffer_init(&extra->sb);
@@ -476,7 +284,7 @@ static int start_extras(sup_pq *q, json_t *j, sup_pargs *extra, size_t *nextra, 
 		++*nextra;
 	}
 	if (buf) {
-		sup_pargs_uint(extra, "buffer", (uint64_t)json_integer_value(buf));
+		sup_req_args_uint(extra, "buffer", (uint64_t)json_integer_value(buf));
 		++*nextra;
 	}
 	json_object_del(j, "tag");
@@ -486,7 +294,7 @@ static int start_extras(sup_pq *q, json_t *j, sup_pargs *extra, size_t *nextra, 
 }
 
 /* The exec args (enc) with the extra pairs appended, into a. */
-static int join_args(const msgpack_sbuffer *enc, const sup_pargs *extra, size_t nextra, sup_pargs *a)
+static int join_args(const msgpack_sbuffer *enc, const sup_req_args *extra, size_t nextra, sup_req_args *a)
 {
 	msgpack_unpacked u;
 	msgpack_unpacked_init(&u);
@@ -497,7 +305,7 @@ static int join_args(const msgpack_sbuffer *enc, const sup_pargs *extra, size_t 
 		return -EINVAL;
 	}
 	const msgpack_object_map *m = &u.data.via.map;
-	sup_pargs_begin(a, m->size + nextra);
+	sup_req_args_begin(a, m->size + nextra);
 	for (uint32_t i = 0; i < m->size; i++) {
 		msgpack_pack_object(&a->pk, m->ptr[i].key);
 		msgpack_pack_object(&a->pk, m->ptr[i].val);
@@ -510,19 +318,19 @@ static int join_args(const msgpack_sbuffer *enc, const sup_pargs *extra, size_t 
 
 static void r_start(sup_pq *q)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(q->req);
+	struct evbuffer *in = evhttp_request_get_input_buffer(q->r.req);
 	size_t len = evbuffer_get_length(in);
 	json_error_t je;
-	AUTO_JSON json_t *j = json_loadb(len ? (const char *)evbuffer_pullup(in, -1) : "", len,
+	SUP_REQ_AUTO_JSON json_t *j = json_loadb(len ? (const char *)evbuffer_pullup(in, -1) : "", len,
 					 JSON_REJECT_DUPLICATES, &je);
 	char msg[256];
 	if (!j || !json_is_object(j)) {
 		snprintf(msg, sizeof(msg), "body must be a JSON object with \"argv\" or \"cmd\"%s%s",
 			 j ? "" : ": ", j ? "" : je.text);
-		sup_pq_error(q, 400, "bad_request", msg);
+		sup_req_error(&q->r, 400, "bad_request", msg);
 		return;
 	}
-	sup_pargs extra;
+	sup_req_args extra;
 	size_t nextra;
 	bool has_stdin = false;
 	if (start_extras(q, j, &extra, &nextra, &has_stdin) < 0)
@@ -533,40 +341,40 @@ static void r_start(sup_pq *q)
 	sbx_err_clear(&err);
 	if (!rest) {
 		msgpack_sbuffer_destroy(&extra.sb);
-		sup_pq_error(q, 500, "internal", "out of memory");
+		sup_req_error(&q->r, 500, "internal", "out of memory");
 		return;
 	}
 	if (sup_api_parse_exec(rest, strlen(rest), &spec, &err) < 0) {
 		msgpack_sbuffer_destroy(&extra.sb);
-		sup_pq_fail(q, &err);
+		sup_req_fail(&q->r, &err, NULL);
 		return;
 	}
 	spec.has_stdin = has_stdin;
 	const sup_env *env = NULL;
-	if (sup_core_command_prepare(q->p->core, q->id, &spec, &env, &err) < 0) {
+	if (sup_core_command_prepare(q->p->core, q->r.id, &spec, &env, &err) < 0) {
 		/* Answered as exec answers it (root: 403 forbidden). */
 		const char *code;
 		int status = sup_api_status(err.code, &code);
 		sup_exec_spec_free(&spec);
 		msgpack_sbuffer_destroy(&extra.sb);
-		sup_pq_error(q, status, code, err.msg);
+		sup_req_error(&q->r, status, code, err.msg);
 		return;
 	}
 	msgpack_sbuffer enc;
 	msgpack_sbuffer_init(&enc);
 	int rc = sup_agent_encode_exec_args(&spec, env, &enc, &err);
 	sup_exec_spec_free(&spec);
-	sup_pargs a;
+	sup_req_args a;
 	memset(&a, 0, sizeof(a));
 	if (rc == 0 && join_args(&enc, &extra, nextra, &a) < 0)
 		rc = sbx_err_set(&err, -ENOMEM, "encoding the arguments");
 	msgpack_sbuffer_destroy(&enc);
 	msgpack_sbuffer_destroy(&extra.sb);
 	if (rc < 0) {
-		sup_pq_fail(q, &err);
+		sup_req_fail(&q->r, &err, NULL);
 		return;
 	}
-	sup_pq_call(q, "proc.start", &a, &desc_cbs);
+	sup_req_call(&q->r, "proc.start", &a, &desc_cbs, NULL);
 }
 
 static void r_list(sup_pq *q)
@@ -576,33 +384,32 @@ static void r_list(sup_pq *q)
 	if (sup_pq_query(q, &kv, allowed) < 0)
 		return;
 	const char *tag = evhttp_find_header(&kv, "tag");
-	sup_pargs a;
+	sup_req_args a;
 	if (tag && strlen(tag) > PQ_MAX_TAG) {
 		evhttp_clear_headers(&kv);
-		sup_pq_error(q, 400, "bad_request", "tag: at most 256 bytes");
+		sup_req_error(&q->r, 400, "bad_request", "tag: at most 256 bytes");
 		return;
 	}
-	sup_pargs_begin(&a, tag ? 1 : 0);
+	sup_req_args_begin(&a, tag ? 1 : 0);
 	if (tag) {
-		sbx_proto_pack_str(&a.pk, "tag");
-		sbx_proto_pack_str(&a.pk, tag);
+		sup_req_args_str(&a, "tag", tag, strlen(tag));
 	}
 	evhttp_clear_headers(&kv);
-	sup_pq_call(q, "proc.list", &a, &list_cbs);
+	sup_req_call(&q->r, "proc.list", &a, &list_cbs, NULL);
 }
 
 static void r_pid_only(sup_pq *q, const char *opname)
 {
-	sup_pargs a;
-	sup_pargs_begin(&a, 1);
-	sup_pargs_uint(&a, "pid", (uint64_t)q->pid);
-	sup_pq_call(q, opname, &a, &desc_cbs);
+	sup_req_args a;
+	sup_req_args_begin(&a, 1);
+	sup_req_args_uint(&a, "pid", (uint64_t)q->pid);
+	sup_req_call(&q->r, opname, &a, &desc_cbs, NULL);
 }
 
 static void r_signal(sup_pq *q)
 {
 	static const char *const allowed[] = { "signal", NULL };
-	AUTO_JSON json_t *j = small_body(q, allowed);
+	SUP_REQ_AUTO_JSON json_t *j = sup_req_body_obj(&q->r, PQ_MAX_SMALL_BODY, allowed);
 	if (!j)
 		return;
 	json_t *v = json_object_get(j, "signal");
@@ -615,47 +422,47 @@ static void r_signal(sup_pq *q)
 		sig = sup_procs_parse_signal(num);
 	}
 	if (sig < 0) {
-		sup_pq_error(q, 400, "bad_request",
+		sup_req_error(&q->r, 400, "bad_request",
 			 "field \"signal\": want a signal name (\"TERM\", \"SIGINT\", \"RTMIN+1\") or number (1..31, 34..64)");
 		return;
 	}
-	sup_pargs a;
-	sup_pargs_begin(&a, 2);
-	sup_pargs_uint(&a, "pid", (uint64_t)q->pid);
-	sup_pargs_uint(&a, "signal", (uint64_t)sig);
-	sup_pq_call(q, "proc.signal", &a, &empty_cbs);
+	sup_req_args a;
+	sup_req_args_begin(&a, 2);
+	sup_req_args_uint(&a, "pid", (uint64_t)q->pid);
+	sup_req_args_uint(&a, "signal", (uint64_t)sig);
+	sup_req_call(&q->r, "proc.signal", &a, &empty_cbs, NULL);
 }
 
 static void r_resize(sup_pq *q)
 {
 	static const char *const allowed[] = { "cols", "rows", NULL };
-	AUTO_JSON json_t *j = small_body(q, allowed);
+	SUP_REQ_AUTO_JSON json_t *j = sup_req_body_obj(&q->r, PQ_MAX_SMALL_BODY, allowed);
 	if (!j)
 		return;
 	json_t *c = json_object_get(j, "cols"), *r = json_object_get(j, "rows");
 	if (!json_is_integer(c) || !json_is_integer(r) || json_integer_value(c) < 1 ||
 	    json_integer_value(c) > 65535 || json_integer_value(r) < 1 ||
 	    json_integer_value(r) > 65535) {
-		sup_pq_error(q, 400, "bad_request", "want {\"cols\": 1..65535, \"rows\": 1..65535}");
+		sup_req_error(&q->r, 400, "bad_request", "want {\"cols\": 1..65535, \"rows\": 1..65535}");
 		return;
 	}
-	sup_pargs a;
-	sup_pargs_begin(&a, 3);
-	sup_pargs_uint(&a, "pid", (uint64_t)q->pid);
-	sup_pargs_uint(&a, "cols", (uint64_t)json_integer_value(c));
-	sup_pargs_uint(&a, "rows", (uint64_t)json_integer_value(r));
-	sup_pq_call(q, "proc.resize", &a, &empty_cbs);
+	sup_req_args a;
+	sup_req_args_begin(&a, 3);
+	sup_req_args_uint(&a, "pid", (uint64_t)q->pid);
+	sup_req_args_uint(&a, "cols", (uint64_t)json_integer_value(c));
+	sup_req_args_uint(&a, "rows", (uint64_t)json_integer_value(r));
+	sup_req_call(&q->r, "proc.resize", &a, &empty_cbs, NULL);
 }
 
 /* ---- stdin: the body goes to the process within the agent's credit ---- */
 
 static void in_pump(sup_pq *q)
 {
-	while (!q->in_done && q->op) {
+	while (!q->in_done && q->r.op) {
 		sbx_err e;
 		sbx_err_clear(&e);
 		size_t left = q->in_len - q->in_off;
-		int n = sup_core_call_send(q->op, SBX_CH_STDIN, q->in + q->in_off, left, true, &e);
+		int n = sup_core_call_send(q->r.op, SBX_CH_STDIN, q->in + q->in_off, left, true, &e);
 		if (n < 0 || (size_t)n == left) {
 			/* Done, or the stream is gone: its END or ERR tells. */
 			q->in_done = true;
@@ -675,16 +482,16 @@ static void in_writable(void *ud)
 static void in_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_pq *q = ud;
-	if (!sup_pq_settled(q, rc, err))
+	if (!sup_req_settled(&q->r, rc, err, NULL))
 		return;
 	uint64_t w = 0;
 	sbx_err e;
 	sbx_err_clear(&e);
 	if (sup_procs_mp_uint(result, "written", q->in_len, &w, &e) < 0) {
-		sup_pq_broke(q, &e);
+		sup_req_broke(&q->r, &e, NULL);
 		return;
 	}
-	pq_reply(q, 200, json_pack("{s:I}", "written", (json_int_t)w));
+	sup_req_reply(&q->r, 200, json_pack("{s:I}", "written", (json_int_t)w));
 }
 
 static const sup_core_call_cbs in_cbs = { .on_done = in_done, .on_writable = in_writable };
@@ -700,33 +507,29 @@ static void r_stdin(sup_pq *q)
 	bool bad = eof && !close_in && strcmp(eof, "0") != 0 && strcmp(eof, "false") != 0;
 	evhttp_clear_headers(&kv);
 	if (bad) {
-		sup_pq_error(q, 400, "bad_request", "want eof=0|1");
+		sup_req_error(&q->r, 400, "bad_request", "want eof=0|1");
 		return;
 	}
-	struct evbuffer *body = evhttp_request_get_input_buffer(q->req);
+	struct evbuffer *body = evhttp_request_get_input_buffer(q->r.req);
 	q->in_len = evbuffer_get_length(body);
 	if (q->in_len > q->p->max_body) {
 		char msg[128];
 		snprintf(msg, sizeof(msg), "request body of %zu bytes is over the limit of %zu",
 			 q->in_len, q->p->max_body);
-		sup_pq_error(q, 413, "too_large", msg);
+		sup_req_error(&q->r, 413, "too_large", msg);
 		return;
 	}
 	/* The body stays in the request's buffer until the reply. */
 	q->in = q->in_len ? evbuffer_pullup(body, -1) : (const uint8_t *)"";
 	if (!q->in) {
-		sup_pq_error(q, 500, "internal", "out of memory");
+		sup_req_error(&q->r, 500, "internal", "out of memory");
 		return;
 	}
-	sup_pargs a;
-	sup_pargs_begin(&a, 2);
-	sup_pargs_uint(&a, "pid", (uint64_t)q->pid);
-	sbx_proto_pack_str(&a.pk, "eof");
-	if (close_in)
-		msgpack_pack_true(&a.pk);
-	else
-		msgpack_pack_false(&a.pk);
-	if (sup_pq_call(q, "proc.stdin", &a, &in_cbs) == 0)
+	sup_req_args a;
+	sup_req_args_begin(&a, 2);
+	sup_req_args_uint(&a, "pid", (uint64_t)q->pid);
+	sup_req_args_bool(&a, "eof", close_in);
+	if (sup_req_call(&q->r, "proc.stdin", &a, &in_cbs, NULL) == 0)
 		in_pump(q);
 }
 
@@ -739,10 +542,8 @@ void sup_procs_handle(sup_procs *p, sup_procs_route rt, struct evhttp_request *r
 		return;
 	}
 	q->p = p;
-	q->req = req;
 	q->rt = rt;
-	clock_gettime(CLOCK_MONOTONIC, &q->start);
-	snprintf(q->id, sizeof(q->id), "%s", id);
+	sup_req_init(&q->r, &pq_kind, q, p->core, p->base, req, sup_procs_route_name(rt), id);
 	if (rt != SUP_PROCS_START && rt != SUP_PROCS_LIST && path_pid(q) < 0)
 		return;
 	switch (rt) {
@@ -754,6 +555,6 @@ void sup_procs_handle(sup_procs *p, sup_procs_route rt, struct evhttp_request *r
 	case SUP_PROCS_SIGNAL: r_signal(q); break;
 	case SUP_PROCS_RESIZE: r_resize(q); break;
 	case SUP_PROCS_STDIN: r_stdin(q); break;
-	default: sup_pq_error(q, 404, "not_found", "no such route"); break;
+	default: sup_req_error(&q->r, 404, "not_found", "no such route"); break;
 	}
 }

@@ -13,6 +13,7 @@
 
 #include "sbx/err.h"
 #include "sup_procs.h"
+#include "sup_req.h"
 #include "sup_stream.h"
 
 struct evkeyvalq;
@@ -32,14 +33,10 @@ struct sup_procs {
 };
 
 typedef struct sup_pq {
+	sup_req r; /* the request, its agent call and reply; owner: this */
 	sup_procs *p;
-	struct evhttp_request *req;
 	sup_procs_route rt;
-	char id[SUP_ID_MAX + 16];
 	long pid;
-	sup_op *op;
-	struct event *gone; /* the client hanging up while we wait */
-	struct timespec start;
 	/* output */
 	sup_stream *s;
 	struct event *retry; /* credit held back until the reader catches up */
@@ -52,29 +49,7 @@ typedef struct sup_pq {
 	bool in_done;        /* all of it (and the final eof frame) went */
 } sup_pq;
 
-typedef struct sup_pargs {
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-} sup_pargs;
-
 const char *sup_procs_route_name(sup_procs_route rt);
-void sup_pq_log(const sup_pq *q, int status);
-void sup_pq_free(sup_pq *q);
-void sup_pq_error(sup_pq *q, int status, const char *code, const char *msg);
-/* Status and code of an agent's or the core's error. */
-int sup_pq_status(int neg_errno, const char **code);
-void sup_pq_fail(sup_pq *q, const sbx_err *err);
-/* An agent call of q ended: forget it, and on failure answer with the error.
- * Returns true when the call succeeded and the caller renders the result. */
-bool sup_pq_settled(sup_pq *q, int rc, const sbx_err *err);
-/* A guest answer that breaks the protocol: 502. */
-void sup_pq_broke(sup_pq *q, const sbx_err *e);
-
-void sup_pargs_begin(sup_pargs *a, size_t n);
-void sup_pargs_uint(sup_pargs *a, const char *k, uint64_t v);
-/* Start opname with a (destroyed here) on q's sandbox; an immediate
- * failure is answered (q freed) and returned. */
-int sup_pq_call(sup_pq *q, const char *opname, sup_pargs *a, const sup_core_call_cbs *cbs);
 /* Query string: only the allowed keys, each at most once; on error the
  * reply is sent and -EINVAL returned. */
 int sup_pq_query(sup_pq *q, struct evkeyvalq *kv, const char *const *allowed);

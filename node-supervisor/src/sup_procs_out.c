@@ -27,14 +27,14 @@
 
 static void out_finish(sup_pq *q)
 {
-	if (q->op) {
-		sup_op_cancel(q->op);
-		q->op = NULL;
+	if (q->r.op) {
+		sup_op_cancel(q->r.op);
+		q->r.op = NULL;
 	}
-	sup_pq_log(q, 200);
+	sup_req_log(&q->r, 200, "");
 	sup_stream_end(q->s);
 	q->s = NULL;
-	sup_pq_free(q);
+	sup_req_free(&q->r);
 }
 
 static void out_error(sup_pq *q, const char *code, const char *msg)
@@ -46,12 +46,12 @@ static void out_error(sup_pq *q, const char *code, const char *msg)
 /* Give the agent's credit back while the reader keeps up; else retry. */
 static void out_settle(sup_pq *q)
 {
-	if (!q->owed || !q->op)
+	if (!q->owed || !q->r.op)
 		return;
 	if (sup_stream_backlog(q->s) < SUP_STREAM_HWM) {
 		size_t c = q->owed;
 		q->owed = 0;
-		sup_op_consumed(q->op, c);
+		sup_op_consumed(q->r.op, c);
 		return;
 	}
 	struct timeval tv = { 0, PQ_RETRY_MS * 1000 };
@@ -72,7 +72,7 @@ static void out_data(sup_chan ch, const uint8_t *p, size_t n, size_t cost, void 
 	sup_pq *q = ud;
 	q->owed += cost;
 	if (!ch) {
-		sup_warn("sandbox %s: proc.output: data on a channel that is not stdout or stderr", q->id);
+		sup_warn("sandbox %s: proc.output: data on a channel that is not stdout or stderr", q->r.id);
 		out_error(q, "agent_error", "the agent sent output on an unknown channel");
 		return;
 	}
@@ -102,7 +102,7 @@ static void out_event(const msgpack_object *map, size_t cost, void *ud)
 		sbx_err_clear(&e);
 		if (sup_procs_mp_uint(g, "from", UINT64_MAX / 2, &from, &e) < 0 ||
 		    sup_procs_mp_uint(g, "to", UINT64_MAX / 2, &to, &e) < 0 || from != q->off || to <= from) {
-			sup_warn("sandbox %s: proc.output: a gap that does not follow the data", q->id);
+			sup_warn("sandbox %s: proc.output: a gap that does not follow the data", q->r.id);
 			out_error(q, "agent_error", "the agent reported an inconsistent gap");
 			return;
 		}
@@ -116,11 +116,11 @@ static void out_event(const msgpack_object *map, size_t cost, void *ud)
 static void out_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_pq *q = ud;
-	q->op = NULL;
+	q->r.op = NULL;
 	q->owed = 0;
 	if (rc < 0) {
 		const char *code;
-		sup_pq_status(err->code, &code);
+		sup_req_status(&q->r, err->code, &code);
 		out_error(q, code, err->msg[0] ? err->msg : code);
 		return;
 	}
@@ -134,7 +134,7 @@ static void out_done(int rc, const msgpack_object *result, const sbx_err *err, v
 	else if (e.code == 0)
 		o = sup_procs_desc_json(result, false, q->pid, &e);
 	if (!o) {
-		sup_warn("sandbox %s: %s", q->id, e.msg);
+		sup_warn("sandbox %s: %s", q->r.id, e.msg);
 		out_error(q, "agent_error", e.msg);
 		return;
 	}
@@ -151,7 +151,7 @@ static void out_gone(void *ud)
 {
 	sup_pq *q = ud;
 	sup_info("http %s sandbox %s pid %ld: client went away at offset %llu", sup_procs_route_name(q->rt),
-		 q->id, q->pid, (unsigned long long)q->off);
+		 q->r.id, q->pid, (unsigned long long)q->off);
 	out_finish(q);
 }
 
@@ -166,13 +166,13 @@ static const sup_stream_cbs out_stream_cbs = { .on_credit = out_credit, .on_gone
 static void out_checked(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_pq *q = ud;
-	if (!sup_pq_settled(q, rc, err))
+	if (!sup_req_settled(&q->r, rc, err, NULL))
 		return;
 	sbx_err e;
 	sbx_err_clear(&e);
 	json_t *d = sup_procs_desc_json(result, true, q->pid, &e);
 	if (!d) {
-		sup_pq_broke(q, &e);
+		sup_req_broke(&q->r, &e, NULL);
 		return;
 	}
 	json_int_t end = json_integer_value(json_object_get(json_object_get(d, "output"), "end"));
@@ -181,41 +181,34 @@ static void out_checked(int rc, const msgpack_object *result, const sbx_err *err
 		char msg[128];
 		snprintf(msg, sizeof(msg), "offset %llu is beyond the end of the output (%lld)",
 			 (unsigned long long)q->off, (long long)end);
-		sup_pq_error(q, 400, "bad_request", msg);
+		sup_req_error(&q->r, 400, "bad_request", msg);
 		return;
 	}
-	if (q->gone) {
-		event_free(q->gone);
-		q->gone = NULL;
-	}
+	sup_req_unwatch(&q->r);
 	q->retry = evtimer_new(q->p->base, out_retry, q);
-	const char *accept = evhttp_find_header(evhttp_request_get_input_headers(q->req), "Accept");
+	const char *accept = evhttp_find_header(evhttp_request_get_input_headers(q->r.req), "Accept");
 	sup_stream_fmt fmt = sup_stream_wanted(accept);
 	if (!q->retry) {
-		sup_pq_error(q, 500, "internal", "out of memory");
+		sup_req_error(&q->r, 500, "internal", "out of memory");
 		return;
 	}
-	q->s = sup_stream_start(q->req, fmt == SUP_STREAM_NONE ? SUP_STREAM_SSE : fmt,
+	q->s = sup_stream_start(q->r.req, fmt == SUP_STREAM_NONE ? SUP_STREAM_SSE : fmt,
 				SUP_STREAM_HWM, &out_stream_cbs, q);
 	if (!q->s) {
-		sup_pq_error(q, 500, "internal", "out of memory");
+		sup_req_error(&q->r, 500, "internal", "out of memory");
 		return;
 	}
-	sup_pargs a;
-	sup_pargs_begin(&a, 3);
-	sup_pargs_uint(&a, "pid", (uint64_t)q->pid);
-	sup_pargs_uint(&a, "offset", q->off);
-	sbx_proto_pack_str(&a.pk, "follow");
-	if (q->follow)
-		msgpack_pack_true(&a.pk);
-	else
-		msgpack_pack_false(&a.pk);
-	rc = sup_core_call(q->p->core, q->id, "proc.output", a.sb.data, a.sb.size, &out_cbs, q,
-			   &q->op, &e);
+	sup_req_args a;
+	sup_req_args_begin(&a, 3);
+	sup_req_args_uint(&a, "pid", (uint64_t)q->pid);
+	sup_req_args_uint(&a, "offset", q->off);
+	sup_req_args_bool(&a, "follow", q->follow);
+	rc = sup_core_call(q->p->core, q->r.id, "proc.output", a.sb.data, a.sb.size, &out_cbs, q,
+			   &q->r.op, &e);
 	msgpack_sbuffer_destroy(&a.sb);
 	if (rc < 0) {
 		const char *code;
-		sup_pq_status(e.code, &code);
+		sup_req_status(&q->r, e.code, &code);
 		out_error(q, code, e.msg[0] ? e.msg : code);
 	}
 }
@@ -248,13 +241,13 @@ void sup_procs_output(sup_pq *q)
 	}
 	evhttp_clear_headers(&kv);
 	if (!ok) {
-		sup_pq_error(q, 400, "bad_request",
+		sup_req_error(&q->r, 400, "bad_request",
 			 "want offset=<bytes> (a non-negative integer) and follow=0|1");
 		return;
 	}
-	sup_pargs a;
-	sup_pargs_begin(&a, 1);
-	sup_pargs_uint(&a, "pid", (uint64_t)q->pid);
-	sup_pq_call(q, "proc.get", &a, &out_check_cbs);
+	sup_req_args a;
+	sup_req_args_begin(&a, 1);
+	sup_req_args_uint(&a, "pid", (uint64_t)q->pid);
+	sup_req_call(&q->r, "proc.get", &a, &out_check_cbs, NULL);
 }
 
