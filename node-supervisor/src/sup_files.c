@@ -342,6 +342,12 @@ static void simple_done(int rc, const msgpack_object *result, const sbx_err *err
 
 static const sup_core_call_cbs simple_cbs = { .on_done = simple_done };
 
+/* Start opname with a (destroyed here), answered by simple_done. */
+static void simple_call(sup_fq *q, const char *opname, sup_req_args *a)
+{
+	sup_req_call(&q->r, opname, a, &simple_cbs, q->m.path);
+}
+
 /* ---- JSON bodies ---- */
 
 /* A path field, checked: 0, or the reply sent. */
@@ -356,6 +362,18 @@ static int body_path(sup_fq *q, json_t *j, const char *key, sup_policy_access ne
 		return -EINVAL;
 	}
 	return check_path(q, json_string_value(v), json_string_length(v), need, m);
+}
+
+/* The body (only keys) with its "path" checked for need into q->m: NULL
+ * with the reply sent. */
+static json_t *body_at(sup_fq *q, const char *const *keys, sup_policy_access need)
+{
+	json_t *j = sup_req_body_obj(&q->r, SUP_FILES_MAX_BODY, keys);
+	if (j && body_path(q, j, "path", need, &q->m) < 0) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
 }
 
 /* Optional bool field: 0/1, def when absent, -1 with the reply sent. */
@@ -411,7 +429,7 @@ static void r_stat(sup_fq *q)
 		return;
 	sup_req_args a;
 	sup_fargs_begin(&a, 0, &q->m);
-	sup_req_call(&q->r, "fs.stat", &a, &simple_cbs, q->m.path);
+	simple_call(q, "fs.stat", &a);
 }
 
 static void r_list(sup_fq *q)
@@ -437,7 +455,7 @@ static void r_list(sup_fq *q)
 	sup_req_args a;
 	sup_fargs_begin(&a, 1, &q->m);
 	sup_req_args_uint(&a, "depth", depth);
-	sup_req_call(&q->r, "fs.list", &a, &simple_cbs, q->m.path);
+	simple_call(q, "fs.list", &a);
 }
 
 static void r_delete(sup_fq *q)
@@ -454,14 +472,14 @@ static void r_delete(sup_fq *q)
 	sup_req_args a;
 	sup_fargs_begin(&a, 1, &q->m);
 	sup_req_args_bool(&a, "recursive", rec);
-	sup_req_call(&q->r, "fs.remove", &a, &simple_cbs, q->m.path);
+	simple_call(q, "fs.remove", &a);
 }
 
 static void r_mkdir(sup_fq *q)
 {
 	static const char *const keys[] = { "path", "parents", "mode", NULL };
-	SUP_REQ_AUTO_JSON json_t *j = sup_req_body_obj(&q->r, SUP_FILES_MAX_BODY, keys);
-	if (!j || body_path(q, j, "path", SUP_POLICY_WRITE, &q->m) < 0)
+	SUP_REQ_AUTO_JSON json_t *j = body_at(q, keys, SUP_POLICY_WRITE);
+	if (!j)
 		return;
 	int parents = body_bool(q, j, "parents", false);
 	if (parents < 0)
@@ -473,14 +491,14 @@ static void r_mkdir(sup_fq *q)
 	sup_fargs_begin(&a, 2, &q->m);
 	sup_req_args_bool(&a, "parents", parents);
 	sup_req_args_uint(&a, "mode", (uint64_t)mode);
-	sup_req_call(&q->r, "fs.mkdir", &a, &simple_cbs, q->m.path);
+	simple_call(q, "fs.mkdir", &a);
 }
 
 static void r_chmod(sup_fq *q)
 {
 	static const char *const keys[] = { "path", "mode", NULL };
-	SUP_REQ_AUTO_JSON json_t *j = sup_req_body_obj(&q->r, SUP_FILES_MAX_BODY, keys);
-	if (!j || body_path(q, j, "path", SUP_POLICY_WRITE, &q->m) < 0)
+	SUP_REQ_AUTO_JSON json_t *j = body_at(q, keys, SUP_POLICY_WRITE);
+	if (!j)
 		return;
 	if (!json_object_get(j, "mode")) {
 		sup_req_error_at(&q->r, 400, "bad_request", "field \"mode\" is required", NULL, 0);
@@ -492,7 +510,7 @@ static void r_chmod(sup_fq *q)
 	sup_req_args a;
 	sup_fargs_begin(&a, 1, &q->m);
 	sup_req_args_uint(&a, "mode", (uint64_t)mode);
-	sup_req_call(&q->r, "fs.chmod", &a, &simple_cbs, q->m.path);
+	simple_call(q, "fs.chmod", &a);
 }
 
 static void r_move(sup_fq *q)
@@ -514,14 +532,14 @@ static void r_move(sup_fq *q)
 	sup_req_args_str(&a, "to", q->m2.rel, strlen(q->m2.rel));
 	sup_req_args_str(&a, "to_root", q->m2.root, strlen(q->m2.root));
 	sup_req_args_bool(&a, "overwrite", ow);
-	sup_req_call(&q->r, "fs.move", &a, &simple_cbs, q->m.path);
+	simple_call(q, "fs.move", &a);
 }
 
 static void r_search(sup_fq *q)
 {
 	static const char *const keys[] = { "path", "glob", "max", NULL };
-	SUP_REQ_AUTO_JSON json_t *j = sup_req_body_obj(&q->r, SUP_FILES_MAX_BODY, keys);
-	if (!j || body_path(q, j, "path", SUP_POLICY_READ, &q->m) < 0)
+	SUP_REQ_AUTO_JSON json_t *j = body_at(q, keys, SUP_POLICY_READ);
+	if (!j)
 		return;
 	json_t *g = json_object_get(j, "glob");
 	if (!json_is_string(g) || json_string_length(g) == 0 || json_string_length(g) > 4095 ||
@@ -538,7 +556,7 @@ static void r_search(sup_fq *q)
 	sup_fargs_begin(&a, 2, &q->m);
 	sup_req_args_str(&a, "glob", json_string_value(g), json_string_length(g));
 	sup_req_args_uint(&a, "max", (uint64_t)max);
-	sup_req_call(&q->r, "fs.search", &a, &simple_cbs, q->m.path);
+	simple_call(q, "fs.search", &a);
 }
 
 static void r_watch(sup_fq *q)
