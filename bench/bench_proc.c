@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -29,6 +31,48 @@ int bench_spawn_wait(char *const argv[])
 	pid_t pid;
 	if (spawn_with_output(&pid, argv, "/dev/null", O_WRONLY) != 0)
 		return -1;
+	int status;
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	return status;
+}
+
+int bench_spawn_io(char *const argv[], size_t feed, size_t *got)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	/* feed: we write its stdin; else we read its stdout. */
+	int child_end = feed ? p[0] : p[1], ours = feed ? p[1] : p[0];
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, child_end, feed ? 0 : 1);
+	posix_spawn_file_actions_addopen(&fa, feed ? 1 : 0, "/dev/null", feed ? O_WRONLY : O_RDONLY,
+					 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	pid_t pid;
+	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(child_end);
+	if (rc != 0) {
+		close(ours);
+		return -1;
+	}
+	size_t chunk = 1u << 20, done = 0;
+	char *buf = calloc(1, chunk);
+	while (buf) {
+		ssize_t n = feed ? write(ours, buf, feed - done < chunk ? feed - done : chunk)
+				 : read(ours, buf, chunk);
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+		if (feed && done == feed)
+			break;
+	}
+	free(buf);
+	close(ours);
+	if (got)
+		*got = done;
 	int status;
 	if (waitpid(pid, &status, 0) < 0)
 		return -1;

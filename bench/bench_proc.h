@@ -8,6 +8,11 @@
 /* posix_spawn argv (PATH lookup) with stdio on /dev/null, wait; returns the
  * wait status or -1. */
 int bench_spawn_wait(char *const argv[]);
+/* posix_spawn argv with feed zero bytes written to its stdin (feed > 0),
+ * or its stdout read to the end and counted in *got (feed 0); the other
+ * stdio on /dev/null. Returns the wait status or -1. The peer of the file
+ * transfers: `runc exec` with the bytes through its stdio. */
+int bench_spawn_io(char *const argv[], size_t feed, size_t *got);
 /* Start argv in the background with stdout/stderr appended to log_path. */
 pid_t bench_spawn_bg(char *const argv[], const char *log_path);
 /* SIGTERM, wait up to timeout_ms, then SIGKILL. */
