@@ -33,7 +33,6 @@ struct sup_http {
 	struct evhttp *http;
 	struct evhttp_bound_socket *sock;
 	uint16_t port;
-	bool early_close; /* the backend reports peer hang-ups (EV_CLOSED) */
 	bool stopping;
 	struct rq_list waiting;
 	sup_procs *procs; /* background processes (sup_procs answers those requests) */
@@ -210,16 +209,7 @@ static void rq_after_call(rq *r, int rc, sup_op *op, const sbx_err *err)
 	r->op = op;
 	TAILQ_INSERT_TAIL(&r->h->waiting, r, link);
 	r->linked = true;
-	if (!r->h->early_close)
-		return;
-	struct evhttp_connection *evcon = evhttp_request_get_connection(r->req);
-	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-	if (fd < 0)
-		return;
-	r->gone = event_new(r->h->base, fd, EV_CLOSED, on_client_gone, r);
-	if (r->gone)
-		event_add(r->gone, NULL);
+	r->gone = sup_httpin_watch_hangup(r->h->base, r->req, on_client_gone, r);
 }
 
 /* ---- bodies ---- */
@@ -716,7 +706,6 @@ sup_http *sup_http_new(struct event_base *base, sup_core *core, const sup_http_c
 		goto fail;
 	}
 	TAILQ_INIT(&h->waiting);
-	h->early_close = (event_base_get_features(base) & EV_FEATURE_EARLY_CLOSE) != 0;
 	h->http = evhttp_new(base);
 	if (!h->http) {
 		sbx_err_set(err, -ENOMEM, "evhttp");

@@ -431,6 +431,23 @@ sup_httpin *sup_httpin_upload_of(struct evhttp_request *req)
 	return NULL;
 }
 
+struct event *sup_httpin_watch_hangup(struct event_base *base, struct evhttp_request *req,
+				      void (*cb)(evutil_socket_t fd, short what, void *ud),
+				      void *ud)
+{
+	if (!base || !(event_base_get_features(base) & EV_FEATURE_EARLY_CLOSE))
+		return NULL;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+	struct event *ev = fd >= 0 ? event_new(base, fd, EV_CLOSED, cb, ud) : NULL;
+	if (ev && event_add(ev, NULL) < 0) {
+		event_free(ev);
+		ev = NULL;
+	}
+	return ev;
+}
+
 void sup_httpin_reply_end(struct evhttp_request *req)
 {
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);

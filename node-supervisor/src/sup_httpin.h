@@ -19,10 +19,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <event2/util.h>
+
 #include "sbx/err.h"
 
 struct bufferevent;
 struct evbuffer;
+struct event;
 struct event_base;
 struct evhttp_request;
 typedef struct sup_httpin sup_httpin;
@@ -40,6 +43,14 @@ typedef struct sup_httpin_cfg {
 /* For evhttp_set_bevcb(http, sup_httpin_bevcb, cfg); cfg must outlive the
  * connections (evhttp_free ends them). */
 struct bufferevent *sup_httpin_bevcb(struct event_base *base, void *cfg);
+
+/* An EV_CLOSED event on req's connection, added, that runs cb(fd, what, ud)
+ * when the client hangs up while req waits (e.g. on an agent); NULL where
+ * the backend cannot tell (no EV_FEATURE_EARLY_CLOSE) or req has no
+ * connection. The caller frees it. */
+struct event *sup_httpin_watch_hangup(struct event_base *base, struct evhttp_request *req,
+				      void (*cb)(evutil_socket_t fd, short what, void *ud),
+				      void *ud);
 
 /* evhttp_send_reply_end for a reply that may have been sent without chunks
  * (a Content-Length download, any reply to HTTP/1.0): on a filtered

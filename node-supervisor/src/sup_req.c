@@ -11,6 +11,7 @@
 #include "sbx/cleanup.h"
 #include "sbx/proto.h"
 #include "sup_b64.h"
+#include "sup_httpin.h"
 #include "sup_log.h"
 #include "sup_text.h"
 
@@ -245,16 +246,8 @@ static void on_client_gone(evutil_socket_t fd, short what, void *ud)
 /* Notice the client hanging up while the agent works. */
 static void watch_gone(sup_req *r)
 {
-	if (!r->base || r->gone || !(event_base_get_features(r->base) & EV_FEATURE_EARLY_CLOSE))
-		return;
-	struct evhttp_connection *evcon = evhttp_request_get_connection(r->req);
-	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-	if (fd < 0)
-		return;
-	r->gone = event_new(r->base, fd, EV_CLOSED, on_client_gone, r);
-	if (r->gone)
-		event_add(r->gone, NULL);
+	if (!r->gone)
+		r->gone = sup_httpin_watch_hangup(r->base, r->req, on_client_gone, r);
 }
 
 int sup_req_call(sup_req *r, const char *opname, sup_req_args *a, const sup_core_call_cbs *cbs,
