@@ -314,12 +314,8 @@ class Uploads(UploadBase):
         test never holds the file."""
         s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=120)
         try:
-            # Keep-alive, as curl and http.client ask. With "Connection:
-            # close" and a reader slower than the file, the supervisor
-            # closes before the last bytes reached the socket (libevent's
-            # evhttp_send_reply_end sees the filter's output empty while
-            # the socket's bufferevent still holds bytes): not this test's
-            # subject, noted in BENCHMARKS.md.
+            # Keep-alive, as curl and http.client ask; a slow reader with
+            # "Connection: close" is it_files_api's subject (c67ab50).
             s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" %
                        (self.url(path), self.sup.token)).encode())
             st, hdrs, rest = read_head(s)
