@@ -36,8 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
-#include <sys/uio.h>
 
+#include "sbx/bev_fill.h"
 #include "sup_httpin_parse.h"
 
 /* What the filter hands down to the socket before it waits for a drain. */
@@ -520,40 +520,13 @@ static void body_ended(sup_httpin *c)
 		bufferevent_enable(c->under, EV_READ); /* the rest is dropped */
 }
 
-/* libevent 2.1 reads at most 4096 bytes per read event (EVBUFFER_MAX_READ
- * in evbuffer_read, whatever max_single_read says), so a body would come
- * 4 KiB per wake-up and go to the agent in 4 KiB frames (5 s of CPU per
- * GiB). The body's taker reads the socket itself, up to the high-water
- * mark; EOF and errors are left to libevent's next read. */
-static void body_fill(sup_httpin *c, struct evbuffer *in)
+/* libevent reads 4 KiB per read event (sbx/bev_fill.h): a body would go to
+ * the agent in 4 KiB frames (5 s of CPU per GiB). The body's taker reads the
+ * socket itself, up to the high-water mark. */
+static void body_fill(sup_httpin *c)
 {
-	size_t len = evbuffer_get_length(in);
-	if (len >= SUP_HTTPIN_BODY_HWM)
-		return;
-	size_t room = SUP_HTTPIN_BODY_HWM - len, asked = 0;
-	struct evbuffer_iovec v[2];
-	struct iovec iov[2];
-	/* the bufferevent keeps its input's end frozen between its reads */
-	evbuffer_unfreeze(in, 0);
-	int nv = evbuffer_reserve_space(in, (ev_ssize_t)room, v, 2);
-	for (int i = 0; i < nv && i < 2; i++) {
-		if (v[i].iov_len > room - asked)
-			v[i].iov_len = room - asked;
-		iov[i].iov_base = v[i].iov_base;
-		iov[i].iov_len = v[i].iov_len;
-		asked += v[i].iov_len;
-	}
-	ssize_t n = nv > 0 ? readv(bufferevent_getfd(c->under), iov, nv > 2 ? 2 : nv) : -1;
-	size_t left = n > 0 ? (size_t)n : 0;
-	int used = 0;
-	for (; used < nv && used < 2 && left > 0; used++) {
-		if (v[used].iov_len > left)
-			v[used].iov_len = left;
-		left -= v[used].iov_len;
-	}
-	if (nv > 0)
-		evbuffer_commit_space(in, v, used);
-	evbuffer_freeze(in, 0);
+	bool more;
+	(void)sbx_bev_fill(c->under, SUP_HTTPIN_BODY_HWM, SUP_HTTPIN_BODY_HWM, &more);
 	body_backpressure(c);
 }
 
@@ -563,7 +536,7 @@ int sup_httpin_body(sup_httpin *c, size_t max, struct evbuffer **buf, sbx_err *e
 	if (c->ended)
 		return 0;
 	if (evbuffer_get_length(in) < max)
-		body_fill(c, in);
+		body_fill(c);
 	if (c->st != ST_BODY)
 		return sbx_err_set(err, -EBADMSG, "upload body no longer readable");
 	uint64_t left = c->left;

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
 #include "proto_conn_int.h"
+#include "sbx/bev_fill.h"
 
 #define MIN_OUT_HIGH (256u * 1024u)
 /* Bytes per read/write syscall and kernel socket buffer: libevent's default
@@ -397,50 +397,12 @@ static void process_input(sbx_proto_conn *c)
 	}
 }
 
-/* libevent 2.1 reads at most 4096 bytes per read event (EVBUFFER_MAX_READ
- * in evbuffer_read, whatever max_single_read says): a 256 KiB frame cost 64
- * wake-ups, each an epoll_wait, an ioctl and a readv. So after its read we
- * read the socket ourselves, within the same bound as its watermark: the
- * input holds at most one frame beyond what was decoded. Returns the bytes
- * read (*more: as many as asked, the socket may hold more); 0 at EAGAIN,
- * EOF or an error, which libevent's next read reports. */
+/* After libevent's read (4 KiB at most, see sbx/bev_fill.h) we read the
+ * socket ourselves, within the same bound as its watermark: the input holds
+ * at most one frame beyond what was decoded. */
 static size_t fill_input(sbx_proto_conn *c, bool *more)
 {
-	struct evbuffer *in = bufferevent_get_input(c->bev);
-	size_t cap = SBX_PROTO_HEADER_LEN + (size_t)c->max_frame;
-	size_t len = evbuffer_get_length(in);
-	if (len >= cap)
-		return 0;
-	size_t room = cap - len < FILL_CHUNK ? cap - len : FILL_CHUNK;
-	struct evbuffer_iovec v[2];
-	struct iovec iov[2];
-	/* the bufferevent keeps its input's end frozen between its reads */
-	evbuffer_unfreeze(in, 0);
-	int nv = evbuffer_reserve_space(in, (ev_ssize_t)room, v, 2);
-	if (nv < 1) {
-		evbuffer_freeze(in, 0);
-		return 0;
-	}
-	size_t asked = 0;
-	for (int i = 0; i < nv; i++) {
-		if (v[i].iov_len > room - asked)
-			v[i].iov_len = room - asked;
-		iov[i].iov_base = v[i].iov_base;
-		iov[i].iov_len = v[i].iov_len;
-		asked += v[i].iov_len;
-	}
-	ssize_t n = readv(bufferevent_getfd(c->bev), iov, nv);
-	size_t got = n > 0 ? (size_t)n : 0, left = got;
-	*more = got == asked;
-	int used = 0;
-	for (; used < nv && left > 0; used++) {
-		if (v[used].iov_len > left)
-			v[used].iov_len = left;
-		left -= v[used].iov_len;
-	}
-	evbuffer_commit_space(in, v, used);
-	evbuffer_freeze(in, 0);
-	return got;
+	return sbx_bev_fill(c->bev, SBX_PROTO_HEADER_LEN + (size_t)c->max_frame, FILL_CHUNK, more);
 }
 
 static void read_cb(struct bufferevent *bev, void *arg)
