@@ -416,76 +416,59 @@ static void pack_env(msgpack_packer *pk, const sup_env *over, const sup_env *bas
 }
 
 int sup_agent_encode_exec_args(const sup_exec_spec *spec, const sup_env *base_env,
-			       msgpack_sbuffer *sb, sbx_err *err)
+			       sbx_proto_args *a, sbx_err *err)
 {
 	static const sup_env empty = { 0 };
+	msgpack_packer *pk = &a->pk;
 	if (!base_env)
 		base_env = &empty;
 	if (!spec->argv == !spec->cmd)
 		return sbx_err_set(err, -EINVAL, "exec: exactly one of argv and cmd");
-	msgpack_packer pk;
-	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	bool has_env = spec->env.n || base_env->n;
+	if (spec->argv) {
+		sbx_proto_args_key(a, "argv");
+		msgpack_pack_array(pk, spec->argc);
+		for (size_t i = 0; i < spec->argc; i++)
+			sbx_proto_pack_str(pk, spec->argv[i]);
+	} else {
+		sbx_proto_args_str(a, "cmd", spec->cmd, strlen(spec->cmd));
+	}
+	if (spec->env.n || base_env->n) {
+		sbx_proto_args_key(a, "env");
+		pack_env(pk, &spec->env, base_env);
+	}
+	if (spec->cwd)
+		sbx_proto_args_str(a, "cwd", spec->cwd, strlen(spec->cwd));
+	if (spec->timeout_ms)
+		sbx_proto_args_uint(a, "timeout_ms", spec->timeout_ms);
+	if (spec->has_stdin)
+		sbx_proto_args_bool(a, "stdin", true);
+	if (spec->user)
+		sbx_proto_args_str(a, "user", spec->user, strlen(spec->user));
+	if (spec->allow_root)
+		sbx_proto_args_bool(a, "allow_root", true);
+	if (spec->pty) {
+		sbx_proto_args_key(a, "pty");
+		msgpack_pack_map(pk, 2);
+		sbx_proto_pack_str(pk, "cols");
+		msgpack_pack_uint16(pk, spec->pty_cols);
+		sbx_proto_pack_str(pk, "rows");
+		msgpack_pack_uint16(pk, spec->pty_rows);
+	}
 	uint32_t nlim = 0;
 	for (int i = 0; i < SUP_RLIMIT_N; i++)
 		nlim += spec->rlimits[i].set;
-	uint32_t n = 1 + (has_env ? 1 : 0) + (spec->cwd ? 1 : 0) + (spec->timeout_ms ? 1 : 0) +
-		     (spec->has_stdin ? 1 : 0) + (spec->user ? 1 : 0) + (spec->allow_root ? 1 : 0) +
-		     (nlim ? 1 : 0) + (spec->pty ? 1 : 0);
-	msgpack_pack_map(&pk, n);
-	if (spec->argv) {
-		sbx_proto_pack_str(&pk, "argv");
-		msgpack_pack_array(&pk, spec->argc);
-		for (size_t i = 0; i < spec->argc; i++)
-			sbx_proto_pack_str(&pk, spec->argv[i]);
-	} else {
-		sbx_proto_pack_str(&pk, "cmd");
-		sbx_proto_pack_str(&pk, spec->cmd);
-	}
-	if (has_env) {
-		sbx_proto_pack_str(&pk, "env");
-		pack_env(&pk, &spec->env, base_env);
-	}
-	if (spec->cwd) {
-		sbx_proto_pack_str(&pk, "cwd");
-		sbx_proto_pack_str(&pk, spec->cwd);
-	}
-	if (spec->timeout_ms) {
-		sbx_proto_pack_str(&pk, "timeout_ms");
-		msgpack_pack_uint64(&pk, spec->timeout_ms);
-	}
-	if (spec->has_stdin) {
-		sbx_proto_pack_str(&pk, "stdin");
-		msgpack_pack_true(&pk);
-	}
-	if (spec->user) {
-		sbx_proto_pack_str(&pk, "user");
-		sbx_proto_pack_str(&pk, spec->user);
-	}
-	if (spec->allow_root) {
-		sbx_proto_pack_str(&pk, "allow_root");
-		msgpack_pack_true(&pk);
-	}
-	if (spec->pty) {
-		sbx_proto_pack_str(&pk, "pty");
-		msgpack_pack_map(&pk, 2);
-		sbx_proto_pack_str(&pk, "cols");
-		msgpack_pack_uint16(&pk, spec->pty_cols);
-		sbx_proto_pack_str(&pk, "rows");
-		msgpack_pack_uint16(&pk, spec->pty_rows);
-	}
 	if (nlim) {
-		sbx_proto_pack_str(&pk, "rlimits");
-		msgpack_pack_map(&pk, nlim);
+		sbx_proto_args_key(a, "rlimits");
+		msgpack_pack_map(pk, nlim);
 		for (int i = 0; i < SUP_RLIMIT_N; i++) {
 			const sup_rlimit *r = &spec->rlimits[i];
 			if (!r->set)
 				continue;
-			sbx_proto_pack_str(&pk, sup_rlimit_names[i]);
+			sbx_proto_pack_str(pk, sup_rlimit_names[i]);
 			if (r->unlimited)
-				sbx_proto_pack_str(&pk, "unlimited");
+				sbx_proto_pack_str(pk, "unlimited");
 			else
-				msgpack_pack_uint64(&pk, r->value);
+				msgpack_pack_uint64(pk, r->value);
 		}
 	}
 	return 0;
@@ -687,12 +670,18 @@ static const sup_agent_call_cbs exec_call_cbs = {
 int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_env,
 		   const sup_exec_cbs *cbs, void *ud, sup_exec_call **out, sbx_err *err)
 {
-	msgpack_sbuffer sb;
-	msgpack_sbuffer_init(&sb);
-	int rc = sup_agent_encode_exec_args(spec, base_env, &sb, err);
+	sbx_proto_args args;
+	sbx_proto_args_init(&args);
+	int rc = sup_agent_encode_exec_args(spec, base_env, &args, err);
 	sup_exec_call *x = NULL;
+	size_t len = 0;
+	const char *enc = rc < 0 ? NULL : sbx_proto_args_done(&args, &len);
 	if (rc < 0)
 		goto out;
+	if (!enc) {
+		rc = sbx_err_set(err, -ENOMEM, "exec args");
+		goto out;
+	}
 	x = calloc(1, sizeof(*x));
 	if (!x) {
 		rc = sbx_err_set(err, -ENOMEM, "exec call");
@@ -700,7 +689,7 @@ int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_
 	}
 	x->cbs = cbs;
 	x->ud = ud;
-	rc = sup_agent_call_start(a, SBX_OP_EXEC, sb.data, sb.size, &exec_call_cbs, x, &x->call, err);
+	rc = sup_agent_call_start(a, SBX_OP_EXEC, enc, len, &exec_call_cbs, x, &x->call, err);
 	if (rc < 0)
 		goto out;
 	if (spec->has_stdin) {
@@ -712,7 +701,7 @@ int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_
 	*out = sbx_steal_ptr(&x);
 out:
 	free(x);
-	msgpack_sbuffer_destroy(&sb);
+	sbx_proto_args_destroy(&args);
 	return rc;
 }
 

@@ -19,6 +19,7 @@
 #include <msgpack.h>
 
 #include "sbx/err.h"
+#include "sbx/proto_args.h"
 #include "sup_types.h"
 
 struct event_base;
@@ -112,9 +113,9 @@ void sup_agent_exec_consumed(sup_exec_call *call, size_t cost);
  * runs any more. The handle is invalid after this. */
 void sup_agent_exec_cancel(sup_exec_call *call);
 
-/* Encode the exec args map (exposed for unit tests). The caller destroys sb. */
+/* The exec args' pairs into a (proc.start adds its own after them). */
 int sup_agent_encode_exec_args(const sup_exec_spec *spec, const sup_env *base_env,
-			       msgpack_sbuffer *sb, sbx_err *err);
+			       sbx_proto_args *a, sbx_err *err);
 /* Validate an exec END result map from the agent (exposed for unit tests). */
 int sup_agent_parse_exec_result(const msgpack_object *r, sup_exec_status *st, sbx_err *err);
 

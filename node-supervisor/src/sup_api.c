@@ -280,22 +280,27 @@ static int parse_max_output(json_t *v, sup_exec_spec *out, sbx_err *err)
 	return 0;
 }
 
-int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err *err)
+static bool skipped(const char *key, const char *const *skip)
 {
-	memset(out, 0, sizeof(*out));
-	if (len == 0)
-		return sbx_err_set(err, -EINVAL, "body must be a JSON object with \"argv\" or \"cmd\"");
-	AUTO_JSON json_t *j = NULL;
-	int rc = load_object(body, len, &j, err);
-	if (rc < 0)
-		return rc;
+	for (size_t i = 0; skip && skip[i]; i++)
+		if (strcmp(skip[i], key) == 0)
+			return true;
+	return false;
+}
+
+int sup_api_parse_exec_obj(json_t *j, const char *const *skip, sup_exec_spec *out, sbx_err *err)
+{
 	const char *key;
 	size_t klen;
 	json_t *v;
+	int rc = 0;
+	memset(out, 0, sizeof(*out));
 	json_object_keylen_foreach(j, key, klen, v)
 	{
 		if (strlen(key) != klen)
 			rc = sbx_err_set(err, -EINVAL, "a field name contains a NUL byte");
+		else if (skipped(key, skip))
+			continue;
 		else if (strcmp(key, "argv") == 0)
 			rc = parse_argv(v, out, err);
 		else if (strcmp(key, "cmd") == 0)
@@ -331,6 +336,16 @@ int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err
 fail:
 	sup_exec_spec_free(out);
 	return rc;
+}
+
+int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (len == 0)
+		return sbx_err_set(err, -EINVAL, "body must be a JSON object with \"argv\" or \"cmd\"");
+	AUTO_JSON json_t *j = NULL;
+	int rc = load_object(body, len, &j, err);
+	return rc < 0 ? rc : sup_api_parse_exec_obj(j, NULL, out, err);
 }
 
 json_t *sup_api_render_sandbox(const sup_sandbox_view *v)
@@ -419,65 +434,6 @@ json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint6
 		return NULL;
 	}
 	return o;
-}
-
-json_t *sup_api_render_error(const char *code, const char *message)
-{
-	/* Messages may quote guest or client bytes: never let that break JSON. */
-	size_t mlen;
-	char *msg = sup_utf8_repair((const uint8_t *)message, strlen(message), &mlen);
-	if (!msg)
-		return NULL;
-	json_t *o = json_pack("{s:{s:s, s:s%}}", "error", "code", code, "message", msg, mlen);
-	free(msg);
-	return o;
-}
-
-int sup_api_status(int neg_errno, const char **code)
-{
-	switch (neg_errno) {
-	case -EINVAL:
-		*code = "bad_request";
-		return 400;
-	case -ENOENT:
-		*code = "not_found";
-		return 404;
-	case -E2BIG:
-	case -EMSGSIZE:
-		*code = "too_large";
-		return 413;
-	case -EBUSY:
-		*code = "conflict";
-		return 409;
-	case -EAGAIN:
-	case -ENOSPC:
-		*code = "unavailable";
-		return 503;
-	case -ESHUTDOWN:
-		*code = "shutting_down";
-		return 503;
-	case -ECONNRESET:
-	case -ECONNREFUSED:
-	case -ECONNABORTED:
-	case -EPIPE:
-	case -EPROTO:
-	case -EBADMSG:
-		*code = "agent_error";
-		return 502;
-	case -ETIMEDOUT:
-		*code = "timeout";
-		return 504;
-	case -ECANCELED:
-		*code = "cancelled";
-		return 499;
-	case -EACCES:
-	case -EPERM:
-		*code = "forbidden";
-		return 403;
-	default:
-		*code = "internal";
-		return 500;
-	}
 }
 
 bool sup_api_valid_id(const char *s)

@@ -40,6 +40,9 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 			 sup_create_req *out, sbx_err *err);
 /* POST /v1/sandboxes/{id}/exec. */
 int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err *err);
+/* The same from a loaded object, leaving the keys in skip (NULL-terminated,
+ * or NULL) to the caller: POST .../processes adds its own. */
+int sup_api_parse_exec_obj(json_t *obj, const char *const *skip, sup_exec_spec *out, sbx_err *err);
 
 /* A sandbox as the API shows it. */
 typedef struct sup_sandbox_view {
@@ -57,15 +60,6 @@ json_t *sup_api_render_exec(const sup_exec_result *r);
 /* The end of a streamed exec: exit_code / signal, duration_ms, timed_out
  * and the byte counts streamed. */
 json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint64_t err_bytes);
-json_t *sup_api_render_error(const char *code, const char *message);
-
-/* Status and stable error code for a negative errno from the core:
- * EINVAL 400 bad_request, ENOENT 404 not_found, E2BIG 413 too_large,
- * EBUSY 409 conflict, EAGAIN 503 unavailable, ESHUTDOWN 503 shutting_down,
- * ECONNRESET/ECONNREFUSED/EPIPE/EPROTO 502 agent_error, ETIMEDOUT 504 timeout,
- * ECANCELED 499 cancelled, EACCES/EPERM 403 forbidden, other 500 internal. */
-int sup_api_status(int neg_errno, const char **code);
-
 /* Sandbox ids: [a-z0-9-], 1..40 chars. */
 bool sup_api_valid_id(const char *s);
 

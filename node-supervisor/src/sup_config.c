@@ -28,6 +28,11 @@ void sup_config_defaults(sup_config *c)
 	c->ready_timeout_ms = 10000;
 	c->default_timeout_s = 3600;
 	c->max_timeout_s = 7 * 24 * 3600;
+	c->max_conns = 10000;
+	c->head_timeout_s = 10;
+	c->body_timeout_s = 60;
+	c->idle_timeout_s = 60;
+	c->drain_timeout_s = 10;
 	c->log_level = SUP_LOG_INFO;
 }
 
@@ -60,6 +65,12 @@ void sup_config_usage(const char *prog)
 	       "  --acquire-timeout SEC  how long a create waits for a sandbox (default 60)\n"
 	       "  --ready-timeout SEC    runtime start until the agent answers (default 10)\n"
 	       "  --max-timeout SEC      largest sandbox lifetime (default 604800)\n"
+	       "  --max-connections N    HTTP connections held at once (default 10000)\n"
+	       "  --head-timeout SEC     to send a request head (default 10)\n"
+	       "  --body-timeout SEC     to send a request body read whole; between bytes of\n"
+	       "                         a streamed one (default 60)\n"
+	       "  --idle-timeout SEC     keep-alive between requests; a client not reading (default 60)\n"
+	       "  --drain-timeout SEC    requests in flight at SIGTERM may run this long (default 10)\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
@@ -168,7 +179,8 @@ enum {
 	OPT_LISTEN = 256, OPT_STATE_DIR, OPT_POOL_SIZE, OPT_POOL_IMAGES, OPT_RUNTIME, OPT_AGENT,
 	OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_OUTPUT, OPT_MAX_OUTPUT_TOTAL, OPT_MAX_EXECS, OPT_ALLOW_ROOT, OPT_MAX_SANDBOXES, OPT_WORKERS,
 	OPT_ACQUIRE_TIMEOUT, OPT_READY_TIMEOUT, OPT_MAX_TIMEOUT, OPT_LOG_LEVEL, OPT_PRINT_EXAMPLE, OPT_HELP,
-	OPT_VERSION, OPT_POLICY, OPT_MAX_UPLOAD,
+	OPT_VERSION, OPT_POLICY, OPT_MAX_UPLOAD, OPT_MAX_CONNS, OPT_HEAD_TIMEOUT, OPT_BODY_TIMEOUT,
+	OPT_IDLE_TIMEOUT, OPT_DRAIN_TIMEOUT,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -193,6 +205,11 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "acquire-timeout", required_argument, NULL, OPT_ACQUIRE_TIMEOUT },
 		{ "ready-timeout", required_argument, NULL, OPT_READY_TIMEOUT },
 		{ "max-timeout", required_argument, NULL, OPT_MAX_TIMEOUT },
+		{ "max-connections", required_argument, NULL, OPT_MAX_CONNS },
+		{ "head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT },
+		{ "body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT },
+		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+		{ "drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -287,6 +304,26 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			break;
 		case OPT_MAX_TIMEOUT:
 			if (parse_uint("max-timeout", optarg, 1, 366u * 24 * 3600, &c->max_timeout_s, err) < 0)
+				return err->code;
+			break;
+		case OPT_MAX_CONNS:
+			if (parse_uint("max-connections", optarg, 1, 1000000, &c->max_conns, err) < 0)
+				return err->code;
+			break;
+		case OPT_HEAD_TIMEOUT:
+			if (parse_uint("head-timeout", optarg, 1, 3600, &c->head_timeout_s, err) < 0)
+				return err->code;
+			break;
+		case OPT_BODY_TIMEOUT:
+			if (parse_uint("body-timeout", optarg, 1, 3600, &c->body_timeout_s, err) < 0)
+				return err->code;
+			break;
+		case OPT_IDLE_TIMEOUT:
+			if (parse_uint("idle-timeout", optarg, 1, 86400, &c->idle_timeout_s, err) < 0)
+				return err->code;
+			break;
+		case OPT_DRAIN_TIMEOUT:
+			if (parse_uint("drain-timeout", optarg, 0, 3600, &c->drain_timeout_s, err) < 0)
 				return err->code;
 			break;
 		case OPT_LOG_LEVEL: {

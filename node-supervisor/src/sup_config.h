@@ -35,6 +35,11 @@ typedef struct sup_config {
 	unsigned ready_timeout_ms;   /* runtime start until the agent socket accepts */
 	unsigned default_timeout_s;  /* sandbox lifetime when a create gives none */
 	unsigned max_timeout_s;      /* upper bound of a sandbox lifetime */
+	unsigned max_conns;          /* HTTP connections held at once */
+	unsigned head_timeout_s;     /* a request head's first byte to its end */
+	unsigned body_timeout_s;     /* a buffered body whole; a streamed one between bytes */
+	unsigned idle_timeout_s;     /* a keep-alive connection between requests */
+	unsigned drain_timeout_s;    /* requests in flight at SIGTERM */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */

@@ -432,7 +432,7 @@ static sup_sandbox *command_sandbox(sup_core *c, const char *id, sup_exec_spec *
 		return NULL;
 	if (spec->user && (strcmp(spec->user, "root") == 0 || strcmp(spec->user, "0") == 0) &&
 	    !c->cfg.allow_root) {
-		sbx_err_set(err, -EACCES, "running as root is not allowed on this supervisor (--allow-root)");
+		sbx_err_set(err, -EPERM, "running as root is not allowed on this supervisor (--allow-root)");
 		return NULL;
 	}
 	spec->allow_root = c->cfg.allow_root;
@@ -581,25 +581,27 @@ int sup_core_call_send_from(sup_op *op, const char *ch, struct evbuffer *src, si
 	return sup_agent_call_send_from(op->u.call.call, ch, src, n, err);
 }
 
-int sup_core_call(sup_core *c, const char *id, const char *opname, const void *args,
-		  size_t args_len, const sup_core_call_cbs *cbs, void *ud, sup_op **opp,
-		  sbx_err *err)
+int sup_core_call(sup_core *c, const char *id, const char *opname, sbx_proto_args *args,
+		  const sup_core_call_cbs *cbs, void *ud, sup_op **opp, sbx_err *err)
 {
 	*opp = NULL;
+	size_t args_len = 0;
+	const char *enc = sbx_proto_args_done(args, &args_len);
 	sup_sandbox *sb = running_sandbox(c, id, err);
-	if (!sb)
-		return err->code;
+	sup_op *op = sb && enc ? calloc(1, sizeof(*op)) : NULL;
 	int rc;
-	sup_op *op = calloc(1, sizeof(*op));
-	if (!op)
-		return sbx_err_set(err, -ENOMEM, "out of memory");
+	if (!op) {
+		sbx_proto_args_destroy(args);
+		return sb ? sbx_err_set(err, -ENOMEM, "out of memory") : err->code;
+	}
 	op->core = c;
 	op->kind = OP_CALL;
 	op->ud = ud;
 	op->sb = sb;
 	op->u.call.cbs = cbs;
-	rc = sup_agent_call_start(sb->agent, opname, args, args_len, &call_cbs, op,
-				      &op->u.call.call, err);
+	rc = sup_agent_call_start(sb->agent, opname, enc, args_len, &call_cbs, op,
+				  &op->u.call.call, err);
+	sbx_proto_args_destroy(args);
 	if (rc < 0) {
 		free(op);
 		return sbx_err_wrap(err, "sandbox %s", sb->id);

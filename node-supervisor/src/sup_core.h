@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "sbx/err.h"
+#include "sbx/proto_args.h"
 #include "sup_api.h"
 #include "sup_pool.h"
 #include "sup_types.h"
@@ -60,7 +61,7 @@ int sup_core_delete(sup_core *c, const char *id, sup_core_done_cb cb, void *ud, 
 int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
 		  void *ud, sup_op **op, sbx_err *err);
 /* For a command started another way (a background process): the same
- * policy as exec (root only with --allow-root: -EACCES; spec->allow_root
+ * policy as exec (root only with --allow-root: -EPERM; spec->allow_root
  * set) on a running sandbox, and its create-time env in *env (valid until
  * the loop runs again), which the request's env overrides key by key. */
 int sup_core_command_prepare(sup_core *c, const char *id, sup_exec_spec *spec, const sup_env **env,
@@ -101,9 +102,9 @@ typedef struct sup_core_call_cbs {
 	/* Optional: the agent took bytes sent with sup_core_call_send; more may go. */
 	void (*on_writable)(void *ud);
 } sup_core_call_cbs;
-int sup_core_call(sup_core *c, const char *id, const char *op, const void *args,
-		  size_t args_len, const sup_core_call_cbs *cbs, void *ud, sup_op **opp,
-		  sbx_err *err);
+/* args is finished and destroyed here, whatever happens. */
+int sup_core_call(sup_core *c, const char *id, const char *op, sbx_proto_args *args,
+		  const sup_core_call_cbs *cbs, void *ud, sup_op **opp, sbx_err *err);
 /* Bytes towards the agent on a sup_core_call stream (stdin of proc.stdin):
  * how many went within its credit (0: wait for on_writable), < 0 when the
  * stream is gone (on_done tells why). */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,12 +17,14 @@
 #include "sbx/proto_conn.h"
 #include "sup_config.h"
 #include "sup_core.h"
-#include "sup_http.h"
 #include "sup_files.h"
+#include "sup_http.h"
 #include "sup_log.h"
 #include "sup_policy.h"
 #include "sup_pool.h"
+#include "sup_procs.h"
 #include "sup_runc.h"
+#include "sup_sandboxes.h"
 #include "sup_token.h"
 #include "sup_workers.h"
 
@@ -31,6 +34,7 @@ typedef struct sup_main {
 	struct event_base *base;
 	sup_http *http;
 	sup_core *core;
+	unsigned drain_s;
 	bool stopping;
 	bool drained;
 	struct event *sig_term, *sig_int, *grace;
@@ -86,6 +90,12 @@ static void on_drained(void *ud)
 	event_base_loopbreak(m->base);
 }
 
+static void on_http_drained(void *ud)
+{
+	sup_main *m = ud;
+	sup_core_shutdown(m->core, on_drained, m);
+}
+
 static void on_grace_over(evutil_socket_t fd, short what, void *ud)
 {
 	sup_main *m = ud;
@@ -105,11 +115,31 @@ static void on_signal(evutil_socket_t sig, short what, void *ud)
 		return;
 	}
 	m->stopping = true;
-	sup_info("signal %d: shutting down, destroying every sandbox", (int)sig);
-	sup_http_stop(m->http);
+	sup_info("signal %d: shutting down: requests in flight get %u s, then every sandbox is destroyed",
+		 (int)sig, m->drain_s);
 	struct timeval tv = { SHUTDOWN_GRACE_S, 0 };
 	evtimer_add(m->grace, &tv);
-	sup_core_shutdown(m->core, on_drained, m);
+	sup_http_stop(m->http, m->drain_s, on_http_drained, m);
+}
+
+/* Every connection can hold an fd: the soft limit goes up to the hard one,
+ * and --max-connections down to what fits beside the sandboxes' fds. */
+static void fit_fd_limit(sup_config *cfg)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	rlim_t room = rl.rlim_cur > 1024 ? rl.rlim_cur - 512 : rl.rlim_cur / 2;
+	if (cfg->max_conns > room) {
+		sup_warn("--max-connections %u is over what the fd limit %llu leaves; using %llu",
+			 cfg->max_conns, (unsigned long long)rl.rlim_cur, (unsigned long long)room);
+		cfg->max_conns = (unsigned)room;
+	}
 }
 
 int main(int argc, char **argv)
@@ -136,7 +166,6 @@ int main(int argc, char **argv)
 	sup_pools *pools = NULL;
 	sup_main m = { 0 };
 	sup_policy *policy = NULL;
-	sup_files *files = NULL;
 	char *token = NULL;
 	char agent[PATH_MAX];
 	char token_path[PATH_MAX];
@@ -220,22 +249,33 @@ int main(int argc, char **argv)
 	if (!pools)
 		goto fail;
 	sup_core_set_pools(m.core, pools);
-	files = sup_files_new(m.core, policy);
-	if (!files) {
-		sbx_err_set(&err, -ENOMEM, "file API");
-		goto fail;
-	}
-	sup_files_set_limits(files, cfg.max_upload, cfg.max_body);
+	sup_sandboxes_ctx sandboxes = {
+		.core = m.core,
+		.limits = { .default_timeout_s = cfg.default_timeout_s,
+			    .max_timeout_s = cfg.max_timeout_s },
+	};
+	sup_files_ctx files = { .core = m.core, .policy = policy, .max_upload = cfg.max_upload };
+	sup_procs_ctx procs = { .core = m.core };
+	const sup_http_mount mounts[] = {
+		{ &sup_sandboxes_family, &sandboxes },
+		{ &sup_files_family, &files },
+		{ &sup_procs_family, &procs },
+	};
+	fit_fd_limit(&cfg);
+	m.drain_s = cfg.drain_timeout_s;
 	sup_http_cfg hcfg = {
-		.files = files,
 		.host = cfg.listen_host,
 		.port = cfg.listen_port,
 		.token = token,
 		.max_body = cfg.max_body,
-		.limits = { .default_timeout_s = cfg.default_timeout_s,
-			    .max_timeout_s = cfg.max_timeout_s },
+		.max_conns = cfg.max_conns,
+		.head_timeout_s = cfg.head_timeout_s,
+		.body_timeout_s = cfg.body_timeout_s,
+		.idle_timeout_s = cfg.idle_timeout_s,
+		.mounts = mounts,
+		.nmounts = sizeof(mounts) / sizeof(mounts[0]),
 	};
-	m.http = sup_http_new(base, m.core, &hcfg, &err);
+	m.http = sup_http_new(base, &hcfg, &err);
 	if (!m.http)
 		goto fail;
 	m.sig_term = evsignal_new(base, SIGTERM, on_signal, &m);
@@ -296,7 +336,6 @@ cleanup:
 	sup_workers_free(workers);
 	sup_pools_free(pools);
 	sup_core_free(m.core);
-	sup_files_free(files);
 	sup_policy_free(policy);
 	if (base)
 		event_base_free(base);

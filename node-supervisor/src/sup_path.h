@@ -1,7 +1,7 @@
 /* Lexical handling of request paths, before the policy looks at them.
  *
  * A request names a file inside a sandbox by an absolute path (after one
- * URL decoding by evhttp, or as a JSON string). This module turns that into
+ * URL decoding by the HTTP edge, sup_query, or as a JSON string). This module turns that into
  * a canonical path with string operations only: `.` and empty components
  * dropped, `..` taking away the component before it (never above "/"), no
  * trailing slash. It owns those string rules and the quoting of paths for

@@ -318,7 +318,7 @@ int sup_policy_check(const sup_policy *p, const char *tenant, const char *path, 
 
 	const policy_tenant *t = find_tenant(p, tenant);
 	if (!t)
-		return sbx_err_set(err, -EACCES, "path %s: tenant %s has no file access",
+		return sbx_err_set(err, -EPERM, "path %s: tenant %s has no file access",
 				   sup_path_quote(m->path, plen, q, sizeof(q)),
 				   tenant ? tenant : "default");
 	const policy_root *best = NULL;
@@ -329,12 +329,12 @@ int sup_policy_check(const sup_policy *p, const char *tenant, const char *path, 
 	}
 	if (!best) {
 		char roots[256];
-		return sbx_err_set(err, -EACCES, "path %s: outside the allowed roots: %s",
+		return sbx_err_set(err, -EPERM, "path %s: outside the allowed roots: %s",
 				   sup_path_quote(m->path, plen, q, sizeof(q)),
 				   list_roots(t, roots, sizeof(roots)));
 	}
 	if ((need & SUP_POLICY_WRITE) && best->mode != SUP_POLICY_RW)
-		return sbx_err_set(err, -EACCES, "path %s: under read-only root %s",
+		return sbx_err_set(err, -EPERM, "path %s: under read-only root %s",
 				   sup_path_quote(m->path, plen, q, sizeof(q)), best->path);
 
 	memcpy(m->root, best->path, best->len + 1);

@@ -75,7 +75,7 @@ static inline void sup_policy_freep(sup_policy **p)
 /* Check path[0..len) (decoded once, not NUL-terminated necessarily) for
  * tenant. Returns 0 with *m filled, or
  *   -EINVAL, -ENAMETOOLONG  malformed (HTTP 400), see sup_path_normalize;
- *   -EACCES                 outside every root, a write under a ro root, or
+ *   -EPERM                  outside every root, a write under a ro root, or
  *                           a tenant without a policy (HTTP 403);
  * with err naming the path. */
 int sup_policy_check(const sup_policy *p, const char *tenant, const char *path, size_t len,

@@ -1,8 +1,8 @@
 #include "sup_httpin_parse.h"
 
 #include <errno.h>
-#include <event2/buffer.h>
 #include <string.h>
+#include <stddef.h>
 #include <strings.h>
 
 /* ---- the end of a head ---- */
@@ -18,7 +18,7 @@ int sup_httpin_headscan_feed(sup_httpin_headscan *s, const uint8_t *p, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		uint8_t c = p[i];
 		if (++s->total > SUP_HTTPIN_HEAD_MAX)
-			return -EINVAL;
+			return -E2BIG;
 		if (s->cr) {
 			if (c != '\n')
 				return -EINVAL; /* a CR alone */
@@ -35,10 +35,9 @@ int sup_httpin_headscan_feed(sup_httpin_headscan *s, const uint8_t *p, size_t n,
 			continue;
 		}
 		if (c == '\n' || !head_byte_ok(c))
-			return -EINVAL; /* a bare LF (evhttp ends lines there too) or a control byte */
-		/* A folded line continues the previous header in evhttp: it could
-		 * carry a framing header past us. Only the request line may not
-		 * be first (it is the first line). */
+			return -EINVAL; /* a bare LF (some read a line end there) or a control byte */
+		/* A folded line continues the previous header for some readers:
+		 * it could carry a framing header past us (RFC 9112 5.2). */
 		if (s->line == 0 && s->total > 1 && (c == ' ' || c == '\t'))
 			return -EINVAL;
 		s->line++;
@@ -150,9 +149,48 @@ static void content_length(sup_httpin_head *h, const char *v, size_t vl)
 	h->cl = x;
 }
 
+/* The comma-separated tokens of a Connection header. */
+static void connection_tokens(sup_httpin_head *h, const char *v, size_t vl)
+{
+	size_t i = 0;
+	while (i < vl) {
+		while (i < vl && (v[i] == ',' || v[i] == ' ' || v[i] == '\t'))
+			i++;
+		size_t s = i;
+		while (i < vl && v[i] != ',' && v[i] != ' ' && v[i] != '\t')
+			i++;
+		h->conn_close |= value_is(v + s, i - s, "close");
+		h->conn_keepalive |= value_is(v + s, i - s, "keep-alive");
+		h->conn_upgrade |= value_is(v + s, i - s, "upgrade");
+	}
+}
+
+static void framing_header(sup_httpin_head *h, const char *l, size_t nl, const char *v, size_t vl)
+{
+	if (name_is(l, nl, "Content-Length")) {
+		content_length(h, v, vl);
+	} else if (name_is(l, nl, "Transfer-Encoding")) {
+		if (h->has_te)
+			set_bad(h, "two Transfer-Encoding headers");
+		h->has_te = true;
+		h->te_chunked = value_is(v, vl, "chunked");
+	} else if (name_is(l, nl, "Expect")) {
+		if (value_is(v, vl, "100-continue"))
+			h->expect_continue = true;
+		else
+			set_bad(h, "an Expect other than 100-continue");
+	} else if (name_is(l, nl, "Connection")) {
+		connection_tokens(h, v, vl);
+	} else if (name_is(l, nl, "Host")) {
+		if (++h->hosts > 1)
+			set_bad(h, "two Host headers");
+	}
+}
+
 int sup_httpin_parse_head(const char *buf, size_t len, sup_httpin_head *h)
 {
-	memset(h, 0, sizeof(*h));
+	memset(h, 0, offsetof(sup_httpin_head, hdrs));
+	h->nhdrs = 0;
 	if (len < 4 || memcmp(buf + len - 4, "\r\n\r\n", 4) != 0)
 		return -EINVAL;
 	size_t off = 0;
@@ -165,19 +203,10 @@ int sup_httpin_parse_head(const char *buf, size_t len, sup_httpin_head *h)
 		const char *v;
 		if (split_header(l, ll, &nl, &v, &vl) < 0)
 			return -EINVAL;
-		if (name_is(l, nl, "Content-Length")) {
-			content_length(h, v, vl);
-		} else if (name_is(l, nl, "Transfer-Encoding")) {
-			if (h->has_te)
-				set_bad(h, "two Transfer-Encoding headers");
-			h->has_te = true;
-			h->te_chunked = value_is(v, vl, "chunked");
-		} else if (name_is(l, nl, "Expect")) {
-			if (value_is(v, vl, "100-continue"))
-				h->expect_continue = true;
-			else
-				h->expect_other = true;
-		}
+		if (h->nhdrs == SUP_HTTPIN_MAX_HEADERS)
+			return -E2BIG;
+		h->hdrs[h->nhdrs++] = (sup_httpin_hdr){ l, nl, v, vl };
+		framing_header(h, l, nl, v, vl);
 	}
 	if (off != len - 2)
 		return -EINVAL; /* an empty line before the end: cannot happen after headscan */
@@ -185,32 +214,9 @@ int sup_httpin_parse_head(const char *buf, size_t len, sup_httpin_head *h)
 		set_bad(h, "both Content-Length and Transfer-Encoding");
 	if (h->has_te && !h->te_chunked)
 		set_bad(h, "a Transfer-Encoding other than chunked");
-	if (h->expect_other)
-		set_bad(h, "an Expect other than 100-continue");
+	if (h->has_te && h->minor == 0)
+		set_bad(h, "Transfer-Encoding in an HTTP/1.0 request");
 	return 0;
-}
-
-int sup_httpin_rewrite_head(const char *buf, size_t len, struct evbuffer *out)
-{
-	static const char *const drop[] = { "Content-Length", "Transfer-Encoding", "Expect",
-					    "Connection", "Keep-Alive", NULL };
-	size_t off = 0;
-	const char *l;
-	size_t ll;
-	bool first = true;
-	while (next_line(buf, len, &off, &l, &ll)) {
-		size_t nl = 0, vl;
-		const char *v;
-		bool keep = true;
-		if (!first && split_header(l, ll, &nl, &v, &vl) == 0)
-			for (size_t i = 0; drop[i]; i++)
-				keep &= !name_is(l, nl, drop[i]);
-		first = false;
-		if (keep && (evbuffer_add(out, l, ll) < 0 || evbuffer_add(out, "\r\n", 2) < 0))
-			return -ENOMEM;
-	}
-	static const char tail[] = "Content-Length: 0\r\nConnection: close\r\n\r\n";
-	return evbuffer_add(out, tail, sizeof(tail) - 1) < 0 ? -ENOMEM : 0;
 }
 
 /* ---- chunked bodies ---- */

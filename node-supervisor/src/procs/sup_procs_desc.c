@@ -1,26 +1,13 @@
 #include "sup_procs_int.h"
 
 #include <errno.h>
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <jansson.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
 
 #include "sbx/cleanup.h"
 #include "sbx/proto.h"
-#include "sup_agent.h"
-#include "sup_api.h"
-#include "sup_log.h"
-#include "sup_stream.h"
 #include "sup_text.h"
 
 /* ---- the agent's process description, checked ---- */

@@ -8,8 +8,6 @@
  * parts, no NUL) and given out absolute: the watched folder joined with
  * them, so a client can pass them to GET /files as they are. */
 #include <errno.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,27 +16,12 @@
 
 #include "sbx/cleanup.h"
 #include "sbx/proto.h"
-#include "sup_api.h"
 #include "sup_files_int.h"
 #include "sup_log.h"
 #include "sup_stream.h"
 
 /* Idle proxies commonly cut a stream after 30-60 s of silence. */
 #define WATCH_KEEPALIVE_S 15
-
-static void finish(sup_fq *q, const char *why)
-{
-	if (q->r.op) {
-		sup_op_cancel(q->r.op);
-		q->r.op = NULL;
-	}
-	char extra[96];
-	snprintf(extra, sizeof(extra), " (stream end: %s)", why);
-	sup_req_log(&q->r, 200, extra);
-	sup_stream_end(q->stream);
-	q->stream = NULL;
-	sup_req_free(&q->r);
-}
 
 /* A path below the watched folder as an honest agent sends it: "" or names
  * joined by single slashes, none of them "." or "..". */
@@ -70,7 +53,7 @@ static int set_path(const sup_fq *q, json_t *o, const char *key, const msgpack_o
 	if (!v || v->type != MSGPACK_OBJECT_STR || !rel_ok(v->via.str.ptr, v->via.str.size))
 		return -1;
 	SBX_AUTO_FREE char *full = sup_files_join(q->m.path, v->via.str.ptr, v->via.str.size);
-	return full ? sup_req_set_bytes(o, key, full, strlen(full)) : -1;
+	return full ? sup_http_set_bytes(o, key, full, strlen(full)) : -1;
 }
 
 /* The agent's event as {"type","path","dir"[,"from","to"]}; NULL with err
@@ -97,7 +80,7 @@ static json_t *render(const sup_fq *q, const msgpack_object *map, const char **t
 	bool dir = true;
 	int rc = o ? 0 : -1;
 	if (rc == 0 && strcmp(*type, "overflow") == 0) /* about the whole folder */
-		rc = sup_req_set_bytes(o, "path", q->m.path, strlen(q->m.path));
+		rc = sup_http_set_bytes(o, "path", q->m.path, strlen(q->m.path));
 	else if (rc == 0 && (set_path(q, o, "path", map, false) < 0 ||
 			     !sbx_proto_get_bool(map, "dir", &dir)))
 		rc = -1;
@@ -118,47 +101,29 @@ static json_t *render(const sup_fq *q, const msgpack_object *map, const char **t
 static void on_credit(size_t cost, void *ud)
 {
 	sup_fq *q = ud;
-	if (q->r.op)
-		sup_op_consumed(q->r.op, cost);
+	if (q->op)
+		sup_op_consumed(q->op, cost);
 }
 
-static void on_gone(void *ud)
+/* The last event, then the end of the reply. */
+static void end_with(sup_fq *q, json_t *o)
 {
-	sup_fq *q = ud;
-	sup_info("http GET fs/watch sandbox %s: client went away, cancelling the watch", q->r.id);
-	finish(q, "client gone");
-}
-
-static const sup_stream_cbs stream_cbs = { .on_credit = on_credit, .on_gone = on_gone };
-
-/* The 200 head: 0, or the error answered (q freed). */
-static int start(sup_fq *q)
-{
-	const char *accept = evhttp_find_header(evhttp_request_get_input_headers(q->r.req), "Accept");
-	sup_stream_fmt fmt = sup_stream_wanted(accept);
-	q->stream = sup_stream_start(q->r.req, fmt == SUP_STREAM_NONE ? SUP_STREAM_SSE : fmt,
-				     SUP_STREAM_HWM, &stream_cbs, q);
-	if (!q->stream) {
-		sup_op_cancel(q->r.op);
-		q->r.op = NULL;
-		sup_req_error_at(&q->r, 500, "internal", "out of memory", NULL, 0);
-		return -1;
+	if (q->op) {
+		sup_op_cancel(q->op);
+		q->op = NULL;
 	}
-	q->started = true;
-	if (sup_stream_keepalive(q->stream, WATCH_KEEPALIVE_S) < 0 && !sup_stream_gone(q->stream))
-		sup_warn("http GET fs/watch sandbox %s: no keepalive (out of memory)", q->r.id);
-	sup_req_log(&q->r, 200, " (stream start)");
-	return 0;
+	sup_stream_json(q->stream, "end", o);
+	sup_stream_end(q->stream);
+	q->stream = NULL;
 }
 
-/* End a started stream with {"reason":"error","error":{code,message}}. */
-static void end_error(sup_fq *q, const char *code, const char *msg)
+/* {"reason":"error","error":{code,message}}. */
+static json_t *end_error(const char *code, const char *msg)
 {
-	json_t *o = sup_api_render_error(code, msg);
+	json_t *o = sup_http_error_json(code, msg);
 	if (o)
 		json_object_set_new(o, "reason", json_string("error"));
-	sup_stream_json(q->stream, "end", o);
-	finish(q, code);
+	return o;
 }
 
 static void on_event(const msgpack_object *map, size_t cost, void *ud)
@@ -168,31 +133,24 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 	sbx_err_clear(&e);
 	const char *type;
 	json_t *o = render(q, map, &type, &e);
-	if (!q->started) {
-		if (o && strcmp(type, "ready") != 0) {
-			json_decref(o);
-			o = NULL;
+	if (!q->stream) {
+		if (o && strcmp(type, "ready") != 0)
 			sbx_err_set(&e, -EPROTO, "agent: fs.watch did not start with ready");
-		}
-		if (!o) {
-			sup_op_cancel(q->r.op);
-			q->r.op = NULL;
-			sup_req_broke(&q->r, &e, q->m.path);
-			return;
-		}
-		if (start(q) < 0) {
+		if (o && !e.code && !(q->stream = sup_stream_start(q->r, q->fmt, on_credit, q)))
+			sbx_err_set(&e, -ENOMEM, "out of memory");
+		if (e.code) {
 			json_decref(o);
+			sup_op_cancel(q->op);
+			q->op = NULL;
+			sup_http_fail(q->r, &e);
 			return;
 		}
-		if (sup_stream_gone(q->stream)) { /* the client left while we waited */
-			json_decref(o);
-			finish(q, "client gone");
-			return;
-		}
+		if (sup_stream_keepalive(q->stream, WATCH_KEEPALIVE_S) < 0)
+			sup_warn("http GET fs/watch sandbox %s: no keepalive (out of memory)", q->id);
 	}
 	if (!o) {
-		sup_warn("sandbox %s: %s", q->r.id, e.msg);
-		end_error(q, "agent_error", e.msg);
+		sup_warn("sandbox %s: %s", q->id, e.msg);
+		end_with(q, end_error("agent_error", e.msg));
 		return;
 	}
 	sup_stream_json_cost(q->stream, type, o, cost);
@@ -201,34 +159,31 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 static void on_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_fq *q = ud;
-	q->r.op = NULL;
-	if (!q->started) {
-		if (rc < 0)
-			sup_req_fail(&q->r, err, q->m.path);
-		else
-			sup_req_error_at(&q->r, 502, "agent_error", "agent: fs.watch ended before it was ready",
-				     q->m.path, strlen(q->m.path));
+	const char *r, *code;
+	size_t rl;
+	sbx_err e;
+	q->op = NULL;
+	if (!q->stream) {
+		if (rc == 0)
+			sbx_err_set(&e, -EPROTO, "agent: fs.watch ended before it was ready");
+		sup_http_fail(q->r, rc < 0 ? err : &e);
 		return;
 	}
 	if (rc < 0) {
-		const char *code;
-		sup_req_status(&q->r, err->code, &code);
-		end_error(q, code, err->msg[0] ? err->msg : code);
+		sup_http_status("files", err->code, &code);
+		end_with(q, end_error(code, err->msg[0] ? err->msg : code));
 		return;
 	}
-	const char *r;
-	size_t rl;
 	if (!result || result->type != MSGPACK_OBJECT_MAP ||
 	    !sbx_proto_get_str(result, "reason", &r, &rl) || rl != 7 || memcmp(r, "deleted", 7) != 0) {
-		sup_warn("sandbox %s: agent: fs.watch ended without a known reason", q->r.id);
-		end_error(q, "agent_error", "agent: fs.watch ended without a known reason");
+		sup_warn("sandbox %s: agent: fs.watch ended without a known reason", q->id);
+		end_with(q, end_error("agent_error", "agent: fs.watch ended without a known reason"));
 		return;
 	}
 	json_t *o = json_pack("{s:s}", "reason", "deleted");
 	if (o)
-		sup_req_set_bytes(o, "path", q->m.path, strlen(q->m.path));
-	sup_stream_json(q->stream, "end", o);
-	finish(q, "deleted");
+		sup_http_set_bytes(o, "path", q->m.path, strlen(q->m.path));
+	end_with(q, o);
 }
 
 static const sup_core_call_cbs watch_cbs = {
@@ -236,10 +191,27 @@ static const sup_core_call_cbs watch_cbs = {
 	.on_done = on_done,
 };
 
-void sup_files_watch(sup_fq *q, bool recursive)
+int sup_files_parse_watch(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
-	sup_req_args a;
-	sup_fargs_begin(&a, 1, &q->m);
-	sup_req_args_bool(&a, "recursive", recursive);
-	sup_req_call(&q->r, "fs.watch", &a, &watch_cbs, q->m.path);
+	static const char *const keys[] = { "path", "recursive", NULL };
+	sup_fq *q = state;
+	SUP_AUTO_QUERY sup_query qs = { 0 };
+	sup_fq_init(q, in, ctx, "watch", SBX_OP_FS_WATCH);
+	sup_stream_fmt fmt = sup_stream_wanted(sup_http_in_header(in, "Accept"));
+	q->fmt = fmt == SUP_STREAM_NONE ? SUP_STREAM_SSE : fmt;
+	int rc = sup_fq_query(q, in, keys, SUP_POLICY_READ, &qs, err);
+	int rec = rc < 0 ? rc : sup_query_flag(&qs, "recursive", false, err);
+	if (rec < 0)
+		return rec;
+	sbx_proto_args_bool(&q->args, "recursive", rec);
+	return 0;
+}
+
+/* The reply starts with the agent's "ready": until then errors are plain
+ * JSON answers. */
+int sup_files_act_watch(sup_http_req *r, void *state, sbx_err *err)
+{
+	sup_fq *q = state;
+	q->r = r;
+	return sup_fq_call(q, &watch_cbs, err);
 }

@@ -1,5 +1,5 @@
-/* Internal to sup_procs*.c: one request in flight and the helpers the
- * parts share (requests and replies in sup_procs.c, the agent's process
+/* Internal to sup_procs*.c: one request's state and the helpers the parts
+ * share (requests and replies in sup_procs.c, the agent's process
  * descriptions checked in sup_procs_desc.c, the output stream in
  * sup_procs_out.c). Not for other modules. */
 #ifndef SUP_PROCS_INT_H
@@ -9,38 +9,32 @@
 #include <msgpack.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "sbx/err.h"
+#include "sbx/proto_args.h"
 #include "sup_procs.h"
-#include "sup_req.h"
 #include "sup_stream.h"
 
-struct evkeyvalq;
-
-/* Largest JSON body of a request here but the start (whose exec body may be
- * as big as the HTTP layer allows). */
-#define PQ_MAX_SMALL_BODY (4 * 1024)
 #define PQ_MAX_TAG 256
 #define PQ_MAX_ARGV 4096
-/* A held-back credit is retried this often while the reader is behind. */
-#define PQ_RETRY_MS 10
-
-struct sup_procs {
-	struct event_base *base;
-	sup_core *core;
-	size_t max_body; /* largest stdin body */
-};
 
 typedef struct sup_pq {
-	sup_req r; /* the request, its agent call and reply; owner: this */
-	sup_procs *p;
-	sup_procs_route rt;
+	sup_http_req *r;
+	sup_procs_ctx *p;
+	const char *id;
 	long pid;
+	/* the agent call: op, arguments and answer from the parser */
+	const char *aop;
+	sbx_proto_args args;
+	const sup_core_call_cbs *cbs;
+	sup_op *op;
+	bool full;           /* proc.get: the full description */
+	bool kill;           /* proc.kill: 204 once exited, else 202 */
+	/* start */
+	sup_exec_spec spec;
 	/* output */
+	sup_stream_fmt fmt;
 	sup_stream *s;
-	struct event *retry; /* credit held back until the reader catches up */
-	size_t owed;
 	uint64_t off;        /* absolute offset of the next byte expected */
 	bool follow;
 	/* stdin: the request body, sent within the agent's credit */
@@ -49,20 +43,23 @@ typedef struct sup_pq {
 	bool in_done;        /* all of it (and the final eof frame) went */
 } sup_pq;
 
-const char *sup_procs_route_name(sup_procs_route rt);
-/* Query string: only the allowed keys, each at most once; on error the
- * reply is sent and -EINVAL returned. */
-int sup_pq_query(sup_pq *q, struct evkeyvalq *kv, const char *const *allowed);
+/* Every parser starts with it: q for a request of ctx. */
+void sup_pq_init(sup_pq *q, const sup_http_in *in, void *ctx, const char *aop,
+		 const sup_core_call_cbs *cbs);
+/* The {pid} segment into q->pid (and the arguments): 0, -EINVAL not a
+ * number, -ENOENT out of range. */
+int sup_pq_pid(sup_pq *q, const sup_http_in *in, sbx_err *err);
 
 /* An unsigned integer at key (at most max): 0, or -EPROTO. */
 int sup_procs_mp_uint(const msgpack_object *map, const char *key, uint64_t max, uint64_t *out,
-		sbx_err *err);
+		      sbx_err *err);
 /* A process description from the agent as JSON; full adds what proc.get
  * tells. NULL with err when it breaks the protocol. want_pid > 0: it must
  * be of that process. */
 json_t *sup_procs_desc_json(const msgpack_object *m, bool full, long want_pid, sbx_err *err);
 
 /* GET .../output (sup_procs_out.c). */
-void sup_procs_output(sup_pq *q);
+int sup_procs_parse_output(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_procs_act_output(sup_http_req *r, void *state, sbx_err *err);
 
 #endif

@@ -1,12 +1,10 @@
-/* HTTP/1.1 request framing as sup_httpin needs it: where a request head
- * ends, what its request line and framing headers (Content-Length,
- * Transfer-Encoding, Expect) say, the head rewritten for evhttp, and an
- * incremental chunked-body decoder. Pure functions on bytes, every length
- * bounded. Strict by design: whatever it cannot read exactly the way evhttp
- * would is reported as unreadable, so the caller can stop framing requests
- * itself (a request boundary it and evhttp see differently would let one
- * request hide inside another). It must not know about connections,
- * sandboxes or files. */
+/* HTTP/1.1 request framing (RFC 9112): where a request head ends, what its
+ * request line and headers say (framing, connection options, every header
+ * up to a bound), and an incremental chunked-body decoder. Pure functions
+ * on bytes, every length bounded. Strict by design: a bare LF or CR, a
+ * control byte, a folded line, conflicting or malformed framing headers
+ * are refused, so no request boundary can be read two ways (no request
+ * smuggling). It must not know about connections, routes or sandboxes. */
 #ifndef SUP_HTTPIN_PARSE_H
 #define SUP_HTTPIN_PARSE_H
 
@@ -14,10 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct evbuffer;
-
-/* Largest request head looked at (request line, headers, the empty line). */
+/* Largest request head (request line, headers, the empty line). */
 #define SUP_HTTPIN_HEAD_MAX (64 * 1024)
+/* Most header lines in one head. */
+#define SUP_HTTPIN_MAX_HEADERS 100
 /* Largest chunk-size line (with extensions) and trailer section. */
 #define SUP_HTTPIN_CHUNK_LINE_MAX 4096
 #define SUP_HTTPIN_TRAILER_MAX (16 * 1024)
@@ -29,10 +27,17 @@ typedef struct sup_httpin_headscan {
 	bool cr;       /* the previous byte was CR */
 } sup_httpin_headscan;
 
-/* Feed p[0..n): > 0 the head ends after that many of these bytes, 0 more
- * needed, -EINVAL a bare LF or CR, a control byte, a folded line, or more
- * than SUP_HTTPIN_HEAD_MAX bytes. */
+/* Feed p[0..n): > 0 the head ends after *end of these bytes, 0 more
+ * needed, -EINVAL a bare LF or CR, a control byte or a folded line,
+ * -E2BIG more than SUP_HTTPIN_HEAD_MAX bytes. */
 int sup_httpin_headscan_feed(sup_httpin_headscan *s, const uint8_t *p, size_t n, size_t *end);
+
+typedef struct sup_httpin_hdr {
+	const char *name;
+	size_t name_len;
+	const char *value; /* optional whitespace trimmed */
+	size_t value_len;
+} sup_httpin_hdr;
 
 typedef struct sup_httpin_head {
 	const char *method;
@@ -45,22 +50,23 @@ typedef struct sup_httpin_head {
 	bool has_te;
 	bool te_chunked;      /* exactly "chunked" */
 	bool expect_continue; /* Expect: 100-continue */
-	bool expect_other;    /* any other Expect */
-	const char *bad;      /* framing headers a request must not have, else NULL */
+	bool conn_close;      /* Connection: close */
+	bool conn_keepalive;  /* Connection: keep-alive */
+	bool conn_upgrade;    /* Connection: upgrade */
+	unsigned hosts;       /* Host headers seen */
+	const char *bad;      /* framing a request must not have, else NULL */
+	sup_httpin_hdr hdrs[SUP_HTTPIN_MAX_HEADERS];
+	size_t nhdrs;
 } sup_httpin_head;
 
-/* Parse a complete head (buf[0..len) ending with the empty line). 0, or
- * -EINVAL when it is not a head this parser reads the way evhttp does
- * (the caller then leaves the connection to evhttp). Framing headers that
- * parse but may not be trusted (two Content-Length, Content-Length and
+/* Parse a complete head (buf[0..len) ending with the empty line): 0, or
+ * -EINVAL when it is malformed, -E2BIG with more than
+ * SUP_HTTPIN_MAX_HEADERS headers. Framing that parses but may not be
+ * trusted sets h->bad: two Content-Length, Content-Length and
  * Transfer-Encoding, a Content-Length that is not a plain number, a
- * Transfer-Encoding other than chunked) set h->bad. */
+ * Transfer-Encoding other than chunked (or on HTTP/1.0), an Expect other
+ * than 100-continue, more than one Host. */
 int sup_httpin_parse_head(const char *buf, size_t len, sup_httpin_head *h);
-
-/* Append to out the head without Content-Length, Transfer-Encoding,
- * Expect, Connection and Keep-Alive, plus "Content-Length: 0" and
- * "Connection: close": what evhttp sees of an upload. buf as parsed. */
-int sup_httpin_rewrite_head(const char *buf, size_t len, struct evbuffer *out);
 
 /* Chunked transfer coding (RFC 9112 7.1), framing only: the caller takes
  * the data bytes itself while `left` > 0 and reports them with _took. */
