@@ -237,7 +237,9 @@ char *th_talk(th_server *s, const void *req, size_t len, size_t step, bool shut,
 	}
 	long last = now_ms();
 	bool shut_done = false;
-	while (now_ms() - last < idle_ms) {
+	int quiet = 0; /* idle_ms < 0: stop after -idle_ms rounds without progress */
+	while (idle_ms < 0 ? quiet < -idle_ms : now_ms() - last < idle_ms) {
+		size_t before = off + got;
 		event_base_loop(s->base, EVLOOP_NONBLOCK);
 		if (off < len) {
 			size_t k = step && len - off > step ? step : len - off;
@@ -266,10 +268,11 @@ char *th_talk(th_server *s, const void *req, size_t len, size_t step, bool shut,
 		} else if (r == 0 || (r < 0 && errno != EAGAIN)) {
 			*closed = true;
 			break;
-		} else {
+		} else if (idle_ms >= 0) {
 			struct pollfd p = { .fd = fd, .events = POLLIN };
 			poll(&p, 1, 1);
 		}
+		quiet = off + got == before ? quiet + 1 : 0;
 	}
 	close(fd);
 	/* Let the server see our end. */

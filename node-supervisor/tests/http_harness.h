@@ -29,8 +29,9 @@ unsigned th_conns(const th_server *s);
 
 /* Send req[0..len) in pieces of step bytes (0: whole) on a new connection,
  * shut our side when shut, and collect the answer until the server closes,
- * or nothing came for idle_ms. Returns the bytes (NUL-terminated, free
- * them); *closed: the server closed. */
+ * or nothing came for idle_ms (< 0: for -idle_ms rounds of the loop).
+ * Returns the bytes (NUL-terminated, free them); *closed: the server
+ * closed. */
 char *th_talk(th_server *s, const void *req, size_t len, size_t step, bool shut, int idle_ms,
 	      size_t *outlen, bool *closed);
 /* Pump the loop for ms. */
