@@ -14,9 +14,12 @@
 #include <unistd.h>
 
 #include "sup_http_int.h"
+#include "sup_ws.h"
 
 typedef struct th_req {
 	sup_http_req *r;
+	sup_ws *ws;
+	char accept[32];
 	uint64_t got;
 	struct event *timer;
 	struct evbuffer *tmp;
@@ -29,6 +32,7 @@ static void th_release(void *state)
 		event_free(q->timer);
 	if (q->tmp)
 		evbuffer_free(q->tmp);
+	sup_ws_free(q->ws);
 }
 
 static int act_echo(sup_http_req *r, void *state, sbx_err *err)
@@ -119,6 +123,32 @@ static int act_raw(sup_http_req *r, void *state, sbx_err *err)
 	return 0;
 }
 
+/* A WebSocket echo: each message back as it came; "close" closes (1000),
+ * "pause" stops reading the client for good. */
+static void ws_message(bool binary, const uint8_t *p, size_t n, void *ud)
+{
+	th_req *q = ud;
+	if (!binary && n == 5 && memcmp(p, "close", 5) == 0)
+		sup_ws_close(q->ws, 1000, "bye");
+	else if (!binary && n == 5 && memcmp(p, "pause", 5) == 0)
+		sup_ws_pause(q->ws, true);
+	else
+		sup_ws_send(q->ws, binary, p, n, 0);
+}
+
+static int parse_ws(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
+{
+	th_req *q = state;
+	return sup_ws_check(in, q->accept, err);
+}
+
+static int act_ws(sup_http_req *r, void *state, sbx_err *err)
+{
+	th_req *q = state;
+	q->ws = sup_ws_start(r, q->accept, ws_message, q);
+	return q->ws ? 0 : sbx_err_set(err, -ENOMEM, "out of memory");
+}
+
 static void slow_fire(evutil_socket_t fd, short what, void *ud)
 {
 	th_req *q = ud;
@@ -147,6 +177,7 @@ static const sup_http_route routes[] = {
 	{ "PUT", "/stream", "PUT stream", SUP_BODY_STREAMED, 0, NULL, act_stream },
 	{ "GET", "/chunks", "GET chunks", SUP_BODY_NONE, 0, NULL, act_chunks },
 	{ "GET", "/raw", "GET raw", SUP_BODY_UPGRADE, 0, NULL, act_raw },
+	{ "GET", "/ws", "GET ws", SUP_BODY_UPGRADE, 0, parse_ws, act_ws },
 	{ "GET", "/slow", "GET slow", SUP_BODY_NONE, 0, NULL, act_slow },
 	{ "GET", "/fail", "GET fail", SUP_BODY_NONE, 0, NULL, act_fail },
 	{ "GET", "/v1/sandboxes/{id}/x/{pid}", "GET x", SUP_BODY_NONE, 0, parse_x, act_echo },

@@ -19,6 +19,7 @@
 
 #include "http_harness.h"
 #include "sup_query.h"
+#include "sup_ws.h"
 
 static th_server srv;
 
@@ -327,6 +328,72 @@ static void test_upgrade(void **state)
 	free(out);
 }
 
+/* A client frame: FIN, opcode, masked with key "abcd". */
+static size_t ws_frame(char *out, int opcode, const char *p, size_t n)
+{
+	size_t o = 0;
+	out[o++] = (char)(0x80 | opcode);
+	out[o++] = (char)(0x80 | n); /* n < 126 here */
+	memcpy(out + o, "abcd", 4);
+	o += 4;
+	for (size_t i = 0; i < n; i++)
+		out[o++] = p[i] ^ "abcd"[i % 4];
+	return o;
+}
+
+static void test_websocket(void **state)
+{
+	/* RFC 6455 1.3's example key and answer. */
+	sup_http_hdr h[] = { { "Connection", "keep-alive, Upgrade" }, { "Upgrade", "websocket" },
+			     { "Sec-WebSocket-Version", "13" },
+			     { "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==" } };
+	sup_http_in in = { .method = "GET", .path = "/ws", .hdrs = h, .nhdrs = 4 };
+	char accept[32];
+	sbx_err e;
+	assert_int_equal(sup_ws_check(&in, accept, &e), 0);
+	assert_string_equal(accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+	h[2].value = "8";
+	assert_int_equal(sup_ws_check(&in, accept, &e), -EINVAL);
+	h[2].value = "13";
+	h[3].value = "short";
+	assert_int_equal(sup_ws_check(&in, accept, &e), -EINVAL);
+	h[3].value = "dGhlIHNhbXBsZSBub25jZQ==";
+	h[1].value = "h2c";
+	assert_int_equal(sup_ws_check(&in, accept, &e), -EINVAL);
+
+	/* Over the wire: text and binary echoed, a ping answered, our close. */
+	char req[512];
+	int off = sprintf(req, "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+			       "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n");
+	off += (int)ws_frame(req + off, 1, "hello", 5);
+	off += (int)ws_frame(req + off, 2, "\x01\x02", 2);
+	off += (int)ws_frame(req + off, 9, "pi", 2);
+	off += (int)ws_frame(req + off, 1, "close", 5);
+	size_t n;
+	bool closed;
+	char *out = th_talk(&srv, req, (size_t)off, 0, false, 1500, &n, &closed);
+	assert_true(closed);
+	assert_non_null(strstr(out, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"));
+	assert_non_null(strstr(out, "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
+	const char *body = strstr(out, "\r\n\r\n") + 4;
+	/* The pong goes ahead of the data (control frames may), the close last. */
+	static const char want[] = "\x8a\x02pi\x81\x05hello\x82\x02\x01\x02\x88\x05\x03\xe8" "bye";
+	assert_int_equal(n - (size_t)(body - out), sizeof(want) - 1);
+	assert_memory_equal(body, want, sizeof(want) - 1);
+	free(out);
+	/* An unmasked frame from a client: closed with 1002. */
+	off = sprintf(req, "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+			   "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+			   "\x81\x02hi");
+	out = th_talk(&srv, req, (size_t)off, 0, false, 1500, &n, &closed);
+	assert_non_null(memmem(out, n, "\x88\x02\x03\xea", 4));
+	free(out);
+	/* Not an upgrade: a plain 400. */
+	out = talk("GET /ws HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &closed);
+	assert_non_null(strstr(out, "HTTP/1.1 400 "));
+	free(out);
+}
+
 static void test_timeouts(void **state)
 {
 	/* A head that trickles is cut at head_timeout (2 s): 408, while a
@@ -407,6 +474,7 @@ int main(void)
 		cmocka_unit_test(test_smuggling_refused),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_upgrade),
+		cmocka_unit_test(test_websocket),
 		cmocka_unit_test(test_timeouts),
 		cmocka_unit_test(test_max_connections_and_stop),
 	};

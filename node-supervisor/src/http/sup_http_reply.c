@@ -297,5 +297,7 @@ struct evbuffer *sup_http_raw_input(sup_http_req *r)
 
 void sup_http_raw_pause(sup_http_req *r, bool paused)
 {
+	/* Not reading, the client's end is seen by EV_CLOSED. */
 	sup_conn_reading(r->c, !paused);
+	sup_conn_watch(r->c, paused);
 }

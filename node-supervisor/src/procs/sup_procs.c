@@ -24,6 +24,7 @@ static void pq_release(void *state)
 	if (q->op)
 		sup_op_cancel(q->op);
 	sup_stream_free(q->s);
+	sup_procs_ws_release(q);
 	sbx_proto_args_destroy(&q->args);
 	sup_exec_spec_free(&q->spec);
 }
@@ -393,6 +394,8 @@ static const sup_http_route routes[] = {
 	{ "POST", PROCS "/{pid}/resize", "POST process resize", SUP_BODY_BUFFERED, PQ_MAX_SMALL_BODY,
 	  parse_resize, act_call },
 	{ "POST", PROCS "/{pid}/stdin", "POST process stdin", SUP_BODY_BUFFERED, 0, parse_stdin, act_call },
+	{ "GET", PROCS "/{pid}/ws", "GET process ws", SUP_BODY_UPGRADE, 0, sup_procs_parse_ws,
+	  sup_procs_act_ws },
 };
 
 const sup_http_family sup_procs_family = {

@@ -176,3 +176,19 @@ json_t *sup_procs_desc_json(const msgpack_object *m, bool full, long want_pid, s
 	return o;
 }
 
+
+json_t *sup_procs_end_json(const msgpack_object *result, long pid, uint64_t off, sbx_err *err)
+{
+	uint64_t next = 0;
+	if (sup_procs_mp_uint(result, "next_offset", UINT64_MAX / 2, &next, err) < 0)
+		return NULL;
+	if (next != off) {
+		sbx_err_set(err, -EPROTO, "proc.output: next_offset %llu but the data ended at %llu",
+			    (unsigned long long)next, (unsigned long long)off);
+		return NULL;
+	}
+	json_t *o = sup_procs_desc_json(result, false, pid, err);
+	if (o)
+		json_object_set_new(o, "next_offset", json_integer((json_int_t)next));
+	return o;
+}

@@ -41,6 +41,12 @@ typedef struct sup_pq {
 	const uint8_t *in;
 	size_t in_len, in_off;
 	bool in_done;        /* all of it (and the final eof frame) went */
+	/* a terminal over WebSocket: output on op, input and resizes beside it */
+	struct sup_ws *ws;
+	char accept[32];
+	sup_op *in_op, *rs_op;
+	struct evbuffer *typed; /* input not yet taken by the agent */
+	uint16_t cols, rows;    /* a resize waiting for the one in flight */
 } sup_pq;
 
 /* Every parser starts with it: q for a request of ctx. */
@@ -57,6 +63,15 @@ int sup_procs_mp_uint(const msgpack_object *map, const char *key, uint64_t max, 
  * tells. NULL with err when it breaks the protocol. want_pid > 0: it must
  * be of that process. */
 json_t *sup_procs_desc_json(const msgpack_object *m, bool full, long want_pid, sbx_err *err);
+
+/* The end of proc.output: the description plus next_offset, which must be
+ * off (where the data ended); NULL with err otherwise. */
+json_t *sup_procs_end_json(const msgpack_object *result, long pid, uint64_t off, sbx_err *err);
+
+/* GET .../ws (sup_procs_ws.c). */
+int sup_procs_parse_ws(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_procs_act_ws(sup_http_req *r, void *state, sbx_err *err);
+void sup_procs_ws_release(sup_pq *q);
 
 /* GET .../output (sup_procs_out.c). */
 int sup_procs_parse_output(const sup_http_in *in, void *ctx, void *state, sbx_err *err);

@@ -80,25 +80,15 @@ static void out_done(int rc, const msgpack_object *result, const sbx_err *err, v
 	sup_pq *q = ud;
 	sbx_err e;
 	sbx_err_clear(&e);
-	uint64_t next = 0;
-	json_t *o = NULL;
 	q->op = NULL;
-	if (rc < 0) {
-		out_error(q, err->code, err->msg);
+	json_t *o = rc < 0 ? NULL : sup_procs_end_json(result, q->pid, q->off, &e);
+	if (o) {
+		out_end(q, "end", o);
 		return;
 	}
-	if (sup_procs_mp_uint(result, "next_offset", UINT64_MAX / 2, &next, &e) == 0 && next != q->off)
-		sbx_err_set(&e, -EPROTO, "proc.output: next_offset %llu but the data ended at %llu",
-			    (unsigned long long)next, (unsigned long long)q->off);
-	else if (e.code == 0)
-		o = sup_procs_desc_json(result, false, q->pid, &e);
-	if (!o) {
+	if (rc == 0)
 		sup_warn("sandbox %s: %s", q->id, e.msg);
-		out_error(q, -EPROTO, e.msg);
-		return;
-	}
-	json_object_set_new(o, "next_offset", json_integer((json_int_t)next));
-	out_end(q, "end", o);
+	out_error(q, rc < 0 ? err->code : e.code, rc < 0 ? err->msg : e.msg);
 }
 
 static const sup_core_call_cbs out_cbs = {
