@@ -34,15 +34,15 @@ static void test_encode_argv_env_merge(void **state)
 {
 	(void)state;
 	sup_exec_spec s = { 0 };
-	s.argc = 2;
-	s.argv = calloc(3, sizeof(char *));
-	s.argv[0] = dup_("echo");
-	s.argv[1] = dup_("hi");
-	s.cwd = dup_("/tmp");
-	s.timeout_ms = 1500;
-	s.env.n = 1;
-	s.env.v = calloc(1, sizeof(sup_kv));
-	s.env.v[0] = (sup_kv){ dup_("A"), dup_("exec") };
+	s.x.argc = 2;
+	s.x.argv = calloc(3, sizeof(char *));
+	s.x.argv[0] = dup_("echo");
+	s.x.argv[1] = dup_("hi");
+	s.x.cwd = dup_("/tmp");
+	s.x.timeout_ms = 1500;
+	s.x.env.n = 1;
+	s.x.env.v = calloc(1, sizeof(sup_kv));
+	s.x.env.v[0] = (sup_kv){ dup_("A"), dup_("exec") };
 	sup_env base = { 0 };
 	base.n = 2;
 	base.v = calloc(2, sizeof(sup_kv));
@@ -97,7 +97,7 @@ static void test_encode_cmd_minimal(void **state)
 {
 	(void)state;
 	sup_exec_spec s = { 0 };
-	s.cmd = dup_("echo hi | tr a-z A-Z");
+	s.x.cmd = dup_("echo hi | tr a-z A-Z");
 	sbx_proto_args sb;
 	msgpack_unpacked u;
 	encode_unpack(&s, &sb, &u);
@@ -112,11 +112,11 @@ static void test_encode_options(void **state)
 {
 	(void)state;
 	sup_exec_spec s = { 0 };
-	s.cmd = dup_("cat");
-	s.has_stdin = true;
-	s.user = dup_("sandbox");
-	s.rlimits[SUP_RLIMIT_NOFILE] = (sup_rlimit){ .set = true, .value = 64 };
-	s.rlimits[SUP_RLIMIT_FSIZE] = (sup_rlimit){ .set = true, .unlimited = true };
+	s.x.cmd = dup_("cat");
+	s.x.stdin_pipe = true;
+	s.x.user = dup_("sandbox");
+	s.x.rlimits[SBX_RLIMIT_NOFILE] = (sbx_proto_rlimit){ .set = true, .value = 64 };
+	s.x.rlimits[SBX_RLIMIT_FSIZE] = (sbx_proto_rlimit){ .set = true, .unlimited = true };
 	sbx_proto_args sb;
 	msgpack_unpacked u;
 	encode_unpack(&s, &sb, &u);

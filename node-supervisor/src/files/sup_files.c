@@ -273,27 +273,6 @@ static int parse_delete(const sup_http_in *in, void *ctx, void *state, sbx_err *
 	return refuse_root(&q->m, "deleting", err);
 }
 
-/* The body: a JSON object with only keys. */
-static int body_obj(const sup_http_in *in, const char *const *keys, json_t **out, sbx_err *err)
-{
-	json_error_t je;
-	json_t *j = json_loadb(in->body, in->body_len, JSON_REJECT_DUPLICATES, &je);
-	*out = j;
-	if (!j || !json_is_object(j))
-		return sbx_err_set(err, -EINVAL, "body must be a JSON object%s%s", j ? "" : ": ",
-				   j ? "" : je.text);
-	const char *key;
-	json_t *v;
-	json_object_foreach(j, key, v) {
-		bool ok = false;
-		for (size_t i = 0; keys[i]; i++)
-			ok |= strcmp(keys[i], key) == 0;
-		if (!ok)
-			return sbx_err_set(err, -EINVAL, "unknown field \"%.64s\"", key);
-	}
-	return 0;
-}
-
 /* A path field checked into m. */
 static int body_path(sup_fq *q, json_t *j, const char *key, sup_policy_access need,
 		     sup_policy_match *m, sbx_err *err)
@@ -328,17 +307,11 @@ static int body_int(sup_fq *q, json_t *j, const char *key, int64_t lo, int64_t h
 	return 0;
 }
 
-static void json_decref_p(json_t **j)
-{
-	json_decref(*j);
-}
-#define AUTO_JSON __attribute__((cleanup(json_decref_p)))
-
 /* The body (only keys) with its "path" checked for need into q->m. */
 static int body_at(sup_fq *q, const sup_http_in *in, const char *const *keys,
 		   sup_policy_access need, json_t **j, sbx_err *err)
 {
-	int rc = body_obj(in, keys, j, err);
+	int rc = sup_http_in_json(in, keys, j, err);
 	if (rc == 0)
 		rc = body_path(q, *j, "path", need, &q->m, err);
 	if (rc == 0)
@@ -350,7 +323,7 @@ static int parse_mkdir(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 {
 	static const char *const keys[] = { "path", "parents", "mode", NULL };
 	sup_fq *q = state;
-	AUTO_JSON json_t *j = NULL;
+	SUP_AUTO_JSON json_t *j = NULL;
 	sup_fq_init(q, in, ctx, "mkdir", SBX_OP_FS_MKDIR);
 	q->render = render_path;
 	int rc = body_at(q, in, keys, SUP_POLICY_WRITE, &j, err);
@@ -363,7 +336,7 @@ static int parse_chmod(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 {
 	static const char *const keys[] = { "path", "mode", NULL };
 	sup_fq *q = state;
-	AUTO_JSON json_t *j = NULL;
+	SUP_AUTO_JSON json_t *j = NULL;
 	sup_fq_init(q, in, ctx, "chmod", SBX_OP_FS_CHMOD);
 	q->render = render_path;
 	int rc = body_at(q, in, keys, SUP_POLICY_WRITE, &j, err);
@@ -376,10 +349,10 @@ static int parse_move(const sup_http_in *in, void *ctx, void *state, sbx_err *er
 {
 	static const char *const keys[] = { "from", "to", "overwrite", NULL };
 	sup_fq *q = state;
-	AUTO_JSON json_t *j = NULL;
+	SUP_AUTO_JSON json_t *j = NULL;
 	sup_fq_init(q, in, ctx, "move", SBX_OP_FS_MOVE);
 	q->render = render_move;
-	int rc = body_obj(in, keys, &j, err);
+	int rc = sup_http_in_json(in, keys, &j, err);
 	if (rc == 0)
 		rc = body_path(q, j, "from", SUP_POLICY_WRITE, &q->m, err);
 	if (rc == 0)
@@ -404,7 +377,7 @@ static int parse_search(const sup_http_in *in, void *ctx, void *state, sbx_err *
 {
 	static const char *const keys[] = { "path", "glob", "max", NULL };
 	sup_fq *q = state;
-	AUTO_JSON json_t *j = NULL;
+	SUP_AUTO_JSON json_t *j = NULL;
 	sup_fq_init(q, in, ctx, "search", SBX_OP_FS_SEARCH);
 	q->render = render_entries;
 	int rc = body_at(q, in, keys, SUP_POLICY_READ, &j, err);

@@ -483,6 +483,25 @@ const char *sup_http_in_header(const sup_http_in *in, const char *name)
 	return NULL;
 }
 
+int sup_http_in_json(const sup_http_in *in, const char *const *keys, json_t **out, sbx_err *err)
+{
+	json_error_t je;
+	const char *key;
+	json_t *v, *j = json_loadb(in->body, in->body_len, JSON_REJECT_DUPLICATES, &je);
+	*out = j;
+	if (!j || !json_is_object(j))
+		return sbx_err_set(err, -EINVAL, "body must be a JSON object%s%s", j ? "" : ": ",
+				   j ? "" : je.text);
+	json_object_foreach(j, key, v) {
+		bool ok = !keys;
+		for (size_t i = 0; keys && keys[i]; i++)
+			ok |= strcmp(keys[i], key) == 0;
+		if (!ok)
+			return sbx_err_set(err, -EINVAL, "unknown field \"%.64s\"", key);
+	}
+	return 0;
+}
+
 struct event_base *sup_http_base(const sup_http_req *r)
 {
 	return r->c->h->base;

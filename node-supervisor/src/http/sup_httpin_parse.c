@@ -230,7 +230,7 @@ void sup_httpin_chunked_init(sup_httpin_chunked *d)
 	d->st = CH_SIZE;
 }
 
-static int hexval(uint8_t c)
+int sup_httpin_hexval(uint8_t c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -254,14 +254,14 @@ static int chunk_byte(sup_httpin_chunked *d, uint8_t c, const char **why)
 			d->st = CH_SIZE_LF;
 			return 0;
 		}
-		if (d->st == CH_SIZE && hexval(c) >= 0) {
+		if (d->st == CH_SIZE && sup_httpin_hexval(c) >= 0) {
 			if (d->digits || c != '0')
 				d->digits++;
 			if (d->digits > 15) {
 				*why = "chunk size over 2^60";
 				return -EBADMSG;
 			}
-			d->left = d->left * 16 + (uint64_t)hexval(c);
+			d->left = d->left * 16 + (uint64_t)sup_httpin_hexval(c);
 			return 0;
 		}
 		if (d->line == 1) {

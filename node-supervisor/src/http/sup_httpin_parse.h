@@ -86,6 +86,8 @@ enum {
 };
 
 void sup_httpin_chunked_init(sup_httpin_chunked *d);
+/* The value of a hex digit, or -1. */
+int sup_httpin_hexval(uint8_t c);
 /* Consume framing bytes of p[0..n) (*used says how many) until data
  * follows, the body ends, or p runs out; -EBADMSG with *why on bad framing
  * (a size that is not hex or over 2^60, a line without CRLF, a line or

@@ -4,16 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+#include "sup_httpin_parse.h"
 
 char *sup_query_decode(const char *s, size_t n, size_t *len)
 {
@@ -22,8 +13,10 @@ char *sup_query_decode(const char *s, size_t n, size_t *len)
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-			out[o++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+		int hi = i + 2 < n ? sup_httpin_hexval((uint8_t)s[i + 1]) : -1;
+		int lo = i + 2 < n ? sup_httpin_hexval((uint8_t)s[i + 2]) : -1;
+		if (s[i] == '%' && hi >= 0 && lo >= 0) {
+			out[o++] = (char)(hi * 16 + lo);
 			i += 2;
 		} else {
 			out[o++] = s[i] == '+' ? ' ' : s[i];

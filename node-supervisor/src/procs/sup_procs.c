@@ -29,6 +29,13 @@ static void pq_release(void *state)
 	sup_exec_spec_free(&q->spec);
 }
 
+void sup_pq_credit(size_t cost, void *ud)
+{
+	sup_pq *q = ud;
+	if (q->op)
+		sup_op_consumed(q->op, cost);
+}
+
 /* ---- answers ---- */
 
 /* start, get, kill: the answer is a description. */
@@ -152,44 +159,15 @@ int sup_pq_pid(sup_pq *q, const sup_http_in *in, sbx_err *err)
 	return 0;
 }
 
-/* A small JSON body with only the keys allowed. */
-static int small_body(const sup_http_in *in, const char *const *keys, json_t **out, sbx_err *err)
-{
-	json_error_t je;
-	json_t *j = json_loadb(in->body, in->body_len, JSON_REJECT_DUPLICATES, &je);
-	*out = j;
-	if (!j || !json_is_object(j))
-		return sbx_err_set(err, -EINVAL, "body must be a JSON object%s%s", j ? "" : ": ",
-				   j ? "" : je.text);
-	const char *key;
-	json_t *v;
-	json_object_foreach(j, key, v) {
-		bool ok = false;
-		for (size_t i = 0; keys[i]; i++)
-			ok |= strcmp(keys[i], key) == 0;
-		if (!ok)
-			return sbx_err_set(err, -EINVAL, "unknown field \"%.64s\"", key);
-	}
-	return 0;
-}
-
-static void json_decref_p(json_t **j)
-{
-	json_decref(*j);
-}
-#define AUTO_JSON __attribute__((cleanup(json_decref_p)))
-
 /* The exec body plus tag, buffer and stdin (a bool here). */
 static int parse_start(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
 	static const char *const extras[] = { "tag", "buffer", "stdin", NULL };
 	sup_pq *q = state;
-	json_error_t je;
+	SUP_AUTO_JSON json_t *j = NULL;
 	sup_pq_init(q, in, ctx, SBX_OP_PROC_START, &desc_cbs);
-	AUTO_JSON json_t *j = json_loadb(in->body, in->body_len, JSON_REJECT_DUPLICATES, &je);
-	if (!j || !json_is_object(j))
-		return sbx_err_set(err, -EINVAL, "body must be a JSON object with \"argv\" or \"cmd\"%s%s",
-				   j ? "" : ": ", j ? "" : je.text);
+	if (sup_http_in_json(in, NULL, &j, err) < 0)
+		return err->code;
 	json_t *tag = json_object_get(j, "tag");
 	json_t *buf = json_object_get(j, "buffer");
 	json_t *sin = json_object_get(j, "stdin");
@@ -207,7 +185,7 @@ static int parse_start(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 	int rc = sup_api_parse_exec_obj(j, extras, &q->spec, err);
 	if (rc < 0)
 		return rc;
-	q->spec.has_stdin = sin && json_is_true(sin);
+	q->spec.x.stdin_pipe = sin && json_is_true(sin);
 	if (json_is_string(tag))
 		sbx_proto_args_str(&q->args, "tag", json_string_value(tag), json_string_length(tag));
 	if (buf)
@@ -251,11 +229,11 @@ static int parse_signal(const sup_http_in *in, void *ctx, void *state, sbx_err *
 {
 	static const char *const keys[] = { "signal", NULL };
 	sup_pq *q = state;
-	AUTO_JSON json_t *j = NULL;
+	SUP_AUTO_JSON json_t *j = NULL;
 	sup_pq_init(q, in, ctx, SBX_OP_PROC_SIGNAL, &empty_cbs);
 	int rc = sup_pq_pid(q, in, err);
 	if (rc == 0)
-		rc = small_body(in, keys, &j, err);
+		rc = sup_http_in_json(in, keys, &j, err);
 	if (rc < 0)
 		return rc;
 	json_t *v = json_object_get(j, "signal");
@@ -278,11 +256,11 @@ static int parse_resize(const sup_http_in *in, void *ctx, void *state, sbx_err *
 {
 	static const char *const keys[] = { "cols", "rows", NULL };
 	sup_pq *q = state;
-	AUTO_JSON json_t *j = NULL;
+	SUP_AUTO_JSON json_t *j = NULL;
 	sup_pq_init(q, in, ctx, SBX_OP_PROC_RESIZE, &empty_cbs);
 	int rc = sup_pq_pid(q, in, err);
 	if (rc == 0)
-		rc = small_body(in, keys, &j, err);
+		rc = sup_http_in_json(in, keys, &j, err);
 	if (rc < 0)
 		return rc;
 	json_t *c = json_object_get(j, "cols"), *r = json_object_get(j, "rows");

@@ -68,6 +68,13 @@ json_t *sup_procs_desc_json(const msgpack_object *m, bool full, long want_pid, s
  * off (where the data ended); NULL with err otherwise. */
 json_t *sup_procs_end_json(const msgpack_object *result, long pid, uint64_t off, sbx_err *err);
 
+/* A proc.output event: {"from","to"} of a gap that follows q->off (which
+ * moves to its end); NULL without a gap, or with err (-EPROTO) when it does
+ * not follow. */
+json_t *sup_procs_gap_json(const msgpack_object *event, sup_pq *q, sbx_err *err);
+/* The agent's credit back for what a client has read (on_credit). */
+void sup_pq_credit(size_t cost, void *ud);
+
 /* GET .../ws (sup_procs_ws.c). */
 int sup_procs_parse_ws(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
 int sup_procs_act_ws(sup_http_req *r, void *state, sbx_err *err);

@@ -56,23 +56,17 @@ static void out_data(sup_chan ch, const uint8_t *p, size_t n, size_t cost, void 
 static void out_event(const msgpack_object *map, size_t cost, void *ud)
 {
 	sup_pq *q = ud;
-	const msgpack_object *g = sbx_proto_map_get(map, "gap");
-	uint64_t from = 0, to = 0;
 	sbx_err e;
 	sbx_err_clear(&e);
-	if (!g) {
-		sup_op_consumed(q->op, cost);
-		return;
-	}
-	if (sup_procs_mp_uint(g, "from", UINT64_MAX / 2, &from, &e) < 0 ||
-	    sup_procs_mp_uint(g, "to", UINT64_MAX / 2, &to, &e) < 0 || from != q->off || to <= from) {
-		sup_warn("sandbox %s: proc.output: a gap that does not follow the data", q->id);
+	json_t *gap = sup_procs_gap_json(map, q, &e);
+	if (e.code) {
+		sup_warn("sandbox %s: %s", q->id, e.msg);
 		out_error(q, -EPROTO, "the agent reported an inconsistent gap");
-		return;
+	} else if (gap) {
+		sup_stream_json_cost(q->s, "gap", gap, cost);
+	} else {
+		sup_op_consumed(q->op, cost);
 	}
-	q->off = to;
-	sup_stream_json_cost(q->s, "gap", json_pack("{s:I,s:I}", "from", (json_int_t)from, "to", (json_int_t)to),
-			     cost);
 }
 
 static void out_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
@@ -95,13 +89,6 @@ static const sup_core_call_cbs out_cbs = {
 	.on_output = out_data, .on_event = out_event, .on_done = out_done
 };
 
-static void out_credit(size_t cost, void *ud)
-{
-	sup_pq *q = ud;
-	if (q->op)
-		sup_op_consumed(q->op, cost);
-}
-
 /* proc.get answered: the offset checked, the stream starts. */
 static void out_checked(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
@@ -115,7 +102,7 @@ static void out_checked(int rc, const msgpack_object *result, const sbx_err *err
 	if (rc == 0 && d && q->off > (uint64_t)end)
 		sbx_err_set(&e, -EINVAL, "offset %llu is beyond the end of the output (%lld)",
 			    (unsigned long long)q->off, (long long)end);
-	else if (rc == 0 && d && !(q->s = sup_stream_start(q->r, q->fmt, out_credit, q)))
+	else if (rc == 0 && d && !(q->s = sup_stream_start(q->r, q->fmt, sup_pq_credit, q)))
 		sbx_err_set(&e, -ENOMEM, "out of memory");
 	if (rc < 0 || e.code) {
 		sup_http_fail(q->r, rc < 0 ? err : &e);

@@ -71,20 +71,16 @@ static void out_data(sup_chan ch, const uint8_t *p, size_t n, size_t cost, void 
 static void out_event(const msgpack_object *map, size_t cost, void *ud)
 {
 	sup_pq *q = ud;
-	const msgpack_object *g = sbx_proto_map_get(map, "gap");
-	uint64_t from = 0, to = 0;
 	sbx_err e;
 	sbx_err_clear(&e);
-	if (g && (sup_procs_mp_uint(g, "from", UINT64_MAX / 2, &from, &e) < 0 ||
-		  sup_procs_mp_uint(g, "to", UINT64_MAX / 2, &to, &e) < 0 || from != q->off || to <= from)) {
-		sup_warn("sandbox %s: proc.output: a gap that does not follow the data", q->id);
+	json_t *gap = sup_procs_gap_json(map, q, &e);
+	if (e.code) {
+		sup_warn("sandbox %s: %s", q->id, e.msg);
 		finish(q, sup_http_error_json("agent_error", "the agent reported an inconsistent gap"), 1011);
 		return;
 	}
-	if (g) {
-		q->off = to;
-		send_json(q, json_pack("{s:{s:I,s:I}}", "gap", "from", (json_int_t)from, "to", (json_int_t)to));
-	}
+	if (gap)
+		send_json(q, json_pack("{s:o}", "gap", gap));
 	sup_op_consumed(q->op, cost);
 }
 
@@ -102,13 +98,6 @@ static void out_done(int rc, const msgpack_object *result, const sbx_err *err, v
 	}
 	sup_http_status("processes", rc < 0 ? err->code : e.code, &name);
 	finish(q, sup_http_error_json(name, rc < 0 ? err->msg : e.msg), 1011);
-}
-
-static void out_credit(size_t cost, void *ud)
-{
-	sup_pq *q = ud;
-	if (q->op)
-		sup_op_consumed(q->op, cost);
 }
 
 static const sup_core_call_cbs out_cbs = {
@@ -238,7 +227,7 @@ static void ws_checked(int rc, const msgpack_object *result, const sbx_err *err,
 		sup_http_fail(q->r, rc < 0 ? err : &e);
 		return;
 	}
-	sup_http_on_credit(q->r, out_credit, q);
+	sup_http_on_credit(q->r, sup_pq_credit, q);
 	sbx_proto_args a;
 	sbx_proto_args_init(&a);
 	sbx_proto_args_uint(&a, "pid", (uint64_t)q->pid);

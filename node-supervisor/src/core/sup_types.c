@@ -44,19 +44,24 @@ bool sup_env_has(const sup_env *e, const char *key)
 	return false;
 }
 
-const char *const sup_rlimit_names[SUP_RLIMIT_N] = { "nofile", "nproc", "fsize", "cpu" };
+void sup_create_req_free(sup_create_req *r)
+{
+	free(r->image);
+	sup_env_free(&r->env);
+	memset(r, 0, sizeof(*r));
+}
 
 void sup_exec_spec_free(sup_exec_spec *s)
 {
-	if (s->argv) {
-		for (size_t i = 0; i < s->argc; i++)
-			free(s->argv[i]);
-		free(s->argv);
+	if (s->x.argv) {
+		for (size_t i = 0; i < s->x.argc; i++)
+			free(s->x.argv[i]);
+		free(s->x.argv);
 	}
-	free(s->cmd);
-	free(s->cwd);
+	free(s->x.cmd);
+	free(s->x.cwd);
 	free(s->stdin_data);
-	free(s->user);
-	sup_env_free(&s->env);
+	free(s->x.user);
+	sup_env_free(&s->x.env);
 	memset(s, 0, sizeof(*s));
 }

@@ -9,7 +9,8 @@
  * Async operations: a function returns < 0 when it failed at once (its
  * callback does not run), or 0 and either *op (the callback runs later;
  * sup_op_cancel withdraws it) or *op == NULL (the callback already ran).
- * Error codes follow sup_api_status(). */
+ * Errors are negative errnos (EPERM: this supervisor's policy refuses;
+ * EACCES: the sandbox refused), the route families map them to statuses. */
 #ifndef SUP_CORE_H
 #define SUP_CORE_H
 
@@ -18,7 +19,6 @@
 
 #include "sbx/err.h"
 #include "sbx/proto_args.h"
-#include "sup_api.h"
 #include "sup_pool.h"
 #include "sup_types.h"
 

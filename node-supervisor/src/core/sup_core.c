@@ -115,7 +115,7 @@ static int cmp_id(const void *a, const void *b)
 
 static sup_sandbox *lookup(sup_core *c, const char *id)
 {
-	if (!sup_api_valid_id(id))
+	if (strlen(id) >= SUP_ID_MAX)
 		return NULL;
 	sup_sandbox key;
 	memcpy(key.id, id, strlen(id) + 1);
@@ -430,12 +430,12 @@ static sup_sandbox *command_sandbox(sup_core *c, const char *id, sup_exec_spec *
 	sup_sandbox *sb = running_sandbox(c, id, err);
 	if (!sb)
 		return NULL;
-	if (spec->user && (strcmp(spec->user, "root") == 0 || strcmp(spec->user, "0") == 0) &&
+	if (spec->x.user && (strcmp(spec->x.user, "root") == 0 || strcmp(spec->x.user, "0") == 0) &&
 	    !c->cfg.allow_root) {
 		sbx_err_set(err, -EPERM, "running as root is not allowed on this supervisor (--allow-root)");
 		return NULL;
 	}
-	spec->allow_root = c->cfg.allow_root;
+	spec->x.allow_root = c->cfg.allow_root;
 	return sb;
 }
 

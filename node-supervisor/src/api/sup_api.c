@@ -8,13 +8,6 @@
 
 #include "sup_text.h"
 
-void sup_create_req_free(sup_create_req *r)
-{
-	free(r->image);
-	sup_env_free(&r->env);
-	memset(r, 0, sizeof(*r));
-}
-
 static void json_decref_p(json_t **j)
 {
 	json_decref(*j);
@@ -152,16 +145,16 @@ static int parse_argv(json_t *v, sup_exec_spec *out, sbx_err *err)
 		return sbx_err_set(err, -EINVAL, "field \"argv\": must not be empty");
 	if (n > SUP_API_MAX_ARGV)
 		return sbx_err_set(err, -EINVAL, "field \"argv\": more than %d elements", SUP_API_MAX_ARGV);
-	out->argv = calloc(n + 1, sizeof(char *));
-	if (!out->argv)
+	out->x.argv = calloc(n + 1, sizeof(char *));
+	if (!out->x.argv)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		char field[32];
 		snprintf(field, sizeof(field), "argv[%zu]", i);
-		int rc = get_cstr(json_array_get(v, i), field, i > 0, SIZE_MAX, &out->argv[i], err);
+		int rc = get_cstr(json_array_get(v, i), field, i > 0, SIZE_MAX, &out->x.argv[i], err);
 		if (rc < 0)
 			return rc;
-		out->argc = i + 1;
+		out->x.argc = i + 1;
 	}
 	return 0;
 }
@@ -182,7 +175,7 @@ static int parse_exec_timeout(json_t *v, uint64_t *ms, sbx_err *err)
 static int parse_stdin(json_t *v, bool b64, sup_exec_spec *out, sbx_err *err)
 {
 	const char *field = b64 ? "stdin_b64" : "stdin";
-	if (out->has_stdin)
+	if (out->x.stdin_pipe)
 		return sbx_err_set(err, -EINVAL, "give at most one of \"stdin\" and \"stdin_b64\"");
 	if (!json_is_string(v))
 		return sbx_err_set(err, -EINVAL, "field \"%s\": want a string", field);
@@ -208,7 +201,7 @@ static int parse_stdin(json_t *v, bool b64, sup_exec_spec *out, sbx_err *err)
 		memcpy(out->stdin_data, s, n);
 		out->stdin_len = n;
 	}
-	out->has_stdin = true;
+	out->x.stdin_pipe = true;
 	return 0;
 }
 
@@ -222,14 +215,14 @@ static int parse_rlimits(json_t *v, sup_exec_spec *out, sbx_err *err)
 	json_object_foreach(v, key, val)
 	{
 		int id = -1;
-		for (int i = 0; i < SUP_RLIMIT_N; i++)
-			if (strcmp(key, sup_rlimit_names[i]) == 0)
+		for (int i = 0; i < SBX_RLIMITS; i++)
+			if (strcmp(key, sbx_proto_rlimit_names[i]) == 0)
 				id = i;
 		if (id < 0)
 			return sbx_err_set(err, -EINVAL,
 					   "field \"rlimits\": unknown limit \"%.32s\" (nofile, nproc, fsize, cpu)",
 					   key);
-		sup_rlimit *r = &out->rlimits[id];
+		sbx_proto_rlimit *r = &out->x.rlimits[id];
 		if (json_is_string(val) && strcmp(json_string_value(val), "unlimited") == 0) {
 			r->unlimited = true;
 		} else if (json_is_integer(val) && json_integer_value(val) >= 0) {
@@ -248,14 +241,14 @@ static int parse_pty(json_t *v, sup_exec_spec *out, sbx_err *err)
 {
 	if (!json_is_object(v))
 		return sbx_err_set(err, -EINVAL, "field \"pty\": want {\"cols\":80,\"rows\":24}");
-	out->pty_cols = 80;
-	out->pty_rows = 24;
+	out->x.cols = 80;
+	out->x.rows = 24;
 	const char *key;
 	json_t *val;
 	json_object_foreach(v, key, val)
 	{
-		uint16_t *dst = strcmp(key, "cols") == 0 ? &out->pty_cols
-				: strcmp(key, "rows") == 0 ? &out->pty_rows
+		uint16_t *dst = strcmp(key, "cols") == 0 ? &out->x.cols
+				: strcmp(key, "rows") == 0 ? &out->x.rows
 							   : NULL;
 		if (!dst)
 			return sbx_err_set(err, -EINVAL, "field \"pty\": unknown field \"%.32s\" (cols, rows)",
@@ -265,7 +258,7 @@ static int parse_pty(json_t *v, sup_exec_spec *out, sbx_err *err)
 			return sbx_err_set(err, -EINVAL, "field \"pty\": %s: want 1..65535", key);
 		*dst = (uint16_t)json_integer_value(val);
 	}
-	out->pty = true;
+	out->x.pty = true;
 	return 0;
 }
 
@@ -304,19 +297,19 @@ int sup_api_parse_exec_obj(json_t *j, const char *const *skip, sup_exec_spec *ou
 		else if (strcmp(key, "argv") == 0)
 			rc = parse_argv(v, out, err);
 		else if (strcmp(key, "cmd") == 0)
-			rc = get_cstr(v, "cmd", false, SIZE_MAX, &out->cmd, err);
+			rc = get_cstr(v, "cmd", false, SIZE_MAX, &out->x.cmd, err);
 		else if (strcmp(key, "env") == 0)
-			rc = parse_env(v, &out->env, err);
+			rc = parse_env(v, &out->x.env, err);
 		else if (strcmp(key, "cwd") == 0) {
-			rc = get_cstr(v, "cwd", false, SUP_API_MAX_PATH, &out->cwd, err);
-			if (rc == 0 && out->cwd[0] != '/')
+			rc = get_cstr(v, "cwd", false, SUP_API_MAX_PATH, &out->x.cwd, err);
+			if (rc == 0 && out->x.cwd[0] != '/')
 				rc = sbx_err_set(err, -EINVAL, "field \"cwd\": want an absolute path");
 		} else if (strcmp(key, "timeout") == 0)
-			rc = parse_exec_timeout(v, &out->timeout_ms, err);
+			rc = parse_exec_timeout(v, &out->x.timeout_ms, err);
 		else if (strcmp(key, "stdin") == 0 || strcmp(key, "stdin_b64") == 0)
 			rc = parse_stdin(v, key[5] == '_', out, err);
 		else if (strcmp(key, "user") == 0)
-			rc = get_cstr(v, "user", false, SUP_API_MAX_USER, &out->user, err);
+			rc = get_cstr(v, "user", false, SUP_API_MAX_USER, &out->x.user, err);
 		else if (strcmp(key, "rlimits") == 0)
 			rc = parse_rlimits(v, out, err);
 		else if (strcmp(key, "max_output") == 0)
@@ -328,7 +321,7 @@ int sup_api_parse_exec_obj(json_t *j, const char *const *skip, sup_exec_spec *ou
 		if (rc < 0)
 			goto fail;
 	}
-	if (!out->argv == !out->cmd) {
+	if (!out->x.argv == !out->x.cmd) {
 		rc = sbx_err_set(err, -EINVAL, "exactly one of \"argv\" and \"cmd\" is required");
 		goto fail;
 	}
@@ -434,17 +427,4 @@ json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint6
 		return NULL;
 	}
 	return o;
-}
-
-bool sup_api_valid_id(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n > 40)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-			return false;
-	}
-	return true;
 }

@@ -18,7 +18,6 @@
 #define SUP_API_MAX_ENV 4096
 #define SUP_API_MAX_PATH 4096
 #define SUP_API_MAX_EXEC_TIMEOUT_S (24.0 * 3600)
-#define SUP_ID_MAX 48
 #define SUP_API_MAX_USER 64
 #define SUP_API_MAX_OUTPUT (1ull << 30)
 
@@ -27,13 +26,6 @@ typedef struct sup_api_limits {
 	unsigned max_timeout_s;
 } sup_api_limits;
 
-typedef struct sup_create_req {
-	char *image;          /* NULL: "host" */
-	unsigned timeout_s;
-	sup_env env;
-} sup_create_req;
-
-void sup_create_req_free(sup_create_req *r);
 
 /* POST /v1/sandboxes. An empty body means all defaults. */
 int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim,
@@ -44,15 +36,6 @@ int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err
  * or NULL) to the caller: POST .../processes adds its own. */
 int sup_api_parse_exec_obj(json_t *obj, const char *const *skip, sup_exec_spec *out, sbx_err *err);
 
-/* A sandbox as the API shows it. */
-typedef struct sup_sandbox_view {
-	const char *id;
-	const char *state;
-	const char *image;
-	time_t created_at;
-	time_t expires_at;
-} sup_sandbox_view;
-
 json_t *sup_api_render_sandbox(const sup_sandbox_view *v);
 /* stdout/stderr: UTF-8 text; invalid sequences become U+FFFD and the exact
  * bytes are added as stdout_b64 / stderr_b64. */
@@ -60,7 +43,5 @@ json_t *sup_api_render_exec(const sup_exec_result *r);
 /* The end of a streamed exec: exit_code / signal, duration_ms, timed_out
  * and the byte counts streamed. */
 json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint64_t err_bytes);
-/* Sandbox ids: [a-z0-9-], 1..40 chars. */
-bool sup_api_valid_id(const char *s);
 
 #endif

@@ -396,81 +396,12 @@ const char *sup_agent_peer(const sup_agent *a)
 	return p ? p : "";
 }
 
-static void pack_env(msgpack_packer *pk, const sup_env *over, const sup_env *base)
-{
-	size_t n = over->n;
-	for (size_t i = 0; i < base->n; i++)
-		if (!sup_env_has(over, base->v[i].key))
-			n++;
-	msgpack_pack_map(pk, n);
-	for (size_t i = 0; i < over->n; i++) {
-		sbx_proto_pack_str(pk, over->v[i].key);
-		sbx_proto_pack_str(pk, over->v[i].val);
-	}
-	for (size_t i = 0; i < base->n; i++) {
-		if (sup_env_has(over, base->v[i].key))
-			continue;
-		sbx_proto_pack_str(pk, base->v[i].key);
-		sbx_proto_pack_str(pk, base->v[i].val);
-	}
-}
-
 int sup_agent_encode_exec_args(const sup_exec_spec *spec, const sup_env *base_env,
 			       sbx_proto_args *a, sbx_err *err)
 {
-	static const sup_env empty = { 0 };
-	msgpack_packer *pk = &a->pk;
-	if (!base_env)
-		base_env = &empty;
-	if (!spec->argv == !spec->cmd)
+	if (!spec->x.argv == !spec->x.cmd)
 		return sbx_err_set(err, -EINVAL, "exec: exactly one of argv and cmd");
-	if (spec->argv) {
-		sbx_proto_args_key(a, "argv");
-		msgpack_pack_array(pk, spec->argc);
-		for (size_t i = 0; i < spec->argc; i++)
-			sbx_proto_pack_str(pk, spec->argv[i]);
-	} else {
-		sbx_proto_args_str(a, "cmd", spec->cmd, strlen(spec->cmd));
-	}
-	if (spec->env.n || base_env->n) {
-		sbx_proto_args_key(a, "env");
-		pack_env(pk, &spec->env, base_env);
-	}
-	if (spec->cwd)
-		sbx_proto_args_str(a, "cwd", spec->cwd, strlen(spec->cwd));
-	if (spec->timeout_ms)
-		sbx_proto_args_uint(a, "timeout_ms", spec->timeout_ms);
-	if (spec->has_stdin)
-		sbx_proto_args_bool(a, "stdin", true);
-	if (spec->user)
-		sbx_proto_args_str(a, "user", spec->user, strlen(spec->user));
-	if (spec->allow_root)
-		sbx_proto_args_bool(a, "allow_root", true);
-	if (spec->pty) {
-		sbx_proto_args_key(a, "pty");
-		msgpack_pack_map(pk, 2);
-		sbx_proto_pack_str(pk, "cols");
-		msgpack_pack_uint16(pk, spec->pty_cols);
-		sbx_proto_pack_str(pk, "rows");
-		msgpack_pack_uint16(pk, spec->pty_rows);
-	}
-	uint32_t nlim = 0;
-	for (int i = 0; i < SUP_RLIMIT_N; i++)
-		nlim += spec->rlimits[i].set;
-	if (nlim) {
-		sbx_proto_args_key(a, "rlimits");
-		msgpack_pack_map(pk, nlim);
-		for (int i = 0; i < SUP_RLIMIT_N; i++) {
-			const sup_rlimit *r = &spec->rlimits[i];
-			if (!r->set)
-				continue;
-			sbx_proto_pack_str(pk, sup_rlimit_names[i]);
-			if (r->unlimited)
-				sbx_proto_pack_str(pk, "unlimited");
-			else
-				msgpack_pack_uint64(pk, r->value);
-		}
-	}
+	sbx_proto_exec_encode(&spec->x, base_env, a);
 	return 0;
 }
 
@@ -692,7 +623,7 @@ int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_
 	rc = sup_agent_call_start(a, SBX_OP_EXEC, enc, len, &exec_call_cbs, x, &x->call, err);
 	if (rc < 0)
 		goto out;
-	if (spec->has_stdin) {
+	if (spec->x.stdin_pipe) {
 		x->in = spec->stdin_data;
 		x->in_len = spec->stdin_len;
 		x->in_pending = true;

@@ -10,7 +10,6 @@
 #include <sys/queue.h>
 #include <time.h>
 
-#include "sup_api.h"
 #include "sup_runc.h"
 #include "sup_types.h"
 

@@ -1,11 +1,11 @@
 /* Lexical handling of request paths, before the policy looks at them.
  *
  * A request names a file inside a sandbox by an absolute path (after one
- * URL decoding by the HTTP edge, sup_query, or as a JSON string). This module turns that into
- * a canonical path with string operations only: `.` and empty components
- * dropped, `..` taking away the component before it (never above "/"), no
- * trailing slash. It owns those string rules and the quoting of paths for
- * messages and logs.
+ * URL decoding by the HTTP edge's sup_query, or as a JSON string). This
+ * module turns that into a canonical path with string operations only: `.`
+ * and empty components dropped, `..` taking away the component before it
+ * (never above "/"), no trailing slash. It owns those string rules and the
+ * quoting of paths for messages and logs.
  *
  * It must not touch the file system: the supervisor cannot see inside a
  * sandbox, and symlinks there are resolved by the agent (agent_fsconf.h),

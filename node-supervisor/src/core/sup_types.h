@@ -1,0 +1,87 @@
+/* Plain data types shared by the route families, the core and the agent
+ * client: environment lists, a sandbox to create and its view, an exec
+ * request and its outcome. No behaviour beyond freeing; each module
+ * validates what it receives. */
+#ifndef SUP_TYPES_H
+#define SUP_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "sbx/proto_exec.h"
+
+typedef sbx_proto_kv sup_kv;
+typedef sbx_proto_env sup_env;
+
+void sup_env_free(sup_env *e);
+/* Deep copy. Returns 0 or -ENOMEM. */
+int sup_env_copy(const sup_env *src, sup_env *dst);
+/* True if key is set in e. */
+bool sup_env_has(const sup_env *e, const char *key);
+
+/* What to run: the agent's exec arguments (strings owned here), plus what
+ * the supervisor keeps to itself. */
+typedef struct sup_exec_spec {
+	sbx_proto_exec_args x;
+	uint8_t *stdin_data;  /* bytes for stdin, then EOF (x.stdin_pipe set) */
+	size_t stdin_len;
+	size_t max_output;    /* captured bytes per stream, if max_output_set */
+	bool max_output_set;
+} sup_exec_spec;
+
+void sup_exec_spec_free(sup_exec_spec *s);
+
+/* Room for a sandbox id ([a-z0-9-], 1..40 bytes) and its NUL. */
+#define SUP_ID_MAX 48
+
+/* A sandbox to hand out. */
+typedef struct sup_create_req {
+	char *image;          /* NULL: "host" */
+	unsigned timeout_s;
+	sup_env env;
+} sup_create_req;
+
+void sup_create_req_free(sup_create_req *r);
+
+/* A sandbox as the API shows it. */
+typedef struct sup_sandbox_view {
+	const char *id;
+	const char *state;
+	const char *image;
+	time_t created_at;
+	time_t expires_at;
+} sup_sandbox_view;
+
+/* An output stream of a command. */
+typedef enum sup_chan {
+	SUP_CH_STDOUT = 1,
+	SUP_CH_STDERR = 2,
+} sup_chan;
+
+/* How a command ended, as the agent reported it (validated). */
+typedef struct sup_exec_status {
+	bool exited;          /* true: exit_code valid; false: signal valid */
+	int exit_code;        /* 0..255 */
+	int signal;           /* 1..64 */
+	bool timed_out;
+	uint64_t duration_us; /* command run time */
+	bool has_rusage;      /* the agent reported the three below */
+	uint64_t max_rss_kb;
+	uint64_t user_ms;
+	uint64_t sys_ms;
+} sup_exec_status;
+
+/* An exec whose output was captured into bounded buffers. */
+typedef struct sup_exec_result {
+	sup_exec_status st;
+	const uint8_t *out;
+	size_t out_len;
+	bool out_truncated;
+	const uint8_t *err;
+	size_t err_len;
+	bool err_truncated;
+} sup_exec_result;
+
+#endif
