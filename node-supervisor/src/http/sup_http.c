@@ -330,10 +330,6 @@ void sup_http_run(sup_http_req *r)
 	sbx_err_clear(&err);
 	c->st = C_ACTIVE;
 	sup_conn_timer(c, 0);
-	if (r->route->body != SUP_BODY_STREAMED) {
-		sup_conn_reading(c, false);
-		sup_conn_watch(c, r->route->body != SUP_BODY_UPGRADE);
-	}
 	r->in.body = r->body ? (const char *)evbuffer_pullup(r->body, -1) : NULL;
 	r->in.body_len = r->body ? evbuffer_get_length(r->body) : 0;
 	if (!r->in.body || r->route->body == SUP_BODY_NONE) {
@@ -346,6 +342,12 @@ void sup_http_run(sup_http_req *r)
 		rc = r->route->act(r, r->state, &err);
 	if (rc < 0 && !r->done)
 		sup_http_fail(r, &err);
+	/* An act that answers later: stop reading, watch for the client's end
+	 * (an answer given already spares the calls). */
+	if (!r->done && r->route->body != SUP_BODY_STREAMED && !r->raw) {
+		sup_conn_reading(c, false);
+		sup_conn_watch(c, true);
+	}
 }
 
 static bool needs_auth(const char *path)

@@ -267,7 +267,7 @@ static void read_head(sup_conn *c)
 	c->req = r;
 	c->st = C_ACTIVE;
 	sup_conn_timer(c, 0);
-	sup_conn_reading(c, false);
+	/* Reading goes on until the act turns out to answer later (run). */
 	rc = sup_httpin_parse_head(head, hl, &r->ph);
 	if (rc < 0) {
 		c->close_after = true;

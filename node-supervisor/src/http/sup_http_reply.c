@@ -88,34 +88,37 @@ void sup_http_header(sup_http_req *r, const char *name, const char *value)
 		evbuffer_add_printf(r->hdr_out, "%s: %s\r\n", name, value);
 }
 
-static int dump_cb(const char *b, size_t size, void *data)
-{
-	return evbuffer_add(data, b, size);
-}
-
 void sup_http_json(sup_http_req *r, int status, json_t *body)
 {
+	static const char oom[] = "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}\n";
+	char small[4096], *big = NULL, *out = NULL;
+	size_t len = 0;
 	if (r->done || r->started) {
 		/* Too late for an answer of its own: the client sees the reply cut. */
 		json_decref(body);
 		sup_http_cut(r, "failed after the reply started");
 		return;
 	}
-	struct evbuffer *buf = evbuffer_new();
-	if (body && buf &&
-	    (json_dump_callback(body, dump_cb, buf, JSON_COMPACT) < 0 || evbuffer_add(buf, "\n", 1) < 0)) {
-		evbuffer_drain(buf, evbuffer_get_length(buf));
-		status = 500;
-		evbuffer_add_printf(buf, "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}\n");
+	/* Most answers fit the stack; a bigger one is dumped again, sized. */
+	if (body) {
+		len = json_dumpb(body, small, sizeof(small) - 1, JSON_COMPACT);
+		if (len && len < sizeof(small) - 1)
+			out = small;
+		else if (len && (big = malloc(len + 1)) && json_dumpb(body, big, len, JSON_COMPACT) == len)
+			out = big;
+		if (out)
+			out[len++] = '\n';
+		else
+			status = 500;
 	}
 	json_decref(body);
-	size_t len = buf ? evbuffer_get_length(buf) : 0;
+	const char *bytes = out ? out : body ? oom : NULL;
+	len = out ? len : body ? sizeof(oom) - 1 : 0;
 	bool nobody = status == 204 || status == 304;
 	put_head(r, status, len ? "application/json" : NULL, nobody ? UINT64_MAX - 1 : len);
-	if (buf && !head_only(r) && !nobody)
-		evbuffer_add_buffer(sup_conn_output(r->c), buf);
-	if (buf)
-		evbuffer_free(buf);
+	if (len && !head_only(r) && !nobody)
+		evbuffer_add(sup_conn_output(r->c), bytes, len);
+	free(big);
 	sup_http_done(r);
 }
 
