@@ -28,7 +28,7 @@ void sup_config_defaults(sup_config *c)
 	c->ready_timeout_ms = 10000;
 	c->default_timeout_s = 3600;
 	c->max_timeout_s = 7 * 24 * 3600;
-	c->max_conns = 10000;
+	c->max_conns = 16384;
 	c->head_timeout_s = 10;
 	c->body_timeout_s = 60;
 	c->idle_timeout_s = 60;
@@ -65,7 +65,7 @@ void sup_config_usage(const char *prog)
 	       "  --acquire-timeout SEC  how long a create waits for a sandbox (default 60)\n"
 	       "  --ready-timeout SEC    runtime start until the agent answers (default 10)\n"
 	       "  --max-timeout SEC      largest sandbox lifetime (default 604800)\n"
-	       "  --max-connections N    HTTP connections held at once (default 10000)\n"
+	       "  --max-connections N    HTTP connections held at once (default 16384)\n"
 	       "  --head-timeout SEC     to send a request head (default 10)\n"
 	       "  --body-timeout SEC     to send a request body read whole; between bytes of\n"
 	       "                         a streamed one (default 60)\n"
