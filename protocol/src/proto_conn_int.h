@@ -64,6 +64,9 @@ struct sbx_proto_conn {
 		struct evbuffer_iovec v;
 	} resv;
 	size_t out_high;                         /* DATA/EVENT wait beyond this output */
+	uint32_t frame_timeout_ms;               /* 0: none */
+	struct event *frame_timer;               /* a frame begun must be whole in time */
+	uint64_t frames_in;                      /* frames decoded */
 };
 
 /* proto_conn_table.c */

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -792,6 +793,55 @@ static void test_free_in_close(void **state)
 	event_base_free(base);
 }
 
+/* --- the frame deadline (a trickling peer) ------------------------------ */
+
+/* A frame trickled in a byte at a time must be whole within
+ * frame_timeout_ms of its first byte; a frame that keeps its pace inside the
+ * deadline passes, and a quiet connection between frames costs nothing. */
+static void test_frame_deadline(void **state)
+{
+	(void)state;
+	struct event_base *base = harness_base();
+	struct side srv = { 0 };
+	sbx_proto_conn_opts so = server_opts;
+	so.frame_timeout_ms = 300;
+	int fd = harness_raw_client(base, &srv, &so, 65536, true);
+	sbx_proto_writer w;
+	sbx_proto_writer_init(&w);
+	/* quiet between frames: no deadline */
+	pump_for(base, 450);
+	assert_int_equal(srv.closed, 0);
+	/* a whole frame in two parts within the deadline */
+	sbx_proto_encode_req(&w, 1, "ping", NULL, 0, 0, NULL);
+	size_t n = w.buf.size;
+	assert_int_equal(send(fd, w.buf.data, 3, MSG_NOSIGNAL), 3);
+	pump_for(base, 150);
+	assert_int_equal(send(fd, w.buf.data + 3, n - 3, MSG_NOSIGNAL), (ssize_t)(n - 3));
+	sbx_proto_writer_reset(&w);
+	pump_until(base, &srv.n[SBX_PROTO_REQ], 2000);
+	assert_int_equal(srv.closed, 0);
+	/* the next one trickles: a byte every 100 ms never completes in 300 ms */
+	sbx_proto_encode_req(&w, 3, "ping", NULL, 0, 0, NULL);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t i = 0; i < w.buf.size && !srv.closed; i++) {
+		assert_int_equal(send(fd, w.buf.data + i, 1, MSG_NOSIGNAL), 1);
+		pump_for(base, 100);
+	}
+	assert_int_equal(srv.closed, 1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	assert_in_range(ms, 280, 1000); /* libevent's coarse clock: a few ms either way */
+	assert_int_equal(srv.why.code, -ETIMEDOUT);
+	assert_non_null(strstr(srv.why.msg, "not complete 300 ms after its first byte"));
+	assert_int_equal(srv.n[SBX_PROTO_REQ], 1);
+	raw_expect_conn_err(base, fd, SBX_PROTO_E_PROTOCOL);
+	close(fd);
+	sbx_proto_conn_free(srv.c);
+	sbx_proto_writer_destroy(&w);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -811,6 +861,7 @@ int main(void)
 		cmocka_unit_test(test_peer_error_and_eof),
 		cmocka_unit_test(test_free_in_callback),
 		cmocka_unit_test(test_free_in_close),
+		cmocka_unit_test(test_frame_deadline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
