@@ -338,8 +338,22 @@ json_t *sup_api_render_sandbox(const sup_sandbox_view *v)
 	char created[32], expires[32];
 	sup_rfc3339(v->created_at, created, sizeof(created));
 	sup_rfc3339(v->expires_at, expires, sizeof(expires));
-	return json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", v->id, "state", v->state, "image",
-			 v->image, "created_at", created, "expires_at", expires);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}}", "id", v->id,
+			      "state", v->state, "image", v->image, "created_at", created,
+			      "expires_at", expires, "agent", "streams", (json_int_t)v->agent_streams,
+			      "waiting", (json_int_t)v->agent_waiting, "queued_bytes",
+			      (json_int_t)v->agent_queued, "timeouts", (json_int_t)v->agent_timeouts);
+	if (o && v->reason) {
+		/* the reason may quote what the guest sent */
+		size_t n;
+		char *t = sup_utf8_repair((const uint8_t *)v->reason, strlen(v->reason), &n);
+		if (!t || json_object_set_new_nocheck(o, "reason", json_stringn_nocheck(t, n)) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+		free(t);
+	}
+	return o;
 }
 
 /* Add name (text) and, when the bytes are not UTF-8, name_b64. */
@@ -406,6 +420,20 @@ json_t *sup_api_render_exec(const sup_exec_result *r)
 	return o;
 }
 
+json_t *sup_api_render_exec_timeout(const sup_exec_result *r, const char *message)
+{
+	json_t *o = sup_api_render_exec(r);
+	json_t *e = o ? sup_api_render_error("agent_timeout", message) : NULL;
+	if (!e || json_object_set_new_nocheck(o, "kill_confirmed", json_false()) < 0 ||
+	    json_object_set_nocheck(o, "error", json_object_get(e, "error")) < 0) {
+		json_decref(e);
+		json_decref(o);
+		return NULL;
+	}
+	json_decref(e);
+	return o;
+}
+
 json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint64_t err_bytes)
 {
 	json_t *o = json_object();
@@ -466,6 +494,9 @@ int sup_api_status(int neg_errno, const char **code)
 		return 502;
 	case -ETIMEDOUT:
 		*code = "timeout";
+		return 504;
+	case -ETIME:
+		*code = "agent_timeout";
 		return 504;
 	case -ECANCELED:
 		*code = "cancelled";

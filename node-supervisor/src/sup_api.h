@@ -48,12 +48,20 @@ typedef struct sup_sandbox_view {
 	const char *image;
 	time_t created_at;
 	time_t expires_at;
+	const char *reason;      /* state "failed": why; NULL otherwise */
+	unsigned agent_streams;  /* calls open on the agent connection */
+	unsigned agent_waiting;  /* requests waiting on the agent */
+	size_t agent_queued;     /* bytes queued towards the agent */
+	unsigned agent_timeouts; /* calls the agent let pass their deadline */
 } sup_sandbox_view;
 
 json_t *sup_api_render_sandbox(const sup_sandbox_view *v);
 /* stdout/stderr: UTF-8 text; invalid sequences become U+FFFD and the exact
  * bytes are added as stdout_b64 / stderr_b64. */
 json_t *sup_api_render_exec(const sup_exec_result *r);
+/* A command whose agent let the supervisor's deadline pass: the timed-out
+ * result (kill_confirmed false) with "error" {code agent_timeout, message}. */
+json_t *sup_api_render_exec_timeout(const sup_exec_result *r, const char *message);
 /* The end of a streamed exec: exit_code / signal, duration_ms, timed_out
  * and the byte counts streamed. */
 json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint64_t err_bytes);
@@ -63,6 +71,7 @@ json_t *sup_api_render_error(const char *code, const char *message);
  * EINVAL 400 bad_request, ENOENT 404 not_found, E2BIG 413 too_large,
  * EBUSY 409 conflict, EAGAIN 503 unavailable, ESHUTDOWN 503 shutting_down,
  * ECONNRESET/ECONNREFUSED/EPIPE/EPROTO 502 agent_error, ETIMEDOUT 504 timeout,
+ * ETIME 504 agent_timeout (the agent let the supervisor's deadline pass),
  * ECANCELED 499 cancelled, EACCES/EPERM 403 forbidden, other 500 internal. */
 int sup_api_status(int neg_errno, const char **code);
 

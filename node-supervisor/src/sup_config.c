@@ -28,6 +28,14 @@ void sup_config_defaults(sup_config *c)
 	c->ready_timeout_ms = 10000;
 	c->default_timeout_s = 3600;
 	c->max_timeout_s = 7 * 24 * 3600;
+	c->agent_grace_ms = 2000;
+	c->agent_idle_ms = 30000;
+	c->agent_ping_ms = 10000;
+	c->agent_ping_timeout_ms = 5000;
+	c->agent_frame_ms = 5000;
+	c->agent_max_streams = 256;
+	c->agent_max_waiting = 128;
+	c->agent_max_queued = 8u << 20;
 	c->log_level = SUP_LOG_INFO;
 }
 
@@ -60,6 +68,18 @@ void sup_config_usage(const char *prog)
 	       "  --acquire-timeout SEC  how long a create waits for a sandbox (default 60)\n"
 	       "  --ready-timeout SEC    runtime start until the agent answers (default 10)\n"
 	       "  --max-timeout SEC      largest sandbox lifetime (default 604800)\n"
+	       "  --agent-grace SEC      an exec's timeout plus this, and the agent must have\n"
+	       "                         ended it (default 2; fractions allowed)\n"
+	       "  --agent-idle-timeout SEC  a call waiting for the agent's answer fails after\n"
+	       "                         this long without a frame (default 30)\n"
+	       "  --agent-ping-interval SEC  ping an agent connection quiet this long (default 10)\n"
+	       "  --agent-ping-timeout SEC  no answer to the ping within this: sandbox failed\n"
+	       "                         (default 5)\n"
+	       "  --agent-frame-timeout SEC  a frame from the agent must be whole this long after\n"
+	       "                         its first byte (default 5)\n"
+	       "  --agent-max-streams N  streams open to one agent (default 256)\n"
+	       "  --agent-max-waiting N  requests waiting on one agent (default 128)\n"
+	       "  --agent-max-queued SIZE  bytes queued towards one agent (default 8M)\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
@@ -125,6 +145,30 @@ int sup_config_parse_size(const char *s, uint64_t max, uint64_t *out, sbx_err *e
 	return 0;
 }
 
+int sup_config_parse_secs(const char *s, unsigned lo_ms, unsigned hi_ms, unsigned *ms,
+			  sbx_err *err)
+{
+	char *end;
+	errno = 0;
+	if ((s[0] < '0' || s[0] > '9') && s[0] != '.')
+		return sbx_err_set(err, -EINVAL, "%s: not a number of seconds", s);
+	double v = strtod(s, &end);
+	if (errno || *end != '\0' || !(v >= 0) || v * 1000.0 > (double)hi_ms + 0.5 ||
+	    v * 1000.0 < (double)lo_ms - 0.5)
+		return sbx_err_set(err, -EINVAL, "%s: want %.3g to %.6g seconds", s, lo_ms / 1000.0,
+				   hi_ms / 1000.0);
+	*ms = (unsigned)(v * 1000.0 + 0.5);
+	return 0;
+}
+
+static int parse_ms(const char *name, const char *s, unsigned lo_ms, unsigned hi_ms, unsigned *ms,
+		    sbx_err *err)
+{
+	if (sup_config_parse_secs(s, lo_ms, hi_ms, ms, err) < 0)
+		return sbx_err_wrap(err, "--%s", name);
+	return 0;
+}
+
 static int parse_uint(const char *name, const char *s, uint64_t lo, uint64_t hi, unsigned *out,
 		      sbx_err *err)
 {
@@ -168,7 +212,9 @@ enum {
 	OPT_LISTEN = 256, OPT_STATE_DIR, OPT_POOL_SIZE, OPT_POOL_IMAGES, OPT_RUNTIME, OPT_AGENT,
 	OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_OUTPUT, OPT_MAX_OUTPUT_TOTAL, OPT_MAX_EXECS, OPT_ALLOW_ROOT, OPT_MAX_SANDBOXES, OPT_WORKERS,
 	OPT_ACQUIRE_TIMEOUT, OPT_READY_TIMEOUT, OPT_MAX_TIMEOUT, OPT_LOG_LEVEL, OPT_PRINT_EXAMPLE, OPT_HELP,
-	OPT_VERSION, OPT_POLICY, OPT_MAX_UPLOAD,
+	OPT_VERSION, OPT_POLICY, OPT_MAX_UPLOAD, OPT_AGENT_GRACE, OPT_AGENT_IDLE, OPT_AGENT_PING,
+	OPT_AGENT_PING_TIMEOUT, OPT_AGENT_FRAME, OPT_AGENT_MAX_STREAMS, OPT_AGENT_MAX_WAITING,
+	OPT_AGENT_MAX_QUEUED,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -193,6 +239,14 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "acquire-timeout", required_argument, NULL, OPT_ACQUIRE_TIMEOUT },
 		{ "ready-timeout", required_argument, NULL, OPT_READY_TIMEOUT },
 		{ "max-timeout", required_argument, NULL, OPT_MAX_TIMEOUT },
+		{ "agent-grace", required_argument, NULL, OPT_AGENT_GRACE },
+		{ "agent-idle-timeout", required_argument, NULL, OPT_AGENT_IDLE },
+		{ "agent-ping-interval", required_argument, NULL, OPT_AGENT_PING },
+		{ "agent-ping-timeout", required_argument, NULL, OPT_AGENT_PING_TIMEOUT },
+		{ "agent-frame-timeout", required_argument, NULL, OPT_AGENT_FRAME },
+		{ "agent-max-streams", required_argument, NULL, OPT_AGENT_MAX_STREAMS },
+		{ "agent-max-waiting", required_argument, NULL, OPT_AGENT_MAX_WAITING },
+		{ "agent-max-queued", required_argument, NULL, OPT_AGENT_MAX_QUEUED },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -288,6 +342,42 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		case OPT_MAX_TIMEOUT:
 			if (parse_uint("max-timeout", optarg, 1, 366u * 24 * 3600, &c->max_timeout_s, err) < 0)
 				return err->code;
+			break;
+		case OPT_AGENT_GRACE:
+			if (parse_ms("agent-grace", optarg, 0, 3600000, &c->agent_grace_ms, err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_IDLE:
+			if (parse_ms("agent-idle-timeout", optarg, 10, 86400000, &c->agent_idle_ms, err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_PING:
+			if (parse_ms("agent-ping-interval", optarg, 10, 86400000, &c->agent_ping_ms, err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_PING_TIMEOUT:
+			if (parse_ms("agent-ping-timeout", optarg, 10, 3600000, &c->agent_ping_timeout_ms,
+				     err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_FRAME:
+			if (parse_ms("agent-frame-timeout", optarg, 10, 3600000, &c->agent_frame_ms, err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_MAX_STREAMS:
+			if (parse_uint("agent-max-streams", optarg, 1, 65536, &c->agent_max_streams, err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_MAX_WAITING:
+			if (parse_uint("agent-max-waiting", optarg, 1, 65536, &c->agent_max_waiting, err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_MAX_QUEUED:
+			if (sup_config_parse_size(optarg, 1ull << 30, &sz, err) < 0)
+				return sbx_err_wrap(err, "--agent-max-queued");
+			if (sz < 65536)
+				return sbx_err_set(err, -EINVAL, "--agent-max-queued: at least 64K");
+			c->agent_max_queued = (size_t)sz;
 			break;
 		case OPT_LOG_LEVEL: {
 			sup_log_level l;

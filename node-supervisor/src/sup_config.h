@@ -35,6 +35,15 @@ typedef struct sup_config {
 	unsigned ready_timeout_ms;   /* runtime start until the agent socket accepts */
 	unsigned default_timeout_s;  /* sandbox lifetime when a create gives none */
 	unsigned max_timeout_s;      /* upper bound of a sandbox lifetime */
+	/* Distrust of the guest (sup_agent_opts): deadlines in ms, limits. */
+	unsigned agent_grace_ms;        /* after an exec's own timeout */
+	unsigned agent_idle_ms;         /* silence on a call that waits for an answer */
+	unsigned agent_ping_ms;         /* ping an agent connection quiet this long */
+	unsigned agent_ping_timeout_ms; /* its answer due within */
+	unsigned agent_frame_ms;        /* a frame begun must be whole within */
+	unsigned agent_max_streams;     /* streams open per sandbox */
+	unsigned agent_max_waiting;     /* requests waiting on one agent */
+	size_t agent_max_queued;        /* bytes queued towards one agent */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */
@@ -52,5 +61,8 @@ int sup_config_parse_listen(const char *s, char *host, size_t host_size, uint16_
 			    sbx_err *err);
 /* Decimal with optional K/M/G suffix (powers of 1024). */
 int sup_config_parse_size(const char *s, uint64_t max, uint64_t *out, sbx_err *err);
+/* Seconds, fractions allowed ("2", "0.25"), to ms within lo..hi ms. */
+int sup_config_parse_secs(const char *s, unsigned lo_ms, unsigned hi_ms, unsigned *ms,
+			  sbx_err *err);
 
 #endif

@@ -134,11 +134,29 @@ static void unlist(sup_core *c, sup_sandbox *sb)
 
 static void view_of(const sup_sandbox *sb, sup_sandbox_view *v)
 {
+	memset(v, 0, sizeof(*v));
 	v->id = sb->id;
 	v->state = sup_sb_state_name(sb->state);
 	v->image = sup_pools_image_of(sb);
 	v->created_at = sb->created_at;
 	v->expires_at = sb->expires_at;
+	if (sb->state == SUP_SB_FAILED)
+		v->reason = sb->reason[0] ? sb->reason : "the agent connection was lost";
+	if (sb->agent) {
+		sup_agent_stats st;
+		sup_agent_stats_get(sb->agent, &st);
+		v->agent_streams = st.streams;
+		v->agent_waiting = st.waiting;
+		v->agent_queued = st.queued;
+	}
+	v->agent_timeouts = sb->agent_timeouts;
+}
+
+/* A call the agent let pass its deadline counts against the sandbox. */
+static void count_timeout(sup_sandbox *sb, const sbx_err *err)
+{
+	sb->agent_timeouts++;
+	sup_warn("sandbox %s: agent timeout (%u so far): %s", sb->id, sb->agent_timeouts, err->msg);
 }
 
 /* ---- destroy (DELETE, expiry, shutdown) ---- */
@@ -365,6 +383,8 @@ static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
 	(void)call;
 	TAILQ_REMOVE(&op->sb->execs, op, link);
 	op->u.exec.call = NULL;
+	if (rc == -ETIME)
+		count_timeout(op->sb, err);
 	if (op->u.exec.scb) {
 		sup_exec_status s2;
 		if (rc == 0) {
@@ -374,7 +394,7 @@ static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
 				s2.duration_us = measured;
 		}
 		op->u.exec.scb->on_done(rc, rc == 0 ? &s2 : NULL, err, op->ud);
-	} else if (rc == 0) {
+	} else if (rc == 0 || (rc == -ETIME && st)) {
 		sup_exec_result r = {
 			.st = *st,
 			.out = op->u.exec.out.p,
@@ -389,7 +409,7 @@ static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
 		uint64_t measured = elapsed_us(&op->u.exec.start);
 		if (!r.st.duration_us || r.st.duration_us > measured)
 			r.st.duration_us = measured;
-		op->u.exec.cb(0, &r, NULL, op->ud);
+		op->u.exec.cb(rc, &r, err, op->ud);
 	} else {
 		op->u.exec.cb(rc, NULL, err, op->ud);
 	}
@@ -415,9 +435,8 @@ static sup_sandbox *running_sandbox(sup_core *c, const char *id, sbx_err *err)
 	else if (sb->state == SUP_SB_DESTROYING)
 		sbx_err_set(err, -EBUSY, "sandbox %s is being destroyed", sb->id);
 	else if (sb->state != SUP_SB_RUNNING || !sb->agent)
-		sbx_err_set(err, -ECONNRESET,
-			    "sandbox %s lost its agent connection; delete it and create another",
-			    sb->id);
+		sbx_err_set(err, -ECONNRESET, "sandbox %s failed (%s); delete it and create another",
+			    sb->id, sb->reason[0] ? sb->reason : "the agent connection was lost");
 	else
 		return sb;
 	return NULL;
@@ -546,6 +565,8 @@ static void call_on_done(sup_agent_call *call, int rc, const msgpack_object *res
 	(void)call;
 	TAILQ_REMOVE(&op->sb->execs, op, link);
 	op->u.call.call = NULL;
+	if (rc == -ETIME)
+		count_timeout(op->sb, err);
 	op->u.call.cbs->on_done(rc, result, err, op->ud);
 	free(op);
 }
@@ -598,8 +619,8 @@ int sup_core_call(sup_core *c, const char *id, const char *opname, const void *a
 	op->ud = ud;
 	op->sb = sb;
 	op->u.call.cbs = cbs;
-	rc = sup_agent_call_start(sb->agent, opname, args, args_len, &call_cbs, op,
-				      &op->u.call.call, err);
+	rc = sup_agent_call_start(sb->agent, opname, args, args_len, cbs->wait, 0, &call_cbs, op,
+				  &op->u.call.call, err);
 	if (rc < 0) {
 		free(op);
 		return sbx_err_wrap(err, "sandbox %s", sb->id);
@@ -607,6 +628,13 @@ int sup_core_call(sup_core *c, const char *id, const char *opname, const void *a
 	TAILQ_INSERT_TAIL(&sb->execs, op, link);
 	*opp = op;
 	return 0;
+}
+
+void sup_core_blame(sup_core *c, const char *id, const char *msg)
+{
+	sup_sandbox *sb = lookup(c, id);
+	if (sb && sb->agent)
+		sup_agent_blame(sb->agent, "%s", msg);
 }
 
 /* ---- cancel ---- */

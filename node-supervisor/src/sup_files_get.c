@@ -121,6 +121,7 @@ static void abort_download(sup_fq *q, const char *why)
 
 static void agent_broke(sup_fq *q, const char *why)
 {
+	sup_req_blame(&q->r, why);
 	if (q->started) {
 		abort_download(q, why);
 		return;
@@ -300,8 +301,7 @@ static void suffix_done(int rc, const msgpack_object *result, const sbx_err *err
 		return;
 	}
 	if (!sbx_proto_get_uint(result, "size", &size)) {
-		sup_req_error_at(&q->r, 502, "agent_error", "agent: fs.stat without a size", q->m.path,
-			     strlen(q->m.path));
+		agent_broke(q, "agent: fs.stat without a size");
 		return;
 	}
 	if (size == 0) {

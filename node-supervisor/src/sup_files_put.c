@@ -160,6 +160,7 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	if (!q->put_eof || !sbx_proto_get_uint(result, "size", &size) || size != q->put_got) {
 		sup_warn("http PUT files sandbox %s: file.write ended before the body or with a wrong size",
 			 q->r.id);
+		sup_req_blame(&q->r, "agent: file.write ended early or miscounted");
 		sup_req_error_at(&q->r, 502, "agent_error", "agent: file.write ended early or miscounted",
 			     q->m.path, strlen(q->m.path));
 		return;
@@ -176,6 +177,7 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 static const sup_core_call_cbs put_cbs = {
 	.on_done = on_done,
 	.on_writable = on_writable,
+	.wait = SUP_AGENT_WAIT_SENDS, /* a slow client is not the agent's fault */
 };
 
 /* "0644", "644": octal, no setuid, setgid or sticky bit. */

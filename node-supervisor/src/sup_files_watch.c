@@ -192,6 +192,7 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 	}
 	if (!o) {
 		sup_warn("sandbox %s: %s", q->r.id, e.msg);
+		sup_req_blame(&q->r, e.msg);
 		end_error(q, "agent_error", e.msg);
 		return;
 	}
@@ -205,9 +206,11 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	if (!q->started) {
 		if (rc < 0)
 			sup_req_fail(&q->r, err, q->m.path);
-		else
-			sup_req_error_at(&q->r, 502, "agent_error", "agent: fs.watch ended before it was ready",
-				     q->m.path, strlen(q->m.path));
+		else {
+			sbx_err e;
+			sbx_err_set(&e, -EPROTO, "agent: fs.watch ended before it was ready");
+			sup_req_broke(&q->r, &e, q->m.path);
+		}
 		return;
 	}
 	if (rc < 0) {
@@ -221,6 +224,7 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	if (!result || result->type != MSGPACK_OBJECT_MAP ||
 	    !sbx_proto_get_str(result, "reason", &r, &rl) || rl != 7 || memcmp(r, "deleted", 7) != 0) {
 		sup_warn("sandbox %s: agent: fs.watch ended without a known reason", q->r.id);
+		sup_req_blame(&q->r, "agent: fs.watch ended without a known reason");
 		end_error(q, "agent_error", "agent: fs.watch ended without a known reason");
 		return;
 	}
@@ -234,6 +238,7 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 static const sup_core_call_cbs watch_cbs = {
 	.on_event = on_event,
 	.on_done = on_done,
+	.wait = SUP_AGENT_WAIT_QUIET, /* a folder may not change for hours */
 };
 
 void sup_files_watch(sup_fq *q, bool recursive)

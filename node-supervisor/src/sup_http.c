@@ -340,6 +340,15 @@ static void exec_done(int rc, const sup_exec_result *res, const sbx_err *err, vo
 {
 	rq *r = ud;
 	r->op = NULL;
+	if (rc == -ETIME && res) {
+		/* the agent let the deadline pass: the timed-out result, 504 */
+		json_t *body = sup_api_render_exec_timeout(res, err->msg);
+		if (body)
+			rq_reply(r, 504, body);
+		else
+			rq_error(r, 500, "internal", "out of memory rendering the result");
+		return;
+	}
 	if (rc < 0) {
 		rq_err(r, err);
 		return;

@@ -269,8 +269,9 @@ static void agent_on_lost(sup_agent *a, const sbx_err *why, void *ud)
 		ensure_fill(pool);
 		break;
 	case SUP_SB_RUNNING:
-		sup_warn("sandbox %s: agent connection lost: %s", sb->id, why->msg);
+		sup_warn("sandbox %s: failed: %s", sb->id, why->msg);
 		sb->state = SUP_SB_FAILED;
+		snprintf(sb->reason, sizeof(sb->reason), "%s", why->msg);
 		if (p->hooks.on_failed)
 			p->hooks.on_failed(sb, why, p->hooks.ud);
 		break;
@@ -325,8 +326,8 @@ static void create_done(sup_job *job)
 	}
 	sbx_err e;
 	sbx_err_clear(&e);
-	if (sup_agent_connect(p->base, sb->box.socket_path, p->cfg.handshake_timeout_ms, &agent_cbs,
-			      sb, &sb->agent, &e) < 0) {
+	if (sup_agent_connect(p->base, sb->box.socket_path, sb->id, p->cfg.handshake_timeout_ms,
+			      &p->cfg.agent, &agent_cbs, sb, &sb->agent, &e) < 0) {
 		pool->creating--;
 		create_failed(pool, sb->id, &e);
 		start_destroy(p, sb, false, NULL, NULL);

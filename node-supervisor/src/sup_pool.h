@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "sbx/err.h"
+#include "sup_agent.h"
 #include "sup_runc.h"
 #include "sup_sandbox.h"
 #include "sup_workers.h"
@@ -32,10 +33,12 @@ typedef struct sup_pools_cfg {
 	unsigned max_sandboxes;        /* alive at once, all states */
 	unsigned acquire_timeout_ms;
 	unsigned handshake_timeout_ms; /* container up until the agent's hello */
+	sup_agent_opts agent;          /* deadlines, ping and limits of every agent connection */
 } sup_pools_cfg;
 
 typedef struct sup_pools_hooks {
-	/* A RUNNING sandbox's agent connection was lost; it is now FAILED. */
+	/* A RUNNING sandbox's agent connection was lost; it is now FAILED
+	 * (sb->reason says why). A pooled one is replaced instead. */
 	void (*on_failed)(sup_sandbox *sb, const sbx_err *why, void *ud);
 	void *ud;
 } sup_pools_hooks;

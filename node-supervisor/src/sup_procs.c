@@ -494,7 +494,11 @@ static void in_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	sup_req_reply(&q->r, 200, json_pack("{s:I}", "written", (json_int_t)w));
 }
 
-static const sup_core_call_cbs in_cbs = { .on_done = in_done, .on_writable = in_writable };
+/* The agent gives credit back as the process reads: a process that reads
+ * none of it for the idle deadline ends the request (504). */
+static const sup_core_call_cbs in_cbs = {
+	.on_done = in_done, .on_writable = in_writable, .wait = SUP_AGENT_WAIT_SENDS
+};
 
 static void r_stdin(sup_pq *q)
 {

@@ -73,6 +73,7 @@ static void out_data(sup_chan ch, const uint8_t *p, size_t n, size_t cost, void 
 	q->owed += cost;
 	if (!ch) {
 		sup_warn("sandbox %s: proc.output: data on a channel that is not stdout or stderr", q->r.id);
+		sup_req_blame(&q->r, "agent: proc.output sent data on an unknown channel");
 		out_error(q, "agent_error", "the agent sent output on an unknown channel");
 		return;
 	}
@@ -103,6 +104,7 @@ static void out_event(const msgpack_object *map, size_t cost, void *ud)
 		if (sup_procs_mp_uint(g, "from", UINT64_MAX / 2, &from, &e) < 0 ||
 		    sup_procs_mp_uint(g, "to", UINT64_MAX / 2, &to, &e) < 0 || from != q->off || to <= from) {
 			sup_warn("sandbox %s: proc.output: a gap that does not follow the data", q->r.id);
+			sup_req_blame(&q->r, "agent: proc.output reported an inconsistent gap");
 			out_error(q, "agent_error", "the agent reported an inconsistent gap");
 			return;
 		}
@@ -135,6 +137,7 @@ static void out_done(int rc, const msgpack_object *result, const sbx_err *err, v
 		o = sup_procs_desc_json(result, false, q->pid, &e);
 	if (!o) {
 		sup_warn("sandbox %s: %s", q->r.id, e.msg);
+		sup_req_blame(&q->r, e.msg);
 		out_error(q, "agent_error", e.msg);
 		return;
 	}
@@ -145,6 +148,11 @@ static void out_done(int rc, const msgpack_object *result, const sbx_err *err, v
 
 static const sup_core_call_cbs out_cbs = {
 	.on_output = out_data, .on_event = out_event, .on_done = out_done
+};
+/* With follow a quiet process means a quiet stream: no idle deadline. */
+static const sup_core_call_cbs out_follow_cbs = {
+	.on_output = out_data, .on_event = out_event, .on_done = out_done,
+	.wait = SUP_AGENT_WAIT_QUIET
 };
 
 static void out_gone(void *ud)
@@ -203,8 +211,8 @@ static void out_checked(int rc, const msgpack_object *result, const sbx_err *err
 	sup_req_args_uint(&a, "pid", (uint64_t)q->pid);
 	sup_req_args_uint(&a, "offset", q->off);
 	sup_req_args_bool(&a, "follow", q->follow);
-	rc = sup_core_call(q->p->core, q->r.id, "proc.output", a.sb.data, a.sb.size, &out_cbs, q,
-			   &q->r.op, &e);
+	rc = sup_core_call(q->p->core, q->r.id, "proc.output", a.sb.data, a.sb.size,
+			   q->follow ? &out_follow_cbs : &out_cbs, q, &q->r.op, &e);
 	msgpack_sbuffer_destroy(&a.sb);
 	if (rc < 0) {
 		const char *code;

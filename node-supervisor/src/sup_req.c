@@ -90,6 +90,7 @@ static const char *reason(int status)
 	case 416: return "Range Not Satisfiable";
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
 	case 507: return "Insufficient Storage";
 	default: return "Status";
 	}
@@ -182,9 +183,15 @@ void sup_req_fail(sup_req *r, const sbx_err *err, const char *path)
 			 path ? strlen(path) : 0);
 }
 
+void sup_req_blame(const sup_req *r, const char *msg)
+{
+	sup_core_blame(r->core, r->id, msg);
+}
+
 void sup_req_broke(sup_req *r, const sbx_err *e, const char *path)
 {
 	sup_warn("sandbox %s: %s", r->id, e->msg);
+	sup_req_blame(r, e->msg);
 	sup_req_error_at(r, 502, "agent_error", e->msg, path, path ? strlen(path) : 0);
 }
 

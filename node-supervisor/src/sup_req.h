@@ -78,8 +78,11 @@ void sup_req_error_at(sup_req *r, int status, const char *code, const char *msg,
 int sup_req_status(const sup_req *r, int neg_errno, const char **code);
 /* Map err to status + code and reply; path as in sup_req_error_at. */
 void sup_req_fail(sup_req *r, const sbx_err *err, const char *path);
-/* A guest answer that breaks the protocol: logged, 502. */
+/* A guest answer that breaks the protocol: logged, the sandbox blamed (it
+ * fails, sup_core_blame), 502. */
 void sup_req_broke(sup_req *r, const sbx_err *e, const char *path);
+/* The blame alone, for a reply already under way (a stream's error event). */
+void sup_req_blame(const sup_req *r, const char *msg);
 /* An agent call of r ended: forget it, and on failure answer with the
  * error. True when it succeeded and the caller renders the result. */
 bool sup_req_settled(sup_req *r, int rc, const sbx_err *err, const char *path);

@@ -69,6 +69,8 @@ typedef struct sup_exec_status {
 	int exit_code;        /* 0..255 */
 	int signal;           /* 1..64 */
 	bool timed_out;
+	bool kill_unconfirmed; /* the supervisor's deadline passed: the agent never
+			        * confirmed the kill (the result is ours, not its) */
 	uint64_t duration_us; /* command run time */
 	bool has_rusage;      /* the agent reported the three below */
 	uint64_t max_rss_kb;

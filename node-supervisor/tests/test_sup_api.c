@@ -244,13 +244,24 @@ static json_t *parse(const char *text)
 static void test_render_sandbox(void **state)
 {
 	(void)state;
-	sup_sandbox_view v = { "sb-0123456789ab", "running", "host", 0, 3600 };
+	sup_sandbox_view v = { .id = "sb-0123456789ab", .state = "running", .image = "host",
+			       .expires_at = 3600, .agent_streams = 2, .agent_waiting = 1,
+			       .agent_queued = 4096, .agent_timeouts = 3 };
 	json_t *j = sup_api_render_sandbox(&v);
 	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
-	assert_string_equal(s, "{\"created_at\":\"1970-01-01T00:00:00Z\","
+	assert_string_equal(s, "{\"agent\":{\"queued_bytes\":4096,\"streams\":2,\"timeouts\":3,"
+			       "\"waiting\":1},\"created_at\":\"1970-01-01T00:00:00Z\","
 			       "\"expires_at\":\"1970-01-01T01:00:00Z\",\"id\":\"sb-0123456789ab\","
 			       "\"image\":\"host\",\"state\":\"running\"}");
 	free(s);
+	json_decref(j);
+	/* failed: the reason, which may quote the guest's bytes */
+	v.state = "failed";
+	v.reason = "the agent broke the protocol: \xff";
+	j = sup_api_render_sandbox(&v);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "reason")),
+			    "the agent broke the protocol: \xEF\xBF\xBD");
 	json_decref(j);
 }
 
@@ -296,6 +307,28 @@ static void test_render_exec_signal_and_binary(void **state)
 	json_decref(j);
 }
 
+/* The 504 of a command whose agent let the deadline pass: the timed-out
+ * result, kill_confirmed false, and the error in the one shape. */
+static void test_render_exec_timeout(void **state)
+{
+	(void)state;
+	sup_exec_result r = { 0 };
+	r.st.signal = 9;
+	r.st.timed_out = true;
+	r.st.kill_unconfirmed = true;
+	r.st.duration_us = 4000000;
+	r.out = (const uint8_t *)"partial\n";
+	r.out_len = 8;
+	json_t *j = sup_api_render_exec_timeout(&r, "the agent did not end exec");
+	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(s, "{\"duration_ms\":4000,\"error\":{\"code\":\"agent_timeout\","
+			       "\"message\":\"the agent did not end exec\"},\"exit_code\":null,"
+			       "\"kill_confirmed\":false,\"signal\":\"KILL\",\"stderr\":\"\","
+			       "\"stdout\":\"partial\\n\",\"timed_out\":true,\"truncated\":false}");
+	free(s);
+	json_decref(j);
+}
+
 static void test_render_error(void **state)
 {
 	(void)state;
@@ -324,6 +357,11 @@ static void test_status_map(void **state)
 	assert_int_equal(sup_api_status(-ECONNRESET, &code), 502);
 	assert_int_equal(sup_api_status(-EPROTO, &code), 502);
 	assert_int_equal(sup_api_status(-EBUSY, &code), 409);
+	/* the agent's own timeout err vs the supervisor's deadline */
+	assert_int_equal(sup_api_status(-ETIMEDOUT, &code), 504);
+	assert_string_equal(code, "timeout");
+	assert_int_equal(sup_api_status(-ETIME, &code), 504);
+	assert_string_equal(code, "agent_timeout");
 	assert_int_equal(sup_api_status(-ENOMEM, &code), 500);
 	assert_string_equal(code, "internal");
 }
@@ -353,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_exec_options),
 		cmocka_unit_test(test_exec_argv_limit),
 		cmocka_unit_test(test_render_sandbox),
+		cmocka_unit_test(test_render_exec_timeout),
 		cmocka_unit_test(test_render_exec_exit),
 		cmocka_unit_test(test_render_exec_signal_and_binary),
 		cmocka_unit_test(test_render_error),

@@ -1,0 +1,334 @@
+/* sup_agent_exec: the exec operation typed on top of a generic call (see
+ * sup_agent.h): its argument map, the validation of the result an
+ * untrusted agent sends, channel names to sup_chan, stdin within credit,
+ * and the timed-out status when the supervisor's deadline passed. */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx/cleanup.h"
+#include "sbx/proto.h"
+#include "sup_agent.h"
+
+/* Exec adapter: channel names to sup_chan, END map to sup_exec_status. */
+struct sup_exec_call {
+	sup_agent_call *call;
+	const sup_exec_cbs *cbs;
+	void *ud;
+	uint8_t *in;      /* stdin still to send, then EOF */
+	size_t in_len;
+	size_t in_off;
+	bool in_pending;  /* EOF not sent yet */
+	bool timed;       /* the command has a timeout */
+};
+
+static bool obj_is_nil(const msgpack_object *o)
+{
+	return !o || o->type == MSGPACK_OBJECT_NIL;
+}
+
+static bool obj_int(const msgpack_object *o, int64_t *v)
+{
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		if (o->via.u64 > INT64_MAX)
+			return false;
+		*v = (int64_t)o->via.u64;
+		return true;
+	}
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		*v = o->via.i64;
+		return true;
+	}
+	return false;
+}
+
+int sup_agent_parse_exec_result(const msgpack_object *r, sup_exec_status *st, sbx_err *err)
+{
+	memset(st, 0, sizeof(*st));
+	if (!r || r->type != MSGPACK_OBJECT_MAP)
+		return sbx_err_set(err, -EPROTO, "exec result is not a map");
+	const msgpack_object *ec = sbx_proto_map_get(r, "exit_code");
+	const msgpack_object *sg = sbx_proto_map_get(r, "signal");
+	int64_t v;
+	if (!obj_is_nil(ec) && obj_is_nil(sg)) {
+		if (!obj_int(ec, &v) || v < 0 || v > 255)
+			return sbx_err_set(err, -EPROTO, "exec result: exit_code not in 0..255");
+		st->exited = true;
+		st->exit_code = (int)v;
+	} else if (obj_is_nil(ec) && !obj_is_nil(sg)) {
+		if (!obj_int(sg, &v) || v < 1 || v > 64)
+			return sbx_err_set(err, -EPROTO, "exec result: signal not in 1..64");
+		st->signal = (int)v;
+	} else {
+		return sbx_err_set(err, -EPROTO, "exec result: want exactly one of exit_code and signal");
+	}
+	const msgpack_object *to = sbx_proto_map_get(r, "timed_out");
+	if (!obj_is_nil(to)) {
+		if (to->type != MSGPACK_OBJECT_BOOLEAN)
+			return sbx_err_set(err, -EPROTO, "exec result: timed_out not a bool");
+		st->timed_out = to->via.boolean;
+	}
+	const msgpack_object *du = sbx_proto_map_get(r, "duration_us");
+	if (!obj_is_nil(du)) {
+		if (du->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+			return sbx_err_set(err, -EPROTO, "exec result: duration_us not a uint");
+		st->duration_us = du->via.u64;
+	}
+	const msgpack_object *ru = sbx_proto_map_get(r, "rusage");
+	if (!obj_is_nil(ru)) {
+		static const char *const keys[] = { "max_rss_kb", "user_ms", "sys_ms" };
+		uint64_t *dst[] = { &st->max_rss_kb, &st->user_ms, &st->sys_ms };
+		if (ru->type != MSGPACK_OBJECT_MAP)
+			return sbx_err_set(err, -EPROTO, "exec result: rusage not a map");
+		for (size_t i = 0; i < 3; i++) {
+			const msgpack_object *x = sbx_proto_map_get(ru, keys[i]);
+			if (!x || x->type != MSGPACK_OBJECT_POSITIVE_INTEGER || x->via.u64 > (1ull << 53))
+				return sbx_err_set(err, -EPROTO, "exec result: rusage.%s not a uint", keys[i]);
+			*dst[i] = x->via.u64;
+		}
+		st->has_rusage = true;
+	}
+	return 0;
+}
+
+static void pack_env(msgpack_packer *pk, const sup_env *over, const sup_env *base)
+{
+	size_t n = over->n;
+	for (size_t i = 0; i < base->n; i++)
+		if (!sup_env_has(over, base->v[i].key))
+			n++;
+	msgpack_pack_map(pk, n);
+	for (size_t i = 0; i < over->n; i++) {
+		sbx_proto_pack_str(pk, over->v[i].key);
+		sbx_proto_pack_str(pk, over->v[i].val);
+	}
+	for (size_t i = 0; i < base->n; i++) {
+		if (sup_env_has(over, base->v[i].key))
+			continue;
+		sbx_proto_pack_str(pk, base->v[i].key);
+		sbx_proto_pack_str(pk, base->v[i].val);
+	}
+}
+
+int sup_agent_encode_exec_args(const sup_exec_spec *spec, const sup_env *base_env,
+			       msgpack_sbuffer *sb, sbx_err *err)
+{
+	static const sup_env empty = { 0 };
+	if (!base_env)
+		base_env = &empty;
+	if (!spec->argv == !spec->cmd)
+		return sbx_err_set(err, -EINVAL, "exec: exactly one of argv and cmd");
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	bool has_env = spec->env.n || base_env->n;
+	uint32_t nlim = 0;
+	for (int i = 0; i < SUP_RLIMIT_N; i++)
+		nlim += spec->rlimits[i].set;
+	uint32_t n = 1 + (has_env ? 1 : 0) + (spec->cwd ? 1 : 0) + (spec->timeout_ms ? 1 : 0) +
+		     (spec->has_stdin ? 1 : 0) + (spec->user ? 1 : 0) + (spec->allow_root ? 1 : 0) +
+		     (nlim ? 1 : 0) + (spec->pty ? 1 : 0);
+	msgpack_pack_map(&pk, n);
+	if (spec->argv) {
+		sbx_proto_pack_str(&pk, "argv");
+		msgpack_pack_array(&pk, spec->argc);
+		for (size_t i = 0; i < spec->argc; i++)
+			sbx_proto_pack_str(&pk, spec->argv[i]);
+	} else {
+		sbx_proto_pack_str(&pk, "cmd");
+		sbx_proto_pack_str(&pk, spec->cmd);
+	}
+	if (has_env) {
+		sbx_proto_pack_str(&pk, "env");
+		pack_env(&pk, &spec->env, base_env);
+	}
+	if (spec->cwd) {
+		sbx_proto_pack_str(&pk, "cwd");
+		sbx_proto_pack_str(&pk, spec->cwd);
+	}
+	if (spec->timeout_ms) {
+		sbx_proto_pack_str(&pk, "timeout_ms");
+		msgpack_pack_uint64(&pk, spec->timeout_ms);
+	}
+	if (spec->has_stdin) {
+		sbx_proto_pack_str(&pk, "stdin");
+		msgpack_pack_true(&pk);
+	}
+	if (spec->user) {
+		sbx_proto_pack_str(&pk, "user");
+		sbx_proto_pack_str(&pk, spec->user);
+	}
+	if (spec->allow_root) {
+		sbx_proto_pack_str(&pk, "allow_root");
+		msgpack_pack_true(&pk);
+	}
+	if (spec->pty) {
+		sbx_proto_pack_str(&pk, "pty");
+		msgpack_pack_map(&pk, 2);
+		sbx_proto_pack_str(&pk, "cols");
+		msgpack_pack_uint16(&pk, spec->pty_cols);
+		sbx_proto_pack_str(&pk, "rows");
+		msgpack_pack_uint16(&pk, spec->pty_rows);
+	}
+	if (nlim) {
+		sbx_proto_pack_str(&pk, "rlimits");
+		msgpack_pack_map(&pk, nlim);
+		for (int i = 0; i < SUP_RLIMIT_N; i++) {
+			const sup_rlimit *r = &spec->rlimits[i];
+			if (!r->set)
+				continue;
+			sbx_proto_pack_str(&pk, sup_rlimit_names[i]);
+			if (r->unlimited)
+				sbx_proto_pack_str(&pk, "unlimited");
+			else
+				msgpack_pack_uint64(&pk, r->value);
+		}
+	}
+	return 0;
+}
+
+sup_chan sup_agent_chan(const char *ch, size_t ch_len)
+{
+	if (ch_len == strlen(SBX_CH_STDOUT) && memcmp(ch, SBX_CH_STDOUT, ch_len) == 0)
+		return SUP_CH_STDOUT;
+	if (ch_len == strlen(SBX_CH_STDERR) && memcmp(ch, SBX_CH_STDERR, ch_len) == 0)
+		return SUP_CH_STDERR;
+	return 0;
+}
+
+static void exec_data(sup_agent_call *call, const char *ch, size_t ch_len, const uint8_t *p,
+		      size_t n, size_t cost, void *ud)
+{
+	sup_exec_call *x = ud;
+	sup_chan c = sup_agent_chan(ch, ch_len);
+	if (!c) {
+		/* A channel exec does not define: ignored, for forward compatibility. */
+		sup_agent_call_consumed(call, cost);
+		return;
+	}
+	x->cbs->on_data(x, c, p, n, cost, x->ud);
+}
+
+static void exec_done(sup_agent_call *call, int rc, const msgpack_object *result,
+		      const sbx_err *err, void *ud)
+{
+	sup_exec_call *x = ud;
+	sup_exec_status st;
+	sbx_err e;
+	const sup_exec_status *stp = NULL;
+	if (rc == -ENOENT || rc == -EACCES || rc == -EEXIST || rc == -ENOSPC) {
+		/* For exec these are a command that could not start: 400 as before. */
+		e = *err;
+		e.code = -EINVAL;
+		err = &e;
+		rc = -EINVAL;
+	}
+	if (rc == 0) {
+		sbx_err_clear(&e);
+		rc = sup_agent_parse_exec_result(result, &st, &e);
+		if (rc < 0) {
+			/* A result of the wrong shape: the guest broke the protocol. */
+			sup_agent_blame(sup_agent_call_agent(call), "%s", e.msg);
+			err = &e;
+		} else {
+			stp = &st;
+		}
+	} else if (rc == -ETIME && x->timed) {
+		/* What the API documents for a command that timed out; the
+		 * agent never confirmed the kill. */
+		memset(&st, 0, sizeof(st));
+		st.signal = SIGKILL;
+		st.timed_out = true;
+		st.kill_unconfirmed = true;
+		stp = &st;
+	}
+	x->cbs->on_done(x, rc, stp, rc == 0 ? NULL : err, x->ud);
+	free(x->in);
+	free(x);
+}
+
+/* Send what the credit allows of stdin, then EOF. */
+static void exec_pump_stdin(sup_exec_call *x)
+{
+	sbx_err e;
+	while (x->in_pending) {
+		size_t left = x->in_len - x->in_off;
+		int rc = sup_agent_call_send(x->call, SBX_CH_STDIN, x->in + x->in_off, left, true, &e);
+		if (rc < 0) {
+			/* The stream is gone (the agent refused or ended it): its
+			 * END/ERR tells the caller. */
+			x->in_pending = false;
+			break;
+		}
+		x->in_off += (size_t)rc;
+		if ((size_t)rc == left)
+			x->in_pending = false; /* the eof went with the last byte */
+		else if (rc == 0)
+			return; /* on_writable brings us back */
+	}
+	free(x->in);
+	x->in = NULL;
+}
+
+static void exec_writable(sup_agent_call *call, void *ud)
+{
+	(void)call;
+	sup_exec_call *x = ud;
+	if (x->in_pending)
+		exec_pump_stdin(x);
+}
+
+static const sup_agent_call_cbs exec_call_cbs = {
+	.on_data = exec_data,
+	.on_writable = exec_writable,
+	.on_done = exec_done,
+};
+
+int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_env,
+		   const sup_exec_cbs *cbs, void *ud, sup_exec_call **out, sbx_err *err)
+{
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	int rc = sup_agent_encode_exec_args(spec, base_env, &sb, err);
+	sup_exec_call *x = NULL;
+	if (rc < 0)
+		goto out;
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		rc = sbx_err_set(err, -ENOMEM, "exec call");
+		goto out;
+	}
+	x->cbs = cbs;
+	x->ud = ud;
+	x->timed = spec->timeout_ms > 0;
+	/* A command may rightly be silent until its timeout, or for ever
+	 * without one: the deadline is the timeout (plus grace), else none. */
+	rc = sup_agent_call_start(a, SBX_OP_EXEC, sb.data, sb.size, SUP_AGENT_WAIT_QUIET,
+				  spec->timeout_ms, &exec_call_cbs, x, &x->call, err);
+	if (rc < 0)
+		goto out;
+	if (spec->has_stdin) {
+		x->in = spec->stdin_data;
+		x->in_len = spec->stdin_len;
+		x->in_pending = true;
+		exec_pump_stdin(x);
+	}
+	*out = sbx_steal_ptr(&x);
+out:
+	free(x);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+void sup_agent_exec_consumed(sup_exec_call *x, size_t cost)
+{
+	sup_agent_call_consumed(x->call, cost);
+}
+
+void sup_agent_exec_cancel(sup_exec_call *x)
+{
+	sup_agent_call_cancel(x->call);
+	free(x->in);
+	free(x);
+}
