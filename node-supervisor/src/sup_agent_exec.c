@@ -229,6 +229,7 @@ static void exec_done(sup_agent_call *call, int rc, const msgpack_object *result
 		rc = sup_agent_parse_exec_result(result, &st, &e);
 		if (rc < 0) {
 			/* A result of the wrong shape: the guest broke the protocol. */
+			sbx_err_wrap(&e, "the agent broke the protocol");
 			sup_agent_blame(sup_agent_call_agent(call), "%s", e.msg);
 			err = &e;
 		} else {

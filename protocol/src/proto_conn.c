@@ -437,8 +437,8 @@ static void frame_late(evutil_socket_t fd, short what, void *arg)
 			  c->frame_timeout_ms, have);
 	else
 		conn_fail(c, SBX_PROTO_E_PROTOCOL, -ETIMEDOUT,
-			  "a frame of %zu bytes was not complete %u ms after its first byte (%zu came)",
-			  body, c->frame_timeout_ms, have - sizeof(h));
+			  "a frame of %zu bytes was not complete %u ms after its first byte (%zu of its %zu bytes came)",
+			  body, c->frame_timeout_ms, have, body + sizeof(h));
 	leave(c);
 }
 
