@@ -730,8 +730,10 @@ static int call_fit(sup_agent_call *call, size_t n, size_t *m, sbx_err *err)
  * the deadline told whether the call now waits for the agent's credit. */
 static int call_sent(sup_agent_call *call, int rc, size_t m, size_t n)
 {
-	if (rc == -EAGAIN)
-		rc = 0, m = 0;
+	if (rc == -EAGAIN) {
+		rc = 0;
+		m = 0;
+	}
 	bool starved = rc >= 0 && m < n;
 	if (starved != call->starved) {
 		call->starved = starved;
