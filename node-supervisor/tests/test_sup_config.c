@@ -33,6 +33,15 @@ static void test_defaults(void **state)
 	assert_null(c.token);
 	assert_int_equal(c.max_body, 1 << 20);
 	assert_int_equal(c.max_output, 16 << 20);
+	/* the deadlines and limits API.md documents */
+	assert_int_equal(c.agent_grace_ms, 2000);
+	assert_int_equal(c.agent_idle_ms, 30000);
+	assert_int_equal(c.agent_ping_ms, 10000);
+	assert_int_equal(c.agent_ping_timeout_ms, 5000);
+	assert_int_equal(c.agent_frame_ms, 5000);
+	assert_int_equal(c.agent_max_streams, 256);
+	assert_int_equal(c.agent_max_waiting, 128);
+	assert_int_equal(c.agent_max_queued, 8 << 20);
 	sup_config_release(&c);
 }
 
@@ -45,7 +54,10 @@ static void test_all_flags(void **state)
 			       "2", "--pool-images", "host,/srv/rootfs", "--runtime", "crun",
 			       "--agent", "/a", "--token", "0123456789abcdef0123", "--max-body",
 			       "64K", "--max-output", "1M", "--max-output-total", "2M", "--max-execs", "5", "--workers", "3", "--acquire-timeout",
-			       "5", "--print-example", NULL };
+			       "5", "--print-example", "--agent-grace", "0.5", "--agent-idle-timeout", "2",
+			       "--agent-ping-interval", "1.25", "--agent-ping-timeout", "3",
+			       "--agent-frame-timeout", ".2", "--agent-max-streams", "9",
+			       "--agent-max-waiting", "7", "--agent-max-queued", "1M", NULL };
 	assert_int_equal(parse(&c, &e, (int)(sizeof(argv) / sizeof(argv[0])) - 1, argv), 0);
 	assert_string_equal(c.listen_host, "::1");
 	assert_int_equal(c.listen_port, 0);
@@ -62,6 +74,14 @@ static void test_all_flags(void **state)
 	assert_int_equal(c.workers, 3);
 	assert_int_equal(c.acquire_timeout_ms, 5000);
 	assert_true(c.print_example);
+	assert_int_equal(c.agent_grace_ms, 500);
+	assert_int_equal(c.agent_idle_ms, 2000);
+	assert_int_equal(c.agent_ping_ms, 1250);
+	assert_int_equal(c.agent_ping_timeout_ms, 3000);
+	assert_int_equal(c.agent_frame_ms, 200);
+	assert_int_equal(c.agent_max_streams, 9);
+	assert_int_equal(c.agent_max_waiting, 7);
+	assert_int_equal(c.agent_max_queued, 1 << 20);
 	sup_config_release(&c);
 }
 
@@ -78,6 +98,11 @@ static void test_bad_flags(void **state)
 		{ "--max-body", "5Q" },             { "--workers", "0" },
 		{ "--log-level", "loud" },          { "--bogus", "1" },
 		{ "--pool-size", "99999999999999999999" }, { "--max-execs", "0" },
+		{ "--agent-grace", "-1" },          { "--agent-idle-timeout", "0" },
+		{ "--agent-ping-interval", "1s" },  { "--agent-ping-timeout", "nan" },
+		{ "--agent-frame-timeout", "" },    { "--agent-max-streams", "0" },
+		{ "--agent-max-waiting", "x" },     { "--agent-max-queued", "1K" },
+		{ "--agent-idle-timeout", "1e9" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		sup_config c;
@@ -111,6 +136,14 @@ static void test_size(void **state)
 	assert_int_equal(sup_config_parse_size("2G", 1ull << 30, &v, &e), -EINVAL);
 	assert_int_equal(sup_config_parse_size("", 100, &v, &e), -EINVAL);
 	assert_int_equal(sup_config_parse_size("-1", 100, &v, &e), -EINVAL);
+	unsigned ms;
+	assert_int_equal(sup_config_parse_secs("2", 0, 10000, &ms, &e), 0);
+	assert_int_equal(ms, 2000);
+	assert_int_equal(sup_config_parse_secs("0.0015", 0, 10000, &ms, &e), 0);
+	assert_int_equal(ms, 2);
+	assert_int_equal(sup_config_parse_secs("10.001", 0, 10000, &ms, &e), -EINVAL);
+	assert_int_equal(sup_config_parse_secs("0.001", 10, 10000, &ms, &e), -EINVAL);
+	assert_int_equal(sup_config_parse_secs("inf", 0, 10000, &ms, &e), -EINVAL);
 }
 
 int main(void)
