@@ -267,6 +267,14 @@ static void agent_lost(sup_agent *a, int code, const char *why)
 	a->cbs->on_lost(a, &e, a->ud);
 }
 
+/* The same from one of our own callbacks (a timer, the library's). */
+static void agent_lose(sup_agent *a, int code, const char *why)
+{
+	dispatch_begin(a);
+	agent_lost(a, code, why);
+	dispatch_end(a);
+}
+
 static int map_agent_code(sbx_proto_code code)
 {
 	switch (code) {
@@ -341,12 +349,9 @@ static void on_live(evutil_socket_t fd, short what, void *ud)
 
 static void on_blame(evutil_socket_t fd, short what, void *ud)
 {
-	sup_agent *a = ud;
 	(void)fd;
 	(void)what;
-	dispatch_begin(a);
-	agent_lost(a, -EPROTO, a->blame);
-	dispatch_end(a);
+	agent_lose(ud, -EPROTO, ((sup_agent *)ud)->blame);
 }
 
 void sup_agent_blame(sup_agent *a, const char *fmt, ...)
@@ -521,19 +526,14 @@ static void conn_on_close(sbx_proto_conn *c, const sbx_err *why, void *ud)
 		snprintf(msg, sizeof(msg), "the agent broke the protocol: %.400s", why->msg);
 	else
 		snprintf(msg, sizeof(msg), "agent connection: %.400s", why->msg);
-	dispatch_begin(a);
-	agent_lost(a, code, msg);
-	dispatch_end(a);
+	agent_lose(a, code, msg);
 }
 
 static void on_handshake_timeout(evutil_socket_t fd, short what, void *ud)
 {
-	sup_agent *a = ud;
 	(void)fd;
 	(void)what;
-	dispatch_begin(a);
-	agent_lost(a, -ETIMEDOUT, "no hello from the agent in time");
-	dispatch_end(a);
+	agent_lose(ud, -ETIMEDOUT, "no hello from the agent in time");
 }
 
 static const sbx_proto_conn_cbs conn_cbs = {

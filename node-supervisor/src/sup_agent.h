@@ -43,17 +43,6 @@ struct evbuffer;
 typedef struct sup_agent sup_agent;
 typedef struct sup_exec_call sup_exec_call;
 
-typedef struct sup_agent_opts {
-	unsigned grace_ms;        /* after a call's own timeout */
-	unsigned idle_ms;         /* silence on a call that waits for an answer */
-	unsigned ping_after_ms;   /* a connection this quiet is pinged */
-	unsigned ping_timeout_ms; /* the ping's answer is due within */
-	unsigned frame_ms;        /* a frame begun must be whole within */
-	unsigned max_streams;     /* streams open at once (cancelled ones included) */
-	unsigned max_waiting;     /* calls a caller waits on */
-	size_t max_queued;        /* bytes queued towards the agent for a new call */
-} sup_agent_opts;
-
 /* What one agent holds of ours now (for the sandbox's view). */
 typedef struct sup_agent_stats {
 	unsigned streams; /* our calls open on the connection, cancelled ones included */

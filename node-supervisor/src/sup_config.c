@@ -28,14 +28,16 @@ void sup_config_defaults(sup_config *c)
 	c->ready_timeout_ms = 10000;
 	c->default_timeout_s = 3600;
 	c->max_timeout_s = 7 * 24 * 3600;
-	c->agent_grace_ms = 2000;
-	c->agent_idle_ms = 30000;
-	c->agent_ping_ms = 10000;
-	c->agent_ping_timeout_ms = 5000;
-	c->agent_frame_ms = 5000;
-	c->agent_max_streams = 256;
-	c->agent_max_waiting = 128;
-	c->agent_max_queued = 8u << 20;
+	c->agent = (sup_agent_opts){
+		.grace_ms = 2000,
+		.idle_ms = 30000,
+		.ping_after_ms = 10000,
+		.ping_timeout_ms = 5000,
+		.frame_ms = 5000,
+		.max_streams = 256,
+		.max_waiting = 128,
+		.max_queued = 8u << 20,
+	};
 	c->log_level = SUP_LOG_INFO;
 }
 
@@ -344,32 +346,32 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 				return err->code;
 			break;
 		case OPT_AGENT_GRACE:
-			if (parse_ms("agent-grace", optarg, 0, 3600000, &c->agent_grace_ms, err) < 0)
+			if (parse_ms("agent-grace", optarg, 0, 3600000, &c->agent.grace_ms, err) < 0)
 				return err->code;
 			break;
 		case OPT_AGENT_IDLE:
-			if (parse_ms("agent-idle-timeout", optarg, 10, 86400000, &c->agent_idle_ms, err) < 0)
+			if (parse_ms("agent-idle-timeout", optarg, 10, 86400000, &c->agent.idle_ms, err) < 0)
 				return err->code;
 			break;
 		case OPT_AGENT_PING:
-			if (parse_ms("agent-ping-interval", optarg, 10, 86400000, &c->agent_ping_ms, err) < 0)
+			if (parse_ms("agent-ping-interval", optarg, 10, 86400000, &c->agent.ping_after_ms, err) < 0)
 				return err->code;
 			break;
 		case OPT_AGENT_PING_TIMEOUT:
-			if (parse_ms("agent-ping-timeout", optarg, 10, 3600000, &c->agent_ping_timeout_ms,
+			if (parse_ms("agent-ping-timeout", optarg, 10, 3600000, &c->agent.ping_timeout_ms,
 				     err) < 0)
 				return err->code;
 			break;
 		case OPT_AGENT_FRAME:
-			if (parse_ms("agent-frame-timeout", optarg, 10, 3600000, &c->agent_frame_ms, err) < 0)
+			if (parse_ms("agent-frame-timeout", optarg, 10, 3600000, &c->agent.frame_ms, err) < 0)
 				return err->code;
 			break;
 		case OPT_AGENT_MAX_STREAMS:
-			if (parse_uint("agent-max-streams", optarg, 1, 65536, &c->agent_max_streams, err) < 0)
+			if (parse_uint("agent-max-streams", optarg, 1, 65536, &c->agent.max_streams, err) < 0)
 				return err->code;
 			break;
 		case OPT_AGENT_MAX_WAITING:
-			if (parse_uint("agent-max-waiting", optarg, 1, 65536, &c->agent_max_waiting, err) < 0)
+			if (parse_uint("agent-max-waiting", optarg, 1, 65536, &c->agent.max_waiting, err) < 0)
 				return err->code;
 			break;
 		case OPT_AGENT_MAX_QUEUED:
@@ -377,7 +379,7 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 				return sbx_err_wrap(err, "--agent-max-queued");
 			if (sz < 65536)
 				return sbx_err_set(err, -EINVAL, "--agent-max-queued: at least 64K");
-			c->agent_max_queued = (size_t)sz;
+			c->agent.max_queued = (size_t)sz;
 			break;
 		case OPT_LOG_LEVEL: {
 			sup_log_level l;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "sbx/err.h"
+#include "sup_types.h"
 
 #define SUP_MAX_IMAGES 16
 
@@ -35,15 +36,7 @@ typedef struct sup_config {
 	unsigned ready_timeout_ms;   /* runtime start until the agent socket accepts */
 	unsigned default_timeout_s;  /* sandbox lifetime when a create gives none */
 	unsigned max_timeout_s;      /* upper bound of a sandbox lifetime */
-	/* Distrust of the guest (sup_agent_opts): deadlines in ms, limits. */
-	unsigned agent_grace_ms;        /* after an exec's own timeout */
-	unsigned agent_idle_ms;         /* silence on a call that waits for an answer */
-	unsigned agent_ping_ms;         /* ping an agent connection quiet this long */
-	unsigned agent_ping_timeout_ms; /* its answer due within */
-	unsigned agent_frame_ms;        /* a frame begun must be whole within */
-	unsigned agent_max_streams;     /* streams open per sandbox */
-	unsigned agent_max_waiting;     /* requests waiting on one agent */
-	size_t agent_max_queued;        /* bytes queued towards one agent */
+	sup_agent_opts agent;        /* distrust of the guest: deadlines, limits */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */

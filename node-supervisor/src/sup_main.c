@@ -214,16 +214,7 @@ int main(int argc, char **argv)
 		.max_sandboxes = cfg.max_sandboxes,
 		.acquire_timeout_ms = cfg.acquire_timeout_ms,
 		.handshake_timeout_ms = cfg.ready_timeout_ms,
-		.agent = {
-			.grace_ms = cfg.agent_grace_ms,
-			.idle_ms = cfg.agent_idle_ms,
-			.ping_after_ms = cfg.agent_ping_ms,
-			.ping_timeout_ms = cfg.agent_ping_timeout_ms,
-			.frame_ms = cfg.agent_frame_ms,
-			.max_streams = cfg.agent_max_streams,
-			.max_waiting = cfg.agent_max_waiting,
-			.max_queued = cfg.agent_max_queued,
-		},
+		.agent = cfg.agent,
 	};
 	sup_pools_hooks hooks = sup_core_pool_hooks(m.core);
 	pools = sup_pools_new(base, workers, &pcfg, &hooks, &err);

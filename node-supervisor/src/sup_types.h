@@ -78,6 +78,19 @@ typedef struct sup_exec_status {
 	uint64_t sys_ms;
 } sup_exec_status;
 
+/* How far the supervisor trusts a sandbox's agent: deadlines (ms) and
+ * what one agent may hold of ours (see sup_agent.h). */
+typedef struct sup_agent_opts {
+	unsigned grace_ms;        /* after a call's own timeout */
+	unsigned idle_ms;         /* silence on a call that waits for an answer */
+	unsigned ping_after_ms;   /* a connection this quiet is pinged */
+	unsigned ping_timeout_ms; /* the ping's answer is due within */
+	unsigned frame_ms;        /* a frame begun must be whole within */
+	unsigned max_streams;     /* streams open at once (cancelled ones included) */
+	unsigned max_waiting;     /* calls a caller waits on */
+	size_t max_queued;        /* bytes queued towards the agent for a new call */
+} sup_agent_opts;
+
 /* An exec whose output was captured into bounded buffers. */
 typedef struct sup_exec_result {
 	sup_exec_status st;

@@ -16,6 +16,18 @@ static int parse(sup_config *c, sbx_err *e, int argc, const char **argv)
 	return sup_config_parse(c, argc, (char **)argv, e);
 }
 
+static void assert_agent_opts(const sup_agent_opts *got, const sup_agent_opts *want)
+{
+	assert_int_equal(got->grace_ms, want->grace_ms);
+	assert_int_equal(got->idle_ms, want->idle_ms);
+	assert_int_equal(got->ping_after_ms, want->ping_after_ms);
+	assert_int_equal(got->ping_timeout_ms, want->ping_timeout_ms);
+	assert_int_equal(got->frame_ms, want->frame_ms);
+	assert_int_equal(got->max_streams, want->max_streams);
+	assert_int_equal(got->max_waiting, want->max_waiting);
+	assert_int_equal(got->max_queued, want->max_queued);
+}
+
 static void test_defaults(void **state)
 {
 	(void)state;
@@ -34,14 +46,8 @@ static void test_defaults(void **state)
 	assert_int_equal(c.max_body, 1 << 20);
 	assert_int_equal(c.max_output, 16 << 20);
 	/* the deadlines and limits API.md documents */
-	assert_int_equal(c.agent_grace_ms, 2000);
-	assert_int_equal(c.agent_idle_ms, 30000);
-	assert_int_equal(c.agent_ping_ms, 10000);
-	assert_int_equal(c.agent_ping_timeout_ms, 5000);
-	assert_int_equal(c.agent_frame_ms, 5000);
-	assert_int_equal(c.agent_max_streams, 256);
-	assert_int_equal(c.agent_max_waiting, 128);
-	assert_int_equal(c.agent_max_queued, 8 << 20);
+	assert_agent_opts(&c.agent, &(sup_agent_opts){ 2000, 30000, 10000, 5000, 5000, 256, 128,
+						       8 << 20 });
 	sup_config_release(&c);
 }
 
@@ -74,14 +80,7 @@ static void test_all_flags(void **state)
 	assert_int_equal(c.workers, 3);
 	assert_int_equal(c.acquire_timeout_ms, 5000);
 	assert_true(c.print_example);
-	assert_int_equal(c.agent_grace_ms, 500);
-	assert_int_equal(c.agent_idle_ms, 2000);
-	assert_int_equal(c.agent_ping_ms, 1250);
-	assert_int_equal(c.agent_ping_timeout_ms, 3000);
-	assert_int_equal(c.agent_frame_ms, 200);
-	assert_int_equal(c.agent_max_streams, 9);
-	assert_int_equal(c.agent_max_waiting, 7);
-	assert_int_equal(c.agent_max_queued, 1 << 20);
+	assert_agent_opts(&c.agent, &(sup_agent_opts){ 500, 2000, 1250, 3000, 200, 9, 7, 1 << 20 });
 	sup_config_release(&c);
 }
 
