@@ -291,9 +291,9 @@ static void test_exec_timeout_plus_grace(void **state)
 	long t0 = ms_now();
 	assert_int_equal(sup_agent_exec(t.a, &spec, NULL, &exec_cbs, &x, &call, &e), 0);
 	uint64_t id = peer_expect(&t, SBX_PROTO_REQ, SBX_OP_EXEC);
-	pump_until(t.base, &x.done, 3000);
+	pump_until(t.base, &x.done, 4000);
 	assert_int_equal(x.rc, -ETIME);
-	assert_in_range(x.done_ms - t0, 480, 1500);
+	assert_in_range(x.done_ms - t0, 480, 2500);
 	assert_true(x.has_st);
 	assert_true(x.st.timed_out && x.st.kill_unconfirmed && !x.st.exited);
 	assert_int_equal(x.st.signal, SIGKILL);
@@ -329,6 +329,7 @@ static void test_idle_deadline(void **state)
 	(void)state;
 	t_agent t;
 	sup_agent_opts o = opts_default();
+	o.idle_ms = 600; /* four times the frames' pace: a loaded machine keeps up */
 	t_open(&t, &o, 65536);
 	t_call c;
 	long t0 = ms_now();
@@ -343,11 +344,11 @@ static void test_idle_deadline(void **state)
 	}
 	assert_int_equal(c.done, 0);
 	assert_int_equal(c.data, 6);
-	pump_until(t.base, &c.done, 2000);
+	pump_until(t.base, &c.done, 4000);
 	assert_int_equal(c.rc, -ETIME);
 	assert_true(c.done_ms - t0 > 900);
-	assert_in_range(c.done_ms - last, 250, 1000);
-	assert_non_null(strstr(c.err.msg, "sent nothing on file.read for 300 ms"));
+	assert_in_range(c.done_ms - last, 550, 2500);
+	assert_non_null(strstr(c.err.msg, "sent nothing on file.read for 600 ms"));
 	assert_int_equal(peer_expect(&t, SBX_PROTO_CANCEL, NULL), id);
 	assert_int_equal(t.lost, 0);
 	t_close(&t);
@@ -372,9 +373,9 @@ static void test_idle_stands_while_credit_held(void **state)
 	assert_int_equal(c.done, 0);
 	long back = ms_now();
 	sup_agent_call_consumed(c.call, c.held);
-	pump_until(t.base, &c.done, 2000);
+	pump_until(t.base, &c.done, 4000);
 	assert_int_equal(c.rc, -ETIME);
-	assert_in_range(c.done_ms - back, 250, 1000);
+	assert_in_range(c.done_ms - back, 250, 2000);
 	t_close(&t);
 }
 
@@ -396,9 +397,9 @@ static void test_sends_clock(void **state)
 	int n = sup_agent_call_send(c.call, SBX_CH_FILE, buf, sizeof(buf), false, &e);
 	assert_true(n > 0 && n < (int)sizeof(buf)); /* the credit ran out */
 	long starved = ms_now();
-	pump_until(t.base, &c.done, 2000);
+	pump_until(t.base, &c.done, 4000);
 	assert_int_equal(c.rc, -ETIME);
-	assert_in_range(c.done_ms - starved, 250, 1000);
+	assert_in_range(c.done_ms - starved, 250, 2000);
 	peer_expect(&t, SBX_PROTO_DATA, NULL);
 	assert_int_equal(peer_expect(&t, SBX_PROTO_CANCEL, NULL), id);
 
@@ -407,9 +408,9 @@ static void test_sends_clock(void **state)
 	peer_expect(&t, SBX_PROTO_REQ, SBX_OP_FILE_WRITE);
 	assert_int_equal(sup_agent_call_send(c.call, SBX_CH_FILE, buf, 100, true, &e), 100);
 	long eof = ms_now();
-	pump_until(t.base, &c.done, 2000);
+	pump_until(t.base, &c.done, 4000);
 	assert_int_equal(c.rc, -ETIME);
-	assert_in_range(c.done_ms - eof, 250, 1000);
+	assert_in_range(c.done_ms - eof, 250, 2000);
 	t_close(&t);
 }
 
@@ -454,8 +455,8 @@ static void test_ping(void **state)
 	peer_expect(&t, SBX_PROTO_REQ, SBX_OP_FS_WATCH);
 	peer_expect(&t, SBX_PROTO_REQ, SBX_OP_PING); /* and never answered */
 	long pinged = ms_now();
-	pump_until(t.base, &t.lost, 2000);
-	assert_in_range(t.lost_ms - pinged, 150, 1000);
+	pump_until(t.base, &t.lost, 4000);
+	assert_in_range(t.lost_ms - pinged, 150, 2000);
 	assert_int_equal(t.why.code, -EPROTO);
 	assert_non_null(strstr(t.why.msg, "did not answer a ping within 200 ms"));
 	assert_int_equal(c.done, 1);
@@ -485,8 +486,8 @@ static void test_frame_deadline(void **state)
 		peer_send_raw(&t, w.buf.data + i, 1);
 		pump_for(t.base, 100);
 	}
-	pump_until(t.base, &t.lost, 2000);
-	assert_in_range(t.lost_ms - t0, 230, 1000);
+	pump_until(t.base, &t.lost, 4000);
+	assert_in_range(t.lost_ms - t0, 230, 2000);
 	assert_int_equal(t.why.code, -EPROTO);
 	assert_non_null(strstr(t.why.msg, "not complete 250 ms after its first byte"));
 	assert_int_equal(c.rc, -EPROTO);
@@ -506,7 +507,7 @@ static void expect_fault(const void *bytes, size_t n, const char *words)
 	c.consume = false; /* a client reading slowly: the credit stays spent */
 	peer_expect(&t, SBX_PROTO_REQ, SBX_OP_FS_STAT);
 	peer_send_raw(&t, bytes, n);
-	pump_until(t.base, &t.lost, 2000);
+	pump_until(t.base, &t.lost, 4000);
 	/* -EPROTO (502), never the library's -EMSGSIZE or -EBADMSG, which
 	 * one level up would read as the client's 413 or 400 */
 	assert_int_equal(c.rc, -EPROTO);
@@ -560,7 +561,7 @@ static void test_blame(void **state)
 	peer_send_end(&t, id);
 	pump_until(t.base, &c1.done, 2000);
 	assert_int_equal(c1.rc, 0);
-	pump_until(t.base, &t.lost, 2000);
+	pump_until(t.base, &t.lost, 4000);
 	assert_int_equal(t.why.code, -EPROTO);
 	assert_string_equal(t.why.msg, "agent: a result of the wrong shape");
 	assert_int_equal(c2.done, 1);
