@@ -53,6 +53,7 @@ struct sup_agent {
 	struct event *blame_ev;        /* sup_agent_blame: drop on the next turn */
 	char blame[SBX_ERR_MSG_MAX];
 	uint64_t ping_id;              /* 0: no ping outstanding */
+	struct timespec ping_sent;
 	struct timespec last_in;       /* the last frame from the agent */
 	const sup_agent_cbs *cbs;
 	void *ud;
@@ -323,13 +324,18 @@ static void on_live(evutil_socket_t fd, short what, void *ud)
 	if (a->lost || a->freed || !a->conn)
 		return;
 	dispatch_begin(a);
-	if (a->ping_id) {
+	uint64_t quiet = ms_since(&a->last_in);
+	if (a->ping_id && quiet < ms_since(&a->ping_sent) && quiet < a->o.ping_timeout_ms) {
+		/* Frames came since the ping: a busy agent works through the
+		 * requests we queued before it. Alive; the answer may come. */
+		timer_add_ms(a->live_timer, a->o.ping_timeout_ms - quiet);
+	} else if (a->ping_id) {
 		char why[128];
-		snprintf(why, sizeof(why), "the agent did not answer a ping within %u ms",
+		snprintf(why, sizeof(why),
+			 "the agent did not answer a ping: nothing came from it for %u ms",
 			 a->o.ping_timeout_ms);
 		agent_lost(a, -EPROTO, why);
 	} else {
-		uint64_t quiet = ms_since(&a->last_in);
 		uint64_t id = 0;
 		sbx_err e;
 		if (quiet < a->o.ping_after_ms) {
@@ -341,6 +347,7 @@ static void on_live(evutil_socket_t fd, short what, void *ud)
 			timer_add_ms(a->live_timer, a->o.ping_after_ms);
 		} else {
 			a->ping_id = id;
+			now(&a->ping_sent);
 			timer_add_ms(a->live_timer, a->o.ping_timeout_ms);
 		}
 	}

@@ -24,9 +24,11 @@
  *   that streams input first, while that input waits for the client;
  * - a call that passes its deadline ends with -ETIME (the stream is
  *   cancelled on the agent); the connection goes on;
- * - a connection quiet for ping_after_ms is pinged; no answer within
- *   ping_timeout_ms, or a frame not whole frame_ms after its first byte,
- *   and the connection is lost (on_lost), as on any protocol violation. */
+ * - a connection quiet for ping_after_ms is pinged; nothing at all from
+ *   the agent for ping_timeout_ms before the answer (a busy agent answers
+ *   what we queued before the ping first), or a frame not whole frame_ms
+ *   after its first byte, and the connection is lost (on_lost), as on any
+ *   protocol violation. */
 #ifndef SUP_AGENT_H
 #define SUP_AGENT_H
 

@@ -34,8 +34,10 @@ void sup_config_defaults(sup_config *c)
 		.ping_after_ms = 10000,
 		.ping_timeout_ms = 5000,
 		.frame_ms = 5000,
-		.max_streams = 256,
-		.max_waiting = 128,
+		/* at least what legit work needs: the agent serves 1024 streams
+		 * and --max-execs goes up to 1000 */
+		.max_streams = 1024,
+		.max_waiting = 1000,
 		.max_queued = 8u << 20,
 	};
 	c->log_level = SUP_LOG_INFO;
@@ -79,8 +81,8 @@ void sup_config_usage(const char *prog)
 	       "                         (default 5)\n"
 	       "  --agent-frame-timeout SEC  a frame from the agent must be whole this long after\n"
 	       "                         its first byte (default 5)\n"
-	       "  --agent-max-streams N  streams open to one agent (default 256)\n"
-	       "  --agent-max-waiting N  requests waiting on one agent (default 128)\n"
+	       "  --agent-max-streams N  streams open to one agent (default 1024)\n"
+	       "  --agent-max-waiting N  requests waiting on one agent (default 1000)\n"
 	       "  --agent-max-queued SIZE  bytes queued towards one agent (default 8M)\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"

@@ -84,7 +84,7 @@ typedef struct sup_agent_opts {
 	unsigned grace_ms;        /* after a call's own timeout */
 	unsigned idle_ms;         /* silence on a call that waits for an answer */
 	unsigned ping_after_ms;   /* a connection this quiet is pinged */
-	unsigned ping_timeout_ms; /* the ping's answer is due within */
+	unsigned ping_timeout_ms; /* after a ping, nothing from the agent this long: lost */
 	unsigned frame_ms;        /* a frame begun must be whole within */
 	unsigned max_streams;     /* streams open at once (cancelled ones included) */
 	unsigned max_waiting;     /* calls a caller waits on */

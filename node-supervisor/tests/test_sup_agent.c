@@ -458,8 +458,36 @@ static void test_ping(void **state)
 	pump_until(t.base, &t.lost, 4000);
 	assert_in_range(t.lost_ms - pinged, 150, 2000);
 	assert_int_equal(t.why.code, -EPROTO);
-	assert_non_null(strstr(t.why.msg, "did not answer a ping within 200 ms"));
+	assert_non_null(strstr(t.why.msg, "did not answer a ping: nothing came from it for 200 ms"));
 	assert_int_equal(c.done, 1);
+	assert_int_equal(c.rc, -EPROTO);
+	t_close(&t);
+}
+
+/* A busy agent works through the requests queued before the ping: as long
+ * as frames come, the ping's answer may be late; once nothing comes for
+ * ping_timeout_ms, the connection is lost. */
+static void test_ping_busy_agent(void **state)
+{
+	(void)state;
+	t_agent t;
+	sup_agent_opts o = opts_default();
+	o.ping_after_ms = 200;
+	o.ping_timeout_ms = 300;
+	t_open(&t, &o, 65536);
+	t_call c;
+	start(&t, &c, SBX_OP_FILE_READ, SUP_AGENT_WAIT_QUIET, 0);
+	uint64_t id = peer_expect(&t, SBX_PROTO_REQ, SBX_OP_FILE_READ);
+	peer_expect(&t, SBX_PROTO_REQ, SBX_OP_PING); /* never answered */
+	long last = 0;
+	for (int i = 0; i < 10; i++) { /* a second of work, a frame every 100 ms */
+		peer_send_data(&t, id, 100);
+		last = ms_now();
+		pump_for(t.base, 100);
+	}
+	assert_int_equal(t.lost, 0);
+	pump_until(t.base, &t.lost, 4000);
+	assert_in_range(t.lost_ms - last, 250, 2000);
 	assert_int_equal(c.rc, -EPROTO);
 	t_close(&t);
 }
@@ -649,6 +677,7 @@ int main(void)
 		cmocka_unit_test(test_sends_clock),
 		cmocka_unit_test(test_quiet_has_no_deadline),
 		cmocka_unit_test(test_ping),
+		cmocka_unit_test(test_ping_busy_agent),
 		cmocka_unit_test(test_frame_deadline),
 		cmocka_unit_test(test_guest_faults),
 		cmocka_unit_test(test_blame),

@@ -46,7 +46,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.max_body, 1 << 20);
 	assert_int_equal(c.max_output, 16 << 20);
 	/* the deadlines and limits API.md documents */
-	assert_agent_opts(&c.agent, &(sup_agent_opts){ 2000, 30000, 10000, 5000, 5000, 256, 128,
+	assert_agent_opts(&c.agent, &(sup_agent_opts){ 2000, 30000, 10000, 5000, 5000, 1024, 1000,
 						       8 << 20 });
 	sup_config_release(&c);
 }

@@ -349,7 +349,7 @@ class AgentDistrust(unittest.TestCase):
             self.assertIn("did not answer a ping", r["error"]["message"])
             self.assertLess(secs, PING + PING_WAIT + SLACK)
         v = self.wait_failed(sid, 1)
-        self.assertIn("did not answer a ping within 4000 ms", v["reason"])
+        self.assertIn("did not answer a ping: nothing came from it for 4000 ms", v["reason"])
         self.assertEqual(v["agent"]["timeouts"], 2)
         self.others_answer()
         self.delete(sid)
