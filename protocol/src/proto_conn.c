@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -29,6 +30,12 @@
 /* Bytes per read of our own (fill_input) and per read callback. */
 #define FILL_CHUNK (256u * 1024u)
 #define FILL_BUDGET (4u << 20)
+/* Frames are handled one after another and one may take long (the agent
+ * forks a command for each exec: tens of ms on a starved machine). After
+ * this much time on one connection's frames it yields to the loop, so a
+ * burst of requests does not keep every other event waiting (the replies
+ * to the requests already handled, other connections) for seconds. */
+#define INPUT_SLICE_NS (20L * 1000 * 1000)
 
 /* Best effort: larger kernel buffers on the connection's socket (a unix
  * socket in practice). SO_*BUFFORCE passes net.core.[rw]mem_max when we
@@ -59,6 +66,8 @@ static void destroy(sbx_proto_conn *c)
 {
 	if (c->frame_timer)
 		event_free(c->frame_timer);
+	if (c->resume)
+		event_free(c->resume);
 	release_bev(c);
 	conn_table_destroy(c->t);
 	if (c->pending)
@@ -102,6 +111,8 @@ static void close_conn(sbx_proto_conn *c, const sbx_err *why)
 	c->closed = true;
 	if (c->frame_timer)
 		event_del(c->frame_timer);
+	event_del(c->resume);
+	c->input_yielded = false;
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 	shutdown(bufferevent_getfd(c->bev), SHUT_RDWR);
 	if (c->cbs.on_close)
@@ -367,8 +378,18 @@ void sbx_proto_tune_allocator(void)
 	(void)mallopt(M_TRIM_THRESHOLD, (int)SBX_PROTO_HEAP_KEEP);
 }
 
+static long ns_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long)(t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+
 static void process_input(sbx_proto_conn *c)
 {
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	c->input_yielded = false;
 	while (!c->freed && !c->closed) {
 		if (output_full(c)) {
 			c->read_paused = true;
@@ -399,6 +420,14 @@ static void process_input(sbx_proto_conn *c)
 		c->frames_in++;
 		handle_frame(c, &f);
 		sbx_proto_frame_release(&f);
+		if (!c->freed && !c->closed && ns_since(&t0) > INPUT_SLICE_NS &&
+		    evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
+			/* on the next turn of the loop, after what became ready */
+			static const struct timeval now = { 0, 0 };
+			c->input_yielded = true;
+			evtimer_add(c->resume, &now);
+			return;
+		}
 	}
 }
 
@@ -410,7 +439,9 @@ static void frame_clock(sbx_proto_conn *c, bool progressed)
 {
 	if (!c->frame_timer || c->freed || c->closed)
 		return;
-	if (c->read_paused || evbuffer_get_length(bufferevent_get_input(c->bev)) == 0) {
+	/* whole frames waiting for us (paused, yielded) are not the peer's delay */
+	if (c->read_paused || c->input_yielded ||
+	    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0) {
 		event_del(c->frame_timer);
 		return;
 	}
@@ -462,7 +493,8 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	 * budget keeps one busy connection from starving the loop. */
 	bool more = !c->freed && !c->closed &&
 		    evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
-	for (size_t budget = FILL_BUDGET; more && !c->freed && !c->closed && !c->read_paused && budget > 0;) {
+	for (size_t budget = FILL_BUDGET;
+	     more && !c->freed && !c->closed && !c->read_paused && !c->input_yielded && budget > 0;) {
 		size_t n = fill_input(c, &more);
 		if (n == 0)
 			break;
@@ -470,6 +502,19 @@ static void read_cb(struct bufferevent *bev, void *arg)
 		process_input(c);
 	}
 	frame_clock(c, c->frames_in != frames);
+	leave(c);
+}
+
+static void resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	sbx_proto_conn *c = arg;
+	(void)fd;
+	(void)what;
+	enter(c);
+	if (c->input_yielded && !c->freed && !c->closed) {
+		process_input(c);
+		frame_clock(c, true);
+	}
 	leave(c);
 }
 
@@ -539,6 +584,8 @@ sbx_proto_conn *sbx_proto_conn_new(struct event_base *base, int fd,
 	c->out_high = MIN_OUT_HIGH;
 	c->frame_timeout_ms = opts->frame_timeout_ms;
 	if (c->frame_timeout_ms && !(c->frame_timer = evtimer_new(base, frame_late, c)))
+		goto oom;
+	if (!(c->resume = evtimer_new(base, resume_cb, c)))
 		goto oom;
 
 	bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);

@@ -67,6 +67,8 @@ struct sbx_proto_conn {
 	uint32_t frame_timeout_ms;               /* 0: none */
 	struct event *frame_timer;               /* a frame begun must be whole in time */
 	uint64_t frames_in;                      /* frames decoded */
+	struct event *resume;                    /* go on with frames left after a slice */
+	bool input_yielded;                      /* frames wait in the input for resume */
 };
 
 /* proto_conn_table.c */

@@ -842,6 +842,56 @@ static void test_frame_deadline(void **state)
 	event_base_free(base);
 }
 
+/* --- slices: a burst of slow frames yields to the loop ------------------ */
+
+static int slow_frames, frames_at_timer = -1;
+
+static void slow_req(struct side *s, const sbx_proto_frame *f)
+{
+	(void)s;
+	if (f->kind == SBX_PROTO_REQ) {
+		usleep(25 * 1000); /* a handler that forks on a starved machine */
+		slow_frames++;
+	}
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	frames_at_timer = slow_frames;
+}
+
+/* Ten requests in one read, each taking 25 ms to handle: the connection
+ * hands the loop back between them (a timer due meanwhile runs before the
+ * burst is through), and every frame is still handled, in order. */
+static void test_input_slices(void **state)
+{
+	(void)state;
+	struct event_base *base = harness_base();
+	struct side srv = { .on_frame = slow_req };
+	int fd = harness_raw_client(base, &srv, &server_opts, 65536, true);
+	sbx_proto_writer w;
+	sbx_proto_writer_init(&w);
+	for (uint64_t id = 1; id <= 19; id += 2)
+		sbx_proto_encode_req(&w, id, "ping", NULL, 0, 0, NULL);
+	struct event *t = evtimer_new(base, on_timer, NULL);
+	struct timeval tv = { 0, 10 * 1000 };
+	evtimer_add(t, &tv);
+	raw_send(fd, &w);
+	pump_until_n(base, &srv.n[SBX_PROTO_REQ], 10, 5000);
+	assert_int_equal(slow_frames, 10);
+	assert_in_range(frames_at_timer, 0, 9);
+	assert_int_equal(srv.last_id, 19);
+	assert_int_equal(srv.closed, 0);
+	event_free(t);
+	close(fd);
+	sbx_proto_conn_free(srv.c);
+	sbx_proto_writer_destroy(&w);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -862,6 +912,7 @@ int main(void)
 		cmocka_unit_test(test_free_in_callback),
 		cmocka_unit_test(test_free_in_close),
 		cmocka_unit_test(test_frame_deadline),
+		cmocka_unit_test(test_input_slices),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
