@@ -3,7 +3,8 @@ runs stand-in agents the test writes in place of sandbox-agent (--agent),
 beside the real agent, and each stand-in misbehaves on request: silent
 after the request, an answer trickled a byte at a time, a frame length over
 the limit, random bytes, a flood ignoring credit, an answer for a stream
-never opened, a second hello, a result of the wrong types; and a real
+never opened, a second hello, a result of the wrong types (exec's, and a
+file operation's, which the route finds); and a real
 agent is stopped (SIGSTOP) in the middle of a stream. For each, the
 client's exec with a 2 s timeout is answered within its deadline with the
 documented status (504 agent_timeout, or 502 agent_error naming what the
@@ -115,6 +116,8 @@ def serve(s):
                 out = (" ".join(argv[1:]) + "\n").encode()
                 s.sendall(pack({"t": "data", "id": sid, "ch": "stdout", "d": out}))
             s.sendall(pack({"t": "end", "id": sid, "r": result()}))
+        elif t == "req" and f.get("op") == "fs.stat":  # a stat of the wrong types
+            s.sendall(pack({"t": "end", "id": sid, "r": {"type": "file", "size": "big"}}))
         elif t == "req":
             s.sendall(pack({"t": "err", "id": sid, "code": "unknown_op", "msg": "stand-in"}))
         elif t == "cancel":
@@ -267,6 +270,16 @@ class AgentDistrust(unittest.TestCase):
 
     def test_wrong_result_types(self):
         self.expect_agent_error("wrong-types", "exit_code")
+
+    def test_wrong_types_in_a_file_answer(self):
+        # found by the files route: the same 502, the sandbox blamed
+        sid = self.sup.create(image="host", timeout=600)["id"]
+        st, _, body = self.sup.request("GET", "/v1/sandboxes/%s/fs/stat?path=/workspace" % sid)
+        self.assertEqual((st, body["error"]["code"]), (502, "agent_error"), body)
+        self.assertIn("size missing or not a uint", body["error"]["message"])
+        self.assertIn("size missing or not a uint", self.wait_failed(sid, 2)["reason"])
+        self.others_answer()
+        self.delete(sid)
 
     def test_trickled_answer(self):
         # the frame deadline (1 s) passes long before the answer could end
