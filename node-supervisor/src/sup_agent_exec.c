@@ -223,6 +223,14 @@ static void exec_done(sup_agent_call *call, int rc, const msgpack_object *result
 		e.code = -EINVAL;
 		err = &e;
 		rc = -EINVAL;
+	} else if (rc == -E2BIG) {
+		/* exec has no too_large answer (the request fit the agent's
+		 * max_frame, we checked): not the client's 413 */
+		e = *err;
+		sbx_err_wrap(&e, "the agent answered exec with an error it does not have");
+		e.code = -EPROTO;
+		err = &e;
+		rc = -EPROTO;
 	}
 	if (rc == 0) {
 		sbx_err_clear(&e);

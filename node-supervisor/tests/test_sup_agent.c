@@ -320,6 +320,32 @@ static void test_exec_timeout_plus_grace(void **state)
 	t_close(&t);
 }
 
+/* An exec answered with too_large, which exec does not have (its request
+ * fit the agent's max_frame): an agent error, not the client's 413. */
+static void test_exec_too_large_is_the_agents(void **state)
+{
+	(void)state;
+	t_agent t;
+	sup_agent_opts o = opts_default();
+	t_open(&t, &o, 65536);
+	char *argv[] = { "true", NULL };
+	sup_exec_spec spec = { .argv = argv, .argc = 1 };
+	t_exec x = { 0 };
+	sup_exec_call *call;
+	sbx_err e;
+	assert_int_equal(sup_agent_exec(t.a, &spec, NULL, &exec_cbs, &x, &call, &e), 0);
+	uint64_t id = peer_expect(&t, SBX_PROTO_REQ, SBX_OP_EXEC);
+	sbx_proto_writer w;
+	sbx_proto_writer_init(&w);
+	sbx_proto_encode_err(&w, id, SBX_PROTO_E_TOO_LARGE, "says who", 0, NULL);
+	raw_send(t.peer, &w);
+	sbx_proto_writer_destroy(&w);
+	pump_until(t.base, &x.done, 4000);
+	assert_int_equal(x.rc, -EPROTO);
+	assert_non_null(strstr(x.err.msg, "an error it does not have"));
+	t_close(&t);
+}
+
 /* ---- the idle deadline ---- */
 
 /* A call that waits for an answer: each frame of it starts the idle budget
@@ -672,6 +698,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exec_timeout_plus_grace),
+		cmocka_unit_test(test_exec_too_large_is_the_agents),
 		cmocka_unit_test(test_idle_deadline),
 		cmocka_unit_test(test_idle_stands_while_credit_held),
 		cmocka_unit_test(test_sends_clock),
