@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "sbx/err.h"
+#include "sup_resources.h"
 #include "sup_types.h"
 
 #define SUP_API_MAX_ARGV 4096
@@ -25,12 +26,15 @@
 typedef struct sup_api_limits {
 	unsigned default_timeout_s; /* sandbox lifetime when none is given */
 	unsigned max_timeout_s;
+	sup_resources res_default;  /* limits when the request names none */
+	sup_resources res_max;      /* the most a request may ask for */
 } sup_api_limits;
 
 typedef struct sup_create_req {
 	char *image;          /* NULL: "host" */
 	unsigned timeout_s;
 	sup_env env;
+	sup_resources resources; /* every figure set: the request's over the defaults */
 } sup_create_req;
 
 void sup_create_req_free(sup_create_req *r);
@@ -53,6 +57,9 @@ typedef struct sup_sandbox_view {
 	unsigned agent_waiting;  /* requests waiting on the agent */
 	size_t agent_queued;     /* bytes queued towards the agent */
 	unsigned agent_timeouts; /* calls the agent let pass their deadline */
+	sup_resources resources; /* in force */
+	bool has_usage;          /* usage read (GET of one sandbox; lists leave it out) */
+	sup_usage usage;
 } sup_sandbox_view;
 
 json_t *sup_api_render_sandbox(const sup_sandbox_view *v);

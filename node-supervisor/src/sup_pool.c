@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sup_agent.h"
 #include "sup_log.h"
@@ -29,6 +30,7 @@ typedef struct sup_pool {
 
 struct sup_acquire {
 	sup_pool *pool;
+	sup_resources res;  /* the limits the requester asked for */
 	sup_acquire_cb cb;
 	void *ud;
 	struct event *timer;
@@ -158,9 +160,26 @@ static void on_waiter_timeout(evutil_socket_t fd, short what, void *ud)
 
 /* ---- handing out ---- */
 
-static void hand_out(sup_sandbox *sb)
+/* Give sb the requester's limits and hand it out; on failure it is
+ * destroyed and err says why. */
+static int hand_out(sup_sandbox *sb, const sup_resources *res, sbx_err *err)
 {
+	sup_pools *p = sb->pool->owner;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int r = sup_runc_set_limits(p->cfg.runc, &sb->box, &sb->res, res, err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (r < 0) {
+		sup_error("%s", err->msg);
+		start_destroy(p, sb, false, NULL, NULL);
+		return sbx_err_set(err, -EAGAIN, "could not apply the sandbox's limits: %.400s",
+				   err->msg);
+	}
+	sup_debug("sandbox %s: limits set in %ld us", sb->id,
+		  (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
+	sb->res = *res;
 	sb->state = SUP_SB_RUNNING;
+	return 0;
 }
 
 static sup_sandbox *take_ready(sup_pool *pool)
@@ -170,7 +189,6 @@ static sup_sandbox *take_ready(sup_pool *pool)
 		return NULL;
 	TAILQ_REMOVE(&pool->ready, sb, ready_link);
 	pool->nready--;
-	hand_out(sb);
 	return sb;
 }
 
@@ -186,8 +204,13 @@ static void sandbox_ready(sup_sandbox *sb)
 		waiter_remove(a);
 		sup_acquire_cb cb = a->cb;
 		void *ud = a->ud;
+		sup_resources res = a->res;
 		waiter_free(a);
-		hand_out(sb);
+		sbx_err e;
+		if (hand_out(sb, &res, &e) < 0) {
+			cb(NULL, e.code, &e, ud);
+			return;
+		}
 		sup_debug("sandbox %s: ready, handed to a waiting request", sb->id);
 		cb(sb, 0, NULL, ud);
 	} else {
@@ -317,6 +340,7 @@ static void create_done(sup_job *job)
 		return;
 	}
 	sb->box = cj->box;
+	sb->res = *p->cfg.runc->res;
 	free(cj);
 	sb->state = SUP_SB_CONNECTING;
 	if (p->shutting_down) {
@@ -538,8 +562,14 @@ bool sup_pools_has_image(const sup_pools *p, const char *image)
 	return find_pool(p, image) != NULL;
 }
 
-int sup_pools_acquire(sup_pools *p, const char *image, sup_acquire_cb cb, void *ud,
-		      sup_sandbox **now, sup_acquire **wait, sbx_err *err)
+int sup_pools_usage(const sup_pools *p, const sup_sandbox *sb, sup_usage *u, sbx_err *err)
+{
+	return sup_runc_usage(p->cfg.runc, &sb->box, u, err);
+}
+
+int sup_pools_acquire(sup_pools *p, const char *image, const sup_resources *res,
+		      sup_acquire_cb cb, void *ud, sup_sandbox **now, sup_acquire **wait,
+		      sbx_err *err)
 {
 	*now = NULL;
 	*wait = NULL;
@@ -551,8 +581,11 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_acquire_cb cb, void *
 				   image, p->pools[0].image, p->npools > 1 ? " and others" : "");
 	sup_sandbox *sb = take_ready(pool);
 	if (sb) {
-		*now = sb;
+		int r = hand_out(sb, res, err);
 		ensure_fill(pool);
+		if (r < 0)
+			return r;
+		*now = sb;
 		return 0;
 	}
 	if (p->nalive >= p->cfg.max_sandboxes && pool->creating <= pool->nwaiters)
@@ -561,6 +594,7 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_acquire_cb cb, void *
 	if (!a)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	a->pool = pool;
+	a->res = *res;
 	a->cb = cb;
 	a->ud = ud;
 	a->timer = evtimer_new(p->base, on_waiter_timeout, a);
