@@ -388,7 +388,7 @@ static int add_output(json_t *o, const char *name, const uint8_t *p, size_t n)
 	return rc;
 }
 
-/* exit_code / signal, duration_ms, timed_out. */
+/* exit_code / signal, duration_ms, timed_out, oom_killed. */
 static int add_status(json_t *o, const sup_exec_status *st)
 {
 	char sig[32];
@@ -404,6 +404,7 @@ static int add_status(json_t *o, const sup_exec_status *st)
 	rc |= json_object_set_new_nocheck(
 		o, "duration_ms", json_integer((json_int_t)((st->duration_us + 500) / 1000)));
 	rc |= json_object_set_new_nocheck(o, "timed_out", json_boolean(st->timed_out));
+	rc |= json_object_set_new_nocheck(o, "oom_killed", json_boolean(st->oom_killed));
 	if (st->has_rusage)
 		rc |= json_object_set_new_nocheck(
 			o, "rusage",

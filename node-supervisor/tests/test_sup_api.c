@@ -317,9 +317,9 @@ static void test_render_exec_exit(void **state)
 	r.err_len = 3;
 	json_t *j = sup_api_render_exec(&r);
 	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
-	assert_string_equal(s, "{\"duration_ms\":1,\"exit_code\":3,\"signal\":null,"
-			       "\"stderr\":\"a\\u0000b\",\"stdout\":\"hi\\n\",\"timed_out\":false,"
-			       "\"truncated\":false}");
+	assert_string_equal(s, "{\"duration_ms\":1,\"exit_code\":3,\"oom_killed\":false,"
+			       "\"signal\":null,\"stderr\":\"a\\u0000b\",\"stdout\":\"hi\\n\","
+			       "\"timed_out\":false,\"truncated\":false}");
 	free(s);
 	json_decref(j);
 }
@@ -330,6 +330,7 @@ static void test_render_exec_signal_and_binary(void **state)
 	sup_exec_result r = { 0 };
 	r.st.signal = 9;
 	r.st.timed_out = true;
+	r.st.oom_killed = true;
 	r.out = (const uint8_t *)"ok\xff\xfe";
 	r.out_len = 4;
 	r.out_truncated = true;
@@ -337,6 +338,7 @@ static void test_render_exec_signal_and_binary(void **state)
 	assert_true(json_is_null(json_object_get(j, "exit_code")));
 	assert_string_equal(json_string_value(json_object_get(j, "signal")), "KILL");
 	assert_true(json_is_true(json_object_get(j, "timed_out")));
+	assert_true(json_is_true(json_object_get(j, "oom_killed")));
 	assert_true(json_is_true(json_object_get(j, "truncated")));
 	assert_string_equal(json_string_value(json_object_get(j, "stdout")),
 			    "ok\xEF\xBF\xBD\xEF\xBF\xBD");
@@ -362,7 +364,7 @@ static void test_render_exec_timeout(void **state)
 	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
 	assert_string_equal(s, "{\"duration_ms\":4000,\"error\":{\"code\":\"agent_timeout\","
 			       "\"message\":\"the agent did not end exec\"},\"exit_code\":null,"
-			       "\"kill_confirmed\":false,\"signal\":\"KILL\",\"stderr\":\"\","
+			       "\"kill_confirmed\":false,\"oom_killed\":false,\"signal\":\"KILL\",\"stderr\":\"\","
 			       "\"stdout\":\"partial\\n\",\"timed_out\":true,\"truncated\":false}");
 	free(s);
 	json_decref(j);
