@@ -22,6 +22,9 @@
 #define SUP_ID_MAX 48
 #define SUP_API_MAX_USER 64
 #define SUP_API_MAX_OUTPUT (1ull << 30)
+/* How replies are dumped: compact, reals with 12 significant digits ("cpus":
+ * 0.1, "cpu_seconds": 1.234567, not jansson's 17-digit 0.10000000000000001). */
+#define SUP_API_JSON_DUMP (JSON_COMPACT | JSON_REAL_PRECISION(12))
 
 typedef struct sup_api_limits {
 	unsigned default_timeout_s; /* sandbox lifetime when none is given */
