@@ -219,14 +219,14 @@ static int hold(const char *dir, const char *mnt, uint64_t size, sbx_err *err)
 	struct statfs fs;
 	if (statfs(mnt, &fs) < 0)
 		return sbx_err_sys(err, -errno, "statfs %s", mnt);
-	uint64_t want = (size + BLOCK - 1) / BLOCK;
-	if ((uint64_t)fs.f_bfree < want + FLOOR_CLUSTERS)
+	uint64_t want = (size + BLOCK - 1) / BLOCK, free = (uint64_t)fs.f_bfree;
+	if (free < want + FLOOR_CLUSTERS)
 		return sbx_err_set(err, -ENOSPC, "disk %s: %llu bytes wanted, the image holds %llu",
 				   mnt, (unsigned long long)size,
-				   (unsigned long long)((fs.f_bfree - FLOOR_CLUSTERS) * BLOCK));
+				   (unsigned long long)(free > FLOOR_CLUSTERS ? (free - FLOOR_CLUSTERS) * BLOCK : 0));
 	char path[PATH_MAX];
 	int r = resv_path(dir, path, sizeof(path), err);
-	return r ?: write_resv(path, (uint64_t)fs.f_bfree - want, err);
+	return r ?: write_resv(path, free - want, err);
 }
 
 int sup_disk_make(const char *state_dir, const char *dir, uint64_t size, sbx_err *err)
@@ -355,7 +355,9 @@ int sup_disk_probe(const char *state_dir, char *how, size_t how_size, sbx_err *e
 	const char *why = "unknown";
 	if (sfd < 0)
 		why = "state folder not readable";
-	else if (syscall(SYS_quotactl_fd, sfd, QCMD(Q_GETINFO, PRJQUOTA), 0, &info) == 0)
+	/* QCMD() shifts an int past its sign bit: spell it unsigned */
+	else if (syscall(SYS_quotactl_fd, sfd, (int)(((unsigned)Q_GETINFO << SUBCMDSHIFT) | PRJQUOTA),
+			 0, &info) == 0)
 		why = "on for the state folder, but not used by this version";
 	else if (errno == ENOSYS)
 		why = "this kernel has no quota support";
