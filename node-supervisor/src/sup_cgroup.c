@@ -247,6 +247,15 @@ int sup_cgroup_apply(const sup_cgroup_host *h, const char *path, const sup_resou
 	return 0;
 }
 
+int sup_cgroup_unthrottle(const sup_cgroup_host *h, const char *path, sbx_err *err)
+{
+	if (h->mode == SUP_CGROUP_V1)
+		return write_value(h, "cpu", path, "cpu.cfs_quota_us", "-1", err);
+	char v[32];
+	snprintf(v, sizeof(v), "max %u", SUP_CGROUP_PERIOD_US);
+	return write_value(h, "", path, "cpu.max", v, err);
+}
+
 int sup_cgroup_read(const sup_cgroup_host *h, const char *path, sup_usage *u, sbx_err *err)
 {
 	bool v1 = h->mode == SUP_CGROUP_V1;

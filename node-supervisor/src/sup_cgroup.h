@@ -50,6 +50,12 @@ int sup_cgroup_host_init(sup_cgroup_host *h, const char *root, sup_cgroup_mode m
 int sup_cgroup_apply(const sup_cgroup_host *h, const char *path, const sup_resources *from,
 		     const sup_resources *to, sbx_err *err);
 
+/* Lift the CPU quota of the cgroup at path (v1 cpu.cfs_quota_us -1, v2
+ * cpu.max "max"): a sandbox about to be killed. Its processes then die at
+ * once instead of waiting out the throttle a fork bomb's kernel time runs
+ * it into (seconds, measured). */
+int sup_cgroup_unthrottle(const sup_cgroup_host *h, const char *path, sbx_err *err);
+
 /* Memory now and at its peak, CPU time, pids and OOM kills of the cgroup at
  * path into u (u->disk and its bit are left alone). Each figure is read on
  * its own: one the host does not offer (v2's memory.peak before Linux 5.19,

@@ -68,6 +68,7 @@ typedef struct destroy_job {
 	sup_job job;
 	sup_pools *pools;
 	sup_sandbox *sb;
+	struct timespec queued, started; /* for the log: waiting, then running */
 	sup_runc_box box;
 	sup_destroy_cb cb;
 	void *ud;
@@ -160,6 +161,11 @@ static void on_waiter_timeout(evutil_socket_t fd, short what, void *ud)
 
 /* ---- handing out ---- */
 
+static long us_between(const struct timespec *a, const struct timespec *b)
+{
+	return (long)((b->tv_sec - a->tv_sec) * 1000000 + (b->tv_nsec - a->tv_nsec) / 1000);
+}
+
 /* Give sb the requester's limits and hand it out; on failure it is
  * destroyed and err says why. */
 static int hand_out(sup_sandbox *sb, const sup_resources *res, sbx_err *err)
@@ -175,8 +181,7 @@ static int hand_out(sup_sandbox *sb, const sup_resources *res, sbx_err *err)
 		return sbx_err_set(err, -EAGAIN, "could not apply the sandbox's limits: %.400s",
 				   err->msg);
 	}
-	sup_debug("sandbox %s: limits set in %ld us", sb->id,
-		  (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
+	sup_debug("sandbox %s: limits set in %ld us", sb->id, us_between(&t0, &t1));
 	sb->res = *res;
 	sb->state = SUP_SB_RUNNING;
 	return 0;
@@ -433,6 +438,7 @@ static void ensure_fill(sup_pool *pool)
 static void destroy_run(sup_job *job)
 {
 	destroy_job *dj = (destroy_job *)job;
+	clock_gettime(CLOCK_MONOTONIC, &dj->started);
 	sbx_err_clear(&dj->err);
 	dj->rc = sup_runc_destroy(dj->pools->cfg.runc, &dj->box, &dj->err);
 }
@@ -442,10 +448,13 @@ static void destroy_done(sup_job *job)
 	destroy_job *dj = (destroy_job *)job;
 	sup_pools *p = dj->pools;
 	sup_sandbox *sb = dj->sb;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (dj->rc < 0)
 		sup_error("sandbox %s: destroy failed: %s", sb->id, dj->err.msg);
 	else
-		sup_info("sandbox %s: destroyed", sb->id);
+		sup_info("sandbox %s: destroyed in %ld ms (%ld ms waiting for a worker)", sb->id,
+			 us_between(&dj->queued, &now) / 1000, us_between(&dj->queued, &dj->started) / 1000);
 	TAILQ_REMOVE(&p->all, sb, all_link);
 	p->nalive--;
 	if (dj->cb)
@@ -485,6 +494,7 @@ static void start_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destro
 	dj->box = sb->box;
 	dj->cb = cb;
 	dj->ud = ud;
+	clock_gettime(CLOCK_MONOTONIC, &dj->queued);
 	sup_workers_submit(p->workers, &dj->job, urgent);
 }
 

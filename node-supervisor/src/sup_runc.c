@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -225,8 +226,17 @@ static int runtime_delete(const sup_runc_cfg *cfg, const box_paths *p, sbx_err *
 	}
 	char errout[384];
 	if (pfd >= 0) {
-		/* "not running" and "does not exist" are fine: delete says more */
-		runtime_call(cfg, "kill", p->cid, "KILL", errout, sizeof(errout), &ignored);
+		/* The pidfd is the container's init (checked above): signal it
+		 * directly rather than through a runtime process (30-90 ms of
+		 * the destroy). Its death takes every process of its PID
+		 * namespace with it, and the kernel allows that namespace no
+		 * new pid from then on, so a fork bomb ends there too; its
+		 * CPU quota is lifted first, so that the dying are not held
+		 * back by the throttle (a fork bomb's took 0.3-1.4 s to die). */
+		sup_cgroup_unthrottle(cfg->cgroup, p->cgroup, &ignored);
+		if (pidfd_send_signal(pfd, SIGKILL, NULL, 0) < 0)
+			/* "not running" and "does not exist" are fine: delete says more */
+			runtime_call(cfg, "kill", p->cid, "KILL", errout, sizeof(errout), &ignored);
 		struct pollfd pf = {.fd = pfd, .events = POLLIN};
 		while (poll(&pf, 1, KILL_WAIT_MS) < 0 && errno == EINTR)
 			;

@@ -117,6 +117,9 @@ static void test_v2_tree(void **state)
 	assert_string_equal(buf, "untouched");
 	get(cg, "cpu.max", buf, sizeof(buf));
 	assert_string_equal(buf, "225000 100000");
+	assert_int_equal(sup_cgroup_unthrottle(&h, "/sbx/sbx-t-c1", &e), 0);
+	get(cg, "cpu.max", buf, sizeof(buf));
+	assert_string_equal(buf, "max 100000");
 
 	put(cg, "memory.current", "4096000\n");
 	put(cg, "memory.peak", "9000000\n");
@@ -186,6 +189,9 @@ static void test_v1_tree(void **state)
 	snprintf(d, sizeof(d), "%s/cpu/sbx/c2", root);
 	get(d, "cpu.cfs_quota_us", buf, sizeof(buf));
 	assert_string_equal(buf, "150000");
+	assert_int_equal(sup_cgroup_unthrottle(&h, "/sbx/c2", &e), 0);
+	get(d, "cpu.cfs_quota_us", buf, sizeof(buf));
+	assert_string_equal(buf, "-1");
 	snprintf(d, sizeof(d), "%s/cpuacct/sbx/c2", root);
 	put(d, "cpuacct.usage", "987654321\n");
 	sup_usage u = { 0 };
@@ -295,10 +301,17 @@ static void test_real_v1(void **state)
 	assert_string_equal(buf, "64");
 	get(g_made[2], "cpu.cfs_quota_us", buf, sizeof(buf));
 	assert_string_equal(buf, "25000");
+	/* lifted (a destroy's first step), then set again */
+	if (sup_cgroup_unthrottle(&h, path, &e) < 0)
+		fail_msg("%s", e.msg);
+	get(g_made[2], "cpu.cfs_quota_us", buf, sizeof(buf));
+	assert_string_equal(buf, "-1");
 	if (sup_cgroup_apply(&h, path, &small, &big, &e) < 0)
 		fail_msg("%s", e.msg);
 	get(g_made[0], "memory.limit_in_bytes", buf, sizeof(buf));
 	assert_string_equal(buf, "2147483648");
+	get(g_made[2], "cpu.cfs_quota_us", buf, sizeof(buf));
+	assert_string_equal(buf, "100000");
 	usleep(200 * 1000);
 	sup_usage u = { 0 };
 	if (sup_cgroup_read(&h, path, &u, &e) < 0)
