@@ -242,7 +242,7 @@ class Limits(unittest.TestCase):
         rate = (c1 - c0) / (t1 - t0)
         print("\n4 spinners with cpus=0.5: %.3f CPU-s/s" % rate)
         self.assertLessEqual(rate, 0.6)
-        self.assertGreaterEqual(rate, 0.25)  # they did spin
+        self.assertGreaterEqual(rate, 0.1)  # they did spin
         st, _, _ = self.sup.request("DELETE", "%s/%d" % (base, d["pid"]))
         self.assertIn(st, (202, 204))
 
