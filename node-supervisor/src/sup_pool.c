@@ -178,8 +178,9 @@ static int hand_out(sup_sandbox *sb, const sup_resources *res, sbx_err *err)
 	if (r < 0) {
 		sup_error("%s", err->msg);
 		start_destroy(p, sb, false, NULL, NULL);
+		sbx_err why = *err; /* the message is formatted into err */
 		return sbx_err_set(err, -EAGAIN, "could not apply the sandbox's limits: %.400s",
-				   err->msg);
+				   why.msg);
 	}
 	sup_debug("sandbox %s: limits set in %ld us", sb->id, us_between(&t0, &t1));
 	sb->res = *res;
