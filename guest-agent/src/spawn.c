@@ -160,6 +160,7 @@ static __attribute__((noreturn)) void child_run(const agent_exec_spec *spec, con
 		signal(reset[i], SIG_DFL);
 	sigprocmask(SIG_SETMASK, mask, NULL);
 	child_oom_score_raise();
+	setpriority(PRIO_PROCESS, 0, AGENT_SPAWN_NICE);
 	if (restore_nofile)
 		setrlimit(RLIMIT_NOFILE, &child_nofile);
 
