@@ -190,6 +190,10 @@ class Limits(unittest.TestCase):
         # the agent was never the victim and answers on; its commands are
         # the OOM killer's first choice
         self.assertEqual(self.run_(sid, cmd="cat /proc/self/oom_score_adj")["stdout"], "1000\n")
+        # and run after the agent on the sandbox's CPU
+        self.assertEqual(self.run_(sid, argv=["nice"])["stdout"], "10\n")
+        with open("/proc/%d/stat" % agent_pid(self.sup.state_dir, sid)) as f:
+            self.assertEqual(f.read().rsplit(")", 1)[1].split()[16], "0")  # its nice
         with open("/proc/%d/oom_score_adj" % agent_pid(self.sup.state_dir, sid)) as f:
             self.assertEqual(int(f.read()), -1000 if have_cap_sys_resource() else 0)
 
