@@ -16,6 +16,18 @@ static int parse(sup_config *c, sbx_err *e, int argc, const char **argv)
 	return sup_config_parse(c, argc, (char **)argv, e);
 }
 
+static void assert_agent_opts(const sup_agent_opts *got, const sup_agent_opts *want)
+{
+	assert_int_equal(got->grace_ms, want->grace_ms);
+	assert_int_equal(got->idle_ms, want->idle_ms);
+	assert_int_equal(got->ping_after_ms, want->ping_after_ms);
+	assert_int_equal(got->ping_timeout_ms, want->ping_timeout_ms);
+	assert_int_equal(got->frame_ms, want->frame_ms);
+	assert_int_equal(got->max_streams, want->max_streams);
+	assert_int_equal(got->max_waiting, want->max_waiting);
+	assert_int_equal(got->max_queued, want->max_queued);
+}
+
 static void test_defaults(void **state)
 {
 	(void)state;
@@ -33,6 +45,9 @@ static void test_defaults(void **state)
 	assert_null(c.token);
 	assert_int_equal(c.max_body, 1 << 20);
 	assert_int_equal(c.max_output, 16 << 20);
+	/* the deadlines and limits API.md documents */
+	assert_agent_opts(&c.agent, &(sup_agent_opts){ 2000, 30000, 10000, 5000, 5000, 1024, 1000,
+						       8 << 20 });
 	sup_config_release(&c);
 }
 
@@ -45,7 +60,10 @@ static void test_all_flags(void **state)
 			       "2", "--pool-images", "host,/srv/rootfs", "--runtime", "crun",
 			       "--agent", "/a", "--token", "0123456789abcdef0123", "--max-body",
 			       "64K", "--max-output", "1M", "--max-output-total", "2M", "--max-execs", "5", "--workers", "3", "--acquire-timeout",
-			       "5", "--print-example", NULL };
+			       "5", "--print-example", "--agent-grace", "0.5", "--agent-idle-timeout", "2",
+			       "--agent-ping-interval", "1.25", "--agent-ping-timeout", "3",
+			       "--agent-frame-timeout", ".2", "--agent-max-streams", "9",
+			       "--agent-max-waiting", "7", "--agent-max-queued", "1M", NULL };
 	assert_int_equal(parse(&c, &e, (int)(sizeof(argv) / sizeof(argv[0])) - 1, argv), 0);
 	assert_string_equal(c.listen_host, "::1");
 	assert_int_equal(c.listen_port, 0);
@@ -62,6 +80,7 @@ static void test_all_flags(void **state)
 	assert_int_equal(c.workers, 3);
 	assert_int_equal(c.acquire_timeout_ms, 5000);
 	assert_true(c.print_example);
+	assert_agent_opts(&c.agent, &(sup_agent_opts){ 500, 2000, 1250, 3000, 200, 9, 7, 1 << 20 });
 	sup_config_release(&c);
 }
 
@@ -78,6 +97,11 @@ static void test_bad_flags(void **state)
 		{ "--max-body", "5Q" },             { "--workers", "0" },
 		{ "--log-level", "loud" },          { "--bogus", "1" },
 		{ "--pool-size", "99999999999999999999" }, { "--max-execs", "0" },
+		{ "--agent-grace", "-1" },          { "--agent-idle-timeout", "0" },
+		{ "--agent-ping-interval", "1s" },  { "--agent-ping-timeout", "nan" },
+		{ "--agent-frame-timeout", "" },    { "--agent-max-streams", "0" },
+		{ "--agent-max-waiting", "x" },     { "--agent-max-queued", "1K" },
+		{ "--agent-idle-timeout", "1e9" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		sup_config c;
@@ -99,18 +123,52 @@ static void test_bad_flags(void **state)
 	sup_config_release(&c);
 }
 
-static void test_size(void **state)
+/* --default-resources / --max-resources (their syntax is sup_resources'). */
+static void test_resources(void **state)
 {
 	(void)state;
-	uint64_t v;
+	sup_config c;
 	sbx_err e;
-	assert_int_equal(sup_config_parse_size("0", 100, &v, &e), 0);
-	assert_int_equal(v, 0);
-	assert_int_equal(sup_config_parse_size("2G", 1ull << 40, &v, &e), 0);
-	assert_int_equal(v, 2ull << 30);
-	assert_int_equal(sup_config_parse_size("2G", 1ull << 30, &v, &e), -EINVAL);
-	assert_int_equal(sup_config_parse_size("", 100, &v, &e), -EINVAL);
-	assert_int_equal(sup_config_parse_size("-1", 100, &v, &e), -EINVAL);
+	const char *argv0[] = { "sup", NULL };
+	assert_int_equal(parse(&c, &e, 1, argv0), 0);
+	/* not unlimited: the built-in defaults, under a ceiling of the machine's */
+	assert_int_equal(c.res_default.cpu_milli, 1000);
+	assert_int_equal(c.res_default.memory, 1u << 30);
+	assert_int_equal(c.res_default.pids, 1024);
+	assert_int_equal(c.res_default.disk, 10ull << 30);
+	assert_true(c.res_max.cpu_milli >= 1000);
+	assert_true(c.res_max.memory > 0 && c.res_max.pids > 0 && c.res_max.disk >= 10ull << 30);
+	const char *argv[] = { "sup", "--default-resources", "cpus=0.5,memory=256M",
+			       "--max-resources", "cpus=1,memory=1G,pids=2048,disk=4G",
+			       "--default-resources", "pids=64,disk=1G", NULL };
+	assert_int_equal(parse(&c, &e, 7, argv), 0);
+	assert_int_equal(c.res_default.cpu_milli, 500);
+	assert_int_equal(c.res_default.memory, 256u << 20);
+	assert_int_equal(c.res_default.pids, 64);
+	assert_int_equal(c.res_default.disk, 1u << 30);
+	assert_int_equal(c.res_max.pids, 2048);
+	assert_int_equal(c.res_max.disk, 4ull << 30);
+	/* a default over the ceiling names the field */
+	const char *argv2[] = { "sup", "--max-resources", "memory=512M", NULL };
+	assert_int_equal(parse(&c, &e, 3, argv2), -EINVAL);
+	assert_string_equal(e.msg, "--default-resources memory: 1G is over this supervisor's ceiling of 512M");
+	const char *argv3[] = { "sup", "--default-resources", "cpus=1,swap=0", NULL };
+	assert_int_equal(parse(&c, &e, 3, argv3), -EINVAL);
+	assert_non_null(strstr(e.msg, "'swap=0'"));
+}
+
+static void test_secs(void **state)
+{
+	(void)state;
+	sbx_err e;
+	unsigned ms;
+	assert_int_equal(sup_config_parse_secs("2", 0, 10000, &ms, &e), 0);
+	assert_int_equal(ms, 2000);
+	assert_int_equal(sup_config_parse_secs("0.0015", 0, 10000, &ms, &e), 0);
+	assert_int_equal(ms, 2);
+	assert_int_equal(sup_config_parse_secs("10.001", 0, 10000, &ms, &e), -EINVAL);
+	assert_int_equal(sup_config_parse_secs("0.001", 10, 10000, &ms, &e), -EINVAL);
+	assert_int_equal(sup_config_parse_secs("inf", 0, 10000, &ms, &e), -EINVAL);
 }
 
 int main(void)
@@ -119,7 +177,8 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_all_flags),
 		cmocka_unit_test(test_bad_flags),
-		cmocka_unit_test(test_size),
+		cmocka_unit_test(test_resources),
+		cmocka_unit_test(test_secs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

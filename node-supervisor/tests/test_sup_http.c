@@ -63,7 +63,13 @@ static void test_status_table(void **state)
 	assert_int_equal(sup_http_status(NULL, -ENOENT, &code), 404);
 	assert_int_equal(sup_http_status(NULL, -EEXIST, &code), 409);
 	assert_int_equal(sup_http_status(NULL, -E2BIG, &code), 413);
-	assert_int_equal(sup_http_status(NULL, -ETIME, &code), 408);
+	/* the client's wait, the agent's, any other */
+	assert_int_equal(sup_http_status(NULL, -ENOLINK, &code), 408);
+	assert_string_equal(code, "request_timeout");
+	assert_int_equal(sup_http_status(NULL, -ETIME, &code), 504);
+	assert_string_equal(code, "agent_timeout");
+	assert_int_equal(sup_http_status(NULL, -ETIMEDOUT, &code), 504);
+	assert_string_equal(code, "timeout");
 	assert_int_equal(sup_http_status(NULL, -ERANGE, &code), 416);
 	assert_int_equal(sup_http_status(NULL, -ECONNRESET, &code), 502);
 	assert_string_equal(code, "agent_error");

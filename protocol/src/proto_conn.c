@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -29,6 +30,12 @@
 /* Bytes per read of our own (fill_input) and per read callback. */
 #define FILL_CHUNK (256u * 1024u)
 #define FILL_BUDGET (4u << 20)
+/* Frames are handled one after another and one may take long (the agent
+ * forks a command for each exec: tens of ms on a starved machine). After
+ * this much time on one connection's frames it yields to the loop, so a
+ * burst of requests does not keep every other event waiting (the replies
+ * to the requests already handled, other connections) for seconds. */
+#define INPUT_SLICE_NS (20L * 1000 * 1000)
 
 /* Best effort: larger kernel buffers on the connection's socket (a unix
  * socket in practice). SO_*BUFFORCE passes net.core.[rw]mem_max when we
@@ -57,6 +64,10 @@ static void release_bev(sbx_proto_conn *c)
 
 static void destroy(sbx_proto_conn *c)
 {
+	if (c->frame_timer)
+		event_free(c->frame_timer);
+	if (c->resume)
+		event_free(c->resume);
 	release_bev(c);
 	conn_table_destroy(c->t);
 	if (c->pending)
@@ -98,6 +109,10 @@ static void close_conn(sbx_proto_conn *c, const sbx_err *why)
 	if (c->closed || c->freed)
 		return;
 	c->closed = true;
+	if (c->frame_timer)
+		event_del(c->frame_timer);
+	event_del(c->resume);
+	c->input_yielded = false;
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 	shutdown(bufferevent_getfd(c->bev), SHUT_RDWR);
 	if (c->cbs.on_close)
@@ -363,8 +378,18 @@ void sbx_proto_tune_allocator(void)
 	(void)mallopt(M_TRIM_THRESHOLD, (int)SBX_PROTO_HEAP_KEEP);
 }
 
+static long ns_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long)(t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+
 static void process_input(sbx_proto_conn *c)
 {
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	c->input_yielded = false;
 	while (!c->freed && !c->closed) {
 		if (output_full(c)) {
 			c->read_paused = true;
@@ -392,9 +417,60 @@ static void process_input(sbx_proto_conn *c)
 			return;
 		}
 		evbuffer_drain(in, used);
+		c->frames_in++;
 		handle_frame(c, &f);
 		sbx_proto_frame_release(&f);
+		if (!c->freed && !c->closed && ns_since(&t0) > INPUT_SLICE_NS &&
+		    evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
+			/* on the next turn of the loop, after what became ready */
+			static const struct timeval now = { 0, 0 };
+			c->input_yielded = true;
+			evtimer_add(c->resume, &now);
+			return;
+		}
 	}
+}
+
+/* The frame deadline: it runs while the input holds part of a frame and
+ * we are reading. A frame completed since the last look (progressed) starts
+ * it afresh for the one begun behind it; otherwise a running clock goes on,
+ * so a trickle of bytes does not reset it. */
+static void frame_clock(sbx_proto_conn *c, bool progressed)
+{
+	if (!c->frame_timer || c->freed || c->closed)
+		return;
+	/* whole frames waiting for us (paused, yielded) are not the peer's delay */
+	if (c->read_paused || c->input_yielded ||
+	    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0) {
+		event_del(c->frame_timer);
+		return;
+	}
+	if (progressed || !evtimer_pending(c->frame_timer, NULL)) {
+		struct timeval tv = { c->frame_timeout_ms / 1000, (c->frame_timeout_ms % 1000) * 1000 };
+		evtimer_add(c->frame_timer, &tv);
+	}
+}
+
+static void frame_late(evutil_socket_t fd, short what, void *arg)
+{
+	sbx_proto_conn *c = arg;
+	(void)fd;
+	(void)what;
+	enter(c);
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	uint8_t h[SBX_PROTO_HEADER_LEN] = { 0 };
+	size_t have = evbuffer_get_length(in);
+	evbuffer_copyout(in, h, sizeof(h));
+	size_t body = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+	if (have < sizeof(h))
+		conn_fail(c, SBX_PROTO_E_PROTOCOL, -ETIMEDOUT,
+			  "a frame header was not complete %u ms after its first byte (%zu of 4 bytes came)",
+			  c->frame_timeout_ms, have);
+	else
+		conn_fail(c, SBX_PROTO_E_PROTOCOL, -ETIMEDOUT,
+			  "a frame of %zu bytes was not complete %u ms after its first byte (%zu of its %zu bytes came)",
+			  body, c->frame_timeout_ms, have, body + sizeof(h));
+	leave(c);
 }
 
 /* After libevent's read (4 KiB at most, see sbx/bev_fill.h) we read the
@@ -409,6 +485,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
 {
 	sbx_proto_conn *c = arg;
 	enter(c);
+	uint64_t frames = c->frames_in;
 	process_input(c);
 	/* Only while a frame is incomplete: a read that ended on a frame
 	 * boundary most likely emptied the socket (a small exchange then costs
@@ -416,12 +493,27 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	 * budget keeps one busy connection from starving the loop. */
 	bool more = !c->freed && !c->closed &&
 		    evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
-	for (size_t budget = FILL_BUDGET; more && !c->freed && !c->closed && !c->read_paused && budget > 0;) {
+	for (size_t budget = FILL_BUDGET;
+	     more && !c->freed && !c->closed && !c->read_paused && !c->input_yielded && budget > 0;) {
 		size_t n = fill_input(c, &more);
 		if (n == 0)
 			break;
 		budget = n < budget ? budget - n : 0;
 		process_input(c);
+	}
+	frame_clock(c, c->frames_in != frames);
+	leave(c);
+}
+
+static void resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	sbx_proto_conn *c = arg;
+	(void)fd;
+	(void)what;
+	enter(c);
+	if (c->input_yielded && !c->freed && !c->closed) {
+		process_input(c);
+		frame_clock(c, true);
 	}
 	leave(c);
 }
@@ -434,6 +526,7 @@ static void write_cb(struct bufferevent *bev, void *arg)
 		c->read_paused = false;
 		bufferevent_enable(c->bev, EV_READ);
 		process_input(c); /* frames already buffered get no new read event */
+		frame_clock(c, true);
 	}
 	if (!c->freed && !c->closed && c->ready)
 		conn_notify_blocked(c);
@@ -489,6 +582,11 @@ sbx_proto_conn *sbx_proto_conn_new(struct event_base *base, int fd,
 	c->max_streams = opts->max_streams ? opts->max_streams : SBX_PROTO_DEFAULT_MAX_STREAMS;
 	c->next_local_id = c->is_client ? 1 : 2;
 	c->out_high = MIN_OUT_HIGH;
+	c->frame_timeout_ms = opts->frame_timeout_ms;
+	if (c->frame_timeout_ms && !(c->frame_timer = evtimer_new(base, frame_late, c)))
+		goto oom;
+	if (!(c->resume = evtimer_new(base, resume_cb, c)))
+		goto oom;
 
 	bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);
 	/* the input never holds more than one whole frame beyond what we decoded */
@@ -533,6 +631,11 @@ const char *sbx_proto_conn_peer_agent(const sbx_proto_conn *c)
 uint32_t sbx_proto_conn_peer_max_frame(const sbx_proto_conn *c)
 {
 	return c->peer_max_frame;
+}
+
+uint32_t sbx_proto_conn_peer_max_streams(const sbx_proto_conn *c)
+{
+	return c->peer_max_streams;
 }
 
 void sbx_proto_conn_set_stream_data(sbx_proto_conn *c, uint64_t id, void *p)

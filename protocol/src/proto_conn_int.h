@@ -64,6 +64,11 @@ struct sbx_proto_conn {
 		struct evbuffer_iovec v;
 	} resv;
 	size_t out_high;                         /* DATA/EVENT wait beyond this output */
+	uint32_t frame_timeout_ms;               /* 0: none */
+	struct event *frame_timer;               /* a frame begun must be whole in time */
+	uint64_t frames_in;                      /* frames decoded */
+	struct event *resume;                    /* go on with frames left after a slice */
+	bool input_yielded;                      /* frames wait in the input for resume */
 };
 
 /* proto_conn_table.c */

@@ -47,8 +47,6 @@ static void h_close(sbx_proto_conn *c, const sbx_err *why, void *ud)
 	}
 }
 
-static void raw_forget(int fd);
-
 const sbx_proto_conn_cbs harness_cbs = { h_ready, h_frame, h_writable, h_close };
 
 struct event_base *harness_base(void)
@@ -164,7 +162,7 @@ static struct {
 	size_t len;
 } rx;
 
-static void raw_forget(int fd)
+void raw_forget(int fd)
 {
 	rx.fd = fd;
 	rx.len = 0;

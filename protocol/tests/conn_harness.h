@@ -51,6 +51,8 @@ void pump_for(struct event_base *base, int ms);
 /* Raw end: send the writer's frames (and reset it); receive the next frame
  * while pumping the loop. raw_recv returns 1 with a frame, 0 on EOF. */
 void raw_send(int fd, sbx_proto_writer *w);
+/* Start reading a raw end afresh (a new socket may reuse an old fd's number). */
+void raw_forget(int fd);
 int raw_recv(struct event_base *base, int fd, sbx_proto_frame *f, int timeout_ms);
 /* Expect the connection-level ERR with this code, then EOF. */
 void raw_expect_conn_err(struct event_base *base, int fd, sbx_proto_code code);

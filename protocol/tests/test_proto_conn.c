@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -792,6 +793,105 @@ static void test_free_in_close(void **state)
 	event_base_free(base);
 }
 
+/* --- the frame deadline (a trickling peer) ------------------------------ */
+
+/* A frame trickled in a byte at a time must be whole within
+ * frame_timeout_ms of its first byte; a frame that keeps its pace inside the
+ * deadline passes, and a quiet connection between frames costs nothing. */
+static void test_frame_deadline(void **state)
+{
+	(void)state;
+	struct event_base *base = harness_base();
+	struct side srv = { 0 };
+	sbx_proto_conn_opts so = server_opts;
+	so.frame_timeout_ms = 300;
+	int fd = harness_raw_client(base, &srv, &so, 65536, true);
+	sbx_proto_writer w;
+	sbx_proto_writer_init(&w);
+	/* quiet between frames: no deadline */
+	pump_for(base, 450);
+	assert_int_equal(srv.closed, 0);
+	/* a whole frame in two parts within the deadline */
+	sbx_proto_encode_req(&w, 1, "ping", NULL, 0, 0, NULL);
+	size_t n = w.buf.size;
+	assert_int_equal(send(fd, w.buf.data, 3, MSG_NOSIGNAL), 3);
+	pump_for(base, 150);
+	assert_int_equal(send(fd, w.buf.data + 3, n - 3, MSG_NOSIGNAL), (ssize_t)(n - 3));
+	sbx_proto_writer_reset(&w);
+	pump_until(base, &srv.n[SBX_PROTO_REQ], 2000);
+	assert_int_equal(srv.closed, 0);
+	/* the next one trickles: a byte every 100 ms never completes in 300 ms */
+	sbx_proto_encode_req(&w, 3, "ping", NULL, 0, 0, NULL);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t i = 0; i < w.buf.size && !srv.closed; i++) {
+		assert_int_equal(send(fd, w.buf.data + i, 1, MSG_NOSIGNAL), 1);
+		pump_for(base, 100);
+	}
+	assert_int_equal(srv.closed, 1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	assert_in_range(ms, 280, 1000); /* libevent's coarse clock: a few ms either way */
+	assert_int_equal(srv.why.code, -ETIMEDOUT);
+	assert_non_null(strstr(srv.why.msg, "not complete 300 ms after its first byte"));
+	assert_int_equal(srv.n[SBX_PROTO_REQ], 1);
+	raw_expect_conn_err(base, fd, SBX_PROTO_E_PROTOCOL);
+	close(fd);
+	sbx_proto_conn_free(srv.c);
+	sbx_proto_writer_destroy(&w);
+	event_base_free(base);
+}
+
+/* --- slices: a burst of slow frames yields to the loop ------------------ */
+
+static int slow_frames, frames_at_timer = -1;
+
+static void slow_req(struct side *s, const sbx_proto_frame *f)
+{
+	(void)s;
+	if (f->kind == SBX_PROTO_REQ) {
+		usleep(25 * 1000); /* a handler that forks on a starved machine */
+		slow_frames++;
+	}
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	frames_at_timer = slow_frames;
+}
+
+/* Ten requests in one read, each taking 25 ms to handle: the connection
+ * hands the loop back between them (a timer due meanwhile runs before the
+ * burst is through), and every frame is still handled, in order. */
+static void test_input_slices(void **state)
+{
+	(void)state;
+	struct event_base *base = harness_base();
+	struct side srv = { .on_frame = slow_req };
+	int fd = harness_raw_client(base, &srv, &server_opts, 65536, true);
+	sbx_proto_writer w;
+	sbx_proto_writer_init(&w);
+	for (uint64_t id = 1; id <= 19; id += 2)
+		sbx_proto_encode_req(&w, id, "ping", NULL, 0, 0, NULL);
+	struct event *t = evtimer_new(base, on_timer, NULL);
+	struct timeval tv = { 0, 10 * 1000 };
+	evtimer_add(t, &tv);
+	raw_send(fd, &w);
+	pump_until_n(base, &srv.n[SBX_PROTO_REQ], 10, 5000);
+	assert_int_equal(slow_frames, 10);
+	assert_in_range(frames_at_timer, 0, 9);
+	assert_int_equal(srv.last_id, 19);
+	assert_int_equal(srv.closed, 0);
+	event_free(t);
+	close(fd);
+	sbx_proto_conn_free(srv.c);
+	sbx_proto_writer_destroy(&w);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -811,6 +911,8 @@ int main(void)
 		cmocka_unit_test(test_peer_error_and_eof),
 		cmocka_unit_test(test_free_in_callback),
 		cmocka_unit_test(test_free_in_close),
+		cmocka_unit_test(test_frame_deadline),
+		cmocka_unit_test(test_input_slices),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

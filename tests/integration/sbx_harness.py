@@ -3,7 +3,8 @@
 Used by the integration tests: the supervisor runs with a temporary state
 folder and a free loopback port; cleanup() kills it if it still runs,
 removes every runc container whose bundle lies in that folder, unmounts
-whatever is mounted below it and deletes it, whether the test passed or not.
+whatever is mounted below it, detaches the loop devices of the disk images
+below it and deletes it, whether the test passed or not.
 Stdlib only (http.client), run with Debian's /usr/bin/python3.
 """
 import http.client
@@ -178,6 +179,8 @@ def stop_clean(sup):
     assert "Sanitizer" not in log and "runtime error" not in log, log
     left = containers_under(sup.state_dir)
     assert not left, left
+    loops = loops_under(sup.state_dir)
+    assert not loops, loops
 
 
 def containers_under(state_dir):
@@ -201,6 +204,23 @@ def mounts_under(path):
             mp = line.split()[4].encode().decode("unicode_escape")
             if mp.startswith(prefix) or mp == prefix[:-1]:
                 res.append(mp)
+    return res
+
+
+def loops_under(path):
+    """Loop devices whose backing file (a sandbox's disk image) lies below path."""
+    prefix = os.path.realpath(path) + "/"
+    res = []
+    for name in os.listdir("/sys/block"):
+        if not name.startswith("loop"):
+            continue
+        try:
+            with open("/sys/block/%s/loop/backing_file" % name) as f:
+                backing = f.read().strip()
+        except OSError:
+            continue
+        if backing.startswith(prefix):
+            res.append("/dev/" + name)
     return res
 
 
@@ -236,6 +256,9 @@ def remove_everything_under(state_dir):
         subprocess.run([RUNTIME, "delete", "-f", cid], capture_output=True)
     for mp in sorted(mounts_under(state_dir), key=len, reverse=True):
         subprocess.run(["umount", "-l", mp], capture_output=True)
+    # unmounted, they detach themselves (autoclear); any still attached:
+    for dev in loops_under(state_dir):
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
     shutil.rmtree(state_dir, ignore_errors=True)
 
 

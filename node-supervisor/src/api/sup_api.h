@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "sbx/err.h"
+#include "sup_resources.h"
 #include "sup_types.h"
 
 #define SUP_API_MAX_ARGV 4096
@@ -24,8 +25,9 @@
 typedef struct sup_api_limits {
 	unsigned default_timeout_s; /* sandbox lifetime when none is given */
 	unsigned max_timeout_s;
+	sup_resources res_default;  /* limits when the request names none */
+	sup_resources res_max;      /* the most a request may ask for */
 } sup_api_limits;
-
 
 /* POST /v1/sandboxes. An empty body means all defaults. */
 int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim,
@@ -38,7 +40,9 @@ int sup_api_parse_exec_obj(json_t *obj, const char *const *skip, sup_exec_spec *
 
 json_t *sup_api_render_sandbox(const sup_sandbox_view *v);
 /* stdout/stderr: UTF-8 text; invalid sequences become U+FFFD and the exact
- * bytes are added as stdout_b64 / stderr_b64. */
+ * bytes are added as stdout_b64 / stderr_b64. A result the supervisor made
+ * up when the agent let its deadline pass (st.kill_unconfirmed) says
+ * "kill_confirmed": false; the route adds its "error". */
 json_t *sup_api_render_exec(const sup_exec_result *r);
 /* The end of a streamed exec: exit_code / signal, duration_ms, timed_out
  * and the byte counts streamed. */

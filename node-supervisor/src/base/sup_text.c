@@ -1,5 +1,6 @@
 #include "sup_text.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,4 +165,31 @@ uint8_t *sup_base64_decode(const char *s, size_t n, size_t *out_len, size_t *bad
 	}
 	*out_len = o;
 	return out;
+}
+
+int sup_parse_size(const char *s, uint64_t max, uint64_t *out, sbx_err *err)
+{
+	char *end;
+	errno = 0;
+	if (s[0] < '0' || s[0] > '9')
+		return sbx_err_set(err, -EINVAL, "%s: not a number", s);
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return sbx_err_set(err, -EINVAL, "%s: not a number", s);
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30, end++;
+	if (*end != '\0')
+		return sbx_err_set(err, -EINVAL, "%s: trailing characters", s);
+	if (shift && v > (max >> shift))
+		return sbx_err_set(err, -EINVAL, "%s: larger than %llu", s, (unsigned long long)max);
+	v <<= shift;
+	if (v > max)
+		return sbx_err_set(err, -EINVAL, "%s: larger than %llu", s, (unsigned long long)max);
+	*out = v;
+	return 0;
 }

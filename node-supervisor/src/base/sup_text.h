@@ -1,6 +1,7 @@
 /* Text helpers for rendering guest bytes and times into JSON: UTF-8
  * validation and repair, base64 decoding (sup_b64 encodes), RFC 3339,
- * signal names. Pure functions, no I/O, every output bounded by its input. */
+ * signal names; and sizes as the flags and requests write them ("512M").
+ * Pure functions, no I/O, every output bounded by its input. */
 #ifndef SUP_TEXT_H
 #define SUP_TEXT_H
 
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "sbx/err.h"
 #include "sup_b64.h" /* the encoder */
 
 /* True if p[0..n) is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
@@ -30,5 +32,9 @@ void sup_rfc3339(time_t t, char *buf, size_t size);
 /* "KILL", "TERM", "RTMIN+3"... into buf; false for a number that is not a
  * signal on this system (buf then holds the number as text). */
 bool sup_signal_name(int sig, char *buf, size_t size);
+
+/* Decimal with optional K/M/G suffix (powers of 1024), at most max:
+ * 0, or -EINVAL naming s. */
+int sup_parse_size(const char *s, uint64_t max, uint64_t *out, sbx_err *err);
 
 #endif

@@ -1,3 +1,6 @@
+/* sup_agent: the connection, generic calls and their deadlines, the
+ * liveness ping, limits (see sup_agent.h). The exec adapter is in
+ * sup_agent_exec.c. */
 #include "sup_agent.h"
 
 #include <errno.h>
@@ -9,6 +12,7 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
@@ -21,58 +25,222 @@
 struct sup_agent_call {
 	sup_agent *agent;
 	uint64_t id;
-	const sup_agent_call_cbs *cbs; /* NULL once cancelled */
+	const sup_agent_call_cbs *cbs; /* NULL once cancelled or timed out */
 	void *ud;
 	TAILQ_ENTRY(sup_agent_call) link;
+	char op[24];                   /* for messages */
+	/* The deadline: a budget of time the clock may run (see sup_agent.h). */
+	sup_agent_wait wait;
+	uint64_t timeout_ms;           /* the op's own; non-zero: the budget is never refilled */
+	struct event *timer;           /* NULL: no deadline */
+	uint64_t budget_ms;
+	struct timespec since;         /* while running: when the clock started */
+	bool running;
+	size_t held;                   /* cost handed to the caller, not given back yet */
+	bool eof_sent;                 /* SENDS: the caller's input has ended */
+	bool starved;                  /* SENDS: a send found no credit */
 };
 
 TAILQ_HEAD(sup_call_list, sup_agent_call);
 
-/* Exec adapter: channel names to sup_chan, END map to sup_exec_status. */
-struct sup_exec_call {
-	sup_agent_call *call;
-	const sup_exec_cbs *cbs;
-	void *ud;
-	uint8_t *in;      /* stdin still to send, then EOF */
-	size_t in_len;
-	size_t in_off;
-	bool in_pending;  /* EOF not sent yet */
-};
-
 struct sup_agent {
 	sbx_proto_conn *conn;
+	struct event_base *base;
+	sup_agent_opts o;
+	char name[48];                 /* the sandbox's id, for logs */
 	struct event *handshake_timer;
+	struct event *live_timer;      /* quiet watch, then the ping's deadline */
+	struct event *blame_ev;        /* sup_agent_blame: drop on the next turn */
+	char blame[SBX_ERR_MSG_MAX];
+	uint64_t ping_id;              /* 0: no ping outstanding */
+	struct timespec ping_sent;
+	struct timespec last_in;       /* the last frame from the agent */
 	const sup_agent_cbs *cbs;
 	void *ud;
 	struct sup_call_list calls;
-	unsigned dispatching; /* > 0 while inside a conn callback */
-	bool freed;           /* sup_agent_free ran while dispatching */
-	bool lost;            /* on_lost delivered */
+	unsigned ncalls, nwaiting;
+	unsigned dispatching;          /* > 0 while inside a conn callback */
+	bool freed;                    /* sup_agent_free ran while dispatching */
+	bool lost;                     /* on_lost delivered */
 };
 
-static void agent_release(sup_agent *a)
+static void now(struct timespec *t)
 {
-	if (a->handshake_timer)
-		event_free(a->handshake_timer);
-	free(a);
+	clock_gettime(CLOCK_MONOTONIC, t);
+}
+
+static uint64_t ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	now(&t);
+	int64_t ms = (int64_t)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+	return ms < 0 ? 0 : (uint64_t)ms;
+}
+
+static void timer_add_ms(struct event *ev, uint64_t ms)
+{
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+	evtimer_add(ev, &tv);
+}
+
+/* ---- a call's deadline ---- */
+
+static bool clock_should_run(const sup_agent_call *call)
+{
+	if (!call->timer || !call->cbs || call->held)
+		return false;
+	if (call->wait == SUP_AGENT_WAIT_SENDS && !call->timeout_ms)
+		return call->eof_sent || call->starved;
+	return true;
+}
+
+/* Start or stop the clock as the call's state says; the budget keeps what
+ * is left while it stands. */
+static void clock_update(sup_agent_call *call)
+{
+	bool run = clock_should_run(call);
+	if (run == call->running)
+		return;
+	call->running = run;
+	if (!run) {
+		uint64_t spent = ms_since(&call->since);
+		call->budget_ms = spent < call->budget_ms ? call->budget_ms - spent : 0;
+		event_del(call->timer);
+		return;
+	}
+	now(&call->since);
+	timer_add_ms(call->timer, call->budget_ms);
+}
+
+/* A frame of the call came: an idle budget starts again. */
+static void clock_refill(sup_agent_call *call)
+{
+	if (!call->timer || call->timeout_ms)
+		return;
+	call->budget_ms = call->agent->o.idle_ms;
+	if (call->running) {
+		now(&call->since);
+		timer_add_ms(call->timer, call->budget_ms);
+	}
+}
+
+static void call_free(sup_agent_call *call)
+{
+	sup_agent *a = call->agent;
+	TAILQ_REMOVE(&a->calls, call, link);
+	a->ncalls--;
+	if (call->cbs)
+		a->nwaiting--;
+	if (call->timer)
+		event_free(call->timer);
+	free(call);
 }
 
 static void call_finish(sup_agent_call *call, int rc, const msgpack_object *result,
 			const sbx_err *err)
 {
+	const sup_agent_call_cbs *cbs = call->cbs;
+	void *ud = call->ud;
 	sup_agent *a = call->agent;
+	if (cbs) {
+		call->cbs = NULL;
+		a->nwaiting--;
+	}
 	TAILQ_REMOVE(&a->calls, call, link);
-	if (call->cbs)
-		call->cbs->on_done(call, rc, result, err, call->ud);
+	a->ncalls--;
+	if (call->timer)
+		event_free(call->timer);
+	if (cbs)
+		cbs->on_done(call, rc, result, err, ud);
 	free(call);
 }
+
+/* No caller waits any more: CANCEL, and the stream stays open (and
+ * counted) until the agent's END/ERR frees it silently. */
+static void call_abandon(sup_agent_call *call)
+{
+	sup_agent *a = call->agent;
+	if (call->cbs)
+		a->nwaiting--;
+	call->cbs = NULL;
+	call->ud = NULL;
+	clock_update(call);
+	if (!a->conn || a->lost) {
+		call_free(call);
+		return;
+	}
+	sbx_err e;
+	if (sbx_proto_conn_cancel(a->conn, call->id, &e) == 0)
+		return;
+	sup_warn("agent %s: cancel stream %llu: %s", a->name, (unsigned long long)call->id, e.msg);
+	sbx_proto_conn_set_stream_data(a->conn, call->id, NULL);
+	call_free(call);
+}
+
+/* Our callbacks may free the agent; release it only once we unwound. */
+static void agent_release(sup_agent *a)
+{
+	if (a->handshake_timer)
+		event_free(a->handshake_timer);
+	if (a->live_timer)
+		event_free(a->live_timer);
+	if (a->blame_ev)
+		event_free(a->blame_ev);
+	free(a);
+}
+
+static void dispatch_begin(sup_agent *a)
+{
+	a->dispatching++;
+}
+
+static void dispatch_end(sup_agent *a)
+{
+	a->dispatching--;
+	if (a->freed && !a->dispatching)
+		agent_release(a);
+}
+
+static void call_late(evutil_socket_t fd, short what, void *ud)
+{
+	sup_agent_call *call = ud;
+	sup_agent *a = call->agent;
+	(void)fd;
+	(void)what;
+	call->running = false;
+	call->budget_ms = 0;
+	const sup_agent_call_cbs *cbs = call->cbs;
+	void *cud = call->ud;
+	sbx_err e;
+	if (call->timeout_ms)
+		sbx_err_set(&e, -ETIME,
+			    "the agent did not end %s within its timeout of %llu ms and %u ms of grace",
+			    call->op, (unsigned long long)call->timeout_ms, a->o.grace_ms);
+	else
+		sbx_err_set(&e, -ETIME, "the agent sent nothing on %s for %u ms", call->op,
+			    a->o.idle_ms);
+	dispatch_begin(a);
+	/* The caller hears first (the call is still whole for it), then the
+	 * stream is cancelled, unless the caller's answer lost the agent. */
+	if (cbs)
+		a->nwaiting--;
+	call->cbs = NULL;
+	call->ud = NULL;
+	if (cbs)
+		cbs->on_done(call, -ETIME, NULL, &e, cud);
+	if (!a->lost && !a->freed)
+		call_abandon(call);
+	dispatch_end(a);
+}
+
+/* ---- the connection ---- */
 
 static void fail_all_calls(sup_agent *a, int code, const char *why)
 {
 	sup_agent_call *call;
 	while ((call = TAILQ_FIRST(&a->calls)) != NULL) {
 		sbx_err e;
-		sbx_err_set(&e, code, "agent connection: %s", why);
+		sbx_err_set(&e, code, "%s", why);
 		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): the callee unlinks it first; the analyzer cannot follow sys/queue.h */
 		call_finish(call, code, NULL, &e);
 	}
@@ -88,12 +256,24 @@ static void agent_lost(sup_agent *a, int code, const char *why)
 		sbx_proto_conn_free(a->conn);
 		a->conn = NULL;
 	}
+	if (a->live_timer)
+		event_del(a->live_timer);
+	if (a->handshake_timer)
+		event_del(a->handshake_timer);
 	fail_all_calls(a, code, why);
 	if (a->freed)
 		return; /* a call's on_done freed us: the owner knows */
 	sbx_err e;
 	sbx_err_set(&e, code, "%s", why);
 	a->cbs->on_lost(a, &e, a->ud);
+}
+
+/* The same from one of our own callbacks (a timer, the library's). */
+static void agent_lose(sup_agent *a, int code, const char *why)
+{
+	dispatch_begin(a);
+	agent_lost(a, code, why);
+	dispatch_end(a);
 }
 
 static int map_agent_code(sbx_proto_code code)
@@ -127,103 +307,104 @@ static int map_agent_code(sbx_proto_code code)
 	}
 }
 
-static bool obj_is_nil(const msgpack_object *o)
+/* ---- liveness ---- */
+
+static void ping_answered(sup_agent *a)
 {
-	return !o || o->type == MSGPACK_OBJECT_NIL;
+	a->ping_id = 0;
+	if (a->o.ping_after_ms)
+		timer_add_ms(a->live_timer, a->o.ping_after_ms);
 }
 
-static bool obj_int(const msgpack_object *o, int64_t *v)
+static void on_live(evutil_socket_t fd, short what, void *ud)
 {
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-		if (o->via.u64 > INT64_MAX)
-			return false;
-		*v = (int64_t)o->via.u64;
-		return true;
-	}
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		*v = o->via.i64;
-		return true;
-	}
-	return false;
-}
-
-int sup_agent_parse_exec_result(const msgpack_object *r, sup_exec_status *st, sbx_err *err)
-{
-	memset(st, 0, sizeof(*st));
-	if (!r || r->type != MSGPACK_OBJECT_MAP)
-		return sbx_err_set(err, -EPROTO, "exec result is not a map");
-	const msgpack_object *ec = sbx_proto_map_get(r, "exit_code");
-	const msgpack_object *sg = sbx_proto_map_get(r, "signal");
-	int64_t v;
-	if (!obj_is_nil(ec) && obj_is_nil(sg)) {
-		if (!obj_int(ec, &v) || v < 0 || v > 255)
-			return sbx_err_set(err, -EPROTO, "exec result: exit_code not in 0..255");
-		st->exited = true;
-		st->exit_code = (int)v;
-	} else if (obj_is_nil(ec) && !obj_is_nil(sg)) {
-		if (!obj_int(sg, &v) || v < 1 || v > 64)
-			return sbx_err_set(err, -EPROTO, "exec result: signal not in 1..64");
-		st->signal = (int)v;
-	} else {
-		return sbx_err_set(err, -EPROTO, "exec result: want exactly one of exit_code and signal");
-	}
-	const msgpack_object *to = sbx_proto_map_get(r, "timed_out");
-	if (!obj_is_nil(to)) {
-		if (to->type != MSGPACK_OBJECT_BOOLEAN)
-			return sbx_err_set(err, -EPROTO, "exec result: timed_out not a bool");
-		st->timed_out = to->via.boolean;
-	}
-	const msgpack_object *du = sbx_proto_map_get(r, "duration_us");
-	if (!obj_is_nil(du)) {
-		if (du->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-			return sbx_err_set(err, -EPROTO, "exec result: duration_us not a uint");
-		st->duration_us = du->via.u64;
-	}
-	const msgpack_object *ru = sbx_proto_map_get(r, "rusage");
-	if (!obj_is_nil(ru)) {
-		static const char *const keys[] = { "max_rss_kb", "user_ms", "sys_ms" };
-		uint64_t *dst[] = { &st->max_rss_kb, &st->user_ms, &st->sys_ms };
-		if (ru->type != MSGPACK_OBJECT_MAP)
-			return sbx_err_set(err, -EPROTO, "exec result: rusage not a map");
-		for (size_t i = 0; i < 3; i++) {
-			const msgpack_object *x = sbx_proto_map_get(ru, keys[i]);
-			if (!x || x->type != MSGPACK_OBJECT_POSITIVE_INTEGER || x->via.u64 > (1ull << 53))
-				return sbx_err_set(err, -EPROTO, "exec result: rusage.%s not a uint", keys[i]);
-			*dst[i] = x->via.u64;
-		}
-		st->has_rusage = true;
-	}
-	return 0;
-}
-
-static void on_stream_frame(sup_agent *a, const sbx_proto_frame *f)
-{
-	sup_agent_call *call = sbx_proto_conn_stream_data(a->conn, f->id);
-	if (!call) {
-		/* A stream we did not open through sup_agent_call_start: the peer
-		 * opened one (we serve nothing), or one we already let go of. */
-		if (f->kind == SBX_PROTO_REQ)
-			sbx_proto_conn_fail(a->conn, f->id, SBX_PROTO_E_UNKNOWN_OP,
-					    "the supervisor serves no requests", NULL);
-		else if (f->kind == SBX_PROTO_DATA || f->kind == SBX_PROTO_EVENT)
-			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
+	sup_agent *a = ud;
+	(void)fd;
+	(void)what;
+	if (a->lost || a->freed || !a->conn)
 		return;
+	dispatch_begin(a);
+	uint64_t quiet = ms_since(&a->last_in);
+	if (a->ping_id && quiet < ms_since(&a->ping_sent) && quiet < a->o.ping_timeout_ms) {
+		/* Frames came since the ping: a busy agent works through the
+		 * requests we queued before it. Alive; the answer may come. */
+		timer_add_ms(a->live_timer, a->o.ping_timeout_ms - quiet);
+	} else if (a->ping_id) {
+		char why[128];
+		snprintf(why, sizeof(why),
+			 "the agent did not answer a ping: nothing came from it for %u ms",
+			 a->o.ping_timeout_ms);
+		agent_lost(a, -EPROTO, why);
+	} else {
+		uint64_t id = 0;
+		sbx_err e;
+		if (quiet < a->o.ping_after_ms) {
+			timer_add_ms(a->live_timer, a->o.ping_after_ms - quiet);
+		} else if (sbx_proto_conn_request(a->conn, SBX_OP_PING, NULL, 0, &id, &e) < 0) {
+			/* every stream the agent allows is ours: their own deadlines
+			 * watch it until one ends */
+			sup_warn("agent %s: cannot ping: %s", a->name, e.msg);
+			timer_add_ms(a->live_timer, a->o.ping_after_ms);
+		} else {
+			a->ping_id = id;
+			now(&a->ping_sent);
+			timer_add_ms(a->live_timer, a->o.ping_timeout_ms);
+		}
 	}
+	dispatch_end(a);
+}
+
+static void on_blame(evutil_socket_t fd, short what, void *ud)
+{
+	(void)fd;
+	(void)what;
+	agent_lose(ud, -EPROTO, ((sup_agent *)ud)->blame);
+}
+
+void sup_agent_blame(sup_agent *a, const char *fmt, ...)
+{
+	if (!a || a->lost || a->freed || a->blame[0])
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(a->blame, sizeof(a->blame), fmt, ap);
+	va_end(ap);
+	if (!a->blame[0])
+		snprintf(a->blame, sizeof(a->blame), "the agent broke the protocol");
+	sup_warn("agent %s: %s; dropping the connection", a->name, a->blame);
+	if (!a->blame_ev)
+		a->blame_ev = evtimer_new(a->base, on_blame, a);
+	if (a->blame_ev)
+		timer_add_ms(a->blame_ev, 0);
+	else
+		agent_lost(a, -EPROTO, a->blame); /* out of memory: at once */
+}
+
+/* ---- frames from the agent ---- */
+
+static void on_call_frame(sup_agent *a, sup_agent_call *call, const sbx_proto_frame *f)
+{
 	switch (f->kind) {
 	case SBX_PROTO_DATA:
+		clock_refill(call);
 		if (!call->cbs || f->data_len == 0) {
 			/* Cancelled, or a bare eof: nothing to pass on. */
 			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
 			return;
 		}
+		call->held += f->body_len;
+		clock_update(call);
 		call->cbs->on_data(call, f->ch ? f->ch : "", f->ch ? f->ch_len : 0, f->data,
 				   f->data_len, f->body_len, call->ud);
 		return;
 	case SBX_PROTO_EVENT:
+		clock_refill(call);
 		if (!call->cbs || !call->cbs->on_event) {
 			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
 			return;
 		}
+		call->held += f->body_len;
+		clock_update(call);
 		call->cbs->on_event(call, &f->args, f->body_len, call->ud);
 		return;
 	case SBX_PROTO_END:
@@ -240,23 +421,32 @@ static void on_stream_frame(sup_agent *a, const sbx_proto_frame *f)
 		return;
 	}
 	default:
-		/* CTL/CANCEL/REQ on a stream we opened make no sense from the
-		 * responder; ignore rather than trust them. */
+		/* CTL/CANCEL on a stream we opened: the library refuses those. */
 		return;
 	}
 }
 
-/* Our callbacks may free the agent; release it only once we unwound. */
-static void dispatch_begin(sup_agent *a)
+static void on_stream_frame(sup_agent *a, const sbx_proto_frame *f)
 {
-	a->dispatching++;
-}
-
-static void dispatch_end(sup_agent *a)
-{
-	a->dispatching--;
-	if (a->freed && !a->dispatching)
-		agent_release(a);
+	if (a->ping_id && f->id == a->ping_id) {
+		if (f->kind == SBX_PROTO_END || f->kind == SBX_PROTO_ERR)
+			ping_answered(a);
+		else if (f->kind == SBX_PROTO_DATA || f->kind == SBX_PROTO_EVENT)
+			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
+		return;
+	}
+	sup_agent_call *call = sbx_proto_conn_stream_data(a->conn, f->id);
+	if (!call) {
+		/* A stream we did not open through sup_agent_call_start: the peer
+		 * opened one (we serve nothing), or one we already let go of. */
+		if (f->kind == SBX_PROTO_REQ)
+			sbx_proto_conn_fail(a->conn, f->id, SBX_PROTO_E_UNKNOWN_OP,
+					    "the supervisor serves no requests", NULL);
+		else if (f->kind == SBX_PROTO_DATA || f->kind == SBX_PROTO_EVENT)
+			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
+		return;
+	}
+	on_call_frame(a, call, f);
 }
 
 static void conn_on_ready(sbx_proto_conn *c, void *ud)
@@ -265,6 +455,9 @@ static void conn_on_ready(sbx_proto_conn *c, void *ud)
 	(void)c;
 	if (a->handshake_timer)
 		event_del(a->handshake_timer);
+	now(&a->last_in);
+	if (a->o.ping_after_ms)
+		timer_add_ms(a->live_timer, a->o.ping_after_ms);
 	dispatch_begin(a);
 	a->cbs->on_ready(a, a->ud);
 	dispatch_end(a);
@@ -274,6 +467,7 @@ static void conn_on_frame(sbx_proto_conn *c, const sbx_proto_frame *f, void *ud)
 {
 	sup_agent *a = ud;
 	(void)c;
+	now(&a->last_in);
 	dispatch_begin(a);
 	on_stream_frame(a, f);
 	dispatch_end(a);
@@ -281,6 +475,10 @@ static void conn_on_frame(sbx_proto_conn *c, const sbx_proto_frame *f, void *ud)
 
 static void call_writable(sup_agent_call *call)
 {
+	if (call->starved) {
+		call->starved = false;
+		clock_update(call);
+	}
 	if (call->cbs && call->cbs->on_writable)
 		call->cbs->on_writable(call, call->ud);
 }
@@ -290,9 +488,13 @@ static void conn_on_writable(sbx_proto_conn *c, uint64_t id, void *ud)
 	sup_agent *a = ud;
 	dispatch_begin(a);
 	if (id) {
+		/* Credit came, or the socket drained while the stream waited for
+		 * room: either way the agent moved on this stream. */
 		sup_agent_call *call = sbx_proto_conn_stream_data(c, id);
-		if (call)
+		if (call) {
+			clock_refill(call);
 			call_writable(call);
+		}
 	} else {
 		sup_agent_call *call, *next;
 		for (call = TAILQ_FIRST(&a->calls); call && !a->lost && !a->freed; call = next) {
@@ -303,24 +505,42 @@ static void conn_on_writable(sbx_proto_conn *c, uint64_t id, void *ud)
 	dispatch_end(a);
 }
 
+/* Whatever the guest did wrong reaches callers as an agent error (502),
+ * never as one of the client's statuses: the library names a frame over
+ * our limit -E2BIG and bad msgpack -EBADMSG, which would read as a
+ * client's too-large or bad request one level up. */
+static int guest_code(int code)
+{
+	switch (code) {
+	case -ENOMEM:       /* ours */
+	case -ECONNRESET:   /* the agent closed the connection */
+	case -ECONNABORTED: /* ... with an err frame */
+		return code;
+	default:
+		return -EPROTO;
+	}
+}
+
 static void conn_on_close(sbx_proto_conn *c, const sbx_err *why, void *ud)
 {
 	sup_agent *a = ud;
 	(void)c;
-	dispatch_begin(a);
-	agent_lost(a, why && why->code ? why->code : -ECONNRESET,
-		   why && why->msg[0] ? why->msg : "closed by the agent");
-	dispatch_end(a);
+	int code = guest_code(why && why->code ? why->code : -ECONNRESET);
+	char msg[SBX_ERR_MSG_MAX];
+	if (!why || !why->msg[0])
+		snprintf(msg, sizeof(msg), "the agent closed the connection");
+	else if (code == -EPROTO)
+		snprintf(msg, sizeof(msg), "the agent broke the protocol: %.400s", why->msg);
+	else
+		snprintf(msg, sizeof(msg), "agent connection: %.400s", why->msg);
+	agent_lose(a, code, msg);
 }
 
 static void on_handshake_timeout(evutil_socket_t fd, short what, void *ud)
 {
-	sup_agent *a = ud;
 	(void)fd;
 	(void)what;
-	dispatch_begin(a);
-	agent_lost(a, -ETIMEDOUT, "no hello from the agent in time");
-	dispatch_end(a);
+	agent_lose(ud, -ETIMEDOUT, "no hello from the agent in time");
 }
 
 static const sbx_proto_conn_cbs conn_cbs = {
@@ -330,9 +550,46 @@ static const sbx_proto_conn_cbs conn_cbs = {
 	.on_close = conn_on_close,
 };
 
-int sup_agent_connect(struct event_base *base, const char *socket_path,
-		      unsigned handshake_timeout_ms, const sup_agent_cbs *cbs, void *ud,
-		      sup_agent **out, sbx_err *err)
+int sup_agent_open(struct event_base *base, int fd, const char *name,
+		   unsigned handshake_timeout_ms, const sup_agent_opts *opts,
+		   const sup_agent_cbs *cbs, void *ud, sup_agent **out, sbx_err *err)
+{
+	sup_agent *a = calloc(1, sizeof(*a));
+	if (!a) {
+		close(fd);
+		return sbx_err_set(err, -ENOMEM, "agent");
+	}
+	TAILQ_INIT(&a->calls);
+	a->base = base;
+	a->o = *opts;
+	snprintf(a->name, sizeof(a->name), "%s", name ? name : "?");
+	a->cbs = cbs;
+	a->ud = ud;
+	a->handshake_timer = evtimer_new(base, on_handshake_timeout, a);
+	a->live_timer = evtimer_new(base, on_live, a);
+	if (!a->handshake_timer || !a->live_timer) {
+		close(fd);
+		agent_release(a);
+		return sbx_err_set(err, -ENOMEM, "agent timers");
+	}
+	timer_add_ms(a->handshake_timer, handshake_timeout_ms);
+	sbx_proto_conn_opts copts = {
+		.is_client = true,
+		.agent = SUP_AGENT_NAME,
+		.frame_timeout_ms = opts->frame_ms,
+	};
+	a->conn = sbx_proto_conn_new(base, fd, &copts, &conn_cbs, a, err);
+	if (!a->conn) {
+		agent_release(a);
+		return err->code;
+	}
+	*out = a;
+	return 0;
+}
+
+int sup_agent_connect(struct event_base *base, const char *socket_path, const char *name,
+		      unsigned handshake_timeout_ms, const sup_agent_opts *opts,
+		      const sup_agent_cbs *cbs, void *ud, sup_agent **out, sbx_err *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(socket_path) >= sizeof(sa.sun_path))
@@ -344,30 +601,10 @@ int sup_agent_connect(struct event_base *base, const char *socket_path,
 	/* A unix stream connect completes at once or fails (EAGAIN: backlog full). */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return sbx_err_sys(err, -errno, "connect %s", socket_path);
-
-	sup_agent *a = calloc(1, sizeof(*a));
-	if (!a)
-		return sbx_err_set(err, -ENOMEM, "agent");
-	TAILQ_INIT(&a->calls);
-	a->cbs = cbs;
-	a->ud = ud;
-	a->handshake_timer = evtimer_new(base, on_handshake_timeout, a);
-	if (!a->handshake_timer) {
-		free(a);
-		return sbx_err_set(err, -ENOMEM, "agent handshake timer");
-	}
-	struct timeval tv = { handshake_timeout_ms / 1000, (handshake_timeout_ms % 1000) * 1000 };
-	evtimer_add(a->handshake_timer, &tv);
-	sbx_proto_conn_opts opts = {
-		.is_client = true,
-		.agent = SUP_AGENT_NAME,
-	};
-	a->conn = sbx_proto_conn_new(base, sbx_steal_fd(&fd), &opts, &conn_cbs, a, err);
-	if (!a->conn) {
-		agent_release(a);
+	int rc = sup_agent_open(base, sbx_steal_fd(&fd), name, handshake_timeout_ms, opts, cbs, ud,
+				out, err);
+	if (rc < 0)
 		return sbx_err_wrap(err, "agent connection %s", socket_path);
-	}
-	*out = a;
 	return 0;
 }
 
@@ -382,7 +619,7 @@ void sup_agent_free(sup_agent *a)
 		a->conn = NULL;
 	}
 	a->lost = true; /* no on_lost after an explicit free */
-	fail_all_calls(a, -ECONNABORTED, "closed by the supervisor");
+	fail_all_calls(a, -ECONNABORTED, "agent connection: closed by the supervisor");
 	a->freed = true;
 	if (!a->dispatching)
 		agent_release(a);
@@ -396,18 +633,39 @@ const char *sup_agent_peer(const sup_agent *a)
 	return p ? p : "";
 }
 
-int sup_agent_encode_exec_args(const sup_exec_spec *spec, const sup_env *base_env,
-			       sbx_proto_args *a, sbx_err *err)
+void sup_agent_stats_get(const sup_agent *a, sup_agent_stats *st)
 {
-	if (!spec->x.argv == !spec->x.cmd)
-		return sbx_err_set(err, -EINVAL, "exec: exactly one of argv and cmd");
-	sbx_proto_exec_encode(&spec->x, base_env, a);
+	st->streams = a->ncalls;
+	st->waiting = a->nwaiting;
+	st->queued = a->conn ? sbx_proto_conn_pending_output(a->conn) : 0;
+}
+
+/* ---- calls ---- */
+
+/* What the agent already holds of ours stops a new call (503, not a queue). */
+static int check_limits(sup_agent *a, const char *op, size_t args_len, sbx_err *err)
+{
+	/* one stream stays free for the ping */
+	uint32_t peer = sbx_proto_conn_peer_max_streams(a->conn);
+	if (a->ncalls >= a->o.max_streams || a->ncalls + 1 >= peer)
+		return sbx_err_set(err, -EAGAIN,
+				   "%s: %u streams are open to the agent (at most %u); try again later",
+				   op, a->ncalls, a->o.max_streams < peer - 1 ? a->o.max_streams : peer - 1);
+	if (a->nwaiting >= a->o.max_waiting)
+		return sbx_err_set(err, -EAGAIN,
+				   "%s: %u requests wait on the agent (at most %u); try again later", op,
+				   a->nwaiting, a->o.max_waiting);
+	size_t queued = sbx_proto_conn_pending_output(a->conn);
+	if (queued + args_len > a->o.max_queued)
+		return sbx_err_set(err, -EAGAIN,
+				   "%s: %zu bytes wait to be read by the agent (at most %zu); try again later",
+				   op, queued, a->o.max_queued);
 	return 0;
 }
 
 int sup_agent_call_start(sup_agent *a, const char *op, const void *args, size_t args_len,
-			 const sup_agent_call_cbs *cbs, void *ud, sup_agent_call **out,
-			 sbx_err *err)
+			 sup_agent_wait wait, uint64_t timeout_ms, const sup_agent_call_cbs *cbs,
+			 void *ud, sup_agent_call **out, sbx_err *err)
 {
 	if (!a->conn || a->lost || !sbx_proto_conn_ready(a->conn))
 		return sbx_err_set(err, -ECONNRESET, "agent connection is not up");
@@ -416,11 +674,23 @@ int sup_agent_call_start(sup_agent *a, const char *op, const void *args, size_t 
 		return sbx_err_set(err, -E2BIG,
 				   "%s request of %zu bytes is larger than the agent accepts (%u)", op,
 				   args_len, sbx_proto_conn_peer_max_frame(a->conn));
+	int rc = check_limits(a, op, args_len, err);
+	if (rc < 0)
+		return rc;
 	sup_agent_call *call = calloc(1, sizeof(*call));
 	if (!call)
 		return sbx_err_set(err, -ENOMEM, "agent call");
-	int rc = sbx_proto_conn_request(a->conn, op, args, args_len, &call->id, err);
+	if (timeout_ms || wait != SUP_AGENT_WAIT_QUIET) {
+		call->timer = evtimer_new(a->base, call_late, call);
+		if (!call->timer) {
+			free(call);
+			return sbx_err_set(err, -ENOMEM, "agent call");
+		}
+	}
+	rc = sbx_proto_conn_request(a->conn, op, args, args_len, &call->id, err);
 	if (rc < 0) {
+		if (call->timer)
+			event_free(call->timer);
 		free(call);
 		if (rc == -EBUSY)
 			return sbx_err_set(err, -EAGAIN, "too many requests in flight on this sandbox");
@@ -429,8 +699,15 @@ int sup_agent_call_start(sup_agent *a, const char *op, const void *args, size_t 
 	call->agent = a;
 	call->cbs = cbs;
 	call->ud = ud;
+	snprintf(call->op, sizeof(call->op), "%s", op);
+	call->wait = wait;
+	call->timeout_ms = timeout_ms;
+	call->budget_ms = timeout_ms ? timeout_ms + a->o.grace_ms : a->o.idle_ms;
 	sbx_proto_conn_set_stream_data(a->conn, call->id, call);
 	TAILQ_INSERT_TAIL(&a->calls, call, link);
+	a->ncalls++;
+	a->nwaiting++;
+	clock_update(call);
 	*out = call;
 	return 0;
 }
@@ -438,6 +715,8 @@ int sup_agent_call_start(sup_agent *a, const char *op, const void *args, size_t 
 void sup_agent_call_consumed(sup_agent_call *call, size_t cost)
 {
 	sup_agent *a = call->agent;
+	call->held = cost < call->held ? call->held - cost : 0;
+	clock_update(call);
 	if (a->conn && !a->lost)
 		sbx_proto_conn_consumed(a->conn, call->id, cost);
 }
@@ -454,11 +733,19 @@ static int call_fit(sup_agent_call *call, size_t n, size_t *m, sbx_err *err)
 	return 0;
 }
 
-/* A send of m bytes that found no room after all sent none. */
-static int call_sent(int rc, size_t m)
+/* A send of m bytes (of n wanted) is over: rc as the caller sees it, and
+ * the deadline told whether the call now waits for the agent's credit. */
+static int call_sent(sup_agent_call *call, int rc, size_t m, size_t n)
 {
-	if (rc == -EAGAIN)
-		return 0;
+	if (rc == -EAGAIN) {
+		rc = 0;
+		m = 0;
+	}
+	bool starved = rc >= 0 && m < n;
+	if (starved != call->starved) {
+		call->starved = starved;
+		clock_update(call);
+	}
 	return rc < 0 ? rc : (int)m;
 }
 
@@ -467,10 +754,16 @@ int sup_agent_call_send(sup_agent_call *call, const char *ch, const uint8_t *p, 
 {
 	size_t m = 0;
 	int rc = call_fit(call, n, &m, err);
-	if (rc < 0 || (n && m == 0))
+	if (rc < 0)
 		return rc;
+	if (n && m == 0)
+		return call_sent(call, 0, 0, n);
 	rc = sbx_proto_conn_send_data(call->agent->conn, call->id, ch, p, m, eof && m == n, err);
-	return call_sent(rc, m);
+	if (rc >= 0 && eof && m == n && !call->eof_sent) {
+		call->eof_sent = true;
+		clock_update(call);
+	}
+	return call_sent(call, rc, m, n);
 }
 
 int sup_agent_call_send_from(sup_agent_call *call, const char *ch, struct evbuffer *src, size_t n,
@@ -478,172 +771,20 @@ int sup_agent_call_send_from(sup_agent_call *call, const char *ch, struct evbuff
 {
 	size_t m = 0;
 	int rc = call_fit(call, n, &m, err);
-	if (rc < 0 || m == 0)
+	if (rc < 0)
 		return rc;
+	if (m == 0)
+		return call_sent(call, 0, 0, n);
 	rc = sbx_proto_conn_send_data_from(call->agent->conn, call->id, ch, src, m, err);
-	return call_sent(rc, m);
+	return call_sent(call, rc, m, n);
 }
 
 void sup_agent_call_cancel(sup_agent_call *call)
 {
-	sup_agent *a = call->agent;
-	call->cbs = NULL;
-	call->ud = NULL;
-	if (a->conn && !a->lost) {
-		sbx_err e;
-		/* The stream stays open until the agent's END/ERR; the call is
-		 * freed then, silently. */
-		if (sbx_proto_conn_cancel(a->conn, call->id, &e) == 0)
-			return;
-		sup_warn("cancel stream %llu: %s", (unsigned long long)call->id, e.msg);
-		sbx_proto_conn_set_stream_data(a->conn, call->id, NULL);
-	}
-	TAILQ_REMOVE(&a->calls, call, link);
-	free(call);
+	call_abandon(call);
 }
 
-/* ---- exec adapter ---- */
-
-sup_chan sup_agent_chan(const char *ch, size_t ch_len)
+sup_agent *sup_agent_call_agent(const sup_agent_call *call)
 {
-	if (ch_len == strlen(SBX_CH_STDOUT) && memcmp(ch, SBX_CH_STDOUT, ch_len) == 0)
-		return SUP_CH_STDOUT;
-	if (ch_len == strlen(SBX_CH_STDERR) && memcmp(ch, SBX_CH_STDERR, ch_len) == 0)
-		return SUP_CH_STDERR;
-	return 0;
-}
-
-static void exec_data(sup_agent_call *call, const char *ch, size_t ch_len, const uint8_t *p,
-		      size_t n, size_t cost, void *ud)
-{
-	sup_exec_call *x = ud;
-	sup_chan c = sup_agent_chan(ch, ch_len);
-	if (!c) {
-		/* A channel exec does not define: ignored, for forward compatibility. */
-		sup_agent_call_consumed(call, cost);
-		return;
-	}
-	x->cbs->on_data(x, c, p, n, cost, x->ud);
-}
-
-static void exec_done(sup_agent_call *call, int rc, const msgpack_object *result,
-		      const sbx_err *err, void *ud)
-{
-	sup_exec_call *x = ud;
-	sup_exec_status st;
-	sbx_err e;
-	(void)call;
-	if (rc == -ENOENT || rc == -EACCES || rc == -EEXIST || rc == -ENOSPC) {
-		/* For exec these are a command that could not start: 400 as before. */
-		e = *err;
-		e.code = -EINVAL;
-		err = &e;
-		rc = -EINVAL;
-	}
-	if (rc == 0) {
-		sbx_err_clear(&e);
-		rc = sup_agent_parse_exec_result(result, &st, &e);
-		if (rc < 0) {
-			sup_warn("agent %s: %s", sup_agent_peer(x->call->agent), e.msg);
-			err = &e;
-		}
-	}
-	x->cbs->on_done(x, rc, rc == 0 ? &st : NULL, rc == 0 ? NULL : err, x->ud);
-	free(x->in);
-	free(x);
-}
-
-/* Send what the credit allows of stdin, then EOF. */
-static void exec_pump_stdin(sup_exec_call *x)
-{
-	if (!x->call)
-		return;
-	sup_agent *a = x->call->agent;
-	sbx_err e;
-	while (x->in_pending && a->conn && !a->lost) {
-		size_t left = x->in_len - x->in_off;
-		size_t room = sbx_proto_conn_data_room(a->conn, x->call->id);
-		if (left && room == 0)
-			return; /* on_writable brings us back */
-		size_t n = left < room ? left : room;
-		int rc = sbx_proto_conn_send_data(a->conn, x->call->id, SBX_CH_STDIN,
-						  x->in + x->in_off, n, n == left, &e);
-		if (rc == -EAGAIN)
-			return;
-		if (rc < 0) {
-			/* The stream is gone (the agent refused or ended it): its
-			 * END/ERR tells the caller. */
-			x->in_pending = false;
-			break;
-		}
-		x->in_off += n;
-		if (n == left)
-			x->in_pending = false;
-	}
-	free(x->in);
-	x->in = NULL;
-}
-
-static void exec_writable(sup_agent_call *call, void *ud)
-{
-	(void)call;
-	sup_exec_call *x = ud;
-	if (x->in_pending)
-		exec_pump_stdin(x);
-}
-
-static const sup_agent_call_cbs exec_call_cbs = {
-	.on_data = exec_data,
-	.on_writable = exec_writable,
-	.on_done = exec_done,
-};
-
-int sup_agent_exec(sup_agent *a, const sup_exec_spec *spec, const sup_env *base_env,
-		   const sup_exec_cbs *cbs, void *ud, sup_exec_call **out, sbx_err *err)
-{
-	sbx_proto_args args;
-	sbx_proto_args_init(&args);
-	int rc = sup_agent_encode_exec_args(spec, base_env, &args, err);
-	sup_exec_call *x = NULL;
-	size_t len = 0;
-	const char *enc = rc < 0 ? NULL : sbx_proto_args_done(&args, &len);
-	if (rc < 0)
-		goto out;
-	if (!enc) {
-		rc = sbx_err_set(err, -ENOMEM, "exec args");
-		goto out;
-	}
-	x = calloc(1, sizeof(*x));
-	if (!x) {
-		rc = sbx_err_set(err, -ENOMEM, "exec call");
-		goto out;
-	}
-	x->cbs = cbs;
-	x->ud = ud;
-	rc = sup_agent_call_start(a, SBX_OP_EXEC, enc, len, &exec_call_cbs, x, &x->call, err);
-	if (rc < 0)
-		goto out;
-	if (spec->x.stdin_pipe) {
-		x->in = spec->stdin_data;
-		x->in_len = spec->stdin_len;
-		x->in_pending = true;
-		exec_pump_stdin(x);
-	}
-	*out = sbx_steal_ptr(&x);
-out:
-	free(x);
-	sbx_proto_args_destroy(&args);
-	return rc;
-}
-
-void sup_agent_exec_consumed(sup_exec_call *x, size_t cost)
-{
-	sup_agent_call_consumed(x->call, cost);
-}
-
-void sup_agent_exec_cancel(sup_exec_call *x)
-{
-	sup_agent_call_cancel(x->call);
-	free(x->in);
-	free(x);
+	return call->agent;
 }

@@ -1,8 +1,11 @@
 /* Agent client: one protocol connection (sbx_proto_conn, client side) to a
  * sandbox's agent socket, and the operations the supervisor runs over it.
- * Owns the connection, the handshake deadline, and one call object per
- * request in flight. Everything the agent sends is untrusted: results are
- * type- and range-checked here before anyone else sees them.
+ * Owns the connection, the handshake deadline, one call object per
+ * request in flight, and distrust of the guest: a deadline on every call,
+ * the liveness ping, the frame deadline, limits on what one agent may hold
+ * of ours, and the translation of every guest fault into an agent error
+ * (never a client's 4xx). Everything the agent sends is untrusted: results
+ * are type- and range-checked here before anyone else sees them.
  * It must not know about HTTP, pools or the registry; all of its callbacks
  * run on the event-loop thread.
  *
@@ -10,10 +13,26 @@
  * `cost`; the caller gives the cost back with sup_agent_exec_consumed()
  * once it has passed the bytes on. Until then the agent holds back (its
  * credit is spent), so a slow consumer blocks the command, never our
- * memory. A caller that buffers consumes at once. */
+ * memory. A caller that buffers consumes at once.
+ *
+ * Deadlines (the supervisor's, whatever the agent promises):
+ * - a call with its own timeout (exec's) must end within it plus grace_ms;
+ * - any other call that waits for an answer must see a frame of its stream
+ *   at least every idle_ms;
+ * - neither clock runs while the caller holds cost it has not given back
+ *   (a client reading slowly is not the agent's fault), nor, for a call
+ *   that streams input first, while that input waits for the client;
+ * - a call that passes its deadline ends with -ETIME (the stream is
+ *   cancelled on the agent); the connection goes on;
+ * - a connection quiet for ping_after_ms is pinged; nothing at all from
+ *   the agent for ping_timeout_ms before the answer (a busy agent answers
+ *   what we queued before the ping first), or a frame not whole frame_ms
+ *   after its first byte, and the connection is lost (on_lost), as on any
+ *   protocol violation. */
 #ifndef SUP_AGENT_H
 #define SUP_AGENT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <msgpack.h>
@@ -27,28 +46,59 @@ struct evbuffer;
 typedef struct sup_agent sup_agent;
 typedef struct sup_exec_call sup_exec_call;
 
+/* What one agent holds of ours now (for the sandbox's view). */
+typedef struct sup_agent_stats {
+	unsigned streams; /* our calls open on the connection, cancelled ones included */
+	unsigned waiting; /* of them, calls a caller still waits on */
+	size_t queued;    /* bytes queued towards the agent */
+} sup_agent_stats;
+
 typedef struct sup_agent_cbs {
 	/* Handshake done; requests may be sent. */
 	void (*on_ready)(sup_agent *a, void *ud);
-	/* The connection is over (or the handshake failed or timed out). Calls in
+	/* The connection is over (or the handshake failed or timed out, the
+	 * agent broke the protocol or missed a ping). why->code is -EPROTO for
+	 * what the agent did wrong, -ECONNRESET when it went away. Calls in
 	 * flight have already had their on_done. The owner frees the agent
 	 * (it may do so inside this call). */
 	void (*on_lost)(sup_agent *a, const sbx_err *why, void *ud);
 } sup_agent_cbs;
 
-/* Connect to the agent's unix socket and start the handshake. */
-int sup_agent_connect(struct event_base *base, const char *socket_path,
-		      unsigned handshake_timeout_ms, const sup_agent_cbs *cbs, void *ud,
-		      sup_agent **out, sbx_err *err);
+/* Connect to the agent's unix socket and start the handshake. name (the
+ * sandbox's id) is for logs. */
+int sup_agent_connect(struct event_base *base, const char *socket_path, const char *name,
+		      unsigned handshake_timeout_ms, const sup_agent_opts *opts,
+		      const sup_agent_cbs *cbs, void *ud, sup_agent **out, sbx_err *err);
+/* The same over a connected stream socket (taken). */
+int sup_agent_open(struct event_base *base, int fd, const char *name,
+		   unsigned handshake_timeout_ms, const sup_agent_opts *opts,
+		   const sup_agent_cbs *cbs, void *ud, sup_agent **out, sbx_err *err);
 /* Close the connection. Calls still in flight get on_done(-ECONNABORTED).
  * No agent callback runs after this returns. */
 void sup_agent_free(sup_agent *a);
 /* Peer's software name from its hello (for logs); "" before ready. */
 const char *sup_agent_peer(const sup_agent *a);
+void sup_agent_stats_get(const sup_agent *a, sup_agent_stats *st);
+/* The guest broke a promise above the framing (an answer of the wrong
+ * shape, bytes it did not announce): the connection is dropped on the next
+ * turn of the loop, so on_lost reports why (-EPROTO) and every call in
+ * flight ends as an agent error. Safe inside any callback. */
+void sup_agent_blame(sup_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- generic request streams (any operation) ---- */
 
 typedef struct sup_agent_call sup_agent_call;
+
+/* How a call waits on the agent, for its deadline. */
+typedef enum sup_agent_wait {
+	SUP_AGENT_WAIT_ANSWER = 0, /* an answer is due: idle_ms between frames */
+	SUP_AGENT_WAIT_SENDS,      /* the caller streams input first (upload, stdin): the
+				    * idle clock runs only while a send waits for the
+				    * agent's credit, and after the input's eof */
+	SUP_AGENT_WAIT_QUIET,      /* may rightly be silent for long (a watch, followed
+				    * output, a command without timeout): no call
+				    * deadline; the ping watches the agent */
+} sup_agent_wait;
 
 typedef struct sup_agent_call_cbs {
 	/* DATA bytes on a channel (name not NUL-terminated). Give the cost back
@@ -61,16 +111,21 @@ typedef struct sup_agent_call_cbs {
 	/* EVENT with its map. Optional: without it the cost is given back at once. */
 	void (*on_event)(sup_agent_call *call, const msgpack_object *map, size_t cost, void *ud);
 	/* Exactly once, unless cancelled first: rc 0 with the END result map,
-	 * or rc < 0 with err (mapping as for exec below). The call is freed
+	 * or rc < 0 with err (mapping as for exec below; -ETIME: the call's
+	 * deadline passed, the stream was cancelled). The call is invalid
 	 * after return. */
 	void (*on_done)(sup_agent_call *call, int rc, const msgpack_object *result,
 			const sbx_err *err, void *ud);
 } sup_agent_call_cbs;
 
-/* Open a stream: op with args (an encoded msgpack map, or NULL/0). */
+/* Open a stream: op with args (an encoded msgpack map, or NULL/0).
+ * timeout_ms: the operation's own timeout (the call's deadline is that
+ * plus grace_ms), 0 for none (the deadline follows wait). -EAGAIN when
+ * the agent already holds max_streams / max_waiting calls or max_queued
+ * bytes of ours. */
 int sup_agent_call_start(sup_agent *a, const char *op, const void *args, size_t args_len,
-			 const sup_agent_call_cbs *cbs, void *ud, sup_agent_call **out,
-			 sbx_err *err);
+			 sup_agent_wait wait, uint64_t timeout_ms, const sup_agent_call_cbs *cbs,
+			 void *ud, sup_agent_call **out, sbx_err *err);
 void sup_agent_call_consumed(sup_agent_call *call, size_t cost);
 /* Send bytes on channel ch towards the agent, as many as its credit and
  * the socket's room allow: returns how many went (0: none fit, on_writable
@@ -84,8 +139,10 @@ int sup_agent_call_send_from(sup_agent_call *call, const char *ch, struct evbuff
 			     sbx_err *err);
 /* Abandon the stream (CANCEL); no callback of this call runs any more. */
 void sup_agent_call_cancel(sup_agent_call *call);
+/* The agent a call runs on (to blame it). */
+sup_agent *sup_agent_call_agent(const sup_agent_call *call);
 
-/* ---- exec, typed on top of a call ---- */
+/* ---- exec, typed on top of a call (sup_agent_exec.c) ---- */
 
 /* The output stream a data frame's channel names; 0 for another channel. */
 sup_chan sup_agent_chan(const char *ch, size_t ch_len);
@@ -96,7 +153,10 @@ typedef struct sup_exec_cbs {
 	/* Exactly once, unless the call was cancelled first. rc 0: st is valid.
 	 * rc < 0: err says why (-EINVAL the agent refused the request, -EPROTO
 	 * it broke the protocol, -ECONNRESET/-ECONNABORTED the connection went,
-	 * -EAGAIN too many requests in flight). The call is freed after return. */
+	 * -EAGAIN too many requests in flight, -ETIME the supervisor's
+	 * deadline passed: then, for a command with a timeout, st is the
+	 * timed-out status (signal 9, timed_out, kill_unconfirmed), else NULL).
+	 * The call is freed after return. */
 	void (*on_done)(sup_exec_call *call, int rc, const sup_exec_status *st, const sbx_err *err,
 			void *ud);
 } sup_exec_cbs;

@@ -134,11 +134,30 @@ static void unlist(sup_core *c, sup_sandbox *sb)
 
 static void view_of(const sup_sandbox *sb, sup_sandbox_view *v)
 {
+	memset(v, 0, sizeof(*v));
 	v->id = sb->id;
 	v->state = sup_sb_state_name(sb->state);
 	v->image = sup_pools_image_of(sb);
 	v->created_at = sb->created_at;
 	v->expires_at = sb->expires_at;
+	if (sb->state == SUP_SB_FAILED)
+		v->reason = sb->reason[0] ? sb->reason : "the agent connection was lost";
+	if (sb->agent) {
+		sup_agent_stats st;
+		sup_agent_stats_get(sb->agent, &st);
+		v->agent_streams = st.streams;
+		v->agent_waiting = st.waiting;
+		v->agent_queued = st.queued;
+	}
+	v->agent_timeouts = sb->agent_timeouts;
+	v->resources = sb->res;
+}
+
+/* A call the agent let pass its deadline counts against the sandbox. */
+static void count_timeout(sup_sandbox *sb, const sbx_err *err)
+{
+	sb->agent_timeouts++;
+	sup_warn("sandbox %s: agent timeout (%u so far): %s", sb->id, sb->agent_timeouts, err->msg);
 }
 
 /* ---- destroy (DELETE, expiry, shutdown) ---- */
@@ -229,8 +248,13 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_create_req *req, sbx_err *err
 	evtimer_add(sb->expiry, &tv);
 	TAILQ_INSERT_TAIL(&c->listed, sb, reg_link);
 	sb->listed = true;
-	sup_info("sandbox %s: handed out (image %s, timeout %us, %zu env)", sb->id,
-		 sup_pools_image_of(sb), req->timeout_s, sb->env.n);
+	char cpus[16], mem[24], disk[24];
+	sup_resources_format_cpus(sb->res.cpu_milli, cpus, sizeof(cpus));
+	sup_resources_format_size(sb->res.memory, mem, sizeof(mem));
+	sup_resources_format_size(sb->res.disk, disk, sizeof(disk));
+	sup_info("sandbox %s: handed out (image %s, timeout %us, %zu env, cpus=%s,memory=%s,pids=%u,disk=%s)",
+		 sb->id, sup_pools_image_of(sb), req->timeout_s, sb->env.n, cpus, mem,
+		 (unsigned)sb->res.pids, disk);
 	return 0;
 }
 
@@ -270,7 +294,8 @@ int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, vo
 	op->u.create.cb = cb;
 	const char *image = op->u.create.req.image ? op->u.create.req.image : "host";
 	sup_sandbox *now = NULL;
-	int rc = sup_pools_acquire(c->pools, image, on_acquired, op, &now, &op->u.create.acq, err);
+	int rc = sup_pools_acquire(c->pools, image, &op->u.create.req.resources, on_acquired, op,
+				   &now, &op->u.create.acq, err);
 	if (rc < 0) {
 		sup_create_req_free(&op->u.create.req);
 		free(op);
@@ -293,6 +318,14 @@ int sup_core_get(sup_core *c, const char *id, sup_sandbox_view *out, sbx_err *er
 	if (!sb)
 		return sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
 	view_of(sb, out);
+	/* Read now: a few cgroup files and a statfs, no process. A sandbox
+	 * on its way out may have lost its cgroup already: no usage then. */
+	sbx_err uerr;
+	if (sb->state != SUP_SB_DESTROYING &&
+	    sup_pools_usage(c->pools, sb, &out->usage, &uerr) == 0)
+		out->has_usage = true;
+	else if (sb->state != SUP_SB_DESTROYING)
+		sup_warn("sandbox %s: usage: %s", sb->id, uerr.msg);
 	return 0;
 }
 
@@ -365,6 +398,8 @@ static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
 	(void)call;
 	TAILQ_REMOVE(&op->sb->execs, op, link);
 	op->u.exec.call = NULL;
+	if (rc == -ETIME)
+		count_timeout(op->sb, err);
 	if (op->u.exec.scb) {
 		sup_exec_status s2;
 		if (rc == 0) {
@@ -374,7 +409,7 @@ static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
 				s2.duration_us = measured;
 		}
 		op->u.exec.scb->on_done(rc, rc == 0 ? &s2 : NULL, err, op->ud);
-	} else if (rc == 0) {
+	} else if (rc == 0 || (rc == -ETIME && st)) {
 		sup_exec_result r = {
 			.st = *st,
 			.out = op->u.exec.out.p,
@@ -389,7 +424,7 @@ static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
 		uint64_t measured = elapsed_us(&op->u.exec.start);
 		if (!r.st.duration_us || r.st.duration_us > measured)
 			r.st.duration_us = measured;
-		op->u.exec.cb(0, &r, NULL, op->ud);
+		op->u.exec.cb(rc, &r, err, op->ud);
 	} else {
 		op->u.exec.cb(rc, NULL, err, op->ud);
 	}
@@ -415,9 +450,8 @@ static sup_sandbox *running_sandbox(sup_core *c, const char *id, sbx_err *err)
 	else if (sb->state == SUP_SB_DESTROYING)
 		sbx_err_set(err, -EBUSY, "sandbox %s is being destroyed", sb->id);
 	else if (sb->state != SUP_SB_RUNNING || !sb->agent)
-		sbx_err_set(err, -ECONNRESET,
-			    "sandbox %s lost its agent connection; delete it and create another",
-			    sb->id);
+		sbx_err_set(err, -ECONNRESET, "sandbox %s failed (%s); delete it and create another",
+			    sb->id, sb->reason[0] ? sb->reason : "the agent connection was lost");
 	else
 		return sb;
 	return NULL;
@@ -546,6 +580,8 @@ static void call_on_done(sup_agent_call *call, int rc, const msgpack_object *res
 	(void)call;
 	TAILQ_REMOVE(&op->sb->execs, op, link);
 	op->u.call.call = NULL;
+	if (rc == -ETIME)
+		count_timeout(op->sb, err);
 	op->u.call.cbs->on_done(rc, result, err, op->ud);
 	free(op);
 }
@@ -599,7 +635,7 @@ int sup_core_call(sup_core *c, const char *id, const char *opname, sbx_proto_arg
 	op->ud = ud;
 	op->sb = sb;
 	op->u.call.cbs = cbs;
-	rc = sup_agent_call_start(sb->agent, opname, enc, args_len, &call_cbs, op,
+	rc = sup_agent_call_start(sb->agent, opname, enc, args_len, cbs->wait, 0, &call_cbs, op,
 				  &op->u.call.call, err);
 	sbx_proto_args_destroy(args);
 	if (rc < 0) {
@@ -609,6 +645,13 @@ int sup_core_call(sup_core *c, const char *id, const char *opname, sbx_proto_arg
 	TAILQ_INSERT_TAIL(&sb->execs, op, link);
 	*opp = op;
 	return 0;
+}
+
+void sup_core_blame(sup_core *c, const char *id, const sbx_err *err)
+{
+	sup_sandbox *sb = err->code == -EPROTO ? lookup(c, id) : NULL;
+	if (sb && sb->agent)
+		sup_agent_blame(sb->agent, "%s", err->msg);
 }
 
 /* ---- cancel ---- */

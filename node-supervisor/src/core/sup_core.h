@@ -45,6 +45,8 @@ void sup_core_set_pools(sup_core *c, sup_pools *pools);
 typedef void (*sup_core_sandbox_cb)(int rc, const sup_sandbox_view *v, const sbx_err *err,
 				    void *ud);
 typedef void (*sup_core_done_cb)(int rc, const sbx_err *err, void *ud);
+/* rc 0 with r; rc < 0 with err, and for -ETIME of a command with a
+ * timeout also r: the timed-out result with what was captured. */
 typedef void (*sup_core_exec_cb)(int rc, const sup_exec_result *r, const sbx_err *err, void *ud);
 
 /* Hand out a sandbox of req->image with req's lifetime and env (req is
@@ -88,9 +90,10 @@ void sup_op_consumed(sup_op *op, size_t cost);
  * sandbox: op with args (an encoded msgpack map). Data and events arrive
  * with a cost the caller gives back with sup_op_consumed(); the END map or
  * the error comes once through on_done (-ENOENT, -EACCES, -EEXIST,
- * -ENOSPC, -E2BIG, -EINVAL from the agent's codes), also when the sandbox
- * is destroyed meanwhile. Everything handed over is the guest's:
- * callers validate it. */
+ * -ENOSPC, -E2BIG, -EINVAL from the agent's codes; -ETIME the agent let
+ * the call's deadline pass), also when the sandbox is destroyed
+ * meanwhile. Everything handed over is the guest's: callers validate it,
+ * and blame the sandbox (sup_core_blame) for what does not hold. */
 typedef struct sup_core_call_cbs {
 	void (*on_data)(const uint8_t *p, size_t n, size_t cost, void *ud);
 	/* Optional, for an op whose data are a command's output (proc.output):
@@ -101,6 +104,9 @@ typedef struct sup_core_call_cbs {
 	void (*on_done)(int rc, const msgpack_object *result, const sbx_err *err, void *ud);
 	/* Optional: the agent took bytes sent with sup_core_call_send; more may go. */
 	void (*on_writable)(void *ud);
+	/* How the call waits on the agent (its deadline): an answer is due
+	 * (the default), input is streamed first, or it may rightly be quiet. */
+	sup_agent_wait wait;
 } sup_core_call_cbs;
 /* args is finished and destroyed here, whatever happens. */
 int sup_core_call(sup_core *c, const char *id, const char *op, sbx_proto_args *args,
@@ -114,6 +120,15 @@ int sup_core_call_send(sup_op *op, const char *ch, const uint8_t *p, size_t n, b
  * copy (an upload's body); eof goes alone with sup_core_call_send. */
 int sup_core_call_send_from(sup_op *op, const char *ch, struct evbuffer *src, size_t n,
 			    sbx_err *err);
+
+/* What a caller found in the agent's answer (err): -EPROTO, naming what
+ * the agent did, is a promise broken above the framing (an answer of the
+ * wrong shape): its connection is dropped on the next turn of the loop and
+ * the sandbox fails with err's message as the reason (every call still in
+ * flight is answered as an agent error). Any other code is the caller's own
+ * (out of memory) and blames nobody; nothing either when the sandbox has
+ * no agent any more. */
+void sup_core_blame(sup_core *c, const char *id, const sbx_err *err);
 
 /* Withdraw an operation whose requester went away: its callback will not
  * run. A running exec is cancelled on the agent (the command is killed); a

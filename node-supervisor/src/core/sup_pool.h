@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "sbx/err.h"
+#include "sup_agent.h"
 #include "sup_runc.h"
 #include "sup_sandbox.h"
 #include "sup_workers.h"
@@ -32,10 +33,12 @@ typedef struct sup_pools_cfg {
 	unsigned max_sandboxes;        /* alive at once, all states */
 	unsigned acquire_timeout_ms;
 	unsigned handshake_timeout_ms; /* container up until the agent's hello */
+	sup_agent_opts agent;          /* deadlines, ping and limits of every agent connection */
 } sup_pools_cfg;
 
 typedef struct sup_pools_hooks {
-	/* A RUNNING sandbox's agent connection was lost; it is now FAILED. */
+	/* A RUNNING sandbox's agent connection was lost; it is now FAILED
+	 * (sb->reason says why). A pooled one is replaced instead. */
 	void (*on_failed)(sup_sandbox *sb, const sbx_err *why, void *ud);
 	void *ud;
 } sup_pools_hooks;
@@ -49,12 +52,16 @@ void sup_pools_start(sup_pools *p);
  * could be made in time / creation failed, -ESHUTDOWN. */
 typedef void (*sup_acquire_cb)(sup_sandbox *sb, int rc, const sbx_err *err, void *ud);
 
-/* Take a ready sandbox of image. Returns 0 with *now set (ready one, no
- * callback), or 0 with *wait set (cb runs later, cold create queued), or
- * a negative errno: -EINVAL unknown image, -EAGAIN at max_sandboxes,
- * -ESHUTDOWN. */
-int sup_pools_acquire(sup_pools *p, const char *image, sup_acquire_cb cb, void *ud,
-		      sup_sandbox **now, sup_acquire **wait, sbx_err *err);
+/* Take a ready sandbox of image and give it the limits res (every sandbox
+ * is made with the pools' defaults; the ones that differ are written into
+ * its cgroup and disk as it is handed out: sup_runc_set_limits). Returns 0
+ * with *now set (ready one, no callback), or 0 with *wait set (cb runs later,
+ * cold create queued), or a negative errno: -EINVAL unknown image, -EAGAIN
+ * at max_sandboxes or when the limits could not be applied (that sandbox is
+ * destroyed), -ESHUTDOWN. */
+int sup_pools_acquire(sup_pools *p, const char *image, const sup_resources *res,
+		      sup_acquire_cb cb, void *ud, sup_sandbox **now, sup_acquire **wait,
+		      sbx_err *err);
 /* Withdraw a waiting acquire (its requester went away); cb will not run. */
 void sup_pools_acquire_cancel(sup_acquire *a);
 
@@ -86,5 +93,7 @@ unsigned sup_pools_alive(const sup_pools *p);
 bool sup_pools_has_image(const sup_pools *p, const char *image);
 /* The image a sandbox was made from. */
 const char *sup_pools_image_of(const sup_sandbox *sb);
+/* What a made sandbox uses now (cgroup files and a statfs: no process). */
+int sup_pools_usage(const sup_pools *p, const sup_sandbox *sb, sup_usage *u, sbx_err *err);
 
 #endif

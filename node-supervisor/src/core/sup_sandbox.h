@@ -24,7 +24,8 @@ typedef enum sup_sb_state {
 	SUP_SB_CONNECTING, /* container up, protocol handshake in progress */
 	SUP_SB_READY,      /* in its pool, agent connected, not handed out */
 	SUP_SB_RUNNING,    /* handed out to a user */
-	SUP_SB_FAILED,     /* handed out, and the agent connection was lost */
+	SUP_SB_FAILED,     /* handed out, and the agent connection was lost
+			    * (it went away, broke the protocol, missed a ping) */
 	SUP_SB_DESTROYING, /* runtime destroy queued or running */
 } sup_sb_state;
 
@@ -36,7 +37,9 @@ struct sup_sandbox {
 	sup_sb_state state;
 	struct sup_pool *pool;     /* image it was made for */
 	sup_runc_box box;          /* valid from CONNECTING on */
+	sup_resources res;         /* limits in force, valid from CONNECTING on */
 	struct sup_agent *agent;   /* NULL unless CONNECTING, READY, RUNNING */
+	char reason[SBX_ERR_MSG_MAX];          /* FAILED: why the agent connection was lost */
 	TAILQ_ENTRY(sup_sandbox) ready_link; /* pool's ready list */
 	TAILQ_ENTRY(sup_sandbox) all_link;   /* every sandbox alive */
 
@@ -46,6 +49,7 @@ struct sup_sandbox {
 	time_t expires_at;
 	sup_env env;
 	struct event *expiry;
+	unsigned agent_timeouts;              /* calls the agent let pass their deadline */
 	bool listed;                          /* in the core's registry */
 	TAILQ_ENTRY(sup_sandbox) reg_link;    /* core's registry, creation order */
 	TAILQ_HEAD(, sup_op) execs;           /* execs in flight */

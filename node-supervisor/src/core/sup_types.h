@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "sbx/proto_exec.h"
+#include "sup_resources.h"
 
 typedef sbx_proto_kv sup_kv;
 typedef sbx_proto_env sup_env;
@@ -41,6 +42,7 @@ typedef struct sup_create_req {
 	char *image;          /* NULL: "host" */
 	unsigned timeout_s;
 	sup_env env;
+	sup_resources resources; /* every figure set: the request's over the defaults */
 } sup_create_req;
 
 void sup_create_req_free(sup_create_req *r);
@@ -52,6 +54,14 @@ typedef struct sup_sandbox_view {
 	const char *image;
 	time_t created_at;
 	time_t expires_at;
+	const char *reason;      /* state "failed": why; NULL otherwise */
+	unsigned agent_streams;  /* calls open on the agent connection */
+	unsigned agent_waiting;  /* requests waiting on the agent */
+	size_t agent_queued;     /* bytes queued towards the agent */
+	unsigned agent_timeouts; /* calls the agent let pass their deadline */
+	sup_resources resources; /* in force */
+	bool has_usage;          /* usage read (GET of one sandbox; lists leave it out) */
+	sup_usage usage;
 } sup_sandbox_view;
 
 /* An output stream of a command. */
@@ -66,12 +76,28 @@ typedef struct sup_exec_status {
 	int exit_code;        /* 0..255 */
 	int signal;           /* 1..64 */
 	bool timed_out;
+	bool kill_unconfirmed; /* the supervisor's deadline passed: the agent never
+			        * confirmed the kill (the result is ours, not its) */
+	bool oom_killed;      /* the kernel killed it for the sandbox's memory limit */
 	uint64_t duration_us; /* command run time */
 	bool has_rusage;      /* the agent reported the three below */
 	uint64_t max_rss_kb;
 	uint64_t user_ms;
 	uint64_t sys_ms;
 } sup_exec_status;
+
+/* How far the supervisor trusts a sandbox's agent: deadlines (ms) and
+ * what one agent may hold of ours (see sup_agent.h). */
+typedef struct sup_agent_opts {
+	unsigned grace_ms;        /* after a call's own timeout */
+	unsigned idle_ms;         /* silence on a call that waits for an answer */
+	unsigned ping_after_ms;   /* a connection this quiet is pinged */
+	unsigned ping_timeout_ms; /* after a ping, nothing from the agent this long: lost */
+	unsigned frame_ms;        /* a frame begun must be whole within */
+	unsigned max_streams;     /* streams open at once (cancelled ones included) */
+	unsigned max_waiting;     /* calls a caller waits on */
+	size_t max_queued;        /* bytes queued towards the agent for a new call */
+} sup_agent_opts;
 
 /* An exec whose output was captured into bounded buffers. */
 typedef struct sup_exec_result {

@@ -403,6 +403,7 @@ static void simple_done(int rc, const msgpack_object *res, const sbx_err *err, v
 	json_t *body = rc == 0 && q->render ? q->render(q, res, &e) : NULL;
 	if (rc == 0 && q->render && !body && !e.code)
 		sbx_err_set(&e, -ENOMEM, "out of memory");
+	sup_core_blame(q->f->core, q->id, &e);
 	if (rc < 0 || e.code)
 		sup_http_fail(q->r, rc < 0 ? err : &e);
 	else

@@ -79,10 +79,14 @@ int sup_files_parse_get(const sup_http_in *in, void *ctx, void *state, sbx_err *
 	return 0;
 }
 
-/* A started download the agent broke: cut, so the client sees it short. */
-static void agent_broke(sup_fq *q, const char *why)
+/* A download the agent broke (-EPROTO: the sandbox is blamed) or we could
+ * not go on with (-ENOMEM): an error before the reply started, a cut after
+ * it, so the client sees it short. */
+static void agent_broke(sup_fq *q, int code, const char *why)
 {
 	sbx_err e;
+	sbx_err_set(&e, code, "%s", why);
+	sup_core_blame(q->f->core, q->id, &e);
 	if (q->op) {
 		sup_op_cancel(q->op);
 		q->op = NULL;
@@ -92,7 +96,6 @@ static void agent_broke(sup_fq *q, const char *why)
 		sup_http_cut(q->r, why);
 		return;
 	}
-	sbx_err_set(&e, -EPROTO, "%s", why);
 	sup_http_fail(q->r, &e);
 }
 
@@ -108,7 +111,7 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 {
 	sup_fq *q = ud;
 	if (q->started) {
-		agent_broke(q, "agent: a second event on file.read");
+		agent_broke(q, -EPROTO, "agent: a second event on file.read");
 		return;
 	}
 	json_t *st = json_object();
@@ -134,7 +137,7 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 		rc = sbx_err_set(&e, -EPROTO, "agent: file.read range is not the one asked for");
 	off = q->want_off;
 	if (rc < 0) {
-		agent_broke(q, e.msg);
+		agent_broke(q, e.code, e.msg);
 		return;
 	}
 	sup_op_consumed(q->op, cost);
@@ -171,12 +174,12 @@ static void on_data(const uint8_t *p, size_t n, size_t cost, void *ud)
 {
 	sup_fq *q = ud;
 	if (!q->started || n > q->length - q->sent) {
-		agent_broke(q, "agent: file.read sent bytes beyond what it announced");
+		agent_broke(q, -EPROTO, "agent: file.read sent bytes beyond what it announced");
 		return;
 	}
 	q->sent += n;
 	if (evbuffer_add(q->chunk, p, n) < 0) {
-		agent_broke(q, "out of memory");
+		agent_broke(q, -ENOMEM, "out of memory");
 		return;
 	}
 	sup_http_write(q->r, q->chunk);
@@ -194,7 +197,7 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 		sup_http_cut(q->r, err->msg);
 	else if (!q->started || !sbx_proto_get_uint(result, "bytes", &bytes) || bytes != q->sent ||
 		 q->sent != q->length)
-		agent_broke(q, "agent: file.read ended short (the file shrank?) or its count is wrong");
+		agent_broke(q, -EPROTO, "agent: file.read ended short (the file shrank?) or its count is wrong");
 	else
 		sup_http_end(q->r);
 }
@@ -225,9 +228,10 @@ static void suffix_done(int rc, const msgpack_object *result, const sbx_err *err
 	sbx_err e;
 	sbx_err_clear(&e);
 	q->op = NULL;
-	if (rc == 0 && !sbx_proto_get_uint(result, "size", &size))
+	if (rc == 0 && !sbx_proto_get_uint(result, "size", &size)) {
 		rc = sbx_err_set(&e, -EPROTO, "agent: fs.stat without a size");
-	else if (rc == 0 && size == 0) {
+		sup_core_blame(q->f->core, q->id, &e);
+	} else if (rc == 0 && size == 0) {
 		sup_http_header(q->r, "Content-Range", "bytes */0");
 		rc = sbx_err_set(&e, -ERANGE, "the file is empty");
 	} else if (rc == 0) {

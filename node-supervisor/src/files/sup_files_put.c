@@ -116,9 +116,10 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	uint64_t size = 0;
 	sbx_err e;
 	q->op = NULL;
-	if (rc == 0 && (!q->put_eof || !sbx_proto_get_uint(result, "size", &size) || size != q->put_got))
+	if (rc == 0 && (!q->put_eof || !sbx_proto_get_uint(result, "size", &size) || size != q->put_got)) {
 		rc = sbx_err_set(&e, -EPROTO, "agent: file.write ended early or miscounted");
-	else if (rc < 0)
+		sup_core_blame(q->f->core, q->id, &e);
+	} else if (rc < 0)
 		e = *err;
 	if (rc < 0) {
 		sup_http_fail(q->r, &e);
@@ -133,7 +134,11 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	sup_http_json(q->r, q->overwrite ? 200 : 201, body);
 }
 
-static const sup_core_call_cbs put_cbs = { .on_done = on_done, .on_writable = pump };
+static const sup_core_call_cbs put_cbs = {
+	.on_done = on_done,
+	.on_writable = pump,
+	.wait = SUP_AGENT_WAIT_SENDS, /* a slow client is not the agent's fault */
+};
 
 int sup_files_act_put(sup_http_req *r, void *state, sbx_err *err)
 {

@@ -142,6 +142,7 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 			json_decref(o);
 			sup_op_cancel(q->op);
 			q->op = NULL;
+			sup_core_blame(q->f->core, q->id, &e);
 			sup_http_fail(q->r, &e);
 			return;
 		}
@@ -149,7 +150,7 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 			sup_warn("http GET fs/watch sandbox %s: no keepalive (out of memory)", q->id);
 	}
 	if (!o) {
-		sup_warn("sandbox %s: %s", q->id, e.msg);
+		sup_core_blame(q->f->core, q->id, &e);
 		end_with(q, end_error("agent_error", e.msg));
 		return;
 	}
@@ -164,8 +165,10 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	sbx_err e;
 	q->op = NULL;
 	if (!q->stream) {
-		if (rc == 0)
+		if (rc == 0) {
 			sbx_err_set(&e, -EPROTO, "agent: fs.watch ended before it was ready");
+			sup_core_blame(q->f->core, q->id, &e);
+		}
 		sup_http_fail(q->r, rc < 0 ? err : &e);
 		return;
 	}
@@ -176,8 +179,9 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	}
 	if (!result || result->type != MSGPACK_OBJECT_MAP ||
 	    !sbx_proto_get_str(result, "reason", &r, &rl) || rl != 7 || memcmp(r, "deleted", 7) != 0) {
-		sup_warn("sandbox %s: agent: fs.watch ended without a known reason", q->id);
-		end_with(q, end_error("agent_error", "agent: fs.watch ended without a known reason"));
+		sbx_err_set(&e, -EPROTO, "agent: fs.watch ended without a known reason");
+		sup_core_blame(q->f->core, q->id, &e);
+		end_with(q, end_error("agent_error", e.msg));
 		return;
 	}
 	json_t *o = json_pack("{s:s}", "reason", "deleted");
@@ -189,6 +193,7 @@ static void on_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 static const sup_core_call_cbs watch_cbs = {
 	.on_event = on_event,
 	.on_done = on_done,
+	.wait = SUP_AGENT_WAIT_QUIET, /* a folder may not change for hours */
 };
 
 int sup_files_parse_watch(const sup_http_in *in, void *ctx, void *state, sbx_err *err)

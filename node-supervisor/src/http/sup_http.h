@@ -142,6 +142,9 @@ void sup_http_log_tag(sup_http_req *r, const char *fmt, ...) __attribute__((form
 /* A note before the status in the log line ("client went away after 3 bytes"). */
 void sup_http_note(sup_http_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* How every JSON body is dumped: compact, reals with 12 significant digits
+ * ("cpus":0.1, "cpu_seconds":1.234567, not jansson's 0.10000000000000001). */
+#define SUP_HTTP_JSON_DUMP (JSON_COMPACT | JSON_REAL_PRECISION(12))
 /* The JSON reply (reference taken; NULL: no body) that ends the request. */
 void sup_http_json(sup_http_req *r, int status, json_t *body);
 /* An error reply {"error":{"code","message"[,"path"]}} for err, its status
@@ -184,7 +187,7 @@ void sup_http_body_start(sup_http_req *r, void (*on_ready)(void *ud), void *ud);
 /* > 0: that many body bytes (<= max) at the front of *buf, for the caller
  * to move out and report with _took; 0 the body is complete; -EAGAIN wait
  * for on_ready; -EINVAL bad chunked framing; -ENODATA the client's end
- * came first; -ETIME it sent nothing for body_timeout_s. */
+ * came first; -ENOLINK it sent nothing for body_timeout_s (408). */
 int sup_http_body(sup_http_req *r, size_t max, struct evbuffer **buf, sbx_err *err);
 void sup_http_body_took(sup_http_req *r, size_t n);
 

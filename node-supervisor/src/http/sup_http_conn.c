@@ -512,7 +512,7 @@ int sup_http_body(sup_http_req *r, size_t max, struct evbuffer **buf, sbx_err *e
 	struct evbuffer *in = sup_conn_input(c);
 	bool more;
 	if (r->timed_out && !r->body_done)
-		return sbx_err_set(err, -ETIME, "the request body sent nothing for %u s",
+		return sbx_err_set(err, -ENOLINK, "the request body sent nothing for %u s",
 				   c->h->cfg.body_timeout_s);
 	/* libevent reads 4 KiB per read event (sbx/bev_fill.h): a body would
 	 * go on in pieces that small. */

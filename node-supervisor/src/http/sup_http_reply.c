@@ -101,10 +101,10 @@ void sup_http_json(sup_http_req *r, int status, json_t *body)
 	}
 	/* Most answers fit the stack; a bigger one is dumped again, sized. */
 	if (body) {
-		len = json_dumpb(body, small, sizeof(small) - 1, JSON_COMPACT);
+		len = json_dumpb(body, small, sizeof(small) - 1, SUP_HTTP_JSON_DUMP);
 		if (len && len < sizeof(small) - 1)
 			out = small;
-		else if (len && (big = malloc(len + 1)) && json_dumpb(body, big, len, JSON_COMPACT) == len)
+		else if (len && (big = malloc(len + 1)) && json_dumpb(body, big, len, SUP_HTTP_JSON_DUMP) == len)
 			out = big;
 		if (out)
 			out[len++] = '\n';

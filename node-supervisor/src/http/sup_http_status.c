@@ -2,7 +2,9 @@
  * the same way; a family's own row (family set) comes first for it. The
  * convention behind it: EPERM is the supervisor's own refusal (a policy, a
  * root exec), EACCES the sandbox's (its kernel or agent); ENAMETOOLONG is a
- * bad request everywhere. */
+ * bad request everywhere. Three waits: ETIME is the agent's (it let the
+ * supervisor's deadline pass: 504 agent_timeout), ENOLINK the client's (its
+ * body went quiet: 408), ETIMEDOUT any other (504 timeout). */
 #include "sup_http.h"
 
 #include <errno.h>
@@ -20,7 +22,7 @@ static const struct status_row {
 	{ -EPERM, 403, "forbidden", NULL },
 	{ -EACCES, 403, "permission_denied", NULL },
 	{ -ENOENT, 404, "not_found", NULL },
-	{ -ETIME, 408, "request_timeout", NULL },
+	{ -ENOLINK, 408, "request_timeout", NULL },
 	{ -EBUSY, 409, "conflict", NULL },
 	{ -EEXIST, 409, "exists", NULL },
 	{ -E2BIG, 413, "too_large", NULL },
@@ -37,6 +39,7 @@ static const struct status_row {
 	{ -EAGAIN, 503, "unavailable", NULL },
 	{ -ESHUTDOWN, 503, "shutting_down", NULL },
 	{ -ETIMEDOUT, 504, "timeout", NULL },
+	{ -ETIME, 504, "agent_timeout", NULL },
 	{ -ENOSPC, 507, "no_space", NULL },
 };
 

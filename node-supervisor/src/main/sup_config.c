@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sup_log.h"
+#include "sup_text.h"
 
 void sup_config_defaults(sup_config *c)
 {
@@ -33,7 +35,28 @@ void sup_config_defaults(sup_config *c)
 	c->body_timeout_s = 60;
 	c->idle_timeout_s = 60;
 	c->drain_timeout_s = 10;
+	c->agent = (sup_agent_opts){
+		.grace_ms = 2000,
+		.idle_ms = 30000,
+		.ping_after_ms = 10000,
+		.ping_timeout_ms = 5000,
+		.frame_ms = 5000,
+		/* at least what legit work needs: the agent serves 1024 streams
+		 * and --max-execs goes up to 1000 */
+		.max_streams = 1024,
+		.max_waiting = 1000,
+		.max_queued = 8u << 20,
+	};
 	c->log_level = SUP_LOG_INFO;
+	sup_resources_default(&c->res_default);
+	/* The ceiling: the machine's CPUs and memory; the disk images are
+	 * sparse files of this size (see sup_disk.h). */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	c->res_max.cpu_milli = (uint32_t)(cpus > 0 && cpus < 4096 ? cpus : 1) * 1000u;
+	c->res_max.memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 1ull << 30;
+	c->res_max.pids = 32768;
+	c->res_max.disk = 50ull << 30;
 }
 
 void sup_config_release(sup_config *c)
@@ -71,6 +94,24 @@ void sup_config_usage(const char *prog)
 	       "                         a streamed one (default 60)\n"
 	       "  --idle-timeout SEC     keep-alive between requests; a client not reading (default 60)\n"
 	       "  --drain-timeout SEC    requests in flight at SIGTERM may run this long (default 10)\n"
+	       "  --agent-grace SEC      an exec's timeout plus this, and the agent must have\n"
+	       "                         ended it (default 2; fractions allowed)\n"
+	       "  --agent-idle-timeout SEC  a call waiting for the agent's answer fails after\n"
+	       "                         this long without a frame (default 30)\n"
+	       "  --agent-ping-interval SEC  ping an agent connection quiet this long (default 10)\n"
+	       "  --agent-ping-timeout SEC  no answer to the ping within this: sandbox failed\n"
+	       "                         (default 5)\n"
+	       "  --agent-frame-timeout SEC  a frame from the agent must be whole this long after\n"
+	       "                         its first byte (default 5)\n"
+	       "  --agent-max-streams N  streams open to one agent (default 1024)\n"
+	       "  --agent-max-waiting N  requests waiting on one agent (default 1000)\n"
+	       "  --agent-max-queued SIZE  bytes queued towards one agent (default 8M)\n"
+	       "  --default-resources cpus=C,memory=SIZE,pids=N,disk=SIZE\n"
+	       "                         limits of a sandbox whose create names none (default\n"
+	       "                         cpus=1,memory=1G,pids=1024,disk=10G; keys left out keep theirs)\n"
+	       "  --max-resources cpus=C,memory=SIZE,pids=N,disk=SIZE\n"
+	       "                         the most a create may ask for (default: this machine's CPUs\n"
+	       "                         and memory, pids=32768, disk=50G)\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
@@ -109,30 +150,27 @@ int sup_config_parse_listen(const char *s, char *host, size_t host_size, uint16_
 	return 0;
 }
 
-int sup_config_parse_size(const char *s, uint64_t max, uint64_t *out, sbx_err *err)
+int sup_config_parse_secs(const char *s, unsigned lo_ms, unsigned hi_ms, unsigned *ms,
+			  sbx_err *err)
 {
 	char *end;
 	errno = 0;
-	if (s[0] < '0' || s[0] > '9')
-		return sbx_err_set(err, -EINVAL, "%s: not a number", s);
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return sbx_err_set(err, -EINVAL, "%s: not a number", s);
-	unsigned shift = 0;
-	if (*end == 'K' || *end == 'k')
-		shift = 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20, end++;
-	else if (*end == 'G' || *end == 'g')
-		shift = 30, end++;
-	if (*end != '\0')
-		return sbx_err_set(err, -EINVAL, "%s: trailing characters", s);
-	if (shift && v > (max >> shift))
-		return sbx_err_set(err, -EINVAL, "%s: larger than %llu", s, (unsigned long long)max);
-	v <<= shift;
-	if (v > max)
-		return sbx_err_set(err, -EINVAL, "%s: larger than %llu", s, (unsigned long long)max);
-	*out = v;
+	if ((s[0] < '0' || s[0] > '9') && s[0] != '.')
+		return sbx_err_set(err, -EINVAL, "%s: not a number of seconds", s);
+	double v = strtod(s, &end);
+	if (errno || *end != '\0' || !(v >= 0) || v * 1000.0 > (double)hi_ms + 0.5 ||
+	    v * 1000.0 < (double)lo_ms - 0.5)
+		return sbx_err_set(err, -EINVAL, "%s: want %.3g to %.6g seconds", s, lo_ms / 1000.0,
+				   hi_ms / 1000.0);
+	*ms = (unsigned)(v * 1000.0 + 0.5);
+	return 0;
+}
+
+static int parse_ms(const char *name, const char *s, unsigned lo_ms, unsigned hi_ms, unsigned *ms,
+		    sbx_err *err)
+{
+	if (sup_config_parse_secs(s, lo_ms, hi_ms, ms, err) < 0)
+		return sbx_err_wrap(err, "--%s", name);
 	return 0;
 }
 
@@ -140,7 +178,7 @@ static int parse_uint(const char *name, const char *s, uint64_t lo, uint64_t hi,
 		      sbx_err *err)
 {
 	uint64_t v = 0;
-	if (sup_config_parse_size(s, hi, &v, err) < 0)
+	if (sup_parse_size(s, hi, &v, err) < 0)
 		return sbx_err_wrap(err, "--%s", name);
 	if (v < lo)
 		return sbx_err_set(err, -EINVAL, "--%s %s: at least %llu", name, s,
@@ -180,7 +218,9 @@ enum {
 	OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_OUTPUT, OPT_MAX_OUTPUT_TOTAL, OPT_MAX_EXECS, OPT_ALLOW_ROOT, OPT_MAX_SANDBOXES, OPT_WORKERS,
 	OPT_ACQUIRE_TIMEOUT, OPT_READY_TIMEOUT, OPT_MAX_TIMEOUT, OPT_LOG_LEVEL, OPT_PRINT_EXAMPLE, OPT_HELP,
 	OPT_VERSION, OPT_POLICY, OPT_MAX_UPLOAD, OPT_MAX_CONNS, OPT_HEAD_TIMEOUT, OPT_BODY_TIMEOUT,
-	OPT_IDLE_TIMEOUT, OPT_DRAIN_TIMEOUT,
+	OPT_IDLE_TIMEOUT, OPT_DRAIN_TIMEOUT, OPT_AGENT_GRACE, OPT_AGENT_IDLE, OPT_AGENT_PING,
+	OPT_AGENT_PING_TIMEOUT, OPT_AGENT_FRAME, OPT_AGENT_MAX_STREAMS, OPT_AGENT_MAX_WAITING,
+	OPT_AGENT_MAX_QUEUED, OPT_DEFAULT_RESOURCES, OPT_MAX_RESOURCES,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -210,6 +250,16 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT },
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 		{ "drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT },
+		{ "agent-grace", required_argument, NULL, OPT_AGENT_GRACE },
+		{ "agent-idle-timeout", required_argument, NULL, OPT_AGENT_IDLE },
+		{ "agent-ping-interval", required_argument, NULL, OPT_AGENT_PING },
+		{ "agent-ping-timeout", required_argument, NULL, OPT_AGENT_PING_TIMEOUT },
+		{ "agent-frame-timeout", required_argument, NULL, OPT_AGENT_FRAME },
+		{ "agent-max-streams", required_argument, NULL, OPT_AGENT_MAX_STREAMS },
+		{ "agent-max-waiting", required_argument, NULL, OPT_AGENT_MAX_WAITING },
+		{ "agent-max-queued", required_argument, NULL, OPT_AGENT_MAX_QUEUED },
+		{ "default-resources", required_argument, NULL, OPT_DEFAULT_RESOURCES },
+		{ "max-resources", required_argument, NULL, OPT_MAX_RESOURCES },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -256,24 +306,24 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			c->policy_file = optarg;
 			break;
 		case OPT_MAX_BODY:
-			if (sup_config_parse_size(optarg, 1ull << 30, &sz, err) < 0)
+			if (sup_parse_size(optarg, 1ull << 30, &sz, err) < 0)
 				return sbx_err_wrap(err, "--max-body");
 			if (sz < 1024)
 				return sbx_err_set(err, -EINVAL, "--max-body: at least 1024");
 			c->max_body = (size_t)sz;
 			break;
 		case OPT_MAX_UPLOAD:
-			if (sup_config_parse_size(optarg, UINT64_MAX / 2, &sz, err) < 0)
+			if (sup_parse_size(optarg, UINT64_MAX / 2, &sz, err) < 0)
 				return sbx_err_wrap(err, "--max-upload");
 			c->max_upload = sz;
 			break;
 		case OPT_MAX_OUTPUT:
-			if (sup_config_parse_size(optarg, 1ull << 30, &sz, err) < 0)
+			if (sup_parse_size(optarg, 1ull << 30, &sz, err) < 0)
 				return sbx_err_wrap(err, "--max-output");
 			c->max_output = (size_t)sz;
 			break;
 		case OPT_MAX_OUTPUT_TOTAL:
-			if (sup_config_parse_size(optarg, 64ull << 30, &sz, err) < 0)
+			if (sup_parse_size(optarg, 64ull << 30, &sz, err) < 0)
 				return sbx_err_wrap(err, "--max-output-total");
 			c->max_output_total = (size_t)sz;
 			break;
@@ -326,6 +376,50 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			if (parse_uint("drain-timeout", optarg, 0, 3600, &c->drain_timeout_s, err) < 0)
 				return err->code;
 			break;
+		case OPT_AGENT_GRACE:
+			if (parse_ms("agent-grace", optarg, 0, 3600000, &c->agent.grace_ms, err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_IDLE:
+			if (parse_ms("agent-idle-timeout", optarg, 10, 86400000, &c->agent.idle_ms, err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_PING:
+			if (parse_ms("agent-ping-interval", optarg, 10, 86400000, &c->agent.ping_after_ms, err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_PING_TIMEOUT:
+			if (parse_ms("agent-ping-timeout", optarg, 10, 3600000, &c->agent.ping_timeout_ms,
+				     err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_FRAME:
+			if (parse_ms("agent-frame-timeout", optarg, 10, 3600000, &c->agent.frame_ms, err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_MAX_STREAMS:
+			if (parse_uint("agent-max-streams", optarg, 1, 65536, &c->agent.max_streams, err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_MAX_WAITING:
+			if (parse_uint("agent-max-waiting", optarg, 1, 65536, &c->agent.max_waiting, err) < 0)
+				return err->code;
+			break;
+		case OPT_AGENT_MAX_QUEUED:
+			if (sup_parse_size(optarg, 1ull << 30, &sz, err) < 0)
+				return sbx_err_wrap(err, "--agent-max-queued");
+			if (sz < 65536)
+				return sbx_err_set(err, -EINVAL, "--agent-max-queued: at least 64K");
+			c->agent.max_queued = (size_t)sz;
+			break;
+		case OPT_DEFAULT_RESOURCES:
+			if (sup_resources_parse_spec("--default-resources", optarg, &c->res_default, err) < 0)
+				return err->code;
+			break;
+		case OPT_MAX_RESOURCES:
+			if (sup_resources_parse_spec("--max-resources", optarg, &c->res_max, err) < 0)
+				return err->code;
+			break;
 		case OPT_LOG_LEVEL: {
 			sup_log_level l;
 			if (sup_log_level_parse(optarg, &l) < 0)
@@ -351,6 +445,8 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 	}
 	if (optind < argc)
 		return sbx_err_set(err, -EINVAL, "unexpected argument %s", argv[optind]);
+	if (sup_resources_check_max("--default-resources ", &c->res_default, &c->res_max, err) < 0)
+		return err->code;
 	if (c->default_timeout_s > c->max_timeout_s)
 		c->default_timeout_s = c->max_timeout_s;
 	if ((uint64_t)c->pool_size * c->nimages > c->max_sandboxes)

@@ -9,6 +9,8 @@
 #include <stdint.h>
 
 #include "sbx/err.h"
+#include "sup_resources.h"
+#include "sup_types.h"
 
 #define SUP_MAX_IMAGES 16
 
@@ -40,6 +42,9 @@ typedef struct sup_config {
 	unsigned body_timeout_s;     /* a buffered body whole; a streamed one between bytes */
 	unsigned idle_timeout_s;     /* a keep-alive connection between requests */
 	unsigned drain_timeout_s;    /* requests in flight at SIGTERM */
+	sup_agent_opts agent;        /* distrust of the guest: deadlines, limits */
+	sup_resources res_default;   /* a sandbox's limits when a create names none */
+	sup_resources res_max;       /* the most a create may ask for */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */
@@ -55,7 +60,8 @@ void sup_config_usage(const char *prog);
 /* "host:port", "[v6]:port". Exposed for tests. */
 int sup_config_parse_listen(const char *s, char *host, size_t host_size, uint16_t *port,
 			    sbx_err *err);
-/* Decimal with optional K/M/G suffix (powers of 1024). */
-int sup_config_parse_size(const char *s, uint64_t max, uint64_t *out, sbx_err *err);
+/* Seconds, fractions allowed ("2", "0.25"), to ms within lo..hi ms. */
+int sup_config_parse_secs(const char *s, unsigned lo_ms, unsigned hi_ms, unsigned *ms,
+			  sbx_err *err);
 
 #endif

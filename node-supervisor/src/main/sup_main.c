@@ -15,8 +15,10 @@
 
 #include "sbx/cleanup.h"
 #include "sbx/proto_conn.h"
+#include "sup_cgroup.h"
 #include "sup_config.h"
 #include "sup_core.h"
+#include "sup_disk.h"
 #include "sup_files.h"
 #include "sup_http.h"
 #include "sup_log.h"
@@ -199,12 +201,31 @@ int main(int argc, char **argv)
 		sup_info("API token %s %s", created ? "created in" : "read from", token_path);
 	}
 
+	/* Every sandbox is made with the default limits; acquire gives it its
+	 * request's (sup_pools_acquire). */
+	sup_cgroup_host cgroups;
+	char disk_how[256];
+	if (sup_cgroup_detect("/sys/fs/cgroup", &cgroups, &err) < 0 ||
+	    sup_disk_probe(cfg.state_dir, disk_how, sizeof(disk_how), &err) < 0) {
+		sbx_err_wrap(&err, "sandbox limits");
+		goto fail;
+	}
+	sup_info("limits: cgroup v%d%s; disk: %s", (int)cgroups.mode,
+		 cgroups.swap ? ", swap held to the memory figure" : ", swap not accounted (not held)",
+		 disk_how);
 	sup_runc_cfg rcfg = {
 		.runtime = cfg.runtime,
 		.state_dir = cfg.state_dir,
 		.agent_path = agent,
 		.ready_timeout_ms = cfg.ready_timeout_ms,
+		.cgroup = &cgroups,
+		.res = &cfg.res_default,
+		.disk_ceiling = cfg.res_max.disk,
+		.protect_agent = sup_runc_can_protect_agent(),
 	};
+	if (!rcfg.protect_agent)
+		sup_warn("no CAP_SYS_RESOURCE: agents keep an OOM score adjustment of 0 (not -1000); "
+			 "their commands get +1000, so the OOM killer takes a command first");
 	if (sup_runc_init(&rcfg, &err) < 0) {
 		sbx_err_wrap(&err, "runtime backend");
 		goto fail;
@@ -243,6 +264,7 @@ int main(int argc, char **argv)
 		.max_sandboxes = cfg.max_sandboxes,
 		.acquire_timeout_ms = cfg.acquire_timeout_ms,
 		.handshake_timeout_ms = cfg.ready_timeout_ms,
+		.agent = cfg.agent,
 	};
 	sup_pools_hooks hooks = sup_core_pool_hooks(m.core);
 	pools = sup_pools_new(base, workers, &pcfg, &hooks, &err);
@@ -252,7 +274,9 @@ int main(int argc, char **argv)
 	sup_sandboxes_ctx sandboxes = {
 		.core = m.core,
 		.limits = { .default_timeout_s = cfg.default_timeout_s,
-			    .max_timeout_s = cfg.max_timeout_s },
+			    .max_timeout_s = cfg.max_timeout_s,
+			    .res_default = cfg.res_default,
+			    .res_max = cfg.res_max },
 	};
 	sup_files_ctx files = { .core = m.core, .policy = policy, .max_upload = cfg.max_upload };
 	sup_procs_ctx procs = { .core = m.core };

@@ -47,6 +47,7 @@ static void desc_done(int rc, const msgpack_object *result, const sbx_err *err, 
 	q->op = NULL;
 	json_t *o = rc < 0 ? NULL : sup_procs_desc_json(result, q->full, q->pid, &e);
 	if (!o) {
+		sup_core_blame(q->p->core, q->id, &e);
 		sup_http_fail(q->r, rc < 0 ? err : &e);
 		return;
 	}
@@ -88,6 +89,7 @@ static void list_done(int rc, const msgpack_object *result, const sbx_err *err, 
 	}
 	if (e.code) {
 		json_decref(body);
+		sup_core_blame(q->p->core, q->id, &e);
 		sup_http_fail(q->r, &e);
 		return;
 	}
@@ -301,9 +303,9 @@ static void in_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	sbx_err e;
 	sbx_err_clear(&e);
 	q->op = NULL;
-	if (rc == 0)
-		rc = sup_procs_mp_uint(result, "written", q->in_len, &w, &e);
-	else
+	if (rc == 0 && (rc = sup_procs_mp_uint(result, "written", q->in_len, &w, &e)) < 0)
+		sup_core_blame(q->p->core, q->id, &e);
+	else if (rc < 0)
 		e = *err;
 	if (rc < 0)
 		sup_http_fail(q->r, &e);
@@ -311,7 +313,11 @@ static void in_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 		sup_http_json(q->r, 200, json_pack("{s:I}", "written", (json_int_t)w));
 }
 
-static const sup_core_call_cbs in_cbs = { .on_done = in_done, .on_writable = in_pump };
+/* The agent gives credit back as the process reads: a process that reads
+ * none of it for the idle deadline ends the request (504). */
+static const sup_core_call_cbs in_cbs = {
+	.on_done = in_done, .on_writable = in_pump, .wait = SUP_AGENT_WAIT_SENDS
+};
 
 static int parse_stdin(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {

@@ -11,7 +11,6 @@
 #include "sbx/cleanup.h"
 #include "sbx/proto.h"
 #include "sup_b64.h"
-#include "sup_log.h"
 #include "sup_query.h"
 
 static void out_end(sup_pq *q, const char *event, json_t *o)
@@ -38,8 +37,10 @@ static void out_data(sup_chan ch, const uint8_t *p, size_t n, size_t cost, void 
 {
 	sup_pq *q = ud;
 	if (!ch) {
-		sup_warn("sandbox %s: proc.output: data on a channel that is not stdout or stderr", q->id);
-		out_error(q, -EPROTO, "the agent sent output on an unknown channel");
+		sbx_err e;
+		sbx_err_set(&e, -EPROTO, "agent: proc.output sent data on an unknown channel");
+		sup_core_blame(q->p->core, q->id, &e);
+		out_error(q, e.code, e.msg);
 		return;
 	}
 	size_t bl;
@@ -60,8 +61,8 @@ static void out_event(const msgpack_object *map, size_t cost, void *ud)
 	sbx_err_clear(&e);
 	json_t *gap = sup_procs_gap_json(map, q, &e);
 	if (e.code) {
-		sup_warn("sandbox %s: %s", q->id, e.msg);
-		out_error(q, -EPROTO, "the agent reported an inconsistent gap");
+		sup_core_blame(q->p->core, q->id, &e);
+		out_error(q, e.code, e.msg);
 	} else if (gap) {
 		sup_stream_json_cost(q->s, "gap", gap, cost);
 	} else {
@@ -80,13 +81,17 @@ static void out_done(int rc, const msgpack_object *result, const sbx_err *err, v
 		out_end(q, "end", o);
 		return;
 	}
-	if (rc == 0)
-		sup_warn("sandbox %s: %s", q->id, e.msg);
+	sup_core_blame(q->p->core, q->id, &e);
 	out_error(q, rc < 0 ? err->code : e.code, rc < 0 ? err->msg : e.msg);
 }
 
 static const sup_core_call_cbs out_cbs = {
 	.on_output = out_data, .on_event = out_event, .on_done = out_done
+};
+/* With follow a quiet process means a quiet stream: no idle deadline. */
+static const sup_core_call_cbs out_follow_cbs = {
+	.on_output = out_data, .on_event = out_event, .on_done = out_done,
+	.wait = SUP_AGENT_WAIT_QUIET
 };
 
 /* proc.get answered: the offset checked, the stream starts. */
@@ -105,6 +110,7 @@ static void out_checked(int rc, const msgpack_object *result, const sbx_err *err
 	else if (rc == 0 && d && !(q->s = sup_stream_start(q->r, q->fmt, sup_pq_credit, q)))
 		sbx_err_set(&e, -ENOMEM, "out of memory");
 	if (rc < 0 || e.code) {
+		sup_core_blame(q->p->core, q->id, &e);
 		sup_http_fail(q->r, rc < 0 ? err : &e);
 		return;
 	}
@@ -112,7 +118,8 @@ static void out_checked(int rc, const msgpack_object *result, const sbx_err *err
 	sbx_proto_args_uint(&q->args, "pid", (uint64_t)q->pid);
 	sbx_proto_args_uint(&q->args, "offset", q->off);
 	sbx_proto_args_bool(&q->args, "follow", q->follow);
-	if (sup_core_call(q->p->core, q->id, SBX_OP_PROC_OUTPUT, &q->args, &out_cbs, q, &q->op, &e) < 0)
+	if (sup_core_call(q->p->core, q->id, SBX_OP_PROC_OUTPUT, &q->args,
+			  q->follow ? &out_follow_cbs : &out_cbs, q, &q->op, &e) < 0)
 		out_error(q, e.code, e.msg);
 }
 

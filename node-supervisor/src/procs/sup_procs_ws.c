@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "sbx/proto.h"
-#include "sup_log.h"
 #include "sup_query.h"
 #include "sup_ws.h"
 
@@ -34,7 +33,7 @@ void sup_procs_ws_release(sup_pq *q)
 
 static void send_json(sup_pq *q, json_t *o)
 {
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	char *s = o ? json_dumps(o, SUP_HTTP_JSON_DUMP) : NULL;
 	if (s)
 		sup_ws_send(q->ws, false, s, strlen(s), 0);
 	free(s);
@@ -75,8 +74,8 @@ static void out_event(const msgpack_object *map, size_t cost, void *ud)
 	sbx_err_clear(&e);
 	json_t *gap = sup_procs_gap_json(map, q, &e);
 	if (e.code) {
-		sup_warn("sandbox %s: %s", q->id, e.msg);
-		finish(q, sup_http_error_json("agent_error", "the agent reported an inconsistent gap"), 1011);
+		sup_core_blame(q->p->core, q->id, &e);
+		finish(q, sup_http_error_json("agent_error", e.msg), 1011);
 		return;
 	}
 	if (gap)
@@ -96,12 +95,17 @@ static void out_done(int rc, const msgpack_object *result, const sbx_err *err, v
 		finish(q, json_pack("{s:o}", "exit", d), 1000);
 		return;
 	}
+	sup_core_blame(q->p->core, q->id, &e);
 	sup_http_status("processes", rc < 0 ? err->code : e.code, &name);
 	finish(q, sup_http_error_json(name, rc < 0 ? err->msg : e.msg), 1011);
 }
 
+/* Output followed (a quiet terminal is a quiet stream) and input kept
+ * open: neither has an idle deadline, but typed bytes that wait for the
+ * agent's credit do (the ping watches the agent meanwhile). */
 static const sup_core_call_cbs out_cbs = {
-	.on_output = out_data, .on_event = out_event, .on_done = out_done
+	.on_output = out_data, .on_event = out_event, .on_done = out_done,
+	.wait = SUP_AGENT_WAIT_QUIET
 };
 
 /* ---- input and resizes ---- */
@@ -133,7 +137,9 @@ static void in_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	sup_ws_pause(q->ws, false);
 }
 
-static const sup_core_call_cbs in_cbs = { .on_done = in_done, .on_writable = type_pump };
+static const sup_core_call_cbs in_cbs = {
+	.on_done = in_done, .on_writable = type_pump, .wait = SUP_AGENT_WAIT_SENDS
+};
 
 static void resize_start(sup_pq *q);
 
@@ -224,6 +230,7 @@ static void ws_checked(int rc, const msgpack_object *result, const sbx_err *err,
 				  !(q->ws = sup_ws_start(q->r, q->accept, on_message, q))))
 		sbx_err_set(&e, -ENOMEM, "out of memory");
 	if (rc < 0 || e.code) {
+		sup_core_blame(q->p->core, q->id, &e);
 		sup_http_fail(q->r, rc < 0 ? err : &e);
 		return;
 	}

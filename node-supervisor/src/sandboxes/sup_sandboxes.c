@@ -133,18 +133,27 @@ static int act_delete(sup_http_req *r, void *state, sbx_err *err)
 			       delete_done, q, &q->op, err);
 }
 
+/* The result, also of a command whose agent let the supervisor's deadline
+ * pass (-ETIME with the timed-out result): then its status (504) and
+ * "error" beside the result. */
 static void exec_done(int rc, const sup_exec_result *res, const sbx_err *err, void *ud)
 {
 	sb_req *q = ud;
 	q->op = NULL;
-	json_t *body = rc < 0 ? NULL : sup_api_render_exec(res);
+	json_t *body = res ? sup_api_render_exec(res) : NULL;
+	const char *code;
+	int status = rc < 0 ? sup_http_status(NULL, rc, &code) : 200;
 	sbx_err oom;
-	if (rc == 0 && !body)
+	if (body && rc < 0 && json_object_update_new(body, sup_http_error_json(code, err->msg)) < 0) {
+		json_decref(body);
+		body = NULL;
+	}
+	if (res && !body)
 		err = &oom, sbx_err_set(&oom, -ENOMEM, "out of memory rendering the result");
 	if (!body)
 		sup_http_fail(q->r, err);
 	else
-		sup_http_json(q->r, 200, body);
+		sup_http_json(q->r, status, body);
 }
 
 /* ---- streamed exec (SSE / NDJSON) ---- */

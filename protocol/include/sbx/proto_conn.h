@@ -58,6 +58,11 @@ typedef struct sbx_proto_conn_opts {
 	const char *const *caps;   /* capabilities we announce */
 	size_t ncaps;
 	const char *agent;         /* software name/version we announce */
+	/* A frame whose first byte has come must be whole within this many
+	 * ms, or the connection fails (protocol): a peer trickling a frame a
+	 * byte at a time cannot hold it open. The clock does not run while we
+	 * stopped reading ourselves (our output is full). 0: no limit. */
+	uint32_t frame_timeout_ms;
 } sbx_proto_conn_opts;
 
 /* Takes ownership of fd (a connected stream socket), sends our hello. */
@@ -81,6 +86,7 @@ bool sbx_proto_conn_ready(const sbx_proto_conn *c);
 bool sbx_proto_conn_peer_has_cap(const sbx_proto_conn *c, const char *cap);
 const char *sbx_proto_conn_peer_agent(const sbx_proto_conn *c);
 uint32_t sbx_proto_conn_peer_max_frame(const sbx_proto_conn *c);
+uint32_t sbx_proto_conn_peer_max_streams(const sbx_proto_conn *c);
 
 /* Open a stream: REQ with op and args (a msgpack map already encoded, or
  * NULL/0 for none). Returns 0 and the new id in *id; -EBUSY when the peer's
