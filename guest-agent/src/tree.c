@@ -218,6 +218,17 @@ static void kill_deadline(evutil_socket_t fd, short what, void *ud)
 		agent_log_warn("kill holder %d: %s", (int)t->holder, strerror(errno));
 }
 
+/* agent_tree_probe found no way to sweep a tree. */
+static bool sweep_unavailable;
+
+int agent_tree_probe(const char **how)
+{
+	int r = agent_tree_sweep_init(how);
+
+	sweep_unavailable = r < 0;
+	return r;
+}
+
 int agent_tree_spawn(struct event_base *base, const agent_tree_cmd *cmd, const agent_tree_cbs *cbs, void *ud,
 		     agent_tree **out, sbx_err *err)
 {
@@ -225,6 +236,10 @@ int agent_tree_spawn(struct event_base *base, const agent_tree_cmd *cmd, const a
 	sigset_t all, old;
 	agent_tree *t;
 	pid_t h;
+
+	if (sweep_unavailable)
+		return sbx_err_set(err, -ENOSYS, "commands are refused: their process trees could not be "
+				   "killed whole here (/proc cannot be read)");
 
 	t = calloc(1, sizeof(*t));
 	if (!t)

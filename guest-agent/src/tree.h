@@ -78,6 +78,13 @@ typedef struct agent_tree_cbs {
 	void (*exited)(pid_t pid, int status, const struct rusage *ru, void *ud);
 } agent_tree_cbs;
 
+/* How sweeps find a process's children: /proc/<pid>/task/<tid>/children
+ * where the kernel has it, else (gVisor) one scan of every /proc/<pid>/stat
+ * per sweep. Call once at start, before any holder is forked; *how says
+ * which, for the log. Without a readable /proc, -errno: no tree could be
+ * killed whole, so agent_tree_spawn refuses every command (-ENOSYS). */
+int agent_tree_probe(const char **how);
+
 /* Fork the holder, which forks the command; returns at once, the rest
  * comes through cbs from the loop (the agent never waits for a fork or an
  * exec). *t holds one reference for the caller. */

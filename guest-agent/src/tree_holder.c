@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "numdir.h"
 #include "pid1.h"
 
 /* Processes one sweep visits at most; what does not fit is found by the
@@ -106,44 +107,98 @@ static void push_children(pid_t pid, unsigned tid, pid_t *stack, size_t *sp)
 	close(fd);
 }
 
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
+typedef struct push_ctx {
+	pid_t pid;
+	pid_t *stack;
+	size_t *sp;
+} push_ctx;
 
-/* Push the children of every thread of pid. */
-static void push_all_children(pid_t pid, pid_t *stack, size_t *sp)
+static void push_thread_children(unsigned tid, void *arg)
 {
-	char path[48], buf[2048], *p = path;
-	long n;
+	push_ctx *c = arg;
+
+	push_children(c->pid, tid, c->stack, c->sp);
+}
+
+/* Where /proc/<pid>/task/<tid>/children is missing (gVisor): every process
+ * with its parent, from the 4th field of /proc/<pid>/stat, read once per
+ * sweep. What forks after the scan is found by the next sweep. */
+static bool scan_parents;
+static pid_t scan_pid[SWEEP_MAX], scan_ppid[SWEEP_MAX];
+static size_t scan_n;
+
+static void scan_one(unsigned pid, void *arg)
+{
+	char path[48], buf[256], *p = path, *close_paren = NULL;
+	unsigned long ppid = 0;
+	ssize_t n;
 	int fd;
 
+	p = put_str(p, "/proc/");
+	p = put_uint(p, pid);
+	p = put_str(p, "/stat");
+	*p = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	/* "pid (comm) S ppid ...": comm may hold ')' and spaces. */
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == ')')
+			close_paren = buf + i;
+	if (!close_paren || close_paren + 4 >= buf + n || close_paren[1] != ' ' || close_paren[3] != ' ')
+		return;
+	for (p = close_paren + 4; *p >= '0' && *p <= '9'; p++)
+		ppid = ppid * 10 + (unsigned long)(*p - '0');
+	if (p == close_paren + 4 || scan_n == SWEEP_MAX)
+		return;
+	scan_pid[scan_n] = (pid_t)pid;
+	scan_ppid[scan_n++] = (pid_t)ppid;
+}
+
+/* Push the children of pid (of every thread of it). */
+static void push_all_children(pid_t pid, pid_t *stack, size_t *sp)
+{
+	char path[48], *p = path;
+	push_ctx c = { pid, stack, sp };
+
+	if (scan_parents) {
+		for (size_t i = 0; i < scan_n; i++)
+			if (scan_ppid[i] == pid && *sp < SWEEP_MAX)
+				stack[(*sp)++] = scan_pid[i];
+		return;
+	}
 	p = put_str(p, "/proc/");
 	p = put_uint(p, (unsigned)pid);
 	p = put_str(p, "/task");
 	*p = '\0';
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
-		for (long off = 0; off < n;) {
-			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
-			unsigned tid = 0;
-			bool num = d->d_name[0] != '\0';
+	agent_numdir_each(path, push_thread_children, &c);
+}
 
-			for (const char *c = d->d_name; *c && num; c++) {
-				num = *c >= '0' && *c <= '9';
-				tid = tid * 10 + (unsigned)(*c - '0');
-			}
-			if (num)
-				push_children(pid, tid, stack, sp);
-			off += d->d_reclen;
-		}
+int agent_tree_sweep_init(const char **how)
+{
+	char path[64], *p = path;
+
+	p = put_str(p, "/proc/self/task/");
+	p = put_uint(p, (unsigned)syscall(SYS_gettid));
+	p = put_str(p, "/children");
+	*p = '\0';
+	if (access(path, R_OK) == 0) {
+		scan_parents = false;
+		*how = "/proc/<pid>/task/<tid>/children";
+		return 0;
 	}
-	close(fd);
+	if (access("/proc/self/stat", R_OK) == 0) {
+		scan_parents = true;
+		*how = "the parent field of every /proc/<pid>/stat (no task/<tid>/children here)";
+		return 0;
+	}
+	*how = "nothing: /proc cannot be read";
+	return -errno;
 }
 
 /* SIGKILL every descendant, parents before their children: once a process
@@ -155,6 +210,10 @@ size_t agent_tree_sweep(pid_t root, bool (*spare)(pid_t pid, void *ud), void *ud
 	static pid_t stack[SWEEP_MAX];
 	size_t sp = 0, killed = 0;
 
+	if (scan_parents) {
+		scan_n = 0;
+		agent_numdir_each("/proc", scan_one, NULL);
+	}
 	push_all_children(root, stack, &sp);
 	while (sp > 0) {
 		pid_t p = stack[--sp];

@@ -32,6 +32,9 @@ typedef struct agent_tree_msg {
 /* Agent -> holder: SIGKILL the tree, then leave. */
 #define AGENT_TREE_SIG_KILL SIGUSR1
 
+/* Choose how sweeps find children (agent_tree_probe). */
+int agent_tree_sweep_init(const char **how);
+
 /* SIGKILL every descendant of root (not root), parents first, except the
  * subtrees of the pids spare (optional) says to keep. Returns how many were
  * signalled (zombies count). No allocation: the holder and the agent. */
