@@ -13,6 +13,7 @@
 #include "sbx/err.h"
 #include "sbx/proto_conn.h"
 #include "agent.h"
+#include "agent_fsconf.h"
 #include "env.h"
 #include "listen.h"
 #include "log.h"
@@ -33,6 +34,7 @@ typedef struct agent_main {
 	agent_listener *listeners[MAX_LISTEN];
 	size_t naddrs;
 	unsigned grace_ms;
+	const char *fs_resolve; /* "auto" (NULL), "openat2" or "walk" */
 } agent_main;
 
 static void usage(FILE *f)
@@ -41,6 +43,8 @@ static void usage(FILE *f)
 		"usage: sandbox-agent --listen ADDR [--listen ADDR...] [options]\n"
 		"  --listen unix:PATH | vsock:PORT  where the supervisor connects (repeatable)\n"
 		"  --grace-ms N   on SIGTERM/SIGINT, wait this long for commands (default %u)\n"
+		"  --fs-resolve auto|openat2|walk  how file paths are kept beneath their root\n"
+		"                 (default auto: openat2 where it works, else the component walk)\n"
 		"  --verbose      debug logging\n"
 		"  --version      print the version\n",
 		AGENT_PID1_DEFAULT_GRACE_MS);
@@ -51,6 +55,7 @@ static int parse_flags(agent_main *m, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "grace-ms", required_argument, NULL, 'g' },
+		{ "fs-resolve", required_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -82,6 +87,13 @@ static int parse_flags(agent_main *m, int argc, char **argv)
 			m->grace_ms = (unsigned)v;
 			break;
 		}
+		case 'r':
+			if (strcmp(optarg, "auto") && strcmp(optarg, "openat2") && strcmp(optarg, "walk")) {
+				fprintf(stderr, "sandbox-agent: --fs-resolve wants auto, openat2 or walk\n");
+				return 2;
+			}
+			m->fs_resolve = strcmp(optarg, "auto") ? optarg : NULL;
+			break;
 		case 'v':
 			agent_log_set_level(AGENT_LOG_DEBUG);
 			break;
@@ -208,6 +220,32 @@ static int run(agent_main *m)
 	return 0;
 }
 
+/* What this kernel offers is known once, at start, and said in the log:
+ * gVisor lacks openat2, /proc/<pid>/task/<tid>/children and
+ * SECCOMP_RET_KILL_PROCESS, and each has its own answer (README.md). */
+static void probe_kernel(const agent_main *m)
+{
+	char note[256];
+	const char *how;
+	sbx_err err = { 0 };
+
+	if (m->fs_resolve) {
+		agent_fsconf_use(strcmp(m->fs_resolve, "walk") ? AGENT_FSCONF_OPENAT2 : AGENT_FSCONF_WALK);
+		agent_log_info("file confinement: %s (--fs-resolve)", m->fs_resolve);
+	} else if (agent_fsconf_probe(note, sizeof(note), &err) < 0) {
+		agent_log_error("file confinement: %s", err.msg);
+	} else {
+		agent_log_info("file confinement: %s", note);
+	}
+	if (agent_tree_probe(&how) < 0)
+		agent_log_error("process trees: found through %s: commands are refused", how);
+	else
+		agent_log_info("process trees: found through %s", how);
+	if (!agent_seccomp_kill_process_ok())
+		agent_log_info("seccomp: no SECCOMP_RET_KILL_PROCESS here: a call from a foreign "
+			       "architecture kills the calling thread");
+}
+
 /* Compile the seccomp profile at start, not on the first command: a pooled
  * sandbox then pays it during warm-up instead of in its first exec, and a
  * broken operator profile is in the log before anyone runs anything (execs
@@ -233,6 +271,7 @@ int main(int argc, char **argv)
 		return ret == 1 ? 0 : ret;
 	ensure_stdio();
 	sbx_proto_tune_allocator();
+	probe_kernel(&m);
 	warm_seccomp();
 	m.ctx.base = event_base_new();
 	if (!m.ctx.base) {
