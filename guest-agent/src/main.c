@@ -35,6 +35,7 @@ typedef struct agent_main {
 	size_t naddrs;
 	unsigned grace_ms;
 	const char *fs_resolve; /* "auto" (NULL), "openat2" or "walk" */
+	bool mark_trees;        /* --mark-trees */
 } agent_main;
 
 static void usage(FILE *f)
@@ -45,6 +46,8 @@ static void usage(FILE *f)
 		"  --grace-ms N   on SIGTERM/SIGINT, wait this long for commands (default %u)\n"
 		"  --fs-resolve auto|openat2|walk  how file paths are kept beneath their root\n"
 		"                 (default auto: openat2 where it works, else the component walk)\n"
+		"  --mark-trees   hold process trees by a supplementary group, as where holders\n"
+		"                 cannot be subreapers (gVisor), also where they can (tests)\n"
 		"  --verbose      debug logging\n"
 		"  --version      print the version\n",
 		AGENT_PID1_DEFAULT_GRACE_MS);
@@ -56,6 +59,7 @@ static int parse_flags(agent_main *m, int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "grace-ms", required_argument, NULL, 'g' },
 		{ "fs-resolve", required_argument, NULL, 'r' },
+		{ "mark-trees", no_argument, NULL, 'm' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -93,6 +97,9 @@ static int parse_flags(agent_main *m, int argc, char **argv)
 				return 2;
 			}
 			m->fs_resolve = strcmp(optarg, "auto") ? optarg : NULL;
+			break;
+		case 'm':
+			m->mark_trees = true;
 			break;
 		case 'v':
 			agent_log_set_level(AGENT_LOG_DEBUG);
@@ -237,10 +244,10 @@ static void probe_kernel(const agent_main *m)
 	} else {
 		agent_log_info("file confinement: %s", note);
 	}
-	if (agent_tree_probe(&how) < 0)
-		agent_log_error("process trees: found through %s: commands are refused", how);
+	if (agent_tree_probe(m->mark_trees, &how) < 0)
+		agent_log_error("process trees: %s: commands are refused", how);
 	else
-		agent_log_info("process trees: found through %s", how);
+		agent_log_info("process trees: %s", how);
 	if (!agent_seccomp_kill_process_ok())
 		agent_log_info("seccomp: no SECCOMP_RET_KILL_PROCESS here: a call from a foreign "
 			       "architecture kills the calling thread");

@@ -296,6 +296,9 @@ int agent_spawn(struct event_base *base, const agent_exec_spec *spec, const agen
 	ret = jail_prepare(spec, &jail, err);
 	if (ret < 0)
 		goto out;
+	cmd.mark = agent_tree_next_mark();
+	if (cmd.mark && (ret = agent_jail_mark(&jail, cmd.mark, err)) < 0)
+		goto out;
 	ret = user_env(spec, &jail.user, &user_vars, &envp, err);
 	if (ret < 0)
 		goto out;

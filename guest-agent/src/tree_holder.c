@@ -226,6 +226,74 @@ size_t agent_tree_sweep(pid_t root, bool (*spare)(pid_t pid, void *ud), void *ud
 	return killed;
 }
 
+/* ---- marked trees: where a holder cannot be a subreaper (gVisor) ---- */
+
+typedef struct mark_ctx {
+	gid_t mark;
+	pid_t spare;
+	bool kill;
+	size_t found;
+} mark_ctx;
+
+/* Does /proc/<pid>/status list mark among its supplementary groups? */
+static bool has_mark(unsigned pid, gid_t mark)
+{
+	char path[48], buf[8192], *p = path;
+	ssize_t n;
+	int fd;
+
+	p = put_str(p, "/proc/");
+	p = put_uint(p, pid);
+	p = put_str(p, "/status");
+	*p = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false; /* gone */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strstr(buf, "\nGroups:");
+	if (!p)
+		return false;
+	for (p += 8; *p && *p != '\n';) {
+		unsigned long v = 0;
+		bool num = false;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		while (*p >= '0' && *p <= '9') {
+			v = v * 10 + (unsigned long)(*p++ - '0');
+			num = true;
+		}
+		if (num && v == (unsigned long)mark)
+			return true;
+		if (!num && *p && *p != '\n')
+			p++;
+	}
+	return false;
+}
+
+static void mark_one(unsigned pid, void *arg)
+{
+	mark_ctx *c = arg;
+
+	if ((pid_t)pid == c->spare || !has_mark(pid, c->mark))
+		return;
+	c->found++;
+	if (c->kill)
+		kill((pid_t)pid, SIGKILL);
+}
+
+size_t agent_tree_sweep_mark(gid_t mark, bool kill_them)
+{
+	mark_ctx c = { .mark = mark, .spare = getpid(), .kill = kill_them };
+
+	agent_numdir_each("/proc", mark_one, &c);
+	return c.found;
+}
+
 /* The command cannot be started: say why on its stderr, end it as a shell
  * would end a command it cannot run. */
 static __attribute__((noreturn)) void fail(const agent_tree_cmd *cmd, int report_fd, const char *what, int errnum)
@@ -291,7 +359,7 @@ void agent_tree_holder_run(const agent_tree_cmd *cmd, int report_fd)
 	/* Hold nothing of the agent's: other commands' pipes would not see
 	 * EOF, client sockets would not close. */
 	close_others(cmd, report_fd);
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+	if (!cmd->mark && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		fail(cmd, report_fd, "subreaper", errno);
 	/* Every signal stays blocked (the agent blocked them for the fork)
 	 * until ppoll; the command starts with the defaults. */
@@ -325,11 +393,15 @@ void agent_tree_holder_run(const agent_tree_cmd *cmd, int report_fd)
 	sigdelset(&wait_mask, AGENT_TREE_SIG_KILL);
 	report(report_fd, AGENT_TREE_MSG_STARTED, cmd_pid, 0, NULL);
 
+	/* Marked (no subreaper): orphans go to the agent, so the holder cannot
+	 * wait for them; it leaves once it has no child, and what the command
+	 * left is the agent's to sweep by the mark (agent_tree_kill). Only a
+	 * kill waits here until no process has the mark. */
 	for (;;) {
 		struct timespec pause = { 0, SWEEP_PAUSE_NS };
 		struct rusage ru, cmd_ru = { 0 };
 		int status, cmd_status = 0;
-		bool cmd_reaped = false;
+		bool cmd_reaped = false, childless, empty;
 		pid_t p;
 
 		while ((p = wait4(-1, &status, WNOHANG | __WALL, &ru)) > 0) {
@@ -339,15 +411,20 @@ void agent_tree_holder_run(const agent_tree_cmd *cmd, int report_fd)
 				cmd_ru = ru;
 			}
 		}
+		childless = p < 0 && errno == ECHILD;
+		empty = childless &&
+			(!cmd->mark || !kill_requested || agent_tree_sweep_mark(cmd->mark, false) == 0);
 		/* Said after the reaping, so that the agent knows whether the
 		 * holder goes too (nothing left: it waits for that, and its
 		 * answer finds no process of the command). */
 		if (cmd_reaped)
 			report(report_fd, AGENT_TREE_MSG_EXITED, cmd_status,
-			       p < 0 && errno == ECHILD ? AGENT_TREE_MSG_LAST : 0, &cmd_ru);
-		if (p < 0 && errno == ECHILD)
+			       empty ? AGENT_TREE_MSG_LAST : 0, &cmd_ru);
+		if (empty)
 			_exit(0);
-		if (kill_requested)
+		if (kill_requested && cmd->mark)
+			agent_tree_sweep_mark(cmd->mark, true);
+		else if (kill_requested)
 			agent_tree_sweep(self, NULL, NULL);
 		/* A pending SIGCHLD or kill request ends the wait at once. */
 		ppoll(NULL, 0, kill_requested ? &pause : NULL, &wait_mask);

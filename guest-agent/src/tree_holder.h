@@ -40,6 +40,11 @@ int agent_tree_sweep_init(const char **how);
  * signalled (zombies count). No allocation: the holder and the agent. */
 size_t agent_tree_sweep(pid_t root, bool (*spare)(pid_t pid, void *ud), void *ud);
 
+/* SIGKILL (kill_them) or only count every process but the caller whose
+ * supplementary groups hold mark: a marked tree's members (tree.h).
+ * Returns how many were found. No allocation. */
+size_t agent_tree_sweep_mark(gid_t mark, bool kill_them);
+
 /* Run as the holder: fork the command, report on report_fd, reap, kill on
  * request. Never returns. */
 __attribute__((noreturn)) void agent_tree_holder_run(const agent_tree_cmd *cmd, int report_fd);

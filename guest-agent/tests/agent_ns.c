@@ -91,6 +91,9 @@ static __attribute__((noreturn)) void child(const agent_ns *ns, unsigned grace_m
 			argv[a++] = "--fs-resolve";
 			argv[a++] = resolve;
 		}
+		/* AGENT_MARK_TREES=1: process trees held as under gVisor. */
+		if (getenv("AGENT_MARK_TREES"))
+			argv[a++] = "--mark-trees";
 		if (getenv("AGENT_VERBOSE"))
 			argv[a++] = "--verbose";
 		argv[a] = NULL;
