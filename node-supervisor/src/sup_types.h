@@ -24,6 +24,22 @@ int sup_env_copy(const sup_env *src, sup_env *dst);
 /* True if key is set in e. */
 bool sup_env_has(const sup_env *e, const char *key);
 
+/* How a sandbox is isolated: which OCI runtime runs it. runc: namespaces,
+ * cgroups and seccomp on the host's kernel; gvisor: runsc, whose user-space
+ * kernel serves the sandbox's system calls (they never reach the host's). */
+typedef enum sup_isolation { SUP_ISO_RUNC, SUP_ISO_GVISOR, SUP_ISO_N } sup_isolation;
+extern const char *const sup_isolation_names[SUP_ISO_N]; /* "runc", "gvisor" */
+/* The isolation called s (its len bytes): 0, or -EINVAL for another name. */
+int sup_isolation_parse(const char *s, size_t len, sup_isolation *out);
+
+/* One warm pool: sandboxes of image run with isolation, size kept ready
+ * (0: every create of that pair is cold). */
+typedef struct sup_pool_spec {
+	const char *image; /* "host" or the absolute path of a rootfs */
+	sup_isolation isolation;
+	unsigned size;
+} sup_pool_spec;
+
 /* Resource limits an exec may set (soft = hard). */
 enum { SUP_RLIMIT_NOFILE, SUP_RLIMIT_NPROC, SUP_RLIMIT_FSIZE, SUP_RLIMIT_CPU, SUP_RLIMIT_N };
 extern const char *const sup_rlimit_names[SUP_RLIMIT_N]; /* "nofile", ... */
