@@ -29,6 +29,7 @@ typedef struct sup_api_limits {
 
 typedef struct sup_create_req {
 	char *image;          /* NULL: "host" */
+	sup_isolation isolation; /* "isolation": runc (default) or gvisor */
 	unsigned timeout_s;
 	sup_env env;
 } sup_create_req;
@@ -46,6 +47,7 @@ typedef struct sup_sandbox_view {
 	const char *id;
 	const char *state;
 	const char *image;
+	sup_isolation isolation;
 	time_t created_at;
 	time_t expires_at;
 	const char *reason;      /* state "failed": why; NULL otherwise */
