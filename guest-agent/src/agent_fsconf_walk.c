@@ -48,6 +48,7 @@ static int ident_at(int fd, const char *name, ident *id)
 {
 	struct statx sx;
 	int at = AT_SYMLINK_NOFOLLOW | (name[0] ? 0 : AT_EMPTY_PATH);
+	memset(id, 0, sizeof(*id));
 	if (statx(fd, name, at, STATX_TYPE | STATX_INO | STATX_MNT_ID, &sx) < 0)
 		return -errno;
 	if ((sx.stx_mask & (STATX_TYPE | STATX_INO)) != (STATX_TYPE | STATX_INO))
@@ -79,7 +80,7 @@ static int cur_is_mount_root(const walk *w)
 {
 	if (w->cur_id.knows_root)
 		return w->cur_id.mount_root;
-	ident parent;
+	ident parent = { 0 };
 	int r = ident_at(w->cur, "..", &parent);
 	if (r < 0)
 		return r;
@@ -118,7 +119,7 @@ static int climb(walk *w)
 	int up = openat(w->cur, "..", O_PATH_DIR);
 	if (up < 0)
 		return -errno;
-	ident id;
+	ident id = { 0 };
 	int r = ident_at(up, "", &id);
 	if (r == 0 && w->depth > 0 && !same_inode(&id, &w->up[w->depth - 1]))
 		r = -EAGAIN;
@@ -221,7 +222,7 @@ static int step(walk *w, const char *name, bool last, bool slash_after, int *out
 		*out = -EEXIST; /* O_EXCL: whatever it is, a symlink not followed */
 		return 1;
 	}
-	ident id;
+	ident id = { 0 };
 	int r = ident_at(fd, "", &id);
 	if (r < 0)
 		return r;
@@ -320,7 +321,7 @@ int agent_fsconf_walk(int dirfd, const char *path, uint64_t flags, uint64_t mode
 
 int agent_fsconf_walk_probe(char *msg, size_t cap, bool *by_mount_id)
 {
-	ident id;
+	ident id = { 0 };
 	struct statfs sf;
 	SBX_AUTO_CLOSE int root = open("/", O_PATH_DIR);
 	if (root < 0 || ident_at(root, "", &id) < 0 || fstatfs(root, &sf) < 0) {

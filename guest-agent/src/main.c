@@ -92,11 +92,12 @@ static int parse_flags(agent_main *m, int argc, char **argv)
 			break;
 		}
 		case 'r':
-			if (strcmp(optarg, "auto") && strcmp(optarg, "openat2") && strcmp(optarg, "walk")) {
+			if (strcmp(optarg, "auto") != 0 && strcmp(optarg, "openat2") != 0 &&
+			    strcmp(optarg, "walk") != 0) {
 				fprintf(stderr, "sandbox-agent: --fs-resolve wants auto, openat2 or walk\n");
 				return 2;
 			}
-			m->fs_resolve = strcmp(optarg, "auto") ? optarg : NULL;
+			m->fs_resolve = strcmp(optarg, "auto") != 0 ? optarg : NULL;
 			break;
 		case 'm':
 			m->mark_trees = true;
@@ -237,7 +238,8 @@ static void probe_kernel(const agent_main *m)
 	sbx_err err = { 0 };
 
 	if (m->fs_resolve) {
-		agent_fsconf_use(strcmp(m->fs_resolve, "walk") ? AGENT_FSCONF_OPENAT2 : AGENT_FSCONF_WALK);
+		agent_fsconf_use(strcmp(m->fs_resolve, "walk") == 0 ? AGENT_FSCONF_WALK
+								    : AGENT_FSCONF_OPENAT2);
 		agent_log_info("file confinement: %s (--fs-resolve)", m->fs_resolve);
 	} else if (agent_fsconf_probe(note, sizeof(note), &err) < 0) {
 		agent_log_error("file confinement: %s", err.msg);

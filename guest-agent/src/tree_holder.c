@@ -127,25 +127,34 @@ static bool scan_parents;
 static pid_t scan_pid[SWEEP_MAX], scan_ppid[SWEEP_MAX];
 static size_t scan_n;
 
-static void scan_one(unsigned pid, void *arg)
+/* /proc/<pid>/<file> into buf (at most cap - 1 bytes, NUL-terminated):
+ * the bytes read, or <= 0 (gone, empty). */
+static ssize_t read_proc(unsigned pid, const char *file, char *buf, size_t cap)
 {
-	char path[48], buf[256], *p = path, *close_paren = NULL;
-	unsigned long ppid = 0;
+	char path[48], *p = path;
 	ssize_t n;
 	int fd;
 
 	p = put_str(p, "/proc/");
 	p = put_uint(p, pid);
-	p = put_str(p, "/stat");
+	p = put_str(p, "/");
+	p = put_str(p, file);
 	*p = '\0';
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return -1;
+	n = read(fd, buf, cap - 1);
 	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+static void scan_one(unsigned pid, void *arg)
+{
+	char buf[256], *p, *close_paren = NULL;
+	unsigned long ppid = 0;
+	ssize_t n = read_proc(pid, "stat", buf, sizeof(buf));
+
 	/* "pid (comm) S ppid ...": comm may hold ')' and spaces. */
 	for (ssize_t i = 0; i < n; i++)
 		if (buf[i] == ')')
@@ -238,22 +247,10 @@ typedef struct mark_ctx {
 /* Does /proc/<pid>/status list mark among its supplementary groups? */
 static bool has_mark(unsigned pid, gid_t mark)
 {
-	char path[48], buf[8192], *p = path;
-	ssize_t n;
-	int fd;
+	char buf[8192], *p;
 
-	p = put_str(p, "/proc/");
-	p = put_uint(p, pid);
-	p = put_str(p, "/status");
-	*p = '\0';
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_proc(pid, "status", buf, sizeof(buf)) <= 0)
 		return false; /* gone */
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	p = strstr(buf, "\nGroups:");
 	if (!p)
 		return false;

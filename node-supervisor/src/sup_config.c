@@ -549,7 +549,7 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 	bool all[SUP_ISO_N];
 	for (int i = 0; i < SUP_ISO_N; i++)
 		all[i] = true;
-	sup_pool_spec specs[SUP_MAX_POOLS];
+	sup_pool_spec specs[SUP_MAX_POOLS] = { 0 };
 	int n = sup_config_pool_specs(c, all, specs, err);
 	if (n < 0)
 		return n;

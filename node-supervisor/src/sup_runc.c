@@ -156,7 +156,7 @@ static int runtime_list(const sup_runtime *rt, char *out, sbx_err *err)
 /* Is the container listed by the runtime? 1 yes, 0 no, <0 error. */
 static int runtime_has(const sup_runtime *rt, const char *cid, sbx_err *err)
 {
-	SBX_AUTO_FREE char *out = malloc(LIST_OUT_MAX);
+	SBX_AUTO_FREE char *out = calloc(1, LIST_OUT_MAX);
 	if (!out)
 		return sbx_err_set(err, -ENOMEM, "%s list", rt->binary);
 	int r = runtime_list(rt, out, err);
@@ -555,7 +555,7 @@ int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err)
 		return sbx_err_set(err, -ENAMETOOLONG, "remove leftovers: path too long");
 
 	int removed = 0;
-	SBX_AUTO_FREE char *out = malloc(LIST_OUT_MAX);
+	SBX_AUTO_FREE char *out = calloc(1, LIST_OUT_MAX);
 	SBX_AUTO_FREE box_paths *p = calloc(1, sizeof(*p));
 	if (!out || !p)
 		return sbx_err_set(err, -ENOMEM, "remove leftovers");
