@@ -42,8 +42,9 @@ def main():
     if shutil.which(RUNSC) is None:
         print(f"runsc_exec: {RUNSC} not installed: skipped", file=sys.stderr)
         sys.exit(77)
+    given = {e.split("=", 1)[0] for e in env}
     for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
-        if name in os.environ:
+        if name in os.environ and name not in given:
             env.append(f"{name}={os.environ[name]}")
     top = tempfile.mkdtemp(prefix="sbx-runsc-")
     cid = f"sbx-test-{os.getpid()}"
