@@ -35,6 +35,8 @@
 #define DEFAULT_READY_MS 10000u
 #define RUN_TIMEOUT_MS 30000u
 #define LIST_OUT_MAX (1u << 20)
+#define LIST_TRIES 4
+#define LIST_RETRY_NS 50000000L
 #define SOCK_SUFFIX "/run/agent.sock"
 #define NOFILE_WANT 65536ul
 #define KILL_WAIT_MS 5000
@@ -137,7 +139,9 @@ static int make_paths(const sup_runc_cfg *cfg, const char *id, box_paths *p, sbx
 /* ---- runtime calls ---------------------------------------------------- */
 
 
-/* `<runtime> list --quiet` into out (LIST_OUT_MAX bytes): one id a line. */
+/* `<runtime> list --quiet` into out (LIST_OUT_MAX bytes): one id a line.
+ * runc's list fails when a container (anyone's: the root is shared) goes
+ * while it reads them ("container does not exist"): a few more tries. */
 static int runtime_list(const sup_runtime *rt, char *out, sbx_err *err)
 {
 	char errout[256];
@@ -145,12 +149,18 @@ static int runtime_list(const sup_runtime *rt, char *out, sbx_err *err)
 	static const char *const args[] = { "list", "--quiet", NULL };
 	if (sup_runtime_argv(rt, NULL, args, argv) < 0)
 		return sbx_err_set(err, -E2BIG, "%s list: too many arguments", rt->binary);
-	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
-			  .out_cap = LIST_OUT_MAX, .errout = errout, .errout_cap = sizeof(errout)};
-	int r = sup_runc_cmd_run(&c, err);
-	if (r > 0)
-		r = sbx_err_set(err, -EIO, "%s list: exit %d: %s", rt->binary, r, errout);
-	return r;
+	int r = 0;
+	for (int i = 0; i < LIST_TRIES; i++) {
+		sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
+				  .out_cap = LIST_OUT_MAX, .errout = errout,
+				  .errout_cap = sizeof(errout)};
+		r = sup_runc_cmd_run(&c, err);
+		if (r <= 0)
+			return r;
+		struct timespec pause = {0, LIST_RETRY_NS};
+		nanosleep(&pause, NULL);
+	}
+	return sbx_err_set(err, -EIO, "%s list: exit %d: %s", rt->binary, r, errout);
 }
 
 /* Is the container listed by the runtime? 1 yes, 0 no, <0 error. */
