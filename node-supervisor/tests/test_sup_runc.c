@@ -553,7 +553,7 @@ static int cmp_double(const void *a, const void *b)
  * bound_ms (a sanity bound, not the benchmark: bench/ has the targets). */
 static void time_creates(fixture *f, sup_isolation iso, int n, double bound_ms)
 {
-	double ms[20];
+	double ms[20] = {0};
 	assert_true(n <= 20);
 	for (int i = 0; i < n; i++) {
 		char id[32];
