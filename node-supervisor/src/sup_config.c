@@ -20,7 +20,6 @@ void sup_config_defaults(sup_config *c)
 	c->runtime = "runc";
 	c->runsc = "runsc";
 	c->runsc_platform = "ptrace";
-	c->runsc_network = "none";
 	c->max_body = 1u << 20;
 	c->max_output = 16u << 20;
 	c->max_output_total = 1u << 30;
@@ -69,7 +68,6 @@ void sup_config_usage(const char *prog)
 	       "                         when it answers, required when given or pooled)\n"
 	       "  --runsc-root DIR       runsc's state folder (default <state-dir>/runsc)\n"
 	       "  --runsc-platform NAME  ptrace or kvm (default ptrace)\n"
-	       "  --runsc-network MODE   none (loopback only, default) or sandbox\n"
 	       "  --agent PATH           sandbox-agent binary (default: beside this binary)\n"
 	       "  --token T              API token (default: <state-dir>/token, made at first start)\n"
 	       "  --max-body SIZE        largest request body (default 1M)\n"
@@ -324,7 +322,6 @@ enum {
 	OPT_VERSION, OPT_POLICY, OPT_MAX_UPLOAD, OPT_AGENT_GRACE, OPT_AGENT_IDLE, OPT_AGENT_PING,
 	OPT_AGENT_PING_TIMEOUT, OPT_AGENT_FRAME, OPT_AGENT_MAX_STREAMS, OPT_AGENT_MAX_WAITING,
 	OPT_AGENT_MAX_QUEUED, OPT_POOL, OPT_RUNSC, OPT_RUNSC_ROOT, OPT_RUNSC_PLATFORM,
-	OPT_RUNSC_NETWORK,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -339,7 +336,6 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "runsc", required_argument, NULL, OPT_RUNSC },
 		{ "runsc-root", required_argument, NULL, OPT_RUNSC_ROOT },
 		{ "runsc-platform", required_argument, NULL, OPT_RUNSC_PLATFORM },
-		{ "runsc-network", required_argument, NULL, OPT_RUNSC_NETWORK },
 		{ "agent", required_argument, NULL, OPT_AGENT },
 		{ "token", required_argument, NULL, OPT_TOKEN },
 		{ "max-body", required_argument, NULL, OPT_MAX_BODY },
@@ -413,11 +409,6 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			if (strcmp(optarg, "ptrace") != 0 && strcmp(optarg, "kvm") != 0)
 				return sbx_err_set(err, -EINVAL, "--runsc-platform %s: ptrace or kvm", optarg);
 			c->runsc_platform = optarg;
-			break;
-		case OPT_RUNSC_NETWORK:
-			if (strcmp(optarg, "none") != 0 && strcmp(optarg, "sandbox") != 0)
-				return sbx_err_set(err, -EINVAL, "--runsc-network %s: none or sandbox", optarg);
-			c->runsc_network = optarg;
 			break;
 		case OPT_AGENT:
 			c->agent_path = optarg;

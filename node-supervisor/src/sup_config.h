@@ -29,7 +29,6 @@ typedef struct sup_config {
 	bool runsc_given;          /* --runsc: gvisor must be offered */
 	const char *runsc_root;    /* NULL: <state_dir>/runsc */
 	const char *runsc_platform;
-	const char *runsc_network;
 	const char *agent_path;    /* NULL: look next to the binary */
 	const char *token;         /* NULL: <state_dir>/token */
 	const char *policy_file;   /* NULL: the built-in file access policy */

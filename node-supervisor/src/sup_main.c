@@ -90,7 +90,10 @@ static int offer_gvisor(const sup_config *cfg, char *root, size_t cap, sup_runti
 		.binary = cfg->runsc,
 		.root = cfg->runsc_root ? cfg->runsc_root : root,
 		.platform = cfg->runsc_platform,
-		.network = cfg->runsc_network,
+		/* loopback only, as runc's empty network namespace; gVisor's
+		 * netstack ("sandbox") wants a network namespace made for it,
+		 * which is the networking issue's */
+		.network = "none",
 	};
 	bool required = cfg->runsc_given || sup_config_pools_use(cfg, SUP_ISO_GVISOR);
 	sbx_err why;

@@ -20,8 +20,8 @@ typedef struct sup_runtime {
 	const char *binary;   /* looked up in PATH without '/'; NULL: not offered */
 	const char *root;     /* --root, the runtime's state folder; NULL: its default */
 	const char *platform; /* runsc --platform (ptrace, kvm); NULL: not runsc */
-	const char *network;  /* runsc --network: none (loopback only, as runc's
-			       * empty network namespace) or sandbox */
+	const char *network;  /* runsc --network; NULL: none (loopback only, as
+			       * runc's empty network namespace) */
 } sup_runtime;
 
 /* Room for the binary, the global flags, a verb's arguments and the NULL. */

@@ -106,7 +106,7 @@ static void test_bad_flags(void **state)
 		{ "--pool", "kata:host=1" },        { "--pool", "gvisor:ubuntu=1" },
 		{ "--pool", "gvisor:host=x" },      { "--pool", "gvisor:host=257" },
 		{ "--pool", "host=2" },             { "--pool", ":host=2" },
-		{ "--runsc-platform", "kvm2" },     { "--runsc-network", "host" },
+		{ "--runsc-platform", "kvm2" },
 		{ "--runsc-root", "relative" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -139,14 +139,12 @@ static void test_pools(void **state)
 	const char *argv[] = { "sup", "--pool-size", "3", "--pool-images", "host,/srv/a",
 			       "--pool", "gvisor:host=2", "--pool", "runc:/srv/a=1",
 			       "--pool", "gvisor:/srv/b=0", "--runsc", "/opt/runsc",
-			       "--runsc-platform", "kvm", "--runsc-network", "sandbox",
-			       "--runsc-root", "/run/rs", NULL };
+			       "--runsc-platform", "kvm", "--runsc-root", "/run/rs", NULL };
 	assert_int_equal(parse(&c, &e, (int)(sizeof(argv) / sizeof(argv[0])) - 1, argv), 0);
 	assert_int_equal(c.npools, 3);
 	assert_true(c.runsc_given);
 	assert_string_equal(c.runsc, "/opt/runsc");
 	assert_string_equal(c.runsc_platform, "kvm");
-	assert_string_equal(c.runsc_network, "sandbox");
 	assert_string_equal(c.runsc_root, "/run/rs");
 	assert_true(sup_config_pools_use(&c, SUP_ISO_GVISOR));
 
