@@ -3,7 +3,9 @@
  *
  *   exec of `true`: posix_spawn on the host (floor), `runc exec` into the
  *   sandbox's container (peer), the agent socket directly, the HTTP API;
- *   acquire from a warm pool; cold create until the agent answers;
+ *   acquire from a warm pool, without and with `resources`; cold create
+ *   until the agent answers; a neighbour's exec beside a fork bomb held by
+ *   `pids`, and the bomb's DELETE;
  *   streaming throughput of `head -c N /dev/zero` through SSE, beside the
  *   ceiling of a plain unix socketpair, with the CPU each side spent.
  *   Where runsc answers, the same exec paths, streaming and cold create
@@ -171,11 +173,9 @@ static bool wait_pool_full(supervisor *sv, int target)
 	return false;
 }
 
-/* POST /v1/sandboxes; copies the new id; returns the status. */
-static long create_sandbox(supervisor *sv, char *id, size_t id_size)
+/* POST /v1/sandboxes with body; copies the new id; returns the status. */
+static long create_sandbox_with(supervisor *sv, const char *body, char *id, size_t id_size)
 {
-	char body[96];
-	snprintf(body, sizeof(body), "{\"image\":\"host\",\"isolation\":\"%s\"}", sv->isolation);
 	long st = bench_http_do(sv->http, "POST", "/v1/sandboxes", body);
 	if (st != 201)
 		return st;
@@ -183,6 +183,13 @@ static long create_sandbox(supervisor *sv, char *id, size_t id_size)
 	snprintf(id, id_size, "%s", json_string_value(json_object_get(root, "id")) ?: "");
 	json_decref(root);
 	return st;
+}
+
+static long create_sandbox(supervisor *sv, char *id, size_t id_size)
+{
+	char body[96];
+	snprintf(body, sizeof(body), "{\"image\":\"host\",\"isolation\":\"%s\"}", sv->isolation);
+	return create_sandbox_with(sv, body, id, id_size);
 }
 
 static void delete_sandbox(supervisor *sv, const char *id)
@@ -446,23 +453,94 @@ static void bench_exec_paths(supervisor *sv, const bench_opts *o)
 	delete_sandbox(sv, id);
 }
 
+/* Plain and with every limit other than the pool's defaults (each written
+ * into the sandbox's cgroup and disk as it is handed out), in turns. */
 static void bench_acquire(supervisor *sv, const bench_opts *o, int pool_size)
 {
-	bench_samples s = {0};
-	for (int i = 0; i < o->pool_rounds; i++) {
+	static const char *const bodies[2] = {
+		"{\"image\":\"host\"}",
+		"{\"image\":\"host\",\"resources\":{\"cpus\":0.5,\"memory\":\"256M\","
+		"\"pids\":256,\"disk\":\"512M\"}}",
+	};
+	bench_samples s[2] = {{0}, {0}};
+	for (int i = 0; i < 2 * o->pool_rounds; i++) {
 		if (!wait_pool_full(sv, pool_size))
 			break;
 		char id[64];
 		double t = bench_now_ms();
-		long st = create_sandbox(sv, id, sizeof(id));
+		long st = create_sandbox_with(sv, bodies[i % 2], id, sizeof(id));
 		double dt = bench_now_ms() - t;
 		if (st == 201) {
-			bench_samples_add(&s, dt);
+			bench_samples_add(&s[i % 2], dt);
 			delete_sandbox(sv, id);
 		}
 	}
-	report("acquire from a warm pool (POST /v1/sandboxes)", &s, "sbx, target p50 <= 2 ms");
-	bench_samples_free(&s);
+	report("acquire from a warm pool (POST /v1/sandboxes)", &s[0], "sbx, target p50 <= 2 ms");
+	report("acquire with resources (cpus, memory, pids, disk)", &s[1],
+	       "sbx, target p50 <= 2 ms");
+	bench_samples_free(&s[0]);
+	bench_samples_free(&s[1]);
+}
+
+static long sandbox_pids(supervisor *sv, const char *id)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+	if (bench_http_do(sv->http, "GET", path, NULL) != 200)
+		return -1;
+	json_t *root = json_loads(bench_http_body(sv->http), 0, NULL);
+	json_t *v = json_object_get(json_object_get(root, "usage"), "pids");
+	long n = json_is_integer(v) ? (long)json_integer_value(v) : -1;
+	json_decref(root);
+	return n;
+}
+
+static void exec_true_n(supervisor *sv, const char *id, int n, bench_samples *s)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	for (int i = 0; i < n; i++) {
+		double t = bench_now_ms();
+		long st = bench_http_do(sv->http, "POST", path, "{\"argv\":[\"true\"]}");
+		double dt = bench_now_ms() - t;
+		if (st == 200 && exit_code_of(bench_http_body(sv->http)) == 0)
+			bench_samples_add(s, dt);
+	}
+}
+
+/* A neighbour's exec p50, idle and beside `:(){ :|:& };:` in a sandbox with
+ * pids 256 (the rest the defaults), then the bomb's DELETE. */
+static void bench_fork_bomb(supervisor *sv, const bench_opts *o)
+{
+	char nb[64], bomb[64], path[128];
+	if (create_sandbox(sv, nb, sizeof(nb)) != 201 ||
+	    create_sandbox_with(sv, "{\"resources\":{\"pids\":256}}", bomb, sizeof(bomb)) != 201) {
+		fprintf(stderr, "fork bomb: create failed: %s\n", bench_http_body(sv->http));
+		return;
+	}
+	int n = o->iterations / 4 > 20 ? o->iterations / 4 : 20;
+	bench_samples idle = {0}, busy = {0}, gone = {0};
+	exec_true_n(sv, nb, 20, &idle); /* warm */
+	bench_samples_free(&idle);
+	exec_true_n(sv, nb, n, &idle);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", bomb);
+	bench_http_do(sv->http, "POST", path, "{\"argv\":[\"bash\",\"-c\",\":(){ :|:& };:\"]}");
+	long held = 0;
+	for (int i = 0; i < 1000 && (held = sandbox_pids(sv, bomb)) < 200; i++)
+		usleep(10000);
+	exec_true_n(sv, nb, n, &busy);
+	double t = bench_now_ms();
+	delete_sandbox(sv, bomb);
+	bench_samples_add(&gone, bench_now_ms() - t);
+	char note[96];
+	report("neighbour exec `true`, idle", &idle, "idle figure");
+	snprintf(note, sizeof(note), "sbx, target p50 <= 2x idle (%ld processes held)", held);
+	report("neighbour exec `true` beside a fork bomb", &busy, note);
+	report("the fork bomb's DELETE (pids 256)", &gone, "sbx, target <= 1000 ms");
+	bench_samples_free(&idle);
+	bench_samples_free(&busy);
+	bench_samples_free(&gone);
+	delete_sandbox(sv, nb);
 }
 
 static void bench_cold(supervisor *sv, const bench_opts *o)
@@ -579,6 +657,7 @@ int main(int argc, char **argv)
 	bench_stream(&sv, &o);
 	bench_files(&sv, &o);
 	bench_acquire(&sv, &o, pool_size);
+	bench_fork_bomb(&sv, &o);
 	supervisor_stop(&sv);
 
 	if (!supervisor_start(&sv, &o, "runc", 0)) {

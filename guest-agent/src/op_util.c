@@ -29,6 +29,11 @@ void agent_op_pack_result_pairs(msgpack_packer *pk, const agent_proc_result *r)
 		msgpack_pack_true(pk);
 	else
 		msgpack_pack_false(pk);
+	sbx_proto_pack_str(pk, "oom_killed");
+	if (r->oom_killed)
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
 	sbx_proto_pack_str(pk, "duration_us");
 	msgpack_pack_uint64(pk, r->duration_us);
 	sbx_proto_pack_str(pk, "rusage");

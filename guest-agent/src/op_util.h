@@ -12,9 +12,9 @@
 #include "proc.h"
 
 /* The result keys of a finished command: exit_code, signal, timed_out,
- * duration_us, rusage {max_rss_kb, user_ms, sys_ms}. Packs a map of
- * AGENT_OP_RESULT_PAIRS + extra pairs; the caller packs the extra ones. */
-#define AGENT_OP_RESULT_PAIRS 5u
+ * oom_killed, duration_us, rusage {max_rss_kb, user_ms, sys_ms}. Packs a map
+ * of AGENT_OP_RESULT_PAIRS + extra pairs; the caller packs the extra ones. */
+#define AGENT_OP_RESULT_PAIRS 6u
 void agent_op_pack_result(msgpack_packer *pk, const agent_proc_result *r, uint32_t extra);
 /* Just the pairs (for a map the caller opened). */
 void agent_op_pack_result_pairs(msgpack_packer *pk, const agent_proc_result *r);

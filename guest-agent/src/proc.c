@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 
 #include "sbx/cleanup.h"
 #include "log.h"
+#include "oom.h"
 #include "pty.h"
 #include "spawn.h"
 #include "tree.h"
@@ -52,6 +54,9 @@ struct agent_proc {
 	struct event *free_ev;  /* frees a finished proc from the loop */
 
 	uint64_t start_ns;
+	uint64_t oom_at_start;  /* the sandbox's OOM kill count at the start */
+	bool oom_known;         /* ... if it has one */
+	bool killed;            /* the agent sent SIGKILL (timeout, kill, detach) */
 	bool reaped;
 	bool detached;
 	bool done;              /* finished; freed by free_ev */
@@ -289,10 +294,19 @@ static void started_cb(pid_t pid, void *ud)
 static void exit_cb(pid_t pid, int status, const struct rusage *ru, void *ud)
 {
 	agent_proc *p = ud;
+	uint64_t ooms;
 
 	p->reaped = true;
 	p->result.status = status;
 	p->result.rusage = *ru;
+	/* Killed (or, from a shell, its child killed: exit 128 + 9) without
+	 * the agent's doing while the sandbox's OOM kill count rose. The kernel
+	 * counts its kill before the victim dies, so the count is final by
+	 * the time the victim is reaped. */
+	if (((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+	     (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL)) &&
+	    !p->killed && p->oom_known && agent_oom_kills(&ooms) && ooms > p->oom_at_start)
+		p->result.oom_killed = true;
 	p->result.duration_us = (now_ns() - p->start_ns) / 1000u;
 	if (p->timeout_ev)
 		event_del(p->timeout_ev);
@@ -309,6 +323,7 @@ static void timeout_cb(evutil_socket_t fd, short what, void *ud)
 	sbx_err err = { 0 };
 
 	p->result.timed_out = true;
+	p->killed = true;
 	if (agent_tree_kill(p->tree, &err) < 0)
 		agent_log_warn("timeout: %s", err.msg);
 }
@@ -431,6 +446,8 @@ int agent_proc_signal(agent_proc *p, int sig, sbx_err *err)
 	 * start it is not known yet. */
 	if (p->reaped)
 		return 0;
+	if (sig == SIGKILL)
+		p->killed = true;
 	if (p->pid == 0) {
 		sigaddset(&p->pending, sig);
 		return 0;
@@ -442,6 +459,7 @@ int agent_proc_signal(agent_proc *p, int sig, sbx_err *err)
 
 int agent_proc_kill(agent_proc *p, sbx_err *err)
 {
+	p->killed = true;
 	return agent_tree_kill(p->tree, err);
 }
 
@@ -463,6 +481,7 @@ void agent_proc_detach(agent_proc *p)
 	if (p->detached)
 		return;
 	p->detached = true;
+	p->killed = true;
 	if (!p->done && agent_tree_kill(p->tree, &err) < 0)
 		agent_log_warn("%s", err.msg);
 	close_out(p, AGENT_PROC_STDOUT);
@@ -659,6 +678,7 @@ int agent_proc_start(struct event_base *base, const agent_exec_spec *spec,
 		goto fail_oom;
 
 	p->start_ns = now_ns();
+	p->oom_known = agent_oom_kills(&p->oom_at_start);
 	ret = agent_spawn(base, spec, &child, &tree_cbs, p, &p->tree, err);
 	for (int i = 0; i < 3; i++)
 		close_fd(&child_fds[i]);

@@ -49,6 +49,9 @@ typedef struct agent_proc_result {
 	int status;           /* wait status: WIFEXITED / WIFSIGNALED */
 	struct rusage rusage;
 	bool timed_out;       /* the timeout killed the group */
+	bool oom_killed;      /* SIGKILL (or exit 137, a shell's report of one) not
+			       * sent by the agent, and the sandbox's OOM kill
+			       * count rose while it ran (oom.h) */
 	uint64_t duration_us; /* from start to reap */
 } agent_proc_result;
 

@@ -134,6 +134,23 @@ static void child_set_cloexec(unsigned fd, void *arg)
 		fcntl((int)fd, F_SETFD, FD_CLOEXEC);
 }
 
+/* The command is the OOM killer's first choice, never the agent: the
+ * supervisor exempts the agent (and so its holders, which inherit it) where
+ * it may (-1000), and the command raises its own score to the most, which
+ * is always allowed; lowering it again needs CAP_SYS_RESOURCE, which nothing
+ * in a sandbox has. Without /proc nothing changes. */
+static void child_oom_score_raise(void)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (write(fd, "1000", 4) < 0) {
+		/* left as inherited */
+	}
+	close(fd);
+}
+
 static __attribute__((noreturn)) void child_run(const agent_exec_spec *spec, const agent_spawn_fds *fds,
 						 const agent_jail *jail, char *const *envp, const sigset_t *mask)
 {
@@ -149,6 +166,8 @@ static __attribute__((noreturn)) void child_run(const agent_exec_spec *spec, con
 	for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
 		signal(reset[i], SIG_DFL);
 	sigprocmask(SIG_SETMASK, mask, NULL);
+	child_oom_score_raise();
+	setpriority(PRIO_PROCESS, 0, AGENT_SPAWN_NICE);
 	if (restore_nofile)
 		setrlimit(RLIMIT_NOFILE, &child_nofile);
 

@@ -37,6 +37,14 @@ typedef struct agent_spawn_fds {
 #define AGENT_SPAWN_EXIT_NOT_FOUND 127
 #define AGENT_SPAWN_EXIT_CANNOT_RUN 126
 
+/* The nice value commands start with; the agent and its holders keep 0.
+ * Within the sandbox's cgroup (its CPU limit), a command that saturates
+ * the CPU, or a fork bomb's hundreds, then still leaves the agent its turn
+ * as soon as it wakes: timeouts, kills and answers are not queued behind
+ * them. Across sandboxes nice means nothing (each cgroup has its share). A
+ * command may go up from here, never below without CAP_SYS_NICE. */
+#define AGENT_SPAWN_NICE 10
+
 /* Raise the agent's own open-file limit to the hard limit (each running
  * command holds up to three pipe ends here); children get the original
  * soft limit back, so they run with what the sandbox was configured with. */

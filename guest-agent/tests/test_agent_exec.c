@@ -166,6 +166,11 @@ static void exec_reports_rusage(void **state)
 #define ESCAPING "(setsid sleep 313 </dev/null >/dev/null 2>&1 &); " \
 		 "(setsid sh -c 'sleep 314; :' </dev/null >/dev/null 2>&1 &); sleep 315"
 
+/* A timeout long enough for the whole tree to start on a loaded machine
+ * (at 700 ms the kill came before the last sleep under a load of 30, and
+ * the proof below found 0 of it): the test waits for the kill anyway. */
+#define ESCAPING_TIMEOUT_MS 3000
+
 static tc_stream *start_escaping(fixture *fx, tc_client *c, uint64_t timeout_ms)
 {
 	tc_exec_opts o = { .cmd = ESCAPING, .timeout_ms = timeout_ms };
@@ -194,7 +199,7 @@ static void timeout_kills_setsid_grandchildren(void **state)
 	tc_client *c = fx_client(fx, 0);
 	tc_stream *s;
 
-	s = start_escaping(fx, c, 1000);
+	s = start_escaping(fx, c, ESCAPING_TIMEOUT_MS);
 	assert_true(tc_wait(c, s, FX_WAIT_MS));
 	assert_false(s->failed);
 	assert_true(s->timed_out);
@@ -333,7 +338,7 @@ static void tree_kill_with_container_caps(void **state)
 		assert_non_null(strstr(s->msg, "rlimit nofile"));
 	}
 
-	s = start_escaping(fx, c, 700);
+	s = start_escaping(fx, c, ESCAPING_TIMEOUT_MS);
 	assert_true(tc_wait(c, s, FX_WAIT_MS));
 	assert_true(s->timed_out);
 	tree_gone(fx);

@@ -70,6 +70,14 @@ int sup_agent_parse_exec_result(const msgpack_object *r, sup_exec_status *st, sb
 			return sbx_err_set(err, -EPROTO, "exec result: timed_out not a bool");
 		st->timed_out = to->via.boolean;
 	}
+	const msgpack_object *oom = sbx_proto_map_get(r, "oom_killed");
+	if (!obj_is_nil(oom)) {
+		if (oom->type != MSGPACK_OBJECT_BOOLEAN)
+			return sbx_err_set(err, -EPROTO, "exec result: oom_killed not a bool");
+		/* only a SIGKILL (or a shell's 137 for one) can be one */
+		st->oom_killed = oom->via.boolean && (st->exited ? st->exit_code == 128 + 9
+								 : st->signal == 9);
+	}
 	const msgpack_object *du = sbx_proto_map_get(r, "duration_us");
 	if (!obj_is_nil(du)) {
 		if (du->type != MSGPACK_OBJECT_POSITIVE_INTEGER)

@@ -103,6 +103,7 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 {
 	memset(out, 0, sizeof(*out));
 	out->timeout_s = lim->default_timeout_s;
+	out->resources = lim->res_default;
 	if (len == 0)
 		return 0;
 	AUTO_JSON json_t *j = NULL;
@@ -138,6 +139,9 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 			}
 		} else if (strcmp(key, "env") == 0) {
 			rc = parse_env(v, &out->env, err);
+		} else if (strcmp(key, "resources") == 0) {
+			rc = sup_resources_from_json(v, &lim->res_default, &lim->res_max,
+						     &out->resources, err);
 		} else {
 			rc = sbx_err_set(err, -EINVAL, "unknown field \"%.64s\"", key);
 		}
@@ -344,12 +348,13 @@ json_t *sup_api_render_sandbox(const sup_sandbox_view *v)
 	char created[32], expires[32];
 	sup_rfc3339(v->created_at, created, sizeof(created));
 	sup_rfc3339(v->expires_at, expires, sizeof(expires));
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}}", "id", v->id,
-			      "state", v->state, "image", v->image, "isolation",
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:o}", "id",
+			      v->id, "state", v->state, "image", v->image, "isolation",
 			      sup_isolation_names[v->isolation], "created_at", created,
 			      "expires_at", expires, "agent", "streams", (json_int_t)v->agent_streams,
 			      "waiting", (json_int_t)v->agent_waiting, "queued_bytes",
-			      (json_int_t)v->agent_queued, "timeouts", (json_int_t)v->agent_timeouts);
+			      (json_int_t)v->agent_queued, "timeouts", (json_int_t)v->agent_timeouts,
+			      "resources", sup_resources_to_json(&v->resources));
 	if (o && v->reason) {
 		/* the reason may quote what the guest sent */
 		size_t n;
@@ -359,6 +364,10 @@ json_t *sup_api_render_sandbox(const sup_sandbox_view *v)
 			o = NULL;
 		}
 		free(t);
+	}
+	if (o && v->has_usage && json_object_set_new(o, "usage", sup_usage_to_json(&v->usage)) < 0) {
+		json_decref(o);
+		o = NULL;
 	}
 	return o;
 }
@@ -386,7 +395,7 @@ static int add_output(json_t *o, const char *name, const uint8_t *p, size_t n)
 	return rc;
 }
 
-/* exit_code / signal, duration_ms, timed_out. */
+/* exit_code / signal, duration_ms, timed_out, oom_killed. */
 static int add_status(json_t *o, const sup_exec_status *st)
 {
 	char sig[32];
@@ -402,6 +411,7 @@ static int add_status(json_t *o, const sup_exec_status *st)
 	rc |= json_object_set_new_nocheck(
 		o, "duration_ms", json_integer((json_int_t)((st->duration_us + 500) / 1000)));
 	rc |= json_object_set_new_nocheck(o, "timed_out", json_boolean(st->timed_out));
+	rc |= json_object_set_new_nocheck(o, "oom_killed", json_boolean(st->oom_killed));
 	if (st->has_rusage)
 		rc |= json_object_set_new_nocheck(
 			o, "rusage",

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "sbx/err.h"
+#include "sup_resources.h"
 #include "sup_types.h"
 
 #define SUP_API_MAX_ARGV 4096
@@ -21,10 +22,15 @@
 #define SUP_ID_MAX 48
 #define SUP_API_MAX_USER 64
 #define SUP_API_MAX_OUTPUT (1ull << 30)
+/* How replies are dumped: compact, reals with 12 significant digits ("cpus":
+ * 0.1, "cpu_seconds": 1.234567, not jansson's 17-digit 0.10000000000000001). */
+#define SUP_API_JSON_DUMP (JSON_COMPACT | JSON_REAL_PRECISION(12))
 
 typedef struct sup_api_limits {
 	unsigned default_timeout_s; /* sandbox lifetime when none is given */
 	unsigned max_timeout_s;
+	sup_resources res_default;  /* limits when the request names none */
+	sup_resources res_max;      /* the most a request may ask for */
 } sup_api_limits;
 
 typedef struct sup_create_req {
@@ -32,6 +38,7 @@ typedef struct sup_create_req {
 	sup_isolation isolation; /* "isolation": runc (default) or gvisor */
 	unsigned timeout_s;
 	sup_env env;
+	sup_resources resources; /* every figure set: the request's over the defaults */
 } sup_create_req;
 
 void sup_create_req_free(sup_create_req *r);
@@ -55,6 +62,9 @@ typedef struct sup_sandbox_view {
 	unsigned agent_waiting;  /* requests waiting on the agent */
 	size_t agent_queued;     /* bytes queued towards the agent */
 	unsigned agent_timeouts; /* calls the agent let pass their deadline */
+	sup_resources resources; /* in force */
+	bool has_usage;          /* usage read (GET of one sandbox; lists leave it out) */
+	sup_usage usage;
 } sup_sandbox_view;
 
 json_t *sup_api_render_sandbox(const sup_sandbox_view *v);

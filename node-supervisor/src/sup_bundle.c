@@ -162,6 +162,27 @@ static json_t *seccomp_json(void)
 			 "args", "index", 0, "value", (json_int_t)AF_VSOCK_NR, "op", "SCMP_CMP_EQ");
 }
 
+/* Memory (swap held to the same figure where the host accounts swap: OCI's
+ * "swap" is memory+swap, as cgroup v1's memsw; runc turns it into v2's
+ * memory.swap.max = swap - limit = 0), processes, CPU quota. The devices
+ * list only denies; the runtime adds its default devices (null, zero, full,
+ * random, urandom, tty, ptmx) and allows those. */
+static json_t *resources_json(const sup_bundle_spec *s)
+{
+	const sup_resources *r = s->res;
+	json_t *mem = json_pack("{s:I}", "limit", (json_int_t)r->memory);
+	if (mem && s->swap_limit && json_object_set_new(mem, "swap", json_integer((json_int_t)r->memory)) < 0) {
+		json_decref(mem);
+		mem = NULL;
+	}
+	json_int_t quota = (json_int_t)r->cpu_milli * s->cpu_period_us / 1000;
+	return json_pack("{s:[{s:b, s:s}], s:o, s:{s:I}, s:{s:I, s:I}}",
+			 "devices", "allow", 0, "access", "rwm",
+			 "memory", mem,
+			 "pids", "limit", (json_int_t)r->pids,
+			 "cpu", "quota", quota, "period", (json_int_t)s->cpu_period_us);
+}
+
 static json_t *linux_json(const sup_bundle_spec *s)
 {
 	json_t *ns = json_pack("[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}]", "type", "pid", "type",
@@ -172,12 +193,10 @@ static json_t *linux_json(const sup_bundle_spec *s)
 		json_decref(ns);
 		return NULL;
 	}
-	/* The devices list only denies; the runtime adds its default devices
-	 * (null, zero, full, random, urandom, tty, ptmx) and allows those. */
-	return json_pack("{s:o, s:s, s:{s:[{s:b, s:s}]}, s:o, s:o, s:o}",
+	return json_pack("{s:o, s:s, s:o, s:o, s:o, s:o}",
 			 "namespaces", ns,
 			 "cgroupsPath", s->cgroups_path,
-			 "resources", "devices", "allow", 0, "access", "rwm",
+			 "resources", resources_json(s),
 			 "maskedPaths", string_array(masked_paths, N(masked_paths)),
 			 "readonlyPaths", string_array(readonly_paths, N(readonly_paths)),
 			 "seccomp", seccomp_json());

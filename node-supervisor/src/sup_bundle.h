@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "sbx/err.h"
+#include "sup_resources.h"
 
 /* Where the agent's socket folder and binary appear inside every sandbox. */
 #define SUP_BUNDLE_RUN_DIR "/run/sandbox"
@@ -32,6 +33,9 @@ typedef struct sup_bundle_spec {
 	const char *cgroups_path; /* linux.cgroupsPath, e.g. "/sbx/<container-id>" */
 	bool cgroup_ns;           /* the kernel has cgroup namespaces */
 	unsigned long nofile;     /* RLIMIT_NOFILE, soft = hard */
+	const sup_resources *res; /* cgroup limits: memory, pids, CPU quota (disk is not a cgroup's) */
+	bool swap_limit;          /* the host can hold swap: memory+swap = memory */
+	unsigned cpu_period_us;   /* CFS period; the quota is res->cpu_milli of it */
 	const sup_bundle_bind *binds; /* image binds (host /usr, ...) and, later, volumes */
 	size_t n_binds;
 } sup_bundle_spec;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sup_log.h"
 
@@ -43,6 +44,15 @@ void sup_config_defaults(sup_config *c)
 		.max_queued = 8u << 20,
 	};
 	c->log_level = SUP_LOG_INFO;
+	sup_resources_default(&c->res_default);
+	/* The ceiling: the machine's CPUs and memory; the disk images are
+	 * sparse files of this size (see sup_disk.h). */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	c->res_max.cpu_milli = (uint32_t)(cpus > 0 && cpus < 4096 ? cpus : 1) * 1000u;
+	c->res_max.memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 1ull << 30;
+	c->res_max.pids = 32768;
+	c->res_max.disk = 50ull << 30;
 }
 
 void sup_config_release(sup_config *c)
@@ -95,6 +105,12 @@ void sup_config_usage(const char *prog)
 	       "  --agent-max-streams N  streams open to one agent (default 1024)\n"
 	       "  --agent-max-waiting N  requests waiting on one agent (default 1000)\n"
 	       "  --agent-max-queued SIZE  bytes queued towards one agent (default 8M)\n"
+	       "  --default-resources cpus=C,memory=SIZE,pids=N,disk=SIZE\n"
+	       "                         limits of a sandbox whose create names none (default\n"
+	       "                         cpus=1,memory=1G,pids=1024,disk=10G; keys left out keep theirs)\n"
+	       "  --max-resources cpus=C,memory=SIZE,pids=N,disk=SIZE\n"
+	       "                         the most a create may ask for (default: this machine's CPUs\n"
+	       "                         and memory, pids=32768, disk=50G)\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
@@ -322,6 +338,7 @@ enum {
 	OPT_VERSION, OPT_POLICY, OPT_MAX_UPLOAD, OPT_AGENT_GRACE, OPT_AGENT_IDLE, OPT_AGENT_PING,
 	OPT_AGENT_PING_TIMEOUT, OPT_AGENT_FRAME, OPT_AGENT_MAX_STREAMS, OPT_AGENT_MAX_WAITING,
 	OPT_AGENT_MAX_QUEUED, OPT_POOL, OPT_RUNSC, OPT_RUNSC_ROOT, OPT_RUNSC_PLATFORM,
+	OPT_DEFAULT_RESOURCES, OPT_MAX_RESOURCES,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -358,6 +375,8 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "agent-max-streams", required_argument, NULL, OPT_AGENT_MAX_STREAMS },
 		{ "agent-max-waiting", required_argument, NULL, OPT_AGENT_MAX_WAITING },
 		{ "agent-max-queued", required_argument, NULL, OPT_AGENT_MAX_QUEUED },
+		{ "default-resources", required_argument, NULL, OPT_DEFAULT_RESOURCES },
+		{ "max-resources", required_argument, NULL, OPT_MAX_RESOURCES },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -508,6 +527,14 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 				return sbx_err_set(err, -EINVAL, "--agent-max-queued: at least 64K");
 			c->agent.max_queued = (size_t)sz;
 			break;
+		case OPT_DEFAULT_RESOURCES:
+			if (sup_resources_parse_spec("--default-resources", optarg, &c->res_default, err) < 0)
+				return err->code;
+			break;
+		case OPT_MAX_RESOURCES:
+			if (sup_resources_parse_spec("--max-resources", optarg, &c->res_max, err) < 0)
+				return err->code;
+			break;
 		case OPT_LOG_LEVEL: {
 			sup_log_level l;
 			if (sup_log_level_parse(optarg, &l) < 0)
@@ -533,6 +560,8 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 	}
 	if (optind < argc)
 		return sbx_err_set(err, -EINVAL, "unexpected argument %s", argv[optind]);
+	if (sup_resources_check_max("--default-resources ", &c->res_default, &c->res_max, err) < 0)
+		return err->code;
 	if (c->default_timeout_s > c->max_timeout_s)
 		c->default_timeout_s = c->max_timeout_s;
 	/* What the pools keep ready, --pool entries replacing a runc pool's

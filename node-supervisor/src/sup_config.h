@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "sbx/err.h"
+#include "sup_resources.h"
 #include "sup_types.h"
 
 #define SUP_MAX_IMAGES 16
@@ -45,6 +46,8 @@ typedef struct sup_config {
 	unsigned default_timeout_s;  /* sandbox lifetime when a create gives none */
 	unsigned max_timeout_s;      /* upper bound of a sandbox lifetime */
 	sup_agent_opts agent;        /* distrust of the guest: deadlines, limits */
+	sup_resources res_default;   /* a sandbox's limits when a create names none */
+	sup_resources res_max;       /* the most a create may ask for */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */

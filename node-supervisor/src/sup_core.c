@@ -151,6 +151,7 @@ static void view_of(const sup_sandbox *sb, sup_sandbox_view *v)
 		v->agent_queued = st.queued;
 	}
 	v->agent_timeouts = sb->agent_timeouts;
+	v->resources = sb->res;
 }
 
 /* A call the agent let pass its deadline counts against the sandbox. */
@@ -248,9 +249,13 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_create_req *req, sbx_err *err
 	evtimer_add(sb->expiry, &tv);
 	TAILQ_INSERT_TAIL(&c->listed, sb, reg_link);
 	sb->listed = true;
-	sup_info("sandbox %s: handed out (image %s, %s, timeout %us, %zu env)", sb->id,
-		 sup_pools_image_of(sb), sup_isolation_names[sup_pools_isolation_of(sb)],
-		 req->timeout_s, sb->env.n);
+	char cpus[16], mem[24], disk[24];
+	sup_resources_format_cpus(sb->res.cpu_milli, cpus, sizeof(cpus));
+	sup_resources_format_size(sb->res.memory, mem, sizeof(mem));
+	sup_resources_format_size(sb->res.disk, disk, sizeof(disk));
+	sup_info("sandbox %s: handed out (image %s, %s, timeout %us, %zu env, cpus=%s,memory=%s,pids=%u,disk=%s)",
+		 sb->id, sup_pools_image_of(sb), sup_isolation_names[sup_pools_isolation_of(sb)],
+		 req->timeout_s, sb->env.n, cpus, mem, (unsigned)sb->res.pids, disk);
 	return 0;
 }
 
@@ -311,8 +316,8 @@ int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, vo
 	op->u.create.cb = cb;
 	const char *image = op->u.create.req.image ? op->u.create.req.image : "host";
 	sup_sandbox *now = NULL;
-	rc = sup_pools_acquire(c->pools, image, op->u.create.req.isolation, on_acquired, op, &now,
-			       &op->u.create.acq, err);
+	rc = sup_pools_acquire(c->pools, image, op->u.create.req.isolation,
+			       &op->u.create.req.resources, on_acquired, op, &now, &op->u.create.acq, err);
 	if (rc < 0) {
 		sup_create_req_free(&op->u.create.req);
 		free(op);
@@ -335,6 +340,14 @@ int sup_core_get(sup_core *c, const char *id, sup_sandbox_view *out, sbx_err *er
 	if (!sb)
 		return sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
 	view_of(sb, out);
+	/* Read now: a few cgroup files and a statfs, no process. A sandbox
+	 * on its way out may have lost its cgroup already: no usage then. */
+	sbx_err uerr;
+	if (sb->state != SUP_SB_DESTROYING &&
+	    sup_pools_usage(c->pools, sb, &out->usage, &uerr) == 0)
+		out->has_usage = true;
+	else if (sb->state != SUP_SB_DESTROYING)
+		sup_warn("sandbox %s: usage: %s", sb->id, uerr.msg);
 	return 0;
 }
 

@@ -117,7 +117,7 @@ static void send_json(struct evhttp_request *req, int status, json_t *body)
 	struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
 	if (body && buf) {
 		evhttp_add_header(oh, "Content-Type", "application/json");
-		if (json_dump_callback(body, dump_to_evbuffer, buf, JSON_COMPACT) < 0 ||
+		if (json_dump_callback(body, dump_to_evbuffer, buf, SUP_API_JSON_DUMP) < 0 ||
 		    evbuffer_add(buf, "\n", 1) < 0) {
 			evbuffer_drain(buf, evbuffer_get_length(buf));
 			status = 500;

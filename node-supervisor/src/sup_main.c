@@ -14,8 +14,10 @@
 
 #include "sbx/cleanup.h"
 #include "sbx/proto_conn.h"
+#include "sup_cgroup.h"
 #include "sup_config.h"
 #include "sup_core.h"
+#include "sup_disk.h"
 #include "sup_http.h"
 #include "sup_files.h"
 #include "sup_log.h"
@@ -204,15 +206,34 @@ int main(int argc, char **argv)
 		sup_info("API token %s %s", created ? "created in" : "read from", token_path);
 	}
 
+	/* Every sandbox is made with the default limits; acquire gives it its
+	 * request's (sup_pools_acquire). */
+	sup_cgroup_host cgroups;
+	char disk_how[256];
+	if (sup_cgroup_detect("/sys/fs/cgroup", &cgroups, &err) < 0 ||
+	    sup_disk_probe(cfg.state_dir, disk_how, sizeof(disk_how), &err) < 0) {
+		sbx_err_wrap(&err, "sandbox limits");
+		goto fail;
+	}
+	sup_info("limits: cgroup v%d%s; disk: %s", (int)cgroups.mode,
+		 cgroups.swap ? ", swap held to the memory figure" : ", swap not accounted (not held)",
+		 disk_how);
 	sup_runc_cfg rcfg = {
 		.runtimes = { [SUP_ISO_RUNC] = { .binary = cfg.runtime } },
 		.state_dir = cfg.state_dir,
 		.agent_path = agent,
 		.ready_timeout_ms = cfg.ready_timeout_ms,
+		.cgroup = &cgroups,
+		.res = &cfg.res_default,
+		.disk_ceiling = cfg.res_max.disk,
+		.protect_agent = sup_runc_can_protect_agent(),
 	};
 	if (offer_gvisor(&cfg, runsc_root, sizeof(runsc_root), &rcfg.runtimes[SUP_ISO_GVISOR],
 			 &err) < 0)
 		goto fail;
+	if (!rcfg.protect_agent)
+		sup_warn("no CAP_SYS_RESOURCE: agents keep an OOM score adjustment of 0 (not -1000); "
+			 "their commands get +1000, so the OOM killer takes a command first");
 	if (sup_runc_init(&rcfg, &err) < 0) {
 		sbx_err_wrap(&err, "runtime backend");
 		goto fail;
@@ -276,7 +297,9 @@ int main(int argc, char **argv)
 		.token = token,
 		.max_body = cfg.max_body,
 		.limits = { .default_timeout_s = cfg.default_timeout_s,
-			    .max_timeout_s = cfg.max_timeout_s },
+			    .max_timeout_s = cfg.max_timeout_s,
+			    .res_default = cfg.res_default,
+			    .res_max = cfg.res_max },
 	};
 	m.http = sup_http_new(base, m.core, &hcfg, &err);
 	if (!m.http)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sup_agent.h"
 #include "sup_log.h"
@@ -31,6 +32,7 @@ typedef struct sup_pool {
 
 struct sup_acquire {
 	sup_pool *pool;
+	sup_resources res;  /* the limits the requester asked for */
 	sup_acquire_cb cb;
 	void *ud;
 	struct event *timer;
@@ -69,6 +71,7 @@ typedef struct destroy_job {
 	sup_job job;
 	sup_pools *pools;
 	sup_sandbox *sb;
+	struct timespec queued, started; /* for the log: waiting, then running */
 	sup_runc_box box;
 	sup_destroy_cb cb;
 	void *ud;
@@ -162,9 +165,31 @@ static void on_waiter_timeout(evutil_socket_t fd, short what, void *ud)
 
 /* ---- handing out ---- */
 
-static void hand_out(sup_sandbox *sb)
+static long us_between(const struct timespec *a, const struct timespec *b)
 {
+	return (long)((b->tv_sec - a->tv_sec) * 1000000 + (b->tv_nsec - a->tv_nsec) / 1000);
+}
+
+/* Give sb the requester's limits and hand it out; on failure it is
+ * destroyed and err says why. */
+static int hand_out(sup_sandbox *sb, const sup_resources *res, sbx_err *err)
+{
+	sup_pools *p = sb->pool->owner;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int r = sup_runc_set_limits(p->cfg.runc, &sb->box, &sb->res, res, err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (r < 0) {
+		sup_error("%s", err->msg);
+		start_destroy(p, sb, false, NULL, NULL);
+		sbx_err why = *err; /* the message is formatted into err */
+		return sbx_err_set(err, -EAGAIN, "could not apply the sandbox's limits: %.400s",
+				   why.msg);
+	}
+	sup_debug("sandbox %s: limits set in %ld us", sb->id, us_between(&t0, &t1));
+	sb->res = *res;
 	sb->state = SUP_SB_RUNNING;
+	return 0;
 }
 
 static sup_sandbox *take_ready(sup_pool *pool)
@@ -174,7 +199,6 @@ static sup_sandbox *take_ready(sup_pool *pool)
 		return NULL;
 	TAILQ_REMOVE(&pool->ready, sb, ready_link);
 	pool->nready--;
-	hand_out(sb);
 	return sb;
 }
 
@@ -190,8 +214,13 @@ static void sandbox_ready(sup_sandbox *sb)
 		waiter_remove(a);
 		sup_acquire_cb cb = a->cb;
 		void *ud = a->ud;
+		sup_resources res = a->res;
 		waiter_free(a);
-		hand_out(sb);
+		sbx_err e;
+		if (hand_out(sb, &res, &e) < 0) {
+			cb(NULL, e.code, &e, ud);
+			return;
+		}
 		sup_debug("sandbox %s: ready, handed to a waiting request", sb->id);
 		cb(sb, 0, NULL, ud);
 	} else {
@@ -323,6 +352,7 @@ static void create_done(sup_job *job)
 		return;
 	}
 	sb->box = cj->box;
+	sb->res = *p->cfg.runc->res;
 	free(cj);
 	sb->state = SUP_SB_CONNECTING;
 	if (p->shutting_down) {
@@ -416,6 +446,7 @@ static void ensure_fill(sup_pool *pool)
 static void destroy_run(sup_job *job)
 {
 	destroy_job *dj = (destroy_job *)job;
+	clock_gettime(CLOCK_MONOTONIC, &dj->started);
 	sbx_err_clear(&dj->err);
 	dj->rc = sup_runc_destroy(dj->pools->cfg.runc, &dj->box, &dj->err);
 }
@@ -425,10 +456,13 @@ static void destroy_done(sup_job *job)
 	destroy_job *dj = (destroy_job *)job;
 	sup_pools *p = dj->pools;
 	sup_sandbox *sb = dj->sb;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (dj->rc < 0)
 		sup_error("sandbox %s: destroy failed: %s", sb->id, dj->err.msg);
 	else
-		sup_info("sandbox %s: destroyed", sb->id);
+		sup_info("sandbox %s: destroyed in %ld ms (%ld ms waiting for a worker)", sb->id,
+			 us_between(&dj->queued, &now) / 1000, us_between(&dj->queued, &dj->started) / 1000);
 	TAILQ_REMOVE(&p->all, sb, all_link);
 	p->nalive--;
 	if (dj->cb)
@@ -468,6 +502,7 @@ static void start_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destro
 	dj->box = sb->box;
 	dj->cb = cb;
 	dj->ud = ud;
+	clock_gettime(CLOCK_MONOTONIC, &dj->queued);
 	sup_workers_submit(p->workers, &dj->job, urgent);
 }
 
@@ -555,8 +590,14 @@ sup_isolation sup_pools_isolation_of(const sup_sandbox *sb)
 	return sb->pool->isolation;
 }
 
-int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation, sup_acquire_cb cb,
-		      void *ud, sup_sandbox **now, sup_acquire **wait, sbx_err *err)
+int sup_pools_usage(const sup_pools *p, const sup_sandbox *sb, sup_usage *u, sbx_err *err)
+{
+	return sup_runc_usage(p->cfg.runc, &sb->box, u, err);
+}
+
+int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
+		      const sup_resources *res, sup_acquire_cb cb, void *ud, sup_sandbox **now,
+		      sup_acquire **wait, sbx_err *err)
 {
 	*now = NULL;
 	*wait = NULL;
@@ -572,8 +613,11 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation, 
 				   image, p->pools[0].image, p->npools > 1 ? " and others" : "");
 	sup_sandbox *sb = take_ready(pool);
 	if (sb) {
-		*now = sb;
+		int r = hand_out(sb, res, err);
 		ensure_fill(pool);
+		if (r < 0)
+			return r;
+		*now = sb;
 		return 0;
 	}
 	if (p->nalive >= p->cfg.max_sandboxes && pool->creating <= pool->nwaiters)
@@ -582,6 +626,7 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation, 
 	if (!a)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	a->pool = pool;
+	a->res = *res;
 	a->cb = cb;
 	a->ud = ud;
 	a->timer = evtimer_new(p->base, on_waiter_timeout, a);

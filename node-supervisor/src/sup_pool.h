@@ -52,12 +52,16 @@ void sup_pools_start(sup_pools *p);
  * could be made in time / creation failed, -ESHUTDOWN. */
 typedef void (*sup_acquire_cb)(sup_sandbox *sb, int rc, const sbx_err *err, void *ud);
 
-/* Take a ready sandbox of image and isolation. Returns 0 with *now set
- * (ready one, no callback), or 0 with *wait set (cb runs later, cold create
- * queued), or a negative errno: -EINVAL no pool of that image and
- * isolation, -EAGAIN at max_sandboxes, -ESHUTDOWN. */
-int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation, sup_acquire_cb cb,
-		      void *ud, sup_sandbox **now, sup_acquire **wait, sbx_err *err);
+/* Take a ready sandbox of image and isolation and give it the limits res
+ * (every sandbox is made with the pools' defaults; the ones that differ are
+ * written into its cgroup and disk as it is handed out: sup_runc_set_limits).
+ * Returns 0 with *now set (ready one, no callback), or 0 with *wait set (cb
+ * runs later, cold create queued), or a negative errno: -EINVAL no pool of
+ * that image and isolation, -EAGAIN at max_sandboxes or when the limits
+ * could not be applied (that sandbox is destroyed), -ESHUTDOWN. */
+int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
+		      const sup_resources *res, sup_acquire_cb cb, void *ud, sup_sandbox **now,
+		      sup_acquire **wait, sbx_err *err);
 /* Withdraw a waiting acquire (its requester went away); cb will not run. */
 void sup_pools_acquire_cancel(sup_acquire *a);
 
@@ -90,5 +94,7 @@ unsigned sup_pools_alive(const sup_pools *p);
 /* The image a sandbox was made from, and its isolation. */
 const char *sup_pools_image_of(const sup_sandbox *sb);
 sup_isolation sup_pools_isolation_of(const sup_sandbox *sb);
+/* What a made sandbox uses now (cgroup files and a statfs: no process). */
+int sup_pools_usage(const sup_pools *p, const sup_sandbox *sb, sup_usage *u, sbx_err *err);
 
 #endif

@@ -335,7 +335,7 @@ static void r_start(sup_pq *q)
 	bool has_stdin = false;
 	if (start_extras(q, j, &extra, &nextra, &has_stdin) < 0)
 		return;
-	SBX_AUTO_FREE char *rest = json_dumps(j, JSON_COMPACT);
+	SBX_AUTO_FREE char *rest = json_dumps(j, SUP_API_JSON_DUMP);
 	sup_exec_spec spec;
 	sbx_err err;
 	sbx_err_clear(&err);

@@ -60,12 +60,15 @@ static int set_text(json_t *o, const char *key, const char *p, size_t n)
 static int desc_exit(const msgpack_object *m, json_t *o, sbx_err *err)
 {
 	uint64_t ended = 0, dur = 0;
-	bool to = false;
+	bool to = false, oom = false;
 	int rc = sup_procs_mp_uint(m, "ended_ms", UINT64_MAX / 2, &ended, err);
 	if (rc == 0)
 		rc = sup_procs_mp_uint(m, "duration_us", UINT64_MAX / 2, &dur, err);
 	if (rc == 0)
 		rc = mp_bool(m, "timed_out", &to, err);
+	/* optional: an agent without memory cgroup figures may leave it out */
+	if (rc == 0 && !mp_nil(sbx_proto_map_get(m, "oom_killed")))
+		rc = mp_bool(m, "oom_killed", &oom, err);
 	if (rc < 0)
 		return rc;
 	const msgpack_object *code = sbx_proto_map_get(m, "exit_code");
@@ -84,7 +87,9 @@ static int desc_exit(const msgpack_object *m, json_t *o, sbx_err *err)
 	    json_object_set_new(o, "signal", has_sig ? json_string(name) : json_null()) < 0 ||
 	    json_object_set_new(o, "ended_ms", json_integer((json_int_t)ended)) < 0 ||
 	    json_object_set_new(o, "duration_ms", json_real((double)dur / 1000.0)) < 0 ||
-	    json_object_set_new(o, "timed_out", json_boolean(to)) < 0)
+	    json_object_set_new(o, "timed_out", json_boolean(to)) < 0 ||
+	    json_object_set_new(o, "oom_killed",
+				json_boolean(oom && (has_sig ? sig->via.u64 == 9 : code->via.u64 == 137))) < 0)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	return 0;
 }

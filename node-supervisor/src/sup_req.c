@@ -11,6 +11,7 @@
 #include "sbx/cleanup.h"
 #include "sbx/proto.h"
 #include "sup_b64.h"
+#include "sup_api.h"
 #include "sup_httpin.h"
 #include "sup_log.h"
 #include "sup_text.h"
@@ -110,7 +111,7 @@ void sup_req_reply(sup_req *r, int status, json_t *body)
 	if (body && buf) {
 		evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
 				  "application/json");
-		if (json_dump_callback(body, dump_cb, buf, JSON_COMPACT) < 0 ||
+		if (json_dump_callback(body, dump_cb, buf, SUP_API_JSON_DUMP) < 0 ||
 		    evbuffer_add(buf, "\n", 1) < 0) {
 			evbuffer_drain(buf, evbuffer_get_length(buf));
 			status = 500;

@@ -1,7 +1,9 @@
 /* sup_runc: see sup_runc.h. Layout of one sandbox on the host:
  *   <state>/sandboxes/<id>/bundle/config.json   OCI config (sup_bundle)
  *   <state>/sandboxes/<id>/bundle/rootfs        overlay mount point
- *   <state>/sandboxes/<id>/upper, work          overlay upper and work folders
+ *   <state>/sandboxes/<id>/disk.img, disk/       the writable layer's file system
+ *                                               (sup_disk), holding
+ *   <state>/sandboxes/<id>/disk/upper, disk/work overlay upper and work folders
  *   <state>/sandboxes/<id>/run                  /run/sandbox inside: agent.sock
  *   <state>/sandboxes/<id>/agent.log            the agent's stdout and stderr
  *   <state>/sandboxes/<id>/runtime.log          the runtime's own log
@@ -12,20 +14,24 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/pidfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
 #include "sup_bundle.h"
+#include "sup_disk.h"
 #include "sup_fsutil.h"
 #include "sup_overlay.h"
 #include "sup_runc_cmd.h"
@@ -120,8 +126,8 @@ static int make_paths(const sup_runc_cfg *cfg, const char *id, box_paths *p, sbx
 	r = r ?: fmt(p->dir, sizeof(p->dir), "%s/sandboxes/%s", p->state, id);
 	r = r ?: fmt(p->bundle, sizeof(p->bundle), "%s/bundle", p->dir);
 	r = r ?: fmt(p->rootfs, sizeof(p->rootfs), "%s/bundle/rootfs", p->dir);
-	r = r ?: fmt(p->upper, sizeof(p->upper), "%s/upper", p->dir);
-	r = r ?: fmt(p->work, sizeof(p->work), "%s/work", p->dir);
+	r = r ?: fmt(p->upper, sizeof(p->upper), "%s/" SUP_DISK_UPPER, p->dir);
+	r = r ?: fmt(p->work, sizeof(p->work), "%s/" SUP_DISK_WORK, p->dir);
 	r = r ?: fmt(p->run, sizeof(p->run), "%s/run", p->dir);
 	r = r ?: fmt(p->log, sizeof(p->log), "%s/agent.log", p->dir);
 	r = r ?: fmt(p->rtlog, sizeof(p->rtlog), "%s/runtime.log", p->dir);
@@ -226,7 +232,8 @@ static bool is_container_pid(pid_t pid, const char *cgroup)
 	return false;
 }
 
-static int runtime_delete(const sup_runtime *rt, const box_paths *p, sbx_err *err)
+static int runtime_delete(const sup_runc_cfg *cfg, const sup_runtime *rt, const box_paths *p,
+			  sbx_err *err)
 {
 	/* `delete --force` alone would do, but runc then sleeps in steps of
 	 * 100 ms until the init is gone; kill, a wait on a pidfd and a plain
@@ -243,8 +250,18 @@ static int runtime_delete(const sup_runtime *rt, const box_paths *p, sbx_err *er
 	}
 	char errout[384];
 	if (pfd >= 0) {
-		/* "not running" and "does not exist" are fine: delete says more */
-		runtime_call(rt, "kill", p->cid, "KILL", errout, sizeof(errout), &ignored);
+		/* The pidfd is the container's init (checked above): signal it
+		 * directly rather than through a runtime process (30-90 ms of
+		 * the destroy). Its death takes every process of its PID
+		 * namespace with it (under gVisor: the sandbox's kernel), and
+		 * the kernel allows that namespace no new pid from then on, so
+		 * a fork bomb ends there too; its CPU quota is lifted first, so
+		 * that the dying are not held back by the throttle (a fork
+		 * bomb's took 0.3-1.4 s to die). */
+		sup_cgroup_unthrottle(cfg->cgroup, p->cgroup, &ignored);
+		if (pidfd_send_signal(pfd, SIGKILL, NULL, 0) < 0)
+			/* "not running" and "does not exist" are fine: delete says more */
+			runtime_call(rt, "kill", p->cid, "KILL", errout, sizeof(errout), &ignored);
 		struct pollfd pf = {.fd = pfd, .events = POLLIN};
 		while (poll(&pf, 1, KILL_WAIT_MS) < 0 && errno == EINTR)
 			;
@@ -270,16 +287,18 @@ static int runtime_delete(const sup_runtime *rt, const box_paths *p, sbx_err *er
  * processes may still use the rootfs). best_effort: go on with the host side
  * even when the runtime cannot delete the container; only for a create whose
  * `run` failed, which leaves no container behind. */
-static int destroy_paths(const sup_runtime *rt, const box_paths *p, bool best_effort,
+static int destroy_paths(const sup_runc_cfg *cfg, const sup_runtime *rt, const box_paths *p,
+			 bool best_effort,
 			 sbx_err *err)
 {
 	sbx_err derr;
-	int r = runtime_delete(rt, p, &derr);
+	int r = runtime_delete(cfg, rt, p, &derr);
 	if (r < 0 && !best_effort) {
 		*err = derr;
 		return r;
 	}
 	r = sup_overlay_umount(p->rootfs, err);
+	r = r ?: sup_disk_unmount(p->dir, err);
 	if (r < 0)
 		return r;
 	return sup_fs_rm_tree(p->dir, err);
@@ -375,7 +394,8 @@ static int write_etc(const box_paths *p, const sup_runc_image *img, const char *
 	return sup_fs_write_file(etc, "hosts", buf, (size_t)n, 0644, err);
 }
 
-/* The folders of a new sandbox; its root folder (dir) already exists. */
+/* The folders of a new sandbox; its root folder (dir) already exists, and so
+ * does its disk layer (the upper and work folders go there). */
 static int make_dirs(const box_paths *p, const sup_runc_image *img, sbx_err *err)
 {
 	SBX_AUTO_CLOSE int d = open(p->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -387,8 +407,8 @@ static int make_dirs(const box_paths *p, const sup_runc_image *img, sbx_err *err
 		return sbx_err_sys(err, -errno, "image %s", img->lower);
 	int r = sup_fs_mkdir(d, "bundle", 0700, 0, 0, 0, err);
 	r = r ?: sup_fs_mkdir(d, "bundle/rootfs", 0755, 0, 0, 0, err);
-	r = r ?: sup_fs_mkdir(d, "upper", st.st_mode & 07777, st.st_uid, st.st_gid, 0, err);
-	r = r ?: sup_fs_mkdir(d, "work", 0700, 0, 0, 0, err);
+	r = r ?: sup_fs_mkdir(d, SUP_DISK_UPPER, st.st_mode & 07777, st.st_uid, st.st_gid, 0, err);
+	r = r ?: sup_fs_mkdir(d, SUP_DISK_WORK, 0700, 0, 0, 0, err);
 	r = r ?: sup_fs_mkdir(d, "run", 0755, 0, 0, 0, err);
 	if (r < 0 || img->host)
 		return r;
@@ -399,10 +419,10 @@ static int make_dirs(const box_paths *p, const sup_runc_image *img, sbx_err *err
 		return sbx_err_sys(err, -errno, "image %s", img->lower);
 	struct stat x;
 	if (fstatat(low, "workspace", &x, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-		r = sup_fs_mkdir(d, "upper/workspace", 0755, SUP_RUNC_SANDBOX_UID, SUP_RUNC_SANDBOX_GID,
-				 0, err);
+		r = sup_fs_mkdir(d, SUP_DISK_UPPER "/workspace", 0755, SUP_RUNC_SANDBOX_UID,
+				 SUP_RUNC_SANDBOX_GID, 0, err);
 	if (r == 0 && fstatat(low, "tmp", &x, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-		r = sup_fs_mkdir(d, "upper/tmp", 01777, 0, 0, 0, err);
+		r = sup_fs_mkdir(d, SUP_DISK_UPPER "/tmp", 01777, 0, 0, 0, err);
 	return r;
 }
 
@@ -433,11 +453,40 @@ static int start_container(const sup_runtime *rt, const box_paths *p, sbx_err *e
 	return 0;
 }
 
+bool sup_runc_can_protect_agent(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) < 0)
+		return false;
+	return d[CAP_TO_INDEX(CAP_SYS_RESOURCE)].effective & CAP_TO_MASK(CAP_SYS_RESOURCE);
+}
+
+/* The agent must outlive its commands: out of the OOM killer's choice,
+ * set from the host. Through the legacy oom_adj (-17 is -1000 in
+ * oom_score_adj) because that one leaves oom_score_adj_min alone: the
+ * agent's children inherit -1000, the agent raises its commands to +1000
+ * (spawn.c), and none of them can go below 0 again without
+ * CAP_SYS_RESOURCE. A write to oom_score_adj by a privileged writer would
+ * lower that floor to -1000 for the whole sandbox. */
+static int protect_agent(pid_t pid, sbx_err *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/oom_adj", (int)pid);
+	SBX_AUTO_CLOSE int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "-17", 3) != 3)
+		return sbx_err_sys(err, -errno, "exempt the agent (pid %d) from the OOM killer",
+				   (int)pid);
+	return 0;
+}
+
 static int create_in(const sup_runc_cfg *cfg, const sup_runtime *rt, const char *id,
 		     const box_paths *p, const sup_runc_image *img, pid_t *pid, bool *started,
 		     sbx_err *err)
 {
-	int r = make_dirs(p, img, err);
+	int r = sup_disk_make(p->state, p->dir, cfg->res->disk, err);
+	r = r ?: make_dirs(p, img, err);
 	if (r == 0 && img->etc_dir)
 		r = write_etc(p, img, id, err);
 	if (r == 0)
@@ -460,6 +509,9 @@ static int create_in(const sup_runc_cfg *cfg, const sup_runtime *rt, const char 
 		.cgroups_path = p->cgroup,
 		.cgroup_ns = stat("/proc/self/ns/cgroup", &st) == 0,
 		.nofile = nofile,
+		.res = cfg->res,
+		.swap_limit = cfg->cgroup->swap,
+		.cpu_period_us = SUP_CGROUP_PERIOD_US,
 		.binds = img->binds,
 		.n_binds = img->n_binds,
 	};
@@ -480,8 +532,9 @@ static int create_in(const sup_runc_cfg *cfg, const sup_runtime *rt, const char 
 		sup_fs_log_tail(p->log, tail, sizeof(tail));
 		if (tail[0])
 			return sbx_err_wrap(err, "agent log '%s'", tail);
+		return r;
 	}
-	return r;
+	return cfg->protect_agent ? protect_agent(*pid, err) : 0;
 }
 
 /* The runtime of isolation, or NULL when it is not offered. */
@@ -520,7 +573,7 @@ int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 	r = create_in(cfg, rt, id, p, img, &pid, &started, err);
 	if (r < 0) {
 		sbx_err cerr;
-		if (destroy_paths(rt, p, !started, &cerr) < 0)
+		if (destroy_paths(cfg, rt, p, !started, &cerr) < 0)
 			sbx_err_wrap(err, "(cleanup failed too: %s)", cerr.msg);
 		return sbx_err_wrap(err, "create sandbox %s", id);
 	}
@@ -529,6 +582,7 @@ int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 	snprintf(box->dir, sizeof(box->dir), "%s", p->dir);
 	box->isolation = isolation;
 	snprintf(box->socket_path, sizeof(box->socket_path), "%s", p->sock);
+	snprintf(box->cgroup, sizeof(box->cgroup), "%s", p->cgroup);
 	box->init_pid = pid;
 	return 0;
 }
@@ -548,7 +602,7 @@ int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *
 		return sbx_err_set(err, -ENOMEM, "destroy sandbox");
 	int r = make_paths(cfg, box->id, p, err);
 	if (r == 0)
-		r = destroy_paths(rt, p, false, err);
+		r = destroy_paths(cfg, rt, p, false, err);
 	if (r < 0)
 		return sbx_err_wrap(err, "destroy sandbox %.64s", box->id);
 	return 0;
@@ -584,7 +638,7 @@ int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err)
 			if (strncmp(l, prefix, plen) == 0 && valid_id(l + plen)) {
 				r = make_paths(cfg, l + plen, p, err);
 				if (r == 0)
-					r = destroy_paths(rt, p, false, err);
+					r = destroy_paths(cfg, rt, p, false, err);
 				if (r < 0)
 					return sbx_err_wrap(err, "remove leftovers");
 				removed++;
@@ -594,6 +648,8 @@ int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err)
 	}
 
 	r = sup_overlay_umount_under(sandboxes, err);
+	if (r >= 0)
+		r = sup_disk_sweep(sandboxes, err);
 	if (r < 0)
 		return sbx_err_wrap(err, "remove leftovers");
 	SBX_AUTO_CLOSEDIR DIR *d = opendir(sandboxes);
@@ -688,6 +744,8 @@ int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err)
 {
 	if (!cfg->runtimes[SUP_ISO_RUNC].binary || !cfg->runtimes[SUP_ISO_RUNC].binary[0])
 		return sbx_err_set(err, -EINVAL, "runc backend: no runtime binary set");
+	if (!cfg->cgroup || !cfg->res || cfg->disk_ceiling < cfg->res->disk)
+		return sbx_err_set(err, -EINVAL, "runc backend: no cgroups, limits or disk ceiling set");
 	if (!cfg->agent_path || cfg->agent_path[0] != '/')
 		return sbx_err_set(err, -EINVAL, "runc backend: agent path '%s' is not absolute",
 				   cfg->agent_path ? cfg->agent_path : "(null)");
@@ -740,6 +798,7 @@ int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err)
 	}
 
 	r = sup_runc_image_prepare_host(state, err);
+	r = r ?: sup_disk_template(state, cfg->disk_ceiling, err);
 	if (r < 0)
 		return sbx_err_wrap(err, "runc backend");
 	return 0;

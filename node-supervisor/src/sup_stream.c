@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "sup_api.h"
 #include "sup_httpin.h"
 #include "sup_log.h"
 #include "sup_text.h"
@@ -249,7 +250,7 @@ void sup_stream_json_cost(sup_stream *s, const char *event, json_t *obj, size_t 
 	} else {
 		evbuffer_add_printf(s->buf, "event: %s\ndata: ", event);
 	}
-	if (!o || json_dump_callback(o, dump_cb, s->buf, JSON_COMPACT) < 0) {
+	if (!o || json_dump_callback(o, dump_cb, s->buf, SUP_API_JSON_DUMP) < 0) {
 		static const char oom[] = "\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
 		evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
 		if (s->fmt == SUP_STREAM_SSE)

@@ -87,6 +87,7 @@ typedef struct sup_exec_status {
 	bool timed_out;
 	bool kill_unconfirmed; /* the supervisor's deadline passed: the agent never
 			        * confirmed the kill (the result is ours, not its) */
+	bool oom_killed;      /* the kernel killed it for the sandbox's memory limit */
 	uint64_t duration_us; /* command run time */
 	bool has_rusage;      /* the agent reported the three below */
 	uint64_t max_rss_kb;

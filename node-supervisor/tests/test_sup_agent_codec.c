@@ -180,6 +180,39 @@ static void p_signal9(msgpack_packer *pk)
 	sbx_proto_pack_str(pk, "extra_future_key");
 	msgpack_pack_array(pk, 0);
 }
+static void p_oom9(msgpack_packer *pk)
+{
+	msgpack_pack_map(pk, 3);
+	kv_nil(pk, "exit_code");
+	kv_int(pk, "signal", 9);
+	sbx_proto_pack_str(pk, "oom_killed");
+	msgpack_pack_true(pk);
+}
+/* an agent claiming an OOM kill for a command that exited 0 */
+static void p_oom_exit(msgpack_packer *pk)
+{
+	msgpack_pack_map(pk, 3);
+	kv_int(pk, "exit_code", 0);
+	kv_nil(pk, "signal");
+	sbx_proto_pack_str(pk, "oom_killed");
+	msgpack_pack_true(pk);
+}
+/* a shell whose child the OOM killer took */
+static void p_oom_137(msgpack_packer *pk)
+{
+	msgpack_pack_map(pk, 3);
+	kv_int(pk, "exit_code", 137);
+	kv_nil(pk, "signal");
+	sbx_proto_pack_str(pk, "oom_killed");
+	msgpack_pack_true(pk);
+}
+static void p_oom_int(msgpack_packer *pk)
+{
+	msgpack_pack_map(pk, 3);
+	kv_nil(pk, "exit_code");
+	kv_int(pk, "signal", 9);
+	kv_int(pk, "oom_killed", 1);
+}
 static void p_both(msgpack_packer *pk)
 {
 	msgpack_pack_map(pk, 2);
@@ -281,6 +314,13 @@ static void test_result_valid(void **state)
 	assert_int_equal(st.signal, 9);
 	assert_true(st.timed_out);
 	assert_false(st.has_rusage);
+	assert_false(st.oom_killed);
+	assert_int_equal(parse_result(p_oom9, &st), 0);
+	assert_true(st.oom_killed);
+	assert_int_equal(parse_result(p_oom_exit, &st), 0);
+	assert_false(st.oom_killed);
+	assert_int_equal(parse_result(p_oom_137, &st), 0);
+	assert_true(st.oom_killed);
 }
 
 static void test_result_hostile(void **state)
@@ -288,7 +328,7 @@ static void test_result_hostile(void **state)
 	(void)state;
 	void (*bad[])(msgpack_packer *) = { p_both,      p_neither,      p_exit_range,
 					    p_exit_neg,  p_signal_range, p_exit_str,
-					    p_timed_out_int, p_duration_neg, p_not_map };
+					    p_timed_out_int, p_duration_neg, p_not_map, p_oom_int };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		sup_exec_status st;
 		if (parse_result(bad[i], &st) != -EPROTO)

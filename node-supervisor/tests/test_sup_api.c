@@ -11,7 +11,12 @@
 
 #include "sup_api.h"
 
-static const sup_api_limits lim = { .default_timeout_s = 3600, .max_timeout_s = 86400 };
+static const sup_api_limits lim = {
+	.default_timeout_s = 3600,
+	.max_timeout_s = 86400,
+	.res_default = { .cpu_milli = 1000, .memory = 1u << 30, .pids = 1024, .disk = 10ull << 30 },
+	.res_max = { .cpu_milli = 2000, .memory = 2u << 30, .pids = 4096, .disk = 20ull << 30 },
+};
 
 static int create(const char *body, sup_create_req *r, sbx_err *e)
 {
@@ -35,10 +40,32 @@ static void test_create_defaults(void **state)
 	assert_int_equal(r.isolation, SUP_ISO_RUNC);
 	assert_int_equal(r.timeout_s, 3600);
 	assert_int_equal(r.env.n, 0);
+	assert_memory_equal(&r.resources, &lim.res_default, sizeof(r.resources));
 	sup_create_req_free(&r);
 	assert_int_equal(create("{}", &r, &e), 0);
 	assert_int_equal(r.timeout_s, 3600);
+	assert_memory_equal(&r.resources, &lim.res_default, sizeof(r.resources));
 	sup_create_req_free(&r);
+}
+
+/* The create body hands "resources" to sup_resources (tested there): the
+ * defaults fill what it leaves out, the ceiling is the supervisor's. */
+static void test_create_resources(void **state)
+{
+	(void)state;
+	sup_create_req r;
+	sbx_err e;
+	assert_int_equal(create("{\"resources\":{\"cpus\":0.5,\"memory\":\"256M\"}}", &r, &e), 0);
+	assert_int_equal(r.resources.cpu_milli, 500);
+	assert_int_equal(r.resources.memory, 256u << 20);
+	assert_int_equal(r.resources.pids, 1024);
+	assert_int_equal(r.resources.disk, 10ull << 30);
+	sup_create_req_free(&r);
+	assert_int_equal(create("{\"resources\":{\"memory\":\"3G\"}}", &r, &e), -EINVAL);
+	assert_string_equal(e.msg, "field \"resources.memory\": 3G is over this supervisor's ceiling of 2G");
+	assert_int_equal(create("{\"resources\":[]}", &r, &e), -EINVAL);
+	assert_int_equal(create("{\"image\":\"host\",\"resources\":{\"pids\":\"1\"}}", &r, &e), -EINVAL);
+	assert_null(r.image); /* freed on failure */
 }
 
 static void test_create_full(void **state)
@@ -254,13 +281,25 @@ static void test_render_sandbox(void **state)
 	(void)state;
 	sup_sandbox_view v = { .id = "sb-0123456789ab", .state = "running", .image = "host",
 			       .expires_at = 3600, .agent_streams = 2, .agent_waiting = 1,
-			       .agent_queued = 4096, .agent_timeouts = 3 };
+			       .agent_queued = 4096, .agent_timeouts = 3,
+			       .resources = { .cpu_milli = 500, .memory = 1u << 28, .pids = 256,
+					      .disk = 1u << 29 } };
 	json_t *j = sup_api_render_sandbox(&v);
 	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
 	assert_string_equal(s, "{\"agent\":{\"queued_bytes\":4096,\"streams\":2,\"timeouts\":3,"
 			       "\"waiting\":1},\"created_at\":\"1970-01-01T00:00:00Z\","
 			       "\"expires_at\":\"1970-01-01T01:00:00Z\",\"id\":\"sb-0123456789ab\","
-			       "\"image\":\"host\",\"isolation\":\"runc\",\"state\":\"running\"}");
+			       "\"image\":\"host\",\"isolation\":\"runc\",\"resources\":{\"cpus\":0.5,\"disk\":536870912,"
+			       "\"memory\":268435456,\"pids\":256},\"state\":\"running\"}");
+	free(s);
+	json_decref(j);
+	v.has_usage = true;
+	v.usage = (sup_usage){ .memory = 1, .memory_peak = 2, .cpu_ns = 250000000, .pids = 3,
+			       .disk = 4, .oom_kills = 5, .known = 0x3f };
+	j = sup_api_render_sandbox(&v);
+	s = json_dumps(json_object_get(j, "usage"), JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(s, "{\"cpu_seconds\":0.25,\"disk_bytes\":4,\"memory_bytes\":1,"
+			       "\"memory_peak_bytes\":2,\"oom_kills\":5,\"pids\":3}");
 	free(s);
 	json_decref(j);
 	/* failed: the reason, which may quote the guest's bytes */
@@ -290,9 +329,9 @@ static void test_render_exec_exit(void **state)
 	r.err_len = 3;
 	json_t *j = sup_api_render_exec(&r);
 	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
-	assert_string_equal(s, "{\"duration_ms\":1,\"exit_code\":3,\"signal\":null,"
-			       "\"stderr\":\"a\\u0000b\",\"stdout\":\"hi\\n\",\"timed_out\":false,"
-			       "\"truncated\":false}");
+	assert_string_equal(s, "{\"duration_ms\":1,\"exit_code\":3,\"oom_killed\":false,"
+			       "\"signal\":null,\"stderr\":\"a\\u0000b\",\"stdout\":\"hi\\n\","
+			       "\"timed_out\":false,\"truncated\":false}");
 	free(s);
 	json_decref(j);
 }
@@ -303,6 +342,7 @@ static void test_render_exec_signal_and_binary(void **state)
 	sup_exec_result r = { 0 };
 	r.st.signal = 9;
 	r.st.timed_out = true;
+	r.st.oom_killed = true;
 	r.out = (const uint8_t *)"ok\xff\xfe";
 	r.out_len = 4;
 	r.out_truncated = true;
@@ -310,6 +350,7 @@ static void test_render_exec_signal_and_binary(void **state)
 	assert_true(json_is_null(json_object_get(j, "exit_code")));
 	assert_string_equal(json_string_value(json_object_get(j, "signal")), "KILL");
 	assert_true(json_is_true(json_object_get(j, "timed_out")));
+	assert_true(json_is_true(json_object_get(j, "oom_killed")));
 	assert_true(json_is_true(json_object_get(j, "truncated")));
 	assert_string_equal(json_string_value(json_object_get(j, "stdout")),
 			    "ok\xEF\xBF\xBD\xEF\xBF\xBD");
@@ -335,7 +376,7 @@ static void test_render_exec_timeout(void **state)
 	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
 	assert_string_equal(s, "{\"duration_ms\":4000,\"error\":{\"code\":\"agent_timeout\","
 			       "\"message\":\"the agent did not end exec\"},\"exit_code\":null,"
-			       "\"kill_confirmed\":false,\"signal\":\"KILL\",\"stderr\":\"\","
+			       "\"kill_confirmed\":false,\"oom_killed\":false,\"signal\":\"KILL\",\"stderr\":\"\","
 			       "\"stdout\":\"partial\\n\",\"timed_out\":true,\"truncated\":false}");
 	free(s);
 	json_decref(j);
@@ -395,6 +436,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_defaults),
 		cmocka_unit_test(test_create_full),
+		cmocka_unit_test(test_create_resources),
 		cmocka_unit_test(test_create_bad),
 		cmocka_unit_test(test_create_message_names_field),
 		cmocka_unit_test(test_exec_argv),

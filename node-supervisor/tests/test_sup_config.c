@@ -194,6 +194,40 @@ static void test_pools(void **state)
 	sup_config_release(&c);
 }
 
+/* --default-resources / --max-resources (their syntax is sup_resources'). */
+static void test_resources(void **state)
+{
+	(void)state;
+	sup_config c;
+	sbx_err e;
+	const char *argv0[] = { "sup", NULL };
+	assert_int_equal(parse(&c, &e, 1, argv0), 0);
+	/* not unlimited: the built-in defaults, under a ceiling of the machine's */
+	assert_int_equal(c.res_default.cpu_milli, 1000);
+	assert_int_equal(c.res_default.memory, 1u << 30);
+	assert_int_equal(c.res_default.pids, 1024);
+	assert_int_equal(c.res_default.disk, 10ull << 30);
+	assert_true(c.res_max.cpu_milli >= 1000);
+	assert_true(c.res_max.memory > 0 && c.res_max.pids > 0 && c.res_max.disk >= 10ull << 30);
+	const char *argv[] = { "sup", "--default-resources", "cpus=0.5,memory=256M",
+			       "--max-resources", "cpus=1,memory=1G,pids=2048,disk=4G",
+			       "--default-resources", "pids=64,disk=1G", NULL };
+	assert_int_equal(parse(&c, &e, 7, argv), 0);
+	assert_int_equal(c.res_default.cpu_milli, 500);
+	assert_int_equal(c.res_default.memory, 256u << 20);
+	assert_int_equal(c.res_default.pids, 64);
+	assert_int_equal(c.res_default.disk, 1u << 30);
+	assert_int_equal(c.res_max.pids, 2048);
+	assert_int_equal(c.res_max.disk, 4ull << 30);
+	/* a default over the ceiling names the field */
+	const char *argv2[] = { "sup", "--max-resources", "memory=512M", NULL };
+	assert_int_equal(parse(&c, &e, 3, argv2), -EINVAL);
+	assert_string_equal(e.msg, "--default-resources memory: 1G is over this supervisor's ceiling of 512M");
+	const char *argv3[] = { "sup", "--default-resources", "cpus=1,swap=0", NULL };
+	assert_int_equal(parse(&c, &e, 3, argv3), -EINVAL);
+	assert_non_null(strstr(e.msg, "'swap=0'"));
+}
+
 static void test_size(void **state)
 {
 	(void)state;
@@ -223,6 +257,7 @@ int main(void)
 		cmocka_unit_test(test_all_flags),
 		cmocka_unit_test(test_bad_flags),
 		cmocka_unit_test(test_pools),
+		cmocka_unit_test(test_resources),
 		cmocka_unit_test(test_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /* Tests of the runc backend (sup_runc) with real runc containers and the real
  * static sandbox-agent: isolation seen from the host, both image kinds,
- * failures that clean up after themselves, leftovers, concurrency, removal
- * of hostile trees, and cold-create times.
+ * limits (cgroup files, the disk layer and its loop device), failures that
+ * clean up after themselves, leftovers, concurrency, removal of hostile
+ * trees, and cold-create times.
  *
  * Cleanup: each test's fixture destroys what it made, also when an assertion
  * fails; and the tests run in a child process, so that even a crash leaves
@@ -31,6 +32,7 @@
 #include <cmocka.h>
 
 #include "sbx/cleanup.h"
+#include "sup_disk.h"
 #include "sup_fsutil.h"
 #include "sup_overlay.h"
 #include "sup_runc.h"
@@ -43,6 +45,10 @@ static char g_state_b[64]; /* a second supervisor's state folder */
 static char g_scratch[64]; /* holds each test's scratch folder */
 static char g_agent[PATH_MAX];
 static sup_runc_cfg g_cfg, g_cfg_b;
+static sup_cgroup_host g_cgroup;
+/* What every test sandbox is made with: small. */
+static const sup_resources g_res = {
+	.cpu_milli = 1000, .memory = 256u << 20, .pids = 256, .disk = 64u << 20 };
 
 typedef struct fixture {
 	const sup_runc_cfg *cfg[MAX_BOXES];
@@ -270,7 +276,7 @@ static void test_host_image(void **state)
 	assert_int_not_equal(exec_sh(b, "touch /bin/sbx-test 2>/dev/null", out, sizeof(out)), 0);
 	assert_int_equal(exec_sh(b, "echo hi > /workspace/x && echo t > /tmp/t", out, sizeof(out)), 0);
 	char host_copy[PATH_MAX + 32];
-	snprintf(host_copy, sizeof(host_copy), "%s/upper/workspace/x", b->dir);
+	snprintf(host_copy, sizeof(host_copy), "%s/" SUP_DISK_UPPER "/workspace/x", b->dir);
 	char buf[16];
 	assert_int_equal(sup_fs_read_small(AT_FDCWD, host_copy, buf, sizeof(buf), &err), 3);
 	assert_string_equal(buf, "hi\n");
@@ -451,6 +457,115 @@ static void test_runtime_fails(void **state)
 	assert_false(mounted_under(g_state));
 }
 
+/* Loop devices attached to images below dir. */
+static int loops_under(const char *dir)
+{
+	char real[PATH_MAX];
+	if (!realpath(dir, real))
+		return 0;
+	size_t n = strlen(real);
+	SBX_AUTO_CLOSEDIR DIR *d = opendir("/sys/block");
+	assert_non_null(d);
+	int count = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char p[300], backing[PATH_MAX];
+		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", de->d_name);
+		sbx_err ignored;
+		if (strncmp(de->d_name, "loop", 4) == 0 &&
+		    sup_fs_read_small(AT_FDCWD, p, backing, sizeof(backing), &ignored) > 0 &&
+		    strncmp(backing, real, n) == 0 && backing[n] == '/')
+			count++;
+	}
+	return count;
+}
+
+/* A cgroup v1 or v2 file of the box's cgroup, as the kernel shows it. */
+static void cgroup_file(const sup_runc_box *b, const char *ctrl, const char *file, char *buf,
+			size_t cap)
+{
+	char p[PATH_MAX];
+	if (g_cgroup.mode == SUP_CGROUP_V1)
+		snprintf(p, sizeof(p), "/sys/fs/cgroup/%s%s/%s", ctrl, b->cgroup, file);
+	else
+		snprintf(p, sizeof(p), "/sys/fs/cgroup%s/%s", b->cgroup, file);
+	sbx_err err = {0};
+	if (sup_fs_read_small(AT_FDCWD, p, buf, cap, &err) < 0)
+		fail_msg("%s", err.msg);
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static void test_limits(void **state)
+{
+	fixture *f = *state;
+	sbx_err err = {0};
+	if (fx_create(f, &g_cfg, "t-limits", "host", &err) < 0)
+		fail_msg("%s", err.msg);
+	sup_runc_box *b = fx_box(f, "t-limits");
+	char buf[128], out[4096];
+	bool v1 = g_cgroup.mode == SUP_CGROUP_V1;
+	/* made with cfg->res through config.json */
+	cgroup_file(b, "memory", v1 ? "memory.limit_in_bytes" : "memory.max", buf, sizeof(buf));
+	assert_string_equal(buf, "268435456");
+	cgroup_file(b, "pids", "pids.max", buf, sizeof(buf));
+	assert_string_equal(buf, "256");
+	assert_int_equal(loops_under(g_state), 1);
+
+	/* acquire's change: the cgroup files and the disk reserve */
+	sup_resources to = { .cpu_milli = 500, .memory = 128u << 20, .pids = 64, .disk = 96u << 20 };
+	if (sup_runc_set_limits(&g_cfg, b, &g_res, &to, &err) < 0)
+		fail_msg("%s", err.msg);
+	cgroup_file(b, "memory", v1 ? "memory.limit_in_bytes" : "memory.max", buf, sizeof(buf));
+	assert_string_equal(buf, "134217728");
+	cgroup_file(b, "pids", "pids.max", buf, sizeof(buf));
+	assert_string_equal(buf, "64");
+	cgroup_file(b, "cpu", v1 ? "cpu.cfs_quota_us" : "cpu.max", buf, sizeof(buf));
+	assert_string_equal(buf, v1 ? "50000" : "50000 100000");
+	/* the sandbox sees 96 MiB free where /tmp and /workspace live */
+	assert_int_equal(exec_sh(b, "df -B1 --output=avail /workspace /tmp | tail -n 2", out,
+				 sizeof(out)), 0);
+	unsigned long long avail1 = 0, avail2 = 0;
+	assert_int_equal(sscanf(out, "%llu %llu", &avail1, &avail2), 2);
+	assert_true(avail1 > (94ull << 20) && avail1 <= (96ull << 20));
+	assert_int_equal(avail1, avail2);
+	/* and no more than that fits, for root too */
+	assert_int_not_equal(exec_sh(b, "head -c 200M /dev/zero > /tmp/fill", out, sizeof(out)), 0);
+	sup_usage u = { 0 };
+	if (sup_runc_usage(&g_cfg, b, &u, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_true(u.known & SUP_USAGE_DISK);
+	/* what it wrote, and ext4's own root and lost+found */
+	assert_true(u.disk > (94ull << 20) && u.disk <= (97ull << 20));
+	assert_true(u.known & SUP_USAGE_MEMORY);
+	assert_true(u.known & SUP_USAGE_PIDS);
+	/* a figure under what it holds leaves no room until it deletes */
+	sup_resources tiny = to;
+	tiny.disk = 40u << 20;
+	if (sup_runc_set_limits(&g_cfg, b, &to, &tiny, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(exec_sh(b, "df -B1 --output=avail /tmp | tail -n 1", out, sizeof(out)), 0);
+	assert_int_equal(strtoull(out, NULL, 10), 0);
+	assert_int_not_equal(exec_sh(b, "echo x > /tmp/more", out, sizeof(out)), 0);
+	assert_int_equal(exec_sh(b, "rm /tmp/fill && head -c 30M /dev/zero > /tmp/fill && "
+				    "df -B1 --output=avail /tmp | tail -n 1", out, sizeof(out)), 0);
+	assert_true(strtoull(out, NULL, 10) < (10ull << 20));
+	/* more than the image holds (its ceiling, 1 GiB here) */
+	sup_resources huge = tiny;
+	huge.disk = 4ull << 30;
+	assert_int_equal(sup_runc_set_limits(&g_cfg, b, &tiny, &huge, &err), -ENOSPC);
+	huge.disk = 1ull << 30;
+	if (sup_runc_set_limits(&g_cfg, b, &tiny, &huge, &err) < 0)
+		fail_msg("%s", err.msg);
+	/* the agent is out of the OOM killer's choice where we may say so */
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/oom_score_adj", (int)b->init_pid);
+	assert_true(sup_fs_read_small(AT_FDCWD, p, buf, sizeof(buf), &err) > 0);
+	assert_int_equal(atoi(buf), g_cfg.protect_agent ? -1000 : 0);
+
+	fx_destroy(f, "t-limits");
+	assert_int_equal(loops_under(g_state), 0);
+}
+
 static void test_leftovers(void **state)
 {
 	fixture *f = *state;
@@ -474,10 +589,14 @@ static void test_leftovers(void **state)
 	/* the other supervisor's container must survive */
 	assert_string_not_equal(cid[0], cid[2]);
 
+	/* one loop device per made sandbox; one of those still mounted */
+	assert_int_equal(loops_under(g_state), 2);
 	int n = sup_runc_remove_leftovers(&g_cfg, &err);
 	if (n < 0)
 		fail_msg("%s", err.msg);
 	assert_int_equal(n, 2);
+	assert_int_equal(loops_under(g_state), 0);
+	assert_int_equal(loops_under(g_state_b), 1);
 	assert_gone(cid[0], dir[0]);
 	assert_gone(cid[1], dir[1]);
 	fx_box(f, "t-left-1")->id[0] = '\0';
@@ -770,6 +889,7 @@ static int run_all(void)
 		cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_exits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runtime_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_time, setup, teardown),
@@ -816,8 +936,15 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	sbx_err derr = {0};
+	if (sup_cgroup_detect("/sys/fs/cgroup", &g_cgroup, &derr) < 0) {
+		fprintf(stderr, "test_sup_runc: %s\n", derr.msg);
+		return 1;
+	}
 	g_cfg = (sup_runc_cfg){.runtimes = {[SUP_ISO_RUNC] = {.binary = "runc"}},
-			       .state_dir = g_state, .agent_path = g_agent, .ready_timeout_ms = 10000};
+			       .state_dir = g_state, .agent_path = g_agent, .ready_timeout_ms = 10000,
+			       .cgroup = &g_cgroup, .res = &g_res, .disk_ceiling = 1ull << 30,
+			       .protect_agent = sup_runc_can_protect_agent()};
 	/* gVisor where runsc answers (its tests are skipped otherwise), with
 	 * its state below the test's state folder */
 	static char runsc_root[96];

@@ -3,8 +3,9 @@
 Used by the integration tests: the supervisor runs with a temporary state
 folder and a free loopback port; cleanup() kills it if it still runs,
 removes every runc (and runsc) container whose bundle lies in that folder,
-unmounts whatever is mounted below it and deletes it, whether the test passed
-or not. Stdlib only (http.client), run with Debian's /usr/bin/python3.
+unmounts whatever is mounted below it, detaches the loop devices of the disk
+images below it and deletes it, whether the test passed or not.
+Stdlib only (http.client), run with Debian's /usr/bin/python3.
 
 SBX_IT_ISOLATION=gvisor runs a suite's sandboxes under gVisor (runsc): the
 supervisor keeps its pool of gvisor sandboxes (--pool gvisor:host=N, no runc
@@ -197,6 +198,8 @@ def stop_clean(sup):
     assert "Sanitizer" not in log and "runtime error" not in log, log
     left = containers_under(sup.state_dir)
     assert not left, left
+    loops = loops_under(sup.state_dir)
+    assert not loops, loops
 
 
 def runtimes(state_dir):
@@ -261,6 +264,23 @@ def mounts_under(path):
     return res
 
 
+def loops_under(path):
+    """Loop devices whose backing file (a sandbox's disk image) lies below path."""
+    prefix = os.path.realpath(path) + "/"
+    res = []
+    for name in os.listdir("/sys/block"):
+        if not name.startswith("loop"):
+            continue
+        try:
+            with open("/sys/block/%s/loop/backing_file" % name) as f:
+                backing = f.read().strip()
+        except OSError:
+            continue
+        if backing.startswith(prefix):
+            res.append("/dev/" + name)
+    return res
+
+
 def runtime_calls(state_dir):
     """Pids of processes (runc invocations) whose command line names state_dir;
     not a gVisor sandbox's own processes (runsc-sandbox, runsc-gofer), which
@@ -296,6 +316,9 @@ def remove_everything_under(state_dir):
         subprocess.run(rt + ["delete", "--force", cid], capture_output=True)
     for mp in sorted(mounts_under(state_dir), key=len, reverse=True):
         subprocess.run(["umount", "-l", mp], capture_output=True)
+    # unmounted, they detach themselves (autoclear); any still attached:
+    for dev in loops_under(state_dir):
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
     shutil.rmtree(state_dir, ignore_errors=True)
 
 
