@@ -12,6 +12,9 @@
  *   /v1/sandboxes/{id}, and the supervisor's RSS and exec p50 with 10,000
  *   idle keep-alive connections; each also for --before SUPERVISOR (another
  *   build, e.g. main's) in the same run, as its peer.
+ *   Where runsc answers, the same exec paths, streaming and cold create
+ *   again with sandboxes of gvisor isolation (gVisor, ptrace platform),
+ *   `runsc exec` as their peer.
  *
  * It starts its own supervisor (temp state folder, free loopback port) and
  * stops it, which removes every container it made; then it removes the
@@ -48,11 +51,24 @@ typedef struct bench_opts {
 
 typedef struct supervisor {
 	pid_t pid;
+	const char *isolation;  /* of the sandboxes it makes: "runc", "gvisor" */
+	char rt[PATH_MAX + 32]; /* the runtime's command: "runc", "runsc --root <state>/runsc" */
+	char rt_root[PATH_MAX + 8]; /* runsc's --root, "" for runc */
 	char state_dir[PATH_MAX];
 	char url[64];
 	char token[65];
 	bench_http *http;
 } supervisor;
+
+/* A row's name: as given for runc sandboxes, "gvisor: ..." for gVisor's. */
+static const char *row(const supervisor *sv, const char *what)
+{
+	static char buf[128];
+	if (strcmp(sv->isolation, "gvisor") != 0)
+		return what;
+	snprintf(buf, sizeof(buf), "gvisor: %s", what);
+	return buf;
+}
 
 static void report(const char *what, bench_samples *s, const char *note)
 {
@@ -61,13 +77,23 @@ static void report(const char *what, bench_samples *s, const char *note)
 	fflush(stdout);
 }
 
-/* exe: the supervisor binary (NULL: the build's). */
-static bool supervisor_start_exe(supervisor *sv, const bench_opts *o, int pool_size,
-				 const char *exe_path)
+/* A supervisor whose pool of isolation keeps pool_size ready (no other);
+ * exe_path: its binary (NULL: the build's). */
+static bool supervisor_start_exe(supervisor *sv, const bench_opts *o, const char *isolation,
+				 int pool_size, const char *exe_path)
 {
 	snprintf(sv->state_dir, sizeof(sv->state_dir), "/tmp/sbx-bench-XXXXXX");
 	if (!mkdtemp(sv->state_dir))
 		return false;
+	bool gvisor = strcmp(isolation, "gvisor") == 0;
+	sv->isolation = isolation;
+	sv->rt_root[0] = '\0';
+	if (gvisor)
+		snprintf(sv->rt_root, sizeof(sv->rt_root), "%s/runsc", sv->state_dir);
+	if (gvisor)
+		snprintf(sv->rt, sizeof(sv->rt), "runsc --root %s", sv->rt_root);
+	else
+		snprintf(sv->rt, sizeof(sv->rt), "%s", o->runtime);
 	int port = bench_free_port();
 	snprintf(sv->url, sizeof(sv->url), "http://127.0.0.1:%d", port);
 	FILE *r = fopen("/dev/urandom", "r");
@@ -81,17 +107,18 @@ static bool supervisor_start_exe(supervisor *sv, const bench_opts *o, int pool_s
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(sv->token + 2 * i, 3, "%02x", raw[i]);
 
-	char exe[PATH_MAX], agent[PATH_MAX], listen[64], pool[16], log[PATH_MAX + 16];
+	char exe[PATH_MAX], agent[PATH_MAX], listen[64], pool[16], gpool[32], log[PATH_MAX + 16];
 	snprintf(exe, sizeof(exe), "%s", exe_path ? exe_path : "");
 	if (!exe_path)
 		snprintf(exe, sizeof(exe), "%s/node-supervisor/sandbox-supervisor", o->build_dir);
 	snprintf(agent, sizeof(agent), "%s/guest-agent/sandbox-agent", o->build_dir);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-	snprintf(pool, sizeof(pool), "%d", pool_size);
+	snprintf(pool, sizeof(pool), "%d", gvisor ? 0 : pool_size);
+	snprintf(gpool, sizeof(gpool), "gvisor:host=%d", pool_size);
 	snprintf(log, sizeof(log), "%s.log", sv->state_dir);
 	char *argv[] = {exe, "--listen", listen, "--state-dir", sv->state_dir,
 			"--pool-size", pool, "--agent", agent, "--token", sv->token,
-			"--runtime", (char *)o->runtime, NULL};
+			"--runtime", (char *)o->runtime, gvisor ? "--pool" : NULL, gpool, NULL};
 	sv->pid = bench_spawn_bg(argv, log);
 	if (sv->pid < 0)
 		return false;
@@ -109,9 +136,10 @@ static bool supervisor_start_exe(supervisor *sv, const bench_opts *o, int pool_s
 	return false;
 }
 
-static bool supervisor_start(supervisor *sv, const bench_opts *o, int pool_size)
+static bool supervisor_start(supervisor *sv, const bench_opts *o, const char *isolation,
+			     int pool_size)
 {
-	return supervisor_start_exe(sv, o, pool_size, NULL);
+	return supervisor_start_exe(sv, o, isolation, pool_size, NULL);
 }
 
 static void supervisor_stop(supervisor *sv)
@@ -131,7 +159,8 @@ static void supervisor_stop(supervisor *sv)
 	sv->state_dir[0] = '\0';
 }
 
-/* Ready sandboxes in the pool of image "host" (GET /v1/pools), -1 on error. */
+/* Ready sandboxes in the pool of image "host" and the supervisor's
+ * isolation (GET /v1/pools), -1 on error. */
 static int pool_ready(supervisor *sv)
 {
 	if (bench_http_do(sv->http, "GET", "/v1/pools", NULL) != 200)
@@ -142,7 +171,8 @@ static int pool_ready(supervisor *sv)
 	json_t *p;
 	json_array_foreach(json_object_get(root, "pools"), i, p)
 	{
-		if (strcmp(json_string_value(json_object_get(p, "image")) ?: "", "host") == 0)
+		if (strcmp(json_string_value(json_object_get(p, "image")) ?: "", "host") == 0 &&
+		    strcmp(json_string_value(json_object_get(p, "isolation")) ?: "", sv->isolation) == 0)
 			ready = (int)json_integer_value(json_object_get(p, "ready"));
 	}
 	json_decref(root);
@@ -173,7 +203,9 @@ static long create_sandbox_with(supervisor *sv, const char *body, char *id, size
 
 static long create_sandbox(supervisor *sv, char *id, size_t id_size)
 {
-	return create_sandbox_with(sv, "{\"image\":\"host\"}", id, id_size);
+	char body[96];
+	snprintf(body, sizeof(body), "{\"image\":\"host\",\"isolation\":\"%s\"}", sv->isolation);
+	return create_sandbox_with(sv, body, id, id_size);
 }
 
 static void delete_sandbox(supervisor *sv, const char *id)
@@ -199,11 +231,10 @@ static void bench_spawn_floor(const bench_opts *o)
 
 /* The container id of sandbox id: the runtime's container whose bundle lies
  * in the sandbox's folder. */
-static bool container_of(const supervisor *sv, const bench_opts *o, const char *id,
-			 char *cid, size_t cid_size)
+static bool container_of(const supervisor *sv, const char *id, char *cid, size_t cid_size)
 {
-	char cmd[PATH_MAX + 64];
-	snprintf(cmd, sizeof(cmd), "%s list -f json", o->runtime);
+	char cmd[PATH_MAX + 96];
+	snprintf(cmd, sizeof(cmd), "%s list --format json", sv->rt);
 	FILE *p = popen(cmd, "r");
 	if (!p)
 		return false;
@@ -226,13 +257,15 @@ static bool container_of(const supervisor *sv, const bench_opts *o, const char *
 	return found;
 }
 
-/* Host pid of the sandbox's agent (the container's init), -1 if unknown. */
-static pid_t agent_pid_of(const supervisor *sv, const bench_opts *o, const char *id)
+/* Host pid of the sandbox's agent (the container's init), -1 if unknown.
+ * Under gVisor: the sandbox's own process (the Sentry), which does the
+ * agent's work and its system calls. */
+static pid_t agent_pid_of(const supervisor *sv, const char *id)
 {
-	char cid[128], cmd[PATH_MAX + 192];
-	if (!container_of(sv, o, id, cid, sizeof(cid)))
+	char cid[128], cmd[PATH_MAX + 224];
+	if (!container_of(sv, id, cid, sizeof(cid)))
 		return -1;
-	snprintf(cmd, sizeof(cmd), "%s state '%s'", o->runtime, cid);
+	snprintf(cmd, sizeof(cmd), "%s state '%s'", sv->rt, cid);
 	FILE *p = popen(cmd, "r");
 	if (!p)
 		return -1;
@@ -288,7 +321,7 @@ static void bench_stream(supervisor *sv, const bench_opts *o)
 	double out = (double)((long long)o->stream_mb << 20), gib = out / (1u << 30);
 	bench_samples ms = {0}, sup = {0}, ag = {0}, me = {0};
 	size_t wire = 0;
-	pid_t agent = agent_pid_of(sv, o, id);
+	pid_t agent = agent_pid_of(sv, id);
 	for (int r = 0; r < o->stream_runs; r++) {
 		size_t bytes = 0;
 		double sup0 = bench_cpu_of(sv->pid), ag0 = agent > 0 ? bench_cpu_of(agent) : -1;
@@ -310,11 +343,13 @@ static void bench_stream(supervisor *sv, const bench_opts *o)
 		double p50 = bench_samples_pct(&ms, 50), fast = bench_samples_pct(&ms, 0);
 		double slow = bench_samples_pct(&ms, 100);
 		printf("| %-44s | %6zu | %8.1f | %8.1f | sbx, %.0f MB/s of output (%.0f MB/s on the wire; "
-		       "runs %.0f..%.0f); CPU s per GiB: supervisor %.2f, agent %.2f, client %.2f |\n",
-		       "stream `head -c` through SSE (ms per run)", ms.n, p50, bench_samples_pct(&ms, 99),
+		       "runs %.0f..%.0f); CPU s per GiB: supervisor %.2f, %s %.2f, client %.2f |\n",
+		       row(sv, "stream `head -c` through SSE (ms per run)"), ms.n, p50,
+		       bench_samples_pct(&ms, 99),
 		       out / (p50 / 1e3) / 1e6, (double)wire / (p50 / 1e3) / 1e6, out / (slow / 1e3) / 1e6,
-		       out / (fast / 1e3) / 1e6, bench_samples_pct(&sup, 50), bench_samples_pct(&ag, 50),
-		       bench_samples_pct(&me, 50));
+		       out / (fast / 1e3) / 1e6, bench_samples_pct(&sup, 50),
+		       sv->rt_root[0] ? "sandbox (Sentry, agent inside)" : "agent",
+		       bench_samples_pct(&ag, 50), bench_samples_pct(&me, 50));
 		fflush(stdout);
 	}
 	bench_samples_free(&ms);
@@ -344,7 +379,7 @@ static void bench_files(supervisor *sv, const bench_opts *o)
 	char path[160];
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=/workspace/bench.bin", id);
 	size_t size = (size_t)o->stream_mb << 20, got = 0;
-	pid_t agent = agent_pid_of(sv, o, id);
+	pid_t agent = agent_pid_of(sv, id);
 	for (int down = 0; down < 2; down++) {
 		double sup0 = bench_cpu_of(sv->pid), ag0 = agent > 0 ? bench_cpu_of(agent) : 0;
 		double me0 = bench_cpu_self(), t = bench_now_ms();
@@ -364,7 +399,7 @@ static void bench_files(supervisor *sv, const bench_opts *o)
 	/* The peer: the same bytes through `runc exec`'s stdio (cat into the
 	 * same folder, and cat of the file the download read). */
 	char cid[128];
-	for (int down = 0; down < 2 && container_of(sv, o, id, cid, sizeof(cid)); down++) {
+	for (int down = 0; down < 2 && container_of(sv, id, cid, sizeof(cid)); down++) {
 		char *up_argv[] = {(char *)o->runtime, "exec", cid, "sh", "-c",
 				   "cat > /workspace/peer.bin", NULL};
 		char *down_argv[] = {(char *)o->runtime, "exec", cid, "cat", "/workspace/bench.bin",
@@ -397,7 +432,10 @@ static void bench_exec_paths(supervisor *sv, const bench_opts *o)
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
 
 	bench_samples api = {0}, direct = {0}, runc = {0};
-	for (int i = 0; i < o->iterations; i++) {
+	bool gvisor = sv->rt_root[0] != '\0';
+	/* gVisor's ptrace platform: about 0.1 s of CPU an exec */
+	int iterations = gvisor && o->iterations > 200 ? 200 : o->iterations;
+	for (int i = 0; i < iterations; i++) {
 		double t = bench_now_ms();
 		long st = bench_http_do(sv->http, "POST", path, "{\"argv\":[\"true\"]}");
 		double dt = bench_now_ms() - t;
@@ -407,21 +445,24 @@ static void bench_exec_paths(supervisor *sv, const bench_opts *o)
 
 	char sock[PATH_MAX + 128];
 	snprintf(sock, sizeof(sock), "%s/sandboxes/%s/run/agent.sock", sv->state_dir, id);
-	bench_agent_exec_true(sock, o->iterations, &direct);
+	bench_agent_exec_true(sock, iterations, &direct);
 
 	char cid[128];
-	if (container_of(sv, o, id, cid, sizeof(cid))) {
-		char *argv[] = {(char *)o->runtime, "exec", cid, "/bin/true", NULL};
-		int n = o->iterations < 200 ? o->iterations : 200;
+	if (container_of(sv, id, cid, sizeof(cid))) {
+		char *runc_argv[] = {(char *)o->runtime, "exec", cid, "/bin/true", NULL};
+		char *runsc_argv[] = {"runsc", "--root", sv->rt_root, "exec", cid, "/bin/true", NULL};
+		int n = iterations < 200 ? iterations : 200;
 		for (int i = 0; i < n; i++) {
 			double t = bench_now_ms();
-			if (bench_spawn_wait(argv) == 0)
+			if (bench_spawn_wait(gvisor ? runsc_argv : runc_argv) == 0)
 				bench_samples_add(&runc, bench_now_ms() - t);
 		}
 	}
-	report("exec `true`: `runc exec` into the container", &runc, "peer");
-	report("exec `true`: agent socket directly", &direct, "sbx");
-	report("exec `true`: HTTP API (POST .../exec)", &api, "sbx, target p50 <= 2 ms");
+	report(gvisor ? "gvisor: exec `true`: `runsc exec` into the sandbox"
+		      : "exec `true`: `runc exec` into the container", &runc, "peer");
+	report(row(sv, "exec `true`: agent socket directly"), &direct, "sbx");
+	report(row(sv, "exec `true`: HTTP API (POST .../exec)"), &api,
+	       gvisor ? "sbx, beside runc's above" : "sbx, target p50 <= 2 ms");
 	bench_samples_free(&api);
 	bench_samples_free(&direct);
 	bench_samples_free(&runc);
@@ -531,7 +572,8 @@ static void bench_cold(supervisor *sv, const bench_opts *o)
 			delete_sandbox(sv, id);
 		}
 	}
-	report("cold create until the agent answers (pool 0)", &s, "sbx, target p50 <= 100 ms");
+	report(row(sv, "cold create until the agent answers (pool 0)"), &s,
+	       sv->rt_root[0] ? "sbx, beside runc's above" : "sbx, target p50 <= 100 ms");
 	bench_samples_free(&s);
 }
 
@@ -572,6 +614,45 @@ static void bench_edge(supervisor *sv, const bench_opts *o, const char *role)
 	bench_samples_free(&idle);
 	bench_samples_free(&busy);
 	delete_sandbox(sv, id);
+}
+
+/* The same exec paths, streaming and cold create with gvisor sandboxes,
+ * where runsc answers (skipped, saying so, where it does not). */
+static int bench_gvisor(bench_opts *o)
+{
+	char *version[] = {"runsc", "--version", NULL};
+	if (bench_spawn_wait(version) != 0) {
+		fprintf(stderr, "runsc does not answer: no gvisor figures\n");
+		return 0;
+	}
+	supervisor sv = {0};
+	if (!supervisor_start(&sv, o, "gvisor", 1)) {
+		fprintf(stderr, "could not start the supervisor (gvisor)\n");
+		supervisor_stop(&sv);
+		return 1;
+	}
+	wait_pool_full(&sv, 1);
+	bench_exec_paths(&sv, o);
+	/* every pipe read and write of the stream is a trapped system call
+	 * there (about 15-20 MB/s): 256 MiB make the figure */
+	int mb = o->stream_mb;
+	if (o->stream_mb > 256)
+		o->stream_mb = 256;
+	bench_stream(&sv, o);
+	o->stream_mb = mb;
+	supervisor_stop(&sv);
+	if (!supervisor_start(&sv, o, "gvisor", 0)) {
+		fprintf(stderr, "could not start the supervisor (gvisor, pool 0)\n");
+		supervisor_stop(&sv);
+		return 1;
+	}
+	int rounds = o->cold_rounds;
+	if (o->cold_rounds > 10)
+		o->cold_rounds = 10; /* about 0.6 s each */
+	bench_cold(&sv, o);
+	o->cold_rounds = rounds;
+	supervisor_stop(&sv);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -624,7 +705,7 @@ int main(int argc, char **argv)
 
 	supervisor sv = {0};
 	int pool_size = 4;
-	if (!supervisor_start(&sv, &o, pool_size)) {
+	if (!supervisor_start(&sv, &o, "runc", pool_size)) {
 		fprintf(stderr, "could not start the supervisor\n");
 		supervisor_stop(&sv);
 		return 1;
@@ -638,16 +719,16 @@ int main(int argc, char **argv)
 	bench_fork_bomb(&sv, &o);
 	bench_edge(&sv, &o, "sbx");
 	supervisor_stop(&sv);
-	if (o.before && supervisor_start_exe(&sv, &o, 1, o.before))
+	if (o.before && supervisor_start_exe(&sv, &o, "runc", 1, o.before))
 		bench_edge(&sv, &o, "peer: --before");
 	supervisor_stop(&sv);
 
-	if (!supervisor_start(&sv, &o, 0)) {
+	if (!supervisor_start(&sv, &o, "runc", 0)) {
 		fprintf(stderr, "could not start the supervisor (pool 0)\n");
 		supervisor_stop(&sv);
 		return 1;
 	}
 	bench_cold(&sv, &o);
 	supervisor_stop(&sv);
-	return 0;
+	return bench_gvisor(&o);
 }

@@ -1,5 +1,6 @@
 # Path confinement for file operations (src/agent_fsconf*.c): request paths
-# resolved beneath an allowed root with openat2, and the file operations built
+# resolved beneath an allowed root with openat2 (or the component walk where
+# the kernel lacks it), and the file operations built
 # on that, as libraries of their own until the file protocol ops link them:
 # agent_fsconf (sanitized with SBX_SANITIZE, for tests) and agent_fsconf_nosan
 # (for the static sandbox-agent; needs nothing but libc). Included from
@@ -8,6 +9,7 @@ set(AGENT_FSCONF_SOURCES
   src/agent_fsconf.c
   src/agent_fsconf_ops.c
   src/agent_fsconf_rm.c
+  src/agent_fsconf_walk.c
 )
 find_package(Threads REQUIRED)
 
@@ -44,3 +46,19 @@ target_link_libraries(agent_test_fsconf PRIVATE agent_fsconf PkgConfig::CMOCKA
 sbx_target(agent_test_fsconf)
 add_test(NAME guest_agent_fsconf COMMAND agent_test_fsconf)
 set_tests_properties(guest_agent_fsconf PROPERTIES TIMEOUT 300)
+# The same tests, the corpus and the race included, against the component
+# walk that stands in for openat2 where the kernel lacks it (gVisor).
+add_test(NAME guest_agent_fsconf_walk COMMAND agent_test_fsconf)
+set_tests_properties(guest_agent_fsconf_walk PROPERTIES TIMEOUT 300
+                     ENVIRONMENT "SBX_FSCONF_RESOLVER=walk")
+# And under gVisor (runsc, ptrace platform), where openat2 answers ENOSYS:
+# the probe must pick the walk, and every test holds there too. Without
+# LeakSanitizer there (it stops the world through ptrace, which gVisor does
+# not give it); the two runs above check for leaks.
+add_test(NAME guest_agent_fsconf_gvisor
+  COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/runsc_exec.py
+          --env SBX_FSCONF_RESOLVER=probe --env SBX_FSCONF_PROBE_WANT=walk
+          --env ASAN_OPTIONS=detect_leaks=0
+          -- $<TARGET_FILE:agent_test_fsconf>)
+set_tests_properties(guest_agent_fsconf_gvisor PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+                     LABELS gvisor)

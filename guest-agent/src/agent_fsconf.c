@@ -6,7 +6,10 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <stdio.h>
 #include <unistd.h>
+
+#include "agent_fsconf_walk.h"
 
 #ifndef SYS_openat2
 #define SYS_openat2 437 /* the same number on every architecture */
@@ -16,17 +19,54 @@
  * RESOLVE_BENEATH; a busy tree gets a few more tries, then the error. */
 #define EAGAIN_TRIES 32
 
-int agent_fsconf_openat2(int dirfd, const char *path, uint64_t flags, uint64_t mode,
-			 uint64_t resolve)
+static agent_fsconf_resolver resolver = AGENT_FSCONF_OPENAT2;
+
+void agent_fsconf_use(agent_fsconf_resolver r)
+{
+	resolver = r;
+}
+
+agent_fsconf_resolver agent_fsconf_resolver_in_use(void)
+{
+	return resolver;
+}
+
+const char *agent_fsconf_resolver_name(agent_fsconf_resolver r)
+{
+	switch (r) {
+	case AGENT_FSCONF_OPENAT2:
+		return "openat2";
+	case AGENT_FSCONF_WALK:
+		return "walk";
+	default:
+		return "none";
+	}
+}
+
+static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t mode,
+		       uint64_t resolve)
 {
 	struct open_how how = { .flags = flags | O_CLOEXEC, .mode = mode, .resolve = resolve };
+	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	return fd >= 0 ? (int)fd : -errno;
+}
+
+int agent_fsconf_resolve(int dirfd, const char *path, uint64_t flags, uint64_t mode,
+			 uint64_t resolve)
+{
 	for (int i = 0;; i++) {
-		long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+		int fd;
+		if (resolver == AGENT_FSCONF_OPENAT2)
+			fd = sys_openat2(dirfd, path, flags, mode, resolve);
+		else if (resolver == AGENT_FSCONF_WALK)
+			fd = agent_fsconf_walk(dirfd, path, flags, mode, resolve);
+		else
+			fd = -ENOSYS;
 		if (fd >= 0)
-			return (int)fd;
-		if (errno == EINTR || (errno == EAGAIN && i < EAGAIN_TRIES))
+			return fd;
+		if (fd == -EINTR || (fd == -EAGAIN && i < EAGAIN_TRIES))
 			continue;
-		return -errno;
+		return fd;
 	}
 }
 
@@ -41,8 +81,8 @@ int agent_fsconf_fail(sbx_err *err, int code, const agent_fsconf_root *root, con
 }
 
 static const char no_openat2[] =
-	"openat2 is not available (Linux 5.6+ needed, or a seccomp filter denies it): "
-	"file operations are refused";
+	"openat2 is not available (Linux 5.6+ needed, or a seccomp filter denies it) and the "
+	"component walk is not in use: file operations are refused";
 
 int agent_fsconf_resolve_fail(sbx_err *err, int code, const agent_fsconf_root *root,
 			      const char *rel, const char *what)
@@ -63,21 +103,41 @@ int agent_fsconf_resolve_fail(sbx_err *err, int code, const agent_fsconf_root *r
 	}
 }
 
-int agent_fsconf_probe(sbx_err *err)
+/* 0 when openat2 with RESOLVE_BENEATH works here, else -errno. */
+static int openat2_works(void)
 {
-	int top = agent_fsconf_openat2(AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0,
-				       RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-	if (top == -ENOSYS)
-		return sbx_err_set(err, top, "%s", no_openat2);
+	int top = sys_openat2(AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0,
+			      RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	if (top < 0)
-		return sbx_err_sys(err, top, "openat2 /: file operations are refused");
-	int fd = agent_fsconf_openat2(top, ".", O_PATH | O_DIRECTORY, 0,
-				      AGENT_FSCONF_RESOLVE_BENEATH);
+		return top;
+	int fd = sys_openat2(top, ".", O_PATH | O_DIRECTORY, 0, AGENT_FSCONF_RESOLVE_BENEATH);
 	close(top);
 	if (fd < 0)
-		return sbx_err_sys(err, fd, "openat2 RESOLVE_BENEATH: file operations are refused");
+		return fd;
 	close(fd);
 	return 0;
+}
+
+int agent_fsconf_probe(char *note, size_t cap, sbx_err *err)
+{
+	int r = openat2_works();
+	if (r == 0) {
+		resolver = AGENT_FSCONF_OPENAT2;
+		snprintf(note, cap, "openat2 (RESOLVE_BENEATH)");
+		return resolver;
+	}
+	char why[160];
+	bool by_mount_id = false;
+	int w = agent_fsconf_walk_probe(why, sizeof(why), &by_mount_id);
+	if (w < 0) {
+		resolver = AGENT_FSCONF_NONE;
+		return sbx_err_set(err, -ENOSYS, "openat2: %s; the component walk cannot be used "
+				   "either (%s): file operations are refused", strerror(-r), why);
+	}
+	resolver = AGENT_FSCONF_WALK;
+	snprintf(note, cap, "component walk (openat2: %s); mounts told apart by %s", strerror(-r),
+		 by_mount_id ? "mount id" : "device number");
+	return resolver;
 }
 
 int agent_fsconf_check_rel(const char *rel, size_t len, sbx_err *err)
@@ -136,7 +196,7 @@ int agent_fsconf_root_open(agent_fsconf_root *root, const char *path, sbx_err *e
 	if (!normalised_abs(path, len))
 		return sbx_err_set(err, -EINVAL, "root %s: want an absolute, normalised path",
 				   path);
-	int fd = agent_fsconf_openat2(AT_FDCWD, path, O_PATH | O_DIRECTORY, 0,
+	int fd = agent_fsconf_resolve(AT_FDCWD, path, O_PATH | O_DIRECTORY, 0,
 				      RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	if (fd == -ELOOP)
 		return sbx_err_set(err, fd, "root %s: a symlink on its path; roots are opened "
@@ -162,7 +222,7 @@ int agent_fsconf_open(const agent_fsconf_root *root, const char *rel, uint64_t f
 	int r = check(root, rel, what, err);
 	if (r < 0)
 		return r;
-	int fd = agent_fsconf_openat2(root->fd, rel[0] ? rel : ".", flags, mode,
+	int fd = agent_fsconf_resolve(root->fd, rel[0] ? rel : ".", flags, mode,
 				      AGENT_FSCONF_RESOLVE_BENEATH);
 	return fd >= 0 ? fd : agent_fsconf_resolve_fail(err, fd, root, rel, what);
 }
@@ -193,7 +253,7 @@ int agent_fsconf_open_parent(const agent_fsconf_root *root, const char *rel, cha
 	char dir[PATH_MAX];
 	memcpy(dir, rel, start);
 	dir[start] = '\0';
-	int fd = agent_fsconf_openat2(root->fd, start ? dir : ".", O_PATH | O_DIRECTORY, 0,
+	int fd = agent_fsconf_resolve(root->fd, start ? dir : ".", O_PATH | O_DIRECTORY, 0,
 				      AGENT_FSCONF_RESOLVE_BENEATH);
 	return fd >= 0 ? fd : agent_fsconf_resolve_fail(err, fd, root, rel, what);
 }
@@ -202,7 +262,7 @@ int agent_fsconf_open_child(int dirfd, const char *name, uint64_t flags, sbx_err
 {
 	if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return sbx_err_set(err, -EINVAL, "open %s: not a single entry name", name);
-	int fd = agent_fsconf_openat2(dirfd, name, flags | O_NOFOLLOW, 0,
+	int fd = agent_fsconf_resolve(dirfd, name, flags | O_NOFOLLOW, 0,
 				      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 					      RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
 	if (fd == -EXDEV)

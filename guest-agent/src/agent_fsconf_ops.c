@@ -192,7 +192,7 @@ int agent_fsconf_tmp_open(const agent_fsconf_root *root, const char *rel,
 		snprintf(tmp->name, sizeof(tmp->name), ".sbx-tmp-%016llx",
 			 (unsigned long long)tmp_random());
 		/* O_EXCL on one name in a pinned folder: no symlink is followed. */
-		r = agent_fsconf_openat2(tmp->dirfd, tmp->name, O_WRONLY | O_CREAT | O_EXCL |
+		r = agent_fsconf_resolve(tmp->dirfd, tmp->name, O_WRONLY | O_CREAT | O_EXCL |
 					 O_NOFOLLOW, 0600, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 					 RESOLVE_NO_MAGICLINKS);
 		if (r != -EEXIST)
@@ -306,7 +306,7 @@ static int mkdir_parents(const agent_fsconf_root *root, const char *rel,
 		memcpy(prefix, rel, i);
 		prefix[i] = '\0';
 		bool last = rel[i + strspn(rel + i, "/")] == '\0';
-		int fd = agent_fsconf_openat2(root->fd, prefix, O_PATH | O_DIRECTORY, 0,
+		int fd = agent_fsconf_resolve(root->fd, prefix, O_PATH | O_DIRECTORY, 0,
 					      AGENT_FSCONF_RESOLVE_BENEATH);
 		if (fd == -ENOENT) {
 			char name[NAME_MAX + 1];
@@ -325,7 +325,7 @@ static int mkdir_parents(const agent_fsconf_root *root, const char *rel,
 			} else if (errno != EEXIST) {
 				return agent_fsconf_fail(err, -errno, root, prefix, "mkdir", NULL);
 			}
-			fd = agent_fsconf_openat2(root->fd, prefix, O_PATH | O_DIRECTORY, 0,
+			fd = agent_fsconf_resolve(root->fd, prefix, O_PATH | O_DIRECTORY, 0,
 						  AGENT_FSCONF_RESOLVE_BENEATH);
 		}
 		if (fd == -ENOTDIR && last)

@@ -149,7 +149,7 @@ static int rm_empty(rm_walk *w, int fd)
 			return 0;
 		}
 		/* Up by "..", which must be the folder we came down from. */
-		int up = agent_fsconf_openat2(dirfd(d), "..", O_RDONLY | O_DIRECTORY, 0,
+		int up = agent_fsconf_resolve(dirfd(d), "..", O_RDONLY | O_DIRECTORY, 0,
 					      RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 						      RESOLVE_NO_XDEV);
 		closedir_keep_errno(d);

@@ -137,6 +137,19 @@ int agent_jail_prepare(const agent_jail_spec *spec, agent_jail *out, sbx_err *er
 	return 0;
 }
 
+int agent_jail_mark(agent_jail *j, gid_t mark, sbx_err *err)
+{
+	if (j->user.ngroups == AGENT_JAIL_MAX_GROUPS)
+		return sbx_err_set(err, -E2BIG, "user %s: %d groups, no room for the process "
+				   "tree's mark", j->user.name, AGENT_JAIL_MAX_GROUPS);
+	j->user.groups[j->user.ngroups++] = mark;
+	if (j->caps & (1ULL << CAP_SETGID)) {
+		j->caps &= ~(1ULL << CAP_SETGID);
+		j->bset_drop |= own_bounding_set() & (1ULL << CAP_SETGID);
+	}
+	return 0;
+}
+
 void agent_jail_release(agent_jail *j)
 {
 	agent_seccomp_unref(j->filter);

@@ -96,6 +96,11 @@ const char *agent_jail_rlimit_name(agent_jail_rlimit_id id);
  * released (agent_jail_release on it is still fine). */
 int agent_jail_prepare(const agent_jail_spec *spec, agent_jail *out, sbx_err *err);
 
+/* Add a process tree's mark (tree.h) to the command's supplementary groups,
+ * and take CAP_SETGID from uid 0 too (bounding set included), so that no
+ * process of the tree can drop the mark. -E2BIG when the groups are full. */
+int agent_jail_mark(agent_jail *j, gid_t mark, sbx_err *err);
+
 /* Child side, after fork and after the caller set up fds, signals, process
  * group, setsid/controlling terminal; before chdir and execve. Applies
  * rlimits, bounding set, ambient clear, setgroups/setresgid/setresuid,

@@ -20,7 +20,8 @@
  *   defaultErrnoRet  the errno of SCMP_ACT_ERRNO (default EPERM)
  *   architectures    ["SCMP_ARCH_X86_64", ...]: added to the native one,
  *                    which is always in. A call from an architecture not
- *                    in the filter kills the process.
+ *                    in the filter kills the process (the calling thread
+ *                    where the kernel offers no SECCOMP_RET_KILL_PROCESS).
  *   archMap          [{architecture, subArchitectures}]: the entry of the
  *                    native architecture adds its subArchitectures
  *   syscalls         [{names (or name), action, errnoRet, args, includes,
@@ -43,6 +44,7 @@
 #ifndef AGENT_SECCOMP_H
 #define AGENT_SECCOMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <linux/filter.h>
 
@@ -77,6 +79,13 @@ void agent_seccomp_unref(agent_seccomp_filter *f);
 const struct sock_fprog *agent_seccomp_prog(const agent_seccomp_filter *f);
 /* The file the filter was compiled from, or AGENT_SECCOMP_ORIGIN_BUILTIN. */
 const char *agent_seccomp_origin(const agent_seccomp_filter *f);
+
+/* Does the kernel offer SECCOMP_RET_KILL_PROCESS and _LOG (libseccomp's
+ * API level 3+, from SECCOMP_GET_ACTION_AVAIL)? gVisor (2022-12) does not:
+ * it answers EINVAL to the query, applies KILL_PROCESS to the calling thread
+ * only and kills the process for LOG. Where it does not, profiles naming
+ * either are refused and a foreign architecture kills the calling thread. */
+bool agent_seccomp_kill_process_ok(void);
 
 /* The JSON text of the built-in profile (NUL-terminated, len excludes it). */
 const char *agent_seccomp_builtin_profile(size_t *len);

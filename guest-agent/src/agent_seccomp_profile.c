@@ -145,10 +145,15 @@ static int parse_action(compile_ctx *c, json_t *obj, const char *akey, const cha
 	if (has_errno)
 		return bad(c, where, "\"%s\" goes with SCMP_ACT_ERRNO only, not %s", ekey, name);
 	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
-		if (strcmp(name, plain[i].name) == 0) {
-			*out = plain[i].action;
-			return 0;
-		}
+		if (strcmp(name, plain[i].name) != 0)
+			continue;
+		if ((plain[i].action == SCMP_ACT_KILL_PROCESS || plain[i].action == SCMP_ACT_LOG) &&
+		    !agent_seccomp_kill_process_ok())
+			return bad(c, where, "%s is not offered by this kernel (gVisor has no "
+				   "SECCOMP_GET_ACTION_AVAIL, kills only the calling thread for "
+				   "KILL_PROCESS and the process for LOG)", name);
+		*out = plain[i].action;
+		return 0;
 	}
 	if (strcmp(name, "SCMP_ACT_TRACE") == 0 || strcmp(name, "SCMP_ACT_NOTIFY") == 0)
 		return bad(c, where, "%s is not supported: nothing in the sandbox traces or listens", name);
@@ -503,6 +508,11 @@ static int export_bpf(compile_ctx *c, agent_seccomp_filter **out)
 	return 0;
 }
 
+bool agent_seccomp_kill_process_ok(void)
+{
+	return seccomp_api_get() >= 3;
+}
+
 int agent_seccomp_compile(const char *json, size_t len, const char *origin, agent_seccomp_filter **out,
 			  sbx_err *err)
 {
@@ -532,8 +542,13 @@ int agent_seccomp_compile(const char *json, size_t len, const char *origin, agen
 		return sbx_err_set(err, -ENOMEM, "%s: seccomp_init failed", origin);
 	c.scmp = scmp;
 	/* A call from an architecture the filter does not cover (int 0x80 in
-	 * a 64-bit process) ends the process, not only the calling thread. */
-	rc = seccomp_attr_set(scmp, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	 * a 64-bit process) ends the process, not only the calling thread;
+	 * where the kernel offers no SECCOMP_RET_KILL_PROCESS (gVisor: it
+	 * answers no SECCOMP_GET_ACTION_AVAIL and ends only the calling thread
+	 * of a threaded process), the calling thread: the call never runs
+	 * either way. */
+	rc = seccomp_attr_set(scmp, SCMP_FLTATR_ACT_BADARCH,
+			      agent_seccomp_kill_process_ok() ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_KILL_THREAD);
 	if (rc < 0)
 		return sbx_err_sys(err, rc, "%s: set the bad-architecture action", origin);
 	/* A binary tree instead of a linear list of ~350 comparisons: every

@@ -13,6 +13,7 @@
 #include "sbx/err.h"
 #include "sbx/proto_conn.h"
 #include "agent.h"
+#include "agent_fsconf.h"
 #include "env.h"
 #include "listen.h"
 #include "log.h"
@@ -33,6 +34,8 @@ typedef struct agent_main {
 	agent_listener *listeners[MAX_LISTEN];
 	size_t naddrs;
 	unsigned grace_ms;
+	const char *fs_resolve; /* "auto" (NULL), "openat2" or "walk" */
+	bool mark_trees;        /* --mark-trees */
 } agent_main;
 
 static void usage(FILE *f)
@@ -41,6 +44,10 @@ static void usage(FILE *f)
 		"usage: sandbox-agent --listen ADDR [--listen ADDR...] [options]\n"
 		"  --listen unix:PATH | vsock:PORT  where the supervisor connects (repeatable)\n"
 		"  --grace-ms N   on SIGTERM/SIGINT, wait this long for commands (default %u)\n"
+		"  --fs-resolve auto|openat2|walk  how file paths are kept beneath their root\n"
+		"                 (default auto: openat2 where it works, else the component walk)\n"
+		"  --mark-trees   hold process trees by a supplementary group, as where holders\n"
+		"                 cannot be subreapers (gVisor), also where they can (tests)\n"
 		"  --verbose      debug logging\n"
 		"  --version      print the version\n",
 		AGENT_PID1_DEFAULT_GRACE_MS);
@@ -51,6 +58,8 @@ static int parse_flags(agent_main *m, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "grace-ms", required_argument, NULL, 'g' },
+		{ "fs-resolve", required_argument, NULL, 'r' },
+		{ "mark-trees", no_argument, NULL, 'm' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -82,6 +91,17 @@ static int parse_flags(agent_main *m, int argc, char **argv)
 			m->grace_ms = (unsigned)v;
 			break;
 		}
+		case 'r':
+			if (strcmp(optarg, "auto") != 0 && strcmp(optarg, "openat2") != 0 &&
+			    strcmp(optarg, "walk") != 0) {
+				fprintf(stderr, "sandbox-agent: --fs-resolve wants auto, openat2 or walk\n");
+				return 2;
+			}
+			m->fs_resolve = strcmp(optarg, "auto") != 0 ? optarg : NULL;
+			break;
+		case 'm':
+			m->mark_trees = true;
+			break;
 		case 'v':
 			agent_log_set_level(AGENT_LOG_DEBUG);
 			break;
@@ -208,6 +228,33 @@ static int run(agent_main *m)
 	return 0;
 }
 
+/* What this kernel offers is known once, at start, and said in the log:
+ * gVisor lacks openat2, /proc/<pid>/task/<tid>/children and
+ * SECCOMP_RET_KILL_PROCESS, and each has its own answer (README.md). */
+static void probe_kernel(const agent_main *m)
+{
+	char note[256];
+	const char *how;
+	sbx_err err = { 0 };
+
+	if (m->fs_resolve) {
+		agent_fsconf_use(strcmp(m->fs_resolve, "walk") == 0 ? AGENT_FSCONF_WALK
+								    : AGENT_FSCONF_OPENAT2);
+		agent_log_info("file confinement: %s (--fs-resolve)", m->fs_resolve);
+	} else if (agent_fsconf_probe(note, sizeof(note), &err) < 0) {
+		agent_log_error("file confinement: %s", err.msg);
+	} else {
+		agent_log_info("file confinement: %s", note);
+	}
+	if (agent_tree_probe(m->mark_trees, &how) < 0)
+		agent_log_error("process trees: %s: commands are refused", how);
+	else
+		agent_log_info("process trees: %s", how);
+	if (!agent_seccomp_kill_process_ok())
+		agent_log_info("seccomp: no SECCOMP_RET_KILL_PROCESS here: a call from a foreign "
+			       "architecture kills the calling thread");
+}
+
 /* Compile the seccomp profile at start, not on the first command: a pooled
  * sandbox then pays it during warm-up instead of in its first exec, and a
  * broken operator profile is in the log before anyone runs anything (execs
@@ -233,6 +280,7 @@ int main(int argc, char **argv)
 		return ret == 1 ? 0 : ret;
 	ensure_stdio();
 	sbx_proto_tune_allocator();
+	probe_kernel(&m);
 	warm_seccomp();
 	m.ctx.base = event_base_new();
 	if (!m.ctx.base) {

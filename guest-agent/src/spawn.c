@@ -16,6 +16,7 @@
 
 #include "agent_jail.h"
 #include "env.h"
+#include "numdir.h"
 #include "pid1.h"
 
 static struct rlimit child_nofile;
@@ -127,6 +128,12 @@ static void child_install_tty(int tty, uid_t uid)
 	child_install_fd(tty, STDERR_FILENO);
 }
 
+static void child_set_cloexec(unsigned fd, void *arg)
+{
+	if (fd > 2)
+		fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+}
+
 /* The command is the OOM killer's first choice, never the agent: the
  * supervisor exempts the agent (and so its holders, which inherit it) where
  * it may (-1000), and the command raises its own score to the most, which
@@ -173,7 +180,10 @@ static __attribute__((noreturn)) void child_run(const agent_exec_spec *spec, con
 	}
 	/* Belt and braces: a descriptor leaked into a background grandchild
 	 * would keep a client connection open forever. */
-	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		/* No CLOSE_RANGE_CLOEXEC (gVisor answers EINVAL; Linux
+		 * before 5.11): one fd at a time. */
+		agent_numdir_each("/proc/self/fd", child_set_cloexec, NULL);
 
 	errnum = -agent_jail_enter(jail, &step);
 	if (errnum)
@@ -304,6 +314,9 @@ int agent_spawn(struct event_base *base, const agent_exec_spec *spec, const agen
 
 	ret = jail_prepare(spec, &jail, err);
 	if (ret < 0)
+		goto out;
+	cmd.mark = agent_tree_next_mark();
+	if (cmd.mark && (ret = agent_jail_mark(&jail, cmd.mark, err)) < 0)
 		goto out;
 	ret = user_env(spec, &jail.user, &user_vars, &envp, err);
 	if (ret < 0)

@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@ struct agent_tree {
 	unsigned refs;
 	pid_t holder;              /* 0 once reaped */
 	pid_t cmd;
+	gid_t mark;                /* 0: held by a subreaper */
 	int report_fd;             /* -1 once the holder closed it */
 	struct event *report_ev;
 	bool cmd_done;             /* exited had its call */
@@ -44,6 +47,12 @@ static agent_tree *holders;
 static size_t nholders;
 static struct event *escaped_ev;
 static unsigned escaped_rounds;
+static bool marking; /* trees are marked, not held by subreapers */
+/* Marked trees whose holder was killed: swept by mark until none is left
+ * (with subreapers, what escaped is every child of the agent but holders). */
+#define ESCAPED_MARKS_MAX 64
+static gid_t escaped_marks[ESCAPED_MARKS_MAX];
+static size_t nescaped_marks;
 
 static void list_add(agent_tree *t)
 {
@@ -152,10 +161,26 @@ static bool is_holder(pid_t pid, void *ud)
  * below it, is what escaped: killed at once, then swept again (as a holder
  * sweeps) until nothing is left, so that killing its holder only ends a
  * command sooner. */
+static size_t sweep_escaped_marks(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nescaped_marks;) {
+		size_t k = agent_tree_sweep_mark(escaped_marks[i], true);
+
+		n += k;
+		if (k == 0)
+			escaped_marks[i] = escaped_marks[--nescaped_marks];
+		else
+			i++;
+	}
+	return n;
+}
+
 static void sweep_escaped(evutil_socket_t fd, short what, void *ud)
 {
 	struct timeval pause = { 0, ESCAPED_PAUSE_MS * 1000 };
-	size_t n = agent_tree_sweep(getpid(), is_holder, NULL);
+	size_t n = marking ? sweep_escaped_marks() : agent_tree_sweep(getpid(), is_holder, NULL);
 
 	if (n == 0 || !escaped_ev) {
 		escaped_rounds = 0;
@@ -169,8 +194,17 @@ static void sweep_escaped(evutil_socket_t fd, short what, void *ud)
 	evtimer_add(escaped_ev, &pause);
 }
 
-static void escaped_start(struct event_base *base)
+static void escaped_start(struct event_base *base, gid_t mark)
 {
+	bool listed = false;
+
+	for (size_t i = 0; i < nescaped_marks; i++)
+		listed = listed || escaped_marks[i] == mark;
+	if (mark && !listed && nescaped_marks < ESCAPED_MARKS_MAX)
+		escaped_marks[nescaped_marks++] = mark;
+	else if (mark && !listed)
+		/* No room to follow it: at least this round now. */
+		agent_tree_sweep_mark(mark, true);
 	if (!escaped_ev)
 		escaped_ev = evtimer_new(base, sweep_escaped, NULL);
 	escaped_rounds = 0;
@@ -195,7 +229,7 @@ static void holder_exit(pid_t pid, int status, const struct rusage *ru, void *ud
 		agent_log_warn("the holder of %d was killed (signal %d)%s", (int)t->cmd, WTERMSIG(status),
 			       t->cmd_done ? "" : " before its command");
 		t->broken = true;
-		escaped_start(t->base);
+		escaped_start(t->base, t->mark);
 	}
 	if (!t->cmd_done) {
 		struct rusage none;
@@ -218,6 +252,68 @@ static void kill_deadline(evutil_socket_t fd, short what, void *ud)
 		agent_log_warn("kill holder %d: %s", (int)t->holder, strerror(errno));
 }
 
+/* agent_tree_probe found no way to sweep a tree. */
+static bool sweep_unavailable;
+static unsigned next_mark;
+
+/* Can a process other than init be a child subreaper here? */
+static bool subreapers_work(void)
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 ? 0 : 1);
+	if (pid < 0)
+		return false;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+	}
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int agent_tree_probe(bool force_mark, const char **how)
+{
+	static char note[256];
+	const char *sweep;
+	int r = agent_tree_sweep_init(&sweep);
+
+	sweep_unavailable = r < 0;
+	marking = force_mark || !subreapers_work();
+	snprintf(note, sizeof(note), "%s; children found through %s",
+		 !marking ? "holders are subreapers"
+		 : force_mark ? "marked by a supplementary group (forced)"
+			      : "marked by a supplementary group (no PR_SET_CHILD_SUBREAPER here)",
+		 sweep);
+	*how = note;
+	return r;
+}
+
+gid_t agent_tree_next_mark(void)
+{
+	if (!marking)
+		return 0;
+	/* Never the mark of a tree still held or still being swept; once the
+	 * marks went round, none a process still has (what a command left
+	 * lives on after its holder). */
+	for (unsigned tries = 0; tries < AGENT_TREE_MARK_COUNT; tries++) {
+		bool wrapped = next_mark >= AGENT_TREE_MARK_COUNT;
+		gid_t g = (gid_t)(AGENT_TREE_MARK_BASE + next_mark++ % AGENT_TREE_MARK_COUNT);
+		bool used = false;
+
+		if (next_mark == 2 * AGENT_TREE_MARK_COUNT)
+			next_mark = AGENT_TREE_MARK_COUNT;
+		for (agent_tree *t = holders; t && !used; t = t->next)
+			used = t->mark == g;
+		for (size_t i = 0; i < nescaped_marks && !used; i++)
+			used = escaped_marks[i] == g;
+		if (!used && wrapped)
+			used = agent_tree_sweep_mark(g, false) > 0;
+		if (!used)
+			return g;
+	}
+	return 0;
+}
+
 int agent_tree_spawn(struct event_base *base, const agent_tree_cmd *cmd, const agent_tree_cbs *cbs, void *ud,
 		     agent_tree **out, sbx_err *err)
 {
@@ -226,10 +322,17 @@ int agent_tree_spawn(struct event_base *base, const agent_tree_cmd *cmd, const a
 	agent_tree *t;
 	pid_t h;
 
+	if (sweep_unavailable)
+		return sbx_err_set(err, -ENOSYS, "commands are refused: their process trees could not be "
+				   "killed whole here (/proc cannot be read)");
+	if (marking && !cmd->mark)
+		return sbx_err_set(err, -EINVAL, "commands are refused: no mark left for a process tree");
+
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return sbx_err_sys(err, -ENOMEM, "process tree");
 	t->refs = 1;
+	t->mark = cmd->mark;
 	t->cbs = *cbs;
 	t->ud = ud;
 	t->base = base;
@@ -318,9 +421,11 @@ int agent_tree_kill(agent_tree *t, sbx_err *err)
 
 	if (t->holder <= 0) {
 		/* A killed holder's tree was swept when it was reaped;
-		 * again, for what may have been missed. */
-		if (t->broken)
-			escaped_start(t->base);
+		 * again, for what may have been missed. A marked tree's
+		 * holder leaves without waiting for what the command left:
+		 * that is swept by the mark. */
+		if (t->broken || t->mark)
+			escaped_start(t->base, t->mark);
 		return 0;
 	}
 	if (kill(t->holder, AGENT_TREE_SIG_KILL) < 0 && errno != ESRCH)

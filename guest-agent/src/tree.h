@@ -34,6 +34,19 @@
  * gets SIGCONT too, and if it is still there a second later (stopped
  * again) the agent kills it, which comes to the same sweep.
  *
+ * Where a holder cannot be a subreaper (gVisor answers EINVAL to
+ * PR_SET_CHILD_SUBREAPER but for init), orphans go to the agent, and the
+ * tree is marked instead: the command gets one more supplementary group, a
+ * gid of its own (AGENT_TREE_MARK_BASE + n) that every descendant inherits
+ * and none can drop (setgroups needs CAP_SETGID, which no command keeps in
+ * this mode: root's is taken too, agent_jail_mark). The tree is every
+ * process whose /proc/<pid>/status lists that gid. A holder cannot wait for
+ * orphans, so it leaves once it has no child (the command's answer comes
+ * then); a kill, by the holder or (once it left, or was killed) by the
+ * agent, sweeps every process with the mark until none is left, never by
+ * parentage (the agent is every orphan's parent then). `id` shows the gid,
+ * which names no group and owns no file.
+ *
  * This module owns holders, the report pipe and tree kills; it must not know
  * about the command's stdio, sinks or the protocol. Loop thread only. */
 #ifndef AGENT_TREE_H
@@ -66,6 +79,9 @@ typedef struct agent_tree_cmd {
 	 * err_fd and the command "exits" with fail_exit. */
 	int err_fd;
 	int fail_exit;
+	/* The tree's mark (agent_tree_next_mark), which fn must add to the
+	 * command's groups; 0 where holders are subreapers. */
+	gid_t mark;
 } agent_tree_cmd;
 
 typedef struct agent_tree_cbs {
@@ -77,6 +93,22 @@ typedef struct agent_tree_cbs {
 	 * root), with SIGKILL. pid is 0 if it never started. */
 	void (*exited)(pid_t pid, int status, const struct rusage *ru, void *ud);
 } agent_tree_cbs;
+
+/* Marks: gids from here on, one per tree at a time. */
+#define AGENT_TREE_MARK_BASE 2146435072u /* 2^31 - 2^20 */
+#define AGENT_TREE_MARK_COUNT 1048576u
+
+/* How trees are held and swept. Holders are subreapers where the kernel
+ * lets them (else trees are marked, see above); sweeps find a process's
+ * children through /proc/<pid>/task/<tid>/children where the kernel has it,
+ * else (gVisor) one scan of every /proc/<pid>/stat per sweep. Call once at
+ * start, before any holder is forked; *how says which, for the log. Without
+ * a readable /proc, -errno: no tree could be killed whole, so
+ * agent_tree_spawn refuses every command (-ENOSYS). force_mark: mark trees
+ * even where subreapers work (tests of the gVisor way on Linux). */
+int agent_tree_probe(bool force_mark, const char **how);
+/* The mark for the next command's tree, or 0 where trees are not marked. */
+gid_t agent_tree_next_mark(void);
 
 /* Fork the holder, which forks the command; returns at once, the rest
  * comes through cbs from the loop (the agent never waits for a fork or an

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "numdir.h"
 #include "pid1.h"
 
 /* Processes one sweep visits at most; what does not fit is found by the
@@ -106,44 +107,107 @@ static void push_children(pid_t pid, unsigned tid, pid_t *stack, size_t *sp)
 	close(fd);
 }
 
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
+typedef struct push_ctx {
+	pid_t pid;
+	pid_t *stack;
+	size_t *sp;
+} push_ctx;
 
-/* Push the children of every thread of pid. */
-static void push_all_children(pid_t pid, pid_t *stack, size_t *sp)
+static void push_thread_children(unsigned tid, void *arg)
 {
-	char path[48], buf[2048], *p = path;
-	long n;
+	push_ctx *c = arg;
+
+	push_children(c->pid, tid, c->stack, c->sp);
+}
+
+/* Where /proc/<pid>/task/<tid>/children is missing (gVisor): every process
+ * with its parent, from the 4th field of /proc/<pid>/stat, read once per
+ * sweep. What forks after the scan is found by the next sweep. */
+static bool scan_parents;
+static pid_t scan_pid[SWEEP_MAX], scan_ppid[SWEEP_MAX];
+static size_t scan_n;
+
+/* /proc/<pid>/<file> into buf (at most cap - 1 bytes, NUL-terminated):
+ * the bytes read, or <= 0 (gone, empty). */
+static ssize_t read_proc(unsigned pid, const char *file, char *buf, size_t cap)
+{
+	char path[48], *p = path;
+	ssize_t n;
 	int fd;
 
+	p = put_str(p, "/proc/");
+	p = put_uint(p, pid);
+	p = put_str(p, "/");
+	p = put_str(p, file);
+	*p = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+static void scan_one(unsigned pid, void *arg)
+{
+	char buf[256], *p, *close_paren = NULL;
+	unsigned long ppid = 0;
+	ssize_t n = read_proc(pid, "stat", buf, sizeof(buf));
+
+	/* "pid (comm) S ppid ...": comm may hold ')' and spaces. */
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == ')')
+			close_paren = buf + i;
+	if (!close_paren || close_paren + 4 >= buf + n || close_paren[1] != ' ' || close_paren[3] != ' ')
+		return;
+	for (p = close_paren + 4; *p >= '0' && *p <= '9'; p++)
+		ppid = ppid * 10 + (unsigned long)(*p - '0');
+	if (p == close_paren + 4 || scan_n == SWEEP_MAX)
+		return;
+	scan_pid[scan_n] = (pid_t)pid;
+	scan_ppid[scan_n++] = (pid_t)ppid;
+}
+
+/* Push the children of pid (of every thread of it). */
+static void push_all_children(pid_t pid, pid_t *stack, size_t *sp)
+{
+	char path[48], *p = path;
+	push_ctx c = { pid, stack, sp };
+
+	if (scan_parents) {
+		for (size_t i = 0; i < scan_n; i++)
+			if (scan_ppid[i] == pid && *sp < SWEEP_MAX)
+				stack[(*sp)++] = scan_pid[i];
+		return;
+	}
 	p = put_str(p, "/proc/");
 	p = put_uint(p, (unsigned)pid);
 	p = put_str(p, "/task");
 	*p = '\0';
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
-		for (long off = 0; off < n;) {
-			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
-			unsigned tid = 0;
-			bool num = d->d_name[0] != '\0';
+	agent_numdir_each(path, push_thread_children, &c);
+}
 
-			for (const char *c = d->d_name; *c && num; c++) {
-				num = *c >= '0' && *c <= '9';
-				tid = tid * 10 + (unsigned)(*c - '0');
-			}
-			if (num)
-				push_children(pid, tid, stack, sp);
-			off += d->d_reclen;
-		}
+int agent_tree_sweep_init(const char **how)
+{
+	char path[64], *p = path;
+
+	p = put_str(p, "/proc/self/task/");
+	p = put_uint(p, (unsigned)syscall(SYS_gettid));
+	p = put_str(p, "/children");
+	*p = '\0';
+	if (access(path, R_OK) == 0) {
+		scan_parents = false;
+		*how = "/proc/<pid>/task/<tid>/children";
+		return 0;
 	}
-	close(fd);
+	if (access("/proc/self/stat", R_OK) == 0) {
+		scan_parents = true;
+		*how = "the parent field of every /proc/<pid>/stat (no task/<tid>/children here)";
+		return 0;
+	}
+	*how = "nothing: /proc cannot be read";
+	return -errno;
 }
 
 /* SIGKILL every descendant, parents before their children: once a process
@@ -155,6 +219,10 @@ size_t agent_tree_sweep(pid_t root, bool (*spare)(pid_t pid, void *ud), void *ud
 	static pid_t stack[SWEEP_MAX];
 	size_t sp = 0, killed = 0;
 
+	if (scan_parents) {
+		scan_n = 0;
+		agent_numdir_each("/proc", scan_one, NULL);
+	}
 	push_all_children(root, stack, &sp);
 	while (sp > 0) {
 		pid_t p = stack[--sp];
@@ -165,6 +233,62 @@ size_t agent_tree_sweep(pid_t root, bool (*spare)(pid_t pid, void *ud), void *ud
 		push_all_children(p, stack, &sp);
 	}
 	return killed;
+}
+
+/* ---- marked trees: where a holder cannot be a subreaper (gVisor) ---- */
+
+typedef struct mark_ctx {
+	gid_t mark;
+	pid_t spare;
+	bool kill;
+	size_t found;
+} mark_ctx;
+
+/* Does /proc/<pid>/status list mark among its supplementary groups? */
+static bool has_mark(unsigned pid, gid_t mark)
+{
+	char buf[8192], *p;
+
+	if (read_proc(pid, "status", buf, sizeof(buf)) <= 0)
+		return false; /* gone */
+	p = strstr(buf, "\nGroups:");
+	if (!p)
+		return false;
+	for (p += 8; *p && *p != '\n';) {
+		unsigned long v = 0;
+		bool num = false;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		while (*p >= '0' && *p <= '9') {
+			v = v * 10 + (unsigned long)(*p++ - '0');
+			num = true;
+		}
+		if (num && v == (unsigned long)mark)
+			return true;
+		if (!num && *p && *p != '\n')
+			p++;
+	}
+	return false;
+}
+
+static void mark_one(unsigned pid, void *arg)
+{
+	mark_ctx *c = arg;
+
+	if ((pid_t)pid == c->spare || !has_mark(pid, c->mark))
+		return;
+	c->found++;
+	if (c->kill)
+		kill((pid_t)pid, SIGKILL);
+}
+
+size_t agent_tree_sweep_mark(gid_t mark, bool kill_them)
+{
+	mark_ctx c = { .mark = mark, .spare = getpid(), .kill = kill_them };
+
+	agent_numdir_each("/proc", mark_one, &c);
+	return c.found;
 }
 
 /* The command cannot be started: say why on its stderr, end it as a shell
@@ -232,7 +356,7 @@ void agent_tree_holder_run(const agent_tree_cmd *cmd, int report_fd)
 	/* Hold nothing of the agent's: other commands' pipes would not see
 	 * EOF, client sockets would not close. */
 	close_others(cmd, report_fd);
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+	if (!cmd->mark && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		fail(cmd, report_fd, "subreaper", errno);
 	/* Every signal stays blocked (the agent blocked them for the fork)
 	 * until ppoll; the command starts with the defaults. */
@@ -266,11 +390,15 @@ void agent_tree_holder_run(const agent_tree_cmd *cmd, int report_fd)
 	sigdelset(&wait_mask, AGENT_TREE_SIG_KILL);
 	report(report_fd, AGENT_TREE_MSG_STARTED, cmd_pid, 0, NULL);
 
+	/* Marked (no subreaper): orphans go to the agent, so the holder cannot
+	 * wait for them; it leaves once it has no child, and what the command
+	 * left is the agent's to sweep by the mark (agent_tree_kill). Only a
+	 * kill waits here until no process has the mark. */
 	for (;;) {
 		struct timespec pause = { 0, SWEEP_PAUSE_NS };
 		struct rusage ru, cmd_ru = { 0 };
 		int status, cmd_status = 0;
-		bool cmd_reaped = false;
+		bool cmd_reaped = false, childless, empty;
 		pid_t p;
 
 		while ((p = wait4(-1, &status, WNOHANG | __WALL, &ru)) > 0) {
@@ -280,15 +408,20 @@ void agent_tree_holder_run(const agent_tree_cmd *cmd, int report_fd)
 				cmd_ru = ru;
 			}
 		}
+		childless = p < 0 && errno == ECHILD;
+		empty = childless &&
+			(!cmd->mark || !kill_requested || agent_tree_sweep_mark(cmd->mark, false) == 0);
 		/* Said after the reaping, so that the agent knows whether the
 		 * holder goes too (nothing left: it waits for that, and its
 		 * answer finds no process of the command). */
 		if (cmd_reaped)
 			report(report_fd, AGENT_TREE_MSG_EXITED, cmd_status,
-			       p < 0 && errno == ECHILD ? AGENT_TREE_MSG_LAST : 0, &cmd_ru);
-		if (p < 0 && errno == ECHILD)
+			       empty ? AGENT_TREE_MSG_LAST : 0, &cmd_ru);
+		if (empty)
 			_exit(0);
-		if (kill_requested)
+		if (kill_requested && cmd->mark)
+			agent_tree_sweep_mark(cmd->mark, true);
+		else if (kill_requested)
 			agent_tree_sweep(self, NULL, NULL);
 		/* A pending SIGCHLD or kill request ends the wait at once. */
 		ppoll(NULL, 0, kill_requested ? &pause : NULL, &wait_mask);

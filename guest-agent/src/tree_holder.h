@@ -32,10 +32,18 @@ typedef struct agent_tree_msg {
 /* Agent -> holder: SIGKILL the tree, then leave. */
 #define AGENT_TREE_SIG_KILL SIGUSR1
 
+/* Choose how sweeps find children (agent_tree_probe). */
+int agent_tree_sweep_init(const char **how);
+
 /* SIGKILL every descendant of root (not root), parents first, except the
  * subtrees of the pids spare (optional) says to keep. Returns how many were
  * signalled (zombies count). No allocation: the holder and the agent. */
 size_t agent_tree_sweep(pid_t root, bool (*spare)(pid_t pid, void *ud), void *ud);
+
+/* SIGKILL (kill_them) or only count every process but the caller whose
+ * supplementary groups hold mark: a marked tree's members (tree.h).
+ * Returns how many were found. No allocation. */
+size_t agent_tree_sweep_mark(gid_t mark, bool kill_them);
 
 /* Run as the holder: fork the command, report on report_fd, reap, kill on
  * request. Never returns. */

@@ -82,10 +82,22 @@ static __attribute__((noreturn)) void child(const agent_ns *ns, unsigned grace_m
 			}
 		}
 		env[n] = NULL;
+		/* AGENT_FS_RESOLVE=walk: the agent's file operations through
+		 * the component walk, as under gVisor. */
+		const char *argv[10] = { bin, "--listen", listen, "--grace-ms", grace };
+		size_t a = 5;
+		const char *resolve = getenv("AGENT_FS_RESOLVE");
+		if (resolve) {
+			argv[a++] = "--fs-resolve";
+			argv[a++] = resolve;
+		}
+		/* AGENT_MARK_TREES=1: process trees held as under gVisor. */
+		if (getenv("AGENT_MARK_TREES"))
+			argv[a++] = "--mark-trees";
 		if (getenv("AGENT_VERBOSE"))
-			execle(bin, bin, "--listen", listen, "--grace-ms", grace, "--verbose", (char *)NULL, env);
-		else
-			execle(bin, bin, "--listen", listen, "--grace-ms", grace, (char *)NULL, env);
+			argv[a++] = "--verbose";
+		argv[a] = NULL;
+		execve(bin, (char *const *)argv, env);
 	}
 	perror("agent_ns: exec agent");
 	_exit(121);

@@ -1308,8 +1308,14 @@ static void watch_overflow_reported(void **state)
 	assert_true(after - before < 16 * 1024);
 }
 
-int main(void)
+/* argv[1]: run only the tests matching this pattern, argv[2]: skip those
+ * matching this one (cmocka's filters). */
+int main(int argc, char **argv)
 {
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	if (argc > 2)
+		cmocka_set_skip_filter(argv[2]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(large_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(unfinished_uploads_keep_old_file, setup, teardown),

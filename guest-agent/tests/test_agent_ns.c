@@ -272,19 +272,21 @@ static void sigterm_is_forwarded_then_clean_exit(void **state)
 {
 	fixture *fx = *state;
 	tc_client *c = fx_client(fx, 0);
-	tc_exec_opts o = { .cmd = "trap 'echo got-term; exit 7' TERM; sleep 100 & wait" };
+	tc_exec_opts o = { .cmd = "trap 'echo got-term; exit 7' TERM; echo ready; sleep 100 & wait" };
 	tc_stream *s = tc_exec(c, &o);
 	uint64_t t0;
 	int status;
 
-	tc_run(fx->base, 200);
+	/* the trap is in place once it says so (commands run at nice 10: on a
+	 * loaded machine a fixed pause was not always enough) */
+	fx_wait_output(c, s, "ready\n");
 	assert_false(s->done);
 	t0 = test_now_ms();
 	assert_int_equal(kill(fx->ns.pid, SIGTERM), 0);
 	assert_true(tc_wait(c, s, WAIT_MS));
 	assert_false(s->failed);
 	assert_int_equal(s->exit_code, 7);
-	assert_string_equal(fx_str(s->out), "got-term\n");
+	assert_string_equal(fx_str(s->out), "ready\ngot-term\n");
 	/* Then the agent exits 0, well within the grace. */
 	assert_int_equal(agent_ns_wait_exit(&fx->ns, GRACE_MS, &status), 0);
 	assert_true(WIFEXITED(status));
@@ -296,12 +298,12 @@ static void shutdown_kills_after_grace(void **state)
 {
 	fixture *fx = *state;
 	tc_client *c = fx_client(fx, 0);
-	tc_exec_opts o = { .cmd = "trap '' TERM; sleep 100" };
+	tc_exec_opts o = { .cmd = "trap '' TERM; echo ready; sleep 100" };
 	tc_stream *s = tc_exec(c, &o);
 	uint64_t t0;
 	int status;
 
-	tc_run(fx->base, 200);
+	fx_wait_output(c, s, "ready\n");
 	t0 = test_now_ms();
 	assert_int_equal(kill(fx->ns.pid, SIGTERM), 0);
 	/* New work is refused while shutting down. */
@@ -389,9 +391,13 @@ static void lost_connection_kills(void **state)
 
 	assert_non_null(tc_exec(c, &o));
 	assert_non_null(tc_exec(c, &o));
-	tc_run(fx->base, 200);
-	assert_int_equal(agent_ns_procs(&fx->ns, &total, &zombies), 0);
-	assert_int_equal(total, 9); /* agent + 2 x (holder + sh + 2 sleeps) */
+	/* agent + 2 x (holder + sh + 2 sleeps), once both shells forked */
+	uint64_t deadline = test_now_ms() + WAIT_MS;
+	do {
+		tc_run(fx->base, 10);
+		assert_int_equal(agent_ns_procs(&fx->ns, &total, &zombies), 0);
+	} while (total < 9 && test_now_ms() < deadline);
+	assert_int_equal(total, 9);
 	tc_close(c);
 	fx_wait_no_zombies(fx, 1);
 	/* The agent still serves others. */

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@
 #include "corpus.h"
 #include "agent_fsconf.h"
 #include "agent_fsconf_ops.h"
+#include "agent_fsconf_walk.h"
 #include "sbx/cleanup.h"
 
 #define SECRET "SBX-OUTSIDE-SECRET-7f3a"
@@ -286,12 +288,24 @@ static bool contains_secret(const char *data, size_t len)
 
 /* ---- unit tests (no privileges needed) ---- */
 
+/* The probe picks a resolver (SBX_FSCONF_PROBE_WANT: which one it must
+ * pick here, "openat2" on Linux 5.6+, "walk" under gVisor); the resolver the
+ * tests run with (SBX_FSCONF_RESOLVER) is put back after it. */
 static void test_probe(void **state)
 {
 	(void)state;
 	sbx_err err;
 	sbx_err_clear(&err);
-	assert_int_equal(agent_fsconf_probe(&err), 0);
+	agent_fsconf_resolver was = agent_fsconf_resolver_in_use();
+	char note[256] = "";
+	int r = agent_fsconf_probe(note, sizeof(note), &err);
+	agent_fsconf_use(was);
+	assert_true(r >= 0);
+	assert_true(note[0] != '\0');
+	print_message("probe: %s\n", note);
+	const char *want = getenv("SBX_FSCONF_PROBE_WANT");
+	if (want)
+		assert_string_equal(agent_fsconf_resolver_name((agent_fsconf_resolver)r), want);
 }
 
 static void test_check_rel(void **state)
@@ -384,6 +398,13 @@ static void test_proc_magic_links(void **state)
 					     "1/root/etc/passwd", "1/cwd", "self/ns/mnt" };
 	for (size_t i = 0; i < sizeof(magic) / sizeof(magic[0]); i++) {
 		struct stat st;
+		char full[64];
+		/* gVisor has no ns/mnt: nothing there to test. */
+		snprintf(full, sizeof(full), "/proc/%s", magic[i]);
+		if (faccessat(AT_FDCWD, full, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
+			print_message("%s does not exist here: skipped\n", full);
+			continue;
+		}
 		/* Another process's links may be refused by ptrace rules first. */
 		int other = magic[i][0] == '1' ? -EACCES : -ELOOP;
 		int rc[3];
@@ -844,8 +865,32 @@ static void test_names_round_trip(void **state)
 	assert_int_equal(failures, 0);
 }
 
-/* Without openat2 nothing is served and nothing falls back: a seccomp filter
- * answers ENOSYS for it, as an old kernel or a strict runtime would. */
+/* Every operation refuses with -ENOSYS (counts the ones that did not). */
+static int all_refused(const agent_fsconf_root *r)
+{
+	int bad = 0;
+	sbx_err err;
+	struct stat st;
+	char buf[16];
+	agent_fsconf_create opt = { .mode = 0644, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+	agent_fsconf_tmp tmp;
+	bad += agent_fsconf_open_read(r, "f", &st, &err) != -ENOSYS;
+	bad += !strstr(err.msg, "openat2 is not available");
+	bad += agent_fsconf_open_dir(r, "", "list", &err) != -ENOSYS;
+	bad += agent_fsconf_stat(r, "f", false, &st, &err) != -ENOSYS;
+	bad += agent_fsconf_readlink(r, "f", buf, sizeof(buf), &err) != -ENOSYS;
+	bad += agent_fsconf_tmp_open(r, "g", &opt, &tmp, &err) != -ENOSYS;
+	bad += agent_fsconf_mkdir(r, "d", 0755, true, &err) != -ENOSYS;
+	bad += agent_fsconf_mkdir(r, "d", 0755, false, &err) != -ENOSYS;
+	bad += agent_fsconf_chmod(r, "f", 0600, &err) != -ENOSYS;
+	bad += agent_fsconf_rename(r, "f", r, "g", false, &err) != -ENOSYS;
+	bad += agent_fsconf_remove(r, "f", false, &err) != -ENOSYS;
+	return bad;
+}
+
+/* Without openat2 (a seccomp filter answers ENOSYS for it, as gVisor or an
+ * old kernel would): with openat2 chosen, or no resolver, nothing is served
+ * and nothing falls back; the probe picks the walk, which serves. */
 static void test_no_openat2(void **state)
 {
 	env *e = *state;
@@ -864,28 +909,27 @@ static void test_no_openat2(void **state)
 		seccomp_release(ctx);
 		int bad = 0;
 		sbx_err err;
-		bad += agent_fsconf_probe(&err) != -ENOSYS || !strstr(err.msg, "refused");
+		agent_fsconf_use(AGENT_FSCONF_OPENAT2);
 		agent_fsconf_root r;
 		bad += agent_fsconf_root_open(&r, e->root, &err) != -ENOSYS;
 		/* Even with a root fd from elsewhere, every operation refuses. */
 		r.fd = open(e->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		snprintf(r.path, sizeof(r.path), "%s", e->root);
-		struct stat st;
-		char buf[16];
-		agent_fsconf_create opt = { .mode = 0644, .uid = (uid_t)-1, .gid = (gid_t)-1 };
-		agent_fsconf_tmp tmp;
-		bad += agent_fsconf_open_read(&r, "f", &st, &err) != -ENOSYS;
-		bad += !strstr(err.msg, "openat2 is not available");
-		bad += agent_fsconf_open_dir(&r, "", "list", &err) != -ENOSYS;
-		bad += agent_fsconf_stat(&r, "f", false, &st, &err) != -ENOSYS;
-		bad += agent_fsconf_readlink(&r, "f", buf, sizeof(buf), &err) != -ENOSYS;
-		bad += agent_fsconf_tmp_open(&r, "g", &opt, &tmp, &err) != -ENOSYS;
-		bad += agent_fsconf_mkdir(&r, "d", 0755, true, &err) != -ENOSYS;
-		bad += agent_fsconf_mkdir(&r, "d", 0755, false, &err) != -ENOSYS;
-		bad += agent_fsconf_chmod(&r, "f", 0600, &err) != -ENOSYS;
-		bad += agent_fsconf_rename(&r, "f", &r, "g", false, &err) != -ENOSYS;
-		bad += agent_fsconf_remove(&r, "f", false, &err) != -ENOSYS;
+		bad += all_refused(&r);
+		agent_fsconf_use(AGENT_FSCONF_NONE);
+		bad += all_refused(&r);
 		close(r.fd);
+		/* The probe sees openat2 missing and picks the walk. */
+		char note[256] = "";
+		bad += agent_fsconf_probe(note, sizeof(note), &err) != AGENT_FSCONF_WALK;
+		bad += !strstr(note, "component walk");
+		bad += agent_fsconf_resolver_in_use() != AGENT_FSCONF_WALK;
+		char *data = NULL;
+		size_t len;
+		bad += agent_fsconf_root_open(&r, e->root, &err) != 0;
+		bad += agent_read(&r, "f", &data, &len, &err) != 0 || !data || strcmp(data, "kept");
+		free(data);
+		agent_fsconf_root_close(&r);
 		_exit(bad);
 	}
 	int status;
@@ -898,6 +942,139 @@ static void test_no_openat2(void **state)
 	struct stat st;
 	assert_int_equal(stat(p, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0644);
+}
+
+/* The walk gives what openat2 gives, compared call by call on a tree of
+ * symlinks, dots and files (skipped where openat2 is missing: under gVisor
+ * the corpus holds the walk to the same expectations), and refuses what it
+ * cannot give. */
+static void test_walk_matches_openat2(void **state)
+{
+	env *e = *state;
+	char p[PATH_MAX];
+	static const char *const dirs[] = { "d", "d/s", "d/s/t" };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		pathf(p, "%s/%s", e->root, dirs[i]);
+		assert_int_equal(mkdir(p, 0755), 0);
+	}
+	static const char *const links[][2] = {
+		{ "up", ".." },	       { "d/s/up2", "../.." }, { "d/s/out", "../../.." },
+		{ "abs", "/etc" },     { "d/self", "self" },   { "to_d", "d" },
+		{ "to_f", "d/f" },     { "dangling", "nope" }, { "d/s/t/dots", "./../../s/./t" },
+		{ "slash", "d/" },     { "empty_dir", "d/s/t/" },
+	};
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		pathf(p, "%s/%s", e->root, links[i][0]);
+		assert_int_equal(symlink(links[i][1], p), 0);
+	}
+	pathf(p, "%s/d/f", e->root);
+	put_file(p, "f");
+	/* A chain of 40 links resolves, 41 do not (the kernel's MAXSYMLINKS). */
+	for (int i = 0; i < 41; i++) {
+		char name[16], target[16];
+		snprintf(name, sizeof(name), "c%d", i);
+		snprintf(target, sizeof(target), i ? "c%d" : "d/f", i - 1);
+		pathf(p, "%s/%s", e->root, name);
+		assert_int_equal(symlink(target, p), 0);
+	}
+	static const char *const paths[] = {
+		".", "d", "d/", "d/.", "d/..", "..", "d/../..", "up", "up/d", "d/s/up2/d/f",
+		"d/s/out", "d/s/out/x", "abs", "abs/passwd", "d/self", "to_d/s/..", "to_f",
+		"to_f/", "to_f/x", "dangling", "d/f/", "d/s/t/dots/up2", "slash/f", "slash/..",
+		"empty_dir/", "d//s///t", "c39", "c40", "c40/x", "missing", "d/missing/x",
+	};
+	static const struct {
+		uint64_t flags, resolve;
+	} combos[] = {
+		{ O_PATH, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS },
+		{ O_PATH | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS },
+		{ O_RDONLY, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS },
+		{ O_RDONLY | O_DIRECTORY, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS },
+		{ O_RDONLY | O_DIRECTORY | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS },
+		{ O_PATH, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS },
+		{ O_PATH | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV },
+	};
+	struct stat st;
+	SBX_AUTO_CLOSE int root = open(e->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(root >= 0);
+	bool have_openat2 = true;
+	int compared = 0;
+	for (size_t c = 0; c < sizeof(combos) / sizeof(combos[0]); c++) {
+		for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+			struct open_how how = { .flags = combos[c].flags | O_CLOEXEC,
+						.resolve = combos[c].resolve };
+			long k = syscall(SYS_openat2, root, paths[i], &how, sizeof(how));
+			int kr = k >= 0 ? (int)k : -errno;
+			if (kr == -ENOSYS) {
+				have_openat2 = false;
+				break;
+			}
+			int wr = agent_fsconf_walk(root, paths[i], combos[c].flags, 0,
+						   combos[c].resolve);
+			struct stat ks, ws;
+			bool same = (kr >= 0) == (wr >= 0) && (kr >= 0 || kr == wr);
+			if (same && kr >= 0)
+				same = fstat(kr, &ks) == 0 && fstat(wr, &ws) == 0 &&
+				       ks.st_dev == ws.st_dev && ks.st_ino == ws.st_ino;
+			if (!same)
+				print_error("%s flags %#llx resolve %#llx: openat2 %d, walk %d\n",
+					    paths[i], (unsigned long long)combos[c].flags,
+					    (unsigned long long)combos[c].resolve, kr, wr);
+			compared += same;
+			if (kr >= 0)
+				close(kr);
+			if (wr >= 0)
+				close(wr);
+		}
+	}
+	if (have_openat2)
+		assert_int_equal(compared, (int)(sizeof(paths) / sizeof(paths[0]) *
+						 sizeof(combos) / sizeof(combos[0])));
+	else
+		print_message("no openat2 here: the comparison is skipped\n");
+
+	/* What the walk refuses rather than do less safely. */
+	int r = agent_fsconf_walk(root, "new", O_WRONLY | O_CREAT, 0600, RESOLVE_BENEATH);
+	assert_int_equal(r, -EINVAL);
+	r = agent_fsconf_walk(root, "d/f", O_WRONLY | O_TRUNC, 0, RESOLVE_BENEATH);
+	assert_int_equal(r, -EINVAL);
+	r = agent_fsconf_walk(root, "d", O_PATH, 0, RESOLVE_BENEATH | RESOLVE_IN_ROOT);
+	assert_int_equal(r, -EINVAL);
+	r = agent_fsconf_walk(root, "d", O_PATH, 0, RESOLVE_NO_MAGICLINKS);
+	assert_int_equal(r, -EINVAL);
+	/* O_CREAT | O_EXCL makes the file with the mode asked for, less the
+	 * umask, and never through a symlink. */
+	mode_t old = umask(022);
+	r = agent_fsconf_walk(root, "d/new", O_WRONLY | O_CREAT | O_EXCL, 0666, RESOLVE_BENEATH);
+	umask(old);
+	assert_true(r >= 0);
+	assert_int_equal(fstat(r, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	close(r);
+	r = agent_fsconf_walk(root, "dangling", O_WRONLY | O_CREAT | O_EXCL, 0600,
+			      RESOLVE_BENEATH);
+	assert_int_equal(r, -EEXIST);
+	pathf(p, "%s/nope", e->root);
+	assert_int_equal(access(p, F_OK), -1);
+	/* Symlinks nested in symlinks' targets, each target 4 KiB: more than
+	 * the walk holds at once (the kernel would resolve it). */
+	for (int i = 1; i <= 7; i++) {
+		static char target[PATH_MAX];
+		size_t n = (size_t)snprintf(target, sizeof(target), i < 7 ? "n%d/" : "d", i + 1);
+		while (i < 7 && n + 2 < PATH_MAX - 1) {
+			memcpy(target + n, "./", 2);
+			n += 2;
+		}
+		target[n] = '\0';
+		char name[8];
+		snprintf(name, sizeof(name), "n%d", i);
+		assert_int_equal(symlinkat(target, root, name), 0);
+	}
+	r = agent_fsconf_walk(root, "n7", O_PATH, 0, RESOLVE_BENEATH);
+	assert_true(r >= 0);
+	close(r);
+	r = agent_fsconf_walk(root, "n1", O_PATH, 0, RESOLVE_BENEATH);
+	assert_int_equal(r, -ENAMETOOLONG);
 }
 
 /* ---- sandboxed: PID 1 of new PID and mount namespaces ---- */
@@ -1212,7 +1389,10 @@ static int run_sandboxed(env *e, sandboxed_fn fn, void *arg)
 		if (inner < 0)
 			_exit(91);
 		if (inner == 0) {
-			if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+			/* Private, so nothing mounted here reaches the host's
+			 * namespace; gVisor has no mount propagation and refuses
+			 * the call (EINVAL), which is fine there. */
+			if ((mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 && errno != EINVAL) ||
 			    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
 			    decoy_etc() < 0)
 				_exit(92);
@@ -1250,6 +1430,14 @@ static int corpus_sandboxed(env *e, void *arg)
 	for (size_t i = 0; i < c->ncases; i++)
 		run_case(e, c, &c->cases[i], &g);
 	guard_free(&g);
+	/* Left mounted, the tree's proc would outlive the namespace where
+	 * mounts are shared with the test's own (gVisor's unshare). */
+	char p[PATH_MAX];
+	for (size_t i = 0; i < c->ntree; i++)
+		if (c->tree[i].type == CORPUS_PROCFS) {
+			pathf(p, "%s/%s", e->root, c->tree[i].path);
+			umount2(p, MNT_DETACH);
+		}
 	fprintf(stderr, "  corpus: %zu cases x %d operations, %d failures\n", c->ncases, OP_COUNT,
 		g_failures);
 	return g_failures;
@@ -1460,6 +1648,24 @@ int main(int argc, char **argv)
 {
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);
+	/* SBX_FSCONF_RESOLVER=walk: every test (the corpus and the race too)
+	 * against the component walk instead of openat2; =probe: against what
+	 * the probe picks here, as the agent does (under gVisor: the walk). */
+	const char *use = getenv("SBX_FSCONF_RESOLVER");
+	char note[256];
+	sbx_err err;
+	if (use && strcmp(use, "walk") == 0) {
+		agent_fsconf_use(AGENT_FSCONF_WALK);
+	} else if (use && strcmp(use, "probe") == 0) {
+		if (agent_fsconf_probe(note, sizeof(note), &err) < 0) {
+			fprintf(stderr, "probe: %s\n", err.msg);
+			return 1;
+		}
+	} else if (use && strcmp(use, "openat2") != 0) {
+		fprintf(stderr, "SBX_FSCONF_RESOLVER=%s: want walk, probe or openat2\n", use);
+		return 2;
+	}
+	print_message("resolver: %s\n", agent_fsconf_resolver_name(agent_fsconf_resolver_in_use()));
 	const struct CMUnitTest tests[] = {
 		T(test_probe),
 		T(test_check_rel),
@@ -1476,6 +1682,7 @@ int main(int argc, char **argv)
 		T(test_stat_readlink),
 		T(test_names_round_trip),
 		T(test_no_openat2),
+		T(test_walk_matches_openat2),
 		T(test_corpus),
 		T(test_race),
 		T(test_remove_mounts),

@@ -1,5 +1,6 @@
-/* agent_fsconf as the static agent links it: openat2 works and a root opens
- * and resolves. Exits non-zero with the message otherwise. */
+/* agent_fsconf as the static agent links it: the probe picks a resolver
+ * (openat2 here, the walk under gVisor) and a root opens and resolves with
+ * it. Exits non-zero with the message otherwise. */
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -11,7 +12,8 @@ int main(void)
 	sbx_err err;
 	agent_fsconf_root root = { .fd = -1 };
 	struct stat st;
-	if (agent_fsconf_probe(&err) < 0 || agent_fsconf_root_open(&root, "/", &err) < 0 ||
+	char note[256];
+	if (agent_fsconf_probe(note, sizeof(note), &err) < 0 || agent_fsconf_root_open(&root, "/", &err) < 0 ||
 	    agent_fsconf_stat(&root, "proc", false, &st, &err) < 0) {
 		fprintf(stderr, "agent_fsconf_static: %s\n", err.msg);
 		return 1;

@@ -37,6 +37,7 @@ static void test_create_defaults(void **state)
 	sbx_err e;
 	assert_int_equal(create("", &r, &e), 0);
 	assert_null(r.image);
+	assert_int_equal(r.isolation, SUP_ISO_RUNC);
 	assert_int_equal(r.timeout_s, 3600);
 	assert_int_equal(r.env.n, 0);
 	assert_memory_equal(&r.resources, &lim.res_default, sizeof(r.resources));
@@ -72,9 +73,11 @@ static void test_create_full(void **state)
 	(void)state;
 	sup_create_req r;
 	sbx_err e;
-	assert_int_equal(create("{\"image\":\"host\",\"timeout\":60,\"env\":{\"A\":\"1\",\"B\":\"x y\"}}",
+	assert_int_equal(create("{\"image\":\"host\",\"timeout\":60,\"env\":{\"A\":\"1\",\"B\":\"x y\"},"
+				"\"isolation\":\"gvisor\"}",
 				&r, &e), 0);
 	assert_string_equal(r.image, "host");
+	assert_int_equal(r.isolation, SUP_ISO_GVISOR);
 	assert_int_equal(r.timeout_s, 60);
 	assert_int_equal(r.env.n, 2);
 	assert_string_equal(r.env.v[0].key, "A");
@@ -105,6 +108,11 @@ static void test_create_bad(void **state)
 		"{\"env\":{\"A\":\"x\\u0000y\"}}",
 		"{\"env\":{\"A\\u0000B\":\"x\"}}",
 		"{\"imag\":\"host\"}",            /* unknown field */
+		"{\"isolation\":\"kata\"}",       /* unknown isolation */
+		"{\"isolation\":\"gvisor \"}",
+		"{\"isolation\":\"gvisor\\u0000\"}",
+		"{\"isolation\":1}",
+		"{\"isolation\":null}",
 		"{\"image\\u0000x\":\"host\"}",
 		"{\"image\":\"host\",\"image\":\"host\"}", /* duplicate */
 		"{\"timeout\":99999999999999999999999}",
@@ -297,7 +305,7 @@ static void test_render_sandbox(void **state)
 	assert_string_equal(s, "{\"agent\":{\"queued_bytes\":4096,\"streams\":2,\"timeouts\":3,"
 			       "\"waiting\":1},\"created_at\":\"1970-01-01T00:00:00Z\","
 			       "\"expires_at\":\"1970-01-01T01:00:00Z\",\"id\":\"sb-0123456789ab\","
-			       "\"image\":\"host\",\"resources\":{\"cpus\":0.5,\"disk\":536870912,"
+			       "\"image\":\"host\",\"isolation\":\"runc\",\"resources\":{\"cpus\":0.5,\"disk\":536870912,"
 			       "\"memory\":268435456,\"pids\":256},\"state\":\"running\"}");
 	free(s);
 	json_decref(j);
@@ -317,6 +325,10 @@ static void test_render_sandbox(void **state)
 	assert_non_null(j);
 	assert_string_equal(json_string_value(json_object_get(j, "reason")),
 			    "the agent broke the protocol: \xEF\xBF\xBD");
+	json_decref(j);
+	v.isolation = SUP_ISO_GVISOR;
+	j = sup_api_render_sandbox(&v);
+	assert_string_equal(json_string_value(json_object_get(j, "isolation")), "gvisor");
 	json_decref(j);
 }
 

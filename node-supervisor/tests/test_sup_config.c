@@ -102,6 +102,12 @@ static void test_bad_flags(void **state)
 		{ "--agent-frame-timeout", "" },    { "--agent-max-streams", "0" },
 		{ "--agent-max-waiting", "x" },     { "--agent-max-queued", "1K" },
 		{ "--agent-idle-timeout", "1e9" },
+		{ "--pool", "gvisor" },             { "--pool", "gvisor:host" },
+		{ "--pool", "kata:host=1" },        { "--pool", "gvisor:ubuntu=1" },
+		{ "--pool", "gvisor:host=x" },      { "--pool", "gvisor:host=257" },
+		{ "--pool", "host=2" },             { "--pool", ":host=2" },
+		{ "--runsc-platform", "kvm2" },
+		{ "--runsc-root", "relative" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		sup_config c;
@@ -120,6 +126,71 @@ static void test_bad_flags(void **state)
 	assert_int_equal(parse(&c, &e, 5, argv), -EINVAL);
 	const char *argv2[] = { "sup", "stray", NULL };
 	assert_int_equal(parse(&c, &e, 2, argv2), -EINVAL);
+	sup_config_release(&c);
+}
+
+/* --pool ISOLATION:IMAGE=N beside --pool-size/--pool-images, and the pools
+ * that come of them with the isolations offered. */
+static void test_pools(void **state)
+{
+	(void)state;
+	sup_config c;
+	sbx_err e;
+	const char *argv[] = { "sup", "--pool-size", "3", "--pool-images", "host,/srv/a",
+			       "--pool", "gvisor:host=2", "--pool", "runc:/srv/a=1",
+			       "--pool", "gvisor:/srv/b=0", "--runsc", "/opt/runsc",
+			       "--runsc-platform", "kvm", "--runsc-root", "/run/rs", NULL };
+	assert_int_equal(parse(&c, &e, (int)(sizeof(argv) / sizeof(argv[0])) - 1, argv), 0);
+	assert_int_equal(c.npools, 3);
+	assert_true(c.runsc_given);
+	assert_string_equal(c.runsc, "/opt/runsc");
+	assert_string_equal(c.runsc_platform, "kvm");
+	assert_string_equal(c.runsc_root, "/run/rs");
+	assert_true(sup_config_pools_use(&c, SUP_ISO_GVISOR));
+
+	bool both[SUP_ISO_N] = { true, true };
+	sup_pool_spec sp[SUP_MAX_POOLS];
+	int n = sup_config_pool_specs(&c, both, sp, &e);
+	/* runc host 3, runc /srv/a 1 (--pool over --pool-size), gvisor host 2,
+	 * gvisor /srv/b 0, then cold ones: gvisor /srv/a, runc /srv/b */
+	assert_int_equal(n, 6);
+	static const struct {
+		const char *image;
+		sup_isolation iso;
+		unsigned size;
+	} want[] = { { "host", SUP_ISO_RUNC, 3 },     { "/srv/a", SUP_ISO_RUNC, 1 },
+		     { "host", SUP_ISO_GVISOR, 2 },   { "/srv/b", SUP_ISO_GVISOR, 0 },
+		     { "/srv/a", SUP_ISO_GVISOR, 0 }, { "/srv/b", SUP_ISO_RUNC, 0 } };
+	for (int i = 0; i < n; i++) {
+		assert_string_equal(sp[i].image, want[i].image);
+		assert_int_equal(sp[i].isolation, want[i].iso);
+		assert_int_equal(sp[i].size, want[i].size);
+	}
+	/* gVisor not offered: a --pool asking for it is an error... */
+	bool runc_only[SUP_ISO_N] = { true, false };
+	assert_int_equal(sup_config_pool_specs(&c, runc_only, sp, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "gvisor isolation is not offered"));
+	sup_config_release(&c);
+	/* ...and without one, the node serves runc only */
+	const char *plain[] = { "sup", NULL };
+	assert_int_equal(parse(&c, &e, 1, plain), 0);
+	assert_false(c.runsc_given);
+	assert_false(sup_config_pools_use(&c, SUP_ISO_GVISOR));
+	assert_int_equal(sup_config_pool_specs(&c, runc_only, sp, &e), 1);
+	assert_int_equal(sup_config_pool_specs(&c, both, sp, &e), 2);
+	assert_int_equal(sp[1].isolation, SUP_ISO_GVISOR);
+	assert_int_equal(sp[1].size, 0);
+	sup_config_release(&c);
+
+	/* The pair twice; ready sandboxes beyond --max-sandboxes. */
+	const char *twice[] = { "sup", "--pool", "gvisor:host=1", "--pool", "gvisor:host=2", NULL };
+	assert_int_equal(parse(&c, &e, 5, twice), -EINVAL);
+	assert_non_null(strstr(e.msg, "twice"));
+	sup_config_release(&c);
+	const char *many[] = { "sup", "--pool-size", "4", "--pool", "gvisor:host=3",
+			       "--max-sandboxes", "6", NULL };
+	assert_int_equal(parse(&c, &e, 7, many), -EINVAL);
+	assert_non_null(strstr(e.msg, "7 sandboxes ready"));
 	sup_config_release(&c);
 }
 
@@ -177,6 +248,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_all_flags),
 		cmocka_unit_test(test_bad_flags),
+		cmocka_unit_test(test_pools),
 		cmocka_unit_test(test_resources),
 		cmocka_unit_test(test_secs),
 	};

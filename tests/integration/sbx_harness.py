@@ -2,10 +2,17 @@
 
 Used by the integration tests: the supervisor runs with a temporary state
 folder and a free loopback port; cleanup() kills it if it still runs,
-removes every runc container whose bundle lies in that folder, unmounts
-whatever is mounted below it, detaches the loop devices of the disk images
-below it and deletes it, whether the test passed or not.
+removes every runc (and runsc) container whose bundle lies in that folder,
+unmounts whatever is mounted below it, detaches the loop devices of the disk
+images below it and deletes it, whether the test passed or not.
 Stdlib only (http.client), run with Debian's /usr/bin/python3.
+
+SBX_IT_ISOLATION=gvisor runs a suite's sandboxes under gVisor (runsc): the
+supervisor keeps its pool of gvisor sandboxes (--pool gvisor:host=N, no runc
+pool), create() asks for "isolation": "gvisor", and pools() shows that
+isolation's pools. What a test checks on the host's processes (a runc
+sandbox's processes are the host's) it checks inside under gVisor
+(sandbox_procs), where they live.
 """
 import http.client
 import json
@@ -19,6 +26,14 @@ import tempfile
 import time
 
 RUNTIME = os.environ.get("SBX_RUNTIME", "runc")
+RUNSC = os.environ.get("SBX_RUNSC", "runsc")
+ISOLATION = os.environ.get("SBX_IT_ISOLATION", "runc")
+if ISOLATION not in ("runc", "gvisor"):
+    raise SystemExit("SBX_IT_ISOLATION=%s: want runc or gvisor" % ISOLATION)
+GVISOR = ISOLATION == "gvisor"
+if GVISOR and shutil.which(RUNSC) is None:
+    print("%s not installed: the gvisor suites are skipped" % RUNSC)
+    raise SystemExit(77)
 
 # Supervisors not cleaned up yet: a signal to the test process (ctest's
 # timeout, ^C) still removes what they made before it dies.
@@ -57,9 +72,12 @@ class Supervisor:
         log_dir = self.root or os.path.dirname(self.state_dir)
         self.log_path = os.path.join(log_dir, "supervisor-%d.log" % int(time.time() * 1000))
         log = open(self.log_path, "wb")
+        pools = ["--pool-size", str(self.pool_size)]
+        if GVISOR:
+            pools = ["--pool-size", "0", "--runsc", RUNSC,
+                     "--pool", "gvisor:host=%d" % self.pool_size]
         cmd = [self.binary, "--listen", "127.0.0.1:0", "--state-dir", self.state_dir,
-               "--pool-size", str(self.pool_size), "--agent", self.agent,
-               "--runtime", RUNTIME] + self.extra
+               "--agent", self.agent, "--runtime", RUNTIME] + pools + self.extra
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log,
                                      stdin=subprocess.DEVNULL)
         _live.add(self)
@@ -133,6 +151,7 @@ class Supervisor:
         return resp.status, hdrs, data
 
     def create(self, **kw):
+        kw.setdefault("isolation", ISOLATION)
         st, _, body = self.request("POST", "/v1/sandboxes", kw)
         if st != 201:
             raise AssertionError("create: %d %r" % (st, body))
@@ -144,7 +163,7 @@ class Supervisor:
     def pools(self):
         st, _, body = self.request("GET", "/v1/pools")
         assert st == 200, body
-        return {p["image"]: p for p in body["pools"]}
+        return {p["image"]: p for p in body["pools"] if p["isolation"] == ISOLATION}
 
     def wait_ready(self, image="host", n=None, timeout=60):
         n = self.pool_size if n is None else n
@@ -183,17 +202,55 @@ def stop_clean(sup):
     assert not loops, loops
 
 
-def containers_under(state_dir):
-    """runc containers whose bundle lies below state_dir: [(id, status)]."""
-    out = subprocess.run([RUNTIME, "list", "-f", "json"], capture_output=True, text=True)
-    if out.returncode != 0 or not out.stdout.strip():
-        return []
+def runtimes(state_dir):
+    """The runtime commands (argv prefixes) a supervisor of state_dir runs
+    containers with: runc, and runsc with its state in <state>/runsc."""
+    rts = [[RUNTIME]]
+    root = os.path.join(state_dir, "runsc")
+    if os.path.isdir(root):
+        rts.append([RUNSC, "--root", root])
+    return rts
+
+
+def containers_under(state_dir, with_runtime=False):
+    """Containers (runc's and runsc's) whose bundle lies below state_dir:
+    [(id, status)], or [(id, status, runtime argv prefix)]."""
     prefix = os.path.realpath(state_dir) + "/"
     res = []
-    for c in json.loads(out.stdout) or []:
-        if (c.get("bundle") or "").startswith(prefix):
-            res.append((c["id"], c.get("status")))
+    for rt in runtimes(state_dir):
+        out = subprocess.run(rt + ["list", "--format", "json"], capture_output=True, text=True)
+        if out.returncode != 0 or not out.stdout.strip():
+            continue
+        for c in json.loads(out.stdout) or []:
+            if (c.get("bundle") or "").startswith(prefix):
+                res.append((c["id"], c.get("status"), rt) if with_runtime
+                           else (c["id"], c.get("status")))
     return res
+
+
+SANDBOX_PROCS = ("import os\n"
+                 "me, up = os.getpid(), os.getppid()\n"
+                 "for d in os.listdir('/proc'):\n"
+                 "    if d.isdigit() and int(d) not in (1, me, up):\n"
+                 "        try:\n"
+                 "            c = open('/proc/%s/cmdline' % d, 'rb').read()\n"
+                 "        except OSError:\n"
+                 "            continue\n"
+                 "        print(d, c.replace(b'\\0', b' ').decode(errors='replace').strip())\n")
+
+
+def sandbox_procs(sup, sid):
+    """[(pid, command line)] of every process in the sandbox but its agent
+    (PID 1), read inside: how a test sees processes under gVisor, whose
+    processes are not the host's. The probe leaves itself and its holder
+    out."""
+    st, _, b = sup.exec(sid, argv=["python3", "-c", SANDBOX_PROCS])
+    assert st == 200 and b.get("exit_code") == 0, b
+    out = []
+    for line in b["stdout"].splitlines():
+        pid, _, cmd = line.partition(" ")
+        out.append((int(pid), cmd))
+    return out
 
 
 def mounts_under(path):
@@ -225,7 +282,9 @@ def loops_under(path):
 
 
 def runtime_calls(state_dir):
-    """Pids of processes (runc invocations) whose command line names state_dir."""
+    """Pids of processes (runc invocations) whose command line names state_dir;
+    not a gVisor sandbox's own processes (runsc-sandbox, runsc-gofer), which
+    live as long as it does."""
     needle = os.path.realpath(state_dir).encode()
     me = os.getpid()
     pids = []
@@ -234,10 +293,11 @@ def runtime_calls(state_dir):
             continue
         try:
             with open("/proc/%s/cmdline" % d, "rb") as f:
-                if needle in f.read():
-                    pids.append(int(d))
+                cmd = f.read()
         except OSError:
-            pass
+            continue
+        if needle in cmd and cmd.split(b"\0")[0] not in (b"runsc-sandbox", b"runsc-gofer"):
+            pids.append(int(d))
     return pids
 
 
@@ -251,9 +311,9 @@ def wait_runtime_calls(state_dir, timeout=30):
 
 def remove_everything_under(state_dir):
     wait_runtime_calls(state_dir)
-    for cid, _ in containers_under(state_dir):
-        subprocess.run([RUNTIME, "kill", cid, "KILL"], capture_output=True)
-        subprocess.run([RUNTIME, "delete", "-f", cid], capture_output=True)
+    for cid, _, rt in containers_under(state_dir, with_runtime=True):
+        subprocess.run(rt + ["kill", cid, "KILL"], capture_output=True)
+        subprocess.run(rt + ["delete", "--force", cid], capture_output=True)
     for mp in sorted(mounts_under(state_dir), key=len, reverse=True):
         subprocess.run(["umount", "-l", mp], capture_output=True)
     # unmounted, they detach themselves (autoclear); any still attached:

@@ -1,4 +1,5 @@
-"""Exec options through a real sandbox-supervisor, real runc containers and
+"""Exec options through a real sandbox-supervisor, real runc containers (or
+gVisor's, SBX_IT_ISOLATION=gvisor) and
 the real agent: stdin (text and base64, larger than the protocol window),
 user and the root policy, rlimits, max_output, rusage, clear 400/403 errors,
 and 500 concurrent execs on one sandbox and across four with no fd or
@@ -18,7 +19,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import RUNTIME, Supervisor, containers_under, stop_clean  # noqa: E402
+from sbx_harness import (GVISOR, RUNTIME, Supervisor, containers_under,  # noqa: E402
+                         sandbox_procs, stop_clean)
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -225,12 +227,20 @@ class ExecOptions(unittest.TestCase):
             self.assertEqual((body["stdout"], body["stderr"], body["exit_code"]),
                              ("%d\n" % (i * 3), "e%d\n" % i, 0), i)
 
-    def settled(self, pids, before):
+    def rest(self, sid, pid):
+        """(the agent's open fds, the processes under it): seen from the
+        host with runc; under gVisor the processes are read inside, and the
+        agent's fds are gVisor's, not the host's (None)."""
+        if GVISOR:
+            return None, sandbox_procs(self.sup, sid)
+        return fd_count(pid), descendants(pid)
+
+    def settled(self, sids, pids, before):
         """Waits until every agent is back to its fds and has no process
         left under it; fails with what is left."""
         deadline = time.monotonic() + 15
         while True:
-            now = {p: (fd_count(p), descendants(p)) for p in pids}
+            now = {p: self.rest(sid, p) for sid, p in zip(sids, pids)}
             if all(now[p][0] == before[p][0] and not now[p][1] for p in pids):
                 return
             if time.monotonic() > deadline:
@@ -241,21 +251,24 @@ class ExecOptions(unittest.TestCase):
         sids = [self.sb["id"]] + [self.sup.create(timeout=900)["id"] for _ in range(3)]
         for sid in sids[1:]:
             self.addCleanup(self.sup.request, "DELETE", "/v1/sandboxes/" + sid)
-        pids = [agent_pid(self.sup.state_dir, sid) for sid in sids]
+        pids = sids if GVISOR else [agent_pid(self.sup.state_dir, sid) for sid in sids]
         for sid in sids:
             self.exec(sid, argv=["true"])
-        before = {p: (fd_count(p), descendants(p)) for p in pids}
+        before = {p: self.rest(sid, p) for sid, p in zip(sids, pids)}
         for p in pids:
-            self.assertEqual(before[p][1], [], "processes under agent %d before" % p)
+            self.assertEqual(before[p][1], [], "processes under agent %s before" % p)
+        # Under gVisor's ptrace platform an exec costs about 0.1 s of CPU:
+        # 200 at once there keep the suite's time in bounds.
+        n = 200 if GVISOR else 500
         t0 = time.monotonic()
-        self.run_many(sids[:1], 500)
+        self.run_many(sids[:1], n)
         t1 = time.monotonic()
-        self.settled(pids, before)
-        self.run_many(sids, 500)
+        self.settled(sids, pids, before)
+        self.run_many(sids, n)
         t2 = time.monotonic()
-        self.settled(pids, before)
-        print("\n500 concurrent execs: one sandbox %.2fs, four sandboxes %.2fs"
-              % (t1 - t0, t2 - t1), file=sys.stderr)
+        self.settled(sids, pids, before)
+        print("\n%d concurrent execs: one sandbox %.2fs, four sandboxes %.2fs"
+              % (n, t1 - t0, t2 - t1), file=sys.stderr)
 
 
 class AllowRoot(unittest.TestCase):

@@ -17,7 +17,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_harness import GVISOR, Supervisor, sandbox_procs, stop_clean  # noqa: E402
 from test_exec_options import agent_pid, descendants  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
@@ -85,14 +85,22 @@ class ProcessHelpers:
         stop_clean(cls.sup)
 
     # ---- helpers ----
-    def marked(self, root, marker):
-        """Pids below the agent (host pid root) whose command line has marker."""
-        return [pid for pid, _ in descendants(root) if marker in cmdline(pid)]
+    def procs(self):
+        """[(pid, command line)] of the sandbox's processes but the agent:
+        the host's processes below the agent with runc; read inside under
+        gVisor, whose processes are not the host's."""
+        if GVISOR:
+            return sandbox_procs(self.sup, self.sb["id"])
+        root = agent_pid(self.sup.state_dir, self.sb["id"])
+        return [(pid, cmdline(pid)) for pid, _ in descendants(root)]
 
-    def marked_sleeps(self, root, marker):
+    def marked(self, marker):
+        """(pid, command line) of the processes whose command line has marker."""
+        return [(pid, cmd) for pid, cmd in self.procs() if marker in cmd]
+
+    def marked_sleeps(self, marker):
         """The first argument of each marked sleep, sorted."""
-        return sorted(cmdline(x).split()[1] for x in self.marked(root, marker)
-                      if cmdline(x).startswith("sleep "))
+        return sorted(cmd.split()[1] for _, cmd in self.marked(marker) if cmd.startswith("sleep "))
 
     def req(self, method, path, body=None, **kw):
         return self.sup.request(method, self.base + path, body, **kw)
@@ -158,11 +166,11 @@ class ProcessHelpers:
                 offset = d["to"]
         return data, offset
 
-    def wait_none_marked(self, root, marker, timeout=10):
+    def wait_none_marked(self, marker, timeout=10):
         deadline = time.monotonic() + timeout
-        while self.marked(root, marker) and time.monotonic() < deadline:
+        while self.marked(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        self.assertEqual(self.marked(root, marker), [])
+        self.assertEqual(self.marked(marker), [])
 
     def wait_output(self, pid, needle, timeout=30):
         deadline = time.monotonic() + timeout
@@ -365,15 +373,14 @@ class Processes(ProcessHelpers, unittest.TestCase):
     def test_delete_kills_the_whole_tree(self):
         marker = "4242.%d" % (os.getpid() % 1000)
         p = self.start(cmd="(setsid sh -c 'sleep 1%s & exit' &); sleep 2%s" % (marker, marker))
-        root = agent_pid(self.sup.state_dir, self.sb["id"])
         deadline = time.monotonic() + 30
-        while len(self.marked_sleeps(root, marker)) < 2 and time.monotonic() < deadline:
+        while len(self.marked_sleeps(marker)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         # The grandchild (its own session) and the child both run.
-        self.assertEqual(self.marked_sleeps(root, marker), ["1" + marker, "2" + marker])
+        self.assertEqual(self.marked_sleeps(marker), ["1" + marker, "2" + marker])
         st, _, b = self.req("DELETE", "/%d" % p["pid"])
         self.assertEqual(st, 204, b)
-        self.wait_none_marked(root, marker)
+        self.wait_none_marked(marker)
         d = self.get(p["pid"])
         self.assertEqual(d["state"], "exited")
         self.assertEqual(d["signal"], "KILL")
@@ -468,18 +475,17 @@ class RootProcesses(ProcessHelpers, unittest.TestCase):
         marker = "4343.%d" % (os.getpid() % 1000)
         p = self.start(cmd="(setsid sh -c 'sleep 1%s & exit' &); sleep 3%s & sleep 1; kill -9 $PPID; sleep 2%s"
                        % (marker, marker, marker), user="root")
-        root = agent_pid(self.sup.state_dir, self.sb["id"])
         deadline = time.monotonic() + 30
         seen = set()
         while time.monotonic() < deadline and not seen >= {"1" + marker, "3" + marker}:
-            seen.update(self.marked_sleeps(root, marker))
+            seen.update(self.marked_sleeps(marker))
             time.sleep(0.02)
         # Proof of a tree to escape with: the setsid grandchild and a child.
         self.assertGreaterEqual(seen, {"1" + marker, "3" + marker})
         d = self.wait_exited(p["pid"])
         self.assertEqual(d["signal"], "KILL")
         # Nothing of it survives its holder, not even the other session.
-        self.wait_none_marked(root, marker)
+        self.wait_none_marked(marker)
         st, _, b = self.req("DELETE", "/%d" % p["pid"])
         self.assertEqual(st, 204, b)
         # The same through POST /exec: answered as killed long before its
@@ -490,7 +496,7 @@ class RootProcesses(ProcessHelpers, unittest.TestCase):
                                  % (marker, marker))
         self.assertEqual((st, b.get("signal"), b.get("timed_out")), (200, "KILL", False), b)
         self.assertLess(time.monotonic() - t0, 30)
-        self.wait_none_marked(root, marker)
+        self.wait_none_marked(marker)
         # The sandbox goes on.
         st, _, b = self.sup.exec(self.sb["id"], argv=["true"])
         self.assertEqual(st, 200, b)

@@ -1,4 +1,5 @@
-"""The jail as a user meets it: inside a real runc sandbox, through the HTTP
+"""The jail as a user meets it: inside a real runc sandbox (or gVisor's, with
+SBX_IT_ISOLATION=gvisor), through the HTTP
 API, commands run as the unprivileged sandbox user with no capabilities,
 no_new_privs and the seccomp filter; each refused system call returns EPERM
 there, and the programs a sandbox is for still work under it (sh, python3,
@@ -13,7 +14,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_harness import GVISOR, Supervisor, stop_clean  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -46,14 +47,21 @@ class SandboxJail(unittest.TestCase):
     def test_identity_and_privileges(self):
         out = self.run_ok("id -u; id -g; echo $HOME; grep -E "
                           "'^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' "
-                          "/proc/self/status")
+                          "/proc/self/status; python3 -c 'import ctypes; "
+                          "p = ctypes.CDLL(None).prctl; print(p(39, 0, 0, 0, 0), p(21, 0, 0, 0, 0))'")
         lines = out.split("\n")
         self.assertEqual(lines[:3], ["1000", "1000", "/home/sandbox"])
-        status = dict(l.split(":\t") for l in lines[3:] if l)
-        for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        status = dict(l.split(":\t") for l in lines[3:] if ":\t" in l)
+        # gVisor shows neither CapAmb (it has no ambient capabilities) nor
+        # NoNewPrivs (always set there): what is shown must be empty/set.
+        want = ("CapInh", "CapPrm", "CapEff", "CapBnd") + (() if GVISOR else ("CapAmb",))
+        for cap in want:
             self.assertEqual(int(status[cap], 16), 0, (cap, status))
-        self.assertEqual(status["NoNewPrivs"], "1")
+        self.assertEqual(int(status.get("CapAmb", "0"), 16), 0, status)
+        self.assertEqual(status.get("NoNewPrivs", "1"), "1")
         self.assertEqual(status["Seccomp"], "2")
+        # prctl: PR_GET_NO_NEW_PRIVS 1, PR_GET_SECCOMP 2 (filter), everywhere.
+        self.assertEqual(lines[-2], "1 2", out)
 
     def test_refused_syscalls_are_eperm_inside(self):
         with open(os.path.join(HERE, "data", "refused_syscalls.py")) as f:

@@ -112,6 +112,12 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 			rc = sbx_err_set(err, -EINVAL, "a field name contains a NUL byte");
 		} else if (strcmp(key, "image") == 0) {
 			rc = get_cstr(v, "image", false, SUP_API_MAX_PATH, &out->image, err);
+		} else if (strcmp(key, "isolation") == 0) {
+			if (!json_is_string(v) || sup_isolation_parse(json_string_value(v),
+								      json_string_length(v),
+								      &out->isolation) < 0)
+				rc = sbx_err_set(err, -EINVAL,
+						 "field \"isolation\": want \"runc\" or \"gvisor\"");
 		} else if (strcmp(key, "timeout") == 0) {
 			if (!is_json_int(v)) {
 				rc = sbx_err_set(err, -EINVAL, "field \"timeout\": want an integer number of seconds");
@@ -350,8 +356,9 @@ json_t *sup_api_render_sandbox(const sup_sandbox_view *v)
 	char created[32], expires[32];
 	sup_rfc3339(v->created_at, created, sizeof(created));
 	sup_rfc3339(v->expires_at, expires, sizeof(expires));
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:o}", "id",
-			      v->id, "state", v->state, "image", v->image, "created_at", created,
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:o}", "id",
+			      v->id, "state", v->state, "image", v->image, "isolation",
+			      sup_isolation_names[v->isolation], "created_at", created,
 			      "expires_at", expires, "agent", "streams", (json_int_t)v->agent_streams,
 			      "waiting", (json_int_t)v->agent_waiting, "queued_bytes",
 			      (json_int_t)v->agent_queued, "timeouts", (json_int_t)v->agent_timeouts,

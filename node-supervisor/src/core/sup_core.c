@@ -138,6 +138,7 @@ static void view_of(const sup_sandbox *sb, sup_sandbox_view *v)
 	v->id = sb->id;
 	v->state = sup_sb_state_name(sb->state);
 	v->image = sup_pools_image_of(sb);
+	v->isolation = sup_pools_isolation_of(sb);
 	v->created_at = sb->created_at;
 	v->expires_at = sb->expires_at;
 	if (sb->state == SUP_SB_FAILED)
@@ -252,9 +253,9 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_create_req *req, sbx_err *err
 	sup_resources_format_cpus(sb->res.cpu_milli, cpus, sizeof(cpus));
 	sup_resources_format_size(sb->res.memory, mem, sizeof(mem));
 	sup_resources_format_size(sb->res.disk, disk, sizeof(disk));
-	sup_info("sandbox %s: handed out (image %s, timeout %us, %zu env, cpus=%s,memory=%s,pids=%u,disk=%s)",
-		 sb->id, sup_pools_image_of(sb), req->timeout_s, sb->env.n, cpus, mem,
-		 (unsigned)sb->res.pids, disk);
+	sup_info("sandbox %s: handed out (image %s, %s, timeout %us, %zu env, cpus=%s,memory=%s,pids=%u,disk=%s)",
+		 sb->id, sup_pools_image_of(sb), sup_isolation_names[sup_pools_isolation_of(sb)],
+		 req->timeout_s, sb->env.n, cpus, mem, (unsigned)sb->res.pids, disk);
 	return 0;
 }
 
@@ -277,12 +278,33 @@ static void on_acquired(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
 	free(op);
 }
 
+/* May this request have a sandbox of its isolation? Only where the node
+ * offers it (its runtime answered at start: some pool runs it). Tenants
+ * narrow it here: a tenant's allowed isolations ("isolation" in the tenant
+ * file) are checked beside this, before any pool is asked. */
+static int allow_isolation(const sup_core *c, const sup_create_req *req, sbx_err *err)
+{
+	for (size_t i = 0; i < sup_pools_count(c->pools); i++) {
+		sup_pool_stats s;
+		sup_pools_stats(c->pools, i, &s);
+		if (s.isolation == req->isolation)
+			return 0;
+	}
+	return sbx_err_set(err, -EINVAL, "isolation \"%s\" is not offered on this node%s",
+			   sup_isolation_names[req->isolation],
+			   req->isolation == SUP_ISO_GVISOR ? " (its runtime, runsc, did not answer at start)"
+							    : "");
+}
+
 int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, void *ud,
 		    sup_op **opp, sbx_err *err)
 {
 	*opp = NULL;
 	if (c->shutting_down)
 		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	int rc = allow_isolation(c, req, err);
+	if (rc < 0)
+		return rc;
 	sup_op *op = calloc(1, sizeof(*op));
 	if (!op)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
@@ -294,8 +316,8 @@ int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, vo
 	op->u.create.cb = cb;
 	const char *image = op->u.create.req.image ? op->u.create.req.image : "host";
 	sup_sandbox *now = NULL;
-	int rc = sup_pools_acquire(c->pools, image, &op->u.create.req.resources, on_acquired, op,
-				   &now, &op->u.create.acq, err);
+	rc = sup_pools_acquire(c->pools, image, op->u.create.req.isolation,
+			       &op->u.create.req.resources, on_acquired, op, &now, &op->u.create.acq, err);
 	if (rc < 0) {
 		sup_create_req_free(&op->u.create.req);
 		free(op);

@@ -18,6 +18,8 @@ TAILQ_HEAD(sup_acq_list, sup_acquire);
 typedef struct sup_pool {
 	sup_pools *owner;
 	const char *image;
+	sup_isolation isolation;
+	unsigned size;       /* ready sandboxes to keep */
 	struct sup_sb_list ready;
 	unsigned nready;
 	unsigned creating;   /* CREATING + CONNECTING */
@@ -59,6 +61,7 @@ typedef struct create_job {
 	sup_sandbox *sb;
 	char id[SUP_ID_MAX];
 	const char *image;
+	sup_isolation isolation;
 	sup_runc_box box;
 	int rc;
 	sbx_err err;
@@ -153,8 +156,9 @@ static void on_waiter_timeout(evutil_socket_t fd, short what, void *ud)
 	(void)fd;
 	(void)what;
 	char msg[128];
-	snprintf(msg, sizeof(msg), "no sandbox of image %s could be had within %u ms",
-		 a->pool->image, a->pool->owner->cfg.acquire_timeout_ms);
+	snprintf(msg, sizeof(msg), "no sandbox of image %s (%s) could be had within %u ms",
+		 a->pool->image, sup_isolation_names[a->pool->isolation],
+		 a->pool->owner->cfg.acquire_timeout_ms);
 	sup_warn("acquire: %s", msg);
 	waiter_fail(a, -EAGAIN, msg);
 }
@@ -241,7 +245,8 @@ static void create_failed(sup_pool *pool, const char *id, const sbx_err *err)
 {
 	sup_pools *p = pool->owner;
 	pool->fail_streak++;
-	sup_error("sandbox %s: create for image %s failed: %s", id, pool->image, err->msg);
+	sup_error("sandbox %s: create for image %s (%s) failed: %s", id, pool->image,
+		  sup_isolation_names[pool->isolation], err->msg);
 	/* A waiter that no other create in flight will serve gets the error. */
 	if (pool->nwaiters > pool->creating) {
 		char msg[SBX_ERR_MSG_MAX + 32];
@@ -254,8 +259,8 @@ static void create_failed(sup_pool *pool, const char *id, const sbx_err *err)
 		struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 		pool->backoff = true;
 		evtimer_add(pool->backoff_timer, &tv);
-		sup_warn("pool %s: refills paused for %u ms after %u failure(s)", pool->image, ms,
-			 pool->fail_streak);
+		sup_warn("pool %s (%s): refills paused for %u ms after %u failure(s)", pool->image,
+			 sup_isolation_names[pool->isolation], ms, pool->fail_streak);
 	}
 }
 
@@ -324,7 +329,8 @@ static void create_run(sup_job *job)
 		cj->rc = sbx_err_set(&cj->err, -ECANCELED, "supervisor is shutting down");
 		return;
 	}
-	cj->rc = sup_runc_create(cj->pools->cfg.runc, cj->id, cj->image, &cj->box, &cj->err);
+	cj->rc = sup_runc_create(cj->pools->cfg.runc, cj->id, cj->image, cj->isolation, &cj->box,
+				 &cj->err);
 }
 
 static void create_done(sup_job *job)
@@ -409,9 +415,10 @@ static int start_create(sup_pool *pool, bool front)
 	cj->pools = p;
 	cj->sb = sb;
 	cj->image = pool->image;
+	cj->isolation = pool->isolation;
 	memcpy(cj->id, sb->id, sizeof(cj->id));
-	sup_debug("sandbox %s: create queued for image %s%s", sb->id, pool->image,
-		  front ? " (a request waits)" : "");
+	sup_debug("sandbox %s: create queued for image %s (%s)%s", sb->id, pool->image,
+		  sup_isolation_names[pool->isolation], front ? " (a request waits)" : "");
 	sup_workers_submit(p->workers, &cj->job, front);
 	return 0;
 }
@@ -428,7 +435,7 @@ static void ensure_fill(sup_pool *pool)
 			return;
 	if (pool->backoff)
 		return;
-	while (pool->nready + pool->creating < p->cfg.size + pool->nwaiters &&
+	while (pool->nready + pool->creating < pool->size + pool->nwaiters &&
 	       p->nalive < p->cfg.max_sandboxes)
 		if (start_create(pool, false) < 0)
 			return;
@@ -526,17 +533,19 @@ sup_pools *sup_pools_new(struct event_base *base, sup_workers *workers, const su
 	TAILQ_INIT(&p->all);
 	atomic_init(&p->stopping, false);
 	p->shutdown_check = event_new(base, -1, 0, shutdown_check_cb, p);
-	p->pools = calloc(cfg->nimages, sizeof(*p->pools));
+	p->pools = calloc(cfg->nspecs, sizeof(*p->pools));
 	if (!p->shutdown_check || !p->pools) {
 		sbx_err_set(err, -ENOMEM, "pools");
 		sup_pools_free(p);
 		return NULL;
 	}
-	p->npools = cfg->nimages;
-	for (size_t i = 0; i < cfg->nimages; i++) {
+	p->npools = cfg->nspecs;
+	for (size_t i = 0; i < cfg->nspecs; i++) {
 		sup_pool *pool = &p->pools[i];
 		pool->owner = p;
-		pool->image = cfg->images[i];
+		pool->image = cfg->specs[i].image;
+		pool->isolation = cfg->specs[i].isolation;
+		pool->size = cfg->specs[i].size;
 		TAILQ_INIT(&pool->ready);
 		TAILQ_INIT(&pool->waiters);
 		pool->backoff_timer = evtimer_new(base, on_backoff_end, pool);
@@ -555,11 +564,19 @@ void sup_pools_start(sup_pools *p)
 		ensure_fill(&p->pools[i]);
 }
 
-static sup_pool *find_pool(const sup_pools *p, const char *image)
+/* The pool of (image, isolation); with NULL, *image_known says whether
+ * another isolation serves image. */
+static sup_pool *find_pool(const sup_pools *p, const char *image, sup_isolation isolation,
+			   bool *image_known)
 {
-	for (size_t i = 0; i < p->npools; i++)
-		if (strcmp(p->pools[i].image, image) == 0)
+	*image_known = false;
+	for (size_t i = 0; i < p->npools; i++) {
+		if (strcmp(p->pools[i].image, image) != 0)
+			continue;
+		*image_known = true;
+		if (p->pools[i].isolation == isolation)
 			return &p->pools[i];
+	}
 	return NULL;
 }
 
@@ -568,9 +585,9 @@ const char *sup_pools_image_of(const sup_sandbox *sb)
 	return sb->pool->image;
 }
 
-bool sup_pools_has_image(const sup_pools *p, const char *image)
+sup_isolation sup_pools_isolation_of(const sup_sandbox *sb)
 {
-	return find_pool(p, image) != NULL;
+	return sb->pool->isolation;
 }
 
 int sup_pools_usage(const sup_pools *p, const sup_sandbox *sb, sup_usage *u, sbx_err *err)
@@ -578,15 +595,19 @@ int sup_pools_usage(const sup_pools *p, const sup_sandbox *sb, sup_usage *u, sbx
 	return sup_runc_usage(p->cfg.runc, &sb->box, u, err);
 }
 
-int sup_pools_acquire(sup_pools *p, const char *image, const sup_resources *res,
-		      sup_acquire_cb cb, void *ud, sup_sandbox **now, sup_acquire **wait,
-		      sbx_err *err)
+int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
+		      const sup_resources *res, sup_acquire_cb cb, void *ud, sup_sandbox **now,
+		      sup_acquire **wait, sbx_err *err)
 {
 	*now = NULL;
 	*wait = NULL;
 	if (p->shutting_down)
 		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
-	sup_pool *pool = find_pool(p, image);
+	bool image_known;
+	sup_pool *pool = find_pool(p, image, isolation, &image_known);
+	if (!pool && image_known)
+		return sbx_err_set(err, -EINVAL, "isolation \"%s\" is not offered for image \"%.200s\" "
+				   "on this node", sup_isolation_names[isolation], image);
 	if (!pool)
 		return sbx_err_set(err, -EINVAL, "unknown image \"%.200s\" (this supervisor serves %s%s)",
 				   image, p->pools[0].image, p->npools > 1 ? " and others" : "");
@@ -618,7 +639,8 @@ int sup_pools_acquire(sup_pools *p, const char *image, const sup_resources *res,
 	evtimer_add(a->timer, &tv);
 	TAILQ_INSERT_TAIL(&pool->waiters, a, link);
 	pool->nwaiters++;
-	sup_info("pool %s: empty, a request waits for a cold create", pool->image);
+	sup_info("pool %s (%s): empty, a request waits for a cold create", pool->image,
+		 sup_isolation_names[pool->isolation]);
 	ensure_fill(pool);
 	*wait = a;
 	return 0;
@@ -701,7 +723,8 @@ void sup_pools_stats(const sup_pools *p, size_t i, sup_pool_stats *out)
 {
 	const sup_pool *pool = &p->pools[i];
 	out->image = pool->image;
-	out->size = p->cfg.size;
+	out->isolation = pool->isolation;
+	out->size = pool->size;
 	out->ready = pool->nready;
 	out->creating = pool->creating;
 	out->waiting = pool->nwaiters;

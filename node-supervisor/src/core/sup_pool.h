@@ -1,7 +1,8 @@
 /* Warm pools and the sandbox lifecycle engine.
  *
- * Keeps `size` ready sandboxes per image (agent connected, handshake done)
- * and refills in the background; makes and unmakes sandboxes by running
+ * One pool per (image, isolation) pair, each keeping its own number of
+ * ready sandboxes (agent connected, handshake done; 0: every create is
+ * cold) and refilling in the background; makes and unmakes sandboxes by running
  * the runtime backend (sup_runc) on worker threads, never on the loop.
  * Acquire hands out a ready sandbox in O(1); with none ready it queues a
  * cold create at the front of the workers' queue and answers later.
@@ -27,9 +28,8 @@ typedef struct sup_acquire sup_acquire;
 
 typedef struct sup_pools_cfg {
 	const sup_runc_cfg *runc;
-	const char *const *images;
-	size_t nimages;
-	unsigned size;                 /* ready sandboxes kept per image */
+	const sup_pool_spec *specs;    /* distinct (image, isolation) pairs */
+	size_t nspecs;
 	unsigned max_sandboxes;        /* alive at once, all states */
 	unsigned acquire_timeout_ms;
 	unsigned handshake_timeout_ms; /* container up until the agent's hello */
@@ -52,16 +52,16 @@ void sup_pools_start(sup_pools *p);
  * could be made in time / creation failed, -ESHUTDOWN. */
 typedef void (*sup_acquire_cb)(sup_sandbox *sb, int rc, const sbx_err *err, void *ud);
 
-/* Take a ready sandbox of image and give it the limits res (every sandbox
- * is made with the pools' defaults; the ones that differ are written into
- * its cgroup and disk as it is handed out: sup_runc_set_limits). Returns 0
- * with *now set (ready one, no callback), or 0 with *wait set (cb runs later,
- * cold create queued), or a negative errno: -EINVAL unknown image, -EAGAIN
- * at max_sandboxes or when the limits could not be applied (that sandbox is
- * destroyed), -ESHUTDOWN. */
-int sup_pools_acquire(sup_pools *p, const char *image, const sup_resources *res,
-		      sup_acquire_cb cb, void *ud, sup_sandbox **now, sup_acquire **wait,
-		      sbx_err *err);
+/* Take a ready sandbox of image and isolation and give it the limits res
+ * (every sandbox is made with the pools' defaults; the ones that differ are
+ * written into its cgroup and disk as it is handed out: sup_runc_set_limits).
+ * Returns 0 with *now set (ready one, no callback), or 0 with *wait set (cb
+ * runs later, cold create queued), or a negative errno: -EINVAL no pool of
+ * that image and isolation, -EAGAIN at max_sandboxes or when the limits
+ * could not be applied (that sandbox is destroyed), -ESHUTDOWN. */
+int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
+		      const sup_resources *res, sup_acquire_cb cb, void *ud, sup_sandbox **now,
+		      sup_acquire **wait, sbx_err *err);
 /* Withdraw a waiting acquire (its requester went away); cb will not run. */
 void sup_pools_acquire_cancel(sup_acquire *a);
 
@@ -81,6 +81,7 @@ void sup_pools_free(sup_pools *p);
 
 typedef struct sup_pool_stats {
 	const char *image;
+	sup_isolation isolation;
 	unsigned size;
 	unsigned ready;
 	unsigned creating; /* creating or connecting */
@@ -90,9 +91,9 @@ typedef struct sup_pool_stats {
 size_t sup_pools_count(const sup_pools *p);
 void sup_pools_stats(const sup_pools *p, size_t i, sup_pool_stats *out);
 unsigned sup_pools_alive(const sup_pools *p);
-bool sup_pools_has_image(const sup_pools *p, const char *image);
-/* The image a sandbox was made from. */
+/* The image a sandbox was made from, and its isolation. */
 const char *sup_pools_image_of(const sup_sandbox *sb);
+sup_isolation sup_pools_isolation_of(const sup_sandbox *sb);
 /* What a made sandbox uses now (cgroup files and a statfs: no process). */
 int sup_pools_usage(const sup_pools *p, const sup_sandbox *sb, sup_usage *u, sbx_err *err);
 

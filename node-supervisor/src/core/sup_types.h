@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "sbx/proto_exec.h"
+#include "sup_isolation.h"
 #include "sup_resources.h"
 
 typedef sbx_proto_kv sup_kv;
@@ -21,6 +22,14 @@ void sup_env_free(sup_env *e);
 int sup_env_copy(const sup_env *src, sup_env *dst);
 /* True if key is set in e. */
 bool sup_env_has(const sup_env *e, const char *key);
+
+/* One warm pool: sandboxes of image run with isolation, size kept ready
+ * (0: every create of that pair is cold). */
+typedef struct sup_pool_spec {
+	const char *image; /* "host" or the absolute path of a rootfs */
+	sup_isolation isolation;
+	unsigned size;
+} sup_pool_spec;
 
 /* What to run: the agent's exec arguments (strings owned here), plus what
  * the supervisor keeps to itself. */
@@ -40,6 +49,7 @@ void sup_exec_spec_free(sup_exec_spec *s);
 /* A sandbox to hand out. */
 typedef struct sup_create_req {
 	char *image;          /* NULL: "host" */
+	sup_isolation isolation; /* "isolation": runc (default) or gvisor */
 	unsigned timeout_s;
 	sup_env env;
 	sup_resources resources; /* every figure set: the request's over the defaults */
@@ -52,6 +62,7 @@ typedef struct sup_sandbox_view {
 	const char *id;
 	const char *state;
 	const char *image;
+	sup_isolation isolation;
 	time_t created_at;
 	time_t expires_at;
 	const char *reason;      /* state "failed": why; NULL otherwise */

@@ -20,6 +20,8 @@ void sup_config_defaults(sup_config *c)
 	c->images[0] = "host";
 	c->nimages = 1;
 	c->runtime = "runc";
+	c->runsc = "runsc";
+	c->runsc_platform = "ptrace";
 	c->max_body = 1u << 20;
 	c->max_output = 16u << 20;
 	c->max_output_total = 1u << 30;
@@ -63,6 +65,9 @@ void sup_config_release(sup_config *c)
 {
 	free(c->images_buf);
 	c->images_buf = NULL;
+	for (size_t i = 0; i < c->npools; i++)
+		free((char *)c->pools[i].image);
+	c->npools = 0;
 }
 
 void sup_config_usage(const char *prog)
@@ -70,9 +75,15 @@ void sup_config_usage(const char *prog)
 	printf("Usage: %s [options]\n"
 	       "  --listen HOST:PORT     HTTP address (default 127.0.0.1:7070; port 0: any)\n"
 	       "  --state-dir DIR        state folder (default /var/lib/sbx)\n"
-	       "  --pool-size N          ready sandboxes kept per image (default 4)\n"
+	       "  --pool-size N          ready runc sandboxes kept per image (default 4)\n"
 	       "  --pool-images LIST     comma-separated images: host or /path/to/rootfs (default host)\n"
-	       "  --runtime BIN          OCI runtime binary (default runc)\n"
+	       "  --pool ISO:IMAGE=N     N ready sandboxes of IMAGE with isolation ISO (runc or\n"
+	       "                         gvisor), e.g. gvisor:host=2 (repeatable; other pairs: 0)\n"
+	       "  --runtime BIN          OCI runtime of runc isolation (default runc)\n"
+	       "  --runsc BIN            gVisor's runtime, gvisor isolation (default runsc; offered\n"
+	       "                         when it answers, required when given or pooled)\n"
+	       "  --runsc-root DIR       runsc's state folder (default <state-dir>/runsc)\n"
+	       "  --runsc-platform NAME  ptrace or kvm (default ptrace)\n"
 	       "  --agent PATH           sandbox-agent binary (default: beside this binary)\n"
 	       "  --token T              API token (default: <state-dir>/token, made at first start)\n"
 	       "  --max-body SIZE        largest request body (default 1M)\n"
@@ -213,6 +224,98 @@ static int parse_images(sup_config *c, const char *list, sbx_err *err)
 	return 0;
 }
 
+/* --pool ISOLATION:IMAGE=N */
+static int parse_pool(sup_config *c, const char *arg, sbx_err *err)
+{
+	const char *colon = strchr(arg, ':');
+	const char *eq = strrchr(arg, '=');
+	sup_pool_spec sp = { 0 };
+	if (!colon || !eq || eq < colon)
+		return sbx_err_set(err, -EINVAL, "--pool %s: want ISOLATION:IMAGE=N, e.g. gvisor:host=2",
+				   arg);
+	if (sup_isolation_parse(arg, (size_t)(colon - arg), &sp.isolation) < 0)
+		return sbx_err_set(err, -EINVAL, "--pool %s: isolation %.*s: want runc or gvisor", arg,
+				   (int)(colon - arg), arg);
+	size_t ilen = (size_t)(eq - colon - 1);
+	if (!(ilen == 4 && strncmp(colon + 1, "host", 4) == 0) && colon[1] != '/')
+		return sbx_err_set(err, -EINVAL, "--pool %s: the image is neither host nor an absolute "
+				   "path", arg);
+	unsigned size = 0;
+	if (parse_uint("pool", eq + 1, 0, 256, &size, err) < 0)
+		return err->code;
+	sp.size = size;
+	for (size_t i = 0; i < c->npools; i++)
+		if (c->pools[i].isolation == sp.isolation && strlen(c->pools[i].image) == ilen &&
+		    strncmp(c->pools[i].image, colon + 1, ilen) == 0)
+			return sbx_err_set(err, -EINVAL, "--pool %s: that pool is given twice", arg);
+	if (c->npools == SUP_MAX_POOLS)
+		return sbx_err_set(err, -EINVAL, "--pool: more than %d pools", SUP_MAX_POOLS);
+	sp.image = strndup(colon + 1, ilen);
+	if (!sp.image)
+		return sbx_err_set(err, -ENOMEM, "--pool");
+	c->pools[c->npools++] = sp;
+	return 0;
+}
+
+static sup_pool_spec *spec_find(sup_pool_spec *v, size_t n, const char *image, sup_isolation iso)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].isolation == iso && strcmp(v[i].image, image) == 0)
+			return &v[i];
+	return NULL;
+}
+
+/* Add (image, iso, size) unless the pair is there; with replace, its size
+ * becomes size. -EINVAL when full. */
+static int spec_put(sup_pool_spec *v, size_t *n, const char *image, sup_isolation iso,
+		    unsigned size, bool replace, sbx_err *err)
+{
+	sup_pool_spec *have = spec_find(v, *n, image, iso);
+	if (have) {
+		if (replace)
+			have->size = size;
+		return 0;
+	}
+	if (*n == SUP_MAX_POOLS)
+		return sbx_err_set(err, -EINVAL, "more than %d pools (images x isolations)",
+				   SUP_MAX_POOLS);
+	v[(*n)++] = (sup_pool_spec){ .image = image, .isolation = iso, .size = size };
+	return 0;
+}
+
+int sup_config_pool_specs(const sup_config *c, const bool offered[SUP_ISO_N], sup_pool_spec *out,
+			  sbx_err *err)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->nimages; i++)
+		if (spec_put(out, &n, c->images[i], SUP_ISO_RUNC, c->pool_size, true, err) < 0)
+			return err->code;
+	for (size_t i = 0; i < c->npools; i++) {
+		const sup_pool_spec *sp = &c->pools[i];
+		if (!offered[sp->isolation])
+			return sbx_err_set(err, -EINVAL, "--pool %s:%s=%u: %s isolation is not offered "
+					   "here", sup_isolation_names[sp->isolation], sp->image,
+					   sp->size, sup_isolation_names[sp->isolation]);
+		if (spec_put(out, &n, sp->image, sp->isolation, sp->size, true, err) < 0)
+			return err->code;
+	}
+	/* Every pooled image with every offered isolation, cold if not sized. */
+	for (size_t i = 0, images = n; i < images; i++)
+		for (int iso = 0; iso < SUP_ISO_N; iso++)
+			if (offered[iso] &&
+			    spec_put(out, &n, out[i].image, (sup_isolation)iso, 0, false, err) < 0)
+				return err->code;
+	return (int)n;
+}
+
+bool sup_config_pools_use(const sup_config *c, sup_isolation isolation)
+{
+	for (size_t i = 0; i < c->npools; i++)
+		if (c->pools[i].isolation == isolation)
+			return true;
+	return false;
+}
+
 enum {
 	OPT_LISTEN = 256, OPT_STATE_DIR, OPT_POOL_SIZE, OPT_POOL_IMAGES, OPT_RUNTIME, OPT_AGENT,
 	OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_OUTPUT, OPT_MAX_OUTPUT_TOTAL, OPT_MAX_EXECS, OPT_ALLOW_ROOT, OPT_MAX_SANDBOXES, OPT_WORKERS,
@@ -220,7 +323,8 @@ enum {
 	OPT_VERSION, OPT_POLICY, OPT_MAX_UPLOAD, OPT_MAX_CONNS, OPT_HEAD_TIMEOUT, OPT_BODY_TIMEOUT,
 	OPT_IDLE_TIMEOUT, OPT_DRAIN_TIMEOUT, OPT_AGENT_GRACE, OPT_AGENT_IDLE, OPT_AGENT_PING,
 	OPT_AGENT_PING_TIMEOUT, OPT_AGENT_FRAME, OPT_AGENT_MAX_STREAMS, OPT_AGENT_MAX_WAITING,
-	OPT_AGENT_MAX_QUEUED, OPT_DEFAULT_RESOURCES, OPT_MAX_RESOURCES,
+	OPT_AGENT_MAX_QUEUED, OPT_POOL, OPT_RUNSC, OPT_RUNSC_ROOT, OPT_RUNSC_PLATFORM,
+	OPT_DEFAULT_RESOURCES, OPT_MAX_RESOURCES,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -230,7 +334,11 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 		{ "pool-size", required_argument, NULL, OPT_POOL_SIZE },
 		{ "pool-images", required_argument, NULL, OPT_POOL_IMAGES },
+		{ "pool", required_argument, NULL, OPT_POOL },
 		{ "runtime", required_argument, NULL, OPT_RUNTIME },
+		{ "runsc", required_argument, NULL, OPT_RUNSC },
+		{ "runsc-root", required_argument, NULL, OPT_RUNSC_ROOT },
+		{ "runsc-platform", required_argument, NULL, OPT_RUNSC_PLATFORM },
 		{ "agent", required_argument, NULL, OPT_AGENT },
 		{ "token", required_argument, NULL, OPT_TOKEN },
 		{ "max-body", required_argument, NULL, OPT_MAX_BODY },
@@ -291,8 +399,26 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			if (parse_images(c, optarg, err) < 0)
 				return err->code;
 			break;
+		case OPT_POOL:
+			if (parse_pool(c, optarg, err) < 0)
+				return err->code;
+			break;
 		case OPT_RUNTIME:
 			c->runtime = optarg;
+			break;
+		case OPT_RUNSC:
+			c->runsc = optarg;
+			c->runsc_given = true;
+			break;
+		case OPT_RUNSC_ROOT:
+			if (optarg[0] != '/')
+				return sbx_err_set(err, -EINVAL, "--runsc-root must be absolute");
+			c->runsc_root = optarg;
+			break;
+		case OPT_RUNSC_PLATFORM:
+			if (strcmp(optarg, "ptrace") != 0 && strcmp(optarg, "kvm") != 0)
+				return sbx_err_set(err, -EINVAL, "--runsc-platform %s: ptrace or kvm", optarg);
+			c->runsc_platform = optarg;
 			break;
 		case OPT_AGENT:
 			c->agent_path = optarg;
@@ -449,9 +575,21 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		return err->code;
 	if (c->default_timeout_s > c->max_timeout_s)
 		c->default_timeout_s = c->max_timeout_s;
-	if ((uint64_t)c->pool_size * c->nimages > c->max_sandboxes)
+	/* What the pools keep ready, --pool entries replacing a runc pool's
+	 * --pool-size; pairs added later are cold (size 0). */
+	bool all[SUP_ISO_N];
+	for (int i = 0; i < SUP_ISO_N; i++)
+		all[i] = true;
+	sup_pool_spec specs[SUP_MAX_POOLS] = { 0 };
+	int n = sup_config_pool_specs(c, all, specs, err);
+	if (n < 0)
+		return n;
+	uint64_t ready = 0;
+	for (int i = 0; i < n; i++)
+		ready += specs[i].size;
+	if (ready > c->max_sandboxes)
 		return sbx_err_set(err, -EINVAL,
-				   "--pool-size %u x %zu images is more than --max-sandboxes %u",
-				   c->pool_size, c->nimages, c->max_sandboxes);
+				   "the pools keep %llu sandboxes ready, more than --max-sandboxes %u",
+				   (unsigned long long)ready, c->max_sandboxes);
 	return 0;
 }

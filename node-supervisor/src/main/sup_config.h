@@ -13,15 +13,23 @@
 #include "sup_types.h"
 
 #define SUP_MAX_IMAGES 16
+/* Pools: every (image, isolation) pair of SUP_MAX_IMAGES images. */
+#define SUP_MAX_POOLS (SUP_MAX_IMAGES * SUP_ISO_N)
 
 typedef struct sup_config {
 	char listen_host[256];     /* "127.0.0.1", "::1" */
 	uint16_t listen_port;      /* 0: any free port (printed at start) */
 	const char *state_dir;
-	unsigned pool_size;        /* ready sandboxes kept per image */
+	unsigned pool_size;        /* ready sandboxes kept per image (runc) */
 	const char *images[SUP_MAX_IMAGES]; /* "host" or an absolute rootfs path */
 	size_t nimages;
-	const char *runtime;
+	sup_pool_spec pools[SUP_MAX_POOLS]; /* --pool ISOLATION:IMAGE=N (image owned) */
+	size_t npools;
+	const char *runtime;       /* runc isolation's runtime */
+	const char *runsc;         /* gvisor isolation's runtime */
+	bool runsc_given;          /* --runsc: gvisor must be offered */
+	const char *runsc_root;    /* NULL: <state_dir>/runsc */
+	const char *runsc_platform;
 	const char *agent_path;    /* NULL: look next to the binary */
 	const char *token;         /* NULL: <state_dir>/token */
 	const char *policy_file;   /* NULL: the built-in file access policy */
@@ -56,6 +64,17 @@ void sup_config_defaults(sup_config *c);
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err);
 void sup_config_release(sup_config *c);
 void sup_config_usage(const char *prog);
+
+/* The pools to run: runc pools of --pool-images with --pool-size, then
+ * --pool entries (replacing the size of a pair given twice), then a pool of
+ * size 0 (cold creates) for every other pair of a pooled image and an
+ * offered isolation. offered[i]: isolation i's runtime answers. Fills out
+ * (SUP_MAX_POOLS) and returns how many, or -EINVAL when a --pool names an
+ * isolation that is not offered. */
+int sup_config_pool_specs(const sup_config *c, const bool offered[SUP_ISO_N], sup_pool_spec *out,
+			  sbx_err *err);
+/* Does any --pool ask for isolation (which must then be offered)? */
+bool sup_config_pools_use(const sup_config *c, sup_isolation isolation);
 
 /* "host:port", "[v6]:port". Exposed for tests. */
 int sup_config_parse_listen(const char *s, char *host, size_t host_size, uint16_t *port,

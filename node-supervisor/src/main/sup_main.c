@@ -84,6 +84,37 @@ static int find_agent(char *out, size_t size, sbx_err *err)
 			   "no sandbox-agent beside %s or in ../guest-agent: pass --agent PATH", dir);
 }
 
+/* gVisor's runtime: offered when runsc answers; required (its failure is
+ * the supervisor's) when --runsc was given or a --pool asks for it. */
+static int offer_gvisor(const sup_config *cfg, char *root, size_t cap, sup_runtime *out,
+			sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (snprintf(root, cap, "%s/runsc", cfg->state_dir) >= (int)cap)
+		return sbx_err_set(err, -ENAMETOOLONG, "runsc root: state folder too long");
+	sup_runtime rt = {
+		.binary = cfg->runsc,
+		.root = cfg->runsc_root ? cfg->runsc_root : root,
+		.platform = cfg->runsc_platform,
+		/* loopback only, as runc's empty network namespace; gVisor's
+		 * netstack ("sandbox") wants a network namespace made for it,
+		 * which is the networking issue's */
+		.network = "none",
+	};
+	bool required = cfg->runsc_given || sup_config_pools_use(cfg, SUP_ISO_GVISOR);
+	sbx_err why;
+	if (sup_runc_runtime_check(&rt, &why) < 0) {
+		if (required) {
+			*err = why;
+			return sbx_err_wrap(err, "gvisor isolation");
+		}
+		sup_info("gvisor isolation not offered: %s", why.msg);
+		return 0;
+	}
+	*out = rt;
+	return 0;
+}
+
 static void on_drained(void *ud)
 {
 	sup_main *m = ud;
@@ -171,6 +202,9 @@ int main(int argc, char **argv)
 	char *token = NULL;
 	char agent[PATH_MAX];
 	char token_path[PATH_MAX];
+	char runsc_root[PATH_MAX];
+	sup_pool_spec specs[SUP_MAX_POOLS];
+	int nspecs;
 
 	if (cfg.policy_file ? sup_policy_load_file(cfg.policy_file, &policy, &err) < 0
 			    : sup_policy_new_default(&policy, &err) < 0) {
@@ -214,7 +248,7 @@ int main(int argc, char **argv)
 		 cgroups.swap ? ", swap held to the memory figure" : ", swap not accounted (not held)",
 		 disk_how);
 	sup_runc_cfg rcfg = {
-		.runtime = cfg.runtime,
+		.runtimes = { [SUP_ISO_RUNC] = { .binary = cfg.runtime } },
 		.state_dir = cfg.state_dir,
 		.agent_path = agent,
 		.ready_timeout_ms = cfg.ready_timeout_ms,
@@ -223,6 +257,9 @@ int main(int argc, char **argv)
 		.disk_ceiling = cfg.res_max.disk,
 		.protect_agent = sup_runc_can_protect_agent(),
 	};
+	if (offer_gvisor(&cfg, runsc_root, sizeof(runsc_root), &rcfg.runtimes[SUP_ISO_GVISOR],
+			 &err) < 0)
+		goto fail;
 	if (!rcfg.protect_agent)
 		sup_warn("no CAP_SYS_RESOURCE: agents keep an OOM score adjustment of 0 (not -1000); "
 			 "their commands get +1000, so the OOM killer takes a command first");
@@ -256,11 +293,16 @@ int main(int argc, char **argv)
 	m.core = sup_core_new(base, NULL, &ccfg, &err);
 	if (!m.core)
 		goto fail;
+	bool offered[SUP_ISO_N];
+	for (int i = 0; i < SUP_ISO_N; i++)
+		offered[i] = rcfg.runtimes[i].binary != NULL;
+	nspecs = sup_config_pool_specs(&cfg, offered, specs, &err);
+	if (nspecs < 0)
+		goto fail;
 	sup_pools_cfg pcfg = {
 		.runc = &rcfg,
-		.images = cfg.images,
-		.nimages = cfg.nimages,
-		.size = cfg.pool_size,
+		.specs = specs,
+		.nspecs = (size_t)nspecs,
 		.max_sandboxes = cfg.max_sandboxes,
 		.acquire_timeout_ms = cfg.acquire_timeout_ms,
 		.handshake_timeout_ms = cfg.ready_timeout_ms,
@@ -333,8 +375,11 @@ int main(int argc, char **argv)
 		       token, token, url, url, url);
 	}
 	fflush(stdout);
-	sup_info("pool: %u per image, images %zu, runtime %s, agent %s, state %s", cfg.pool_size,
-		 cfg.nimages, cfg.runtime, agent, cfg.state_dir);
+	for (int i = 0; i < nspecs; i++)
+		sup_info("pool %s (%s): %u ready", specs[i].image,
+			 sup_isolation_names[specs[i].isolation], specs[i].size);
+	sup_info("runtimes: runc %s, gvisor %s; agent %s, state %s", cfg.runtime,
+		 offered[SUP_ISO_GVISOR] ? cfg.runsc : "not offered", agent, cfg.state_dir);
 
 	event_base_dispatch(base);
 	exit_code = m.drained ? 0 : 1;

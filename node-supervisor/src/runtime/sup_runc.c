@@ -41,6 +41,8 @@
 #define DEFAULT_READY_MS 10000u
 #define RUN_TIMEOUT_MS 30000u
 #define LIST_OUT_MAX (1u << 20)
+#define LIST_TRIES 4
+#define LIST_RETRY_NS 50000000L
 #define SOCK_SUFFIX "/run/agent.sock"
 #define NOFILE_WANT 65536ul
 #define KILL_WAIT_MS 5000
@@ -143,21 +145,39 @@ static int make_paths(const sup_runc_cfg *cfg, const char *id, box_paths *p, sbx
 /* ---- runtime calls ---------------------------------------------------- */
 
 
-/* Is the container listed by the runtime? 1 yes, 0 no, <0 error. */
-static int runtime_has(const sup_runc_cfg *cfg, const char *cid, sbx_err *err)
+/* `<runtime> list --quiet` into out (LIST_OUT_MAX bytes): one id a line.
+ * runc's list fails when a container (anyone's: the root is shared) goes
+ * while it reads them ("container does not exist"): a few more tries. */
+static int runtime_list(const sup_runtime *rt, char *out, sbx_err *err)
 {
-	SBX_AUTO_FREE char *out = malloc(LIST_OUT_MAX);
-	if (!out)
-		return sbx_err_set(err, -ENOMEM, "%s list", cfg->runtime);
 	char errout[256];
-	const char *argv[] = {cfg->runtime, "list", "-q", NULL};
-	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
-			  .out_cap = LIST_OUT_MAX, .errout = errout, .errout_cap = sizeof(errout)};
-	int r = sup_runc_cmd_run(&c, err);
+	const char *argv[SUP_RUNTIME_ARGV_MAX];
+	static const char *const args[] = { "list", "--quiet", NULL };
+	if (sup_runtime_argv(rt, NULL, args, argv) < 0)
+		return sbx_err_set(err, -E2BIG, "%s list: too many arguments", rt->binary);
+	int r = 0;
+	for (int i = 0; i < LIST_TRIES; i++) {
+		sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
+				  .out_cap = LIST_OUT_MAX, .errout = errout,
+				  .errout_cap = sizeof(errout)};
+		r = sup_runc_cmd_run(&c, err);
+		if (r <= 0)
+			return r;
+		struct timespec pause = {0, LIST_RETRY_NS};
+		nanosleep(&pause, NULL);
+	}
+	return sbx_err_set(err, -EIO, "%s list: exit %d: %s", rt->binary, r, errout);
+}
+
+/* Is the container listed by the runtime? 1 yes, 0 no, <0 error. */
+static int runtime_has(const sup_runtime *rt, const char *cid, sbx_err *err)
+{
+	SBX_AUTO_FREE char *out = calloc(1, LIST_OUT_MAX);
+	if (!out)
+		return sbx_err_set(err, -ENOMEM, "%s list", rt->binary);
+	int r = runtime_list(rt, out, err);
 	if (r < 0)
 		return r;
-	if (r != 0)
-		return sbx_err_set(err, -EIO, "%s list: exit %d: %s", cfg->runtime, r, errout);
 	size_t n = strlen(cid);
 	for (char *l = out; *l;) {
 		char *e = strchrnul(l, '\n');
@@ -184,10 +204,13 @@ static int read_pid(const char *pidfile, pid_t *pid, sbx_err *err)
 
 /* Run `<runtime> <args...> <cid>`; returns its exit status, errout gets
  * its stderr. */
-static int runtime_call(const sup_runc_cfg *cfg, const char *a1, const char *a2, const char *a3,
+static int runtime_call(const sup_runtime *rt, const char *a1, const char *a2, const char *a3,
 			char *errout, size_t cap, sbx_err *err)
 {
-	const char *argv[] = {cfg->runtime, a1, a2, a3, NULL};
+	const char *args[] = {a1, a2, a3, NULL};
+	const char *argv[SUP_RUNTIME_ARGV_MAX];
+	if (sup_runtime_argv(rt, NULL, args, argv) < 0)
+		return sbx_err_set(err, -E2BIG, "%s %s: too many arguments", rt->binary, a1);
 	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .errout = errout,
 			  .errout_cap = cap, .timeout_ms = RUN_TIMEOUT_MS};
 	return sup_runc_cmd_run(&c, err);
@@ -209,7 +232,8 @@ static bool is_container_pid(pid_t pid, const char *cgroup)
 	return false;
 }
 
-static int runtime_delete(const sup_runc_cfg *cfg, const box_paths *p, sbx_err *err)
+static int runtime_delete(const sup_runc_cfg *cfg, const sup_runtime *rt, const box_paths *p,
+			  sbx_err *err)
 {
 	/* `delete --force` alone would do, but runc then sleeps in steps of
 	 * 100 ms until the init is gone; kill, a wait on a pidfd and a plain
@@ -229,30 +253,31 @@ static int runtime_delete(const sup_runc_cfg *cfg, const box_paths *p, sbx_err *
 		/* The pidfd is the container's init (checked above): signal it
 		 * directly rather than through a runtime process (30-90 ms of
 		 * the destroy). Its death takes every process of its PID
-		 * namespace with it, and the kernel allows that namespace no
-		 * new pid from then on, so a fork bomb ends there too; its
-		 * CPU quota is lifted first, so that the dying are not held
-		 * back by the throttle (a fork bomb's took 0.3-1.4 s to die). */
+		 * namespace with it (under gVisor: the sandbox's kernel), and
+		 * the kernel allows that namespace no new pid from then on, so
+		 * a fork bomb ends there too; its CPU quota is lifted first, so
+		 * that the dying are not held back by the throttle (a fork
+		 * bomb's took 0.3-1.4 s to die). */
 		sup_cgroup_unthrottle(cfg->cgroup, p->cgroup, &ignored);
 		if (pidfd_send_signal(pfd, SIGKILL, NULL, 0) < 0)
 			/* "not running" and "does not exist" are fine: delete says more */
-			runtime_call(cfg, "kill", p->cid, "KILL", errout, sizeof(errout), &ignored);
+			runtime_call(rt, "kill", p->cid, "KILL", errout, sizeof(errout), &ignored);
 		struct pollfd pf = {.fd = pfd, .events = POLLIN};
 		while (poll(&pf, 1, KILL_WAIT_MS) < 0 && errno == EINTR)
 			;
-		if (runtime_call(cfg, "delete", p->cid, NULL, errout, sizeof(errout), &ignored) == 0)
+		if (runtime_call(rt, "delete", p->cid, NULL, errout, sizeof(errout), &ignored) == 0)
 			return 0;
 	}
-	int r = runtime_call(cfg, "delete", "--force", p->cid, errout, sizeof(errout), err);
+	int r = runtime_call(rt, "delete", "--force", p->cid, errout, sizeof(errout), err);
 	if (r == 0)
 		return 0;
 	if (r > 0) {
 		/* "does not exist" reads differently in every runtime: ask the
 		 * list instead of parsing the message */
-		int has = runtime_has(cfg, p->cid, &ignored);
+		int has = runtime_has(rt, p->cid, &ignored);
 		if (has == 0)
 			return 0;
-		return sbx_err_set(err, -EIO, "%s delete %s: exit %d: %s", cfg->runtime, p->cid, r,
+		return sbx_err_set(err, -EIO, "%s delete %s: exit %d: %s", rt->binary, p->cid, r,
 				   errout);
 	}
 	return sbx_err_wrap(err, "delete container %s", p->cid);
@@ -262,11 +287,12 @@ static int runtime_delete(const sup_runc_cfg *cfg, const box_paths *p, sbx_err *
  * processes may still use the rootfs). best_effort: go on with the host side
  * even when the runtime cannot delete the container; only for a create whose
  * `run` failed, which leaves no container behind. */
-static int destroy_paths(const sup_runc_cfg *cfg, const box_paths *p, bool best_effort,
+static int destroy_paths(const sup_runc_cfg *cfg, const sup_runtime *rt, const box_paths *p,
+			 bool best_effort,
 			 sbx_err *err)
 {
 	sbx_err derr;
-	int r = runtime_delete(cfg, p, &derr);
+	int r = runtime_delete(cfg, rt, p, &derr);
 	if (r < 0 && !best_effort) {
 		*err = derr;
 		return r;
@@ -400,7 +426,7 @@ static int make_dirs(const box_paths *p, const sup_runc_image *img, sbx_err *err
 	return r;
 }
 
-static int start_container(const sup_runc_cfg *cfg, const box_paths *p, sbx_err *err)
+static int start_container(const sup_runtime *rt, const box_paths *p, sbx_err *err)
 {
 	SBX_AUTO_CLOSE int log = open(p->log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (log < 0)
@@ -409,17 +435,20 @@ static int start_container(const sup_runc_cfg *cfg, const box_paths *p, sbx_err 
 	 * stdout and stderr, so both go to agent.log (a file: a pipe nobody
 	 * reads could block the agent). The runtime's own error message lands
 	 * there too and is quoted on failure. */
-	const char *argv[] = {cfg->runtime, "--log", p->rtlog, "run", "-d", "--pid-file", p->pidfile,
-			      "--bundle", p->bundle, p->cid, NULL};
+	const char *args[] = {"run", "--detach", "--pid-file", p->pidfile, "--bundle", p->bundle,
+			      p->cid, NULL};
+	const char *argv[SUP_RUNTIME_ARGV_MAX];
+	if (sup_runtime_argv(rt, p->rtlog, args, argv) < 0)
+		return sbx_err_set(err, -E2BIG, "%s run: too many arguments", rt->binary);
 	sup_runc_cmd c = {.argv = argv, .stdout_fd = log, .stderr_fd = log,
 			  .timeout_ms = RUN_TIMEOUT_MS};
 	int r = sup_runc_cmd_run(&c, err);
 	if (r < 0)
-		return sbx_err_wrap(err, "%s run", cfg->runtime);
+		return sbx_err_wrap(err, "%s run", rt->binary);
 	if (r > 0) {
 		char tail[320];
 		sup_fs_log_tail(p->log, tail, sizeof(tail));
-		return sbx_err_set(err, -EIO, "%s run: exit %d: %s", cfg->runtime, r, tail);
+		return sbx_err_set(err, -EIO, "%s run: exit %d: %s", rt->binary, r, tail);
 	}
 	return 0;
 }
@@ -452,8 +481,9 @@ static int protect_agent(pid_t pid, sbx_err *err)
 	return 0;
 }
 
-static int create_in(const sup_runc_cfg *cfg, const char *id, const box_paths *p,
-		     const sup_runc_image *img, pid_t *pid, bool *started, sbx_err *err)
+static int create_in(const sup_runc_cfg *cfg, const sup_runtime *rt, const char *id,
+		     const box_paths *p, const sup_runc_image *img, pid_t *pid, bool *started,
+		     sbx_err *err)
 {
 	int r = sup_disk_make(p->state, p->dir, cfg->res->disk, err);
 	r = r ?: make_dirs(p, img, err);
@@ -488,7 +518,7 @@ static int create_in(const sup_runc_cfg *cfg, const char *id, const box_paths *p
 	r = sup_bundle_write(p->bundle, &spec, err);
 	if (r < 0)
 		return r;
-	r = start_container(cfg, p, err);
+	r = start_container(rt, p, err);
 	if (r < 0)
 		return r;
 	*started = true;
@@ -507,10 +537,22 @@ static int create_in(const sup_runc_cfg *cfg, const char *id, const box_paths *p
 	return cfg->protect_agent ? protect_agent(*pid, err) : 0;
 }
 
+/* The runtime of isolation, or NULL when it is not offered. */
+static const sup_runtime *runtime_of(const sup_runc_cfg *cfg, sup_isolation isolation)
+{
+	if ((unsigned)isolation >= SUP_ISO_N || !cfg->runtimes[isolation].binary)
+		return NULL;
+	return &cfg->runtimes[isolation];
+}
+
 int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
-		    sup_runc_box *box, sbx_err *err)
+		    sup_isolation isolation, sup_runc_box *box, sbx_err *err)
 {
 	memset(box, 0, sizeof(*box));
+	const sup_runtime *rt = runtime_of(cfg, isolation);
+	if (!rt)
+		return sbx_err_set(err, -EINVAL, "create sandbox %.64s: isolation %s is not offered",
+				   id, (unsigned)isolation < SUP_ISO_N ? sup_isolation_names[isolation] : "?");
 	SBX_AUTO_FREE box_paths *p = calloc(1, sizeof(*p));
 	SBX_AUTO_FREE sup_runc_image *img = calloc(1, sizeof(*img));
 	if (!p || !img)
@@ -528,16 +570,17 @@ int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 	}
 	pid_t pid = 0;
 	bool started = false;
-	r = create_in(cfg, id, p, img, &pid, &started, err);
+	r = create_in(cfg, rt, id, p, img, &pid, &started, err);
 	if (r < 0) {
 		sbx_err cerr;
-		if (destroy_paths(cfg, p, !started, &cerr) < 0)
+		if (destroy_paths(cfg, rt, p, !started, &cerr) < 0)
 			sbx_err_wrap(err, "(cleanup failed too: %s)", cerr.msg);
 		return sbx_err_wrap(err, "create sandbox %s", id);
 	}
 	snprintf(box->id, sizeof(box->id), "%s", id);
 	snprintf(box->container_id, sizeof(box->container_id), "%s", p->cid);
 	snprintf(box->dir, sizeof(box->dir), "%s", p->dir);
+	box->isolation = isolation;
 	snprintf(box->socket_path, sizeof(box->socket_path), "%s", p->sock);
 	snprintf(box->cgroup, sizeof(box->cgroup), "%s", p->cgroup);
 	box->init_pid = pid;
@@ -550,12 +593,16 @@ int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *
 {
 	/* every path is rebuilt from the id: nothing in box is trusted as a
 	 * path to remove */
+	const sup_runtime *rt = runtime_of(cfg, box->isolation);
+	if (!rt)
+		return sbx_err_set(err, -EINVAL, "destroy sandbox %.64s: its isolation is not offered",
+				   box->id);
 	SBX_AUTO_FREE box_paths *p = calloc(1, sizeof(*p));
 	if (!p)
 		return sbx_err_set(err, -ENOMEM, "destroy sandbox");
 	int r = make_paths(cfg, box->id, p, err);
 	if (r == 0)
-		r = destroy_paths(cfg, p, false, err);
+		r = destroy_paths(cfg, rt, p, false, err);
 	if (r < 0)
 		return sbx_err_wrap(err, "destroy sandbox %.64s", box->id);
 	return 0;
@@ -572,33 +619,32 @@ int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err)
 		return sbx_err_set(err, -ENAMETOOLONG, "remove leftovers: path too long");
 
 	int removed = 0;
-	SBX_AUTO_FREE char *out = malloc(LIST_OUT_MAX);
+	SBX_AUTO_FREE char *out = calloc(1, LIST_OUT_MAX);
 	SBX_AUTO_FREE box_paths *p = calloc(1, sizeof(*p));
 	if (!out || !p)
 		return sbx_err_set(err, -ENOMEM, "remove leftovers");
-	char errout[256];
-	const char *argv[] = {cfg->runtime, "list", "-q", NULL};
-	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
-			  .out_cap = LIST_OUT_MAX, .errout = errout, .errout_cap = sizeof(errout)};
-	r = sup_runc_cmd_run(&c, err);
-	if (r > 0)
-		r = sbx_err_set(err, -EIO, "%s list: exit %d: %s", cfg->runtime, r, errout);
-	if (r < 0)
-		return sbx_err_wrap(err, "remove leftovers");
 	size_t plen = strlen(prefix);
-	for (char *l = out; *l;) {
-		char *e = strchrnul(l, '\n');
-		char *next = *e ? e + 1 : e;
-		*e = '\0';
-		if (strncmp(l, prefix, plen) == 0 && valid_id(l + plen)) {
-			r = make_paths(cfg, l + plen, p, err);
-			if (r == 0)
-				r = destroy_paths(cfg, p, false, err);
-			if (r < 0)
-				return sbx_err_wrap(err, "remove leftovers");
-			removed++;
+	for (int iso = 0; iso < SUP_ISO_N; iso++) {
+		const sup_runtime *rt = runtime_of(cfg, (sup_isolation)iso);
+		if (!rt)
+			continue;
+		r = runtime_list(rt, out, err);
+		if (r < 0)
+			return sbx_err_wrap(err, "remove leftovers");
+		for (char *l = out; *l;) {
+			char *e = strchrnul(l, '\n');
+			char *next = *e ? e + 1 : e;
+			*e = '\0';
+			if (strncmp(l, prefix, plen) == 0 && valid_id(l + plen)) {
+				r = make_paths(cfg, l + plen, p, err);
+				if (r == 0)
+					r = destroy_paths(cfg, rt, p, false, err);
+				if (r < 0)
+					return sbx_err_wrap(err, "remove leftovers");
+				removed++;
+			}
+			l = next;
 		}
-		l = next;
 	}
 
 	r = sup_overlay_umount_under(sandboxes, err);
@@ -671,9 +717,32 @@ static int lock_state(const char *state, sbx_err *err)
 	return sbx_err_sys(err, -e, "lock %s", path);
 }
 
+int sup_runc_runtime_check(const sup_runtime *rt, sbx_err *err)
+{
+	char errout[256], out[256];
+	static const char *const args[] = { "--version", NULL };
+	const char *argv[SUP_RUNTIME_ARGV_MAX];
+	/* --version alone: runsc refuses global flags it would not use */
+	sup_runtime bare = { .binary = rt->binary };
+	if (!rt->binary || !rt->binary[0])
+		return sbx_err_set(err, -EINVAL, "no runtime binary set");
+	sup_runtime_argv(&bare, NULL, args, argv);
+	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
+			  .out_cap = sizeof(out), .errout = errout, .errout_cap = sizeof(errout),
+			  .timeout_ms = 10000};
+	int r = sup_runc_cmd_run(&c, err);
+	if (r == -E2BIG)
+		r = 0; /* a long version text is still an answer */
+	if (r > 0)
+		r = sbx_err_set(err, -EIO, "%s --version: exit %d: %s", rt->binary, r, errout);
+	if (r < 0)
+		return sbx_err_wrap(err, "runtime '%s' does not answer", rt->binary);
+	return 0;
+}
+
 int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err)
 {
-	if (!cfg->runtime || !cfg->runtime[0])
+	if (!cfg->runtimes[SUP_ISO_RUNC].binary || !cfg->runtimes[SUP_ISO_RUNC].binary[0])
 		return sbx_err_set(err, -EINVAL, "runc backend: no runtime binary set");
 	if (!cfg->cgroup || !cfg->res || cfg->disk_ceiling < cfg->res->disk)
 		return sbx_err_set(err, -EINVAL, "runc backend: no cgroups, limits or disk ceiling set");
@@ -717,18 +786,16 @@ int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err)
 	if (fmt(sub, sizeof(sub), "%s/images", state) < 0 || (mkdir(sub, 0700) < 0 && errno != EEXIST))
 		return sbx_err_sys(err, -errno, "runc backend: mkdir %s", sub);
 
-	char errout[256], out[256];
-	const char *argv[] = {cfg->runtime, "--version", NULL};
-	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
-			  .out_cap = sizeof(out), .errout = errout, .errout_cap = sizeof(errout),
-			  .timeout_ms = 10000};
-	r = sup_runc_cmd_run(&c, err);
-	if (r == -E2BIG)
-		r = 0; /* a long version text is still an answer */
-	if (r > 0)
-		r = sbx_err_set(err, -EIO, "%s --version: exit %d: %s", cfg->runtime, r, errout);
-	if (r < 0)
-		return sbx_err_wrap(err, "runc backend: runtime '%s' does not answer", cfg->runtime);
+	for (int iso = 0; iso < SUP_ISO_N; iso++) {
+		const sup_runtime *rt = runtime_of(cfg, (sup_isolation)iso);
+		if (!rt)
+			continue;
+		r = sup_runc_runtime_check(rt, err);
+		if (r == 0 && rt->root)
+			r = mkdir_p(rt->root, 0700, err);
+		if (r < 0)
+			return sbx_err_wrap(err, "runc backend: %s isolation", sup_isolation_names[iso]);
+	}
 
 	r = sup_runc_image_prepare_host(state, err);
 	r = r ?: sup_disk_template(state, cfg->disk_ceiling, err);

@@ -1,4 +1,5 @@
-/* Local sandbox backend: OCI bundles run by runc (or a compatible runtime).
+/* Local sandbox backend: OCI bundles run by runc (or a compatible runtime),
+ * or by gVisor's runsc for sandboxes of gvisor isolation.
  *
  * Owns everything on the host that makes one sandbox: the bundle folder and
  * config.json, the overlay rootfs (image lower, per-sandbox upper), the
@@ -23,10 +24,15 @@
 
 #include "sbx/err.h"
 #include "sup_cgroup.h"
+#include "sup_isolation.h"
 #include "sup_resources.h"
+#include "sup_runc_cmd.h"
 
 typedef struct sup_runc_cfg {
-	const char *runtime;    /* runtime binary: "runc" (crun may stand in) */
+	/* How each isolation's runtime is called: [SUP_ISO_RUNC] runc (crun
+	 * may stand in), required; [SUP_ISO_GVISOR] runsc, binary NULL when
+	 * gVisor is not offered. */
+	sup_runtime runtimes[SUP_ISO_N];
 	const char *state_dir;  /* supervisor state folder, e.g. /var/lib/sbx */
 	const char *agent_path; /* host path of the static sandbox-agent binary */
 	unsigned ready_timeout_ms; /* how long create waits for the agent socket; 0: 10 s */
@@ -44,18 +50,23 @@ typedef struct sup_runc_box {
 					 * derived from the state folder so that
 					 * leftovers are told from other supervisors' */
 	char dir[PATH_MAX];             /* <state_dir>/sandboxes/<id> */
+	sup_isolation isolation;        /* which runtime runs it */
 	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* agent socket, host side */
 	char cgroup[96];                /* cgroupsPath: "/sbx/<container_id>" */
 	pid_t init_pid;                 /* host pid of the agent (PID 1 inside) */
 } sup_runc_box;
 
-/* Prepare the state folder (sandboxes/, images/, the "host" image), check the
- * runtime answers and that agent socket paths will fit in a sockaddr_un
+/* Prepare the state folder (sandboxes/, images/, the "host" image), check
+ * every offered runtime answers (and make its --root folder) and that agent
+ * socket paths will fit in a sockaddr_un
  * (state folder at most 41 characters after symlinks are resolved), and lock
  * the folder for this process (-EBUSY naming the holder's pid when another
  * process has it), and make the disk layers' template (sup_disk.h). Call
  * once, before any other function, from one thread. */
 int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err);
+
+/* Does rt answer `--version`? 0, or an error quoting it. */
+int sup_runc_runtime_check(const sup_runtime *rt, sbx_err *err);
 
 /* Whether this process may exempt agents from the OOM killer: lowering a
  * score below 0 takes CAP_SYS_RESOURCE. Without it the agent keeps score 0
@@ -66,14 +77,15 @@ bool sup_runc_can_protect_agent(void);
 /* Make a new sandbox from image ("host", also for NULL, or the absolute path
  * of a rootfs folder, which must not contain the state folder) with the
  * limits cfg->res (cgroup through the runtime, its disk layer: sup_disk.h;
- * the agent exempt from the OOM killer with cfg->protect_agent) and return
+ * the agent exempt from the OOM killer with cfg->protect_agent), run by the
+ * runtime of isolation (-EINVAL when it is not offered), and return
  * once its agent accepts connections on box->socket_path. On failure
  * everything made so far is removed, and err quotes the runtime's or the
  * agent's last words. id: [a-z0-9-], at most 40 chars; an id in use: -EEXIST.
  * Image paths come from the operator, not from API users: any folder the
  * supervisor can read can be an image. */
 int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
-		    sup_runc_box *box, sbx_err *err);
+		    sup_isolation isolation, sup_runc_box *box, sbx_err *err);
 
 /* Connect to the agent's socket of a sandbox made by sup_runc_create.
  * The socket file lives in a folder the guest can write, so it is opened
@@ -96,15 +108,15 @@ int sup_runc_set_limits(const sup_runc_cfg *cfg, const sup_runc_box *box,
 int sup_runc_usage(const sup_runc_cfg *cfg, const sup_runc_box *box, sup_usage *u, sbx_err *err);
 
 /* Kill and delete the container, unmount, remove the folder. Idempotent:
- * parts already gone are not an error. Only box->id is read: every path is
- * derived from it again, none is taken from box. */
+ * parts already gone are not an error. Only box->id and box->isolation are
+ * read: every path is derived from the id again, none is taken from box. */
 int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *err);
 
 /* Remove every container, mount and folder an earlier run of a supervisor
- * with this state folder left behind (containers are recognised by the tag
- * in their id, so other supervisors' are left alone). Returns how many
- * sandboxes it removed, loop devices of their disk images included. Call
- * before creating any. */
+ * with this state folder left behind, in every offered runtime (containers
+ * are recognised by the tag in their id, so other supervisors' are left
+ * alone). Returns how many sandboxes it removed, loop devices of their disk
+ * images included. Call before creating any. */
 int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err);
 
 #endif

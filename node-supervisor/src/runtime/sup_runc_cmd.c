@@ -99,6 +99,37 @@ static int wait_child(pid_t pid, unsigned timeout_ms, int *status, sbx_err *err)
 	}
 }
 
+int sup_runtime_argv(const sup_runtime *rt, const char *log, const char *const *args,
+		     const char **argv)
+{
+	size_t n = 0;
+	argv[n++] = rt->binary;
+	if (rt->root) {
+		argv[n++] = "--root";
+		argv[n++] = rt->root;
+	}
+	if (log) {
+		argv[n++] = "--log";
+		argv[n++] = log;
+	}
+	if (rt->platform) {
+		static const char *const gvisor[] = { "--host-uds", "create", "--oci-seccomp" };
+		argv[n++] = "--platform";
+		argv[n++] = rt->platform;
+		argv[n++] = "--network";
+		argv[n++] = rt->network ? rt->network : "none";
+		for (size_t i = 0; i < sizeof(gvisor) / sizeof(gvisor[0]); i++)
+			argv[n++] = gvisor[i];
+	}
+	for (size_t i = 0; args[i]; i++) {
+		if (n + 1 >= SUP_RUNTIME_ARGV_MAX)
+			return -E2BIG;
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	return 0;
+}
+
 int sup_runc_cmd_run(sup_runc_cmd *c, sbx_err *err)
 {
 	if (c->out && c->out_cap)

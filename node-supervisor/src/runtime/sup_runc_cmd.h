@@ -1,5 +1,6 @@
-/* Running the OCI runtime binary (runc, or crun standing in): an explicit
- * argv, never a shell; /dev/null as stdin; default signal dispositions, an
+/* Running the OCI runtime binary (runc, crun standing in, or gVisor's runsc):
+ * how each is called (sup_runtime: the binary and the global flags before
+ * every verb) and running one call: an explicit argv, never a shell; /dev/null as stdin; default signal dispositions, an
  * empty signal mask and a session of its own (so neither the supervisor's
  * ignored/blocked signals nor its terminal's ^C reach the runtime or the
  * containers it starts); bounded in time and in how much output is kept.
@@ -7,9 +8,34 @@
 #ifndef SUP_RUNC_CMD_H
 #define SUP_RUNC_CMD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "sbx/err.h"
+
+/* One runtime's calling convention. runc and runsc take the same verbs in
+ * their long forms (list --quiet, run --detach --pid-file --bundle, kill,
+ * delete --force): what differs is in the global flags made from this. */
+typedef struct sup_runtime {
+	const char *binary;   /* looked up in PATH without '/'; NULL: not offered */
+	const char *root;     /* --root, the runtime's state folder; NULL: its default */
+	const char *platform; /* runsc --platform (ptrace, kvm); NULL: not runsc */
+	const char *network;  /* runsc --network; NULL: none (loopback only, as
+			       * runc's empty network namespace) */
+} sup_runtime;
+
+/* Room for the binary, the global flags, a verb's arguments and the NULL. */
+#define SUP_RUNTIME_ARGV_MAX 32
+
+/* argv of `<binary> <global flags> <args...>` (args NULL-terminated) into
+ * argv[SUP_RUNTIME_ARGV_MAX]. With a platform (runsc): --platform, --network,
+ * --host-uds create (the agent's socket, bound inside on the run folder's
+ * bind mount, is made on the host, where the supervisor connects; nothing
+ * inside may connect to a host socket) and --oci-seccomp (the bundle's
+ * container-level filter applied inside, as runc applies it). log: --log
+ * (NULL: none). Returns 0, or -E2BIG when it does not fit. */
+int sup_runtime_argv(const sup_runtime *rt, const char *log, const char *const *args,
+		     const char **argv);
 
 typedef struct sup_runc_cmd {
 	const char *const *argv; /* argv[0] is the runtime (looked up in PATH
