@@ -19,6 +19,7 @@
 
 #include "sup_httpin.h"
 #include "sup_log.h"
+#include "sup_netpol_json.h"
 #include "sup_procs.h"
 #include "sup_stream.h"
 #include "sup_token.h"
@@ -495,6 +496,29 @@ static void h_exec(rq *r, const char *id)
 	rq_after_call(r, rc, op, &err);
 }
 
+/* PATCH /v1/sandboxes/{id}/network: the body is the policy. */
+static void h_network(rq *r, const char *id)
+{
+	size_t len;
+	const char *body = body_of(r, &len);
+	if (!body)
+		return;
+	sup_netpol p;
+	sup_sandbox_view v;
+	sbx_err err;
+	sbx_err_clear(&err);
+	if (sup_netpol_parse(body, len, &p, &err) < 0) {
+		rq_err(r, &err);
+		return;
+	}
+	int rc = sup_core_set_network(r->h->core, id, &p, &v, &err);
+	sup_netpol_free(&p);
+	if (rc < 0)
+		rq_err(r, &err);
+	else
+		rq_reply(r, 200, sup_api_render_sandbox(&v));
+}
+
 /* ---- files (sup_files answers and frees the request itself) ---- */
 
 static void files_take(rq *r, const char *id, sup_files_route rt)
@@ -550,6 +574,7 @@ static const route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}", h_get },
 	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/{id}", h_delete },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/{id}/exec", h_exec },
+	{ EVHTTP_REQ_PATCH, "/v1/sandboxes/{id}/network", h_network },
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/{id}/files", h_files_get },
 	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/{id}/files", h_files_delete },
 	{ EVHTTP_REQ_PUT, "/v1/sandboxes/{id}/files", h_files_put },

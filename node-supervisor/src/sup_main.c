@@ -21,6 +21,7 @@
 #include "sup_http.h"
 #include "sup_files.h"
 #include "sup_log.h"
+#include "sup_net.h"
 #include "sup_policy.h"
 #include "sup_pool.h"
 #include "sup_runc.h"
@@ -33,6 +34,7 @@ typedef struct sup_main {
 	struct event_base *base;
 	sup_http *http;
 	sup_core *core;
+	sup_net *net;
 	bool stopping;
 	bool drained;
 	struct event *sig_term, *sig_int, *grace;
@@ -140,6 +142,7 @@ static void on_signal(evutil_socket_t sig, short what, void *ud)
 	m->stopping = true;
 	sup_info("signal %d: shutting down, destroying every sandbox", (int)sig);
 	sup_http_stop(m->http);
+	sup_net_stop(m->net);
 	struct timeval tv = { SHUTDOWN_GRACE_S, 0 };
 	evtimer_add(m->grace, &tv);
 	sup_core_shutdown(m->core, on_drained, m);
@@ -218,6 +221,16 @@ int main(int argc, char **argv)
 	sup_info("limits: cgroup v%d%s; disk: %s", (int)cgroups.mode,
 		 cgroups.swap ? ", swap held to the memory figure" : ", swap not accounted (not held)",
 		 disk_how);
+	sup_net_cfg ncfg = {
+		.uplink = cfg.uplink,
+		.dns = cfg.uplink_dns,
+		.deny_cidrs = cfg.deny_cidrs,
+		.max_slots = cfg.max_sandboxes,
+		.min_ttl = 30,
+		.max_ttl = 3600,
+	};
+	if (cfg.uplink && sup_net_check_cfg(&ncfg, &err) < 0)
+		goto fail;
 	sup_runc_cfg rcfg = {
 		.runtimes = { [SUP_ISO_RUNC] = { .binary = cfg.runtime } },
 		.state_dir = cfg.state_dir,
@@ -227,6 +240,7 @@ int main(int argc, char **argv)
 		.res = &cfg.res_default,
 		.disk_ceiling = cfg.res_max.disk,
 		.protect_agent = sup_runc_can_protect_agent(),
+		.resolv_conf = cfg.uplink ? SUP_NET_RESOLV_CONF : NULL,
 	};
 	if (offer_gvisor(&cfg, runsc_root, sizeof(runsc_root), &rcfg.runtimes[SUP_ISO_GVISOR],
 			 &err) < 0)
@@ -252,6 +266,15 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	m.base = base;
+	char tag[9];
+	if (cfg.uplink) {
+		if (sup_runc_state_tag(&rcfg, tag, &err) < 0)
+			goto fail;
+		ncfg.tag = tag;
+		m.net = sup_net_new(base, &ncfg, &err);
+		if (!m.net)
+			goto fail;
+	}
 	workers = sup_workers_new(base, cfg.workers, &err);
 	if (!workers)
 		goto fail;
@@ -260,6 +283,7 @@ int main(int argc, char **argv)
 		.max_output_total = cfg.max_output_total,
 		.max_execs = cfg.max_execs,
 		.allow_root = cfg.allow_root,
+		.net = m.net,
 	};
 	m.core = sup_core_new(base, NULL, &ccfg, &err);
 	if (!m.core)
@@ -278,6 +302,7 @@ int main(int argc, char **argv)
 		.acquire_timeout_ms = cfg.acquire_timeout_ms,
 		.handshake_timeout_ms = cfg.ready_timeout_ms,
 		.agent = cfg.agent,
+		.net = m.net,
 	};
 	sup_pools_hooks hooks = sup_core_pool_hooks(m.core);
 	pools = sup_pools_new(base, workers, &pcfg, &hooks, &err);
@@ -365,6 +390,9 @@ cleanup:
 	sup_workers_free(workers);
 	sup_pools_free(pools);
 	sup_core_free(m.core);
+	/* after the pools: their sandboxes' slots are put back (or, when the
+	 * grace ran out, their links go with the router) */
+	sup_net_free(m.net);
 	sup_files_free(files);
 	sup_policy_free(policy);
 	if (base)
