@@ -118,12 +118,13 @@ static const char host_fmt[] =
 	"    type filter hook forward priority filter; policy accept;\n"
 	"    iifname \"%s\" oifname \"%s\" accept\n"
 	"    iifname \"%s\" oifname \"%s\" ct state established,related accept\n"
-	"    iifname \"%s\" drop\n"
+	"    iifname \"%s\" reject with icmpx admin-prohibited\n"
 	"    oifname \"%s\" drop\n"
 	"  }\n"
 	"  chain inbound {\n"
 	"    type filter hook input priority filter; policy accept;\n"
-	"    iifname \"%s\" drop\n"
+	"    iifname \"%s\" icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n"
+	"    iifname \"%s\" reject with icmpx admin-prohibited\n"
 	"  }\n"
 	"  chain post {\n"
 	"    type nat hook postrouting priority srcnat; policy accept;\n"
@@ -136,7 +137,7 @@ int sup_nft_host_table(const sup_nft_host *h, sbx_err *err)
 {
 	char s[sizeof(host_fmt) + 16 * 64];
 	snprintf(s, sizeof(s), host_fmt, h->name, h->peer, h->iface, h->iface, h->peer, h->peer,
-		 h->peer, h->peer, h->iface, h->from4, h->iface, h->from6);
+		 h->peer, h->peer, h->peer, h->iface, h->from4, h->iface, h->from6);
 	int rc = sup_nft_run_text(s, err);
 	return rc < 0 ? sbx_err_wrap(err, "table %s", h->name) : 0;
 }

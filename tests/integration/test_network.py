@@ -482,6 +482,66 @@ class NetworkLifecycle(unittest.TestCase):
         self.assertFalse(os.path.exists("/run/netns/sbx-" + tag))
         self.assertNotIn("sbx-", self.inet.ip("-br", "link").stdout)
 
+    def test_interface_uplink(self):
+        """The supervisor in a namespace of the test's (as in a pod of its
+        own) with an interface for uplink: the router's link is forwarded
+        out of that interface only and masqueraded; the node keeps its own
+        addresses and its other networks."""
+        node = "sbxt%dn" % os.getpid()
+        hostlink = "sbxt%dnh" % (os.getpid() % 100000)
+        self.addCleanup(run, "ip", "netns", "del", node, check=False)
+        self.addCleanup(run, "ip", "link", "del", hostlink, check=False)
+        run("ip", "netns", "add", node)
+        nip = lambda *a: run("ip", "-n", node, *a)  # noqa: E731
+        nip("link", "set", "lo", "up")
+        run("ip", "link", "add", hostlink, "type", "veth", "peer", "name", "tohost", "netns", node)
+        run("ip", "addr", "add", "198.18.254.1/30", "dev", hostlink)
+        run("ip", "link", "set", hostlink, "up")
+        nip("addr", "add", "198.18.254.2/30", "dev", "tohost")
+        nip("link", "set", "tohost", "up")
+        nip("link", "add", "tup", "type", "veth", "peer", "name", "tonode", "netns", self.inet.ns)
+        nip("addr", "add", "198.18.253.1/30", "dev", "tup")
+        nip("addr", "add", "2001:db8:253::1/64", "dev", "tup", "nodad")
+        nip("link", "set", "tup", "up")
+        nip("route", "add", "default", "via", "198.18.253.2")
+        nip("-6", "route", "add", "default", "via", "2001:db8:253::2")
+        self.inet.ip("addr", "add", "198.18.253.2/30", "dev", "tonode")
+        self.inet.ip("addr", "add", "2001:db8:253::2/64", "dev", "tonode", "nodad")
+        self.inet.ip("link", "set", "tonode", "up")
+        root = tempfile.mkdtemp(prefix="sbx-it-")
+        self.addCleanup(shutil.rmtree, root, True)
+        state = os.path.join(root, "state")
+        s = self.new(state_dir=state, pool_size=1, host="198.18.254.2",
+                     wrap=["nsenter", "--net=/run/netns/" + node],
+                     extra=["--uplink", "tup", "--uplink-dns", DNS]).start()
+        s.wait_ready()
+        tag = state_tag(state)
+        tables = run("ip", "netns", "exec", node, "nft", "list", "tables").stdout
+        self.assertIn("table inet sbx-" + tag, tables)
+        sb = s.create(network={"default_action": "deny", "egress": [
+            {"action": "allow", "target": "web.test.example"},
+            {"action": "allow", "target": "198.18.254.0/24"}]})
+        # (the name is resolved for both families first: its addresses are
+        # allowed once answered)
+        probe = self.probe_in(s, sb["id"], [["name", "web.test.example", 80], ["tcp", WEB, 80],
+                                            ["tcp", WEB6, 80], ["tcp", "198.18.254.1", 22],
+                                            ["tcp", "198.18.254.2", s.port]])
+        self.assertEqual(probe[1][3], "ok", probe)
+        self.assertEqual(probe[2][3], "ok", probe)   # IPv6 out of the interface too
+        # the node's other network and its own address (the API's): refused
+        self.assertTrue(probe[3][3].startswith("refused"), probe)
+        self.assertTrue(probe[4][3].startswith("refused"), probe)
+        stop_clean(s)
+        tables = run("ip", "netns", "exec", node, "nft", "list", "tables").stdout
+        self.assertNotIn("sbx-" + tag, tables)
+        self.assertNotIn("sbx-" + tag, nip("-br", "link").stdout)
+
+    def probe_in(self, s, sid, probes):
+        st, _, r = s.exec(sid, cmd="python3 -c '%s' '%s'" % (PROBE.replace("'", "'\\''"),
+                                                              json.dumps(probes)), timeout=60)
+        self.assertEqual((st, r.get("exit_code")), (200, 0), r)
+        return json.loads(r["stdout"])
+
     def test_network_refused_without_uplink(self):
         s = self.new(pool_size=0).start()
         st, _, e = s.request("POST", "/v1/sandboxes", {"network": {"default_action": "allow"}})
