@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -220,6 +221,43 @@ static void test_bounds_and_errors(void **state)
 	free(v);
 }
 
+/* A resolved address stays in the slot's set for its answer's TTL only:
+ * the kernel forgets it then, while a longer one stays. */
+static void test_answers_expire(void **state)
+{
+	(void)state;
+	sbx_err e;
+	assert_int_equal(sup_nft_slot_init(nft, 9, &e), 0);
+	sup_netpol p;
+	sup_netpol_init(&p, SUP_NETPOL_DENY);
+	assert_int_equal(sup_netpol_add(&p, SUP_NETPOL_ALLOW, "pkgs.example.com", &e), 0);
+	assert_int_equal(sup_nft_slot_load(nft, 9, &p, &e), 0);
+	sup_netpol_name_verdict *v = calloc(1, sizeof(*v));
+	assert_non_null(v);
+	sup_netpol_name(&p, "pkgs.example.com", v);
+	uint8_t a[4];
+	inet_pton(AF_INET, "192.0.2.20", a);
+	assert_int_equal(sup_nft_slot_admit(nft, 9, 4, a, 1, v, 1, &e), 0);
+	inet_pton(AF_INET, "192.0.2.21", a);
+	assert_int_equal(sup_nft_slot_admit(nft, 9, 4, a, 1, v, 60, &e), 0);
+	char *t = list("set inet sbx a4_9");
+	assert_non_null(strstr(t, "192.0.2.20"));
+	free(t);
+	bool gone = false;
+	for (int i = 0; i < 40 && !gone; i++) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		t = list("set inet sbx a4_9");
+		gone = !strstr(t, "192.0.2.20");
+		if (gone)
+			assert_non_null(strstr(t, "192.0.2.21"));
+		free(t);
+	}
+	assert_true(gone);
+	sup_netpol_free(&p);
+	free(v);
+}
+
 /* The per-slot calls do not read the ruleset back: their cost stays flat
  * as sandboxes come. Printed, not asserted (a shared machine). */
 static void test_flat_cost(void **state)
@@ -252,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_router_table),
 		cmocka_unit_test(test_slot_policy),
 		cmocka_unit_test(test_bounds_and_errors),
+		cmocka_unit_test(test_answers_expire),
 		cmocka_unit_test(test_flat_cost),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
