@@ -478,6 +478,16 @@ class NetworkLifecycle(unittest.TestCase):
         sb2 = s2.create(network={"default_action": "allow"})
         st, _, r = s2.exec(sb2["id"], cmd="python3 -c 'import socket; socket.create_connection((\"%s\", 80), 3)'" % OTHER)
         self.assertEqual((st, r["exit_code"]), (200, 0), r)
+        # a deleted sandbox's link goes with it (the pool's next one is
+        # another slot's), and its chain is back to rejecting everything
+        s2.wait_ready()
+        self.assertEqual(self.router_links(tag), ["lo", "s1", "s2", "up"])
+        self.assertEqual(s2.request("DELETE", "/v1/sandboxes/" + sb2["id"])[0], 204)
+        self.assertEqual(self.router_links(tag), ["lo", "s2", "up"])
+        chain = run("ip", "netns", "exec", "sbx-" + tag, "nft", "list", "chain", "inet", "sbx",
+                    "p1").stdout
+        self.assertIn("reject", chain)
+        self.assertNotIn("accept", chain)
         stop_clean(s2)
         self.assertFalse(os.path.exists("/run/netns/sbx-" + tag))
         self.assertNotIn("sbx-", self.inet.ip("-br", "link").stdout)
