@@ -388,8 +388,27 @@ static void set_name(char *buf, size_t cap, sup_netpol_set s, int family, unsign
 	snprintf(buf, cap, "%s%d_%u", set_prefix(s), family, slot);
 }
 
+/* A set of our table by name, for a message about it (NULL: no memory). */
+static struct nftnl_set *table_set(const char *name)
+{
+	struct nftnl_set *s = nftnl_set_alloc();
+	if (s) {
+		nftnl_set_set_str(s, NFTNL_SET_TABLE, SUP_NFT_TABLE);
+		nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+	}
+	return s;
+}
+
 static const sup_netpol_set all_sets[] = { SUP_NETPOL_SET_ALLOW, SUP_NETPOL_SET_ALLOW_PORT,
 					   SUP_NETPOL_SET_DENY_PORT };
+
+/* A slot's set of kind all_sets[i] and family f. */
+static struct nftnl_set *slot_set(unsigned slot, size_t i, int f)
+{
+	char name[32];
+	set_name(name, sizeof(name), all_sets[i], f, slot);
+	return table_set(name);
+}
 
 /* Key length of a set: the address, plus a 32-bit register for the port. */
 static uint32_t key_len(sup_netpol_set s, int family)
@@ -505,15 +524,11 @@ static void flush_sets(sup_nft *n, unsigned slot)
 {
 	for (int f = 4; f <= 6; f += 2) {
 		for (size_t i = 0; i < sizeof(all_sets) / sizeof(all_sets[0]); i++) {
-			char name[32];
-			set_name(name, sizeof(name), all_sets[i], f, slot);
-			struct nftnl_set *s = nftnl_set_alloc();
+			struct nftnl_set *s = slot_set(slot, i, f);
 			if (!s) {
 				n->overflow = true;
 				return;
 			}
-			nftnl_set_set_str(s, NFTNL_SET_TABLE, SUP_NFT_TABLE);
-			nftnl_set_set_str(s, NFTNL_SET_NAME, name);
 			/* a DELSETELEM without elements flushes the set */
 			struct nlmsghdr *nlh = msg(n, NFT_MSG_DELSETELEM, 0);
 			nftnl_set_elems_nlmsg_build_payload(nlh, s);
@@ -544,16 +559,12 @@ int sup_nft_slot_init(sup_nft *n, unsigned slot, sbx_err *err)
 
 	for (int f = 4; f <= 6; f += 2) {
 		for (size_t i = 0; i < sizeof(all_sets) / sizeof(all_sets[0]); i++) {
-			char name[32];
-			set_name(name, sizeof(name), all_sets[i], f, slot);
-			struct nftnl_set *s = nftnl_set_alloc();
+			struct nftnl_set *s = slot_set(slot, i, f);
 			if (!s) {
 				mnl_nlmsg_batch_stop(n->batch);
 				return sbx_err_set(err, -ENOMEM, "nft slot %u", slot);
 			}
 			uint32_t atype = f == 4 ? TYPE_IPADDR : TYPE_IP6ADDR;
-			nftnl_set_set_str(s, NFTNL_SET_TABLE, SUP_NFT_TABLE);
-			nftnl_set_set_str(s, NFTNL_SET_NAME, name);
 			nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
 			nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_TIMEOUT);
 			nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, key_len(all_sets[i], f));
@@ -571,7 +582,7 @@ int sup_nft_slot_init(sup_nft *n, unsigned slot, sbx_err *err)
 	}
 
 	/* the link's entry in the vmap: "s<slot>" : jump p<slot> */
-	struct nftnl_set *m = nftnl_set_alloc();
+	struct nftnl_set *m = table_set("slots");
 	struct nftnl_set_elem *e = nftnl_set_elem_alloc();
 	if (!m || !e) {
 		if (m)
@@ -581,8 +592,6 @@ int sup_nft_slot_init(sup_nft *n, unsigned slot, sbx_err *err)
 		mnl_nlmsg_batch_stop(n->batch);
 		return sbx_err_set(err, -ENOMEM, "nft slot %u", slot);
 	}
-	nftnl_set_set_str(m, NFTNL_SET_TABLE, SUP_NFT_TABLE);
-	nftnl_set_set_str(m, NFTNL_SET_NAME, "slots");
 	char key[IFNAMSIZ] = {0};
 	memcpy(key, ifname, strlen(ifname));
 	nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key, sizeof(key));
@@ -638,11 +647,9 @@ int sup_nft_slot_reset(sup_nft *n, unsigned slot, sbx_err *err)
 static int elems(sup_nft *n, uint16_t type, const char *set, int family, const uint8_t *addrs,
 		 size_t count, uint16_t port, bool with_port, uint64_t timeout_ms)
 {
-	struct nftnl_set *s = nftnl_set_alloc();
+	struct nftnl_set *s = table_set(set);
 	if (!s)
 		return -ENOMEM;
-	nftnl_set_set_str(s, NFTNL_SET_TABLE, SUP_NFT_TABLE);
-	nftnl_set_set_str(s, NFTNL_SET_NAME, set);
 	size_t alen = family == 4 ? 4 : 16;
 	for (size_t i = 0; i < count; i++) {
 		struct nftnl_set_elem *e = nftnl_set_elem_alloc();
