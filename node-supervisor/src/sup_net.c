@@ -194,6 +194,7 @@ loopback:
 /* The first nameserver of a resolv.conf. */
 static int resolv_conf(const char *path, char *out, size_t cap, sbx_err *err)
 {
+	out[0] = '\0';
 	SBX_AUTO_FCLOSE FILE *f = fopen(path, "re");
 	if (!f)
 		return sbx_err_sys(err, -errno, "%s", path);

@@ -284,7 +284,7 @@ static bool same_target(const sup_netpol_rule *a, const sup_netpol_rule *b)
 	if (a->kind != b->kind || a->port != b->port)
 		return false;
 	if (a->kind == SUP_NETPOL_HOST || a->kind == SUP_NETPOL_WILDCARD)
-		return strcmp(a->name, b->name) == 0;
+		return a->name && b->name && strcmp(a->name, b->name) == 0;
 	return a->prefix == b->prefix &&
 	       memcmp(a->addr, b->addr, a->kind == SUP_NETPOL_NET4 ? 4 : 16) == 0;
 }

@@ -592,8 +592,8 @@ int sup_nft_slot_init(sup_nft *n, unsigned slot, sbx_err *err)
 		mnl_nlmsg_batch_stop(n->batch);
 		return sbx_err_set(err, -ENOMEM, "nft slot %u", slot);
 	}
-	char key[IFNAMSIZ] = {0};
-	memcpy(key, ifname, strlen(ifname));
+	char key[IFNAMSIZ] = {0}; /* the kernel compares all IFNAMSIZ bytes */
+	snprintf(key, sizeof(key), "%s", ifname);
 	nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key, sizeof(key));
 	nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_JUMP);
 	nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, chain);
