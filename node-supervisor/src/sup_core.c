@@ -307,6 +307,25 @@ static int allow_isolation(const sup_core *c, const sup_create_req *req, sbx_err
 							    : "");
 }
 
+/* A policy needs the node's egress (--uplink) and a sandbox plumbed for
+ * it: runc's only. runsc runs with --network none, whose netstack has
+ * loopback alone and would never use a link in the sandbox's namespace. */
+static int allow_network(const sup_core *c, const sup_create_req *req, sbx_err *err)
+{
+	if (!req->network)
+		return 0;
+	if (!c->cfg.net)
+		return sbx_err_set(err, -EINVAL,
+				   "field \"network\": this supervisor gives sandboxes no network "
+				   "(start it with --uplink)");
+	if (req->isolation != SUP_ISO_RUNC)
+		return sbx_err_set(err, -EINVAL,
+				   "field \"network\": %s sandboxes have loopback only (egress by "
+				   "policy is for runc sandboxes)",
+				   sup_isolation_names[req->isolation]);
+	return 0;
+}
+
 int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, void *ud,
 		    sup_op **opp, sbx_err *err)
 {
@@ -314,6 +333,7 @@ int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, vo
 	if (c->shutting_down)
 		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
 	int rc = allow_isolation(c, req, err);
+	rc = rc ?: allow_network(c, req, err);
 	if (rc < 0)
 		return rc;
 	sup_op *op = calloc(1, sizeof(*op));
@@ -322,12 +342,6 @@ int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, vo
 	op->core = c;
 	op->kind = OP_CREATE;
 	op->ud = ud;
-	if (req->network && !c->cfg.net) {
-		free(op);
-		return sbx_err_set(err, -EINVAL,
-				   "field \"network\": this supervisor gives sandboxes no network "
-				   "(start it with --uplink)");
-	}
 	op->u.create.req = *req;
 	memset(req, 0, sizeof(*req));
 	op->u.create.cb = cb;
@@ -390,6 +404,11 @@ int sup_core_set_network(sup_core *c, const char *id, const sup_netpol *p, sup_s
 	if (!c->cfg.net)
 		return sbx_err_set(err, -EINVAL,
 				   "this supervisor gives sandboxes no network (start it with --uplink)");
+	if (!sb->net_slot)
+		return sbx_err_set(err, -EINVAL,
+				   "sandbox %s is a %s sandbox: loopback only (egress by policy is for "
+				   "runc sandboxes)",
+				   sb->id, sup_isolation_names[sup_pools_isolation_of(sb)]);
 	if (sb->state != SUP_SB_RUNNING)
 		return sbx_err_set(err, -EBUSY, "sandbox %s is %s", sb->id, sup_sb_state_name(sb->state));
 	int rc = sup_net_apply(c->cfg.net, sb->net_slot, p, err);

@@ -428,7 +428,9 @@ static int start_create(sup_pool *pool, bool front)
 		sup_error("pool %s: cannot start a create (out of memory or ids)", pool->image);
 		return -ENOMEM;
 	}
-	if (p->cfg.net) {
+	/* runc sandboxes only: gVisor's (runsc --network none) would never use
+	 * the link */
+	if (p->cfg.net && pool->isolation == SUP_ISO_RUNC) {
 		sbx_err e;
 		sb->net_slot = sup_net_slot_take(p->cfg.net, &e);
 		if (!sb->net_slot) {

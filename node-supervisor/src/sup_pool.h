@@ -7,7 +7,7 @@
  * Acquire hands out a ready sandbox in O(1); with none ready it queues a
  * cold create at the front of the workers' queue and answers later.
  * Owns every sup_sandbox (allocation, lifecycle fields, freeing) and the
- * waiting acquires. With a network (sup_net), every sandbox is plumbed
+ * waiting acquires. With a network (sup_net), every runc sandbox is plumbed
  * while it is made (a slot taken when its create is queued, its links made
  * on the worker after the container, its firewall chain ready before it
  * joins the pool, rejecting everything until the core loads a policy) and

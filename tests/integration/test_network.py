@@ -420,6 +420,27 @@ for tag, a in ((b"forged", src), (b"honest", sys.argv[3])):
         st, _, got = self.sup.request("GET", "/v1/sandboxes/" + sid)
         self.assertEqual(got["network"], new)
 
+    def test_gvisor_sandboxes_have_loopback_only(self):
+        """runsc runs with --network none: a policy for a gvisor sandbox is
+        refused at create and at PATCH, and none of them takes a slot."""
+        st, _, pools = self.sup.request("GET", "/v1/pools")
+        self.assertEqual(st, 200, pools)
+        if not any(p["isolation"] == "gvisor" for p in pools["pools"]):
+            self.skipTest("runsc did not answer: no gvisor sandboxes on this node")
+        allow_all = {"default_action": "allow"}
+        st, _, e = self.sup.request("POST", "/v1/sandboxes",
+                                    {"isolation": "gvisor", "network": allow_all})
+        self.assertEqual(st, 400, e)
+        self.assertIn("gvisor sandboxes have loopback only", e["error"]["message"])
+        tag = state_tag(self.sup.state_dir)
+        links = run("ip", "-n", "sbx-" + tag, "-br", "link").stdout.count("\n")
+        sb = self.create(isolation="gvisor")
+        self.assertNotIn("network", sb)
+        st, _, e = self.sup.request("PATCH", "/v1/sandboxes/%s/network" % sb["id"], allow_all)
+        self.assertEqual(st, 400, e)
+        self.assertIn("loopback only", e["error"]["message"])
+        self.assertEqual(run("ip", "-n", "sbx-" + tag, "-br", "link").stdout.count("\n"), links)
+
     def test_bad_policies_at_create(self):
         for net, needle in [({"default_action": "deny", "egress": [{"action": "allow"}]}, "network.egress[0]"),
                             ({"egress": [{"action": "allow", "target": "*"}]}, "not an address"),
