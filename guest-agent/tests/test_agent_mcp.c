@@ -492,6 +492,106 @@ static void bad_input_gets_clear_errors(void **state)
 	fx_run_cmd(fx, "true");
 }
 
+/* ---- @modelcontextprotocol/server-everything (npm, tests/mcp-servers) ---- */
+
+#define EVERYTHING MCP_NPM_DIR "/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+static void configure_everything(tc_client *c, const char *name, const char *shell_prefix)
+{
+	char cmd[1024];
+	const char *node_argv[] = { "/usr/bin/node", EVERYTHING, "stdio", NULL };
+	const char *sh_argv[] = { "/bin/sh", "-c", cmd, NULL };
+	sbx_proto_mcp_config cfg = { .name = name, .argv = shell_prefix ? sh_argv : node_argv, .cwd = "/" };
+	sbx_err err = { 0 };
+	msgpack_sbuffer buf;
+	msgpack_packer pk;
+	tc_stream *s;
+
+	if (access(EVERYTHING, R_OK) != 0)
+		fail_msg("%s is missing: run scripts/install-mcp-servers", EVERYTHING);
+	snprintf(cmd, sizeof(cmd), "%s; exec /usr/bin/node %s stdio", shell_prefix ? shell_prefix : "", EVERYTHING);
+	msgpack_sbuffer_init(&buf);
+	msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+	if (sbx_proto_mcp_pack_config(&pk, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	s = wait_done(c, request(c, SBX_OP_MCP_CONFIGURE, &buf));
+	msgpack_sbuffer_destroy(&buf);
+	if (s->failed)
+		fail_msg("configure %s: %s %s", name, s->code, s->msg);
+	tc_forget(c, s);
+}
+
+static const char *const initialize =
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+	"\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"sbx-agent-test\",\"version\":\"0\"}}}\n";
+
+static void everything_initialize_list_call_crash(void **state)
+{
+	fixture *fx = *state;
+	tc_client *c = fx_client(fx, 0);
+	sbx_proto_mcp_status st;
+	tc_stream *s;
+	bool spare;
+	int64_t pid;
+	uint64_t t0;
+	char cmd[64];
+
+	configure_everything(c, "everything", NULL);
+	status_ready(c, "everything", &st);
+	/* Let the spare finish its start-up (that is what it is for): node
+	 * takes 0.3 s on an idle machine, seconds on a loaded one. The figure
+	 * printed below is informative only. */
+	tc_run(fx->base, 5000);
+	s = open_session(c, "everything", 0);
+	pid = session_pid(c, s, &spare);
+	assert_true(spare);
+	t0 = test_now_ms();
+	send_line(c, s, initialize, false);
+	fx_wait_output(c, s, "\"serverInfo\"");
+	print_message("initialize on the spare: %llu ms\n", (unsigned long long)(test_now_ms() - t0));
+	assert_non_null(strstr(s->out, "\"id\":1"));
+	send_line(c, s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n", false);
+	send_line(c, s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n", false);
+	fx_wait_output(c, s, "\"id\":2");
+	assert_non_null(strstr(s->out, "\"name\":\"echo\""));
+	assert_non_null(strstr(s->out, "\"name\":\"get-sum\""));
+	send_line(c, s,
+		  "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+		  "\"arguments\":{\"message\":\"hello from sbx\"}}}\n",
+		  false);
+	fx_wait_output(c, s, "Echo: hello from sbx");
+	/* Every line that came is whole. */
+	assert_int_equal(s->out[s->out_len - 1], '\n');
+
+	/* The server killed under its session: crashed; the next session
+	 * (on the new spare) initializes. */
+	snprintf(cmd, sizeof(cmd), "kill -9 %lld", (long long)pid);
+	fx_run_cmd(fx, cmd);
+	expect_err(wait_done(c, s), "crashed", "signal 9");
+	s = open_session(c, "everything", 0);
+	assert_true(session_pid(c, s, &spare) != pid);
+	send_line(c, s, initialize, false);
+	fx_wait_output(c, s, "\"serverInfo\"");
+	send_line(c, s, "", true);
+	wait_done(c, s);
+	assert_false(s->failed);
+}
+
+/* A launcher that prints a banner on stdout before the server: refused as
+ * not JSON, and the agent goes on. */
+static void everything_behind_a_noisy_launcher(void **state)
+{
+	fixture *fx = *state;
+	tc_client *c = fx_client(fx, 0);
+	tc_stream *s;
+
+	configure_everything(c, "noisy", "echo 'Starting MCP server...'");
+	s = open_session(c, "noisy", 0);
+	send_line(c, s, initialize, false);
+	expect_err(wait_done(c, s), "bad_output", "Starting MCP server...");
+	fx_run_cmd(fx, "true");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -505,6 +605,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(blank_lines_dropped_last_line_kept, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(agent_end_ends_every_server, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(bad_input_gets_clear_errors, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(everything_initialize_list_call_crash, fx_setup_container_caps,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(everything_behind_a_noisy_launcher, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
