@@ -302,6 +302,10 @@ static int map_agent_code(sbx_proto_code code)
 		return -ECANCELED;
 	case SBX_PROTO_E_TIMEOUT:
 		return -ETIMEDOUT;
+	case SBX_PROTO_E_BAD_OUTPUT:
+		return -EBADMSG;
+	case SBX_PROTO_E_CRASHED:
+		return -EPIPE;
 	default:
 		return -EPROTO;
 	}

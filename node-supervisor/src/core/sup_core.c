@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "sup_agent.h"
+#include "sup_core_mcp.h"
 #include "sup_log.h"
 #include "sup_net.h"
 #include "sup_sandbox.h"
@@ -259,6 +260,7 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_create_req *req, sbx_err *err
 	evtimer_add(sb->expiry, &tv);
 	TAILQ_INSERT_TAIL(&c->listed, sb, reg_link);
 	sb->listed = true;
+	sup_core_mcp_hand_out(sb, &req->mcp);
 	char cpus[16], mem[24], disk[24];
 	sup_resources_format_cpus(sb->res.cpu_milli, cpus, sizeof(cpus));
 	sup_resources_format_size(sb->res.memory, mem, sizeof(mem));
@@ -538,6 +540,13 @@ static sup_sandbox *running_sandbox(sup_core *c, const char *id, sbx_err *err)
 	else
 		return sb;
 	return NULL;
+}
+
+sup_agent *sup_core_agent(sup_core *c, const char *id, sbx_err *err)
+{
+	sup_sandbox *sb = running_sandbox(c, id, err);
+
+	return sb ? sb->agent : NULL;
 }
 
 /* The policy every command passes, in the foreground or not: root only

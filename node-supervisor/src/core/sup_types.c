@@ -52,6 +52,7 @@ void sup_create_req_free(sup_create_req *r)
 		sup_netpol_free(r->network);
 		free(r->network);
 	}
+	sup_mcp_servers_free(&r->mcp);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -67,5 +68,24 @@ void sup_exec_spec_free(sup_exec_spec *s)
 	free(s->stdin_data);
 	free(s->x.user);
 	sup_env_free(&s->x.env);
+	memset(s, 0, sizeof(*s));
+}
+
+void sup_mcp_server_free(sup_mcp_server *s)
+{
+	free(s->name);
+	for (size_t i = 0; i < s->argc; i++)
+		free(s->argv[i]);
+	free(s->argv);
+	sup_env_free(&s->env);
+	free(s->cwd);
+	memset(s, 0, sizeof(*s));
+}
+
+void sup_mcp_servers_free(sup_mcp_servers *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		sup_mcp_server_free(&s->v[i]);
+	free(s->v);
 	memset(s, 0, sizeof(*s));
 }

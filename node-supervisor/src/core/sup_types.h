@@ -44,6 +44,24 @@ typedef struct sup_exec_spec {
 
 void sup_exec_spec_free(sup_exec_spec *s);
 
+/* An MCP server of a sandbox, in the mcpServers shape MCP clients'
+ * configuration files use ("command" and "args" make argv). */
+typedef struct sup_mcp_server {
+	char *name;
+	char **argv;  /* NULL-terminated */
+	size_t argc;
+	sup_env env;
+	char *cwd;    /* NULL: the agent's default */
+} sup_mcp_server;
+
+typedef struct sup_mcp_servers {
+	sup_mcp_server *v;
+	size_t n;
+} sup_mcp_servers;
+
+void sup_mcp_server_free(sup_mcp_server *s);
+void sup_mcp_servers_free(sup_mcp_servers *s);
+
 /* Room for a sandbox id ([a-z0-9-], 1..40 bytes) and its NUL. */
 #define SUP_ID_MAX 48
 
@@ -55,6 +73,7 @@ typedef struct sup_create_req {
 	sup_env env;
 	sup_resources resources; /* every figure set: the request's over the defaults */
 	sup_netpol *network;  /* egress policy; NULL: loopback only */
+	sup_mcp_servers mcp;  /* "mcp": {"servers": {...}} */
 } sup_create_req;
 
 void sup_create_req_free(sup_create_req *r);
