@@ -287,7 +287,7 @@ void agent_op_mcp_open(agent_session *s, uint64_t id, const msgpack_object *args
 	sbx_err err = { 0 };
 	const char *name;
 	size_t len;
-	bool spare;
+	bool spare = false;
 	mcp_op *m;
 	int ret;
 

@@ -207,7 +207,8 @@ static int parse_mcp_server(const char *name, json_t *v, sup_mcp_server *out, sb
 	if (!json_is_object(v))
 		return sbx_err_set(err, -EINVAL, "mcp server %s: want an object", name);
 	json_object_foreach(v, key, val)
-		if (strcmp(key, "command") && strcmp(key, "args") && strcmp(key, "env") && strcmp(key, "cwd"))
+		if (strcmp(key, "command") != 0 && strcmp(key, "args") != 0 && strcmp(key, "env") != 0 &&
+		    strcmp(key, "cwd") != 0)
 			return sbx_err_set(err, -EINVAL, "mcp server %s: unknown field \"%.64s\" (command, args, env, cwd)",
 					   name, key);
 	out->name = strdup(name);
