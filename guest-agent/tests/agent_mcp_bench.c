@@ -23,6 +23,7 @@
 #include "sbx/proto_mcp.h"
 #include "agent_client.h"
 #include "agent_ns.h"
+#include "test_util.h"
 
 #define EVERYTHING MCP_NPM_DIR "/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 #define INIT                                                                                          \
@@ -31,24 +32,9 @@
 	"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
 #define SETTLE_MS 6000
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void report(const char *what, double *s, int n)
 {
-	qsort(s, (size_t)n, sizeof(*s), cmp_double);
+	test_sort_ms(s, (size_t)n);
 	printf("| %-46s | %6d | %8.3f | %8.3f |\n", what, n, s[n / 2], s[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1]);
 }
 
@@ -131,11 +117,11 @@ static void direct_stop(direct *d)
 
 static void wait_line(tc_client *c, tc_stream *s, size_t from, const char *want)
 {
-	double deadline = now_ms() + 30000;
+	double deadline = test_now_ms_f() + 30000;
 
 	while (!(s->out_len > from && memmem(s->out + from, s->out_len - from, want, strlen(want)) &&
 		 s->out[s->out_len - 1] == '\n')) {
-		if (s->done || now_ms() > deadline) {
+		if (s->done || test_now_ms_f() > deadline) {
 			fprintf(stderr, "no %s (%s %s)\n", want, s->code, s->msg);
 			exit(1);
 		}
@@ -180,10 +166,10 @@ int main(int argc, char **argv)
 
 	/* The floor: the server's own stdio. */
 	for (int i = 0; i < k; i++) {
-		double t = now_ms();
+		double t = test_now_ms_f();
 		if (direct_start(&d) < 0 || write(d.in, INIT, strlen(INIT)) < 0 || direct_wait(&d, 0) < 0)
 			return 1;
-		s[i] = now_ms() - t;
+		s[i] = test_now_ms_f() - t;
 		if (i < k - 1)
 			direct_stop(&d);
 	}
@@ -196,20 +182,20 @@ int main(int argc, char **argv)
 		if (direct_start(&w) < 0)
 			return 1;
 		usleep(SETTLE_MS * 1000);
-		t = now_ms();
+		t = test_now_ms_f();
 		if (write(w.in, INIT, strlen(INIT)) < 0 || direct_wait(&w, 0) < 0)
 			return 1;
-		s[i] = now_ms() - t;
+		s[i] = test_now_ms_f() - t;
 		direct_stop(&w);
 	}
 	report("initialize, started 6 s before (stdio)", s, k);
 	for (int i = 0; i < n + n / 10; i++) {
 		int len = call_line(line, sizeof(line), i + 1);
-		double t = now_ms();
+		double t = test_now_ms_f();
 		if (write(d.in, line, (size_t)len) != len || direct_wait(&d, i + 1) < 0)
 			return 1;
 		if (i >= n / 10)
-			s[i - n / 10] = now_ms() - t;
+			s[i - n / 10] = test_now_ms_f() - t;
 	}
 	direct_stop(&d);
 	report("tools/call echo: the server's own stdio", s, n);
@@ -234,11 +220,11 @@ int main(int argc, char **argv)
 		double t;
 
 		tc_run(base, SETTLE_MS); /* the spare starts up meanwhile */
-		t = now_ms();
+		t = test_now_ms_f();
 		st = open_session(&c);
 		tc_send_stdin(&c, st, INIT, strlen(INIT), false, 10000);
 		wait_line(&c, st, 0, "\"id\":0");
-		s[i] = now_ms() - t;
+		s[i] = test_now_ms_f() - t;
 		if (i < k - 1) {
 			tc_cancel(&c, st);
 			tc_wait(&c, st, 10000);
@@ -250,13 +236,13 @@ int main(int argc, char **argv)
 		int len = call_line(line, sizeof(line), i + 1);
 		size_t from = st->out_len;
 		char want[32];
-		double t = now_ms();
+		double t = test_now_ms_f();
 
 		snprintf(want, sizeof(want), "\"id\":%d", i + 1);
 		tc_send_stdin(&c, st, line, (size_t)len, false, 10000);
 		wait_line(&c, st, from, want);
 		if (i >= n / 10)
-			s[i - n / 10] = now_ms() - t;
+			s[i - n / 10] = test_now_ms_f() - t;
 		if (st->out_len > (8u << 20)) {
 			st->out_len = 0;
 		}

@@ -76,6 +76,21 @@ static void configure(tc_client *c, const char *name, const char *mode, const ch
 	tc_forget(c, s);
 }
 
+static tc_stream *open_session(tc_client *c, const char *name, uint64_t idle_ms);
+static void status_ready(tc_client *c, const char *name, sbx_proto_mcp_status *out);
+
+/* Server name running the fake server in mode, its spare up (its status in
+ * *st unless NULL), a session on it. */
+static tc_stream *ready_session(tc_client *c, const char *name, const char *mode, const char *arg, uint64_t max_line,
+				uint64_t idle_ms, sbx_proto_mcp_status *st)
+{
+	sbx_proto_mcp_status mine;
+
+	configure(c, name, mode, arg, max_line);
+	status_ready(c, name, st ? st : &mine);
+	return open_session(c, name, idle_ms);
+}
+
 static tc_stream *open_session(tc_client *c, const char *name, uint64_t idle_ms)
 {
 	msgpack_sbuffer buf;
@@ -220,14 +235,11 @@ static void two_sessions_two_processes(void **state)
 {
 	fixture *fx = *state;
 	tc_client *c = fx_client(fx, 0);
-	sbx_proto_mcp_status st;
 	tc_stream *a, *b;
 	bool spare;
 	int64_t pa, pb;
 
-	configure(c, "echo", "echo", NULL, 0);
-	status_ready(c, "echo", &st);
-	a = open_session(c, "echo", 0);
+	a = ready_session(c, "echo", "echo", NULL, 0, 0, NULL);
 	b = open_session(c, "echo", 0);
 	pa = session_pid(c, a, &spare);
 	pb = session_pid(c, b, &spare);
@@ -255,9 +267,7 @@ static void crash_reports_stderr_and_next_session_is_fresh(void **state)
 	bool spare;
 	int64_t pid, pid2;
 
-	configure(c, "crashy", "crash", NULL, 0);
-	status_ready(c, "crashy", &st);
-	s = open_session(c, "crashy", 0);
+	s = ready_session(c, "crashy", "crash", NULL, 0, 0, &st);
 	pid = session_pid(c, s, &spare);
 	send_line(c, s, ping, false);
 	expect_err(wait_done(c, s), "crashed", "exited with status 3");
@@ -282,9 +292,7 @@ static void garbage_and_long_lines_fail_only_their_session(void **state)
 	sbx_proto_mcp_status st;
 	tc_stream *s;
 
-	configure(c, "garbage", "garbage", NULL, 0);
-	status_ready(c, "garbage", &st);
-	s = open_session(c, "garbage", 0);
+	s = ready_session(c, "garbage", "garbage", NULL, 0, 0, &st);
 	send_line(c, s, ping, false);
 	expect_err(wait_done(c, s), "bad_output", "not a JSON message");
 	assert_non_null(strstr(s->msg, "Server ready on stdio!"));
@@ -314,14 +322,11 @@ static void flood_is_held_back_by_credit(void **state)
 {
 	fixture *fx = *state;
 	tc_client *c = fx_client(fx, 0);
-	sbx_proto_mcp_status st;
 	tc_stream *s;
 	size_t held;
 	long rss;
 
-	configure(c, "flood", "flood", NULL, 0);
-	status_ready(c, "flood", &st);
-	s = open_session(c, "flood", 0);
+	s = ready_session(c, "flood", "flood", NULL, 0, 0, NULL);
 	s->hold_credit = true;
 	/* The window (the library's default: 256 KiB) fills, then nothing
 	 * more comes: the server is blocked on write. */
@@ -346,13 +351,10 @@ static void idle_session_is_ended(void **state)
 {
 	fixture *fx = *state;
 	tc_client *c = fx_client(fx, 0);
-	sbx_proto_mcp_status st;
 	tc_stream *s;
 	uint64_t t0;
 
-	configure(c, "echo", "echo", NULL, 0);
-	status_ready(c, "echo", &st);
-	s = open_session(c, "echo", 1500);
+	s = ready_session(c, "echo", "echo", NULL, 0, 1500, NULL);
 	send_line(c, s, ping, false);
 	fx_wait_output(c, s, "\"ping\"");
 	t0 = test_now_ms();
@@ -370,9 +372,7 @@ static void remove_ends_sessions(void **state)
 	msgpack_packer pk;
 	tc_stream *s, *r;
 
-	configure(c, "echo", "echo", NULL, 0);
-	status_ready(c, "echo", &st);
-	s = open_session(c, "echo", 0);
+	s = ready_session(c, "echo", "echo", NULL, 0, 0, &st);
 	send_line(c, s, ping, false);
 	fx_wait_output(c, s, "\"ping\"");
 	msgpack_sbuffer_init(&buf);
@@ -395,12 +395,9 @@ static void blank_lines_dropped_last_line_kept(void **state)
 {
 	fixture *fx = *state;
 	tc_client *c = fx_client(fx, 0);
-	sbx_proto_mcp_status st;
 	tc_stream *s;
 
-	configure(c, "blank", "blank", NULL, 0);
-	status_ready(c, "blank", &st);
-	s = open_session(c, "blank", 0);
+	s = ready_session(c, "blank", "blank", NULL, 0, 0, NULL);
 	send_line(c, s, ping, true);
 	wait_done(c, s);
 	assert_false(s->failed);
@@ -430,57 +427,47 @@ static void agent_end_ends_every_server(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* op with {"name": name, "argv": ["cat"] (with argv), key: sval or ival}
+ * is refused with bad_request saying part. */
+static void refused(tc_client *c, const char *op, const char *name, bool argv, const char *key, int64_t ival,
+		    const char *sval, const char *part)
+{
+	msgpack_sbuffer buf;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&buf);
+	msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 1 + argv + (key != NULL));
+	sbx_proto_pack_str(&pk, "name");
+	sbx_proto_pack_str(&pk, name);
+	if (argv) {
+		sbx_proto_pack_str(&pk, "argv");
+		msgpack_pack_array(&pk, 1);
+		sbx_proto_pack_str(&pk, "cat");
+	}
+	if (key) {
+		sbx_proto_pack_str(&pk, key);
+		if (sval)
+			sbx_proto_pack_str(&pk, sval);
+		else
+			msgpack_pack_int64(&pk, ival);
+	}
+	expect_err(wait_done(c, request(c, op, &buf)), "bad_request", part);
+	msgpack_sbuffer_destroy(&buf);
+}
+
 static void bad_input_gets_clear_errors(void **state)
 {
 	fixture *fx = *state;
 	tc_client *c = fx_client(fx, 0);
-	msgpack_sbuffer buf;
-	msgpack_packer pk;
 	tc_stream *s;
 
-	/* exec's own keys that a server does not take. */
-	msgpack_sbuffer_init(&buf);
-	msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 3);
-	sbx_proto_pack_str(&pk, "name");
-	sbx_proto_pack_str(&pk, "x");
-	sbx_proto_pack_str(&pk, "argv");
-	msgpack_pack_array(&pk, 1);
-	sbx_proto_pack_str(&pk, "cat");
-	sbx_proto_pack_str(&pk, "user");
-	sbx_proto_pack_str(&pk, "root");
-	expect_err(wait_done(c, request(c, SBX_OP_MCP_CONFIGURE, &buf)), "bad_request", "unknown argument user");
-	msgpack_sbuffer_clear(&buf);
-	msgpack_pack_map(&pk, 2);
-	sbx_proto_pack_str(&pk, "name");
-	sbx_proto_pack_str(&pk, "../x");
-	sbx_proto_pack_str(&pk, "argv");
-	msgpack_pack_array(&pk, 1);
-	sbx_proto_pack_str(&pk, "cat");
-	expect_err(wait_done(c, request(c, SBX_OP_MCP_CONFIGURE, &buf)), "bad_request", "name must be");
-	msgpack_sbuffer_clear(&buf);
-	msgpack_pack_map(&pk, 1);
-	sbx_proto_pack_str(&pk, "name");
-	sbx_proto_pack_str(&pk, "x");
-	expect_err(wait_done(c, request(c, SBX_OP_MCP_CONFIGURE, &buf)), "bad_request", "argv");
-	msgpack_sbuffer_clear(&buf);
-	msgpack_pack_map(&pk, 3);
-	sbx_proto_pack_str(&pk, "name");
-	sbx_proto_pack_str(&pk, "x");
-	sbx_proto_pack_str(&pk, "argv");
-	msgpack_pack_array(&pk, 1);
-	sbx_proto_pack_str(&pk, "cat");
-	sbx_proto_pack_str(&pk, "max_line");
-	msgpack_pack_uint64(&pk, 10);
-	expect_err(wait_done(c, request(c, SBX_OP_MCP_CONFIGURE, &buf)), "bad_request", "max_line");
-	msgpack_sbuffer_clear(&buf);
-	msgpack_pack_map(&pk, 2);
-	sbx_proto_pack_str(&pk, "name");
-	sbx_proto_pack_str(&pk, "x");
-	sbx_proto_pack_str(&pk, "idle_ms");
-	msgpack_pack_int64(&pk, -1);
-	expect_err(wait_done(c, request(c, SBX_OP_MCP_OPEN, &buf)), "bad_request", "idle_ms");
-	msgpack_sbuffer_destroy(&buf);
+	/* exec's own keys that a server does not take, bad names and bounds. */
+	refused(c, SBX_OP_MCP_CONFIGURE, "x", true, "user", 0, "root", "unknown argument user");
+	refused(c, SBX_OP_MCP_CONFIGURE, "../x", true, NULL, 0, NULL, "name must be");
+	refused(c, SBX_OP_MCP_CONFIGURE, "x", false, NULL, 0, NULL, "argv");
+	refused(c, SBX_OP_MCP_CONFIGURE, "x", true, "max_line", 10, NULL, "max_line");
+	refused(c, SBX_OP_MCP_OPEN, "x", false, "idle_ms", -1, NULL, "idle_ms");
 	/* Data on another channel ends the session, not the agent. */
 	configure(c, "echo", "echo", NULL, 0);
 	s = open_session(c, "echo", 0);

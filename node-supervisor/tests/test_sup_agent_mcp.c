@@ -235,6 +235,14 @@ static void open_session(fx *f, const char *name, sess *x)
 	assert_int_equal(sup_agent_mcp_open(f->a, name, 0, 0, &sess_cbs, x, &x->s, &err), 0);
 }
 
+/* Server name running the fake server in mode, and a session on it. */
+static void session_on(fx *f, const char *name, const char *mode, sess *x)
+{
+	configure(f, name, mode);
+	open_session(f, name, x);
+	run_until(f, &x->opened, 1);
+}
+
 static void send_msg(fx *f, sess *x, const char *msg)
 {
 	sbx_err err = { 0 };
@@ -256,9 +264,7 @@ static void session_both_ways_and_close(void **state)
 	sbx_err err = { 0 };
 	answer l;
 
-	configure(f, "echo", "echo");
-	open_session(f, "echo", &x);
-	run_until(f, &x.opened, 1);
+	session_on(f, "echo", "echo", &x);
 	assert_true(x.pid > 1);
 	send_msg(f, &x, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
 	wait_msgs(f, &x, 1);
@@ -282,9 +288,7 @@ static void paused_reader_holds_the_server(void **state)
 	sess x;
 	int n;
 
-	configure(f, "flood", "flood");
-	open_session(f, "flood", &x);
-	run_until(f, &x.opened, 1);
+	session_on(f, "flood", "flood", &x);
 	run_until(f, &x.nmsgs, 1);
 	sup_agent_mcp_pause(x.s);
 	/* What was in flight arrives, then nothing more. */
@@ -311,9 +315,7 @@ static void crash_garbage_removed(void **state)
 	sbx_err err = { 0 };
 	answer l;
 
-	configure(f, "crashy", "crash");
-	open_session(f, "crashy", &x);
-	run_until(f, &x.opened, 1);
+	session_on(f, "crashy", "crash", &x);
 	send_msg(f, &x, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
 	run_until(f, &x.done, 1);
 	assert_int_equal(x.rc, -EPIPE);
@@ -323,18 +325,14 @@ static void crash_garbage_removed(void **state)
 	assert_true(l.st[0].has_exit);
 	assert_int_equal(l.st[0].exit_code, 3);
 
-	configure(f, "garbage", "garbage");
-	open_session(f, "garbage", &x);
-	run_until(f, &x.opened, 1);
+	session_on(f, "garbage", "garbage", &x);
 	send_msg(f, &x, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
 	run_until(f, &x.done, 1);
 	assert_int_equal(x.rc, -EBADMSG);
 	assert_int_equal(x.nmsgs, 0);
 
 	/* Removing a server ends its sessions; then it is unknown. */
-	configure(f, "echo", "echo");
-	open_session(f, "echo", &x);
-	run_until(f, &x.opened, 1);
+	session_on(f, "echo", "echo", &x);
 	assert_int_equal(sup_agent_mcp_remove(f->a, "echo", on_answer, &r, &call, &err), 0);
 	run_until(f, &r.done, 1);
 	assert_int_equal(r.rc, 0);
