@@ -95,6 +95,16 @@ void mcp_rpc_msg_free(mcp_rpc_msg *m)
 	memset(m, 0, sizeof(*m));
 }
 
+bool mcp_rpc_version_supported(const char *v)
+{
+	static const char *const versions[] = { "2025-06-18", MCP_RPC_VERSION_LATEST };
+
+	for (size_t i = 0; v && i < sizeof(versions) / sizeof(versions[0]); i++)
+		if (strcmp(v, versions[i]) == 0)
+			return true;
+	return false;
+}
+
 bool mcp_rpc_is_initialize(const mcp_rpc_msg *m, const char **version)
 {
 	json_t *v;

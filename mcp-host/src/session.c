@@ -8,6 +8,11 @@
 #include <string.h>
 #include <sys/random.h>
 
+typedef struct pending {
+	char key[MCP_SESSION_KEY_MAX];
+	uint32_t stream;
+} pending;
+
 struct mcp_session {
 	mcp_session *prev, *next;
 	char id[MCP_SESSION_ID_LEN + 1];
@@ -18,6 +23,8 @@ struct mcp_session {
 	unsigned holds;
 	uint32_t streams;
 	mcp_session_counters c;
+	pending *pend;          /* grown on demand up to MCP_SESSION_MAX_PENDING */
+	size_t npend, pend_cap;
 };
 
 struct mcp_session_table {
@@ -53,6 +60,7 @@ static void unlink_session(mcp_session_table *t, mcp_session *s)
 
 static void session_free(mcp_session *s)
 {
+	free(s->pend);
 	mcp_replay_free(s->replay);
 	free(s->server);
 	free(s);
@@ -281,4 +289,50 @@ void mcp_session_each(const mcp_session_table *t, void (*cb)(const mcp_session *
 {
 	for (const mcp_session *s = t->all; s; s = s->next)
 		cb(s, ud);
+}
+
+static pending *pending_find(const mcp_session *s, const char *key)
+{
+	for (size_t i = 0; i < s->npend; i++)
+		if (strcmp(s->pend[i].key, key) == 0)
+			return &s->pend[i];
+	return NULL;
+}
+
+int mcp_session_pending_add(mcp_session *s, const char *key, uint32_t stream)
+{
+	if (strlen(key) >= MCP_SESSION_KEY_MAX)
+		return -ENAMETOOLONG;
+	if (pending_find(s, key))
+		return -EEXIST;
+	if (s->npend == MCP_SESSION_MAX_PENDING)
+		return -ENOSPC;
+	if (s->npend == s->pend_cap) {
+		size_t cap = s->pend_cap ? s->pend_cap * 2 : 4;
+		pending *np = realloc(s->pend, cap * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		s->pend = np;
+		s->pend_cap = cap;
+	}
+	snprintf(s->pend[s->npend].key, MCP_SESSION_KEY_MAX, "%s", key);
+	s->pend[s->npend++].stream = stream;
+	return 0;
+}
+
+int mcp_session_pending_take(mcp_session *s, const char *key, uint32_t *stream)
+{
+	pending *p = pending_find(s, key);
+
+	if (!p)
+		return -ENOENT;
+	*stream = p->stream;
+	*p = s->pend[--s->npend];
+	return 0;
+}
+
+size_t mcp_session_pending(const mcp_session *s)
+{
+	return s->npend;
 }

@@ -52,6 +52,18 @@ static void kinds(void **state)
 	mcp_rpc_msg_free(&m);
 }
 
+static void versions(void **state)
+{
+	assert_true(mcp_rpc_version_supported("2025-06-18"));
+	assert_true(mcp_rpc_version_supported("2025-11-25"));
+	assert_true(mcp_rpc_version_supported(MCP_RPC_VERSION_LATEST));
+	assert_false(mcp_rpc_version_supported("2025-03-26"));
+	assert_false(mcp_rpc_version_supported("2024-11-05"));
+	assert_false(mcp_rpc_version_supported("2025-06-18 "));
+	assert_false(mcp_rpc_version_supported(""));
+	assert_false(mcp_rpc_version_supported(NULL));
+}
+
 static void refusals(void **state)
 {
 	static const struct {
@@ -215,6 +227,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(kinds),
+		cmocka_unit_test(versions),
 		cmocka_unit_test(refusals),
 		cmocka_unit_test(error_bodies_and_keys),
 		cmocka_unit_test(lines_any_cut),

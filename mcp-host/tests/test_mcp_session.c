@@ -142,6 +142,46 @@ static void counters(void **state)
 	mcp_session_table_free(t, NULL, NULL);
 }
 
+static void pending_requests(void **state)
+{
+	mcp_session_table *t;
+	mcp_session *a;
+	uint32_t stream = 0;
+	char key[MCP_SESSION_KEY_MAX + 1];
+
+	assert_int_equal(mcp_session_table_new(&opts, &t, NULL), 0);
+	assert_int_equal(mcp_session_open(t, "x", 0, &a, NULL), 0);
+	assert_int_equal(mcp_session_pending_add(a, "n:1", 1), 0);
+	assert_int_equal(mcp_session_pending_add(a, "s:1", 2), 0);
+	assert_int_equal(mcp_session_pending_add(a, "n:1", 3), -EEXIST);
+	assert_int_equal(mcp_session_pending(a), 2);
+	assert_int_equal(mcp_session_pending_take(a, "s:1", &stream), 0);
+	assert_int_equal(stream, 2);
+	assert_int_equal(mcp_session_pending_take(a, "s:1", &stream), -ENOENT);
+	assert_int_equal(mcp_session_pending_take(a, "n:1", &stream), 0);
+	assert_int_equal(stream, 1);
+	assert_int_equal(mcp_session_pending(a), 0);
+	/* The id may come again once answered. */
+	assert_int_equal(mcp_session_pending_add(a, "n:1", 4), 0);
+	assert_int_equal(mcp_session_pending_take(a, "n:1", &stream), 0);
+	assert_int_equal(stream, 4);
+	/* Bounded in number and in key length. */
+	for (unsigned i = 0; i < MCP_SESSION_MAX_PENDING; i++) {
+		snprintf(key, sizeof(key), "n:%u", i);
+		assert_int_equal(mcp_session_pending_add(a, key, i), 0);
+	}
+	assert_int_equal(mcp_session_pending_add(a, "n:-1", 0), -ENOSPC);
+	assert_int_equal(mcp_session_pending_take(a, "n:77", &stream), 0);
+	assert_int_equal(stream, 77);
+	assert_int_equal(mcp_session_pending_take(a, "n:255", &stream), 0);
+	assert_int_equal(stream, 255);
+	assert_int_equal(mcp_session_pending(a), MCP_SESSION_MAX_PENDING - 2);
+	memset(key, 'k', MCP_SESSION_KEY_MAX);
+	key[MCP_SESSION_KEY_MAX] = '\0';
+	assert_int_equal(mcp_session_pending_add(a, key, 0), -ENAMETOOLONG);
+	mcp_session_table_free(t, NULL, NULL);
+}
+
 typedef struct seen {
 	char ids[256];
 	char data[256];
@@ -234,6 +274,7 @@ int main(void)
 		cmocka_unit_test(bound_and_stats),
 		cmocka_unit_test(idle_expiry_and_holds),
 		cmocka_unit_test(counters),
+		cmocka_unit_test(pending_requests),
 		cmocka_unit_test(replay_per_stream),
 		cmocka_unit_test(replay_byte_bound),
 	};

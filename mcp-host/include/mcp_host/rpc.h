@@ -45,6 +45,11 @@ typedef struct mcp_rpc_msg {
 int mcp_rpc_parse(const char *buf, size_t len, mcp_rpc_msg *out, int *rpc_code, sbx_err *err);
 void mcp_rpc_msg_free(mcp_rpc_msg *m);
 
+/* The MCP revisions this host serves (Streamable HTTP): 2025-06-18 and
+ * 2025-11-25. The newest is what it offers a client that asks for another. */
+#define MCP_RPC_VERSION_LATEST "2025-11-25"
+bool mcp_rpc_version_supported(const char *v);
+
 /* An initialize request, with its params.protocolVersion (NULL if none). */
 bool mcp_rpc_is_initialize(const mcp_rpc_msg *m, const char **version);
 

@@ -22,6 +22,10 @@
 
 #define MCP_SESSION_ID_LEN 32u
 #define MCP_SESSION_VERSION_MAX 31u
+/* The client's requests a session waits to answer, at most. */
+#define MCP_SESSION_MAX_PENDING 256u
+/* Longest request id key (mcp_rpc_id_key) kept, NUL included. */
+#define MCP_SESSION_KEY_MAX 128u
 
 typedef struct mcp_session mcp_session;
 typedef struct mcp_session_table mcp_session_table;
@@ -76,6 +80,16 @@ mcp_replay *mcp_session_replay(const mcp_session *s);
 /* A new SSE stream number for this session (1, 2, ...; 0 is the GET stream). */
 uint32_t mcp_session_new_stream(mcp_session *s);
 void mcp_session_count(mcp_session *s, bool in, size_t bytes, uint64_t now_ms);
+
+/* The client's requests in flight, by id key (mcp_rpc_id_key), each with
+ * the SSE stream its answer belongs on. add: -EEXIST for an id already in
+ * flight (JSON-RPC ids must be unique among them), -ENOSPC beyond
+ * MCP_SESSION_MAX_PENDING, -ENAMETOOLONG for a key of MCP_SESSION_KEY_MAX
+ * or more. take: the stream, and the id is no longer in flight; -ENOENT
+ * for an id not in flight (a server answering what nobody asked). */
+int mcp_session_pending_add(mcp_session *s, const char *key, uint32_t stream);
+int mcp_session_pending_take(mcp_session *s, const char *key, uint32_t *stream);
+size_t mcp_session_pending(const mcp_session *s);
 const mcp_session_counters *mcp_session_counters_get(const mcp_session *s);
 
 void mcp_session_stats_get(const mcp_session_table *t, mcp_session_stats *st);
