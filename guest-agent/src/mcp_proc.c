@@ -65,6 +65,51 @@ static void notify(agent_mcp_proc *m)
 	event_active(m->notify_ev, EV_TIMEOUT, 0);
 }
 
+/* Bytes of the valid UTF-8 sequence at p (at most n), 0 if none starts
+ * there: the tail goes into str fields, and on to JSON. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates, beyond U+10FFFF. */
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* Control bytes (but newline and tab) and what is not UTF-8 as '?'. */
+static void printable(char *buf, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t len = utf8_len((const unsigned char *)buf + i, n - i);
+
+		if (len == 0 || (len == 1 && (unsigned char)buf[i] < 0x20 && buf[i] != '\n' && buf[i] != '\t')) {
+			buf[i++] = '?';
+			continue;
+		}
+		i += len;
+	}
+}
+
 static void report_bad(agent_mcp_proc *m, sbx_proto_code code, const char *msg)
 {
 	m->bad = true;
@@ -94,9 +139,7 @@ static bool check_line(agent_mcp_proc *m, size_t nl)
 		if (snprintf(msg, sizeof(msg), "the server wrote a line that is not a JSON message (%.160s at byte %d): %.*s",
 			     jerr.text, jerr.position, shown, (const char *)m->buf + m->ready) < 0)
 			msg[0] = '\0';
-		for (char *c = msg; *c; c++)
-			if ((unsigned char)*c < 0x20)
-				*c = '?';
+		printable(msg, strlen(msg));
 		report_bad(m, SBX_PROTO_E_BAD_OUTPUT, msg);
 		return false;
 	}
@@ -165,9 +208,11 @@ static void notify_cb(evutil_socket_t fd, short what, void *ud)
 			o->bad_output(m->ud, m->bad_code, msg);
 		return;
 	}
-	if (m->ready > m->taken && !m->bad) {
-		if (o->lines)
-			o->lines(m->ud);
+	/* An owner without a lines call (the server, for its spare) leaves
+	 * them for the next owner; once the process ended they are dropped
+	 * with it (a spare that wrote and left is a crash). */
+	if (m->ready > m->taken && !m->bad && o->lines) {
+		o->lines(m->ud);
 		return;
 	}
 	if (m->ended) {
@@ -392,9 +437,7 @@ void agent_mcp_proc_stderr_tail(const agent_mcp_proc *m, char *buf, size_t cap)
 	n -= skip;
 	while (n > 0 && buf[n - 1] == '\n')
 		buf[--n] = '\0';
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)buf[i] < 0x20 && buf[i] != '\n' && buf[i] != '\t')
-			buf[i] = '?';
+	printable(buf, n);
 }
 
 void agent_mcp_proc_detach(agent_mcp_proc *m)

@@ -70,7 +70,8 @@ int agent_mcp_proc_write(agent_mcp_proc *m, const void *p, size_t n, sbx_err *er
 void agent_mcp_proc_close_stdin(agent_mcp_proc *m);
 
 /* The last whole lines of stderr, at most cap - 1 bytes, NUL-terminated,
- * lines joined by '\n', NULs and other control bytes but tab shown as '?'. */
+ * lines joined by '\n'; control bytes but tab, and every byte of what is
+ * not UTF-8, shown as '?' (the tail goes into str fields and JSON). */
 void agent_mcp_proc_stderr_tail(const agent_mcp_proc *m, char *buf, size_t cap);
 
 /* The owner leaves: the whole tree is killed, no owner call after this, the

@@ -40,10 +40,12 @@ def main():
                                           "nice": os.nice(0)}}
             out.write(json.dumps({"jsonrpc": "2.0", "id": msg.get("id"), "result": res}) + "\n")
         elif mode == "crash":
+            sys.stderr.buffer.write(b"not utf-8: \xff\xfe, a control byte: \x01\n")
             print("fatal: cannot handle %s" % msg.get("method"), file=sys.stderr, flush=True)
             sys.exit(3)
         elif mode == "garbage":
-            out.write("Server ready on stdio!\n")
+            out.flush()
+            sys.stdout.buffer.write(b"Server ready on stdio! \xff\n")
         elif mode == "long":
             n = int(sys.argv[2])
             out.write('{"jsonrpc":"2.0","id":1,"result":{"pad":"' + "a" * n + '"}}\n')
