@@ -297,7 +297,7 @@ static int hardlink_entry(ctx *x, const char *target, int dir, const char *base,
 		return sbx_err_set(err, -ENOMEM, "hard link");
 	int r = split_name("hard link target", target, tn, err);
 	if (r < 0)
-		return r;
+		return sbx_err_wrap(err, "'%.200s'", path);
 	if (tn->n == 0)
 		return sbx_err_set(err, -EPERM, "'%.200s': hard link to the layer's root", path);
 	SBX_AUTO_CLOSE int tdir = open_parent(x->root, tn, false, target, err);
