@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -115,7 +116,7 @@ class Images(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="sbx-it-img-")
         cls.ti = os.path.join(cls.tmp, "images")
-        subprocess.run([MAKE_IMAGES, cls.ti], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([MAKE_IMAGES, cls.ti, AGENT], check=True, stdout=subprocess.DEVNULL)
 
     @classmethod
     def tearDownClass(cls):
@@ -167,6 +168,29 @@ class Images(unittest.TestCase):
         layers = os.path.join(sup.state_dir, "store", "layers")
         self.assertEqual(len(os.listdir(layers)), 4)
         self.assertEqual(os.listdir(os.path.join(sup.state_dir, "store", "tmp")), [])
+
+    def test_image_with_its_own_agent(self):
+        sup = self.start("--import-image", self.ti + "/withagent",
+                         "--import-image", self.ti + "/oldagent", "--acquire-timeout", "20")
+        sb = sup.create(image="withagent")
+        # the image's agent runs: no bind of the host's over it
+        with open(os.path.join(sup.state_dir, "sandboxes", sb["id"], "bundle",
+                               "config.json")) as f:
+            mounts = [m["destination"] for m in json.load(f)["mounts"]]
+        self.assertNotIn("/.sbx/sandbox-agent", mounts)
+        self.assertIn("sandbox-agent/0.1.0", sup.log())
+        r = self.sh(sup, sb["id"], "id -u; echo $GREETING")
+        self.assertEqual(r["stdout"], "1234\nhello-from-image\n")
+        # an agent older than the supervisor serves: refused at handshake
+        st, _, r = sup.request("POST", "/v1/sandboxes", {"image": "oldagent"}, timeout=60)
+        self.assertEqual(st // 100, 5, r)
+        self.assertIn("sandbox-agent/0.0.1", r["error"]["message"])
+        self.assertIn("needs sandbox-agent/0.1.0 or newer", r["error"]["message"])
+        # its container goes (the destroy runs after the answer)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(h.containers_under(sup.state_dir)) > 1:
+            time.sleep(0.1)
+        self.assertEqual(len(h.containers_under(sup.state_dir)), 1)
 
     def test_unknown_image(self):
         sup = self.start()
