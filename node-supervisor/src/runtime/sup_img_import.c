@@ -225,7 +225,7 @@ static int ensure_layer(sup_img_store *s, int layout, const sup_img_desc *blob, 
 	SBX_AUTO_CLOSE int d = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	r = d < 0 ? sbx_err_sys(err, -errno, "layer folder") : sup_fs_mkdir(d, "root", 0755, 0, 0, 0, err);
 	SBX_AUTO_CLOSE int root = r < 0 ? -1 : openat(d, "root", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	sup_img_layer_info info;
+	sup_img_layer_info info = {0};
 	if (r == 0 && root < 0)
 		r = sbx_err_sys(err, -errno, "layer folder");
 	r = r ?: sup_img_layer_unpack(blob_fd, blob->hex[0] ? blob->hex : NULL, diff, root,
@@ -265,8 +265,8 @@ static int import_plan(sup_img_store *s, int layout, sup_img_plan *p, bool oci, 
 		       sup_img_imported *out, sbx_err *err)
 {
 	SBX_AUTO_FREE char *doc = NULL;
-	size_t len;
-	char hex[SUP_IMG_HEX_LEN + 1];
+	size_t len = 0;
+	char hex[SUP_IMG_HEX_LEN + 1] = "";
 	int r;
 	if (oci) {
 		if (p->manifest.size == -2) {
@@ -285,7 +285,7 @@ static int import_plan(sup_img_store *s, int layout, sup_img_plan *p, bool oci, 
 			return r;
 	}
 	r = read_doc(layout, p->config.path, oci ? p->config.hex : NULL, p->config.size, &doc, &len, hex, err);
-	sup_img_config cfg;
+	sup_img_config cfg = {0};
 	r = r ?: sup_img_parse_config(doc, len, &cfg, err);
 	if (r < 0)
 		return r;
@@ -332,8 +332,8 @@ static int import_layout(sup_img_store *s, int layout, const char *ref, sup_img_
 	SBX_AUTO_FREE char *doc = NULL;
 	if (!plans)
 		return sbx_err_set(err, -ENOMEM, "import");
-	size_t len, n = 0;
-	char hex[SUP_IMG_HEX_LEN + 1];
+	size_t len = 0, n = 0;
+	char hex[SUP_IMG_HEX_LEN + 1] = "";
 	bool oci = faccessat(layout, "index.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	int r;
 	if (oci) {

@@ -111,6 +111,7 @@ typedef struct name {
  * has neither). */
 static int split_name(const char *what, const char *path, name *nm, sbx_err *err)
 {
+	nm->n = 0;
 	if (!path)
 		return sbx_err_set(err, -EINVAL, "%s without a name", what);
 	if (path[0] == '/')
@@ -119,7 +120,6 @@ static int split_name(const char *what, const char *path, name *nm, sbx_err *err
 	if (len >= sizeof(nm->buf))
 		return sbx_err_set(err, -ENAMETOOLONG, "%s: name too long", what);
 	memcpy(nm->buf, path, len + 1);
-	nm->n = 0;
 	char *save = NULL;
 	for (char *c = strtok_r(nm->buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
 		if (strcmp(c, ".") == 0)

@@ -89,7 +89,7 @@ int sup_img_parse_index(const char *json, size_t len, sup_img_plan *plans, size_
 		return sbx_err_set(err, -EINVAL, "index.json: no manifests");
 	size_t i;
 	json_t *m;
-	json_array_foreach(ms, i, m) {
+	for (i = 0; i < json_array_size(ms) && (m = json_array_get(ms, i)); i++) {
 		const char *mt = json_string_value(json_object_get(m, "mediaType"));
 		bool index = mt && (strcmp(mt, MT_OCI_INDEX) == 0 || strcmp(mt, MT_DOCKER_LIST) == 0);
 		if (!mt || (!index && strcmp(mt, MT_OCI_MANIFEST) != 0 && strcmp(mt, MT_DOCKER_MANIFEST) != 0))
@@ -125,7 +125,8 @@ int sup_img_parse_platforms(const char *json, size_t len, sup_img_plan *plan, sb
 #endif
 	size_t i;
 	json_t *m;
-	json_array_foreach(json_object_get(j, "manifests"), i, m) {
+	json_t *ms = json_object_get(j, "manifests");
+	for (i = 0; i < json_array_size(ms) && (m = json_array_get(ms, i)); i++) {
 		json_t *pf = json_object_get(m, "platform");
 		const char *os = json_string_value(json_object_get(pf, "os"));
 		const char *a = json_string_value(json_object_get(pf, "architecture"));
@@ -155,7 +156,7 @@ int sup_img_parse_manifest(const char *json, size_t len, sup_img_plan *plan, sbx
 	plan->nlayers = 0;
 	size_t i;
 	json_t *l;
-	json_array_foreach(ls, i, l) {
+	for (i = 0; i < json_array_size(ls) && (l = json_array_get(ls, i)); i++) {
 		const char *mt = json_string_value(json_object_get(l, "mediaType"));
 		bool known = false;
 		for (size_t k = 0; mt && k < sizeof(layer_types) / sizeof(layer_types[0]); k++)
@@ -204,7 +205,7 @@ static int parse_config(json_t *j, sup_img_config *out, sbx_err *err)
 		return sbx_err_set(err, -EINVAL, "config: rootfs.diff_ids missing or over %d", SUP_IMG_MAX_LAYERS);
 	size_t i;
 	json_t *v;
-	json_array_foreach(ids, i, v) {
+	for (i = 0; i < json_array_size(ids) && (v = json_array_get(ids, i)); i++) {
 		int r = sup_img_digest_parse("config: diff_id", json_string_value(v), out->diff_ids[i], err);
 		if (r < 0)
 			return r;
@@ -222,7 +223,7 @@ static int parse_config(json_t *j, sup_img_config *out, sbx_err *err)
 		out->env = calloc(json_array_size(env) + 1, sizeof(char *));
 		if (!out->env)
 			return sbx_err_set(err, -ENOMEM, "config");
-		json_array_foreach(env, i, v) {
+		for (i = 0; i < json_array_size(env) && (v = json_array_get(env, i)); i++) {
 			const char *s = json_string_value(v);
 			const char *eq = s ? strchr(s, '=') : NULL;
 			if (!s || !eq || eq == s || strlen(s) != json_string_length(v) || strlen(s) > 32768)
@@ -284,7 +285,7 @@ int sup_img_parse_docker(const char *json, size_t len, sup_img_plan *plans, size
 		return sbx_err_set(err, -EINVAL, "manifest.json: not a list of images");
 	size_t i;
 	json_t *m;
-	json_array_foreach(j, i, m) {
+	for (i = 0; i < json_array_size(j) && (m = json_array_get(j, i)); i++) {
 		if (*n == cap)
 			return sbx_err_set(err, -E2BIG, "manifest.json: more than %zu images", cap);
 		sup_img_plan *p = &plans[(*n)++];
@@ -297,14 +298,14 @@ int sup_img_parse_docker(const char *json, size_t len, sup_img_plan *plans, size
 			return sbx_err_set(err, -EINVAL, "manifest.json: Layers missing or over %d", SUP_IMG_MAX_LAYERS);
 		size_t k;
 		json_t *l;
-		json_array_foreach(ls, k, l) {
+		for (k = 0; k < json_array_size(ls) && (l = json_array_get(ls, k)); k++) {
 			r = docker_path("layer", json_string_value(l), &p->layers[p->nlayers++], err);
 			if (r < 0)
 				return r;
 		}
 		json_t *tags = json_object_get(m, "RepoTags");
 		json_t *t;
-		json_array_foreach(tags, k, t)
+		for (k = 0; k < json_array_size(tags) && (t = json_array_get(tags, k)); k++)
 			add_ref(p, json_string_value(t));
 	}
 	return 0;

@@ -101,10 +101,11 @@ static int record_parse(const char *text, size_t len, sup_image *im, sbx_err *er
 	snprintf(im->digest, sizeof(im->digest), "%s", digest);
 	size_t i;
 	json_t *v;
-	json_array_foreach(json_object_get(j, "refs"), i, v)
+	json_t *refs = json_object_get(j, "refs"), *layers = json_object_get(j, "layers");
+	for (i = 0; i < json_array_size(refs) && (v = json_array_get(refs, i)); i++)
 		if (im->nrefs < SUP_IMG_MAX_REFS && json_is_string(v) && sup_img_ref_ok(json_string_value(v)))
 			snprintf(im->refs[im->nrefs++], SUP_IMG_REF_MAX + 1, "%s", json_string_value(v));
-	json_array_foreach(json_object_get(j, "layers"), i, v) {
+	for (i = 0; i < json_array_size(layers) && (v = json_array_get(layers, i)); i++) {
 		if (im->nlayers == SUP_IMG_MAX_LAYERS || !json_is_string(v) || !sup_img_is_hex(json_string_value(v)))
 			return sbx_err_set(err, -EINVAL, "image record %s: bad layer list", digest);
 		snprintf(im->layers[im->nlayers++], SUP_IMG_HEX_LEN + 1, "%s", json_string_value(v));
@@ -113,7 +114,7 @@ static int record_parse(const char *text, size_t len, sup_image *im, sbx_err *er
 	im->env = calloc(json_array_size(env) + 1, sizeof(char *));
 	if (!im->env)
 		return sbx_err_set(err, -ENOMEM, "image record");
-	json_array_foreach(env, i, v)
+	for (i = 0; i < json_array_size(env) && (v = json_array_get(env, i)); i++)
 		if (json_is_string(v) && (im->env[im->nenv] = strdup(json_string_value(v))))
 			im->nenv++;
 	const char *wd = json_string_value(json_object_get(j, "workdir"));
@@ -175,7 +176,7 @@ static sup_image *find_locked(sup_img_store *s, const char *name)
 
 static int add_locked(sup_img_store *s, sup_image *im)
 {
-	if (s->n == s->cap) {
+	if (s->n == s->cap || !s->images) {
 		size_t cap = s->cap ? s->cap * 2 : 16;
 		sup_image *v = realloc(s->images, cap * sizeof(*v));
 		if (!v)
