@@ -93,27 +93,8 @@ static int stage_member(struct archive *a, int stage, const char *name, const ch
 	SBX_AUTO_CLOSE int fd = openat(stage, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return sbx_err_sys(err, -errno, "stage %s", name);
-	const void *buf;
-	size_t len;
-	la_int64_t off;
-	int r;
-	while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
-		*total += len;
-		if (*total > max)
-			return sbx_err_set(err, -EFBIG, "the image is larger than %llu bytes",
-					   (unsigned long long)max);
-		for (size_t done = 0; done < len;) {
-			ssize_t n = pwrite(fd, (const char *)buf + done, len - done, off + (off_t)done);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				return sbx_err_sys(err, n < 0 ? -errno : -EIO, "stage %s", name);
-			done += (size_t)n;
-		}
-	}
-	if (r != ARCHIVE_EOF)
-		return sbx_err_set(err, -EBADMSG, "%s: %s", name, archive_error_string(a));
-	return 0;
+	int r = sup_img_copy_data(a, fd, total, max, name, err);
+	return r < 0 ? sbx_err_wrap(err, "the image archive (at most %llu bytes)", (unsigned long long)max) : 0;
 }
 
 static int stage_stream(sup_img_store *s, src *in, int stage, sbx_err *err)

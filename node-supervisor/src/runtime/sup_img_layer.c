@@ -195,30 +195,29 @@ static mode_t keep_mode(ctx *x, mode_t mode)
 	return mode & 07777;
 }
 
-static int write_data(ctx *x, int fd, const char *path, sbx_err *err)
+int sup_img_copy_data(struct archive *a, int fd, uint64_t *total, uint64_t max, const char *member,
+		      sbx_err *err)
 {
 	const void *buf;
 	size_t len;
 	la_int64_t off;
 	int r;
-	while ((r = archive_read_data_block(x->in, &buf, &len, &off)) == ARCHIVE_OK) {
-		if (off < 0 || (uint64_t)off + len > x->lim->max_layer_bytes)
-			return sbx_err_set(err, -EFBIG, "'%.200s': past the layer size limit", path);
-		x->info->bytes += len;
-		if (x->info->bytes > x->lim->max_layer_bytes)
-			return sbx_err_set(err, -EFBIG, "layer larger than %llu bytes",
-					   (unsigned long long)x->lim->max_layer_bytes);
+	while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
+		*total += len;
+		if (off < 0 || (uint64_t)off + len > max || *total > max)
+			return sbx_err_set(err, -EFBIG, "'%.200s': larger than %llu bytes", member,
+					   (unsigned long long)max);
 		for (size_t done = 0; done < len;) {
 			ssize_t n = pwrite(fd, (const char *)buf + done, len - done, off + (off_t)done);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0)
-				return sbx_err_sys(err, n < 0 ? -errno : -EIO, "'%.200s': write", path);
+				return sbx_err_sys(err, n < 0 ? -errno : -EIO, "'%.200s': write", member);
 			done += (size_t)n;
 		}
 	}
 	if (r != ARCHIVE_EOF)
-		return sbx_err_set(err, -EIO, "'%.200s': %s", path, archive_error_string(x->in));
+		return sbx_err_set(err, -EBADMSG, "'%.200s': %s", member, archive_error_string(a));
 	return 0;
 }
 
@@ -236,7 +235,7 @@ static int regular(ctx *x, struct archive_entry *e, int dir, const char *base, c
 	SBX_AUTO_CLOSE int fd = openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return sbx_err_sys(err, -errno, "'%.200s': create", path);
-	r = write_data(x, fd, path, err);
+	r = sup_img_copy_data(x->in, fd, &x->info->bytes, x->lim->max_layer_bytes, path, err);
 	if (r < 0)
 		return r;
 	if (ftruncate(fd, size) < 0)

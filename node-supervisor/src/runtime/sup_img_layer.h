@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <archive.h>
+
 #include "sbx/err.h"
 
 typedef struct sup_img_limits {
@@ -44,5 +46,11 @@ typedef struct sup_img_layer_info {
  * config's diff_id). */
 int sup_img_layer_unpack(int blob_fd, const char *blob_hex, const char *diff_hex, int dest_fd,
 			 const sup_img_limits *lim, sup_img_layer_info *info, sbx_err *err);
+
+/* Write the data of a's current member into fd (sparse members by their
+ * offsets); *total counts the bytes, past max the member is refused
+ * (-EFBIG). Shared with the import's staging. */
+int sup_img_copy_data(struct archive *a, int fd, uint64_t *total, uint64_t max, const char *member,
+		      sbx_err *err);
 
 #endif

@@ -39,6 +39,20 @@ static int load(const char *what, const char *text, size_t len, json_t **out, sb
 	return 0;
 }
 
+/* A document whose list (key's value, or the whole document for NULL) has
+ * at least one entry. */
+static int load_list(const char *what, const char *text, size_t len, const char *key, json_t **doc,
+		     json_t **list, sbx_err *err)
+{
+	int r = load(what, text, len, doc, err);
+	if (r < 0)
+		return r;
+	*list = key ? json_object_get(*doc, key) : *doc;
+	if (!json_is_array(*list) || json_array_size(*list) == 0)
+		return sbx_err_set(err, -EINVAL, "%s: no %s", what, key ? key : "images");
+	return 0;
+}
+
 bool sup_img_ref_ok(const char *ref)
 {
 	size_t n = strlen(ref);
@@ -81,12 +95,10 @@ int sup_img_parse_index(const char *json, size_t len, sup_img_plan *plans, size_
 {
 	*n = 0;
 	AUTO_JSON json_t *j = NULL;
-	int r = load("index.json", json, len, &j, err);
+	json_t *ms;
+	int r = load_list("index.json", json, len, "manifests", &j, &ms, err);
 	if (r < 0)
 		return r;
-	json_t *ms = json_object_get(j, "manifests");
-	if (!json_is_array(ms) || json_array_size(ms) == 0)
-		return sbx_err_set(err, -EINVAL, "index.json: no manifests");
 	size_t i;
 	json_t *m;
 	for (i = 0; i < json_array_size(ms) && (m = json_array_get(ms, i)); i++) {
@@ -278,14 +290,13 @@ int sup_img_parse_docker(const char *json, size_t len, sup_img_plan *plans, size
 {
 	*n = 0;
 	AUTO_JSON json_t *j = NULL;
-	int r = load("manifest.json", json, len, &j, err);
+	json_t *list;
+	int r = load_list("manifest.json", json, len, NULL, &j, &list, err);
 	if (r < 0)
 		return r;
-	if (!json_is_array(j) || json_array_size(j) == 0)
-		return sbx_err_set(err, -EINVAL, "manifest.json: not a list of images");
 	size_t i;
 	json_t *m;
-	for (i = 0; i < json_array_size(j) && (m = json_array_get(j, i)); i++) {
+	for (i = 0; i < json_array_size(list) && (m = json_array_get(list, i)); i++) {
 		if (*n == cap)
 			return sbx_err_set(err, -E2BIG, "manifest.json: more than %zu images", cap);
 		sup_img_plan *p = &plans[(*n)++];
