@@ -118,7 +118,7 @@ static void test_bad_flags(void **state)
 		{ "--agent-max-waiting", "x" },     { "--agent-max-queued", "1K" },
 		{ "--agent-idle-timeout", "1e9" },
 		{ "--pool", "gvisor" },             { "--pool", "gvisor:host" },
-		{ "--pool", "kata:host=1" },        { "--pool", "gvisor:ubuntu=1" },
+		{ "--pool", "kata:host=1" },        { "--pool", "gvisor:../ubuntu=1" },
 		{ "--pool", "gvisor:host=x" },      { "--pool", "gvisor:host=257" },
 		{ "--pool", "host=2" },             { "--pool", ":host=2" },
 		{ "--runsc-platform", "kvm2" },
