@@ -192,6 +192,17 @@ class Images(unittest.TestCase):
             time.sleep(0.1)
         self.assertEqual(len(h.containers_under(sup.state_dir)), 1)
 
+    @unittest.skipUnless(shutil.which("runsc"), "runsc is not installed")
+    def test_gvisor_isolation(self):
+        sup = self.start("--import-image", self.ti + "/multi")
+        st, _, sb = sup.request("POST", "/v1/sandboxes", {"image": "multi", "isolation": "gvisor"},
+                                timeout=120)
+        self.assertEqual(st, 201, sb)
+        r = self.sh(sup, sb["id"], "ls /data; echo --; ls -a /opq")
+        self.assertEqual(r["stdout"], "kept\ntop\n--\n.\n..\nnew\n", r)
+        st, _, _ = sup.request("DELETE", "/v1/sandboxes/" + sb["id"], timeout=60)
+        self.assertEqual(st // 100, 2)
+
     def test_unknown_image(self):
         sup = self.start()
         st, _, r = sup.request("POST", "/v1/sandboxes", {"image": "nope:latest"})
