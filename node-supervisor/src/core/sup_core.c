@@ -247,6 +247,12 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_create_req *req, sbx_err *err
 		sup_error("sandbox %s: network policy: %s", sb->id, err->msg);
 		rc = err->code = -EIO; /* ours, not the client's */
 	}
+	/* the image's Env under the request's */
+	const sup_env *image_env;
+	const char *image_user, *image_workdir;
+	sup_pools_image_config(sb, &image_env, &image_user, &image_workdir);
+	if (rc == 0 && sup_env_under(&sb->env, image_env) < 0)
+		rc = sbx_err_set(err, -ENOMEM, "out of memory");
 	sb->expiry = rc < 0 ? NULL : evtimer_new(c->base, on_expiry, sb);
 	if (!sb->expiry || !tsearch(sb, &c->index, cmp_id)) {
 		if (sb->expiry)
@@ -562,6 +568,15 @@ static sup_sandbox *command_sandbox(sup_core *c, const char *id, sup_exec_spec *
 		return NULL;
 	}
 	spec->x.allow_root = c->cfg.allow_root;
+	/* the image's User (when not root) and WorkingDir are the defaults */
+	const sup_env *image_env;
+	const char *image_user, *image_workdir;
+	sup_pools_image_config(sb, &image_env, &image_user, &image_workdir);
+	if ((!spec->x.user && image_user && !(spec->x.user = strdup(image_user))) ||
+	    (!spec->x.cwd && image_workdir && !(spec->x.cwd = strdup(image_workdir)))) {
+		sbx_err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
 	return sb;
 }
 

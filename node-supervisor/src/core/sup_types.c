@@ -36,6 +36,34 @@ int sup_env_copy(const sup_env *src, sup_env *dst)
 	return 0;
 }
 
+int sup_env_under(sup_env *e, const sup_env *base)
+{
+	if (base->n == 0)
+		return 0;
+	sup_kv *v = calloc(e->n + base->n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < base->n; i++) {
+		if (sup_env_has(e, base->v[i].key))
+			continue;
+		v[n].key = strdup(base->v[i].key);
+		v[n].val = strdup(base->v[i].val);
+		if (!v[n].key || !v[n].val) {
+			sup_env tmp = { v, n + 1 };
+			sup_env_free(&tmp);
+			return -ENOMEM;
+		}
+		n++;
+	}
+	if (e->n)
+		memcpy(v + n, e->v, e->n * sizeof(*v));
+	free(e->v);
+	e->v = v;
+	e->n += n;
+	return 0;
+}
+
 bool sup_env_has(const sup_env *e, const char *key)
 {
 	for (size_t i = 0; i < e->n; i++)

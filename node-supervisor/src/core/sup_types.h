@@ -21,13 +21,16 @@ typedef sbx_proto_env sup_env;
 void sup_env_free(sup_env *e);
 /* Deep copy. Returns 0 or -ENOMEM. */
 int sup_env_copy(const sup_env *src, sup_env *dst);
+/* Put base's entries under e's: those e lacks join it, first. -ENOMEM
+ * leaves e as it was. */
+int sup_env_under(sup_env *e, const sup_env *base);
 /* True if key is set in e. */
 bool sup_env_has(const sup_env *e, const char *key);
 
 /* One warm pool: sandboxes of image run with isolation, size kept ready
  * (0: every create of that pair is cold). */
 typedef struct sup_pool_spec {
-	const char *image; /* "host" or the absolute path of a rootfs */
+	const char *image; /* "host", the absolute path of a rootfs, or a store name */
 	sup_isolation isolation;
 	unsigned size;
 } sup_pool_spec;
