@@ -6,7 +6,8 @@ openat2, pidfd_open, /proc/<pid>/task/<tid>/children and others are missing.
     runsc_exec.py [--env K=V ...] -- COMMAND [ARGS...]
 
 The sandbox sees the host's file system read-only (so the build tree and
-its libraries are there), a fresh /tmp (tmpfs, writable), its own /proc and
+its libraries are there), a fresh /tmp (tmpfs, writable; the repository
+and the command's folder bound again read-only when they lie below /tmp), its own /proc and
 /dev, no network but loopback. Inside, the command is root with every
 capability: they are gVisor's, not the host's (the test makes PID and mount
 namespaces and mounts of its own, as on the host). The bundle, the runsc
@@ -75,6 +76,17 @@ def main():
             "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
         },
     }
+    # What the fresh /tmp hides must still be seen: the build tree and the
+    # sources live under /tmp when the repository was cloned there (CI's
+    # clean clone), so they are bound again, read-only, over the tmpfs.
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    seen = []
+    for path in (here, os.path.dirname(os.path.realpath(cmd[0]))):
+        if (path == "/tmp" or path.startswith("/tmp/")) and \
+                not any(path == p or path.startswith(p + "/") for p in seen):
+            seen.append(path)
+            config["mounts"].append({"destination": path, "type": "bind", "source": path,
+                                     "options": ["rbind", "ro"]})
     with open(os.path.join(bundle, "config.json"), "w") as f:
         json.dump(config, f)
     base = [RUNSC, "--root", root, "--platform=ptrace", "--network=none", "--ignore-cgroups"]
