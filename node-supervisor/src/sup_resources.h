@@ -53,6 +53,13 @@ int sup_resources_check_max(const char *what, const sup_resources *r, const sup_
 int sup_resources_from_json(const struct json_t *v, const sup_resources *def,
 			    const sup_resources *max, sup_resources *out, sbx_err *err);
 
+/* One figure named key ("cpus", "memory", "pids", "disk") from a JSON value
+ * as a create's resources take it, without a sandbox's floor or ceiling: a
+ * total of several sandboxes (a tenant's quota). cpus in thousandths. name
+ * is how messages call the value ("tenants.a.quota.cpus"). */
+int sup_resources_total_from_json(const char *key, const struct json_t *v, const char *name,
+				  uint64_t *out, sbx_err *err);
+
 /* {"cpus": 0.5, "memory": <bytes>, "pids": 256, "disk": <bytes>} */
 struct json_t *sup_resources_to_json(const sup_resources *r);
 
