@@ -52,6 +52,7 @@ struct rq {
 	sup_stream *stream;    /* a streamed reply in progress */
 	uint64_t streamed[2];  /* stdout, stderr bytes streamed */
 	struct event *gone;    /* peer hung up while waiting */
+	const sup_tenant *who; /* the token's tenant, held until the request ends */
 	bool in_call;
 	bool replied;
 	bool linked;           /* in h->waiting */
@@ -136,6 +137,7 @@ static void rq_free(rq *r)
 		TAILQ_REMOVE(&r->h->waiting, r, link);
 	if (r->gone)
 		event_free(r->gone);
+	sup_tenant_release(r->who);
 	free(r);
 }
 
@@ -252,7 +254,7 @@ static void h_list(rq *r, const char *id)
 		rq_error(r, 500, "internal", "out of memory");
 		return;
 	}
-	sup_core_list(r->h->core, add_view, arr);
+	sup_core_list(r->h->core, r->who, add_view, arr);
 	rq_reply(r, 200, json_pack("{s:o}", "sandboxes", arr));
 }
 
@@ -261,7 +263,7 @@ static void h_get(rq *r, const char *id)
 	sup_sandbox_view v;
 	sbx_err err;
 	sbx_err_clear(&err);
-	if (sup_core_get(r->h->core, id, &v, &err) < 0) {
+	if (sup_core_get(r->h->core, r->who, id, &v, &err) < 0) {
 		rq_err(r, &err);
 		return;
 	}
@@ -312,7 +314,7 @@ static void h_create(rq *r, const char *id)
 	}
 	sup_op *op = NULL;
 	rq_before_call(r);
-	int rc = sup_core_create(r->h->core, &cr, create_done, r, &op, &err);
+	int rc = sup_core_create(r->h->core, r->who, &cr, create_done, r, &op, &err);
 	sup_create_req_free(&cr);
 	rq_after_call(r, rc, op, &err);
 }
@@ -333,7 +335,7 @@ static void h_delete(rq *r, const char *id)
 	sbx_err err;
 	sbx_err_clear(&err);
 	rq_before_call(r);
-	int rc = sup_core_delete(r->h->core, id, delete_done, r, &op, &err);
+	int rc = sup_core_delete(r->h->core, r->who, id, delete_done, r, &op, &err);
 	rq_after_call(r, rc, op, &err);
 }
 
@@ -392,6 +394,7 @@ static void rq_stream_finish(rq *r, int status)
 	sup_stream_end(r->stream);
 	r->stream = NULL;
 	rq_unwait(r);
+	sup_tenant_release(r->who);
 	free(r);
 }
 
@@ -668,7 +671,13 @@ static void on_request(struct evhttp_request *req, void *arg)
 	if (needs_auth(path)) {
 		const char *auth =
 			evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-		if (!sup_token_check_bearer(h->cfg.token, auth)) {
+		const char *tok = NULL;
+		size_t tok_len = 0;
+		const sup_tenant *who = sup_token_bearer(auth, &tok, &tok_len)
+						? sup_tenants_auth(*h->cfg.tenants, tok, tok_len)
+						: NULL;
+		r->who = who ? sup_tenant_hold(who) : NULL;
+		if (!r->who) {
 			evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
 					  "Bearer realm=\"sbx\"");
 			rq_error(r, 401, "unauthorized",
@@ -694,6 +703,11 @@ static void on_request(struct evhttp_request *req, void *arg)
 	if (strstr(rt->pattern, "{id}") && !sup_api_valid_id(id)) {
 		snprintf(msg, sizeof(msg), "no sandbox %.64s", id);
 		rq_error(r, 404, "not_found", msg);
+		return;
+	}
+	sbx_err oerr;
+	if (strstr(rt->pattern, "{id}") && sup_core_check_owner(h->core, r->who, id, &oerr) < 0) {
+		rq_error(r, 404, "not_found", oerr.msg);
 		return;
 	}
 	rt->handler(r, id); /* owns r from here */

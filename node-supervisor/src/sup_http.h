@@ -20,7 +20,7 @@ typedef struct sup_http sup_http;
 typedef struct sup_http_cfg {
 	const char *host;
 	uint16_t port;        /* 0: any free port; see sup_http_port */
-	const char *token;
+	sup_tenants *const *tenants; /* the set in force (main swaps it on SIGHUP) */
 	size_t max_body;
 	sup_api_limits limits;
 	sup_files *files;     /* the file API; NULL: its routes answer 501 */

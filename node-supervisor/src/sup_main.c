@@ -24,6 +24,7 @@
 #include "sup_policy.h"
 #include "sup_pool.h"
 #include "sup_runc.h"
+#include "sup_tenants.h"
 #include "sup_token.h"
 #include "sup_workers.h"
 
@@ -34,6 +35,10 @@ typedef struct sup_main {
 	sup_http *http;
 	sup_core *core;
 	bool stopping;
+	const char *tenants_file;
+	sup_tenants_node node;     /* what tenants leave to the supervisor */
+	sup_tenants *tenants;      /* the set in force; swapped on SIGHUP */
+	struct event *sig_hup;
 	bool drained;
 	struct event *sig_term, *sig_int, *grace;
 } sup_main;
@@ -145,8 +150,50 @@ static void on_signal(evutil_socket_t sig, short what, void *ud)
 	sup_core_shutdown(m->core, on_drained, m);
 }
 
+static void on_hup(evutil_socket_t sig, short what, void *ud)
+{
+	sup_main *m = ud;
+	(void)sig;
+	(void)what;
+	if (m->tenants_file)
+		sup_tenants_reload(m->tenants_file, &m->node, &m->tenants);
+	else
+		sup_info("SIGHUP: no --tenants file to reload");
+}
+
+/* sandbox-supervisor hash-token [TOKEN]: the form a tenants file keeps a
+ * token in. Without an argument the token is read from stdin (so it stays
+ * out of the shell's history and the process list). */
+static int hash_token(int argc, char **argv)
+{
+	char line[1024];
+	const char *t = argc > 2 ? argv[2] : NULL;
+	if (argc > 3) {
+		fprintf(stderr, "usage: sandbox-supervisor hash-token [TOKEN] (or the token on stdin)\n");
+		return 2;
+	}
+	if (!t) {
+		if (!fgets(line, sizeof(line), stdin)) {
+			fprintf(stderr, "sandbox-supervisor hash-token: no token on stdin\n");
+			return 2;
+		}
+		line[strcspn(line, "\r\n")] = '\0';
+		t = line;
+	}
+	char out[SUP_TOKEN_HASH_TEXT_LEN + 1];
+	sbx_err err;
+	if (!t[0] || sup_token_hash_text(t, strlen(t), out, &err) < 0) {
+		fprintf(stderr, "sandbox-supervisor hash-token: %s\n", t[0] ? err.msg : "empty token");
+		return 2;
+	}
+	printf("%s\n", out);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "hash-token") == 0)
+		return hash_token(argc, argv);
 	sup_config cfg;
 	sbx_err err;
 	sbx_err_clear(&err);
@@ -193,7 +240,19 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	snprintf(token_path, sizeof(token_path), "%s/token", cfg.state_dir);
-	if (cfg.token) {
+	m.node = (sup_tenants_node){ .policy = policy,
+				     .allow_root = cfg.allow_root,
+				     .max_timeout_s = cfg.max_timeout_s,
+				     .res_default = cfg.res_default,
+				     .res_max = cfg.res_max,
+				     .isolations = sup_isolation_names,
+				     .nisolations = SUP_ISO_N };
+	m.tenants_file = cfg.tenants_file;
+	if (cfg.tenants_file) {
+		if (sup_tenants_load_file(cfg.tenants_file, &m.node, &m.tenants, &err) < 0)
+			goto fail;
+		sup_info("tenants: %zu from %s", sup_tenants_count(m.tenants), cfg.tenants_file);
+	} else if (cfg.token) {
 		token = strdup(cfg.token);
 		if (!token) {
 			sbx_err_set(&err, -ENOMEM, "token");
@@ -205,6 +264,8 @@ int main(int argc, char **argv)
 			goto fail;
 		sup_info("API token %s %s", created ? "created in" : "read from", token_path);
 	}
+	if (token && sup_tenants_single(token, &m.node, &m.tenants, &err) < 0)
+		goto fail;
 
 	/* Every sandbox is made with the default limits; acquire gives it its
 	 * request's (sup_pools_acquire). */
@@ -259,7 +320,6 @@ int main(int argc, char **argv)
 		.max_output = cfg.max_output,
 		.max_output_total = cfg.max_output_total,
 		.max_execs = cfg.max_execs,
-		.allow_root = cfg.allow_root,
 	};
 	m.core = sup_core_new(base, NULL, &ccfg, &err);
 	if (!m.core)
@@ -294,7 +354,7 @@ int main(int argc, char **argv)
 		.files = files,
 		.host = cfg.listen_host,
 		.port = cfg.listen_port,
-		.token = token,
+		.tenants = &m.tenants,
 		.max_body = cfg.max_body,
 		.limits = { .default_timeout_s = cfg.default_timeout_s,
 			    .max_timeout_s = cfg.max_timeout_s,
@@ -306,9 +366,11 @@ int main(int argc, char **argv)
 		goto fail;
 	m.sig_term = evsignal_new(base, SIGTERM, on_signal, &m);
 	m.sig_int = evsignal_new(base, SIGINT, on_signal, &m);
+	m.sig_hup = evsignal_new(base, SIGHUP, on_hup, &m);
 	m.grace = evtimer_new(base, on_grace_over, &m);
-	if (!m.sig_term || !m.sig_int || !m.grace || evsignal_add(m.sig_term, NULL) < 0 ||
-	    evsignal_add(m.sig_int, NULL) < 0) {
+	if (!m.sig_term || !m.sig_int || !m.sig_hup || !m.grace ||
+	    evsignal_add(m.sig_term, NULL) < 0 || evsignal_add(m.sig_int, NULL) < 0 ||
+	    evsignal_add(m.sig_hup, NULL) < 0) {
 		sbx_err_set(&err, -ENOMEM, "signal events");
 		goto fail;
 	}
@@ -318,11 +380,14 @@ int main(int argc, char **argv)
 	bool v6 = strchr(h, ':') != NULL;
 	printf("sandbox-supervisor: listening on http://%s%s%s:%u\n", v6 ? "[" : "", h, v6 ? "]" : "",
 	       (unsigned)sup_http_port(m.http));
-	if (cfg.token)
+	if (cfg.tenants_file)
+		printf("sandbox-supervisor: %zu tenants from %s\n", sup_tenants_count(m.tenants),
+		       cfg.tenants_file);
+	else if (cfg.token)
 		printf("sandbox-supervisor: token given by --token\n");
 	else
 		printf("sandbox-supervisor: token in %s\n", token_path);
-	if (cfg.print_example) {
+	if (cfg.print_example && token) {
 		char url[300];
 		snprintf(url, sizeof(url), "http://%s%s%s:%u", v6 ? "[" : "", h, v6 ? "]" : "",
 			 (unsigned)sup_http_port(m.http));
@@ -358,6 +423,8 @@ cleanup:
 		event_free(m.sig_term);
 	if (m.sig_int)
 		event_free(m.sig_int);
+	if (m.sig_hup)
+		event_free(m.sig_hup);
 	if (m.grace)
 		event_free(m.grace);
 	/* Workers first: a job still running (grace ran out) must finish
@@ -366,6 +433,7 @@ cleanup:
 	sup_pools_free(pools);
 	sup_core_free(m.core);
 	sup_files_free(files);
+	sup_tenants_unref(m.tenants);
 	sup_policy_free(policy);
 	if (base)
 		event_base_free(base);

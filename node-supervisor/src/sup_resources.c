@@ -341,8 +341,9 @@ int sup_resources_total_from_json(const char *key, const json_t *v, const char *
 }
 
 int sup_resources_from_json(const json_t *v, const sup_resources *def, const sup_resources *max,
-			    sup_resources *out, sbx_err *err)
+			    sup_resources *out, unsigned *given, sbx_err *err)
 {
+	unsigned seen = 0;
 	if (!json_is_object(v))
 		return sbx_err_set(err, -EINVAL,
 				   "field \"resources\": want an object of cpus, memory, pids, disk");
@@ -360,12 +361,22 @@ int sup_resources_from_json(const json_t *v, const sup_resources *def, const sup
 		int rc = set_from_json((enum field)f, val, &r, err);
 		if (rc < 0)
 			return rc;
+		seen |= 1u << f;
 	}
 	int rc = check_max("field \"resources.", "\"", &r, max, err);
 	if (rc < 0)
 		return rc;
 	*out = r;
+	if (given)
+		*given = seen;
 	return 0;
+}
+
+void sup_resources_take(sup_resources *dst, const sup_resources *src, unsigned which)
+{
+	for (int f = 0; f < F_N; f++)
+		if (which & (1u << f))
+			set_field(dst, (enum field)f, field_value(src, (enum field)f));
 }
 
 json_t *sup_resources_to_json(const sup_resources *r)

@@ -2,12 +2,14 @@
 #include "sup_tenants.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sbx/cleanup.h"
+#include "sup_log.h"
 
 struct sup_tenants {
 	unsigned refs; /* the loader's, plus one per hold */
@@ -213,7 +215,7 @@ static int parse_tenant(const char *name, const json_t *obj, const sup_tenants_n
 	}
 	if (rc == 0 && (v = FIELD("default_resources"))) {
 		rc = sup_resources_from_json(v, &node->res_default, &node->res_max, &t->res_default,
-					     err);
+					     NULL, err);
 		if (rc < 0)
 			sbx_err_wrap(err, "%s", fw);
 	}
@@ -297,6 +299,22 @@ int sup_tenants_load_file(const char *file, const sup_tenants_node *node, sup_te
 	size_t len;
 	int rc = sup_policy_read_file(file, "tenants", &buf, &len, err);
 	return rc < 0 ? rc : sup_tenants_load_json(buf, len, file, node, out, err);
+}
+
+int sup_tenants_reload(const char *file, const sup_tenants_node *node, sup_tenants **cur)
+{
+	sup_tenants *ts = NULL;
+	sbx_err err;
+	int rc = sup_tenants_load_file(file, node, &ts, &err);
+	if (rc < 0) {
+		sup_error("tenants: reload refused, the %zu tenants in force stay: %s",
+			  sup_tenants_count(*cur), err.msg);
+		return rc;
+	}
+	sup_tenants_unref(*cur);
+	*cur = ts;
+	sup_info("tenants: reloaded %s: %zu tenants", file, ts->n);
+	return 0;
 }
 
 int sup_tenants_single(const char *token, const sup_tenants_node *node, sup_tenants **out,
@@ -384,4 +402,64 @@ bool sup_tenant_may_image(const sup_tenant *t, const char *image)
 bool sup_tenant_may_isolation(const sup_tenant *t, unsigned isolation)
 {
 	return isolation < 32 && (t->isolations & (1u << isolation));
+}
+
+/* ---- quotas ---- */
+
+static const struct quota_fig {
+	unsigned bit;
+	const char *name;
+	size_t off; /* in sup_quota */
+} quota_figs[] = {
+	{ SUP_QUOTA_SANDBOXES, "sandboxes", offsetof(sup_quota, sandboxes) },
+	{ SUP_QUOTA_CPUS, "cpus", offsetof(sup_quota, cpu_milli) },
+	{ SUP_QUOTA_MEMORY, "memory", offsetof(sup_quota, memory) },
+	{ SUP_QUOTA_DISK, "disk", offsetof(sup_quota, disk) },
+};
+
+void sup_quota_add(sup_quota *held, const sup_resources *r)
+{
+	held->sandboxes++;
+	held->cpu_milli += r->cpu_milli;
+	held->memory += r->memory;
+	held->disk += r->disk;
+}
+
+static uint64_t fig_of(const sup_quota *q, size_t i)
+{
+	return *(const uint64_t *)((const char *)q + quota_figs[i].off);
+}
+
+/* A figure as the file writes it: a count, CPUs, a size. */
+static void format_fig(unsigned bit, uint64_t v, char *buf, size_t size)
+{
+	if (bit == SUP_QUOTA_CPUS)
+		sup_resources_format_cpus((uint32_t)(v > UINT32_MAX ? UINT32_MAX : v), buf, size);
+	else if (bit == SUP_QUOTA_SANDBOXES)
+		snprintf(buf, size, "%" PRIu64, v);
+	else
+		sup_resources_format_size(v, buf, size);
+}
+
+int sup_quota_check(const sup_tenant *t, const sup_quota *held, const sup_resources *want,
+		    const char **figure, sbx_err *err)
+{
+	sup_quota ask = { 0 };
+	sup_quota_add(&ask, want);
+	for (size_t i = 0; i < sizeof(quota_figs) / sizeof(quota_figs[0]); i++) {
+		unsigned bit = quota_figs[i].bit;
+		uint64_t h = fig_of(held, i), a = fig_of(&ask, i), most = fig_of(&t->quota, i);
+		if (!(t->quota.set & bit) || h + a <= most)
+			continue;
+		char hs[24], as[24], ms[24], os[24];
+		format_fig(bit, h, hs, sizeof(hs));
+		format_fig(bit, a, as, sizeof(as));
+		format_fig(bit, most, ms, sizeof(ms));
+		format_fig(bit, h + a - most, os, sizeof(os));
+		*figure = quota_figs[i].name;
+		return sbx_err_set(err, -EDQUOT,
+				   "tenant %s is over its quota of %s: it holds %s, asks %s more, %s over its %s",
+				   t->name, quota_figs[i].name, hs, as, os, ms);
+	}
+	return 0;
 }

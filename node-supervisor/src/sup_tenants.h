@@ -91,6 +91,10 @@ int sup_tenants_load_json(const char *text, size_t len, const char *origin,
  * every setting the node's. */
 int sup_tenants_single(const char *token, const sup_tenants_node *node, sup_tenants **out,
 		       sbx_err *err);
+/* SIGHUP: load file again; on success *cur is the new set (the old one
+ * goes once nobody holds it: sandboxes and requests of a removed tenant go
+ * on), on error *cur stays and the error is logged. */
+int sup_tenants_reload(const char *file, const sup_tenants_node *node, sup_tenants **cur);
 /* Drop the loader's reference (a set is freed when nobody holds it). */
 void sup_tenants_unref(sup_tenants *ts);
 
@@ -112,5 +116,16 @@ void sup_tenant_release(const sup_tenant *t);
 const sup_policy *sup_tenant_policy(const sup_tenant *t);
 bool sup_tenant_may_image(const sup_tenant *t, const char *image);
 bool sup_tenant_may_isolation(const sup_tenant *t, unsigned isolation);
+
+/* Quotas, counted: held's figures (its set bits unused) plus one sandbox
+ * of want's limits. */
+void sup_quota_add(sup_quota *held, const sup_resources *r);
+/* Whether t may have one more sandbox of want's limits while it holds
+ * held: 0, or -EDQUOT with a message naming the figure that is over and by
+ * how much ("tenant a is over its quota of memory: it holds 3G, asks 2G
+ * more, 1G over its 4G"), and *figure its name (sandboxes, cpus, memory,
+ * disk). */
+int sup_quota_check(const sup_tenant *t, const sup_quota *held, const sup_resources *want,
+		    const char **figure, sbx_err *err);
 
 #endif

@@ -260,6 +260,50 @@ static void test_hold_across_reload(void **state)
 	sup_tenant_release(t);
 }
 
+/* Quota arithmetic: what is over, by how much, in the file's own units. */
+static void test_quota_check(void **state)
+{
+	(void)state;
+	char json[512];
+	snprintf(json, sizeof(json),
+		 "{\"tenants\": {\"q\": {\"tokens\": [\"%s\"], \"quota\": {\"sandboxes\": 3, "
+		 "\"cpus\": 1.5, \"memory\": \"4G\"}}}}",
+		 hash_of("q"));
+	sup_tenants *ts = NULL;
+	sbx_err e;
+	assert_int_equal(load(json, &ts, &e), 0);
+	const sup_tenant *t = sup_tenants_find(ts, "q");
+	sup_resources one = { .cpu_milli = 500, .memory = 1ull << 30, .pids = 64, .disk = 100ull << 30 };
+	sup_quota held = { 0 };
+	const char *fig = NULL;
+	/* Three of them fit (disk has no quota: 300G is fine). */
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(sup_quota_check(t, &held, &one, &fig, &e), 0);
+		sup_quota_add(&held, &one);
+	}
+	assert_int_equal(held.sandboxes, 3);
+	assert_int_equal(held.cpu_milli, 1500);
+	assert_int_equal(sup_quota_check(t, &held, &one, &fig, &e), -EDQUOT);
+	assert_string_equal(fig, "sandboxes");
+	assert_string_equal(e.msg, "tenant q is over its quota of sandboxes: it holds 3, asks 1 more, 1 over its 3");
+	/* Memory: 2G held, 3G asked: 1G over 4G. */
+	sup_quota h2 = { .sandboxes = 1, .cpu_milli = 100, .memory = 2ull << 30 };
+	sup_resources big = one;
+	big.memory = 3ull << 30;
+	assert_int_equal(sup_quota_check(t, &h2, &big, &fig, &e), -EDQUOT);
+	assert_string_equal(fig, "memory");
+	assert_string_equal(e.msg, "tenant q is over its quota of memory: it holds 2G, asks 3G more, 1G over its 4G");
+	/* CPUs: 1.25 held, 0.5 asked: 0.25 over 1.5. */
+	sup_quota h3 = { .sandboxes = 1, .cpu_milli = 1250 };
+	assert_int_equal(sup_quota_check(t, &h3, &one, &fig, &e), -EDQUOT);
+	assert_string_equal(fig, "cpus");
+	assert_non_null(strstr(e.msg, "it holds 1.25, asks 0.5 more, 0.25 over its 1.5"));
+	/* Exactly at the quota is fine. */
+	sup_quota h4 = { .sandboxes = 2, .cpu_milli = 1000, .memory = 3ull << 30 };
+	assert_int_equal(sup_quota_check(t, &h4, &one, &fig, &e), 0);
+	sup_tenants_unref(ts);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +312,7 @@ int main(void)
 		cmocka_unit_test(test_errors_name_the_field),
 		cmocka_unit_test(test_file_and_single),
 		cmocka_unit_test(test_hold_across_reload),
+		cmocka_unit_test(test_quota_check),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
