@@ -522,6 +522,9 @@ int sup_api_status(int neg_errno, const char **code)
 	case -ECANCELED:
 		*code = "cancelled";
 		return 499;
+	case -EDQUOT:
+		*code = "quota_exceeded";
+		return 429;
 	case -EACCES:
 	case -EPERM:
 		*code = "forbidden";

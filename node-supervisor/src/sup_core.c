@@ -334,7 +334,7 @@ static int allow_isolation(const sup_core *c, const sup_tenant *who, const sup_c
 				   req->isolation == SUP_ISO_GVISOR ? " (its runtime, runsc, did not answer at start)"
 								    : "");
 	if (!sup_tenant_may_isolation(who, req->isolation))
-		return sbx_err_set(err, -EACCES, "tenant %s may not use isolation \"%s\"", who->name,
+		return sbx_err_set(err, -EPERM, "tenant %s may not use isolation \"%s\"", who->name,
 				   sup_isolation_names[req->isolation]);
 	return 0;
 }
@@ -355,7 +355,7 @@ static int apply_tenant(const sup_tenant *who, sup_create_req *req, sbx_err *err
 	}
 	const char *image = req->image ? req->image : "host";
 	if (!sup_tenant_may_image(who, image))
-		return sbx_err_set(err, -EACCES, "tenant %s may not use image \"%.200s\"", who->name,
+		return sbx_err_set(err, -EPERM, "tenant %s may not use image \"%.200s\"", who->name,
 				   image);
 	return 0;
 }

@@ -59,7 +59,7 @@ typedef void (*sup_core_exec_cb)(int rc, const sup_exec_result *r, const sbx_err
 /* Hand out a sandbox of req->image with req's lifetime and env (req is
  * consumed) to who. What req does not name is who's (its default
  * isolation, resources, a timeout within its max); an image or isolation
- * who may not use is -EACCES, a timeout over its max -EINVAL, over its
+ * who may not use is -EPERM, a timeout over its max -EINVAL, over its
  * quota -EDQUOT. */
 int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 		    sup_core_sandbox_cb cb, void *ud, sup_op **op, sbx_err *err);
