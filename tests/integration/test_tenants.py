@@ -17,6 +17,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -339,6 +340,17 @@ class Tenants(unittest.TestCase):
         self.assertGreaterEqual(series['sbx_agent_bytes_total{direction="from_agent"}'], 3)
         self.assertGreaterEqual(series['sbx_http_requests_total{route="POST sandboxes",status="201"}'], 1)
         self.assertGreaterEqual(series['sbx_http_requests_total{route="POST sandboxes",status="429"}'], 1)
+        # The Grafana dashboard asks only for series this supervisor has.
+        families = {l.split()[2] for l in text.splitlines() if l.startswith("# TYPE ")}
+        dash = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                            "node-supervisor", "grafana", "sbx-node.json")
+        with open(dash) as f:
+            exprs = [t["expr"] for p in json.load(f)["panels"] for t in p.get("targets", [])]
+        self.assertGreater(len(exprs), 20)
+        for e in exprs:
+            for name in re.findall(r"\bsbx_[a-z_]+", e):
+                base = re.sub(r"_(bucket|sum|count)$", "", name)
+                self.assertIn(base, families, e)
         # The node-local listener: no token, only /metrics.
         c = http.client.HTTPConnection("127.0.0.1", self.sup.metrics_port, timeout=30)
         c.request("GET", "/metrics")
