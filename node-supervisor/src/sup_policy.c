@@ -287,7 +287,7 @@ int sup_policy_load_file(const char *file, sup_policy **out, sbx_err *err)
 {
 	*out = NULL;
 	SBX_AUTO_FREE char *buf = NULL;
-	size_t len;
+	size_t len = 0;
 	int rc = sup_policy_read_file(file, "policy", &buf, &len, err);
 	return rc < 0 ? rc : sup_policy_load_json(buf, len, file, out, err);
 }

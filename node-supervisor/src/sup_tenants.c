@@ -296,7 +296,7 @@ int sup_tenants_load_file(const char *file, const sup_tenants_node *node, sup_te
 {
 	*out = NULL;
 	SBX_AUTO_FREE char *buf = NULL;
-	size_t len;
+	size_t len = 0;
 	int rc = sup_policy_read_file(file, "tenants", &buf, &len, err);
 	return rc < 0 ? rc : sup_tenants_load_json(buf, len, file, node, out, err);
 }
@@ -306,7 +306,7 @@ int sup_tenants_reload(const char *file, const sup_tenants_node *node, sup_tenan
 	sup_tenants *ts = NULL;
 	sbx_err err;
 	int rc = sup_tenants_load_file(file, node, &ts, &err);
-	if (rc < 0) {
+	if (rc < 0 || !ts) {
 		sup_error("tenants: reload refused, the %zu tenants in force stay: %s",
 			  sup_tenants_count(*cur), err.msg);
 		return rc;
