@@ -217,15 +217,25 @@ static int parse_policy(json_t *doc, sup_policy *p, sbx_err *err)
 	return 0;
 }
 
+int sup_policy_json_load(const char *text, size_t len, const char *what, const char *origin,
+			 json_t **doc, sbx_err *err)
+{
+	json_error_t jerr;
+	*doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!*doc)
+		return sbx_err_set(err, -EINVAL, "%s %s: line %d column %d: %s", what, origin,
+				   jerr.line, jerr.column, jerr.text);
+	return 0;
+}
+
 int sup_policy_load_json(const char *text, size_t len, const char *origin, sup_policy **out,
 			 sbx_err *err)
 {
 	*out = NULL;
-	json_error_t jerr;
-	json_auto_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!doc)
-		return sbx_err_set(err, -EINVAL, "policy %s: line %d column %d: %s", origin,
-				   jerr.line, jerr.column, jerr.text);
+	json_auto_t *doc = NULL;
+	int rc = sup_policy_json_load(text, len, "policy", origin, &doc, err);
+	if (rc < 0)
+		return rc;
 	sup_policy *p = calloc(1, sizeof(*p));
 	if (!p)
 		return sbx_err_sys(err, -ENOMEM, "policy %s", origin);

@@ -84,6 +84,10 @@ static inline void sup_policy_freep(sup_policy **p)
  * bytes) into *out (malloc'd, NUL-terminated); what names it in errors. */
 int sup_policy_read_file(const char *file, const char *what, char **out, size_t *len,
 			 sbx_err *err);
+/* JSON text (duplicate keys refused) into *doc, or -EINVAL naming what
+ * and origin with the line and column. */
+int sup_policy_json_load(const char *text, size_t len, const char *what, const char *origin,
+			 struct json_t **doc, sbx_err *err);
 /* A tenant name: 1..SUP_POLICY_TENANT_MAX of [A-Za-z0-9._-]. */
 bool sup_policy_tenant_name_ok(const char *s);
 /* Only the keys in allowed[0..n) may appear in obj: a typo is an error

@@ -272,17 +272,16 @@ int sup_tenants_load_json(const char *text, size_t len, const char *origin,
 			  const sup_tenants_node *node, sup_tenants **out, sbx_err *err)
 {
 	*out = NULL;
-	json_error_t jerr;
-	json_auto_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!doc)
-		return sbx_err_set(err, -EINVAL, "tenants %s: line %d column %d: %s", origin,
-				   jerr.line, jerr.column, jerr.text);
+	json_auto_t *doc = NULL;
+	int rc = sup_policy_json_load(text, len, "tenants", origin, &doc, err);
+	if (rc < 0)
+		return rc;
 	sup_tenants *ts = calloc(1, sizeof(*ts));
 	if (!ts)
 		return sbx_err_sys(err, -ENOMEM, "tenants %s", origin);
 	ts->refs = 1;
 	ts->node_policy = node->policy;
-	int rc = parse_doc(doc, node, ts, err);
+	rc = parse_doc(doc, node, ts, err);
 	if (rc < 0) {
 		set_free(ts);
 		return sbx_err_wrap(err, "tenants %s", origin);

@@ -232,28 +232,29 @@ class Tenants(unittest.TestCase):
         st, d = self.create("alice", resources={"memory": "256M"})
         self.assertEqual(st, 201, d)
 
-    def wait_for_waiting(self, t):
-        """True once a create waits in a pool (while thread t runs)."""
+    def create_waiting(self, who):
+        """A create of who's in a thread, and whether it was seen waiting
+        for a cold create; join the thread, then its answer is res[0]."""
+        res = []
+        t = threading.Thread(target=lambda: res.append(self.create(who)))
+        t.start()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and t.is_alive():
             st, _, p = self.req("admin", "GET", "/v1/pools")
             if sum(x["waiting"] for x in p["pools"]):
-                return True
+                return t, res, True
             time.sleep(0.005)
-        return False
+        return t, res, False
 
     def test_waiting_create_counts_for_its_tenant_only(self):
         # alice holds 1 of her 2; bob's create waits: alice's second is
         # hers to have (bob's waiting one is not counted against her).
         st, a1 = self.create("alice")
         self.assertEqual(st, 201, a1)
-        res = {}
-        t = threading.Thread(target=lambda: res.setdefault("bob", self.create("bob")))
-        t.start()
-        seen = self.wait_for_waiting(t)
+        t, res, seen = self.create_waiting("bob")
         st, a2 = self.create("alice")
         t.join()
-        self.assertEqual(res["bob"][0], 201, res["bob"])
+        self.assertEqual(res[0][0], 201, res)
         if not seen:
             self.skipTest("the cold create ended before a waiting one could be seen")
         self.assertEqual(st, 201, a2)
@@ -263,12 +264,10 @@ class Tenants(unittest.TestCase):
         # third is refused while the second still waits.
         st, a1 = self.create("alice")
         self.assertEqual(st, 201, a1)
-        res = {}
-        t = threading.Thread(target=lambda: res.setdefault("w", self.create("alice")))
-        t.start()
-        third = self.create("alice") if self.wait_for_waiting(t) else None
+        t, res, seen = self.create_waiting("alice")
+        third = self.create("alice") if seen else None
         t.join()
-        self.assertEqual(res["w"][0], 201, res["w"])
+        self.assertEqual(res[0][0], 201, res)
         if third is None:
             self.skipTest("the cold create ended before a waiting one could be seen")
         self.assertEqual(third[0], 429, third)
