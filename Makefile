@@ -1,7 +1,8 @@
 # Thin wrapper over CMake; see README.md.
 #   make run    install deps, build, start the supervisor with a warm pool
 #   make test   install deps, sanitizer build, every test (ctest)
-#   make bench  install deps, release build, benchmarks
+#   make bench  install deps, release build, benchmarks (BEFORE=<another
+#               build's sandbox-supervisor>: its HTTP edge rows beside ours)
 JOBS      ?= $(shell nproc)
 REL_DIR   := build/release
 SAN_DIR   := build/sanitize
@@ -43,7 +44,7 @@ lint: build
 # the disk space for it below the test's temporary state folder); and issue
 # 3's 1 GiB of command output through SSE, its sha256 checked.
 bench: build
-	$(REL_DIR)/bench/sbx-bench --build-dir $(REL_DIR) --stream-runs 5
+	$(REL_DIR)/bench/sbx-bench --build-dir $(REL_DIR) --stream-runs 5 $(if $(BEFORE),--before $(BEFORE))
 	SBX_SUPERVISOR=$(CURDIR)/$(REL_DIR)/node-supervisor/sandbox-supervisor \
 	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent SBX_UPLOAD_MB=4096 \
 	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 tests/integration/test_files_upload.py -v \

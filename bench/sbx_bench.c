@@ -7,7 +7,11 @@
  *   until the agent answers; a neighbour's exec beside a fork bomb held by
  *   `pids`, and the bomb's DELETE;
  *   streaming throughput of `head -c N /dev/zero` through SSE, beside the
- *   ceiling of a plain unix socketpair, with the CPU each side spent.
+ *   ceiling of a plain unix socketpair, with the CPU each side spent;
+ *   the HTTP edge: requests/s of 64 keep-alive clients (wrk) on GET
+ *   /v1/sandboxes/{id}, and the supervisor's RSS and exec p50 with 10,000
+ *   idle keep-alive connections; each also for --before SUPERVISOR (another
+ *   build, e.g. main's) in the same run, as its peer.
  *   Where runsc answers, the same exec paths, streaming and cold create
  *   again with sandboxes of gvisor isolation (gVisor, ptrace platform),
  *   `runsc exec` as their peer.
@@ -27,6 +31,7 @@
 #include <unistd.h>
 
 #include "bench_agent.h"
+#include "bench_edge.h"
 #include "bench_http.h"
 #include "bench_proc.h"
 #include "bench_stats.h"
@@ -40,6 +45,8 @@ typedef struct bench_opts {
 	int cold_rounds;
 	int stream_mb;
 	int stream_runs;
+	const char *before;  /* another build's sandbox-supervisor, or NULL */
+	int idle_conns;
 } bench_opts;
 
 typedef struct supervisor {
@@ -70,9 +77,10 @@ static void report(const char *what, bench_samples *s, const char *note)
 	fflush(stdout);
 }
 
-/* A supervisor whose pool of isolation keeps pool_size ready (no other). */
-static bool supervisor_start(supervisor *sv, const bench_opts *o, const char *isolation,
-			     int pool_size)
+/* A supervisor whose pool of isolation keeps pool_size ready (no other);
+ * exe_path: its binary (NULL: the build's). */
+static bool supervisor_start_exe(supervisor *sv, const bench_opts *o, const char *isolation,
+				 int pool_size, const char *exe_path)
 {
 	snprintf(sv->state_dir, sizeof(sv->state_dir), "/tmp/sbx-bench-XXXXXX");
 	if (!mkdtemp(sv->state_dir))
@@ -100,7 +108,9 @@ static bool supervisor_start(supervisor *sv, const bench_opts *o, const char *is
 		snprintf(sv->token + 2 * i, 3, "%02x", raw[i]);
 
 	char exe[PATH_MAX], agent[PATH_MAX], listen[64], pool[16], gpool[32], log[PATH_MAX + 16];
-	snprintf(exe, sizeof(exe), "%s/node-supervisor/sandbox-supervisor", o->build_dir);
+	snprintf(exe, sizeof(exe), "%s", exe_path ? exe_path : "");
+	if (!exe_path)
+		snprintf(exe, sizeof(exe), "%s/node-supervisor/sandbox-supervisor", o->build_dir);
 	snprintf(agent, sizeof(agent), "%s/guest-agent/sandbox-agent", o->build_dir);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	snprintf(pool, sizeof(pool), "%d", gvisor ? 0 : pool_size);
@@ -124,6 +134,12 @@ static bool supervisor_start(supervisor *sv, const bench_opts *o, const char *is
 		usleep(10000);
 	}
 	return false;
+}
+
+static bool supervisor_start(supervisor *sv, const bench_opts *o, const char *isolation,
+			     int pool_size)
+{
+	return supervisor_start_exe(sv, o, isolation, pool_size, NULL);
 }
 
 static void supervisor_stop(supervisor *sv)
@@ -561,6 +577,45 @@ static void bench_cold(supervisor *sv, const bench_opts *o)
 	bench_samples_free(&s);
 }
 
+/* The edge of sv (role: "sbx" or "peer, --before"): wrk on GET
+ * /v1/sandboxes/{id}, then exec p50 and RSS beside idle connections. */
+static void bench_edge(supervisor *sv, const bench_opts *o, const char *role)
+{
+	char id[64], url[256], path[128], what[96];
+	if (create_sandbox(sv, id, sizeof(id)) != 201)
+		return;
+	snprintf(url, sizeof(url), "%s/v1/sandboxes/%s", sv->url, id);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	double p50, rps = bench_wrk(url, sv->token, 64, 10, &p50);
+	printf("| %-44s | %6s | %8.3f | %8s | %s, %.0f requests/s |\n",
+	       "GET /v1/sandboxes/{id}: 64 keep-alive clients (wrk, 10 s)", "-", p50, "-", role, rps);
+	bench_samples idle = {0}, busy = {0};
+	for (int pass = 0; pass < 2; pass++) {
+		int *fds = NULL, held = 0;
+		long rss0 = bench_rss_kb(sv->pid);
+		if (pass)
+			held = bench_idle_open(atoi(strrchr(sv->url, ':') + 1), o->idle_conns, &fds);
+		long rss = bench_rss_kb(sv->pid);
+		for (int i = 0; i < 200; i++) {
+			double t = bench_now_ms();
+			if (bench_http_do(sv->http, "POST", path, "{\"argv\":[\"true\"]}") == 200)
+				bench_samples_add(pass ? &busy : &idle, bench_now_ms() - t);
+		}
+		if (pass) {
+			snprintf(what, sizeof(what), "exec `true` beside %d idle keep-alive connections", held);
+			report(what, &busy, role);
+			printf("| %-44s | %6d | %8s | %8s | %s, RSS %ld -> %ld KiB (%.2f KiB each); idle exec p50 %.3f ms |\n",
+			       "supervisor RSS with idle keep-alive connections", held, "-", "-", role, rss0, rss,
+			       (double)(rss - rss0) / (held ? held : 1), bench_samples_pct(&idle, 50));
+			fflush(stdout);
+			bench_idle_close(fds, held);
+		}
+	}
+	bench_samples_free(&idle);
+	bench_samples_free(&busy);
+	delete_sandbox(sv, id);
+}
+
 /* The same exec paths, streaming and cold create with gvisor sandboxes,
  * where runsc answers (skipped, saying so, where it does not). */
 static int bench_gvisor(bench_opts *o)
@@ -604,7 +659,7 @@ int main(int argc, char **argv)
 {
 	bench_opts o = {.build_dir = "build/release", .runtime = "runc",
 			.iterations = 1000, .pool_rounds = 50, .cold_rounds = 30, .stream_mb = 1024,
-			.stream_runs = 1};
+			.stream_runs = 1, .idle_conns = 10000};
 	static const struct option longopts[] = {
 		{"build-dir", required_argument, NULL, 'b'},
 		{"runtime", required_argument, NULL, 'r'},
@@ -613,6 +668,8 @@ int main(int argc, char **argv)
 		{"cold-rounds", required_argument, NULL, 'c'},
 		{"stream-mb", required_argument, NULL, 's'},
 		{"stream-runs", required_argument, NULL, 'S'},
+		{"before", required_argument, NULL, 'B'},
+		{"idle-conns", required_argument, NULL, 'i'},
 		{NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -625,10 +682,12 @@ int main(int argc, char **argv)
 		case 'c': o.cold_rounds = atoi(optarg); break;
 		case 's': o.stream_mb = atoi(optarg); break;
 		case 'S': o.stream_runs = atoi(optarg); break;
+		case 'B': o.before = optarg; break;
+		case 'i': o.idle_conns = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: sbx-bench [--build-dir D] [--runtime runc] "
 					"[--iterations N] [--pool-rounds N] [--cold-rounds N] [--stream-mb N] "
-					"[--stream-runs N]\n");
+					"[--stream-runs N] [--before SUPERVISOR] [--idle-conns N]\n");
 			return 2;
 		}
 	}
@@ -658,6 +717,10 @@ int main(int argc, char **argv)
 	bench_files(&sv, &o);
 	bench_acquire(&sv, &o, pool_size);
 	bench_fork_bomb(&sv, &o);
+	bench_edge(&sv, &o, "sbx");
+	supervisor_stop(&sv);
+	if (o.before && supervisor_start_exe(&sv, &o, "runc", 1, o.before))
+		bench_edge(&sv, &o, "peer: --before");
 	supervisor_stop(&sv);
 
 	if (!supervisor_start(&sv, &o, "runc", 0)) {

@@ -6,6 +6,7 @@
 
 #include "sbx/cleanup.h"
 #include "sbx/proto.h"
+#include "sbx/proto_exec.h"
 #include "env.h"
 #include "pty.h"
 
@@ -49,7 +50,7 @@ static int parse_argv(const msgpack_object *o, char ***out, sbx_err *err)
 	char **argv;
 	int ret;
 
-	if (o->type != MSGPACK_OBJECT_ARRAY || a->size == 0)
+	if (a->size == 0)
 		return sbx_err_set(err, -EINVAL, "exec: argv must be a non-empty array of strings");
 	if (a->size > AGENT_EXEC_MAX_ARGS)
 		return sbx_err_set(err, -EINVAL, "exec: argv has %u entries, at most %u allowed",
@@ -86,8 +87,6 @@ static int parse_cmd(const msgpack_object *o, char ***out, sbx_err *err)
 	char **argv;
 	int ret;
 
-	if (!is_str(o))
-		return sbx_err_set(err, -EINVAL, "exec: cmd must be a string");
 	if (o->via.str.size >= AGENT_EXEC_MAX_ARG_LEN)
 		return sbx_err_set(err, -EINVAL, "exec: cmd is %u bytes, at most %u allowed", o->via.str.size,
 				   AGENT_EXEC_MAX_ARG_LEN - 1);
@@ -114,8 +113,6 @@ static int parse_env(const msgpack_object *o, char ***out, sbx_err *err)
 	const msgpack_object_map *m = &o->via.map;
 	char **env;
 
-	if (o->type != MSGPACK_OBJECT_MAP)
-		return sbx_err_set(err, -EINVAL, "exec: env must be a map of strings to strings");
 	if (m->size > AGENT_EXEC_MAX_ENV)
 		return sbx_err_set(err, -EINVAL, "exec: env has %u entries, at most %u allowed",
 				   m->size, AGENT_EXEC_MAX_ENV);
@@ -161,46 +158,31 @@ static int parse_env(const msgpack_object *o, char ***out, sbx_err *err)
 
 static int parse_user(const msgpack_object *o, char **out, sbx_err *err)
 {
-	if (!is_str(o) || o->via.str.size == 0 || o->via.str.size > AGENT_EXEC_MAX_USER)
+	if (o->via.str.size == 0 || o->via.str.size > AGENT_EXEC_MAX_USER)
 		return sbx_err_set(err, -EINVAL, "exec: user must be a user name or uid of 1..%u characters",
 				   AGENT_EXEC_MAX_USER);
 	return dup_str(o, "user", out, err);
 }
 
-/* {"nofile": 1024, "cpu": 10, ...}: soft and hard limit alike; "unlimited"
- * for none. Whether a hard limit above the sandbox's may be set is the
- * jail's check. */
-static int parse_rlimits(const msgpack_object *o, agent_jail_rlimit *out, sbx_err *err)
+_Static_assert((int)SBX_RLIMITS == (int)AGENT_JAIL_RLIMIT_COUNT &&
+		       (int)SBX_RLIMIT_NOFILE == (int)AGENT_JAIL_RLIMIT_NOFILE &&
+		       (int)SBX_RLIMIT_NPROC == (int)AGENT_JAIL_RLIMIT_NPROC &&
+		       (int)SBX_RLIMIT_FSIZE == (int)AGENT_JAIL_RLIMIT_FSIZE &&
+		       (int)SBX_RLIMIT_CPU == (int)AGENT_JAIL_RLIMIT_CPU,
+	       "the protocol's rlimits are the jail's, in the same order");
+
+/* Soft and hard limit alike; whether a hard limit above the sandbox's may
+ * be set is the jail's check. */
+static int take_rlimits(const sbx_proto_rlimit *in, agent_jail_rlimit *out, sbx_err *err)
 {
-	const msgpack_object_map *m = &o->via.map;
-
-	if (o->type != MSGPACK_OBJECT_MAP)
-		return sbx_err_set(err, -EINVAL, "exec: rlimits must be a map of limit names to integers");
-	for (uint32_t i = 0; i < m->size; i++) {
-		const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
-		char name[16];
-		int id = -1;
-
-		if (is_str(k) && k->via.str.size < sizeof(name)) {
-			memcpy(name, k->via.str.ptr, k->via.str.size);
-			name[k->via.str.size] = '\0';
-			id = agent_jail_rlimit_by_name(name);
-		}
-		if (id < 0)
-			return sbx_err_set(err, -EINVAL, "exec: unknown rlimit \"%.*s\" (nofile, nproc, fsize, cpu)",
-					   is_str(k) ? (int)(k->via.str.size > 32 ? 32 : k->via.str.size) : 1,
-					   is_str(k) ? k->via.str.ptr : "?");
-		if (out[id].set)
-			return sbx_err_set(err, -EINVAL, "exec: rlimit %s given twice", name);
-		if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER && v->via.u64 < (uint64_t)RLIM_INFINITY) {
-			out[id].soft = out[id].hard = (rlim_t)v->via.u64;
-		} else if (is_str(v) && v->via.str.size == 9 && memcmp(v->via.str.ptr, "unlimited", 9) == 0) {
-			out[id].soft = out[id].hard = RLIM_INFINITY;
-		} else {
+	for (int i = 0; i < SBX_RLIMITS; i++) {
+		if (!in[i].set)
+			continue;
+		if (!in[i].unlimited && in[i].value >= (uint64_t)RLIM_INFINITY)
 			return sbx_err_set(err, -EINVAL, "exec: rlimit %s must be a non-negative integer or \"unlimited\"",
-					   name);
-		}
-		out[id].set = true;
+					   sbx_proto_rlimit_names[i]);
+		out[i].soft = out[i].hard = in[i].unlimited ? RLIM_INFINITY : (rlim_t)in[i].value;
+		out[i].set = true;
 	}
 	return 0;
 }
@@ -233,65 +215,37 @@ int agent_exec_spec_parse_size(const msgpack_object *o, uint16_t *cols, uint16_t
 
 static int parse(const msgpack_object *args, char *const *base_env, agent_exec_spec *s, sbx_err *err)
 {
-	const msgpack_object *argv = arg(args, "argv"), *cmd = arg(args, "cmd");
-	const msgpack_object *env = arg(args, "env"), *cwd = arg(args, "cwd");
-	const msgpack_object *timeout = arg(args, "timeout_ms"), *in = arg(args, "stdin");
-	const msgpack_object *user = arg(args, "user"), *allow_root = arg(args, "allow_root");
-	const msgpack_object *rlimits = arg(args, "rlimits"), *pty = arg(args, "pty");
-	int ret;
+	sbx_proto_exec_view v;
+	int ret = sbx_proto_exec_decode(args, &v, err);
 
-	if (args->type != MSGPACK_OBJECT_MAP && args->type != MSGPACK_OBJECT_NIL)
-		return sbx_err_set(err, -EINVAL, "exec: arguments must be a map");
-	if (!argv == !cmd)
-		return sbx_err_set(err, -EINVAL, "exec: give exactly one of argv and cmd");
-	ret = argv ? parse_argv(argv, &s->argv, err) : parse_cmd(cmd, &s->argv, err);
 	if (ret < 0)
 		return ret;
-	s->shell = cmd != NULL;
-	if (env) {
-		ret = parse_env(env, &s->env_over, err);
-		if (ret < 0)
-			return ret;
-	}
-	if (cwd) {
-		if (!is_str(cwd) || cwd->via.str.size == 0)
-			return sbx_err_set(err, -EINVAL, "exec: cwd must be a non-empty string");
-		ret = dup_str(cwd, "cwd", &s->cwd, err);
-		if (ret < 0)
-			return ret;
-	}
-	if (timeout) {
-		if (timeout->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-			return sbx_err_set(err, -EINVAL, "exec: timeout_ms must be a non-negative integer");
-		if (timeout->via.u64 > AGENT_EXEC_MAX_TIMEOUT_MS)
-			return sbx_err_set(err, -EINVAL, "exec: timeout_ms must be at most %llu",
-					   (unsigned long long)AGENT_EXEC_MAX_TIMEOUT_MS);
-		s->timeout_ms = timeout->via.u64;
-	}
-	if (in) {
-		if (in->type != MSGPACK_OBJECT_BOOLEAN)
-			return sbx_err_set(err, -EINVAL, "exec: stdin must be a boolean");
-		s->stdin_pipe = in->via.boolean;
-	}
-	if (user) {
-		ret = parse_user(user, &s->user, err);
-		if (ret < 0)
-			return ret;
-	}
-	if (allow_root) {
-		if (allow_root->type != MSGPACK_OBJECT_BOOLEAN)
-			return sbx_err_set(err, -EINVAL, "exec: allow_root must be a boolean");
-		s->allow_root = allow_root->via.boolean;
-	}
-	if (rlimits) {
-		ret = parse_rlimits(rlimits, s->rlimits, err);
-		if (ret < 0)
-			return ret;
-	}
-	if (pty) {
+	if (!v.argv == !v.cmd)
+		return sbx_err_set(err, -EINVAL, "exec: give exactly one of argv and cmd");
+	ret = v.argv ? parse_argv(v.argv, &s->argv, err) : parse_cmd(v.cmd, &s->argv, err);
+	if (ret < 0)
+		return ret;
+	s->shell = v.cmd != NULL;
+	if (v.env && (ret = parse_env(v.env, &s->env_over, err)) < 0)
+		return ret;
+	if (v.cwd && v.cwd->via.str.size == 0)
+		return sbx_err_set(err, -EINVAL, "exec: cwd must be a non-empty string");
+	if (v.cwd && (ret = dup_str(v.cwd, "cwd", &s->cwd, err)) < 0)
+		return ret;
+	if (v.timeout_ms > AGENT_EXEC_MAX_TIMEOUT_MS)
+		return sbx_err_set(err, -EINVAL, "exec: timeout_ms must be at most %llu",
+				   (unsigned long long)AGENT_EXEC_MAX_TIMEOUT_MS);
+	s->timeout_ms = v.timeout_ms;
+	s->stdin_pipe = v.stdin_pipe;
+	s->allow_root = v.allow_root;
+	if (v.user && (ret = parse_user(v.user, &s->user, err)) < 0)
+		return ret;
+	if ((ret = take_rlimits(v.rlimits, s->rlimits, err)) < 0)
+		return ret;
+	if (v.pty) {
 		s->cols = AGENT_PTY_DEFAULT_COLS;
 		s->rows = AGENT_PTY_DEFAULT_ROWS;
-		ret = agent_exec_spec_parse_size(pty, &s->cols, &s->rows, err);
+		ret = agent_exec_spec_parse_size(v.pty, &s->cols, &s->rows, err);
 		if (ret < 0)
 			return ret;
 		s->pty = true;

@@ -284,7 +284,7 @@ static void test_exec_timeout_plus_grace(void **state)
 	sup_agent_opts o = opts_default();
 	t_open(&t, &o, 65536);
 	char *argv[] = { "sleep", "10", NULL };
-	sup_exec_spec spec = { .argv = argv, .argc = 2, .timeout_ms = 300 };
+	sup_exec_spec spec = { .x = { .argv = argv, .argc = 2, .timeout_ms = 300 } };
 	t_exec x = { 0 };
 	sup_exec_call *call;
 	sbx_err e;
@@ -310,7 +310,7 @@ static void test_exec_timeout_plus_grace(void **state)
 	assert_int_equal(t.lost, 0);
 
 	/* no timeout: no deadline at all */
-	spec.timeout_ms = 0;
+	spec.x.timeout_ms = 0;
 	memset(&x, 0, sizeof(x));
 	assert_int_equal(sup_agent_exec(t.a, &spec, NULL, &exec_cbs, &x, &call, &e), 0);
 	peer_expect(&t, SBX_PROTO_REQ, SBX_OP_EXEC);
@@ -329,7 +329,7 @@ static void test_exec_too_large_is_the_agents(void **state)
 	sup_agent_opts o = opts_default();
 	t_open(&t, &o, 65536);
 	char *argv[] = { "true", NULL };
-	sup_exec_spec spec = { .argv = argv, .argc = 1 };
+	sup_exec_spec spec = { .x = { .argv = argv, .argc = 1 } };
 	t_exec x = { 0 };
 	sup_exec_call *call;
 	sbx_err e;

@@ -34,28 +34,30 @@ static void test_encode_argv_env_merge(void **state)
 {
 	(void)state;
 	sup_exec_spec s = { 0 };
-	s.argc = 2;
-	s.argv = calloc(3, sizeof(char *));
-	s.argv[0] = dup_("echo");
-	s.argv[1] = dup_("hi");
-	s.cwd = dup_("/tmp");
-	s.timeout_ms = 1500;
-	s.env.n = 1;
-	s.env.v = calloc(1, sizeof(sup_kv));
-	s.env.v[0] = (sup_kv){ dup_("A"), dup_("exec") };
+	s.x.argc = 2;
+	s.x.argv = calloc(3, sizeof(char *));
+	s.x.argv[0] = dup_("echo");
+	s.x.argv[1] = dup_("hi");
+	s.x.cwd = dup_("/tmp");
+	s.x.timeout_ms = 1500;
+	s.x.env.n = 1;
+	s.x.env.v = calloc(1, sizeof(sup_kv));
+	s.x.env.v[0] = (sup_kv){ dup_("A"), dup_("exec") };
 	sup_env base = { 0 };
 	base.n = 2;
 	base.v = calloc(2, sizeof(sup_kv));
 	base.v[0] = (sup_kv){ dup_("A"), dup_("sandbox") };
 	base.v[1] = (sup_kv){ dup_("B"), dup_("sandbox") };
 
-	msgpack_sbuffer sb;
-	msgpack_sbuffer_init(&sb);
+	sbx_proto_args sb;
+	sbx_proto_args_init(&sb);
 	sbx_err e;
+	size_t len;
 	assert_int_equal(sup_agent_encode_exec_args(&s, &base, &sb, &e), 0);
+	const char *enc = sbx_proto_args_done(&sb, &len);
 	msgpack_unpacked u;
 	msgpack_unpacked_init(&u);
-	assert_int_equal(msgpack_unpack_next(&u, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+	assert_int_equal(msgpack_unpack_next(&u, enc, len, NULL), MSGPACK_UNPACK_SUCCESS);
 	const msgpack_object *m = &u.data;
 	assert_int_equal(m->type, MSGPACK_OBJECT_MAP);
 	assert_int_equal(m->via.map.size, 4);
@@ -73,34 +75,36 @@ static void test_encode_argv_env_merge(void **state)
 	assert_true(str_eq(get(env, "A"), "exec"));
 	assert_true(str_eq(get(env, "B"), "sandbox"));
 	msgpack_unpacked_destroy(&u);
-	msgpack_sbuffer_destroy(&sb);
+	sbx_proto_args_destroy(&sb);
 	sup_exec_spec_free(&s);
 	sup_env_free(&base);
 }
 
 /* Encode s with no sandbox env into sb and unpack it into u (which points
  * into sb: destroy u, then sb). */
-static void encode_unpack(const sup_exec_spec *s, msgpack_sbuffer *sb, msgpack_unpacked *u)
+static void encode_unpack(const sup_exec_spec *s, sbx_proto_args *sb, msgpack_unpacked *u)
 {
-	msgpack_sbuffer_init(sb);
+	sbx_proto_args_init(sb);
 	sbx_err e;
+	size_t len;
 	assert_int_equal(sup_agent_encode_exec_args(s, NULL, sb, &e), 0);
+	const char *enc = sbx_proto_args_done(sb, &len);
 	msgpack_unpacked_init(u);
-	assert_int_equal(msgpack_unpack_next(u, sb->data, sb->size, NULL), MSGPACK_UNPACK_SUCCESS);
+	assert_int_equal(msgpack_unpack_next(u, enc, len, NULL), MSGPACK_UNPACK_SUCCESS);
 }
 
 static void test_encode_cmd_minimal(void **state)
 {
 	(void)state;
 	sup_exec_spec s = { 0 };
-	s.cmd = dup_("echo hi | tr a-z A-Z");
-	msgpack_sbuffer sb;
+	s.x.cmd = dup_("echo hi | tr a-z A-Z");
+	sbx_proto_args sb;
 	msgpack_unpacked u;
 	encode_unpack(&s, &sb, &u);
 	assert_int_equal(u.data.via.map.size, 1);
 	assert_true(str_eq(get(&u.data, "cmd"), "echo hi | tr a-z A-Z"));
 	msgpack_unpacked_destroy(&u);
-	msgpack_sbuffer_destroy(&sb);
+	sbx_proto_args_destroy(&sb);
 	sup_exec_spec_free(&s);
 }
 
@@ -108,12 +112,12 @@ static void test_encode_options(void **state)
 {
 	(void)state;
 	sup_exec_spec s = { 0 };
-	s.cmd = dup_("cat");
-	s.has_stdin = true;
-	s.user = dup_("sandbox");
-	s.rlimits[SUP_RLIMIT_NOFILE] = (sup_rlimit){ .set = true, .value = 64 };
-	s.rlimits[SUP_RLIMIT_FSIZE] = (sup_rlimit){ .set = true, .unlimited = true };
-	msgpack_sbuffer sb;
+	s.x.cmd = dup_("cat");
+	s.x.stdin_pipe = true;
+	s.x.user = dup_("sandbox");
+	s.x.rlimits[SBX_RLIMIT_NOFILE] = (sbx_proto_rlimit){ .set = true, .value = 64 };
+	s.x.rlimits[SBX_RLIMIT_FSIZE] = (sbx_proto_rlimit){ .set = true, .unlimited = true };
+	sbx_proto_args sb;
 	msgpack_unpacked u;
 	encode_unpack(&s, &sb, &u);
 	assert_int_equal(u.data.via.map.size, 4);
@@ -126,7 +130,7 @@ static void test_encode_options(void **state)
 	assert_int_equal(get(rl, "nofile")->via.u64, 64);
 	assert_true(str_eq(get(rl, "fsize"), "unlimited"));
 	msgpack_unpacked_destroy(&u);
-	msgpack_sbuffer_destroy(&sb);
+	sbx_proto_args_destroy(&sb);
 	sup_exec_spec_free(&s);
 }
 

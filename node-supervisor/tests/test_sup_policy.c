@@ -16,12 +16,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include <event2/http.h>
 
 #include "corpus.h"
 #include "sbx/cleanup.h"
 #include "sup_path.h"
 #include "sup_policy.h"
+#include "sup_query.h"
 
 #define S(s) (s), sizeof(s) - 1
 
@@ -247,7 +247,7 @@ static void test_default_policy(void **state)
 					      "/workspace2", "/tmpfoo", "/run/sandbox/agent.sock",
 					      "/proc/1/root" };
 	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
-		assert_int_equal(check(p, "default", denied[i], SUP_POLICY_READ, &m, &e), -EACCES);
+		assert_int_equal(check(p, "default", denied[i], SUP_POLICY_READ, &m, &e), -EPERM);
 		assert_non_null(strstr(e.msg, "outside the allowed roots: /workspace (rw), /tmp "
 					      "(rw), /home/sandbox (rw)"));
 	}
@@ -278,7 +278,7 @@ static void test_policy_file(void **state)
 
 	/* The longest root decides; component-wise, "reference" is not "ref". */
 	assert_int_equal(check(p, "acme", "/workspace/a", SUP_POLICY_WRITE, &m, &e), 0);
-	assert_int_equal(check(p, "acme", "/workspace/ref/x", SUP_POLICY_WRITE, &m, &e), -EACCES);
+	assert_int_equal(check(p, "acme", "/workspace/ref/x", SUP_POLICY_WRITE, &m, &e), -EPERM);
 	assert_non_null(strstr(e.msg, "under read-only root /workspace/ref"));
 	assert_int_equal(check(p, "acme", "/workspace/ref/x", SUP_POLICY_READ, &m, &e), 0);
 	assert_string_equal(m.root, "/workspace/ref");
@@ -291,13 +291,13 @@ static void test_policy_file(void **state)
 	assert_string_equal(m.rel, "reference/x");
 	assert_int_equal(check(p, "acme", "/workspace/ref/../a", SUP_POLICY_WRITE, &m, &e), 0);
 	assert_string_equal(m.root, "/workspace");
-	assert_int_equal(check(p, "acme", "/data/x", SUP_POLICY_WRITE, &m, &e), -EACCES);
-	assert_int_equal(check(p, "acme", "/tmp/x", SUP_POLICY_READ, &m, &e), -EACCES);
+	assert_int_equal(check(p, "acme", "/data/x", SUP_POLICY_WRITE, &m, &e), -EPERM);
+	assert_int_equal(check(p, "acme", "/tmp/x", SUP_POLICY_READ, &m, &e), -EPERM);
 
 	/* A tenant the file does not name gets "default" (ro here). */
 	assert_int_equal(check(p, "zeta", "/workspace/a", SUP_POLICY_READ, &m, &e), 0);
-	assert_int_equal(check(p, "zeta", "/workspace/a", SUP_POLICY_WRITE, &m, &e), -EACCES);
-	assert_int_equal(check(p, NULL, "/workspace/a", SUP_POLICY_WRITE, &m, &e), -EACCES);
+	assert_int_equal(check(p, "zeta", "/workspace/a", SUP_POLICY_WRITE, &m, &e), -EPERM);
+	assert_int_equal(check(p, NULL, "/workspace/a", SUP_POLICY_WRITE, &m, &e), -EPERM);
 
 	/* Root "/": everything below it, rel without the slash. */
 	assert_int_equal(check(p, "all.ro", "/etc/passwd", SUP_POLICY_READ, &m, &e), 0);
@@ -306,11 +306,11 @@ static void test_policy_file(void **state)
 	assert_int_equal(check(p, "all.ro", "/..", SUP_POLICY_READ, &m, &e), 0);
 	assert_true(m.is_root);
 	assert_string_equal(m.rel, "");
-	assert_int_equal(check(p, "all.ro", "/etc/passwd", SUP_POLICY_WRITE, &m, &e), -EACCES);
+	assert_int_equal(check(p, "all.ro", "/etc/passwd", SUP_POLICY_WRITE, &m, &e), -EPERM);
 
 	/* No roots at all. */
 	assert_int_equal(sup_policy_root_count(p, "none"), 0);
-	assert_int_equal(check(p, "none", "/workspace/a", SUP_POLICY_READ, &m, &e), -EACCES);
+	assert_int_equal(check(p, "none", "/workspace/a", SUP_POLICY_READ, &m, &e), -EPERM);
 	assert_non_null(strstr(e.msg, "outside the allowed roots: none"));
 
 	/* A file without "default" leaves unnamed tenants without access. */
@@ -320,7 +320,7 @@ static void test_policy_file(void **state)
 				   "[{\"root\": \"/workspace\", \"mode\": \"rw\"}]}}}";
 	assert_int_equal(sup_policy_load_json(S(only), "only.json", &p, &e), 0);
 	assert_int_equal(check(p, "acme", "/workspace/a", SUP_POLICY_WRITE, &m, &e), 0);
-	assert_int_equal(check(p, "other", "/workspace/a", SUP_POLICY_READ, &m, &e), -EACCES);
+	assert_int_equal(check(p, "other", "/workspace/a", SUP_POLICY_READ, &m, &e), -EPERM);
 	assert_non_null(strstr(e.msg, "tenant other has no file access"));
 	assert_int_equal(sup_policy_root_count(p, "other"), 0);
 }
@@ -466,7 +466,7 @@ static void test_corpus(void **state)
 			int r = sup_policy_check(p, "default", k->path.p, k->path.len,
 						 (sup_policy_access)need, &m, &e);
 			int want = k->policy == CORPUS_ALLOW  ? 0
-				   : k->policy == CORPUS_DENY ? -EACCES
+				   : k->policy == CORPUS_DENY ? -EPERM
 				   : k->policy == CORPUS_BAD  ? -EINVAL
 							      : -ENAMETOOLONG;
 			bool good = r == want;
@@ -495,15 +495,15 @@ static void test_corpus(void **state)
 	assert_int_equal(failures, 0);
 }
 
-/* Double encoding is harmless because evhttp decodes once: %252e stays the
- * three bytes "%2e", a name, not a dot. */
+/* Double encoding is harmless because the edge decodes once (sup_query):
+ * %252e stays the three bytes "%2e", a name, not a dot. */
 static void test_double_encoding(void **state)
 {
 	(void)state;
 	size_t n;
-	SBX_AUTO_FREE char *once = evhttp_uridecode("/workspace/%252e%252e/etc", 1, &n);
+	SBX_AUTO_FREE char *once = sup_query_decode("/workspace/%252e%252e/etc", 25, &n);
 	assert_string_equal(once, "/workspace/%2e%2e/etc");
-	SBX_AUTO_FREE char *twice = evhttp_uridecode(once, 1, &n);
+	SBX_AUTO_FREE char *twice = sup_query_decode(once, strlen(once), &n);
 	assert_string_equal(twice, "/workspace/../etc"); /* what a second decoding would do */
 	SUP_AUTO_POLICY sup_policy *p = NULL;
 	sbx_err e;
@@ -511,11 +511,11 @@ static void test_double_encoding(void **state)
 	sup_policy_match m;
 	assert_int_equal(check(p, "t", once, SUP_POLICY_READ, &m, &e), 0);
 	assert_string_equal(m.rel, "%2e%2e/etc");
-	assert_int_equal(check(p, "t", twice, SUP_POLICY_READ, &m, &e), -EACCES);
+	assert_int_equal(check(p, "t", twice, SUP_POLICY_READ, &m, &e), -EPERM);
 
 	/* A decoded %00 is a byte of the path: with its length it is refused;
 	 * as a C string it would silently cut the path short. */
-	SBX_AUTO_FREE char *nul = evhttp_uridecode("/workspace/a%00/../../etc", 1, &n);
+	SBX_AUTO_FREE char *nul = sup_query_decode("/workspace/a%00/../../etc", 25, &n);
 	assert_int_equal(n, strlen("/workspace/a") + 1 + strlen("/../../etc"));
 	assert_int_equal(sup_policy_check(p, "t", nul, n, SUP_POLICY_READ, &m, &e), -EINVAL);
 }
@@ -552,7 +552,7 @@ static void test_denial_line(void **state)
 	assert_int_equal(sup_policy_new_default(&p, &e), 0);
 	static const char path[] = "/etc/x\n2026-01-01 error forged line\x1b[0m";
 	sup_policy_match m;
-	assert_int_equal(sup_policy_check(p, "acme", S(path), SUP_POLICY_WRITE, &m, &e), -EACCES);
+	assert_int_equal(sup_policy_check(p, "acme", S(path), SUP_POLICY_WRITE, &m, &e), -EPERM);
 	char line[1024];
 	sup_policy_denial_line(line, sizeof(line), "acme", "sb-1\n", "write", S(path), &e);
 	assert_true(printable_ascii(line));

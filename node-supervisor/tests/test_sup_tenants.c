@@ -121,11 +121,11 @@ static void test_full_file(void **state)
 	sup_policy_match m;
 	assert_ptr_not_equal(sup_tenant_policy(a), node_policy);
 	assert_int_equal(sup_policy_check(sup_tenant_policy(a), a->name, "/workspace/x", 12,
-					  SUP_POLICY_WRITE, &m, &e), -EACCES);
+					  SUP_POLICY_WRITE, &m, &e), -EPERM);
 	assert_int_equal(sup_policy_check(sup_tenant_policy(a), a->name, "/workspace/x", 12,
 					  SUP_POLICY_READ, &m, &e), 0);
 	assert_int_equal(sup_policy_check(sup_tenant_policy(a), a->name, "/tmp/x", 6,
-					  SUP_POLICY_READ, &m, &e), -EACCES);
+					  SUP_POLICY_READ, &m, &e), -EPERM);
 
 	/* What bob leaves out is the node's. */
 	const sup_tenant *b = sup_tenants_find(ts, "bob");

@@ -1,4 +1,5 @@
-/* UTF-8 validation/repair, base64, RFC 3339 and signal names (sup_text). */
+/* UTF-8 validation/repair, base64, RFC 3339, signal names and sizes (sup_text). */
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -144,6 +145,23 @@ static void test_rfc3339(void **state)
 	assert_string_equal(buf, "2026-11-30T11:16:06Z");
 }
 
+static void test_parse_size(void **state)
+{
+	(void)state;
+	uint64_t v;
+	sbx_err e;
+	assert_int_equal(sup_parse_size("0", 100, &v, &e), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(sup_parse_size("2G", 1ull << 40, &v, &e), 0);
+	assert_int_equal(v, 2ull << 30);
+	assert_int_equal(sup_parse_size("512m", 1ull << 40, &v, &e), 0);
+	assert_int_equal(v, 512ull << 20);
+	assert_int_equal(sup_parse_size("2G", 1ull << 30, &v, &e), -EINVAL);
+	assert_int_equal(sup_parse_size("", 100, &v, &e), -EINVAL);
+	assert_int_equal(sup_parse_size("-1", 100, &v, &e), -EINVAL);
+	assert_int_equal(sup_parse_size("1T", 1ull << 50, &v, &e), -EINVAL);
+}
+
 static void test_signal_names(void **state)
 {
 	(void)state;
@@ -167,6 +185,7 @@ int main(void)
 		cmocka_unit_test(test_utf8_valid),   cmocka_unit_test(test_utf8_repair),
 		cmocka_unit_test(test_base64),       cmocka_unit_test(test_rfc3339),
 		cmocka_unit_test(test_signal_names), cmocka_unit_test(test_base64_decode),
+		cmocka_unit_test(test_parse_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sbx/proto_client.h"
+#include "sbx/proto_exec.h"
 
 #define DEFAULT_MAX_OUTPUT (1u << 20)
 
@@ -44,30 +45,6 @@ static int on_output(const sbx_proto_frame *f, void *ud)
 	return 0;
 }
 
-static void pack_args(msgpack_sbuffer *sb, const char *const *argv, const char *cmd,
-		     uint32_t timeout_ms)
-{
-	msgpack_packer pk;
-	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, timeout_ms ? 2 : 1);
-	if (argv) {
-		size_t n = 0;
-		while (argv[n])
-			n++;
-		sbx_proto_pack_str(&pk, "argv");
-		msgpack_pack_array(&pk, n);
-		for (size_t i = 0; i < n; i++)
-			sbx_proto_pack_str(&pk, argv[i]);
-	} else {
-		sbx_proto_pack_str(&pk, "cmd");
-		sbx_proto_pack_str(&pk, cmd);
-	}
-	if (timeout_ms) {
-		sbx_proto_pack_str(&pk, "timeout_ms");
-		msgpack_pack_uint32(&pk, timeout_ms);
-	}
-}
-
 static void read_result(const msgpack_object *r, sbx_proto_exec_result *res)
 {
 	res->exited = sbx_proto_get_int(r, "exit_code", &res->exit_code);
@@ -83,13 +60,22 @@ int sbx_proto_client_exec(sbx_proto_client *c, const char *const *argv, const ch
 	memset(res, 0, sizeof(*res));
 	if (!argv && !cmd)
 		return sbx_err_set(err, -EINVAL, "exec: neither argv nor cmd");
-	msgpack_sbuffer sb;
-	msgpack_sbuffer_init(&sb);
-	pack_args(&sb, argv, cmd, timeout_ms);
+	sbx_proto_exec_args x = { .argv = (char **)argv, .cmd = (char *)cmd, .timeout_ms = timeout_ms };
+	while (argv && argv[x.argc])
+		x.argc++;
+	sbx_proto_args a;
+	sbx_proto_args_init(&a);
+	sbx_proto_exec_encode(&x, NULL, &a);
+	size_t len = 0;
+	const char *enc = sbx_proto_args_done(&a, &len);
 	struct collect col = { res, max_output ? max_output : DEFAULT_MAX_OUTPUT };
 	sbx_proto_frame fin;
-	int rc = sbx_proto_client_call(c, SBX_OP_EXEC, sb.data, sb.size, on_output, &col, &fin, err);
-	msgpack_sbuffer_destroy(&sb);
+	if (!enc) {
+		sbx_proto_args_destroy(&a);
+		return sbx_err_set(err, -ENOMEM, "exec: out of memory");
+	}
+	int rc = sbx_proto_client_call(c, SBX_OP_EXEC, enc, len, on_output, &col, &fin, err);
+	sbx_proto_args_destroy(&a);
 	if (rc < 0)
 		return rc;
 	if (fin.kind == SBX_PROTO_END) {

@@ -31,7 +31,7 @@ typedef struct corpus_tree {
 
 typedef enum corpus_policy {
 	CORPUS_ALLOW,
-	CORPUS_DENY, /* -EACCES */
+	CORPUS_DENY, /* -EPERM: the policy refuses */
 	CORPUS_BAD,  /* -EINVAL */
 	CORPUS_LONG, /* -ENAMETOOLONG */
 } corpus_policy;

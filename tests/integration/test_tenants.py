@@ -58,6 +58,7 @@ def tenants_doc(quota_alice_sandboxes=2, with_bob=True, with_carol=False):
             "images": ["host"],
             "max_timeout": 600,
             "default_resources": {"memory": "128M"},
+            "paths": [{"root": "/workspace", "mode": "ro"}],
         },
     }
     if with_bob:
@@ -196,6 +197,15 @@ class Tenants(unittest.TestCase):
         st, body = self.create("alice", image="/srv/other")
         self.assertEqual(st, 403, body)
         self.assertIn("image", body["error"]["message"])
+        # Files: alice's own paths (/workspace read-only), bob the node's.
+        st, _, body = self.req("alice", "PUT", "/v1/sandboxes/%s/files?path=/workspace/x" % a["id"],
+                               b"data")
+        self.assertEqual(st, 403, body)
+        self.assertIn("read-only", body["error"]["message"])
+        st, _, body = self.req("alice", "GET", "/v1/sandboxes/%s/fs/stat?path=/tmp" % a["id"])
+        self.assertEqual(st, 403, body)
+        st, _, body = self.req("alice", "GET", "/v1/sandboxes/%s/fs/stat?path=/workspace" % a["id"])
+        self.assertEqual(st, 200, body)
         # Root: bob may, alice may not.
         st, _, r = self.req("alice", "POST", "/v1/sandboxes/%s/exec" % a["id"],
                             {"argv": ["id", "-u"], "user": "root"})
@@ -203,6 +213,9 @@ class Tenants(unittest.TestCase):
         st, b = self.create("bob")
         self.assertEqual(st, 201, b)
         self.assertEqual(b["resources"]["memory"], 256 * MB)
+        st, _, body = self.req("bob", "PUT", "/v1/sandboxes/%s/files?path=/workspace/x" % b["id"],
+                               b"data")
+        self.assertIn(st, (200, 201), body)
         st, _, r = self.req("bob", "POST", "/v1/sandboxes/%s/exec" % b["id"],
                             {"argv": ["id", "-u"], "user": "root"})
         self.assertEqual((st, r.get("stdout")), (200, "0\n"), r)

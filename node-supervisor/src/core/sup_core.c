@@ -1,0 +1,925 @@
+#include "sup_core.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sup_agent.h"
+#include "sup_core_int.h"
+#include "sup_log.h"
+#include "sup_sandbox.h"
+
+TAILQ_HEAD(sup_reg_list, sup_sandbox);
+
+struct sup_core {
+	struct event_base *base;
+	sup_pools *pools;
+	sup_core_cfg cfg;
+	void *index;                /* tsearch tree of listed sandboxes by id */
+	struct sup_reg_list listed; /* creation order */
+	TAILQ_HEAD(, sup_op) creates;
+	size_t captured;            /* bytes held by all execs in flight */
+	bool shutting_down;
+	/* For /metrics. */
+	sup_hist exec_seconds;
+	uint64_t execs[SUP_CORE_EXEC_RESULTS]; /* by exec_result */
+	uint64_t oom_killed;        /* execs the kernel killed for memory */
+	sup_ctab *refusals;         /* quota refusals by tenant and figure */
+};
+
+enum exec_result { EXEC_EXITED, EXEC_SIGNALED, EXEC_TIMED_OUT, EXEC_FAILED };
+const char *const sup_core_exec_results[SUP_CORE_EXEC_RESULTS] = { "exited", "signaled",
+								   "timed_out", "failed" };
+
+typedef enum sup_op_kind { OP_CREATE = 1, OP_EXEC, OP_DELETE, OP_CALL } sup_op_kind;
+
+typedef struct sup_bytes {
+	uint8_t *p;
+	size_t len;
+	size_t alloc;
+	size_t limit;
+	bool truncated;
+	size_t *budget_used; /* the core's total, shared by every exec */
+	size_t budget;
+} sup_bytes;
+
+struct sup_op {
+	sup_core *core;
+	sup_op_kind kind;
+	void *ud;
+	TAILQ_ENTRY(sup_op) link; /* core->creates, sb->execs or sb->delete_waiters */
+	sup_sandbox *sb;
+	union {
+		struct {
+			sup_acquire *acq;
+			sup_create_req req;
+			sup_core_sandbox_cb cb;
+			char tenant[SUP_TENANT_NAME_MAX + 1];
+			bool allow_root;
+		} create;
+		struct {
+			sup_exec_call *call;
+			sup_core_exec_cb cb;
+			const sup_core_stream_cbs *scb; /* streaming: no capture */
+			sup_bytes out, err;
+			struct timespec start;
+		} exec;
+		struct {
+			sup_core_done_cb cb;
+		} del;
+		struct {
+			sup_agent_call *call;
+			const sup_core_call_cbs *cbs;
+		} call;
+	} u;
+};
+
+/* ---- captured output: bounded per stream and in total ---- */
+
+static void bytes_free(sup_bytes *b)
+{
+	*b->budget_used -= b->len;
+	free(b->p);
+	b->p = NULL;
+	b->len = 0;
+}
+
+static void bytes_append(sup_bytes *b, const uint8_t *p, size_t n)
+{
+	size_t room = b->limit - b->len;
+	size_t global = b->budget > *b->budget_used ? b->budget - *b->budget_used : 0;
+	if (room > global)
+		room = global;
+	if (n > room) {
+		b->truncated = true;
+		n = room;
+	}
+	if (n == 0)
+		return;
+	if (b->len + n > b->alloc) {
+		size_t a = b->alloc ? b->alloc : 4096;
+		while (a < b->len + n)
+			a *= 2;
+		if (a > b->limit)
+			a = b->limit;
+		uint8_t *q = realloc(b->p, a);
+		if (!q) {
+			b->truncated = true;
+			return;
+		}
+		b->p = q;
+		b->alloc = a;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	*b->budget_used += n;
+}
+
+/* ---- registry ---- */
+
+static int cmp_id(const void *a, const void *b)
+{
+	return strcmp(((const sup_sandbox *)a)->id, ((const sup_sandbox *)b)->id);
+}
+
+static sup_sandbox *lookup(sup_core *c, const char *id)
+{
+	if (strlen(id) >= SUP_ID_MAX)
+		return NULL;
+	sup_sandbox key;
+	memcpy(key.id, id, strlen(id) + 1);
+	void *r = tfind(&key, &c->index, cmp_id);
+	return r ? *(sup_sandbox **)r : NULL;
+}
+
+static bool sees(const sup_tenant *who, const sup_sandbox *sb)
+{
+	return who->admin || strcmp(who->name, sb->tenant) == 0;
+}
+
+/* The sandbox id as who may see it: another tenant's is not there. */
+static sup_sandbox *lookup_for(sup_core *c, const sup_tenant *who, const char *id, sbx_err *err)
+{
+	sup_sandbox *sb = lookup(c, id);
+	if (!sb || !sees(who, sb)) {
+		sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
+		return NULL;
+	}
+	return sb;
+}
+
+int sup_core_check_owner(sup_core *c, const sup_tenant *who, const char *id, sbx_err *err)
+{
+	return lookup_for(c, who, id, err) ? 0 : err->code;
+}
+
+static void unlist(sup_core *c, sup_sandbox *sb)
+{
+	if (!sb->listed)
+		return;
+	tdelete(sb, &c->index, cmp_id);
+	TAILQ_REMOVE(&c->listed, sb, reg_link);
+	sb->listed = false;
+}
+
+static void view_of(const sup_sandbox *sb, sup_sandbox_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->id = sb->id;
+	v->state = sup_sb_state_name(sb->state);
+	v->image = sup_pools_image_of(sb);
+	v->isolation = sup_pools_isolation_of(sb);
+	v->created_at = sb->created_at;
+	v->expires_at = sb->expires_at;
+	if (sb->state == SUP_SB_FAILED)
+		v->reason = sb->reason[0] ? sb->reason : "the agent connection was lost";
+	if (sb->agent) {
+		sup_agent_stats st;
+		sup_agent_stats_get(sb->agent, &st);
+		v->agent_streams = st.streams;
+		v->agent_waiting = st.waiting;
+		v->agent_queued = st.queued;
+	}
+	v->agent_timeouts = sb->agent_timeouts;
+	v->resources = sb->res;
+}
+
+/* A call the agent let pass its deadline counts against the sandbox. */
+static void count_timeout(sup_sandbox *sb, const sbx_err *err)
+{
+	sb->agent_timeouts++;
+	sup_warn("sandbox %s: agent timeout (%u so far): %s", sb->id, sb->agent_timeouts, err->msg);
+}
+
+/* ---- destroy (DELETE, expiry, shutdown) ---- */
+
+static void fail_execs(sup_sandbox *sb, int code, const char *why)
+{
+	sup_op *op;
+	while ((op = TAILQ_FIRST(&sb->execs)) != NULL) {
+		TAILQ_REMOVE(&sb->execs, op, link);
+		sbx_err e;
+		sbx_err_set(&e, code, "%s", why);
+		if (op->kind == OP_CALL) {
+			if (op->u.call.call)
+				sup_agent_call_cancel(op->u.call.call);
+			op->u.call.cbs->on_done(code, NULL, &e, op->ud);
+			free(op);
+			continue;
+		}
+		if (op->u.exec.call)
+			sup_agent_exec_cancel(op->u.exec.call);
+		if (op->u.exec.scb)
+			op->u.exec.scb->on_done(code, NULL, &e, op->ud);
+		else
+			op->u.exec.cb(code, NULL, &e, op->ud);
+		bytes_free(&op->u.exec.out);
+		bytes_free(&op->u.exec.err);
+		free(op);
+	}
+}
+
+static void on_destroyed(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
+{
+	sup_core *c = ud;
+	unlist(c, sb);
+	sup_op *op;
+	while ((op = TAILQ_FIRST(&sb->delete_waiters)) != NULL) {
+		TAILQ_REMOVE(&sb->delete_waiters, op, link);
+		op->u.del.cb(rc, err, op->ud);
+		free(op);
+	}
+}
+
+/* Release the core's fields and hand the sandbox to the pools' destroy.
+ * It stays listed (state destroying) until the container is gone. */
+static void core_destroy(sup_core *c, sup_sandbox *sb, bool urgent, int exec_code,
+			 const char *exec_why)
+{
+	if (sb->expiry) {
+		event_free(sb->expiry);
+		sb->expiry = NULL;
+	}
+	fail_execs(sb, exec_code, exec_why);
+	sup_env_free(&sb->env);
+	sup_pools_destroy(c->pools, sb, urgent, on_destroyed, c);
+}
+
+static void on_expiry(evutil_socket_t fd, short what, void *ud)
+{
+	sup_sandbox *sb = ud;
+	(void)fd;
+	(void)what;
+	sup_core *c = sb->core;
+	sup_info("sandbox %s: lifetime over, destroying", sb->id);
+	core_destroy(c, sb, false, -EBUSY, "the sandbox reached its timeout and is being destroyed");
+}
+
+/* ---- create ---- */
+
+/* The sandbox is RUNNING: list it with the request's lifetime and env. */
+static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
+{
+	sup_create_req *req = &op->u.create.req;
+	sb->core = c;
+	memcpy(sb->tenant, op->u.create.tenant, sizeof(sb->tenant));
+	sb->allow_root = op->u.create.allow_root;
+	sb->created_at = time(NULL);
+	sb->expires_at = sb->created_at + (time_t)req->timeout_s;
+	sb->env = req->env;
+	req->env.v = NULL;
+	req->env.n = 0;
+	sb->expiry = evtimer_new(c->base, on_expiry, sb);
+	if (!sb->expiry || !tsearch(sb, &c->index, cmp_id)) {
+		if (sb->expiry)
+			event_free(sb->expiry);
+		sb->expiry = NULL;
+		sup_env_free(&sb->env);
+		sup_pools_destroy(c->pools, sb, false, NULL, NULL);
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	}
+	struct timeval tv = { (time_t)req->timeout_s, 0 };
+	evtimer_add(sb->expiry, &tv);
+	TAILQ_INSERT_TAIL(&c->listed, sb, reg_link);
+	sb->listed = true;
+	char cpus[16], mem[24], disk[24];
+	sup_resources_format_cpus(sb->res.cpu_milli, cpus, sizeof(cpus));
+	sup_resources_format_size(sb->res.memory, mem, sizeof(mem));
+	sup_resources_format_size(sb->res.disk, disk, sizeof(disk));
+	sup_info("sandbox %s: handed out to tenant %s (image %s, %s, timeout %us, %zu env, cpus=%s,memory=%s,pids=%u,disk=%s)",
+		 sb->id, sb->tenant, sup_pools_image_of(sb), sup_isolation_names[sup_pools_isolation_of(sb)],
+		 req->timeout_s, sb->env.n, cpus, mem, (unsigned)sb->res.pids, disk);
+	return 0;
+}
+
+static void on_acquired(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
+{
+	sup_op *op = ud;
+	sup_core *c = op->core;
+	TAILQ_REMOVE(&c->creates, op, link);
+	sbx_err e;
+	sbx_err_clear(&e);
+	if (rc == 0 && adopt(c, sb, op, &e) < 0) {
+		rc = e.code;
+		err = &e;
+	}
+	sup_sandbox_view v;
+	if (rc == 0)
+		view_of(sb, &v);
+	op->u.create.cb(rc, rc == 0 ? &v : NULL, err, op->ud);
+	sup_create_req_free(&op->u.create.req);
+	free(op);
+}
+
+/* May this request have a sandbox of its isolation? Only where the node
+ * offers it (its runtime answered at start: some pool runs it) and its
+ * tenant may use it. */
+static int allow_isolation(const sup_core *c, const sup_tenant *who, const sup_create_req *req,
+			   sbx_err *err)
+{
+	bool offered = false;
+	for (size_t i = 0; i < sup_pools_count(c->pools) && !offered; i++) {
+		sup_pool_stats s;
+		sup_pools_stats(c->pools, i, &s);
+		offered = s.isolation == req->isolation;
+	}
+	if (!offered)
+		return sbx_err_set(err, -EINVAL, "isolation \"%s\" is not offered on this node%s",
+				   sup_isolation_names[req->isolation],
+				   req->isolation == SUP_ISO_GVISOR ? " (its runtime, runsc, did not answer at start)"
+								    : "");
+	if (!sup_tenant_may_isolation(who, req->isolation))
+		return sbx_err_set(err, -EPERM, "tenant %s may not use isolation \"%s\"", who->name,
+				   sup_isolation_names[req->isolation]);
+	return 0;
+}
+
+/* What req leaves out is who's; what it names must be within who's. */
+static int apply_tenant(const sup_tenant *who, sup_create_req *req, sbx_err *err)
+{
+	if (!(req->given & SUP_CREATE_GIVEN_ISOLATION) && who->default_isolation < SUP_ISO_N)
+		req->isolation = (sup_isolation)who->default_isolation;
+	sup_resources_take(&req->resources, &who->res_default,
+			   ~req->given & (SUP_RES_CPUS | SUP_RES_MEMORY | SUP_RES_PIDS | SUP_RES_DISK));
+	if (req->timeout_s > who->max_timeout_s) {
+		if (req->given & SUP_CREATE_GIVEN_TIMEOUT)
+			return sbx_err_set(err, -EINVAL,
+					   "field \"timeout\": %u seconds is over tenant %s's most of %u",
+					   req->timeout_s, who->name, who->max_timeout_s);
+		req->timeout_s = who->max_timeout_s;
+	}
+	const char *image = req->image ? req->image : "host";
+	if (!sup_tenant_may_image(who, image))
+		return sbx_err_set(err, -EPERM, "tenant %s may not use image \"%.200s\"", who->name,
+				   image);
+	return 0;
+}
+
+/* ---- quotas ---- */
+
+/* What tenant holds: its listed sandboxes (destroying ones too, until
+ * they are gone) and its creates still waiting for a pool. */
+static void tenant_held(const sup_core *c, const char *tenant, sup_quota *h)
+{
+	memset(h, 0, sizeof(*h));
+	const sup_sandbox *sb;
+	TAILQ_FOREACH(sb, &c->listed, reg_link)
+	if (strcmp(sb->tenant, tenant) == 0)
+		sup_quota_add(h, &sb->res);
+	const sup_op *op;
+	TAILQ_FOREACH(op, &c->creates, link)
+	if (strcmp(op->u.create.tenant, tenant) == 0)
+		sup_quota_add(h, &op->u.create.req.resources);
+}
+
+static int check_quota(sup_core *c, const sup_tenant *who, const sup_resources *want,
+		       sbx_err *err)
+{
+	if (!who->quota.set)
+		return 0;
+	sup_quota h;
+	tenant_held(c, who->name, &h);
+	const char *fig = NULL;
+	int rc = sup_quota_check(who, &h, want, &fig, err);
+	if (rc < 0 && c->refusals) {
+		const char *labels[] = { who->name, fig };
+		sup_ctab_add(c->refusals, labels, 1);
+	}
+	return rc;
+}
+
+int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
+		    sup_core_sandbox_cb cb, void *ud, sup_op **opp, sbx_err *err)
+{
+	*opp = NULL;
+	if (c->shutting_down)
+		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	int rc = apply_tenant(who, req, err);
+	if (rc == 0)
+		rc = allow_isolation(c, who, req, err);
+	if (rc == 0)
+		rc = check_quota(c, who, &req->resources, err);
+	if (rc < 0)
+		return rc;
+	sup_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	op->core = c;
+	op->kind = OP_CREATE;
+	op->ud = ud;
+	op->u.create.req = *req;
+	memset(req, 0, sizeof(*req));
+	op->u.create.cb = cb;
+	memcpy(op->u.create.tenant, who->name, sizeof(op->u.create.tenant));
+	op->u.create.allow_root = who->allow_root;
+	const char *image = op->u.create.req.image ? op->u.create.req.image : "host";
+	sup_sandbox *now = NULL;
+	rc = sup_pools_acquire(c->pools, image, op->u.create.req.isolation,
+			       &op->u.create.req.resources, on_acquired, op, &now, &op->u.create.acq, err);
+	if (rc < 0) {
+		sup_create_req_free(&op->u.create.req);
+		free(op);
+		return rc;
+	}
+	TAILQ_INSERT_TAIL(&c->creates, op, link);
+	if (now) {
+		on_acquired(now, 0, NULL, op); /* frees op */
+		return 0;
+	}
+	*opp = op;
+	return 0;
+}
+
+/* ---- get / list ---- */
+
+int sup_core_get(sup_core *c, const sup_tenant *who, const char *id, sup_sandbox_view *out,
+		 sbx_err *err)
+{
+	sup_sandbox *sb = lookup_for(c, who, id, err);
+	if (!sb)
+		return err->code;
+	view_of(sb, out);
+	/* Read now: a few cgroup files and a statfs, no process. A sandbox
+	 * on its way out may have lost its cgroup already: no usage then. */
+	sbx_err uerr;
+	if (sb->state != SUP_SB_DESTROYING &&
+	    sup_pools_usage(c->pools, sb, &out->usage, &uerr) == 0)
+		out->has_usage = true;
+	else if (sb->state != SUP_SB_DESTROYING)
+		sup_warn("sandbox %s: usage: %s", sb->id, uerr.msg);
+	return 0;
+}
+
+void sup_core_list(sup_core *c, const sup_tenant *who,
+		   void (*fn)(const sup_sandbox_view *v, void *ud), void *ud)
+{
+	sup_sandbox *sb;
+	TAILQ_FOREACH(sb, &c->listed, reg_link)
+	{
+		if (!sees(who, sb))
+			continue;
+		sup_sandbox_view v;
+		view_of(sb, &v);
+		fn(&v, ud);
+	}
+}
+
+/* ---- delete ---- */
+
+int sup_core_delete(sup_core *c, const sup_tenant *who, const char *id, sup_core_done_cb cb,
+		    void *ud, sup_op **opp, sbx_err *err)
+{
+	*opp = NULL;
+	sup_sandbox *sb = lookup_for(c, who, id, err);
+	if (!sb)
+		return err->code;
+	sup_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	op->core = c;
+	op->kind = OP_DELETE;
+	op->ud = ud;
+	op->sb = sb;
+	op->u.del.cb = cb;
+	TAILQ_INSERT_TAIL(&sb->delete_waiters, op, link);
+	if (sb->state != SUP_SB_DESTROYING) {
+		sup_info("sandbox %s: delete requested", sb->id);
+		core_destroy(c, sb, true, -EBUSY, "the sandbox was deleted while the command ran");
+	}
+	*opp = op;
+	return 0;
+}
+
+/* ---- exec ---- */
+
+static void exec_on_data(sup_exec_call *call, sup_chan ch, const uint8_t *p, size_t n,
+			 size_t cost, void *ud)
+{
+	sup_op *op = ud;
+	if (op->u.exec.scb) {
+		op->u.exec.scb->on_data(ch, p, n, cost, op->ud);
+		return;
+	}
+	bytes_append(ch == SUP_CH_STDOUT ? &op->u.exec.out : &op->u.exec.err, p, n);
+	/* Buffered (or dropped past the cap): the agent may send more at once,
+	 * so a chatty command is never blocked by the cap. */
+	sup_agent_exec_consumed(call, cost);
+}
+
+static uint64_t elapsed_us(const struct timespec *start)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	int64_t us = (int64_t)(now.tv_sec - start->tv_sec) * 1000000 +
+		     (now.tv_nsec - start->tv_nsec) / 1000;
+	return us < 0 ? 0 : (uint64_t)us;
+}
+
+static void count_exec(sup_core *c, int rc, const sup_exec_status *st, uint64_t us)
+{
+	enum exec_result r = EXEC_FAILED;
+	if (st)
+		r = st->timed_out ? EXEC_TIMED_OUT : st->exited ? EXEC_EXITED : EXEC_SIGNALED;
+	c->execs[r]++;
+	if (rc == 0 || st)
+		sup_hist_observe(&c->exec_seconds, (double)us / 1e6);
+	if (st && st->oom_killed)
+		c->oom_killed++;
+}
+
+static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
+			 const sbx_err *err, void *ud)
+{
+	sup_op *op = ud;
+	(void)call;
+	TAILQ_REMOVE(&op->sb->execs, op, link);
+	op->u.exec.call = NULL;
+	if (rc == -ETIME)
+		count_timeout(op->sb, err);
+	count_exec(op->core, rc, st, elapsed_us(&op->u.exec.start));
+	if (op->u.exec.scb) {
+		sup_exec_status s2;
+		if (rc == 0) {
+			s2 = *st;
+			uint64_t measured = elapsed_us(&op->u.exec.start);
+			if (!s2.duration_us || s2.duration_us > measured)
+				s2.duration_us = measured;
+		}
+		op->u.exec.scb->on_done(rc, rc == 0 ? &s2 : NULL, err, op->ud);
+	} else if (rc == 0 || (rc == -ETIME && st)) {
+		sup_exec_result r = {
+			.st = *st,
+			.out = op->u.exec.out.p,
+			.out_len = op->u.exec.out.len,
+			.out_truncated = op->u.exec.out.truncated,
+			.err = op->u.exec.err.p,
+			.err_len = op->u.exec.err.len,
+			.err_truncated = op->u.exec.err.truncated,
+		};
+		/* The guest's own figure is more precise, but not above what we
+		 * measured around it. */
+		uint64_t measured = elapsed_us(&op->u.exec.start);
+		if (!r.st.duration_us || r.st.duration_us > measured)
+			r.st.duration_us = measured;
+		op->u.exec.cb(rc, &r, err, op->ud);
+	} else {
+		op->u.exec.cb(rc, NULL, err, op->ud);
+	}
+	bytes_free(&op->u.exec.out);
+	bytes_free(&op->u.exec.err);
+	free(op);
+}
+
+static const sup_exec_cbs exec_cbs = {
+	.on_data = exec_on_data,
+	.on_done = exec_on_done,
+};
+
+/* The sandbox id names, with a live agent to send work to; NULL with err
+ * (a negative code) when there is none. */
+static sup_sandbox *running_sandbox(sup_core *c, const char *id, sbx_err *err)
+{
+	sup_sandbox *sb = c->shutting_down ? NULL : lookup(c, id);
+	if (c->shutting_down)
+		sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	else if (!sb)
+		sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
+	else if (sb->state == SUP_SB_DESTROYING)
+		sbx_err_set(err, -EBUSY, "sandbox %s is being destroyed", sb->id);
+	else if (sb->state != SUP_SB_RUNNING || !sb->agent)
+		sbx_err_set(err, -ECONNRESET, "sandbox %s failed (%s); delete it and create another",
+			    sb->id, sb->reason[0] ? sb->reason : "the agent connection was lost");
+	else
+		return sb;
+	return NULL;
+}
+
+/* The policy every command passes, in the foreground or not: root only
+ * with --allow-root (the agent checks the uid the user resolves to). */
+static sup_sandbox *command_sandbox(sup_core *c, const char *id, sup_exec_spec *spec, sbx_err *err)
+{
+	sup_sandbox *sb = running_sandbox(c, id, err);
+	if (!sb)
+		return NULL;
+	if (spec->x.user && (strcmp(spec->x.user, "root") == 0 || strcmp(spec->x.user, "0") == 0) &&
+	    !sb->allow_root) {
+		sbx_err_set(err, -EPERM,
+			    "running as root is not allowed for tenant %s (allow_root, or --allow-root without --tenants)",
+			    sb->tenant);
+		return NULL;
+	}
+	spec->x.allow_root = sb->allow_root;
+	return sb;
+}
+
+int sup_core_command_prepare(sup_core *c, const char *id, sup_exec_spec *spec, const sup_env **env,
+			     sbx_err *err)
+{
+	sup_sandbox *sb = command_sandbox(c, id, spec, err);
+	if (!sb)
+		return err->code;
+	*env = &sb->env;
+	return 0;
+}
+
+static int exec_start(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
+		      const sup_core_stream_cbs *scb, void *ud, sup_op **opp, sbx_err *err)
+{
+	*opp = NULL;
+	sup_sandbox *sb = command_sandbox(c, id, spec, err);
+	if (!sb)
+		return err->code;
+	int rc;
+	unsigned inflight = 0;
+	sup_op *o;
+	TAILQ_FOREACH(o, &sb->execs, link)
+	inflight += o->kind == OP_EXEC;
+	if (inflight >= c->cfg.max_execs)
+		return sbx_err_set(err, -EAGAIN, "sandbox %s already runs %u commands; try again later",
+				   sb->id, inflight);
+	sup_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	op->core = c;
+	op->kind = OP_EXEC;
+	op->ud = ud;
+	op->sb = sb;
+	op->u.exec.cb = cb;
+	op->u.exec.scb = scb;
+	sup_bytes proto = { .limit = spec->max_output_set ? spec->max_output : c->cfg.max_output,
+			    .budget_used = &c->captured,
+			    .budget = c->cfg.max_output_total };
+	op->u.exec.out = proto;
+	op->u.exec.err = proto;
+	clock_gettime(CLOCK_MONOTONIC, &op->u.exec.start);
+	rc = sup_agent_exec(sb->agent, spec, &sb->env, &exec_cbs, op, &op->u.exec.call, err);
+	if (rc == 0)
+		spec->stdin_data = NULL; /* the call owns it now */
+	sup_exec_spec_free(spec);
+	if (rc < 0) {
+		free(op);
+		return sbx_err_wrap(err, "sandbox %s", sb->id);
+	}
+	TAILQ_INSERT_TAIL(&sb->execs, op, link);
+	*opp = op;
+	return 0;
+}
+
+int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
+		  void *ud, sup_op **opp, sbx_err *err)
+{
+	return exec_start(c, id, spec, cb, NULL, ud, opp, err);
+}
+
+int sup_core_exec_stream(sup_core *c, const char *id, sup_exec_spec *spec,
+			 const sup_core_stream_cbs *cbs, void *ud, sup_op **opp, sbx_err *err)
+{
+	return exec_start(c, id, spec, NULL, cbs, ud, opp, err);
+}
+
+void sup_op_consumed(sup_op *op, size_t cost)
+{
+	if (op->kind == OP_EXEC && op->u.exec.call)
+		sup_agent_exec_consumed(op->u.exec.call, cost);
+	else if (op->kind == OP_CALL && op->u.call.call)
+		sup_agent_call_consumed(op->u.call.call, cost);
+}
+
+/* ---- other agent operations ---- */
+
+static void call_on_data(sup_agent_call *call, const char *ch, size_t ch_len, const uint8_t *p,
+			 size_t n, size_t cost, void *ud)
+{
+	sup_op *op = ud;
+	if (op->u.call.cbs->on_output) {
+		op->u.call.cbs->on_output(sup_agent_chan(ch, ch_len), p, n, cost, op->ud);
+		return;
+	}
+	if (!op->u.call.cbs->on_data) {
+		sup_agent_call_consumed(call, cost);
+		return;
+	}
+	op->u.call.cbs->on_data(p, n, cost, op->ud);
+}
+
+static void call_on_event(sup_agent_call *call, const msgpack_object *map, size_t cost, void *ud)
+{
+	sup_op *op = ud;
+	if (!op->u.call.cbs->on_event) {
+		sup_agent_call_consumed(call, cost);
+		return;
+	}
+	op->u.call.cbs->on_event(map, cost, op->ud);
+}
+
+static void call_on_done(sup_agent_call *call, int rc, const msgpack_object *result,
+			 const sbx_err *err, void *ud)
+{
+	sup_op *op = ud;
+	(void)call;
+	TAILQ_REMOVE(&op->sb->execs, op, link);
+	op->u.call.call = NULL;
+	if (rc == -ETIME)
+		count_timeout(op->sb, err);
+	op->u.call.cbs->on_done(rc, result, err, op->ud);
+	free(op);
+}
+
+static void call_on_writable(sup_agent_call *call, void *ud)
+{
+	sup_op *op = ud;
+	(void)call;
+	if (op->u.call.cbs->on_writable)
+		op->u.call.cbs->on_writable(op->ud);
+}
+
+static const sup_agent_call_cbs call_cbs = {
+	.on_data = call_on_data,
+	.on_writable = call_on_writable,
+	.on_event = call_on_event,
+	.on_done = call_on_done,
+};
+
+int sup_core_call_send(sup_op *op, const char *ch, const uint8_t *p, size_t n, bool eof,
+		       sbx_err *err)
+{
+	if (op->kind != OP_CALL || !op->u.call.call)
+		return sbx_err_set(err, -EINVAL, "not an agent call");
+	return sup_agent_call_send(op->u.call.call, ch, p, n, eof, err);
+}
+
+int sup_core_call_send_from(sup_op *op, const char *ch, struct evbuffer *src, size_t n,
+			    sbx_err *err)
+{
+	if (op->kind != OP_CALL || !op->u.call.call)
+		return sbx_err_set(err, -EINVAL, "not an agent call");
+	return sup_agent_call_send_from(op->u.call.call, ch, src, n, err);
+}
+
+int sup_core_call(sup_core *c, const char *id, const char *opname, sbx_proto_args *args,
+		  const sup_core_call_cbs *cbs, void *ud, sup_op **opp, sbx_err *err)
+{
+	*opp = NULL;
+	size_t args_len = 0;
+	const char *enc = sbx_proto_args_done(args, &args_len);
+	sup_sandbox *sb = running_sandbox(c, id, err);
+	sup_op *op = sb && enc ? calloc(1, sizeof(*op)) : NULL;
+	int rc;
+	if (!op) {
+		sbx_proto_args_destroy(args);
+		return sb ? sbx_err_set(err, -ENOMEM, "out of memory") : err->code;
+	}
+	op->core = c;
+	op->kind = OP_CALL;
+	op->ud = ud;
+	op->sb = sb;
+	op->u.call.cbs = cbs;
+	rc = sup_agent_call_start(sb->agent, opname, enc, args_len, cbs->wait, 0, &call_cbs, op,
+				  &op->u.call.call, err);
+	sbx_proto_args_destroy(args);
+	if (rc < 0) {
+		free(op);
+		return sbx_err_wrap(err, "sandbox %s", sb->id);
+	}
+	TAILQ_INSERT_TAIL(&sb->execs, op, link);
+	*opp = op;
+	return 0;
+}
+
+void sup_core_blame(sup_core *c, const char *id, const sbx_err *err)
+{
+	sup_sandbox *sb = err->code == -EPROTO ? lookup(c, id) : NULL;
+	if (sb && sb->agent)
+		sup_agent_blame(sb->agent, "%s", err->msg);
+}
+
+/* ---- cancel ---- */
+
+void sup_op_cancel(sup_op *op)
+{
+	switch (op->kind) {
+	case OP_CREATE:
+		TAILQ_REMOVE(&op->core->creates, op, link);
+		sup_pools_acquire_cancel(op->u.create.acq);
+		sup_create_req_free(&op->u.create.req);
+		break;
+	case OP_EXEC:
+		TAILQ_REMOVE(&op->sb->execs, op, link);
+		if (op->u.exec.call)
+			sup_agent_exec_cancel(op->u.exec.call);
+		bytes_free(&op->u.exec.out);
+		bytes_free(&op->u.exec.err);
+		break;
+	case OP_CALL:
+		TAILQ_REMOVE(&op->sb->execs, op, link);
+		if (op->u.call.call)
+			sup_agent_call_cancel(op->u.call.call);
+		break;
+	case OP_DELETE:
+		/* The destroy goes on; only the answer is not wanted. */
+		TAILQ_REMOVE(&op->sb->delete_waiters, op, link);
+		break;
+	}
+	free(op);
+}
+
+/* ---- pools' hooks ---- */
+
+static void on_sandbox_failed(sup_sandbox *sb, const sbx_err *why, void *ud)
+{
+	(void)ud;
+	fail_execs(sb, -ECONNRESET, why->msg);
+}
+
+sup_pools_hooks sup_core_pool_hooks(sup_core *c)
+{
+	sup_pools_hooks h = { .on_failed = on_sandbox_failed, .ud = c };
+	return h;
+}
+
+/* ---- life ---- */
+
+sup_core *sup_core_new(struct event_base *base, sup_pools *pools, const sup_core_cfg *cfg,
+		       sbx_err *err)
+{
+	sup_core *c = calloc(1, sizeof(*c));
+	if (!c) {
+		sbx_err_set(err, -ENOMEM, "core");
+		return NULL;
+	}
+	c->base = base;
+	c->pools = pools;
+	c->cfg = *cfg;
+	static const char *const refusal_labels[] = { "tenant", "resource" };
+	c->refusals = sup_ctab_new(2, refusal_labels, 4 * SUP_TENANTS_MAX);
+	if (!c->refusals) {
+		free(c);
+		sbx_err_set(err, -ENOMEM, "core");
+		return NULL;
+	}
+	TAILQ_INIT(&c->listed);
+	TAILQ_INIT(&c->creates);
+	return c;
+}
+
+void sup_core_set_pools(sup_core *c, sup_pools *pools)
+{
+	c->pools = pools;
+}
+
+static void noop_free(void *p)
+{
+	(void)p;
+}
+
+void sup_core_free(sup_core *c)
+{
+	if (!c)
+		return;
+	tdestroy(c->index, noop_free);
+	sup_ctab_free(c->refusals);
+	free(c);
+}
+
+void sup_core_figures(const sup_core *c, sup_core_figs *out)
+{
+	out->pools = c->pools;
+	out->exec_seconds = &c->exec_seconds;
+	out->execs = c->execs;
+	out->oom_killed = c->oom_killed;
+	out->refusals = c->refusals;
+	out->first = TAILQ_FIRST(&c->listed);
+}
+
+const sup_sandbox *sup_core_next(const sup_sandbox *sb)
+{
+	return TAILQ_NEXT(sb, reg_link);
+}
+
+size_t sup_core_pool_count(const sup_core *c)
+{
+	return sup_pools_count(c->pools);
+}
+
+void sup_core_pool_stats(const sup_core *c, size_t i, sup_pool_stats *out)
+{
+	sup_pools_stats(c->pools, i, out);
+}
+
+void sup_core_shutdown(sup_core *c, void (*done)(void *ud), void *ud)
+{
+	c->shutting_down = true;
+	/* Waiting creates are failed by the pools (-ESHUTDOWN). */
+	sup_sandbox *sb, *next;
+	for (sb = TAILQ_FIRST(&c->listed); sb; sb = next) {
+		next = TAILQ_NEXT(sb, reg_link);
+		if (sb->state != SUP_SB_DESTROYING)
+			core_destroy(c, sb, false, -ESHUTDOWN, "the supervisor is shutting down");
+	}
+	sup_pools_shutdown(c->pools, done, ud);
+}

@@ -1,0 +1,63 @@
+/* One sandbox as the supervisor tracks it, from the moment its creation is
+ * queued until its destruction finished. The pool module (sup_pool) makes,
+ * connects and unmakes sandboxes and owns the lifecycle fields; the core
+ * (sup_core) owns the fields it sets while a sandbox is handed out to a
+ * user. Loop thread only. */
+#ifndef SUP_SANDBOX_H
+#define SUP_SANDBOX_H
+
+#include <stdbool.h>
+#include <sys/queue.h>
+#include <time.h>
+
+#include "sup_runc.h"
+#include "sup_tenants.h"
+#include "sup_types.h"
+
+struct sup_pool;
+struct sup_agent;
+struct event;
+struct sup_op;
+struct sup_core;
+
+typedef enum sup_sb_state {
+	SUP_SB_CREATING,   /* runtime create queued or running on a worker */
+	SUP_SB_CONNECTING, /* container up, protocol handshake in progress */
+	SUP_SB_READY,      /* in its pool, agent connected, not handed out */
+	SUP_SB_RUNNING,    /* handed out to a user */
+	SUP_SB_FAILED,     /* handed out, and the agent connection was lost
+			    * (it went away, broke the protocol, missed a ping) */
+	SUP_SB_DESTROYING, /* runtime destroy queued or running */
+} sup_sb_state;
+
+const char *sup_sb_state_name(sup_sb_state s);
+
+typedef struct sup_sandbox sup_sandbox;
+struct sup_sandbox {
+	char id[SUP_ID_MAX];
+	sup_sb_state state;
+	struct sup_pool *pool;     /* image it was made for */
+	sup_runc_box box;          /* valid from CONNECTING on */
+	sup_resources res;         /* limits in force, valid from CONNECTING on */
+	struct sup_agent *agent;   /* NULL unless CONNECTING, READY, RUNNING */
+	char reason[SBX_ERR_MSG_MAX];          /* FAILED: why the agent connection was lost */
+	struct timespec queued_at;             /* its create was queued (cold-create latency) */
+	TAILQ_ENTRY(sup_sandbox) ready_link; /* pool's ready list */
+	TAILQ_ENTRY(sup_sandbox) all_link;   /* every sandbox alive */
+
+	/* Core fields, set while handed out. */
+	struct sup_core *core;
+	char tenant[SUP_TENANT_NAME_MAX + 1]; /* its owner: only it (and admin) sees it */
+	bool allow_root;                      /* its owner's allow_root when it was made */
+	time_t created_at;
+	time_t expires_at;
+	sup_env env;
+	struct event *expiry;
+	unsigned agent_timeouts;              /* calls the agent let pass their deadline */
+	bool listed;                          /* in the core's registry */
+	TAILQ_ENTRY(sup_sandbox) reg_link;    /* core's registry, creation order */
+	TAILQ_HEAD(, sup_op) execs;           /* execs in flight */
+	TAILQ_HEAD(, sup_op) delete_waiters;  /* DELETEs waiting for the destroy */
+};
+
+#endif

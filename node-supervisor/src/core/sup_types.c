@@ -1,0 +1,67 @@
+#include "sup_types.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sup_env_free(sup_env *e)
+{
+	for (size_t i = 0; i < e->n; i++) {
+		free(e->v[i].key);
+		free(e->v[i].val);
+	}
+	free(e->v);
+	e->v = NULL;
+	e->n = 0;
+}
+
+int sup_env_copy(const sup_env *src, sup_env *dst)
+{
+	dst->v = NULL;
+	dst->n = 0;
+	if (src->n == 0)
+		return 0;
+	dst->v = calloc(src->n, sizeof(*dst->v));
+	if (!dst->v)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->n; i++) {
+		dst->v[i].key = strdup(src->v[i].key);
+		dst->v[i].val = strdup(src->v[i].val);
+		dst->n = i + 1;
+		if (!dst->v[i].key || !dst->v[i].val) {
+			sup_env_free(dst);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+bool sup_env_has(const sup_env *e, const char *key)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (strcmp(e->v[i].key, key) == 0)
+			return true;
+	return false;
+}
+
+void sup_create_req_free(sup_create_req *r)
+{
+	free(r->image);
+	sup_env_free(&r->env);
+	memset(r, 0, sizeof(*r));
+}
+
+void sup_exec_spec_free(sup_exec_spec *s)
+{
+	if (s->x.argv) {
+		for (size_t i = 0; i < s->x.argc; i++)
+			free(s->x.argv[i]);
+		free(s->x.argv);
+	}
+	free(s->x.cmd);
+	free(s->x.cwd);
+	free(s->stdin_data);
+	free(s->x.user);
+	sup_env_free(&s->x.env);
+	memset(s, 0, sizeof(*s));
+}

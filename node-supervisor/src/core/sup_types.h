@@ -1,0 +1,127 @@
+/* Plain data types shared by the route families, the core and the agent
+ * client: environment lists, a sandbox to create and its view, an exec
+ * request and its outcome. No behaviour beyond freeing; each module
+ * validates what it receives. */
+#ifndef SUP_TYPES_H
+#define SUP_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "sbx/proto_exec.h"
+#include "sup_isolation.h"
+#include "sup_resources.h"
+
+typedef sbx_proto_kv sup_kv;
+typedef sbx_proto_env sup_env;
+
+void sup_env_free(sup_env *e);
+/* Deep copy. Returns 0 or -ENOMEM. */
+int sup_env_copy(const sup_env *src, sup_env *dst);
+/* True if key is set in e. */
+bool sup_env_has(const sup_env *e, const char *key);
+
+/* One warm pool: sandboxes of image run with isolation, size kept ready
+ * (0: every create of that pair is cold). */
+typedef struct sup_pool_spec {
+	const char *image; /* "host" or the absolute path of a rootfs */
+	sup_isolation isolation;
+	unsigned size;
+} sup_pool_spec;
+
+/* What to run: the agent's exec arguments (strings owned here), plus what
+ * the supervisor keeps to itself. */
+typedef struct sup_exec_spec {
+	sbx_proto_exec_args x;
+	uint8_t *stdin_data;  /* bytes for stdin, then EOF (x.stdin_pipe set) */
+	size_t stdin_len;
+	size_t max_output;    /* captured bytes per stream, if max_output_set */
+	bool max_output_set;
+} sup_exec_spec;
+
+void sup_exec_spec_free(sup_exec_spec *s);
+
+/* Room for a sandbox id ([a-z0-9-], 1..40 bytes) and its NUL. */
+#define SUP_ID_MAX 48
+
+/* A sandbox to hand out. */
+typedef struct sup_create_req {
+	char *image;          /* NULL: "host" */
+	sup_isolation isolation; /* "isolation": runc (default) or gvisor */
+	unsigned timeout_s;
+	sup_env env;
+	sup_resources resources; /* every figure set: the request's over the defaults */
+	unsigned given;       /* what the request named: SUP_RES_* bits of resources,
+			       * and SUP_CREATE_GIVEN_* (the rest is the tenant's to fill) */
+} sup_create_req;
+enum { SUP_CREATE_GIVEN_ISOLATION = 1u << 8, SUP_CREATE_GIVEN_TIMEOUT = 1u << 9 };
+
+void sup_create_req_free(sup_create_req *r);
+
+/* A sandbox as the API shows it. */
+typedef struct sup_sandbox_view {
+	const char *id;
+	const char *state;
+	const char *image;
+	sup_isolation isolation;
+	time_t created_at;
+	time_t expires_at;
+	const char *reason;      /* state "failed": why; NULL otherwise */
+	unsigned agent_streams;  /* calls open on the agent connection */
+	unsigned agent_waiting;  /* requests waiting on the agent */
+	size_t agent_queued;     /* bytes queued towards the agent */
+	unsigned agent_timeouts; /* calls the agent let pass their deadline */
+	sup_resources resources; /* in force */
+	bool has_usage;          /* usage read (GET of one sandbox; lists leave it out) */
+	sup_usage usage;
+} sup_sandbox_view;
+
+/* An output stream of a command. */
+typedef enum sup_chan {
+	SUP_CH_STDOUT = 1,
+	SUP_CH_STDERR = 2,
+} sup_chan;
+
+/* How a command ended, as the agent reported it (validated). */
+typedef struct sup_exec_status {
+	bool exited;          /* true: exit_code valid; false: signal valid */
+	int exit_code;        /* 0..255 */
+	int signal;           /* 1..64 */
+	bool timed_out;
+	bool kill_unconfirmed; /* the supervisor's deadline passed: the agent never
+			        * confirmed the kill (the result is ours, not its) */
+	bool oom_killed;      /* the kernel killed it for the sandbox's memory limit */
+	uint64_t duration_us; /* command run time */
+	bool has_rusage;      /* the agent reported the three below */
+	uint64_t max_rss_kb;
+	uint64_t user_ms;
+	uint64_t sys_ms;
+} sup_exec_status;
+
+/* How far the supervisor trusts a sandbox's agent: deadlines (ms) and
+ * what one agent may hold of ours (see sup_agent.h). */
+typedef struct sup_agent_opts {
+	unsigned grace_ms;        /* after a call's own timeout */
+	unsigned idle_ms;         /* silence on a call that waits for an answer */
+	unsigned ping_after_ms;   /* a connection this quiet is pinged */
+	unsigned ping_timeout_ms; /* after a ping, nothing from the agent this long: lost */
+	unsigned frame_ms;        /* a frame begun must be whole within */
+	unsigned max_streams;     /* streams open at once (cancelled ones included) */
+	unsigned max_waiting;     /* calls a caller waits on */
+	size_t max_queued;        /* bytes queued towards the agent for a new call */
+} sup_agent_opts;
+
+/* An exec whose output was captured into bounded buffers. */
+typedef struct sup_exec_result {
+	sup_exec_status st;
+	const uint8_t *out;
+	size_t out_len;
+	bool out_truncated;
+	const uint8_t *err;
+	size_t err_len;
+	bool err_truncated;
+} sup_exec_result;
+
+#endif

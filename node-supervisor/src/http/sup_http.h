@@ -1,0 +1,224 @@
+/* The supervisor's HTTP/1.1 edge: one connection layer over libevent
+ * bufferevents (an evconnlistener, one socket bufferevent per connection)
+ * with sup_httpin_parse as its only parser, and the one request framework
+ * every route runs on.
+ *
+ * Owns connections and requests: keep-alive and pipelining (answers in
+ * order, one request at a time per connection), request bodies (buffered up
+ * to a bound, or streamed to the handler with backpressure, Content-Length
+ * or chunked, Expect: 100-continue), replies (JSON, Content-Length, chunked
+ * or, for HTTP/1.0, close-delimited; HEAD), the limits (head size and
+ * count, body size, head/body/idle timeouts, --max-connections), bearer
+ * authentication, routing, the errno -> status table (sup_http_status.c),
+ * the one log line per request, connection upgrade, graceful stop.
+ *
+ * A route is a row: method, pattern, body mode, a pure parser (request ->
+ * the route's plain state struct, or a negative errno with an sbx_err; it
+ * never replies) and an act (starts the work; it replies exactly once, now
+ * or from a callback, or returns an error the framework answers). The
+ * framework allocates the state, calls the family's release when the
+ * request ends (answered, or the client gone) and frees it: a handler never
+ * frees a request. It must not know sandboxes, agents or the core.
+ * Loop thread only. */
+#ifndef SUP_HTTP_H
+#define SUP_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbx/err.h"
+
+struct event_base;
+struct evbuffer;
+struct sup_tenant; /* the caller, as the auth hook says: never looked into here */
+typedef struct sup_http sup_http;
+typedef struct sup_http_req sup_http_req;
+
+typedef enum sup_http_body_mode {
+	SUP_BODY_NONE = 0, /* a body is read and dropped (bounded like BUFFERED) */
+	SUP_BODY_BUFFERED, /* read whole (up to the row's max_body) before parse */
+	SUP_BODY_STREAMED, /* the act takes it: sup_http_body_start and _body */
+	SUP_BODY_UPGRADE,  /* no body; the act may take the connection over */
+} sup_http_body_mode;
+
+/* A request as a parser sees it: plain data, valid while the request is. */
+typedef struct sup_http_hdr {
+	const char *name;
+	const char *value;
+} sup_http_hdr;
+
+typedef struct sup_http_in {
+	const char *method;
+	const char *path;     /* as sent (not decoded), without the query */
+	const char *query;    /* after '?', NULL when none */
+	const char *id;       /* the {id} segment, or NULL */
+	const char *pid;      /* the {pid} segment, or NULL */
+	const sup_http_hdr *hdrs;
+	size_t nhdrs;
+	const char *body;     /* a buffered body, NUL-terminated ("" when none) */
+	size_t body_len;
+	uint64_t body_expect; /* a streamed body: its Content-Length, UINT64_MAX chunked */
+	const struct sup_tenant *who; /* the bearer token's (held for the request);
+				       * NULL: none given, or a listener without auth */
+} sup_http_in;
+
+/* The first value of header name (case-insensitive), or NULL. */
+const char *sup_http_in_header(const sup_http_in *in, const char *name);
+/* The buffered body as a JSON object (*out, also on failure: decref it)
+ * with only the keys listed (NULL-terminated; NULL: any): 0, or -EINVAL. */
+int sup_http_in_json(const sup_http_in *in, const char *const *keys, json_t **out, sbx_err *err);
+static inline void sup_http_json_decref_p(json_t **j)
+{
+	json_decref(*j);
+}
+#define SUP_AUTO_JSON __attribute__((cleanup(sup_http_json_decref_p)))
+
+typedef struct sup_http_route {
+	const char *method;     /* HEAD runs a GET row */
+	const char *pattern;    /* segments; "{id}" a sandbox id, "{pid}" any */
+	const char *name;       /* for the log: "GET files" */
+	sup_http_body_mode body;
+	size_t max_body;        /* BUFFERED/NONE: bytes; 0: the server's max_body */
+	/* May be NULL (nothing to parse). ctx is the family's. */
+	int (*parse)(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+	int (*act)(sup_http_req *r, void *state, sbx_err *err);
+} sup_http_route;
+
+/* Routes that share a state type and a release. */
+typedef struct sup_http_family {
+	const char *name;        /* "files": the status table's per-family column */
+	const sup_http_route *routes;
+	size_t nroutes;
+	size_t state_size;
+	/* Cancel what the state has in flight and free what it owns; no
+	 * callback of it may run afterwards. NULL: nothing to do. */
+	void (*release)(void *state);
+	/* The "path" an error is about, for the error body (NULL: none); may
+	 * log (a policy denial). NULL: no family hook. */
+	const char *(*subject)(void *state, const sbx_err *err, size_t *len);
+} sup_http_family;
+
+typedef struct sup_http_mount {
+	const sup_http_family *family;
+	void *ctx;
+} sup_http_mount;
+
+typedef struct sup_http_cfg {
+	const char *host;
+	uint16_t port;            /* 0: any free port; see sup_http_port */
+	/* Who a bearer token is, held until the request ends (then release);
+	 * NULL for a wrong one. Required under /v1 (401 without), optional
+	 * elsewhere (a route may ask sup_http_in.who). NULL hook: a listener
+	 * without authentication, whose mounts may have no /v1 route. */
+	const struct sup_tenant *(*auth)(void *ud, const char *token, size_t len);
+	void (*release)(const struct sup_tenant *who);
+	void *auth_ud;
+	/* Whether who may name the sandbox of a route's {id}: 0, or an error
+	 * answered (as sup_http_status says) before the route's parser runs:
+	 * one place for every route, so no family can forget it. NULL: any. */
+	int (*check_id)(void *ud, const struct sup_tenant *who, const char *id, sbx_err *err);
+	void *check_ud;
+	/* Every answered request: its route's name ("unmatched" when no route
+	 * took it) and status (metrics). NULL: none. */
+	void (*on_answered)(void *ud, const char *route, int status);
+	void *answered_ud;
+	size_t max_body;          /* default body bound of a row */
+	unsigned max_conns;       /* connections held at once */
+	unsigned head_timeout_s;  /* from a head's first byte to its end */
+	unsigned body_timeout_s;  /* a buffered body whole, a streamed one per byte */
+	unsigned idle_timeout_s;  /* keep-alive between requests; a stalled writer */
+	const sup_http_mount *mounts;
+	size_t nmounts;
+} sup_http_cfg;
+
+sup_http *sup_http_new(struct event_base *base, const sup_http_cfg *cfg, sbx_err *err);
+uint16_t sup_http_port(const sup_http *h);
+/* Graceful stop: close the listener and idle connections at once, let the
+ * requests in flight run up to drain_s, then call done (requests still
+ * running then are left to the caller's shutdown, which fails them). */
+void sup_http_stop(sup_http *h, unsigned drain_s, void (*done)(void *ud), void *ud);
+/* Close every connection (their requests are released) and free h. */
+void sup_http_free(sup_http *h);
+
+/* Route matching (for tests): the row of method/path or NULL, with -ENOENT
+ * (no pattern matches) or -EPERM (the path matches for other methods,
+ * listed in allow). */
+const sup_http_route *sup_http_match(const sup_http *h, const char *method, const char *path,
+				     const sup_http_mount **mount, char *allow, size_t allow_size,
+				     int *why);
+
+/* ---- for acts ---- */
+
+struct event_base *sup_http_base(const sup_http_req *r);
+/* The family's ctx (as mounted). */
+void *sup_http_ctx(const sup_http_req *r);
+const sup_http_in *sup_http_input(const sup_http_req *r);
+/* Words after the sandbox id in the log line (" pid 42"). */
+void sup_http_log_tag(sup_http_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A note before the status in the log line ("client went away after 3 bytes"). */
+void sup_http_note(sup_http_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* How every JSON body is dumped: compact, reals with 12 significant digits
+ * ("cpus":0.1, "cpu_seconds":1.234567, not jansson's 0.10000000000000001). */
+#define SUP_HTTP_JSON_DUMP (JSON_COMPACT | JSON_REAL_PRECISION(12))
+/* The JSON reply (reference taken; NULL: no body) that ends the request. */
+void sup_http_json(sup_http_req *r, int status, json_t *body);
+/* An error reply {"error":{"code","message"[,"path"]}} for err, its status
+ * from the table (sup_http_status). */
+void sup_http_fail(sup_http_req *r, const sbx_err *err);
+/* Status and code of a negative errno for a family (NULL: the shared
+ * table): one table, a family's overrides in front. */
+int sup_http_status(const char *family, int neg_errno, const char **code);
+/* {"error":{"code","message"}}; message bytes are made valid UTF-8. */
+json_t *sup_http_error_json(const char *code, const char *message);
+/* Raw bytes p[0..n) at key as text, plus key_b64 when they are not UTF-8. */
+int sup_http_set_bytes(json_t *o, const char *key, const char *p, size_t n);
+
+/* A response header for the reply still to start ("Name", "value"). */
+void sup_http_header(sup_http_req *r, const char *name, const char *value);
+#define SUP_HTTP_CHUNKED UINT64_MAX
+/* The head of a reply whose body follows (length, or SUP_HTTP_CHUNKED). */
+void sup_http_start(sup_http_req *r, int status, uint64_t length);
+/* Body bytes (moved from data); chunk framing added as needed. */
+void sup_http_write(sup_http_req *r, struct evbuffer *data);
+/* Bytes waiting for the client. */
+size_t sup_http_backlog(const sup_http_req *r);
+/* cb(ud) whenever the connection's output has drained. */
+void sup_http_on_drained(sup_http_req *r, void (*cb)(void *ud), void *ud);
+/* Hold cost until the client has read what was written (the backlog is
+ * under SUP_HTTP_HWM), then give it back through cb (at once when it is). */
+#define SUP_HTTP_HWM (1u << 20)
+void sup_http_charge(sup_http_req *r, size_t cost);
+void sup_http_on_credit(sup_http_req *r, void (*cb)(size_t cost, void *ud), void *ud);
+/* End the reply (the last chunk); the request is over. */
+void sup_http_end(sup_http_req *r);
+/* End it by closing the connection, so the client sees a body cut short. */
+void sup_http_cut(sup_http_req *r, const char *why);
+
+/* ---- a streamed body (SUP_BODY_STREAMED) ---- */
+
+/* Take the body: "100 Continue" goes out if the client waits for it, and
+ * on_ready(ud) runs (from the loop) whenever bytes or the end may be there. */
+void sup_http_body_start(sup_http_req *r, void (*on_ready)(void *ud), void *ud);
+/* > 0: that many body bytes (<= max) at the front of *buf, for the caller
+ * to move out and report with _took; 0 the body is complete; -EAGAIN wait
+ * for on_ready; -EINVAL bad chunked framing; -ENODATA the client's end
+ * came first; -ENOLINK it sent nothing for body_timeout_s (408). */
+int sup_http_body(sup_http_req *r, size_t max, struct evbuffer **buf, sbx_err *err);
+void sup_http_body_took(sup_http_req *r, size_t n);
+
+/* ---- connection upgrade (SUP_BODY_UPGRADE) ---- */
+
+/* "101 Switching Protocols" with Upgrade: proto and headers (pairs, NULL
+ * ended); from here bytes are raw both ways: on_read(ud) when input came
+ * (sup_http_raw_input), sup_http_write/backlog/on_drained/charge for
+ * output, sup_http_end to close. The client's end releases the request. */
+void sup_http_upgrade(sup_http_req *r, const char *proto, const char *const *headers,
+		      void (*on_read)(void *ud), void *ud);
+struct evbuffer *sup_http_raw_input(sup_http_req *r);
+/* Stop (true) or resume reading the client: inbound backpressure. */
+void sup_http_raw_pause(sup_http_req *r, bool paused);
+
+#endif

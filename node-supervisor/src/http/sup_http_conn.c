@@ -1,0 +1,536 @@
+/* A connection: bytes in. Heads are scanned as they arrive and parsed once
+ * whole; bodies are read (buffered) or handed to the act (streamed); one
+ * request at a time, the next one's bytes waiting in the input (or the
+ * kernel) until the answer before it is out; a deadline for each state;
+ * the end (lingering after Connection: close so the client reads our
+ * answer, not a reset). Reading stops while an act works: its client
+ * hanging up is seen by an EV_CLOSED event instead. */
+#include "sup_http_int.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "sbx/bev_fill.h"
+#include "sup_log.h"
+
+static void conn_read(struct bufferevent *bev, void *arg);
+static void conn_write(struct bufferevent *bev, void *arg);
+static void conn_event(struct bufferevent *bev, short what, void *arg);
+static void conn_deadline(evutil_socket_t fd, short what, void *arg);
+static void conn_closed(evutil_socket_t fd, short what, void *arg);
+static void conn_kicked(evutil_socket_t fd, short what, void *arg);
+
+struct evbuffer *sup_conn_output(const sup_conn *c)
+{
+	return bufferevent_get_output(c->bev);
+}
+
+struct evbuffer *sup_conn_input(const sup_conn *c)
+{
+	return bufferevent_get_input(c->bev);
+}
+
+void sup_conn_new(sup_http *h, int fd)
+{
+	sup_conn *c = calloc(1, sizeof(*c));
+	int one = 1;
+	if (!c) {
+		close(fd);
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->h = h;
+	c->fd = fd;
+	c->bev = bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->timer = evtimer_new(h->base, conn_deadline, c);
+	c->kick = event_new(h->base, -1, 0, conn_kicked, c);
+	if (!c->bev || !c->timer || !c->kick) {
+		if (!c->bev)
+			close(fd);
+		if (c->bev)
+			bufferevent_free(c->bev);
+		if (c->timer)
+			event_free(c->timer);
+		if (c->kick)
+			event_free(c->kick);
+		free(c);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&h->conns, c, link);
+	h->nconns++;
+	bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
+	/* A client that stops reading an answer for this long is dropped. */
+	struct timeval wt = { (time_t)h->cfg.idle_timeout_s, 0 };
+	bufferevent_set_timeouts(c->bev, NULL, &wt);
+	bufferevent_set_max_single_write(c->bev, SUP_HTTP_HWM);
+	bufferevent_enable(c->bev, EV_READ);
+	c->st = C_IDLE;
+	sup_conn_timer(c, h->cfg.idle_timeout_s);
+}
+
+void sup_conn_close(sup_conn *c, const char *why)
+{
+	sup_http *h = c->h;
+	sup_http_req *r = c->req;
+	if (r) {
+		if (!r->done) {
+			r->gone = true;
+			r->status = 499;
+			snprintf(r->note, sizeof(r->note), "%s", why ? why : "connection closed");
+			sup_http_log(r);
+		}
+		c->req = NULL;
+		sup_http_req_free(r);
+	}
+	TAILQ_REMOVE(&h->conns, c, link);
+	h->nconns--;
+	bufferevent_free(c->bev);
+	event_free(c->timer);
+	event_free(c->kick);
+	if (c->closed)
+		event_free(c->closed);
+	free(c);
+	sup_http_conn_gone(h);
+}
+
+void sup_conn_kick(sup_conn *c)
+{
+	event_active(c->kick, EV_READ, 0);
+}
+
+void sup_conn_reading(sup_conn *c, bool on)
+{
+	if (on && !c->rd_eof)
+		bufferevent_enable(c->bev, EV_READ);
+	else
+		bufferevent_disable(c->bev, EV_READ);
+}
+
+/* EV_CLOSED (EPOLLRDHUP) tells of the client's end without reading. */
+void sup_conn_watch(sup_conn *c, bool on)
+{
+	if (!on || c->fd < 0) {
+		if (c->closed)
+			event_del(c->closed);
+		return;
+	}
+	if (!(event_base_get_features(c->h->base) & EV_FEATURE_EARLY_CLOSE))
+		return;
+	if (!c->closed)
+		c->closed = event_new(c->h->base, c->fd, EV_CLOSED, conn_closed, c);
+	if (c->closed)
+		event_add(c->closed, NULL);
+}
+
+void sup_conn_timer(sup_conn *c, unsigned secs)
+{
+	struct timeval tv = { (time_t)secs, 0 };
+	if (secs)
+		evtimer_add(c->timer, &tv);
+	else
+		evtimer_del(c->timer);
+}
+
+/* ---- closing ---- */
+
+static void linger(sup_conn *c)
+{
+	if (c->shut)
+		return;
+	c->shut = true;
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_WR);
+	sup_conn_timer(c, SUP_HTTP_LINGER_S);
+	if (c->rd_eof)
+		sup_conn_close(c, NULL);
+}
+
+/* The answer before is out (or on its way): the next request, or the end. */
+static void after_request(sup_conn *c)
+{
+	sup_http_req *r = c->req;
+	/* A body left unread: what follows it cannot be told from it. */
+	if (!r->body_done)
+		c->close_after = true;
+	c->req = NULL;
+	sup_http_req_free(r);
+	sup_conn_watch(c, false);
+	if (c->close_after || c->rd_eof) {
+		c->st = C_CLOSING;
+		sup_conn_reading(c, true);
+		evbuffer_drain(sup_conn_input(c), evbuffer_get_length(sup_conn_input(c)));
+		sup_conn_timer(c, c->h->cfg.idle_timeout_s);
+		if (!evbuffer_get_length(sup_conn_output(c)))
+			linger(c);
+		return;
+	}
+	c->st = C_IDLE;
+	memset(&c->scan, 0, sizeof(c->scan));
+	sup_conn_timer(c, c->h->cfg.idle_timeout_s);
+	sup_conn_reading(c, true);
+	if (evbuffer_get_length(sup_conn_input(c)))
+		sup_conn_kick(c);
+}
+
+/* ---- heads ---- */
+
+/* An answer to bytes that are not a request we read: then the end. */
+static void refuse_bytes(sup_conn *c, int status, const char *code, const char *msg)
+{
+	sup_http_req *r = calloc(1, sizeof(*r));
+	if (!r) {
+		sup_conn_close(c, "out of memory");
+		return;
+	}
+	r->c = c;
+	clock_gettime(CLOCK_MONOTONIC, &r->t0);
+	c->req = r;
+	c->st = C_ACTIVE;
+	c->close_after = true;
+	sup_conn_reading(c, false);
+	sup_http_refuse(r, status, code, msg);
+}
+
+/* NUL-terminate the parsed parts in our copy of the head. */
+static void terminate(sup_http_req *r)
+{
+	sup_httpin_head *ph = &r->ph;
+	char *target = (char *)ph->target;
+	((char *)ph->method)[ph->method_len] = '\0';
+	target[ph->target_len] = '\0';
+	for (size_t i = 0; i < ph->nhdrs; i++) {
+		((char *)ph->hdrs[i].name)[ph->hdrs[i].name_len] = '\0';
+		((char *)ph->hdrs[i].value)[ph->hdrs[i].value_len] = '\0';
+		r->hdrs[i] = (sup_http_hdr){ ph->hdrs[i].name, ph->hdrs[i].value };
+	}
+	char *q = strchr(target, '?');
+	if (q)
+		*q++ = '\0';
+	r->in = (sup_http_in){ .method = ph->method, .path = target, .query = q,
+			       .hdrs = r->hdrs, .nhdrs = ph->nhdrs };
+}
+
+static void read_head(sup_conn *c)
+{
+	struct evbuffer *in = sup_conn_input(c);
+	size_t avail = evbuffer_get_length(in);
+	if (!avail || evbuffer_get_length(sup_conn_output(c)) >= SUP_HTTP_HWM)
+		return; /* the client reads its answers first (conn_write kicks) */
+	if (c->st == C_IDLE) {
+		c->st = C_HEAD;
+		sup_conn_timer(c, c->h->cfg.head_timeout_s);
+	}
+	int rc = 0;
+	size_t e = 0;
+	while (rc == 0 && c->scan.total < avail) {
+		struct evbuffer_ptr ptr;
+		struct evbuffer_iovec v[4];
+		if (evbuffer_ptr_set(in, &ptr, c->scan.total, EVBUFFER_PTR_SET) < 0)
+			break;
+		int nv = evbuffer_peek(in, -1, &ptr, v, 4);
+		for (int i = 0; i < nv && i < 4 && rc == 0; i++)
+			rc = sup_httpin_headscan_feed(&c->scan, v[i].iov_base, v[i].iov_len, &e);
+	}
+	if (rc == -E2BIG) {
+		refuse_bytes(c, 431, "too_large", "request head over 64 KiB");
+		return;
+	}
+	if (rc < 0) {
+		refuse_bytes(c, 400, "bad_request",
+			     "malformed request head (a bare CR or LF, a control byte or a folded line)");
+		return;
+	}
+	if (rc == 0)
+		return;
+	size_t hl = c->scan.total;
+	sup_http_req *r = calloc(1, sizeof(*r));
+	char *head = r ? malloc(hl + 1) : NULL;
+	if (!head) {
+		free(r);
+		sup_conn_close(c, "out of memory");
+		return;
+	}
+	evbuffer_remove(in, head, hl);
+	head[hl] = '\0';
+	r->c = c;
+	r->head = head;
+	clock_gettime(CLOCK_MONOTONIC, &r->t0);
+	c->req = r;
+	c->st = C_ACTIVE;
+	sup_conn_timer(c, 0);
+	/* Reading goes on until the act turns out to answer later (run). */
+	rc = sup_httpin_parse_head(head, hl, &r->ph);
+	if (rc < 0) {
+		c->close_after = true;
+		if (rc == -E2BIG)
+			sup_http_refuse(r, 431, "too_large", "more than 100 header lines");
+		else
+			sup_http_refuse(r, 400, "bad_request", "malformed request line or header");
+		return;
+	}
+	terminate(r);
+	sup_http_dispatch(r);
+}
+
+/* ---- bodies ---- */
+
+int sup_conn_body_next(sup_http_req *r, size_t max, sbx_err *err)
+{
+	struct evbuffer *in = sup_conn_input(r->c);
+	uint64_t left = r->body_left;
+	if (r->body_done)
+		return 0;
+	while (r->chunked) {
+		struct evbuffer_iovec v;
+		size_t used = 0;
+		const char *why = "";
+		int n = evbuffer_peek(in, -1, NULL, &v, 1);
+		int rc = sup_httpin_chunked_frame(&r->dec, n > 0 ? v.iov_base : NULL,
+						  n > 0 ? v.iov_len : 0, &used, &why);
+		evbuffer_drain(in, used);
+		if (rc < 0)
+			return sbx_err_set(err, -EINVAL, "chunked body: %s", why);
+		if (rc == SUP_HTTPIN_END) {
+			r->body_done = true;
+			return 0;
+		}
+		if (rc == SUP_HTTPIN_DATA) {
+			left = r->dec.left;
+			break;
+		}
+		if (used == 0)
+			break;
+	}
+	size_t n = evbuffer_get_length(in);
+	if (n > max)
+		n = max;
+	if (n > left)
+		n = (size_t)left;
+	if (n == 0 && r->c->rd_eof)
+		return sbx_err_set(err, -ENODATA, "the connection ended before the body did");
+	return n ? (int)n : -EAGAIN;
+}
+
+void sup_conn_body_took(sup_http_req *r, size_t n)
+{
+	if (r->chunked) {
+		sup_httpin_chunked_took(&r->dec, n);
+		return;
+	}
+	r->body_left -= n;
+	r->body_done = r->body_left == 0;
+}
+
+void sup_conn_body(sup_http_req *r)
+{
+	sup_conn *c = r->c;
+	sbx_err err;
+	sbx_err_clear(&err);
+	int n;
+	while ((n = sup_conn_body_next(r, SUP_HTTP_BODY_HWM, &err)) > 0) {
+		if (evbuffer_get_length(r->body) + (size_t)n > r->body_max) {
+			char msg[128];
+			snprintf(msg, sizeof(msg), "request body over the limit of %zu bytes",
+				 r->body_max);
+			c->close_after = true;
+			sup_http_refuse(r, 413, "too_large", msg);
+			return;
+		}
+		evbuffer_remove_buffer(sup_conn_input(c), r->body, (size_t)n);
+		sup_conn_body_took(r, (size_t)n);
+	}
+	if (n == -EAGAIN) {
+		sup_conn_reading(c, true);
+		return;
+	}
+	if (n < 0) {
+		c->close_after = true;
+		sup_http_refuse(r, 400, "bad_request", err.msg);
+		return;
+	}
+	sup_http_run(r);
+}
+
+/* ---- events ---- */
+
+static void conn_read(struct bufferevent *bev, void *arg)
+{
+	sup_conn *c = arg;
+	sup_http_req *r = c->req;
+	switch (c->st) {
+	case C_IDLE:
+	case C_HEAD:
+		read_head(c);
+		break;
+	case C_BODY:
+		sup_conn_body(r);
+		break;
+	case C_ACTIVE:
+		if (r && !r->done && r->on_ready)
+			r->on_ready(r->ready_ud);
+		break;
+	case C_CLOSING:
+		evbuffer_drain(sup_conn_input(c), evbuffer_get_length(sup_conn_input(c)));
+		break;
+	}
+}
+
+static void conn_write(struct bufferevent *bev, void *arg)
+{
+	sup_conn *c = arg;
+	sup_http_req *r = c->req;
+	if (c->st == C_CLOSING) {
+		linger(c);
+		return;
+	}
+	if (r && !r->done) {
+		sup_http_give_credit(r);
+		if (r->on_drained)
+			r->on_drained(r->drained_ud);
+	} else if (c->st == C_IDLE && evbuffer_get_length(sup_conn_input(c))) {
+		sup_conn_kick(c);
+	}
+}
+
+static void conn_event(struct bufferevent *bev, short what, void *arg)
+{
+	sup_conn *c = arg;
+	sup_http_req *r = c->req;
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+		c->rd_eof = true;
+		/* A client may shut its side once its body is sent and still
+		 * read the answer; a streamed body's taker sees the end. */
+		if (c->st == C_ACTIVE && r && !r->raw && r->route &&
+		    r->route->body == SUP_BODY_STREAMED) {
+			if (r->on_ready && !r->done)
+				r->on_ready(r->ready_ud);
+			return;
+		}
+		if (c->st == C_CLOSING && !c->shut)
+			return; /* linger() closes once our answer is out */
+	}
+	const char *why = "client went away";
+	if (what & BEV_EVENT_TIMEOUT)
+		why = "client stopped reading";
+	else if (c->st == C_BODY)
+		why = "client went away mid-body";
+	sup_conn_close(c, why);
+}
+
+static void conn_closed(evutil_socket_t fd, short what, void *arg)
+{
+	sup_conn_close(arg, "client went away");
+}
+
+static void conn_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	sup_conn *c = arg;
+	sup_http_req *r = c->req;
+	char msg[96];
+	switch (c->st) {
+	case C_HEAD:
+		snprintf(msg, sizeof(msg), "request head not complete after %u s",
+			 c->h->cfg.head_timeout_s);
+		refuse_bytes(c, 408, "request_timeout", msg);
+		break;
+	case C_BODY:
+		snprintf(msg, sizeof(msg), "request body not complete after %u s",
+			 c->h->cfg.body_timeout_s);
+		c->close_after = true;
+		sup_http_refuse(r, 408, "request_timeout", msg);
+		break;
+	case C_ACTIVE:
+		/* A streamed body that stalled: its taker answers. */
+		if (r && !r->done && r->on_ready) {
+			r->timed_out = true;
+			r->on_ready(r->ready_ud);
+		}
+		break;
+	default:
+		sup_conn_close(c, NULL);
+		break;
+	}
+}
+
+static void conn_kicked(evutil_socket_t fd, short what, void *arg)
+{
+	sup_conn *c = arg;
+	sup_http_req *r = c->req;
+	if (r && r->done) {
+		after_request(c);
+		return;
+	}
+	if (r && r->ready_pending && !r->done) {
+		r->ready_pending = false;
+		if (r->on_ready)
+			r->on_ready(r->ready_ud);
+		return;
+	}
+	if (c->st == C_IDLE || c->st == C_HEAD)
+		read_head(c);
+}
+
+/* ---- a streamed body ---- */
+
+/* Reading stops while SUP_HTTP_BODY_HWM bytes wait, and once the body is
+ * complete (what follows is the next request's). */
+static void body_backpressure(sup_http_req *r)
+{
+	size_t have = evbuffer_get_length(sup_conn_input(r->c));
+	sup_conn_reading(r->c, !r->body_done && have < SUP_HTTP_BODY_HWM);
+}
+
+void sup_http_body_start(sup_http_req *r, void (*on_ready)(void *ud), void *ud)
+{
+	sup_conn *c = r->c;
+	r->on_ready = on_ready;
+	r->ready_ud = ud;
+	if (r->cont_owed) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		r->cont_owed = false;
+		evbuffer_add(sup_conn_output(c), cont, sizeof(cont) - 1);
+	}
+	body_backpressure(r);
+	if (!r->body_done)
+		sup_conn_timer(c, c->h->cfg.body_timeout_s);
+	r->ready_pending = true;
+	sup_conn_kick(c);
+}
+
+int sup_http_body(sup_http_req *r, size_t max, struct evbuffer **buf, sbx_err *err)
+{
+	sup_conn *c = r->c;
+	struct evbuffer *in = sup_conn_input(c);
+	bool more;
+	if (r->timed_out && !r->body_done)
+		return sbx_err_set(err, -ENOLINK, "the request body sent nothing for %u s",
+				   c->h->cfg.body_timeout_s);
+	/* libevent reads 4 KiB per read event (sbx/bev_fill.h): a body would
+	 * go on in pieces that small. */
+	if (!r->body_done && c->fd >= 0 && evbuffer_get_length(in) < max)
+		sbx_bev_fill(c->bev, SUP_HTTP_BODY_HWM, SUP_HTTP_BODY_HWM, &more);
+	int n = sup_conn_body_next(r, max, err);
+	body_backpressure(r);
+	if (n > 0)
+		*buf = in;
+	return n;
+}
+
+void sup_http_body_took(sup_http_req *r, size_t n)
+{
+	if (!n)
+		return;
+	sup_conn_body_took(r, n);
+	body_backpressure(r);
+	/* Progress re-arms the stall timer. */
+	sup_conn_timer(r->c, r->body_done ? 0 : r->c->h->cfg.body_timeout_s);
+}

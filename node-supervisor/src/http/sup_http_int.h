@@ -1,0 +1,132 @@
+/* Internal to sup_http*.c: the server, a connection and a request, and the
+ * calls between the server (routing, dispatch, request lifetime), the
+ * connection (bytes in: heads, bodies, timers, closing) and the replies
+ * (bytes out). Not for other modules. */
+#ifndef SUP_HTTP_INT_H
+#define SUP_HTTP_INT_H
+
+#include <stdbool.h>
+#include <sys/queue.h>
+#include <time.h>
+
+#include "sup_http.h"
+#include "sup_httpin_parse.h"
+
+struct bufferevent;
+struct event;
+struct evconnlistener;
+
+/* Socket bytes of a streamed body buffered before reading stops. */
+#define SUP_HTTP_BODY_HWM (256 * 1024)
+/* How long a closing connection reads and drops what the client still
+ * sends, so it sees our answer rather than a reset. */
+#define SUP_HTTP_LINGER_S 2
+
+typedef struct sup_conn sup_conn;
+
+struct sup_http {
+	struct event_base *base;
+	sup_http_cfg cfg;
+	struct evconnlistener *lis;
+	struct event *resume; /* accepting again after running out of fds */
+	struct event *drain;  /* the drain timeout of a graceful stop */
+	uint16_t port;
+	TAILQ_HEAD(, sup_conn) conns;
+	unsigned nconns;
+	unsigned refused;     /* connections refused since the last log line */
+	time_t refused_at;
+	bool stopping;
+	void (*done)(void *ud);
+	void *done_ud;
+	time_t date_at;
+	char date[40];        /* the Date header of this second */
+};
+
+typedef enum {
+	C_IDLE,    /* between requests (keep-alive) */
+	C_HEAD,    /* a head is arriving */
+	C_BODY,    /* a buffered body is arriving */
+	C_ACTIVE,  /* a route's act owns the request */
+	C_CLOSING, /* flushing the last answer, then dropping input until the end */
+} sup_conn_state;
+
+struct sup_conn {
+	sup_http *h;
+	struct bufferevent *bev;
+	int fd;
+	TAILQ_ENTRY(sup_conn) link;
+	sup_conn_state st;
+	sup_httpin_headscan scan;
+	struct event *timer;  /* the current state's deadline */
+	struct event *closed; /* EV_CLOSED while an act waits with reading off */
+	struct event *kick;   /* deferred work: finish a request, the next head */
+	sup_http_req *req;
+	bool close_after;     /* no keep-alive after the current answer */
+	bool rd_eof;          /* the client's end arrived */
+	bool shut;            /* our side is shut, lingering */
+};
+
+struct sup_http_req {
+	sup_conn *c;
+	const sup_http_route *route;
+	const sup_http_mount *mount;
+	void *state;
+	char *head;                    /* our copy, NULs written after parsing */
+	sup_httpin_head ph;
+	sup_http_hdr hdrs[SUP_HTTPIN_MAX_HEADERS];
+	sup_http_in in;
+	char id[48], pid[32];
+	struct timespec t0;
+	/* the body */
+	bool chunked, body_done, cont_owed, timed_out, ready_pending;
+	uint64_t body_left;
+	sup_httpin_chunked dec;
+	struct evbuffer *body;         /* buffered */
+	size_t body_max;
+	void (*on_ready)(void *ud);    /* streamed body, or raw input */
+	void *ready_ud;
+	/* the reply */
+	struct evbuffer *hdr_out;      /* headers the act added */
+	int status;
+	bool started, chunked_out, raw, done, cut, gone;
+	uint64_t out_len, out_sent;
+	void (*on_drained)(void *ud);
+	void *drained_ud;
+	void (*on_credit)(size_t cost, void *ud);
+	void *credit_ud;
+	size_t owed;
+	char tag[48];
+	char note[96];
+	void (*release)(const struct sup_tenant *who); /* in.who's */
+};
+
+/* sup_http.c */
+void sup_http_dispatch(sup_http_req *r);
+void sup_http_run(sup_http_req *r);
+void sup_http_log(const sup_http_req *r);
+void sup_http_req_free(sup_http_req *r);
+const char *sup_http_date(sup_http *h);
+void sup_http_conn_gone(sup_http *h);
+/* The request is over: log it, finish it from the loop. */
+void sup_http_done(sup_http_req *r);
+/* An answer of the framework itself (before or instead of an act). */
+void sup_http_refuse(sup_http_req *r, int status, const char *code, const char *msg);
+
+/* sup_http_conn.c */
+void sup_conn_new(sup_http *h, int fd);
+void sup_conn_close(sup_conn *c, const char *why);
+void sup_conn_kick(sup_conn *c);
+void sup_conn_reading(sup_conn *c, bool on);
+void sup_conn_watch(sup_conn *c, bool on);
+void sup_conn_timer(sup_conn *c, unsigned secs);
+/* Read what a buffered body has arrived; runs the request once complete. */
+void sup_conn_body(sup_http_req *r);
+int sup_conn_body_next(sup_http_req *r, size_t max, sbx_err *err);
+void sup_conn_body_took(sup_http_req *r, size_t n);
+struct evbuffer *sup_conn_output(const sup_conn *c);
+struct evbuffer *sup_conn_input(const sup_conn *c);
+
+/* sup_http_reply.c */
+void sup_http_give_credit(sup_http_req *r);
+
+#endif

@@ -1,0 +1,63 @@
+/* The one errno -> HTTP status table. Every route family answers an errno
+ * the same way; a family's own row (family set) comes first for it. The
+ * convention behind it: EPERM is the supervisor's own refusal (a policy, a
+ * root exec), EACCES the sandbox's (its kernel or agent); ENAMETOOLONG is a
+ * bad request everywhere. Three waits: ETIME is the agent's (it let the
+ * supervisor's deadline pass: 504 agent_timeout), ENOLINK the client's (its
+ * body went quiet: 408), ETIMEDOUT any other (504 timeout). */
+#include "sup_http.h"
+
+#include <errno.h>
+#include <string.h>
+
+static const struct status_row {
+	int neg_errno;
+	int status;
+	const char *code;
+	const char *family; /* NULL: every family */
+} rows[] = {
+	{ -EINVAL, 400, "bad_request", NULL },
+	{ -ENAMETOOLONG, 400, "bad_request", NULL },
+	{ -ENODATA, 400, "bad_request", NULL }, /* a request body cut short */
+	{ -EPERM, 403, "forbidden", NULL },
+	{ -EACCES, 403, "permission_denied", NULL },
+	{ -ENOENT, 404, "not_found", NULL },
+	{ -ENOLINK, 408, "request_timeout", NULL },
+	{ -EBUSY, 409, "conflict", NULL },
+	{ -EEXIST, 409, "exists", NULL },
+	{ -E2BIG, 413, "too_large", NULL },
+	{ -EMSGSIZE, 413, "too_large", NULL },
+	{ -ERANGE, 416, "range_not_satisfiable", NULL },
+	{ -EDQUOT, 429, "quota_exceeded", NULL },
+	{ -ECANCELED, 499, "cancelled", NULL },
+	{ -ENOSYS, 501, "not_implemented", NULL },
+	{ -ECONNRESET, 502, "agent_error", NULL },
+	{ -ECONNREFUSED, 502, "agent_error", NULL },
+	{ -ECONNABORTED, 502, "agent_error", NULL },
+	{ -EPIPE, 502, "agent_error", NULL },
+	{ -EPROTO, 502, "agent_error", NULL },
+	{ -EBADMSG, 502, "agent_error", NULL },
+	{ -EAGAIN, 503, "unavailable", NULL },
+	{ -ESHUTDOWN, 503, "shutting_down", NULL },
+	{ -ETIMEDOUT, 504, "timeout", NULL },
+	{ -ETIME, 504, "agent_timeout", NULL },
+	{ -ENOSPC, 507, "no_space", NULL },
+};
+
+int sup_http_status(const char *family, int neg_errno, const char **code)
+{
+	const struct status_row *shared = NULL;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct status_row *r = &rows[i];
+		if (r->neg_errno != neg_errno)
+			continue;
+		if (r->family && family && strcmp(r->family, family) == 0) {
+			*code = r->code;
+			return r->status;
+		}
+		if (!r->family && !shared)
+			shared = r;
+	}
+	*code = shared ? shared->code : "internal";
+	return shared ? shared->status : 500;
+}

@@ -1,0 +1,90 @@
+/* Supervisor settings: defaults and command-line parsing.
+ * Owns the sup_config struct and its validation. It must not touch the
+ * file system or the network (main does that with the parsed values). */
+#ifndef SUP_CONFIG_H
+#define SUP_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbx/err.h"
+#include "sup_resources.h"
+#include "sup_types.h"
+
+#define SUP_MAX_IMAGES 16
+/* Pools: every (image, isolation) pair of SUP_MAX_IMAGES images. */
+#define SUP_MAX_POOLS (SUP_MAX_IMAGES * SUP_ISO_N)
+
+typedef struct sup_config {
+	char listen_host[256];     /* "127.0.0.1", "::1" */
+	uint16_t listen_port;      /* 0: any free port (printed at start) */
+	const char *state_dir;
+	unsigned pool_size;        /* ready sandboxes kept per image (runc) */
+	const char *images[SUP_MAX_IMAGES]; /* "host" or an absolute rootfs path */
+	size_t nimages;
+	sup_pool_spec pools[SUP_MAX_POOLS]; /* --pool ISOLATION:IMAGE=N (image owned) */
+	size_t npools;
+	const char *runtime;       /* runc isolation's runtime */
+	const char *runsc;         /* gvisor isolation's runtime */
+	bool runsc_given;          /* --runsc: gvisor must be offered */
+	const char *runsc_root;    /* NULL: <state_dir>/runsc */
+	const char *runsc_platform;
+	const char *agent_path;    /* NULL: look next to the binary */
+	const char *token;         /* NULL: <state_dir>/token */
+	const char *policy_file;   /* NULL: the built-in file access policy */
+	const char *tenants_file;  /* --tenants: who may call, with what; NULL: the token alone */
+	char metrics_host[256];    /* --metrics-listen: /metrics without a token, node-local */
+	uint16_t metrics_port;
+	bool metrics_listen;
+	size_t max_body;           /* request body bytes accepted */
+	uint64_t max_upload;       /* bytes per PUT /files; 0: no limit */
+	size_t max_output;         /* captured bytes per stream of an exec */
+	size_t max_output_total;   /* captured bytes of all execs in flight */
+	unsigned max_execs;        /* execs in flight per sandbox */
+	bool allow_root;           /* execs may ask for "user":"root" */
+	unsigned max_sandboxes;    /* alive at once, pooled ones included */
+	unsigned workers;          /* threads running the runtime */
+	unsigned acquire_timeout_ms; /* a create waiting for an empty pool */
+	unsigned ready_timeout_ms;   /* runtime start until the agent socket accepts */
+	unsigned default_timeout_s;  /* sandbox lifetime when a create gives none */
+	unsigned max_timeout_s;      /* upper bound of a sandbox lifetime */
+	unsigned max_conns;          /* HTTP connections held at once */
+	unsigned head_timeout_s;     /* a request head's first byte to its end */
+	unsigned body_timeout_s;     /* a buffered body whole; a streamed one between bytes */
+	unsigned idle_timeout_s;     /* a keep-alive connection between requests */
+	unsigned drain_timeout_s;    /* requests in flight at SIGTERM */
+	sup_agent_opts agent;        /* distrust of the guest: deadlines, limits */
+	sup_resources res_default;   /* a sandbox's limits when a create names none */
+	sup_resources res_max;       /* the most a create may ask for */
+	int log_level;
+	bool print_example;        /* print the token and a curl example at start */
+	char *images_buf;          /* owns the strings in images[] */
+} sup_config;
+
+void sup_config_defaults(sup_config *c);
+/* Parse argv (getopt_long). Returns 0, 1 when --help/--version was printed
+ * (caller exits 0), or -EINVAL with err filled. */
+int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err);
+void sup_config_release(sup_config *c);
+void sup_config_usage(const char *prog);
+
+/* The pools to run: runc pools of --pool-images with --pool-size, then
+ * --pool entries (replacing the size of a pair given twice), then a pool of
+ * size 0 (cold creates) for every other pair of a pooled image and an
+ * offered isolation. offered[i]: isolation i's runtime answers. Fills out
+ * (SUP_MAX_POOLS) and returns how many, or -EINVAL when a --pool names an
+ * isolation that is not offered. */
+int sup_config_pool_specs(const sup_config *c, const bool offered[SUP_ISO_N], sup_pool_spec *out,
+			  sbx_err *err);
+/* Does any --pool ask for isolation (which must then be offered)? */
+bool sup_config_pools_use(const sup_config *c, sup_isolation isolation);
+
+/* "host:port", "[v6]:port". Exposed for tests. */
+int sup_config_parse_listen(const char *s, char *host, size_t host_size, uint16_t *port,
+			    sbx_err *err);
+/* Seconds, fractions allowed ("2", "0.25"), to ms within lo..hi ms. */
+int sup_config_parse_secs(const char *s, unsigned lo_ms, unsigned hi_ms, unsigned *ms,
+			  sbx_err *err);
+
+#endif

@@ -1,0 +1,533 @@
+/* sandbox-supervisor: wires settings, token, runtime backend, workers,
+ * pools, core and HTTP together, and runs the event loop until SIGTERM or
+ * SIGINT, after which it destroys every sandbox it made and exits 0. */
+#include <errno.h>
+#include <event2/event.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sbx/cleanup.h"
+#include "sbx/proto_conn.h"
+#include "sup_cgroup.h"
+#include "sup_config.h"
+#include "sup_core.h"
+#include "sup_disk.h"
+#include "sup_files.h"
+#include "sup_http.h"
+#include "sup_log.h"
+#include "sup_policy.h"
+#include "sup_pool.h"
+#include "sup_procs.h"
+#include "sup_runc.h"
+#include "sup_sandboxes.h"
+#include "sup_scrape.h"
+#include "sup_tenants.h"
+#include "sup_token.h"
+#include "sup_workers.h"
+
+#define SHUTDOWN_GRACE_S 120
+
+typedef struct sup_main {
+	struct event_base *base;
+	sup_http *http;
+	sup_http *metrics;         /* --metrics-listen: /metrics without a token */
+	sup_ctab *requests;        /* answered requests by route and status */
+	sup_core *core;
+	unsigned drain_s;
+	bool stopping;
+	const char *tenants_file;
+	sup_tenants_node node;     /* what tenants leave to the supervisor */
+	sup_tenants *tenants;      /* the set in force; swapped on SIGHUP */
+	struct event *sig_hup;
+	bool drained;
+	struct event *sig_term, *sig_int, *grace;
+} sup_main;
+
+static int mkdir_p(const char *path, mode_t mode, sbx_err *err)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return sbx_err_set(err, -ENAMETOOLONG, "%s", path);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(buf, mode) < 0 && errno != EEXIST)
+				return sbx_err_sys(err, -errno, "mkdir %s", buf);
+			*p = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	return 0;
+}
+
+/* Default agent: beside this binary (installed), or in the build tree. */
+static int find_agent(char *out, size_t size, sbx_err *err)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return sbx_err_sys(err, -errno, "readlink /proc/self/exe");
+	exe[n] = '\0';
+	const char *dir = dirname(exe);
+	const char *cands[] = { "/sandbox-agent", "/../guest-agent/sandbox-agent" };
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
+		char p[PATH_MAX + 64];
+		snprintf(p, sizeof(p), "%s%s", dir, cands[i]);
+		char real[PATH_MAX];
+		if (realpath(p, real) && access(real, X_OK) == 0) {
+			snprintf(out, size, "%s", real);
+			return 0;
+		}
+	}
+	return sbx_err_set(err, -ENOENT,
+			   "no sandbox-agent beside %s or in ../guest-agent: pass --agent PATH", dir);
+}
+
+/* gVisor's runtime: offered when runsc answers; required (its failure is
+ * the supervisor's) when --runsc was given or a --pool asks for it. */
+static int offer_gvisor(const sup_config *cfg, char *root, size_t cap, sup_runtime *out,
+			sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (snprintf(root, cap, "%s/runsc", cfg->state_dir) >= (int)cap)
+		return sbx_err_set(err, -ENAMETOOLONG, "runsc root: state folder too long");
+	sup_runtime rt = {
+		.binary = cfg->runsc,
+		.root = cfg->runsc_root ? cfg->runsc_root : root,
+		.platform = cfg->runsc_platform,
+		/* loopback only, as runc's empty network namespace; gVisor's
+		 * netstack ("sandbox") wants a network namespace made for it,
+		 * which is the networking issue's */
+		.network = "none",
+	};
+	bool required = cfg->runsc_given || sup_config_pools_use(cfg, SUP_ISO_GVISOR);
+	sbx_err why;
+	if (sup_runc_runtime_check(&rt, &why) < 0) {
+		if (required) {
+			*err = why;
+			return sbx_err_wrap(err, "gvisor isolation");
+		}
+		sup_info("gvisor isolation not offered: %s", why.msg);
+		return 0;
+	}
+	*out = rt;
+	return 0;
+}
+
+static void on_drained(void *ud)
+{
+	sup_main *m = ud;
+	m->drained = true;
+	sup_info("every sandbox is destroyed; exiting");
+	event_base_loopbreak(m->base);
+}
+
+static void on_http_drained(void *ud)
+{
+	sup_main *m = ud;
+	sup_core_shutdown(m->core, on_drained, m);
+}
+
+static void on_grace_over(evutil_socket_t fd, short what, void *ud)
+{
+	sup_main *m = ud;
+	(void)fd;
+	(void)what;
+	sup_error("shutdown took longer than %d s; exiting with sandboxes left (the next start removes them)",
+		  SHUTDOWN_GRACE_S);
+	event_base_loopbreak(m->base);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *ud)
+{
+	sup_main *m = ud;
+	(void)what;
+	if (m->stopping) {
+		sup_warn("signal %d: already shutting down, waiting for the sandboxes to go", (int)sig);
+		return;
+	}
+	m->stopping = true;
+	sup_info("signal %d: shutting down: requests in flight get %u s, then every sandbox is destroyed",
+		 (int)sig, m->drain_s);
+	struct timeval tv = { SHUTDOWN_GRACE_S, 0 };
+	evtimer_add(m->grace, &tv);
+	if (m->metrics)
+		sup_http_stop(m->metrics, 0, NULL, NULL);
+	sup_http_stop(m->http, m->drain_s, on_http_drained, m);
+}
+
+/* The edge asks the core whether the caller may name a sandbox. */
+static int check_owner(void *ud, const struct sup_tenant *who, const char *id, sbx_err *err)
+{
+	return sup_core_check_owner(ud, who, id, err);
+}
+
+/* Every connection can hold an fd: the soft limit goes up to the hard one,
+ * and --max-connections down to what fits beside the sandboxes' fds. */
+static void fit_fd_limit(sup_config *cfg)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	rlim_t room = rl.rlim_cur > 1024 ? rl.rlim_cur - 512 : rl.rlim_cur / 2;
+	if (cfg->max_conns > room) {
+		sup_warn("--max-connections %u is over what the fd limit %llu leaves; using %llu",
+			 cfg->max_conns, (unsigned long long)rl.rlim_cur, (unsigned long long)room);
+		cfg->max_conns = (unsigned)room;
+	}
+}
+
+static void on_hup(evutil_socket_t sig, short what, void *ud)
+{
+	sup_main *m = ud;
+	(void)sig;
+	(void)what;
+	if (m->tenants_file)
+		sup_tenants_reload(m->tenants_file, &m->node, &m->tenants);
+	else
+		sup_info("SIGHUP: no --tenants file to reload");
+}
+
+/* sandbox-supervisor hash-token [TOKEN]: the form a tenants file keeps a
+ * token in. Without an argument the token is read from stdin (so it stays
+ * out of the shell's history and the process list). */
+static int hash_token(int argc, char **argv)
+{
+	char line[1024];
+	const char *t = argc > 2 ? argv[2] : NULL;
+	if (argc > 3) {
+		fprintf(stderr, "usage: sandbox-supervisor hash-token [TOKEN] (or the token on stdin)\n");
+		return 2;
+	}
+	if (!t) {
+		if (!fgets(line, sizeof(line), stdin)) {
+			fprintf(stderr, "sandbox-supervisor hash-token: no token on stdin\n");
+			return 2;
+		}
+		line[strcspn(line, "\r\n")] = '\0';
+		t = line;
+	}
+	char out[SUP_TOKEN_HASH_TEXT_LEN + 1];
+	sbx_err err;
+	if (!t[0] || sup_token_hash_text(t, strlen(t), out, &err) < 0) {
+		fprintf(stderr, "sandbox-supervisor hash-token: %s\n", t[0] ? err.msg : "empty token");
+		return 2;
+	}
+	printf("%s\n", out);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "hash-token") == 0)
+		return hash_token(argc, argv);
+	sup_config cfg;
+	sbx_err err;
+	sbx_err_clear(&err);
+	sup_config_defaults(&cfg);
+	int rc = sup_config_parse(&cfg, argc, argv, &err);
+	if (rc == 1)
+		return 0;
+	if (rc < 0) {
+		fprintf(stderr, "sandbox-supervisor: %s (try --help)\n", err.msg);
+		return 2;
+	}
+	sup_log_set_level((sup_log_level)cfg.log_level);
+	/* A client that hangs up must cost us an EPIPE, not the process. */
+	signal(SIGPIPE, SIG_IGN);
+	sbx_proto_tune_allocator();
+
+	int exit_code = 1;
+	struct event_base *base = NULL;
+	sup_workers *workers = NULL;
+	sup_pools *pools = NULL;
+	sup_main m = { 0 };
+	sup_policy *policy = NULL;
+	char *token = NULL;
+	char agent[PATH_MAX];
+	char token_path[PATH_MAX];
+	char runsc_root[PATH_MAX];
+	sup_pool_spec specs[SUP_MAX_POOLS];
+	int nspecs;
+
+	if (cfg.policy_file ? sup_policy_load_file(cfg.policy_file, &policy, &err) < 0
+			    : sup_policy_new_default(&policy, &err) < 0) {
+		sbx_err_wrap(&err, "file access policy");
+		goto fail;
+	}
+	if (mkdir_p(cfg.state_dir, 0711, &err) < 0)
+		goto fail;
+	if (cfg.agent_path)
+		snprintf(agent, sizeof(agent), "%s", cfg.agent_path);
+	else if (find_agent(agent, sizeof(agent), &err) < 0)
+		goto fail;
+	if (access(agent, X_OK) < 0) {
+		sbx_err_sys(&err, -errno, "agent %s", agent);
+		goto fail;
+	}
+	snprintf(token_path, sizeof(token_path), "%s/token", cfg.state_dir);
+	m.node = (sup_tenants_node){ .policy = policy,
+				     .allow_root = cfg.allow_root,
+				     .max_timeout_s = cfg.max_timeout_s,
+				     .res_default = cfg.res_default,
+				     .res_max = cfg.res_max,
+				     .isolations = sup_isolation_names,
+				     .nisolations = SUP_ISO_N };
+	m.tenants_file = cfg.tenants_file;
+	if (cfg.tenants_file) {
+		if (sup_tenants_load_file(cfg.tenants_file, &m.node, &m.tenants, &err) < 0)
+			goto fail;
+		sup_info("tenants: %zu from %s", sup_tenants_count(m.tenants), cfg.tenants_file);
+	} else if (cfg.token) {
+		token = strdup(cfg.token);
+		if (!token) {
+			sbx_err_set(&err, -ENOMEM, "token");
+			goto fail;
+		}
+	} else {
+		bool created;
+		if (sup_token_load_or_create(token_path, &token, &created, &err) < 0)
+			goto fail;
+		sup_info("API token %s %s", created ? "created in" : "read from", token_path);
+	}
+	if (token && sup_tenants_single(token, &m.node, &m.tenants, &err) < 0)
+		goto fail;
+
+	/* Every sandbox is made with the default limits; acquire gives it its
+	 * request's (sup_pools_acquire). */
+	sup_cgroup_host cgroups;
+	char disk_how[256];
+	if (sup_cgroup_detect("/sys/fs/cgroup", &cgroups, &err) < 0 ||
+	    sup_disk_probe(cfg.state_dir, disk_how, sizeof(disk_how), &err) < 0) {
+		sbx_err_wrap(&err, "sandbox limits");
+		goto fail;
+	}
+	sup_info("limits: cgroup v%d%s; disk: %s", (int)cgroups.mode,
+		 cgroups.swap ? ", swap held to the memory figure" : ", swap not accounted (not held)",
+		 disk_how);
+	sup_runc_cfg rcfg = {
+		.runtimes = { [SUP_ISO_RUNC] = { .binary = cfg.runtime } },
+		.state_dir = cfg.state_dir,
+		.agent_path = agent,
+		.ready_timeout_ms = cfg.ready_timeout_ms,
+		.cgroup = &cgroups,
+		.res = &cfg.res_default,
+		.disk_ceiling = cfg.res_max.disk,
+		.protect_agent = sup_runc_can_protect_agent(),
+	};
+	if (offer_gvisor(&cfg, runsc_root, sizeof(runsc_root), &rcfg.runtimes[SUP_ISO_GVISOR],
+			 &err) < 0)
+		goto fail;
+	if (!rcfg.protect_agent)
+		sup_warn("no CAP_SYS_RESOURCE: agents keep an OOM score adjustment of 0 (not -1000); "
+			 "their commands get +1000, so the OOM killer takes a command first");
+	if (sup_runc_init(&rcfg, &err) < 0) {
+		sbx_err_wrap(&err, "runtime backend");
+		goto fail;
+	}
+	int left = sup_runc_remove_leftovers(&rcfg, &err);
+	if (left < 0) {
+		sbx_err_wrap(&err, "remove leftovers of an earlier run");
+		goto fail;
+	}
+	if (left > 0)
+		sup_info("removed %d sandbox(es) left by an earlier run", left);
+
+	base = event_base_new();
+	if (!base) {
+		sbx_err_set(&err, -ENOMEM, "event base");
+		goto fail;
+	}
+	m.base = base;
+	workers = sup_workers_new(base, cfg.workers, &err);
+	if (!workers)
+		goto fail;
+	sup_core_cfg ccfg = {
+		.max_output = cfg.max_output,
+		.max_output_total = cfg.max_output_total,
+		.max_execs = cfg.max_execs,
+	};
+	m.core = sup_core_new(base, NULL, &ccfg, &err);
+	if (!m.core)
+		goto fail;
+	bool offered[SUP_ISO_N];
+	for (int i = 0; i < SUP_ISO_N; i++)
+		offered[i] = rcfg.runtimes[i].binary != NULL;
+	nspecs = sup_config_pool_specs(&cfg, offered, specs, &err);
+	if (nspecs < 0)
+		goto fail;
+	sup_pools_cfg pcfg = {
+		.runc = &rcfg,
+		.specs = specs,
+		.nspecs = (size_t)nspecs,
+		.max_sandboxes = cfg.max_sandboxes,
+		.acquire_timeout_ms = cfg.acquire_timeout_ms,
+		.handshake_timeout_ms = cfg.ready_timeout_ms,
+		.agent = cfg.agent,
+	};
+	sup_pools_hooks hooks = sup_core_pool_hooks(m.core);
+	pools = sup_pools_new(base, workers, &pcfg, &hooks, &err);
+	if (!pools)
+		goto fail;
+	sup_core_set_pools(m.core, pools);
+	sup_sandboxes_ctx sandboxes = {
+		.core = m.core,
+		.limits = { .default_timeout_s = cfg.default_timeout_s,
+			    .max_timeout_s = cfg.max_timeout_s,
+			    .res_default = cfg.res_default,
+			    .res_max = cfg.res_max },
+	};
+	sup_files_ctx files = { .core = m.core, .max_upload = cfg.max_upload };
+	sup_procs_ctx procs = { .core = m.core };
+	m.requests = sup_scrape_requests_new();
+	if (!m.requests) {
+		sbx_err_set(&err, -ENOMEM, "metrics");
+		goto fail;
+	}
+	sup_scrape_ctx scrape = { .core = m.core, .tenants = &m.tenants, .requests = m.requests };
+	sup_scrape_ctx scrape_open = scrape;
+	scrape_open.open = true;
+	const sup_http_mount mounts[] = {
+		{ &sup_sandboxes_family, &sandboxes },
+		{ &sup_files_family, &files },
+		{ &sup_procs_family, &procs },
+		{ &sup_scrape_family, &scrape },
+	};
+	const sup_http_mount metrics_mounts[] = { { &sup_scrape_family, &scrape_open } };
+	fit_fd_limit(&cfg);
+	m.drain_s = cfg.drain_timeout_s;
+	sup_http_cfg hcfg = {
+		.host = cfg.listen_host,
+		.port = cfg.listen_port,
+		.auth = sup_tenants_hook_auth,
+		.release = sup_tenant_release,
+		.auth_ud = &m.tenants,
+		.check_id = check_owner,
+		.check_ud = m.core,
+		.on_answered = sup_scrape_count,
+		.answered_ud = m.requests,
+		.max_body = cfg.max_body,
+		.max_conns = cfg.max_conns,
+		.head_timeout_s = cfg.head_timeout_s,
+		.body_timeout_s = cfg.body_timeout_s,
+		.idle_timeout_s = cfg.idle_timeout_s,
+		.mounts = mounts,
+		.nmounts = sizeof(mounts) / sizeof(mounts[0]),
+	};
+	if (cfg.metrics_listen) {
+		sup_http_cfg mcfg = hcfg;
+		mcfg.host = cfg.metrics_host;
+		mcfg.port = cfg.metrics_port;
+		mcfg.auth = NULL;
+		mcfg.check_id = NULL;
+		mcfg.max_conns = 64;
+		mcfg.mounts = metrics_mounts;
+		mcfg.nmounts = 1;
+		m.metrics = sup_http_new(base, &mcfg, &err);
+		if (!m.metrics) {
+			sbx_err_wrap(&err, "--metrics-listen");
+			goto fail;
+		}
+	}
+	m.http = sup_http_new(base, &hcfg, &err);
+	if (!m.http)
+		goto fail;
+	m.sig_term = evsignal_new(base, SIGTERM, on_signal, &m);
+	m.sig_int = evsignal_new(base, SIGINT, on_signal, &m);
+	m.sig_hup = evsignal_new(base, SIGHUP, on_hup, &m);
+	m.grace = evtimer_new(base, on_grace_over, &m);
+	if (!m.sig_term || !m.sig_int || !m.sig_hup || !m.grace ||
+	    evsignal_add(m.sig_term, NULL) < 0 || evsignal_add(m.sig_int, NULL) < 0 ||
+	    evsignal_add(m.sig_hup, NULL) < 0) {
+		sbx_err_set(&err, -ENOMEM, "signal events");
+		goto fail;
+	}
+	sup_pools_start(pools);
+
+	const char *h = cfg.listen_host;
+	bool v6 = strchr(h, ':') != NULL;
+	printf("sandbox-supervisor: listening on http://%s%s%s:%u\n", v6 ? "[" : "", h, v6 ? "]" : "",
+	       (unsigned)sup_http_port(m.http));
+	if (m.metrics) {
+		const char *mh = cfg.metrics_host;
+		bool mv6 = strchr(mh, ':') != NULL;
+		printf("sandbox-supervisor: metrics on http://%s%s%s:%u/metrics\n", mv6 ? "[" : "", mh,
+		       mv6 ? "]" : "", (unsigned)sup_http_port(m.metrics));
+	}
+	if (cfg.tenants_file)
+		printf("sandbox-supervisor: %zu tenants from %s\n", sup_tenants_count(m.tenants),
+		       cfg.tenants_file);
+	else if (cfg.token)
+		printf("sandbox-supervisor: token given by --token\n");
+	else
+		printf("sandbox-supervisor: token in %s\n", token_path);
+	if (cfg.print_example && token) {
+		char url[300];
+		snprintf(url, sizeof(url), "http://%s%s%s:%u", v6 ? "[" : "", h, v6 ? "]" : "",
+			 (unsigned)sup_http_port(m.http));
+		printf("\nAPI token: %s\n\nTry it (in another shell):\n"
+		       "  TOKEN=%s\n"
+		       "  ID=$(curl -s -H \"Authorization: Bearer $TOKEN\" -d '{\"image\":\"host\"}' %s/v1/sandboxes"
+		       " | sed 's/.*\"id\":\"\\([^\"]*\\)\".*/\\1/')\n"
+		       "  curl -s -H \"Authorization: Bearer $TOKEN\" -d '{\"argv\":[\"echo\",\"hi\"]}' %s/v1/sandboxes/$ID/exec\n"
+		       "  curl -s -H \"Authorization: Bearer $TOKEN\" -X DELETE %s/v1/sandboxes/$ID\n\n",
+		       token, token, url, url, url);
+	}
+	fflush(stdout);
+	for (int i = 0; i < nspecs; i++)
+		sup_info("pool %s (%s): %u ready", specs[i].image,
+			 sup_isolation_names[specs[i].isolation], specs[i].size);
+	sup_info("runtimes: runc %s, gvisor %s; agent %s, state %s", cfg.runtime,
+		 offered[SUP_ISO_GVISOR] ? cfg.runsc : "not offered", agent, cfg.state_dir);
+
+	event_base_dispatch(base);
+	exit_code = m.drained ? 0 : 1;
+	if (!m.stopping) {
+		sup_error("event loop ended unexpectedly");
+		exit_code = 1;
+	}
+	goto cleanup;
+fail:
+	sup_error("%s", err.msg);
+	fprintf(stderr, "sandbox-supervisor: %s\n", err.msg);
+cleanup:
+	if (m.http)
+		sup_http_free(m.http);
+	if (m.metrics)
+		sup_http_free(m.metrics);
+	if (m.sig_term)
+		event_free(m.sig_term);
+	if (m.sig_int)
+		event_free(m.sig_int);
+	if (m.sig_hup)
+		event_free(m.sig_hup);
+	if (m.grace)
+		event_free(m.grace);
+	/* Workers first: a job still running (grace ran out) must finish
+	 * before the pools it points into go away. */
+	sup_workers_free(workers);
+	sup_pools_free(pools);
+	sup_core_free(m.core);
+	sup_tenants_unref(m.tenants);
+	sup_ctab_free(m.requests);
+	sup_policy_free(policy);
+	if (base)
+		event_base_free(base);
+	sup_config_release(&cfg);
+	free(token);
+	return exit_code;
+}

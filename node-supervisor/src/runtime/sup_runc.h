@@ -1,0 +1,122 @@
+/* Local sandbox backend: OCI bundles run by runc (or a compatible runtime),
+ * or by gVisor's runsc for sandboxes of gvisor isolation.
+ *
+ * Owns everything on the host that makes one sandbox: the bundle folder and
+ * config.json, the overlay rootfs (image lower, per-sandbox upper), the
+ * host-side run folder holding the agent socket, the runtime container, and
+ * their removal. Calls are blocking (they run the runtime binary): call them
+ * from pool worker threads, never from the event loop. It must not speak the
+ * agent protocol beyond noticing that the agent's socket accepts.
+ *
+ * What it needs from the rest of the process: root; children it spawns (the
+ * runtime) must be left for it to reap (no waitpid(-1), SIGCHLD not
+ * SIG_IGN). The agent is not a child: once the runtime has started it, the
+ * host's init (or a subreaper, if the supervisor makes itself one and then
+ * reaps) is its parent. All functions are thread-safe; they keep no state
+ * beyond the files under state_dir. */
+#ifndef SUP_RUNC_H
+#define SUP_RUNC_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include "sbx/err.h"
+#include "sup_cgroup.h"
+#include "sup_isolation.h"
+#include "sup_resources.h"
+#include "sup_runc_cmd.h"
+
+typedef struct sup_runc_cfg {
+	/* How each isolation's runtime is called: [SUP_ISO_RUNC] runc (crun
+	 * may stand in), required; [SUP_ISO_GVISOR] runsc, binary NULL when
+	 * gVisor is not offered. */
+	sup_runtime runtimes[SUP_ISO_N];
+	const char *state_dir;  /* supervisor state folder, e.g. /var/lib/sbx */
+	const char *agent_path; /* host path of the static sandbox-agent binary */
+	unsigned ready_timeout_ms; /* how long create waits for the agent socket; 0: 10 s */
+	const sup_cgroup_host *cgroup; /* the host's cgroups (sup_cgroup_detect) */
+	const sup_resources *res; /* limits every new sandbox is made with */
+	uint64_t disk_ceiling;  /* the most disk a sandbox may ever be given: its
+				 * image's size (sup_disk.h) */
+	bool protect_agent;     /* exempt each agent from the OOM killer (needs
+				 * CAP_SYS_RESOURCE: sup_runc_can_protect_agent) */
+} sup_runc_cfg;
+
+typedef struct sup_runc_box {
+	char id[64];                    /* sandbox id (hostname, folder name) */
+	char container_id[64];          /* runtime container id: "sbx-<tag>-<id>", the tag
+					 * derived from the state folder so that
+					 * leftovers are told from other supervisors' */
+	char dir[PATH_MAX];             /* <state_dir>/sandboxes/<id> */
+	sup_isolation isolation;        /* which runtime runs it */
+	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* agent socket, host side */
+	char cgroup[96];                /* cgroupsPath: "/sbx/<container_id>" */
+	pid_t init_pid;                 /* host pid of the agent (PID 1 inside) */
+} sup_runc_box;
+
+/* Prepare the state folder (sandboxes/, images/, the "host" image), check
+ * every offered runtime answers (and make its --root folder) and that agent
+ * socket paths will fit in a sockaddr_un
+ * (state folder at most 41 characters after symlinks are resolved), and lock
+ * the folder for this process (-EBUSY naming the holder's pid when another
+ * process has it), and make the disk layers' template (sup_disk.h). Call
+ * once, before any other function, from one thread. */
+int sup_runc_init(const sup_runc_cfg *cfg, sbx_err *err);
+
+/* Does rt answer `--version`? 0, or an error quoting it. */
+int sup_runc_runtime_check(const sup_runtime *rt, sbx_err *err);
+
+/* Whether this process may exempt agents from the OOM killer: lowering a
+ * score below 0 takes CAP_SYS_RESOURCE. Without it the agent keeps score 0
+ * and only its commands' +1000 (the agent sets that) keeps it from being
+ * chosen while a command lives. */
+bool sup_runc_can_protect_agent(void);
+
+/* Make a new sandbox from image ("host", also for NULL, or the absolute path
+ * of a rootfs folder, which must not contain the state folder) with the
+ * limits cfg->res (cgroup through the runtime, its disk layer: sup_disk.h;
+ * the agent exempt from the OOM killer with cfg->protect_agent), run by the
+ * runtime of isolation (-EINVAL when it is not offered), and return
+ * once its agent accepts connections on box->socket_path. On failure
+ * everything made so far is removed, and err quotes the runtime's or the
+ * agent's last words. id: [a-z0-9-], at most 40 chars; an id in use: -EEXIST.
+ * Image paths come from the operator, not from API users: any folder the
+ * supervisor can read can be an image. */
+int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
+		    sup_isolation isolation, sup_runc_box *box, sbx_err *err);
+
+/* Connect to the agent's socket of a sandbox made by sup_runc_create.
+ * The socket file lives in a folder the guest can write, so it is opened
+ * without following symlinks, checked to be a socket and connected through
+ * /proc/self/fd: a guest cannot point the supervisor at a host socket.
+ * sock_flags: SOCK_NONBLOCK or 0 (SOCK_CLOEXEC is always set). Returns the
+ * connected fd. Does not block on a non-blocking socket; with 0 it blocks
+ * only while the agent's listen backlog is full. Thread-safe. */
+int sup_runc_connect_agent(const sup_runc_box *box, int sock_flags, sbx_err *err);
+
+/* Change a made sandbox's limits from `from` (in force) to `to`: cgroup
+ * files written directly (sup_cgroup_apply) and its disk's figure
+ * (sup_disk_set): a few small file writes, no process started.
+ * On failure the sandbox should be destroyed. */
+int sup_runc_set_limits(const sup_runc_cfg *cfg, const sup_runc_box *box,
+			const sup_resources *from, const sup_resources *to, sbx_err *err);
+
+/* What a sandbox uses now: its cgroup's figures and its disk's (a few
+ * small files and a statfs). */
+int sup_runc_usage(const sup_runc_cfg *cfg, const sup_runc_box *box, sup_usage *u, sbx_err *err);
+
+/* Kill and delete the container, unmount, remove the folder. Idempotent:
+ * parts already gone are not an error. Only box->id and box->isolation are
+ * read: every path is derived from the id again, none is taken from box. */
+int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *err);
+
+/* Remove every container, mount and folder an earlier run of a supervisor
+ * with this state folder left behind, in every offered runtime (containers
+ * are recognised by the tag in their id, so other supervisors' are left
+ * alone). Returns how many sandboxes it removed, loop devices of their disk
+ * images included. Call before creating any. */
+int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err);
+
+#endif

@@ -1,0 +1,43 @@
+/* A server of the HTTP edge with a test route family, and a client that
+ * talks to it over real loopback sockets from the same thread (the loop is
+ * pumped while bytes go out and come back). For test_sup_http and the
+ * connection fuzzer: bytes in, bytes out, no sandboxes. */
+#ifndef HTTP_HARNESS_H
+#define HTTP_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sup_http.h"
+
+struct event_base;
+
+/* The bearer token the harness's server takes. */
+#define TH_TOKEN "secret-token-0123456789"
+
+typedef struct th_server {
+	struct event_base *base;
+	sup_http *h;
+	uint16_t port;
+} th_server;
+
+/* cfg: NULL for the defaults (max_body 4096, head/body timeouts 2 s). */
+int th_start(th_server *s, const sup_http_cfg *cfg);
+void th_stop(th_server *s);
+/* The harness's defaults, to change before th_start. */
+void th_default_cfg(sup_http_cfg *cfg);
+/* Connections the server holds now. */
+unsigned th_conns(const th_server *s);
+
+/* Send req[0..len) in pieces of step bytes (0: whole) on a new connection,
+ * shut our side when shut, and collect the answer until the server closes,
+ * or nothing came for idle_ms (< 0: for -idle_ms rounds of the loop).
+ * Returns the bytes (NUL-terminated, free them); *closed: the server
+ * closed. */
+char *th_talk(th_server *s, const void *req, size_t len, size_t step, bool shut, int idle_ms,
+	      size_t *outlen, bool *closed);
+/* Pump the loop for ms. */
+void th_pump(th_server *s, int ms);
+
+#endif

@@ -1,0 +1,488 @@
+/* The HTTP edge over real loopback sockets with a test route family: the
+ * status table, queries, routing, and bytes in, bytes out: keep-alive and
+ * pipelining, HEAD, bodies (Content-Length, chunked, 100-continue,
+ * streamed), framing that could be read two ways, every limit, timeouts,
+ * --max-connections, upgrade, graceful stop. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "http_harness.h"
+#include "sup_query.h"
+#include "sup_ws.h"
+
+static th_server srv;
+
+static int setup(void **state)
+{
+	return th_start(&srv, NULL);
+}
+
+static int teardown(void **state)
+{
+	th_stop(&srv);
+	return 0;
+}
+
+/* The answer to req (whole), the server expected to close after it. */
+static char *talk(const char *req, bool *closed)
+{
+	size_t n;
+	return th_talk(&srv, req, strlen(req), 0, false, 1500, &n, closed);
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static void test_status_table(void **state)
+{
+	const char *code;
+	assert_int_equal(sup_http_status("files", -ENAMETOOLONG, &code), 400);
+	assert_int_equal(sup_http_status("processes", -ENAMETOOLONG, &code), 400);
+	assert_int_equal(sup_http_status(NULL, -ENAMETOOLONG, &code), 400);
+	assert_string_equal(code, "bad_request");
+	assert_int_equal(sup_http_status(NULL, -EPERM, &code), 403);
+	assert_string_equal(code, "forbidden");
+	assert_int_equal(sup_http_status(NULL, -EACCES, &code), 403);
+	assert_string_equal(code, "permission_denied");
+	assert_int_equal(sup_http_status(NULL, -ENOENT, &code), 404);
+	assert_int_equal(sup_http_status(NULL, -EEXIST, &code), 409);
+	assert_int_equal(sup_http_status(NULL, -E2BIG, &code), 413);
+	/* the client's wait, the agent's, any other */
+	assert_int_equal(sup_http_status(NULL, -ENOLINK, &code), 408);
+	assert_string_equal(code, "request_timeout");
+	assert_int_equal(sup_http_status(NULL, -ETIME, &code), 504);
+	assert_string_equal(code, "agent_timeout");
+	assert_int_equal(sup_http_status(NULL, -ETIMEDOUT, &code), 504);
+	assert_string_equal(code, "timeout");
+	assert_int_equal(sup_http_status(NULL, -ERANGE, &code), 416);
+	assert_int_equal(sup_http_status(NULL, -ECONNRESET, &code), 502);
+	assert_string_equal(code, "agent_error");
+	assert_int_equal(sup_http_status(NULL, -EAGAIN, &code), 503);
+	assert_int_equal(sup_http_status(NULL, -ESHUTDOWN, &code), 503);
+	assert_string_equal(code, "shutting_down");
+	assert_int_equal(sup_http_status(NULL, -ENOSPC, &code), 507);
+	assert_int_equal(sup_http_status(NULL, -ENOMEM, &code), 500);
+	assert_string_equal(code, "internal");
+	json_t *j = sup_http_error_json("bad_request", "field \"x\": bad \xff");
+	json_t *e = json_object_get(j, "error");
+	assert_string_equal(json_string_value(json_object_get(e, "message")),
+			    "field \"x\": bad \xEF\xBF\xBD");
+	json_decref(j);
+}
+
+static void test_query(void **state)
+{
+	static const char *const keys[] = { "path", "n", "f", NULL };
+	size_t len;
+	char *d = sup_query_decode("a%2Bb+c%zz%4%00x", 16, &len);
+	assert_int_equal(len, 12);
+	assert_memory_equal(d, "a+b c%zz%4\0x", 13);
+	free(d);
+	sup_query q;
+	sbx_err e;
+	assert_int_equal(sup_query_parse("path=/a%20b&&n=12&f=true", keys, &q, &e), 0);
+	assert_string_equal(sup_query_get(&q, "path", &len), "/a b");
+	uint64_t n;
+	assert_int_equal(sup_query_uint(&q, "n", 1, 32, 1, &n, &e), 0);
+	assert_int_equal(n, 12);
+	assert_int_equal(sup_query_uint(&q, "n", 1, 10, 1, &n, &e), -EINVAL);
+	assert_int_equal(sup_query_flag(&q, "f", false, &e), 1);
+	assert_null(sup_query_get(&q, "x", NULL));
+	sup_query_free(&q);
+	assert_int_equal(sup_query_parse("path=a&path=b", keys, &q, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "twice"));
+	assert_int_equal(sup_query_parse("nope=1", keys, &q, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "unknown"));
+	assert_int_equal(sup_query_parse("path", keys, &q, &e), -EINVAL);
+	assert_int_equal(sup_query_parse(NULL, keys, &q, &e), 0);
+	assert_int_equal(q.n, 0);
+	assert_int_equal(sup_query_parse("f=maybe", keys, &q, &e), 0);
+	assert_int_equal(sup_query_flag(&q, "f", false, &e), -EINVAL);
+	sup_query_free(&q);
+}
+
+static void test_routes(void **state)
+{
+	char allow[64];
+	int why;
+	const sup_http_mount *m;
+	const sup_http_route *r = sup_http_match(srv.h, "GET", "/echo", &m, allow, sizeof(allow), &why);
+	assert_non_null(r);
+	assert_string_equal(r->name, "GET echo");
+	assert_non_null(sup_http_match(srv.h, "HEAD", "/echo", &m, allow, sizeof(allow), &why));
+	assert_null(sup_http_match(srv.h, "PUT", "/echo", &m, allow, sizeof(allow), &why));
+	assert_int_equal(why, -EPERM);
+	assert_string_equal(allow, "GET, DELETE");
+	assert_null(sup_http_match(srv.h, "GET", "/echo/", &m, allow, sizeof(allow), &why));
+	assert_int_equal(why, -ENOENT);
+	assert_non_null(sup_http_match(srv.h, "GET", "/v1/sandboxes/sb-1/x/7", &m, allow, 64, &why));
+	assert_null(sup_http_match(srv.h, "GET", "/v1/sandboxes//x/7", &m, allow, 64, &why));
+}
+
+#define AUTH "Authorization: Bearer " TH_TOKEN "\r\n"
+
+static void test_keepalive_pipelining(void **state)
+{
+	/* Ten requests in one write, the slow one among them: ten answers, in
+	 * order, on one connection. */
+	char req[4096] = "";
+	for (int i = 0; i < 10; i++) {
+		char one[160];
+		snprintf(one, sizeof(one), "GET /%s?n=%d HTTP/1.1\r\nHost: x\r\n%s\r\n",
+			 i == 3 ? "slow" : "echo", i, i == 9 ? "Connection: close\r\n" : "");
+		strcat(req, one);
+	}
+	bool closed;
+	char *out = talk(req, &closed);
+	assert_true(closed);
+	assert_int_equal(count(out, "HTTP/1.1 200 OK"), 10);
+	const char *p = out;
+	for (int i = 0; i < 10; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), i == 3 ? "\"slow\":\"n=%d\"" : "\"query\":\"n=%d\"", i);
+		p = strstr(p, want);
+		assert_non_null(p);
+	}
+	assert_int_equal(count(out, "Connection: close"), 1);
+	free(out);
+	/* HTTP/1.0: closed after one answer unless it asks to keep alive. */
+	out = talk("GET /echo HTTP/1.0\r\n\r\nGET /echo HTTP/1.0\r\n\r\n", &closed);
+	assert_true(closed);
+	assert_int_equal(count(out, "HTTP/1.1 200"), 1);
+	free(out);
+	out = talk("GET /echo HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /echo HTTP/1.0\r\n\r\n", &closed);
+	assert_int_equal(count(out, "HTTP/1.1 200"), 2);
+	assert_int_equal(count(out, "Connection: keep-alive"), 1);
+	free(out);
+}
+
+static void test_head_and_chunks(void **state)
+{
+	bool closed;
+	char *out = talk("HEAD /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &closed);
+	assert_non_null(strstr(out, "Content-Length: "));
+	assert_null(strstr(out, "{"));
+	free(out);
+	out = talk("GET /chunks HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &closed);
+	assert_non_null(strstr(out, "Transfer-Encoding: chunked\r\n"));
+	assert_non_null(strstr(out, "\r\n\r\n1\r\na\r\n1\r\nb\r\n1\r\nc\r\n0\r\n\r\n"));
+	free(out);
+	/* HTTP/1.0 cannot take chunks: the end of the connection ends the body. */
+	out = talk("GET /chunks HTTP/1.0\r\n\r\n", &closed);
+	assert_true(closed);
+	assert_null(strstr(out, "chunked"));
+	assert_non_null(strstr(out, "\r\n\r\nabc"));
+	free(out);
+}
+
+static void test_bodies(void **state)
+{
+	bool closed;
+	char *out = talk("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+			 "POST /body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+			 "3\r\nabc\r\n2;e=1\r\nde\r\n0\r\nT: x\r\n\r\n"
+			 "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n"
+			 "Connection: close\r\n\r\nok", &closed);
+	assert_non_null(strstr(out, "\"body\":\"hello\""));
+	assert_non_null(strstr(out, "\"body\":\"abcde\""));
+	assert_non_null(strstr(out, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK"));
+	assert_non_null(strstr(out, "\"body\":\"ok\""));
+	free(out);
+	/* A streamed body of 1 MiB in uneven chunks, backpressure on the way. */
+	size_t big = 1 << 20, n;
+	char *req = malloc(big * 2);
+	int off = sprintf(req, "PUT /stream HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+			       "Expect: 100-continue\r\nConnection: close\r\n\r\n");
+	for (size_t sent = 0, k = 1; sent < big; sent += k, k = k * 3 + 7) {
+		if (k > big - sent)
+			k = big - sent;
+		off += sprintf(req + off, "%zx\r\n", k);
+		memset(req + off, 'z', k);
+		off += (int)k;
+		off += sprintf(req + off, "\r\n");
+	}
+	off += sprintf(req + off, "0\r\n\r\n");
+	out = th_talk(&srv, req, (size_t)off, 7777, false, 3000, &n, &closed);
+	assert_non_null(strstr(out, "HTTP/1.1 100 Continue"));
+	assert_non_null(strstr(out, "{\"len\":1048576}"));
+	free(out);
+	free(req);
+}
+
+/* Each of these could hide one request inside another: 400, closed. */
+static void test_smuggling_refused(void **state)
+{
+#define S(x) { x, sizeof(x) - 1 }
+	static const struct {
+		const char *s;
+		size_t len;
+	} bad[] = {
+		S("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"),
+		S("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n"),
+		S("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n x: folded\r\n\r\n"),
+		S("POST /body HTTP/1.1\r\nHost: x\nContent-Length: 3\r\n\r\n"),
+		S("POST /body HTTP/1.1\r\nHost: x\r\nX: a\0b\r\nContent-Length: 3\r\n\r\n"),
+		S("POST /body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"),
+		S("POST /body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"),
+		S("POST /body HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"),
+		S("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: +3\r\n\r\n"),
+		S("POST /body HTTP/1.1\r\nHost: x\r\nHost: y\r\nContent-Length: 3\r\n\r\n"),
+		S("POST /body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3x\r\nabc\r\n0\r\n\r\n"),
+		S("GET /echo HTTP/1.1\r\n\r\n"),
+		S("GET http://x/echo HTTP/1.1\r\nHost: x\r\n\r\n"),
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t len = bad[i].len;
+		char req[512];
+		memcpy(req, bad[i].s, len);
+		memcpy(req + len, "abcGET /echo HTTP/1.1\r\nHost: x\r\n\r\n", 35);
+		size_t n;
+		bool closed;
+		char *out = th_talk(&srv, req, len + 35, 0, false, 1500, &n, &closed);
+		assert_true(closed);
+		assert_non_null(strstr(out, "HTTP/1.1 400 "));
+		assert_non_null(strstr(out, "\"code\":\"bad_request\""));
+		assert_int_equal(count(out, "\r\nDate: "), 1); /* the GET after it was not read */
+		free(out);
+	}
+}
+
+static void test_limits(void **state)
+{
+	bool closed;
+	size_t n;
+	/* 413 at any size: announced, or as a chunked body grows. */
+	char *out = talk("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999999\r\n\r\n", &closed);
+	assert_true(closed);
+	assert_non_null(strstr(out, "HTTP/1.1 413 "));
+	assert_non_null(strstr(out, "\"code\":\"too_large\""));
+	free(out);
+	char *req = malloc(8192);
+	int off = sprintf(req, "POST /body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+	for (int i = 0; i < 6; i++) {
+		off += sprintf(req + off, "100\r\n");
+		memset(req + off, 'y', 256);
+		off += 256;
+		off += sprintf(req + off, "\r\n");
+	}
+	out = th_talk(&srv, req, (size_t)off, 0, false, 1500, &n, &closed);
+	assert_non_null(strstr(out, "HTTP/1.1 413 "));
+	free(out);
+	/* 431: a head over 64 KiB, or more than 100 header lines. */
+	size_t big = 70 * 1024;
+	char *h = malloc(big + 64);
+	off = sprintf(h, "GET /echo HTTP/1.1\r\nHost: x\r\nX: ");
+	memset(h + off, 'a', big);
+	strcpy(h + off + big, "\r\n\r\n");
+	out = th_talk(&srv, h, strlen(h), 0, false, 1500, &n, &closed);
+	assert_true(closed);
+	assert_non_null(strstr(out, "HTTP/1.1 431 "));
+	free(out);
+	off = sprintf(h, "GET /echo HTTP/1.1\r\nHost: x\r\n");
+	for (int i = 0; i < 101; i++)
+		off += sprintf(h + off, "X%d: y\r\n", i);
+	strcpy(h + off, "\r\n");
+	out = th_talk(&srv, h, strlen(h), 0, false, 1500, &n, &closed);
+	assert_non_null(strstr(out, "HTTP/1.1 431 "));
+	free(out);
+	free(h);
+	free(req);
+	/* 401 before routing, 404, 405 with Allow, an {id} that cannot be one,
+	 * a parser's and an act's refusal. */
+	out = talk("GET /v1/sandboxes/sb-1/x/1 HTTP/1.1\r\nHost: x\r\n\r\n"
+		   "GET /v1/nothing HTTP/1.1\r\nHost: x\r\n" AUTH "\r\n"
+		   "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+		   "GET /v1/sandboxes/SB/x/1 HTTP/1.1\r\nHost: x\r\n" AUTH "\r\n"
+		   "GET /v1/sandboxes/sb-1/x/abc HTTP/1.1\r\nHost: x\r\n" AUTH "\r\n"
+		   "GET /fail HTTP/1.1\r\nHost: x\r\n\r\n"
+		   "GET /v1/sandboxes/sb-1/x/12 HTTP/1.1\r\nHost: x\r\n" AUTH "Connection: close\r\n\r\n",
+		   &closed);
+	const char *want[] = { "401 ", "WWW-Authenticate: Bearer", "404 ", "405 ", "Allow: GET, DELETE",
+			       "404 ", "400 ", "400 ", "\"pid\":\"12\"" };
+	const char *p = out;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		p = strstr(p, want[i]);
+		assert_non_null(p);
+	}
+	free(out);
+}
+
+static void test_upgrade(void **state)
+{
+	bool closed;
+	char *out = talk("GET /raw HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n"
+			 "ping pong bye", &closed);
+	assert_true(closed);
+	assert_non_null(strstr(out, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\n"));
+	assert_non_null(strstr(out, "X-Test: 1\r\n\r\nping pong bye"));
+	free(out);
+}
+
+/* A client frame: FIN, opcode, masked with key "abcd". */
+static size_t ws_frame(char *out, int opcode, const char *p, size_t n)
+{
+	size_t o = 0;
+	out[o++] = (char)(0x80 | opcode);
+	out[o++] = (char)(0x80 | n); /* n < 126 here */
+	memcpy(out + o, "abcd", 4);
+	o += 4;
+	for (size_t i = 0; i < n; i++)
+		out[o++] = p[i] ^ "abcd"[i % 4];
+	return o;
+}
+
+static void test_websocket(void **state)
+{
+	/* RFC 6455 1.3's example key and answer. */
+	sup_http_hdr h[] = { { "Connection", "keep-alive, Upgrade" }, { "Upgrade", "websocket" },
+			     { "Sec-WebSocket-Version", "13" },
+			     { "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==" } };
+	sup_http_in in = { .method = "GET", .path = "/ws", .hdrs = h, .nhdrs = 4 };
+	char accept[32];
+	sbx_err e;
+	assert_int_equal(sup_ws_check(&in, accept, &e), 0);
+	assert_string_equal(accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+	h[2].value = "8";
+	assert_int_equal(sup_ws_check(&in, accept, &e), -EINVAL);
+	h[2].value = "13";
+	h[3].value = "short";
+	assert_int_equal(sup_ws_check(&in, accept, &e), -EINVAL);
+	h[3].value = "dGhlIHNhbXBsZSBub25jZQ==";
+	h[1].value = "h2c";
+	assert_int_equal(sup_ws_check(&in, accept, &e), -EINVAL);
+
+	/* Over the wire: text and binary echoed, a ping answered, our close. */
+	char req[512];
+	int off = sprintf(req, "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+			       "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n");
+	off += (int)ws_frame(req + off, 1, "hello", 5);
+	off += (int)ws_frame(req + off, 2, "\x01\x02", 2);
+	off += (int)ws_frame(req + off, 9, "pi", 2);
+	off += (int)ws_frame(req + off, 1, "close", 5);
+	size_t n;
+	bool closed;
+	char *out = th_talk(&srv, req, (size_t)off, 0, false, 1500, &n, &closed);
+	assert_true(closed);
+	assert_non_null(strstr(out, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"));
+	assert_non_null(strstr(out, "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
+	const char *body = strstr(out, "\r\n\r\n") + 4;
+	/* The pong goes ahead of the data (control frames may), the close last. */
+	static const char want[] = "\x8a\x02pi\x81\x05hello\x82\x02\x01\x02\x88\x05\x03\xe8" "bye";
+	assert_int_equal(n - (size_t)(body - out), sizeof(want) - 1);
+	assert_memory_equal(body, want, sizeof(want) - 1);
+	free(out);
+	/* An unmasked frame from a client: closed with 1002. */
+	off = sprintf(req, "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+			   "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+			   "\x81\x02hi");
+	out = th_talk(&srv, req, (size_t)off, 0, false, 1500, &n, &closed);
+	assert_non_null(memmem(out, n, "\x88\x02\x03\xea", 4));
+	free(out);
+	/* Not an upgrade: a plain 400. */
+	out = talk("GET /ws HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &closed);
+	assert_non_null(strstr(out, "HTTP/1.1 400 "));
+	free(out);
+}
+
+static void test_timeouts(void **state)
+{
+	/* A head that trickles is cut at head_timeout (2 s): 408, while a
+	 * second client is served. */
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(srv.port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int slow = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(slow, (struct sockaddr *)&a, sizeof(a)), 0);
+	const char *head = "GET /echo HTTP/1.1\r\nHost: x\r\n";
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(send(slow, head + i, 1, MSG_NOSIGNAL), 1);
+		th_pump(&srv, 100);
+	}
+	bool closed;
+	char *out = talk("GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &closed);
+	assert_non_null(strstr(out, "HTTP/1.1 200 "));
+	free(out);
+	th_pump(&srv, 1000);
+	char buf[512];
+	ssize_t r = recv(slow, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	assert_true(r > 0);
+	buf[r] = '\0';
+	assert_non_null(strstr(buf, "HTTP/1.1 408 "));
+	assert_non_null(strstr(buf, "request_timeout"));
+	close(slow);
+	/* A buffered body that stops: 408 as well. */
+	static const char stalled[] = "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc";
+	size_t n;
+	out = th_talk(&srv, stalled, sizeof(stalled) - 1, 0, false, 3000, &n, &closed);
+	assert_non_null(strstr(out, "HTTP/1.1 408 "));
+	free(out);
+}
+
+static void stopped(void *ud)
+{
+	(*(int *)ud)++;
+}
+
+static void test_max_connections_and_stop(void **state)
+{
+	th_server s;
+	sup_http_cfg cfg;
+	th_default_cfg(&cfg);
+	cfg.max_conns = 2;
+	assert_int_equal(th_start(&s, &cfg), 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(s.port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fds[3];
+	for (int i = 0; i < 3; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_int_equal(connect(fds[i], (struct sockaddr *)&a, sizeof(a)), 0);
+		th_pump(&s, 50);
+	}
+	assert_int_equal(th_conns(&s), 2);
+	char c;
+	assert_int_equal(recv(fds[2], &c, 1, MSG_DONTWAIT), 0); /* closed at accept */
+	/* Graceful stop: idle connections closed at once, then done. */
+	int done = 0;
+	sup_http_stop(s.h, 5, stopped, &done);
+	th_pump(&s, 50);
+	assert_int_equal(done, 1);
+	assert_int_equal(th_conns(&s), 0);
+	assert_int_equal(recv(fds[0], &c, 1, MSG_DONTWAIT), 0);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	th_stop(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_status_table),
+		cmocka_unit_test(test_query),
+		cmocka_unit_test(test_routes),
+		cmocka_unit_test(test_keepalive_pipelining),
+		cmocka_unit_test(test_head_and_chunks),
+		cmocka_unit_test(test_bodies),
+		cmocka_unit_test(test_smuggling_refused),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_upgrade),
+		cmocka_unit_test(test_websocket),
+		cmocka_unit_test(test_timeouts),
+		cmocka_unit_test(test_max_connections_and_stop),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,349 @@
+"""The HTTP edge of a real sandbox-supervisor (real runc sandboxes, the real
+agent) over raw loopback sockets: pipelining (ten requests in one write,
+answered in order), request smuggling refused (CL+TE, two Content-Length,
+obs-fold, bare LF, NUL: 400, the connection closed, the hidden request never
+run), a slowloris client cut at --head-timeout while others are served,
+limits answered in JSON (413 at any size, 431), --max-connections refused at
+accept without a busy loop, 10,000 idle keep-alive connections held while
+the exec p50 stays within 1.5x of its idle figure (and the supervisor's RSS
+with them printed), and a graceful stop (idle connections closed at once, a
+request in flight answered). Everything made is removed, also on failure.
+
+Env: SBX_SUPERVISOR, SBX_AGENT; SBX_IDLE_CONNS (default 10000).
+"""
+import json
+import os
+import resource
+import selectors
+import signal
+import socket
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sbx_harness import Supervisor, containers_under, percentile, stop_clean  # noqa: E402
+from test_exec_stream import rss_kb  # noqa: E402
+from test_files_upload import read_response  # noqa: E402
+
+SUP = os.environ.get("SBX_SUPERVISOR")
+AGENT = os.environ.get("SBX_AGENT")
+IDLE_CONNS = int(os.environ.get("SBX_IDLE_CONNS", "10000"))
+
+
+def cpu_s(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def read_all(sock, timeout=10):
+    """Everything until the server closes (or timeout)."""
+    sock.settimeout(timeout)
+    buf = b""
+    try:
+        while True:
+            c = sock.recv(65536)
+            if not c:
+                break
+            buf += c
+    except socket.timeout:
+        pass
+    return buf
+
+
+class Edge(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        cls.sup = Supervisor(SUP, AGENT, pool_size=1,
+                             extra=["--head-timeout", "3", "--max-connections",
+                                    str(IDLE_CONNS + 100)])
+        cls.addClassCleanup(cls.sup.cleanup)
+        cls.sup.start()
+        cls.sup.wait_ready()
+        cls.sb = cls.sup.create(timeout=900)
+        cls.base = "/v1/sandboxes/%s" % cls.sb["id"]
+        cls.auth = "Authorization: Bearer %s\r\n" % cls.sup.token
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_clean(cls.sup)
+
+    def raw(self, data, timeout=10):
+        s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=timeout)
+        try:
+            s.sendall(data)
+            return read_all(s, timeout)
+        finally:
+            s.close()
+
+    def exec_req(self, cmd, close=False):
+        body = json.dumps({"cmd": cmd}).encode()
+        return ("POST %s/exec HTTP/1.1\r\nHost: x\r\n%sContent-Length: %d\r\n%s\r\n" %
+                (self.base, self.auth, len(body), "Connection: close\r\n" if close else "")
+                ).encode() + body
+
+    def test_pipelining_in_order(self):
+        # Ten requests in one write; the answers come in the order asked,
+        # whatever each takes (the slow exec is the third).
+        reqs = b""
+        for i in range(10):
+            if i % 3 == 1:
+                reqs += ("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (self.base, self.auth)).encode()
+            else:
+                reqs += self.exec_req("sleep %s; echo %d" % ("0.3" if i == 2 else "0", i),
+                                      close=(i == 9))
+        out = self.raw(reqs, 30)
+        answers = []
+        while out:
+            head, rest = out.split(b"\r\n\r\n", 1)
+            n = int([h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")][0]
+                    .split(b":")[1])
+            answers.append((int(head.split()[1]), json.loads(rest[:n])))
+            out = rest[n:]
+        self.assertEqual(len(answers), 10)
+        for i, (st, b) in enumerate(answers):
+            self.assertEqual(st, 200, b)
+            if i % 3 == 1:
+                self.assertEqual(b["id"], self.sb["id"])
+            else:
+                self.assertEqual(b["stdout"], "%d\n" % i)
+
+    def test_smuggling_refused(self):
+        # Each head could be read two ways; behind its body hides a DELETE
+        # of the sandbox. 400, closed, and the sandbox lives on.
+        hidden = "DELETE %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (self.base, self.auth)
+        heads = [
+            "Content-Length: %d\r\nTransfer-Encoding: chunked\r\n",
+            "Content-Length: %d\r\nContent-Length: 0\r\n",
+            "Content-Length: 0\r\nX-Fold: a\r\n Content-Length: %d\r\n",
+            "Content-Length: %d\nX: y\r\n",
+            "X: a\0b\r\nContent-Length: %d\r\n",
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\nX-Len: %d\r\n",
+            "Transfer-Encoding: xchunked\r\nX-Len: %d\r\n",
+        ]
+        body = b"0\r\n\r\n"
+        for h in heads:
+            head = h % (len(body) + len(hidden))
+            req = ("POST %s/exec HTTP/1.1\r\nHost: x\r\n%s%s\r\n" % (self.base, self.auth, head)
+                   ).encode() + body + hidden.encode()
+            out = self.raw(req)
+            self.assertTrue(out.startswith(b"HTTP/1.1 400 "), (h, out))
+            self.assertIn(b'"code":"bad_request"', out)
+            self.assertIn(b"Connection: close", out)
+            self.assertEqual(out.count(b"HTTP/1.1 "), 1, out)
+        st, _, b = self.sup.request("GET", self.base)
+        self.assertEqual((st, b["state"]), (200, "running"))
+
+    def test_slowloris_cut_while_others_served(self):
+        # One byte a second: cut at --head-timeout (3 s) with a 408, while
+        # another client is served meanwhile.
+        slow = socket.create_connection(("127.0.0.1", self.sup.port), timeout=10)
+        head = ("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (self.base, self.auth)).encode()
+        t0 = time.monotonic()
+        got = b""
+        try:
+            for i in range(len(head)):
+                try:
+                    slow.sendall(head[i:i + 1])
+                except OSError:
+                    break
+                st, _, _ = self.sup.request("GET", self.base)
+                self.assertEqual(st, 200)
+                slow.settimeout(1.0)
+                try:
+                    got += slow.recv(4096)
+                except socket.timeout:
+                    pass
+                if got:
+                    break
+            got += read_all(slow, 5)
+        finally:
+            slow.close()
+        took = time.monotonic() - t0
+        self.assertTrue(got.startswith(b"HTTP/1.1 408 "), got)
+        self.assertIn(b'"code":"request_timeout"', got)
+        self.assertTrue(2.5 < took < 6, took)
+
+    def test_limits_are_json(self):
+        # 413 whatever the size (no HTML from a library), 431, a bad
+        # request line: each the API's one error shape.
+        big = 100 << 20
+        s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=30)
+        try:
+            s.sendall(("POST %s/exec HTTP/1.1\r\nHost: x\r\n%sContent-Length: %d\r\n\r\n" %
+                       (self.base, self.auth, big)).encode())
+            try:
+                s.sendall(b"x" * (4 << 20))  # the server may close meanwhile
+            except OSError:
+                pass
+            st, hd, b, _ = read_response(s)
+        finally:
+            s.close()
+        self.assertEqual((st, b["error"]["code"]), (413, "too_large"), b)
+        self.assertEqual(hd.get("connection"), "close")
+        out = self.raw(("GET /healthz HTTP/1.1\r\nHost: x\r\nX: %s\r\n\r\n" % ("a" * 70000)).encode())
+        self.assertTrue(out.startswith(b"HTTP/1.1 431 "), out[:100])
+        self.assertIn(b'"error":{"code":"too_large"', out)
+        out = self.raw(b"GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 400 "), out[:100])
+        self.assertIn(b'"code":"bad_request"', out)
+
+    def test_head_and_http10(self):
+        out = self.raw(("HEAD %s HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n" %
+                        (self.base, self.auth)).encode())
+        head, body = out.split(b"\r\n\r\n", 1)
+        self.assertTrue(head.startswith(b"HTTP/1.1 200 "), head)
+        self.assertIn(b"Content-Length: ", head)
+        self.assertEqual(body, b"")
+        out = self.raw(b"GET /healthz HTTP/1.0\r\n\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 200 ") and out.endswith(b'{"status":"ok"}\n'), out)
+        # A streamed exec to an HTTP/1.0 client: no chunks, the end of the
+        # connection ends the body.
+        body = json.dumps({"cmd": "echo ten"}).encode()
+        out = self.raw(("POST %s/exec HTTP/1.0\r\n%sAccept: text/event-stream\r\n"
+                        "Content-Length: %d\r\n\r\n" % (self.base, self.auth, len(body))).encode()
+                       + body)
+        self.assertNotIn(b"chunked", out)
+        self.assertIn(b"event: stdout\ndata: dGVuCg==\n\n", out)
+        self.assertIn(b"event: exit\n", out)
+
+    def test_idle_connections_held(self):
+        # IDLE_CONNS keep-alive connections, each after one request, held
+        # while execs go on: their p50 within 1.5x of the idle figure.
+        pid = self.sup.proc.pid
+        c = self.sup.conn()
+
+        def exec_p50(n=60):
+            times = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                st, _, r = self.sup.exec(self.sb["id"], conn=c, argv=["true"])
+                times.append((time.perf_counter() - t0) * 1000)
+                self.assertEqual(st, 200, r)
+            return percentile(times, 50)
+
+        exec_p50(10)
+        idle = exec_p50()
+        rss0 = rss_kb(pid)
+        sel = selectors.DefaultSelector()
+        socks = []
+        req = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        try:
+            while len(socks) < IDLE_CONNS:
+                batch = []
+                for _ in range(min(500, IDLE_CONNS - len(socks))):
+                    s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=30)
+                    s.sendall(req)
+                    s.setblocking(False)
+                    sel.register(s, selectors.EVENT_READ, b"")
+                    batch.append(s)
+                left = set(batch)
+                deadline = time.monotonic() + 60
+                while left and time.monotonic() < deadline:
+                    for key, _ in sel.select(1):
+                        data = key.data + key.fileobj.recv(4096)
+                        if data.endswith(b'{"status":"ok"}\n'):
+                            sel.unregister(key.fileobj)
+                            left.discard(key.fileobj)
+                        else:
+                            self.assertTrue(data, "a connection was closed")
+                            sel.modify(key.fileobj, selectors.EVENT_READ, data)
+                self.assertFalse(left, "answers missing")
+                socks += batch
+            busy = exec_p50()
+            rss = rss_kb(pid)
+            # Every one of them still open and usable.
+            for s in socks[:: max(1, len(socks) // 50)]:
+                s.setblocking(True)
+                s.sendall(req)
+                self.assertIn(b'{"status":"ok"}', s.recv(4096))
+        finally:
+            for s in socks:
+                s.close()
+            c.close()
+        print("\nexec p50 idle %.2f ms, with %d idle keep-alive connections %.2f ms; "
+              "supervisor RSS %d -> %d KiB (%.2f KiB per connection)"
+              % (idle, len(socks), busy, rss0, rss, (rss - rss0) / max(1, len(socks))),
+              file=sys.stderr)
+        self.assertLess(busy, 1.5 * idle + 0.2)
+
+
+class Limits(unittest.TestCase):
+    def test_max_connections_refused_at_accept(self):
+        sup = Supervisor(SUP, AGENT, pool_size=0, extra=["--max-connections", "20"])
+        self.addCleanup(sup.cleanup)
+        sup.start()
+        held = [socket.create_connection(("127.0.0.1", sup.port), timeout=10) for _ in range(20)]
+        try:
+            for s in held:  # each was accepted and answers
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                self.assertIn(b'{"status":"ok"}', s.recv(4096))
+            cpu0 = cpu_s(sup.proc.pid)
+            refused = 0
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 2.5:
+                s = socket.create_connection(("127.0.0.1", sup.port), timeout=10)
+                s.settimeout(5)
+                try:
+                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    refused += s.recv(4096) == b""
+                except ConnectionResetError:
+                    refused += 1
+                finally:
+                    s.close()
+            time.sleep(1)
+            cpu = cpu_s(sup.proc.pid) - cpu0
+        finally:
+            for s in held:
+                s.close()
+        log = sup.log()
+        lines = log.count("refused")
+        print("\n%d connections refused in 2.5 s, %d log lines, supervisor CPU %.2f s"
+              % (refused, lines, cpu), file=sys.stderr)
+        self.assertGreater(refused, 10)
+        self.assertTrue(1 <= lines <= 5, lines)
+        self.assertLess(cpu, 1.5)
+        # One is free again: served.
+        st, _, b = sup.request("GET", "/healthz", token=False)
+        self.assertEqual(st, 200, b)
+        stop_clean(sup)
+
+    def test_graceful_stop(self):
+        # SIGTERM: an idle keep-alive connection is closed at once, an exec
+        # in flight is answered, new connections are refused, then the
+        # sandboxes go as before.
+        sup = Supervisor(SUP, AGENT, pool_size=1, extra=["--drain-timeout", "20"])
+        self.addCleanup(sup.cleanup)
+        sup.start()
+        sup.wait_ready()
+        sb = sup.create()
+        idle = socket.create_connection(("127.0.0.1", sup.port), timeout=10)
+        idle.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertIn(b"ok", idle.recv(4096))
+        busy = socket.create_connection(("127.0.0.1", sup.port), timeout=30)
+        body = json.dumps({"cmd": "sleep 1.5; echo drained"}).encode()
+        busy.sendall(("POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                      "Content-Length: %d\r\n\r\n" % (sb["id"], sup.token, len(body))).encode()
+                     + body)
+        time.sleep(0.3)
+        sup.signal(signal.SIGTERM)
+        idle.settimeout(2)
+        self.assertEqual(idle.recv(4096), b"")  # closed at once
+        st, hd, b, _ = read_response(busy)
+        self.assertEqual((st, b["stdout"]), (200, "drained\n"), b)
+        self.assertEqual(hd.get("connection"), "close")
+        with self.assertRaises(OSError):
+            socket.create_connection(("127.0.0.1", sup.port), timeout=2).recv(1)
+        self.assertEqual(sup.wait(60), 0, sup.log())
+        self.assertEqual(containers_under(sup.state_dir), [])
+        idle.close()
+        busy.close()
+
+
+if __name__ == "__main__":
+    if not SUP or not AGENT:
+        sys.exit("set SBX_SUPERVISOR and SBX_AGENT")
+    unittest.main(verbosity=2)
