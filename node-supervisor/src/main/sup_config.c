@@ -73,6 +73,8 @@ void sup_config_release(sup_config *c)
 void sup_config_usage(const char *prog)
 {
 	printf("Usage: %s [options]\n"
+	       "       %s hash-token [TOKEN]   the SHA-256 form a --tenants file keeps a token in\n"
+	       "                         (the token as the argument, or one line on stdin)\n"
 	       "  --listen HOST:PORT     HTTP address (default 127.0.0.1:7070; port 0: any)\n"
 	       "  --state-dir DIR        state folder (default /var/lib/sbx)\n"
 	       "  --pool-size N          ready runc sandboxes kept per image (default 4)\n"
@@ -130,7 +132,7 @@ void sup_config_usage(const char *prog)
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
-	       prog);
+	       prog, prog);
 }
 
 int sup_config_parse_listen(const char *s, char *host, size_t host_size, uint16_t *port,
