@@ -11,6 +11,8 @@ SAN_DIR   := build/sanitize
 LISTEN    ?= 127.0.0.1:7070
 STATE_DIR ?= /var/lib/sbx
 POOL_SIZE ?= 4
+# UPLINK=IFACE (or netns:NAME): egress by policy through it (API.md, "Network")
+UPLINK    ?=
 
 .PHONY: all deps build build-san run test bench lint clean
 
@@ -29,7 +31,8 @@ build-san: deps
 
 run: build
 	exec $(REL_DIR)/node-supervisor/sandbox-supervisor --listen $(LISTEN) \
-	  --state-dir $(STATE_DIR) --pool-size $(POOL_SIZE) --print-example
+	  --state-dir $(STATE_DIR) --pool-size $(POOL_SIZE) --print-example \
+	  $(if $(UPLINK),--uplink $(UPLINK))
 
 # The release build too: gcc -O3 warns of things -O2 does not, and make run
 # must keep building.

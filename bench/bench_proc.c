@@ -5,8 +5,10 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -100,6 +102,35 @@ void bench_stop(pid_t pid, int timeout_ms)
 	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+}
+
+pid_t bench_netns_holder(void)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		char ok = unshare(CLONE_NEWNET) == 0 && prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 &&
+			  getppid() != 1;
+		if (write(p[1], &ok, 1) != 1 || !ok)
+			_exit(1);
+		close(p[1]);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	char ok = 0;
+	if (pid < 0 || read(p[0], &ok, 1) != 1 || !ok) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		pid = -1;
+	}
+	close(p[0]);
+	return pid;
 }
 
 int bench_free_port(void)

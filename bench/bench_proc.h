@@ -17,6 +17,10 @@ int bench_spawn_io(char *const argv[], size_t feed, size_t *got);
 pid_t bench_spawn_bg(char *const argv[], const char *log_path);
 /* SIGTERM, wait up to timeout_ms, then SIGKILL. */
 void bench_stop(pid_t pid, int timeout_ms);
+/* A child holding a new, empty network namespace (/proc/<pid>/ns/net)
+ * until bench_stop, or until the bench itself dies (it gets SIGKILL then):
+ * nothing named is made, so nothing is left behind. -1 on error. */
+pid_t bench_netns_holder(void);
 /* A free TCP port on 127.0.0.1 (bound and released). */
 int bench_free_port(void);
 

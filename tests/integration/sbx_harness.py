@@ -54,10 +54,16 @@ for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
 
 
 class Supervisor:
-    def __init__(self, binary, agent, state_dir=None, pool_size=2, extra=(), token=None):
-        """token: the one to call with when --tenants is in extra (the
-        supervisor then has no token file); else the state folder's."""
+    def __init__(self, binary, agent, state_dir=None, pool_size=2, extra=(), host="127.0.0.1",
+                 wrap=(), token=None):
+        """host: the address to listen on (port 0); wrap: a command the
+        supervisor runs under (nsenter --net=... to run it in a network
+        namespace of the test's); token: the one to call with when
+        --tenants is in extra (the supervisor then has no token file), else
+        the state folder's."""
         self.binary = binary
+        self.host = host
+        self.wrap = list(wrap)
         self.agent = agent
         self.owns_dir = state_dir is None
         self.root = tempfile.mkdtemp(prefix="sbx-it-") if state_dir is None else None
@@ -79,8 +85,8 @@ class Supervisor:
         if GVISOR:
             pools = ["--pool-size", "0", "--runsc", RUNSC,
                      "--pool", "gvisor:host=%d" % self.pool_size]
-        cmd = [self.binary, "--listen", "127.0.0.1:0", "--state-dir", self.state_dir,
-               "--agent", self.agent, "--runtime", RUNTIME] + pools + self.extra
+        cmd = self.wrap + [self.binary, "--listen", self.host + ":0", "--state-dir", self.state_dir,
+                           "--agent", self.agent, "--runtime", RUNTIME] + pools + self.extra
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log,
                                      stdin=subprocess.DEVNULL)
         _live.add(self)
@@ -94,7 +100,7 @@ class Supervisor:
                 if not chunk:
                     break
                 buf += chunk
-                m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", buf)
+                m = re.search(rb"listening on http://" + re.escape(self.host.encode()) + rb":(\d+)", buf)
                 mm = re.search(rb"metrics on http://127\.0\.0\.1:(\d+)", buf)
                 if mm:
                     self.metrics_port = int(mm.group(1))
@@ -129,7 +135,7 @@ class Supervisor:
 
     # ---- HTTP ----
     def conn(self, timeout=30):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
 
     def request(self, method, path, body=None, token=True, headers=None, conn=None,
                 timeout=30):
@@ -191,6 +197,7 @@ class Supervisor:
         if self.proc is not None and self.proc.stdout:
             self.proc.stdout.close()
         remove_everything_under(self.state_dir)
+        remove_router_of(self.state_dir)
         if self.root:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -327,6 +334,26 @@ def remove_everything_under(state_dir):
     for dev in loops_under(state_dir):
         subprocess.run(["losetup", "-d", dev], capture_output=True)
     shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def state_tag(state_dir):
+    """The tag of a state folder in container ids and the router's names
+    (sup_runc's FNV-1a of the resolved path)."""
+    h = 2166136261
+    for b in os.path.realpath(state_dir).encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return "%08x" % h
+
+
+def remove_router_of(state_dir):
+    """A killed supervisor with --uplink leaves its router's namespace (and
+    its link to the uplink, which goes with it) and, with an interface for
+    uplink, its table: the next start sweeps them, a test's cleanup too."""
+    name = "sbx-" + state_tag(state_dir)
+    if os.path.exists("/run/netns/" + name):
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    subprocess.run(["ip", "link", "del", name], capture_output=True)
+    subprocess.run(["nft", "delete", "table", "inet", name], capture_output=True)
 
 
 def percentile(values, p):

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sup_netpol_json.h"
 #include "sup_text.h"
 
 static void json_decref_p(json_t **j)
@@ -139,6 +140,14 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 			rc = sup_resources_from_json(v, &lim->res_default, &lim->res_max,
 						     &out->resources, &res_given, err);
 			out->given |= res_given;
+		} else if (strcmp(key, "network") == 0) {
+			out->network = malloc(sizeof(*out->network));
+			rc = out->network ? sup_netpol_from_json(v, out->network, err)
+					  : sbx_err_set(err, -ENOMEM, "out of memory");
+			if (rc < 0) {
+				free(out->network);
+				out->network = NULL;
+			}
 		} else {
 			rc = sbx_err_set(err, -EINVAL, "unknown field \"%.64s\"", key);
 		}
@@ -367,6 +376,14 @@ json_t *sup_api_render_sandbox(const sup_sandbox_view *v)
 			      "waiting", (json_int_t)v->agent_waiting, "queued_bytes",
 			      (json_int_t)v->agent_queued, "timeouts", (json_int_t)v->agent_timeouts,
 			      "resources", sup_resources_to_json(&v->resources));
+	if (o && v->network) {
+		/* a NULL value (out of memory) is refused, and a refused value freed */
+		if (json_object_set_new_nocheck(o, "network", sup_netpol_to_json(v->network)) < 0 ||
+		    json_object_set_new_nocheck(o, "addresses", json_pack("[s, s]", v->addr4, v->addr6)) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
 	if (o && v->reason) {
 		/* the reason may quote what the guest sent */
 		size_t n;

@@ -12,6 +12,7 @@
 #include "sup_agent.h"
 #include "sup_core_int.h"
 #include "sup_log.h"
+#include "sup_net.h"
 #include "sup_sandbox.h"
 
 TAILQ_HEAD(sup_reg_list, sup_sandbox);
@@ -187,6 +188,9 @@ static void view_of(const sup_sandbox *sb, sup_sandbox_view *v)
 	}
 	v->agent_timeouts = sb->agent_timeouts;
 	v->resources = sb->res;
+	v->network = sb->core ? sup_net_policy(sb->core->cfg.net, sb->net_slot) : NULL;
+	if (v->network)
+		sup_net_addresses(sb->net_slot, v->addr4, sizeof(v->addr4), v->addr6, sizeof(v->addr6));
 }
 
 /* A call the agent let pass its deadline counts against the sandbox. */
@@ -274,14 +278,20 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 	sb->env = req->env;
 	req->env.v = NULL;
 	req->env.n = 0;
-	sb->expiry = evtimer_new(c->base, on_expiry, sb);
+	int rc = 0;
+	/* its plumbing was made at pool fill: only its rules are loaded now */
+	if (req->network && sup_net_apply(c->cfg.net, sb->net_slot, req->network, err) < 0) {
+		sup_error("sandbox %s: network policy: %s", sb->id, err->msg);
+		rc = err->code = -EIO; /* ours, not the client's */
+	}
+	sb->expiry = rc < 0 ? NULL : evtimer_new(c->base, on_expiry, sb);
 	if (!sb->expiry || !tsearch(sb, &c->index, cmp_id)) {
 		if (sb->expiry)
 			event_free(sb->expiry);
 		sb->expiry = NULL;
 		sup_env_free(&sb->env);
 		sup_pools_destroy(c->pools, sb, false, NULL, NULL);
-		return sbx_err_set(err, -ENOMEM, "out of memory");
+		return rc < 0 ? rc : sbx_err_set(err, -ENOMEM, "out of memory");
 	}
 	struct timeval tv = { (time_t)req->timeout_s, 0 };
 	evtimer_add(sb->expiry, &tv);
@@ -291,9 +301,10 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 	sup_resources_format_cpus(sb->res.cpu_milli, cpus, sizeof(cpus));
 	sup_resources_format_size(sb->res.memory, mem, sizeof(mem));
 	sup_resources_format_size(sb->res.disk, disk, sizeof(disk));
-	sup_info("sandbox %s: handed out to tenant %s (image %s, %s, timeout %us, %zu env, cpus=%s,memory=%s,pids=%u,disk=%s)",
+	sup_info("sandbox %s: handed out to tenant %s (image %s, %s, timeout %us, %zu env, cpus=%s,memory=%s,pids=%u,disk=%s, %s)",
 		 sb->id, sb->tenant, sup_pools_image_of(sb), sup_isolation_names[sup_pools_isolation_of(sb)],
-		 req->timeout_s, sb->env.n, cpus, mem, (unsigned)sb->res.pids, disk);
+		 req->timeout_s, sb->env.n, cpus, mem, (unsigned)sb->res.pids, disk,
+		 req->network ? "network by policy" : "loopback only");
 	return 0;
 }
 
@@ -335,6 +346,25 @@ static int allow_isolation(const sup_core *c, const sup_tenant *who, const sup_c
 								    : "");
 	if (!sup_tenant_may_isolation(who, req->isolation))
 		return sbx_err_set(err, -EPERM, "tenant %s may not use isolation \"%s\"", who->name,
+				   sup_isolation_names[req->isolation]);
+	return 0;
+}
+
+/* A policy needs the node's egress (--uplink) and a sandbox plumbed for
+ * it: runc's only. runsc runs with --network none, whose netstack has
+ * loopback alone and would never use a link in the sandbox's namespace. */
+static int allow_network(const sup_core *c, const sup_create_req *req, sbx_err *err)
+{
+	if (!req->network)
+		return 0;
+	if (!c->cfg.net)
+		return sbx_err_set(err, -EINVAL,
+				   "field \"network\": this supervisor gives sandboxes no network "
+				   "(start it with --uplink)");
+	if (req->isolation != SUP_ISO_RUNC)
+		return sbx_err_set(err, -EINVAL,
+				   "field \"network\": %s sandboxes have loopback only (egress by "
+				   "policy is for runc sandboxes)",
 				   sup_isolation_names[req->isolation]);
 	return 0;
 }
@@ -403,6 +433,8 @@ int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 	if (rc == 0)
 		rc = allow_isolation(c, who, req, err);
 	if (rc == 0)
+		rc = allow_network(c, req, err);
+	if (rc == 0)
 		rc = check_quota(c, who, &req->resources, err);
 	if (rc < 0)
 		return rc;
@@ -467,6 +499,36 @@ void sup_core_list(sup_core *c, const sup_tenant *who,
 		view_of(sb, &v);
 		fn(&v, ud);
 	}
+}
+
+/* ---- network ---- */
+
+int sup_core_set_network(sup_core *c, const char *id, const sup_netpol *p, sup_sandbox_view *out,
+			 sbx_err *err)
+{
+	sup_sandbox *sb = lookup(c, id);
+	if (!sb)
+		return sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
+	if (!c->cfg.net)
+		return sbx_err_set(err, -EINVAL,
+				   "this supervisor gives sandboxes no network (start it with --uplink)");
+	if (!sb->net_slot)
+		return sbx_err_set(err, -EINVAL,
+				   "sandbox %s is a %s sandbox: loopback only (egress by policy is for "
+				   "runc sandboxes)",
+				   sb->id, sup_isolation_names[sup_pools_isolation_of(sb)]);
+	if (sb->state != SUP_SB_RUNNING)
+		return sbx_err_set(err, -EBUSY, "sandbox %s is %s", sb->id, sup_sb_state_name(sb->state));
+	int rc = sup_net_apply(c->cfg.net, sb->net_slot, p, err);
+	if (rc < 0) {
+		sup_error("sandbox %s: network policy: %s", sb->id, err->msg);
+		err->code = -EIO; /* ours, not the client's */
+		return sbx_err_wrap(err, "sandbox %s", sb->id);
+	}
+	sup_info("sandbox %s: network policy replaced (%zu rules, default %s)", sb->id, p->n,
+		 p->default_action == SUP_NETPOL_ALLOW ? "allow" : "deny");
+	view_of(sb, out);
+	return 0;
 }
 
 /* ---- delete ---- */

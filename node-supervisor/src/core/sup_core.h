@@ -33,6 +33,7 @@
 
 struct event_base;
 struct evbuffer;
+struct sup_net;
 typedef struct sup_core sup_core;
 typedef struct sup_op sup_op;
 
@@ -40,6 +41,7 @@ typedef struct sup_core_cfg {
 	size_t max_output;       /* captured bytes per stream of an exec */
 	size_t max_output_total; /* captured bytes of all execs in flight together */
 	unsigned max_execs;      /* execs in flight per sandbox */
+	struct sup_net *net;     /* egress by policy; NULL: sandboxes are loopback only */
 } sup_core_cfg;
 
 sup_core *sup_core_new(struct event_base *base, sup_pools *pools, const sup_core_cfg *cfg,
@@ -57,15 +59,22 @@ typedef void (*sup_core_done_cb)(int rc, const sbx_err *err, void *ud);
  * timeout also r: the timed-out result with what was captured. */
 typedef void (*sup_core_exec_cb)(int rc, const sup_exec_result *r, const sbx_err *err, void *ud);
 
-/* Hand out a sandbox of req->image with req's lifetime and env (req is
- * consumed) to who. What req does not name is who's (its default
- * isolation, resources, a timeout within its max); an image or isolation
- * who may not use is -EPERM, a timeout over its max -EINVAL, over its
- * quota -EDQUOT. */
+/* Hand out a sandbox of req->image with req's lifetime, env and egress
+ * policy (req is consumed) to who. What req does not name is who's (its
+ * default isolation, resources, a timeout within its max); an image or
+ * isolation who may not use is -EPERM, a timeout over its max -EINVAL,
+ * over its quota -EDQUOT. A policy is loaded into the pooled sandbox's
+ * plumbing before the answer; without a network, asking for one is
+ * -EINVAL. */
 int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 		    sup_core_sandbox_cb cb, void *ud, sup_op **op, sbx_err *err);
 int sup_core_get(sup_core *c, const sup_tenant *who, const char *id, sup_sandbox_view *out,
 		 sbx_err *err);
+/* Replace a running sandbox's egress policy (copied): new connections
+ * follow it at once. *out: the sandbox as it is now. The edge has checked
+ * the id is the caller's (sup_core_check_owner). */
+int sup_core_set_network(sup_core *c, const char *id, const sup_netpol *p, sup_sandbox_view *out,
+			 sbx_err *err);
 /* Calls fn for every handed-out sandbox who sees, oldest first. */
 void sup_core_list(sup_core *c, const sup_tenant *who,
 		   void (*fn)(const sup_sandbox_view *v, void *ud), void *ud);

@@ -10,6 +10,8 @@
 
 #include "sup_agent.h"
 #include "sup_log.h"
+#include "sup_net.h"
+#include "sup_rtnl.h"
 #include "sup_token.h"
 
 TAILQ_HEAD(sup_sb_list, sup_sandbox);
@@ -66,6 +68,8 @@ typedef struct create_job {
 	const char *image;
 	sup_isolation isolation;
 	sup_runc_box box;
+	unsigned slot;   /* network slot to plumb, 0: none */
+	sup_rtnl *nl;    /* plumbed: a socket in the sandbox's namespace */
 	int rc;
 	sbx_err err;
 } create_job;
@@ -76,6 +80,8 @@ typedef struct destroy_job {
 	sup_sandbox *sb;
 	struct timespec queued, started; /* for the log: waiting, then running */
 	sup_runc_box box;
+	unsigned slot;   /* network slot to unplumb, 0: none */
+	sup_rtnl *nl;
 	sup_destroy_cb cb;
 	void *ud;
 	int rc;
@@ -344,6 +350,15 @@ static void create_run(sup_job *job)
 	}
 	cj->rc = sup_runc_create(cj->pools->cfg.runc, cj->id, cj->image, cj->isolation, &cj->box,
 				 &cj->err);
+	if (cj->rc < 0 || !cj->slot)
+		return;
+	cj->rc = sup_net_plumb(cj->pools->cfg.net, cj->slot, cj->box.init_pid, &cj->nl, &cj->err);
+	if (cj->rc < 0) {
+		sbx_err e;
+		if (sup_runc_destroy(cj->pools->cfg.runc, &cj->box, &e) < 0)
+			sbx_err_wrap(&cj->err, "(and the container stays: %s)", e.msg);
+		sbx_err_wrap(&cj->err, "create sandbox %s", cj->id);
+	}
 }
 
 static void create_done(sup_job *job)
@@ -354,6 +369,8 @@ static void create_done(sup_job *job)
 	sup_pool *pool = sb->pool;
 	if (cj->rc < 0) {
 		pool->creating--;
+		if (sb->net_slot)
+			sup_net_slot_put(p->cfg.net, sb->net_slot);
 		if (cj->rc != -ECANCELED)
 			create_failed(pool, sb->id, &cj->err);
 		TAILQ_REMOVE(&p->all, sb, all_link);
@@ -366,15 +383,23 @@ static void create_done(sup_job *job)
 	}
 	sb->box = cj->box;
 	sb->res = *p->cfg.runc->res;
+	sup_rtnl *nl = cj->nl;
 	free(cj);
 	sb->state = SUP_SB_CONNECTING;
+	sbx_err e;
+	sbx_err_clear(&e);
+	if (sb->net_slot && sup_net_slot_ready(p->cfg.net, sb->net_slot, nl, &e) < 0) {
+		pool->creating--;
+		create_failed(pool, sb->id, &e);
+		start_destroy(p, sb, false, NULL, NULL);
+		ensure_fill(pool);
+		return;
+	}
 	if (p->shutting_down) {
 		pool->creating--;
 		start_destroy(p, sb, false, NULL, NULL);
 		return;
 	}
-	sbx_err e;
-	sbx_err_clear(&e);
 	if (sup_agent_connect(p->base, sb->box.socket_path, sb->id, p->cfg.handshake_timeout_ms,
 			      &p->cfg.agent, &agent_cbs, sb, &sb->agent, &e) < 0) {
 		pool->creating--;
@@ -416,6 +441,18 @@ static int start_create(sup_pool *pool, bool front)
 		sup_error("pool %s: cannot start a create (out of memory or ids)", pool->image);
 		return -ENOMEM;
 	}
+	/* runc sandboxes only: gVisor's (runsc --network none) would never use
+	 * the link */
+	if (p->cfg.net && pool->isolation == SUP_ISO_RUNC) {
+		sbx_err e;
+		sb->net_slot = sup_net_slot_take(p->cfg.net, &e);
+		if (!sb->net_slot) {
+			sup_error("pool %s: cannot start a create: %s", pool->image, e.msg);
+			free(sb);
+			free(cj);
+			return -EAGAIN;
+		}
+	}
 	sb->pool = pool;
 	sb->state = SUP_SB_CREATING;
 	clock_gettime(CLOCK_MONOTONIC, &sb->queued_at);
@@ -430,6 +467,7 @@ static int start_create(sup_pool *pool, bool front)
 	cj->sb = sb;
 	cj->image = pool->image;
 	cj->isolation = pool->isolation;
+	cj->slot = sb->net_slot;
 	memcpy(cj->id, sb->id, sizeof(cj->id));
 	sup_debug("sandbox %s: create queued for image %s (%s)%s", sb->id, pool->image,
 		  sup_isolation_names[pool->isolation], front ? " (a request waits)" : "");
@@ -463,6 +501,9 @@ static void destroy_run(sup_job *job)
 	clock_gettime(CLOCK_MONOTONIC, &dj->started);
 	sbx_err_clear(&dj->err);
 	dj->rc = sup_runc_destroy(dj->pools->cfg.runc, &dj->box, &dj->err);
+	sbx_err e;
+	if (dj->slot && sup_net_unplumb(dj->pools->cfg.net, dj->slot, dj->nl, &e) < 0 && dj->rc == 0)
+		dj->rc = sbx_err_set(&dj->err, e.code, "%s", e.msg);
 }
 
 static void destroy_done(sup_job *job)
@@ -479,6 +520,8 @@ static void destroy_done(sup_job *job)
 			 us_between(&dj->queued, &now) / 1000, us_between(&dj->queued, &dj->started) / 1000);
 	TAILQ_REMOVE(&p->all, sb, all_link);
 	p->nalive--;
+	if (dj->slot)
+		sup_net_slot_put(p->cfg.net, dj->slot);
 	if (dj->cb)
 		dj->cb(sb, dj->rc, dj->rc < 0 ? &dj->err : NULL, dj->ud);
 	sup_pool *pool = sb->pool;
@@ -495,8 +538,16 @@ static void start_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destro
 		sb->agent = NULL;
 	}
 	sb->state = SUP_SB_DESTROYING;
+	/* its rules reject everything from now on */
+	sup_rtnl *nl = sb->net_slot ? sup_net_slot_release(p->cfg.net, sb->net_slot) : NULL;
 	destroy_job *dj = calloc(1, sizeof(*dj));
 	if (!dj) {
+		if (sb->net_slot) {
+			/* its link goes with the sandbox's namespace, or with the
+			 * next plumb of the slot */
+			sup_net_slot_put(p->cfg.net, sb->net_slot);
+			sup_rtnl_close(nl);
+		}
 		/* Cannot queue: leave it for the next start's leftover sweep. */
 		sup_error("sandbox %s: out of memory, container left for the next start", sb->id);
 		TAILQ_REMOVE(&p->all, sb, all_link);
@@ -514,6 +565,8 @@ static void start_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destro
 	dj->pools = p;
 	dj->sb = sb;
 	dj->box = sb->box;
+	dj->slot = sb->net_slot;
+	dj->nl = nl;
 	dj->cb = cb;
 	dj->ud = ud;
 	clock_gettime(CLOCK_MONOTONIC, &dj->queued);

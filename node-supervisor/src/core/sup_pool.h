@@ -7,7 +7,11 @@
  * Acquire hands out a ready sandbox in O(1); with none ready it queues a
  * cold create at the front of the workers' queue and answers later.
  * Owns every sup_sandbox (allocation, lifecycle fields, freeing) and the
- * waiting acquires. It must not know about HTTP or the user-facing
+ * waiting acquires. With a network (sup_net), every runc sandbox is plumbed
+ * while it is made (a slot taken when its create is queued, its links made
+ * on the worker after the container, its firewall chain ready before it
+ * joins the pool, rejecting everything until the core loads a policy) and
+ * unplumbed with it. It must not know about HTTP or the user-facing
  * registry; it tells its owner about a handed-out sandbox whose agent went
  * away through hooks. Loop thread only. */
 #ifndef SUP_POOL_H
@@ -24,6 +28,7 @@
 #include "sup_workers.h"
 
 struct event_base;
+struct sup_net;
 typedef struct sup_pools sup_pools;
 typedef struct sup_acquire sup_acquire;
 
@@ -35,6 +40,7 @@ typedef struct sup_pools_cfg {
 	unsigned acquire_timeout_ms;
 	unsigned handshake_timeout_ms; /* container up until the agent's hello */
 	sup_agent_opts agent;          /* deadlines, ping and limits of every agent connection */
+	struct sup_net *net;           /* egress plumbing for every sandbox; NULL: loopback only */
 } sup_pools_cfg;
 
 typedef struct sup_pools_hooks {

@@ -39,6 +39,7 @@ struct sup_sandbox {
 	struct sup_pool *pool;     /* image it was made for */
 	sup_runc_box box;          /* valid from CONNECTING on */
 	sup_resources res;         /* limits in force, valid from CONNECTING on */
+	unsigned net_slot;         /* its egress plumbing (sup_net), 0: none */
 	struct sup_agent *agent;   /* NULL unless CONNECTING, READY, RUNNING */
 	char reason[SBX_ERR_MSG_MAX];          /* FAILED: why the agent connection was lost */
 	struct timespec queued_at;             /* its create was queued (cold-create latency) */

@@ -48,6 +48,10 @@ void sup_create_req_free(sup_create_req *r)
 {
 	free(r->image);
 	sup_env_free(&r->env);
+	if (r->network) {
+		sup_netpol_free(r->network);
+		free(r->network);
+	}
 	memset(r, 0, sizeof(*r));
 }
 

@@ -12,6 +12,7 @@
 
 #include "sbx/proto_exec.h"
 #include "sup_isolation.h"
+#include "sup_netpol.h"
 #include "sup_resources.h"
 
 typedef sbx_proto_kv sup_kv;
@@ -53,6 +54,7 @@ typedef struct sup_create_req {
 	unsigned timeout_s;
 	sup_env env;
 	sup_resources resources; /* every figure set: the request's over the defaults */
+	sup_netpol *network;  /* egress policy; NULL: loopback only */
 	unsigned given;       /* what the request named: SUP_RES_* bits of resources,
 			       * and SUP_CREATE_GIVEN_* (the rest is the tenant's to fill) */
 } sup_create_req;
@@ -76,6 +78,8 @@ typedef struct sup_sandbox_view {
 	sup_resources resources; /* in force */
 	bool has_usage;          /* usage read (GET of one sandbox; lists leave it out) */
 	sup_usage usage;
+	const sup_netpol *network; /* its egress policy, NULL: loopback only */
+	char addr4[16], addr6[48]; /* with a policy: its addresses */
 } sup_sandbox_view;
 
 /* An output stream of a command. */

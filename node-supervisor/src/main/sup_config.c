@@ -129,6 +129,14 @@ void sup_config_usage(const char *prog)
 	       "  --max-resources cpus=C,memory=SIZE,pids=N,disk=SIZE\n"
 	       "                         the most a create may ask for (default: this machine's CPUs\n"
 	       "                         and memory, pids=32768, disk=50G)\n"
+	       "  --uplink IFACE|netns:NAME  egress by policy: the interface (or network\n"
+	       "                         namespace, also an absolute path) sandboxes' traffic\n"
+	       "                         leaves through; without it sandboxes are loopback only\n"
+	       "  --uplink-dns ADDR[:PORT]  the resolver allowed names are sent to (default: the\n"
+	       "                         first nameserver of /etc/netns/NAME/resolv.conf or\n"
+	       "                         /etc/resolv.conf)\n"
+	       "  --deny-cidrs LIST      comma-separated networks no policy can reach (beside\n"
+	       "                         the node, other sandboxes, link-local and metadata)\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
@@ -331,6 +339,7 @@ enum {
 	OPT_AGENT_PING_TIMEOUT, OPT_AGENT_FRAME, OPT_AGENT_MAX_STREAMS, OPT_AGENT_MAX_WAITING,
 	OPT_AGENT_MAX_QUEUED, OPT_POOL, OPT_RUNSC, OPT_RUNSC_ROOT, OPT_RUNSC_PLATFORM,
 	OPT_DEFAULT_RESOURCES, OPT_MAX_RESOURCES, OPT_TENANTS, OPT_METRICS_LISTEN,
+	OPT_UPLINK, OPT_UPLINK_DNS, OPT_DENY_CIDRS,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -376,6 +385,9 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "agent-max-queued", required_argument, NULL, OPT_AGENT_MAX_QUEUED },
 		{ "default-resources", required_argument, NULL, OPT_DEFAULT_RESOURCES },
 		{ "max-resources", required_argument, NULL, OPT_MAX_RESOURCES },
+		{ "uplink", required_argument, NULL, OPT_UPLINK },
+		{ "uplink-dns", required_argument, NULL, OPT_UPLINK_DNS },
+		{ "deny-cidrs", required_argument, NULL, OPT_DENY_CIDRS },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -563,6 +575,15 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			if (sup_resources_parse_spec("--max-resources", optarg, &c->res_max, err) < 0)
 				return err->code;
 			break;
+		case OPT_UPLINK:
+			c->uplink = optarg;
+			break;
+		case OPT_UPLINK_DNS:
+			c->uplink_dns = optarg;
+			break;
+		case OPT_DENY_CIDRS:
+			c->deny_cidrs = optarg;
+			break;
 		case OPT_LOG_LEVEL: {
 			sup_log_level l;
 			if (sup_log_level_parse(optarg, &l) < 0)
@@ -593,6 +614,8 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 				   "--token and --tenants: the tenants file holds the tokens (as hashes)");
 	if (sup_resources_check_max("--default-resources ", &c->res_default, &c->res_max, err) < 0)
 		return err->code;
+	if ((c->uplink_dns || c->deny_cidrs) && !c->uplink)
+		return sbx_err_set(err, -EINVAL, "--uplink-dns and --deny-cidrs need --uplink");
 	if (c->default_timeout_s > c->max_timeout_s)
 		c->default_timeout_s = c->max_timeout_s;
 	/* What the pools keep ready, --pool entries replacing a runc pool's

@@ -57,6 +57,9 @@ typedef struct sup_config {
 	sup_agent_opts agent;        /* distrust of the guest: deadlines, limits */
 	sup_resources res_default;   /* a sandbox's limits when a create names none */
 	sup_resources res_max;       /* the most a create may ask for */
+	const char *uplink;          /* egress: "IFACE" or "netns:NAME"/path; NULL: loopback only */
+	const char *uplink_dns;      /* the upstream resolver; NULL: the uplink's resolv.conf */
+	const char *deny_cidrs;      /* always refused, whatever a policy says */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */

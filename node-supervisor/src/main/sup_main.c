@@ -22,6 +22,7 @@
 #include "sup_files.h"
 #include "sup_http.h"
 #include "sup_log.h"
+#include "sup_net.h"
 #include "sup_policy.h"
 #include "sup_pool.h"
 #include "sup_procs.h"
@@ -41,6 +42,7 @@ typedef struct sup_main {
 	sup_ctab *requests;        /* answered requests by route and status */
 	sup_core *core;
 	unsigned drain_s;
+	sup_net *net;
 	bool stopping;
 	const char *tenants_file;
 	sup_tenants_node node;     /* what tenants leave to the supervisor */
@@ -131,9 +133,12 @@ static void on_drained(void *ud)
 	event_base_loopbreak(m->base);
 }
 
+/* The requests in flight are over (their commands may have resolved names
+ * until now): the resolver stops, then every sandbox goes. */
 static void on_http_drained(void *ud)
 {
 	sup_main *m = ud;
+	sup_net_stop(m->net);
 	sup_core_shutdown(m->core, on_drained, m);
 }
 
@@ -319,6 +324,16 @@ int main(int argc, char **argv)
 	sup_info("limits: cgroup v%d%s; disk: %s", (int)cgroups.mode,
 		 cgroups.swap ? ", swap held to the memory figure" : ", swap not accounted (not held)",
 		 disk_how);
+	sup_net_cfg ncfg = {
+		.uplink = cfg.uplink,
+		.dns = cfg.uplink_dns,
+		.deny_cidrs = cfg.deny_cidrs,
+		.max_slots = cfg.max_sandboxes,
+		.min_ttl = 30,
+		.max_ttl = 3600,
+	};
+	if (cfg.uplink && sup_net_check_cfg(&ncfg, &err) < 0)
+		goto fail;
 	sup_runc_cfg rcfg = {
 		.runtimes = { [SUP_ISO_RUNC] = { .binary = cfg.runtime } },
 		.state_dir = cfg.state_dir,
@@ -328,6 +343,7 @@ int main(int argc, char **argv)
 		.res = &cfg.res_default,
 		.disk_ceiling = cfg.res_max.disk,
 		.protect_agent = sup_runc_can_protect_agent(),
+		.resolv_conf = cfg.uplink ? SUP_NET_RESOLV_CONF : NULL,
 	};
 	if (offer_gvisor(&cfg, runsc_root, sizeof(runsc_root), &rcfg.runtimes[SUP_ISO_GVISOR],
 			 &err) < 0)
@@ -353,6 +369,15 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	m.base = base;
+	char tag[9];
+	if (cfg.uplink) {
+		if (sup_runc_state_tag(&rcfg, tag, &err) < 0)
+			goto fail;
+		ncfg.tag = tag;
+		m.net = sup_net_new(base, &ncfg, &err);
+		if (!m.net)
+			goto fail;
+	}
 	workers = sup_workers_new(base, cfg.workers, &err);
 	if (!workers)
 		goto fail;
@@ -360,6 +385,7 @@ int main(int argc, char **argv)
 		.max_output = cfg.max_output,
 		.max_output_total = cfg.max_output_total,
 		.max_execs = cfg.max_execs,
+		.net = m.net,
 	};
 	m.core = sup_core_new(base, NULL, &ccfg, &err);
 	if (!m.core)
@@ -378,6 +404,7 @@ int main(int argc, char **argv)
 		.acquire_timeout_ms = cfg.acquire_timeout_ms,
 		.handshake_timeout_ms = cfg.ready_timeout_ms,
 		.agent = cfg.agent,
+		.net = m.net,
 	};
 	sup_pools_hooks hooks = sup_core_pool_hooks(m.core);
 	pools = sup_pools_new(base, workers, &pcfg, &hooks, &err);
@@ -522,6 +549,9 @@ cleanup:
 	sup_workers_free(workers);
 	sup_pools_free(pools);
 	sup_core_free(m.core);
+	/* after the pools: their sandboxes' slots are put back (or, when the
+	 * grace ran out, their links go with the router) */
+	sup_net_free(m.net);
 	sup_tenants_unref(m.tenants);
 	sup_ctab_free(m.requests);
 	sup_policy_free(policy);

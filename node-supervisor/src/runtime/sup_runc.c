@@ -105,6 +105,16 @@ static int resolve_state(const char *state_dir, char out[PATH_MAX], sbx_err *err
 	return 0;
 }
 
+int sup_runc_state_tag(const sup_runc_cfg *cfg, char out[9], sbx_err *err)
+{
+	char state[PATH_MAX];
+	int r = resolve_state(cfg->state_dir, state, err);
+	if (r < 0)
+		return r;
+	state_tag(state, out);
+	return 0;
+}
+
 static int container_prefix(const char *state_real, char *buf, size_t cap)
 {
 	char tag[9];
@@ -372,8 +382,10 @@ static int wait_ready(const box_paths *p, pid_t pid, unsigned timeout_ms, sbx_er
 	}
 }
 
-/* /etc/hostname and /etc/hosts of this sandbox, in its upper layer. */
-static int write_etc(const box_paths *p, const sup_runc_image *img, const char *id, sbx_err *err)
+/* /etc/hostname, /etc/hosts (and /etc/resolv.conf when the supervisor
+ * resolves for its sandboxes) of this sandbox, in its upper layer. */
+static int write_etc(const box_paths *p, const sup_runc_image *img, const char *id,
+		     const char *resolv_conf, sbx_err *err)
 {
 	SBX_AUTO_CLOSE int up = open(p->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (up < 0)
@@ -391,7 +403,10 @@ static int write_etc(const box_paths *p, const sup_runc_image *img, const char *
 		return r;
 	n = snprintf(buf, sizeof(buf),
 		     "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n", id);
-	return sup_fs_write_file(etc, "hosts", buf, (size_t)n, 0644, err);
+	r = sup_fs_write_file(etc, "hosts", buf, (size_t)n, 0644, err);
+	if (r == 0 && resolv_conf)
+		r = sup_fs_write_file(etc, "resolv.conf", resolv_conf, strlen(resolv_conf), 0644, err);
+	return r;
 }
 
 /* The folders of a new sandbox; its root folder (dir) already exists, and so
@@ -488,7 +503,7 @@ static int create_in(const sup_runc_cfg *cfg, const sup_runtime *rt, const char 
 	int r = sup_disk_make(p->state, p->dir, cfg->res->disk, err);
 	r = r ?: make_dirs(p, img, err);
 	if (r == 0 && img->etc_dir)
-		r = write_etc(p, img, id, err);
+		r = write_etc(p, img, id, cfg->resolv_conf, err);
 	if (r == 0)
 		r = sup_overlay_mount(img->lower, p->upper, p->work, p->rootfs, err);
 	if (r < 0)

@@ -42,6 +42,7 @@ typedef struct sup_runc_cfg {
 				 * image's size (sup_disk.h) */
 	bool protect_agent;     /* exempt each agent from the OOM killer (needs
 				 * CAP_SYS_RESOURCE: sup_runc_can_protect_agent) */
+	const char *resolv_conf;   /* /etc/resolv.conf of every sandbox (NULL: the image's) */
 } sup_runc_cfg;
 
 typedef struct sup_runc_box {
@@ -73,6 +74,10 @@ int sup_runc_runtime_check(const sup_runtime *rt, sbx_err *err);
  * and only its commands' +1000 (the agent sets that) keeps it from being
  * chosen while a command lives. */
 bool sup_runc_can_protect_agent(void);
+/* The tag of the state folder in container ids ("sbx-<tag>-<id>"), 8 hex
+ * characters: other state of this supervisor that must be told from other
+ * supervisors' (network namespaces, links) carries it too. */
+int sup_runc_state_tag(const sup_runc_cfg *cfg, char out[9], sbx_err *err);
 
 /* Make a new sandbox from image ("host", also for NULL, or the absolute path
  * of a rootfs folder, which must not contain the state folder) with the

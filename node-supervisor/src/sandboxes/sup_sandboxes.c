@@ -5,12 +5,14 @@
 #include <string.h>
 
 #include "sup_log.h"
+#include "sup_netpol_json.h"
 #include "sup_stream.h"
 
 typedef struct sb_req {
 	sup_http_req *r;
 	sup_sandboxes_ctx *x;
 	sup_create_req create;
+	sup_netpol network;   /* PATCH .../network: the new policy */
 	sup_exec_spec spec;
 	sup_stream_fmt fmt;
 	sup_op *op;
@@ -25,6 +27,7 @@ static void sb_release(void *state)
 		sup_op_cancel(q->op);
 	sup_stream_free(q->stream);
 	sup_create_req_free(&q->create);
+	sup_netpol_free(&q->network);
 	sup_exec_spec_free(&q->spec);
 }
 
@@ -35,6 +38,13 @@ static int parse_create(const sup_http_in *in, void *ctx, void *state, sbx_err *
 	sb_req *q = state;
 	sup_sandboxes_ctx *x = ctx;
 	return sup_api_parse_create(in->body, in->body_len, &x->limits, &q->create, err);
+}
+
+/* The whole body is the policy. */
+static int parse_network(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
+{
+	sb_req *q = state;
+	return sup_netpol_parse(in->body, in->body_len, &q->network, err);
 }
 
 static int parse_exec(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
@@ -96,6 +106,17 @@ static int act_pools(sup_http_req *r, void *state, sbx_err *err)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	sup_http_json(r, 200, json_pack("{s:o}", "pools", arr));
 	return 0;
+}
+
+static int act_network(sup_http_req *r, void *state, sbx_err *err)
+{
+	sb_req *q = state;
+	sup_sandbox_view v;
+	int rc = sup_core_set_network(((sup_sandboxes_ctx *)sup_http_ctx(r))->core,
+				      sup_http_input(r)->id, &q->network, &v, err);
+	if (rc == 0)
+		sup_http_json(r, 200, sup_api_render_sandbox(&v));
+	return rc;
 }
 
 static void create_done(int rc, const sup_sandbox_view *v, const sbx_err *err, void *ud)
@@ -219,6 +240,8 @@ static const sup_http_route routes[] = {
 	{ "GET", "/v1/sandboxes/{id}", "GET sandbox", SUP_BODY_NONE, 0, NULL, act_get },
 	{ "DELETE", "/v1/sandboxes/{id}", "DELETE sandbox", SUP_BODY_NONE, 0, NULL, act_delete },
 	{ "POST", "/v1/sandboxes/{id}/exec", "POST exec", SUP_BODY_BUFFERED, 0, parse_exec, act_exec },
+	{ "PATCH", "/v1/sandboxes/{id}/network", "PATCH network", SUP_BODY_BUFFERED, 0, parse_network,
+	  act_network },
 	{ "GET", "/v1/pools", "GET pools", SUP_BODY_NONE, 0, NULL, act_pools },
 };
 
