@@ -3,6 +3,7 @@
 #   make test   install deps, sanitizer build, every test (ctest)
 #   make bench  install deps, release build, benchmarks (BEFORE=<another
 #               build's sandbox-supervisor>: its HTTP edge rows beside ours)
+#   make agent-image  the agent layer as an OCI layout and oci-archive
 JOBS      ?= $(shell nproc)
 REL_DIR   := build/release
 SAN_DIR   := build/sanitize
@@ -14,7 +15,7 @@ POOL_SIZE ?= 4
 # UPLINK=IFACE (or netns:NAME): egress by policy through it (API.md, "Network")
 UPLINK    ?=
 
-.PHONY: all deps build build-san run test bench lint clean
+.PHONY: all deps build build-san run test bench lint clean agent-image
 
 all: build
 
@@ -41,6 +42,11 @@ test: build build-san
 
 lint: build
 	scripts/lint $(REL_DIR)
+
+# The agent layer: OCI layout and oci-archive FROM scratch holding only
+# /.sbx/sandbox-agent (see guest-agent/Dockerfile.example).
+agent-image: build
+	scripts/agent-image $(REL_DIR)/guest-agent/sandbox-agent $(REL_DIR)/agent-image
 
 # Then issue 4's round trip at full size: 4 GiB up and back, sha256 both
 # ways, supervisor and agent under 64 MiB RSS (skipped, saying why, without

@@ -17,6 +17,7 @@
 #include "env.h"
 #include "listen.h"
 #include "log.h"
+#include "mcp_server.h"
 #include "netif.h"
 #include "pid1.h"
 #include "proc.h"
@@ -291,6 +292,7 @@ int main(int argc, char **argv)
 	stop_listening(&m);
 	agent_session_close_all();
 	agent_bg_discard_all();
+	agent_mcp_discard_all();
 	agent_proc_discard_all();
 	agent_tree_discard_all();
 	agent_seccomp_cache_clear();

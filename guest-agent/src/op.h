@@ -59,6 +59,11 @@ void agent_op_fs_move(agent_session *s, uint64_t id, const msgpack_object *args)
 void agent_op_fs_remove(agent_session *s, uint64_t id, const msgpack_object *args);
 void agent_op_fs_chmod(agent_session *s, uint64_t id, const msgpack_object *args);
 void agent_op_fs_search(agent_session *s, uint64_t id, const msgpack_object *args);
+/* op_mcp.c: MCP servers (mcp.configure/remove/list) and sessions (mcp.open). */
+void agent_op_mcp_configure(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_mcp_remove(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_mcp_list(agent_session *s, uint64_t id, const msgpack_object *args);
+void agent_op_mcp_open(agent_session *s, uint64_t id, const msgpack_object *args);
 /* op_watch.c: fs.watch (a stream of events). */
 void agent_op_fs_watch(agent_session *s, uint64_t id, const msgpack_object *args);
 

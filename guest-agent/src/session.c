@@ -20,7 +20,7 @@ struct agent_session {
 
 static const char *const caps[] = {
 	"exec", "exec.stdin", "exec.signal", "exec.pty", "exec.user", "exec.rlimits", "exec.rusage",
-	"exec.tree_kill", "proc", "file", "fs", "fs.watch",
+	"exec.tree_kill", "proc", "file", "fs", "fs.watch", "mcp",
 };
 
 static const struct {
@@ -48,6 +48,10 @@ static const struct {
 	{ SBX_OP_FS_CHMOD, agent_op_fs_chmod },
 	{ SBX_OP_FS_SEARCH, agent_op_fs_search },
 	{ SBX_OP_FS_WATCH, agent_op_fs_watch },
+	{ SBX_OP_MCP_CONFIGURE, agent_op_mcp_configure },
+	{ SBX_OP_MCP_REMOVE, agent_op_mcp_remove },
+	{ SBX_OP_MCP_LIST, agent_op_mcp_list },
+	{ SBX_OP_MCP_OPEN, agent_op_mcp_open },
 };
 
 static agent_session *sessions;

@@ -11,21 +11,7 @@
 
 #include "sbx/proto_client.h"
 #include "agent_ns.h"
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
+#include "test_util.h"
 
 int main(int argc, char **argv)
 {
@@ -57,10 +43,10 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < n + n / 10; i++) {
 		sbx_proto_exec_result r = { 0 };
-		double t = now_ms();
+		double t = test_now_ms_f();
 
 		ret = sbx_proto_client_exec(c, true_argv, NULL, 0, 0, &r, &err);
-		t = now_ms() - t;
+		t = test_now_ms_f() - t;
 		if (ret < 0 || !r.exited || r.exit_code != 0)
 			failed++;
 		else if (i >= n / 10) /* the first tenth warms up */
@@ -68,7 +54,7 @@ int main(int argc, char **argv)
 		sbx_proto_exec_result_free(&r);
 	}
 	if (failed == 0) {
-		qsort(s, (size_t)n, sizeof(*s), cmp_double);
+		test_sort_ms(s, (size_t)n);
 		/* p10 too: on a shared machine it moves least with the load. */
 		printf("exec `true` x%d via %s: p10 %.3f ms, p50 %.3f ms, p90 %.3f ms, p99 %.3f ms\n", n,
 		       agent_ns_binary(), s[n / 10], s[n / 2], s[n * 9 / 10], s[n * 99 / 100]);

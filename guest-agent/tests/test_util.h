@@ -3,6 +3,7 @@
 #ifndef AGENT_TEST_UTIL_H
 #define AGENT_TEST_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <msgpack.h>
 
@@ -12,5 +13,9 @@ void test_rm_rf(const char *path);
 int test_unix_connect(const char *path);
 /* Monotonic milliseconds. */
 uint64_t test_now_ms(void);
+/* The same with fractions, for latencies. */
+double test_now_ms_f(void);
+/* Sort n latencies (ascending), for reading percentiles off them. */
+void test_sort_ms(double *s, size_t n);
 
 #endif

@@ -130,12 +130,15 @@ static sup_agent_opts opts_default(void)
 	};
 }
 
+/* The scripted peer names itself as an agent of the oldest version served. */
+static const char *peer_name = "sandbox-agent/0.1.0";
+
 static void peer_hello(int fd, uint64_t window)
 {
 	sbx_proto_writer w;
 	sbx_proto_writer_init(&w);
 	assert_int_equal(sbx_proto_encode_hello(&w, SBX_PROTO_DEFAULT_MAX_FRAME, 1024, window, NULL,
-						0, "scripted-peer", NULL),
+						0, peer_name, NULL),
 			 0);
 	raw_send(fd, &w);
 	sbx_proto_writer_destroy(&w);
@@ -461,6 +464,43 @@ static void test_quiet_has_no_deadline(void **state)
 /* A quiet connection is pinged; an agent that answers stays; one that does
  * not is lost ping_timeout_ms later, and what waited on it gets an agent
  * error. */
+/* An agent older than the supervisor serves (or not one at all) is lost at
+ * the handshake, naming both versions; a newer one is served. */
+static void test_agent_version(void **state)
+{
+	(void)state;
+	static const char *const refused[] = { "sandbox-agent/0.0.9", "sandbox-agent/0.1",
+						"scripted-peer", "sandbox-agent/" };
+	sup_agent_opts o = opts_default();
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		t_agent t;
+		memset(&t, 0, sizeof(t));
+		t.base = harness_base();
+		int sv[2];
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+		fcntl(sv[1], F_SETFL, O_NONBLOCK);
+		raw_forget(sv[1]);
+		t.peer = sv[1];
+		sbx_err e;
+		assert_int_equal(sup_agent_open(t.base, sv[0], "sb-test", 2000, &o, &agent_cbs, &t, &t.a, &e), 0);
+		peer_name = refused[i];
+		peer_hello(t.peer, 65536);
+		pump_until(t.base, &t.lost, 2000);
+		assert_int_equal(t.ready, 0);
+		assert_int_equal(t.why.code, -EPROTO);
+		assert_non_null(strstr(t.why.msg, refused[i]));
+		assert_non_null(strstr(t.why.msg, "needs sandbox-agent/0.1.0 or newer"));
+		t_close(&t);
+	}
+	t_agent t;
+	peer_name = "sandbox-agent/0.2.0";
+	t_open(&t, &o, 65536);
+	assert_int_equal(t.ready, 1);
+	assert_int_equal(t.lost, 0);
+	t_close(&t);
+	peer_name = "sandbox-agent/0.1.0";
+}
+
 static void test_ping(void **state)
 {
 	(void)state;
@@ -697,6 +737,7 @@ int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_agent_version),
 		cmocka_unit_test(test_exec_timeout_plus_grace),
 		cmocka_unit_test(test_exec_too_large_is_the_agents),
 		cmocka_unit_test(test_idle_deadline),

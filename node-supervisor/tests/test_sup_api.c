@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -84,6 +85,75 @@ static void test_create_full(void **state)
 	assert_string_equal(r.env.v[0].val, "1");
 	assert_string_equal(r.env.v[1].val, "x y");
 	sup_create_req_free(&r);
+}
+
+/* "mcp": the mcpServers shape MCP clients' config files use, strictly. */
+static void test_create_mcp(void **state)
+{
+	(void)state;
+	sup_create_req r;
+	sbx_err e;
+	assert_int_equal(create("{\"mcp\":{\"servers\":{"
+				"\"files\":{\"command\":\"npx\",\"args\":[\"-y\",\"@modelcontextprotocol/server-filesystem\","
+				"\"\",\"/workspace\"],\"env\":{\"DEBUG\":\"1\"},\"cwd\":\"/workspace\"},"
+				"\"echo\":{\"command\":\"/usr/bin/cat\"}}}}",
+				&r, &e), 0);
+	assert_int_equal(r.mcp.n, 2);
+	const sup_mcp_server *f = &r.mcp.v[0], *c = &r.mcp.v[1];
+	assert_string_equal(f->name, "files");
+	assert_int_equal(f->argc, 5);
+	assert_string_equal(f->argv[0], "npx");
+	assert_string_equal(f->argv[2], "@modelcontextprotocol/server-filesystem");
+	assert_string_equal(f->argv[3], "");
+	assert_null(f->argv[5]);
+	assert_int_equal(f->env.n, 1);
+	assert_string_equal(f->env.v[0].key, "DEBUG");
+	assert_string_equal(f->cwd, "/workspace");
+	assert_string_equal(c->name, "echo");
+	assert_int_equal(c->argc, 1);
+	assert_string_equal(c->argv[0], "/usr/bin/cat");
+	assert_null(c->argv[1]);
+	assert_null(c->cwd);
+	sup_create_req_free(&r);
+	assert_int_equal(r.mcp.n, 0);
+
+	static const struct {
+		const char *body, *msg;
+	} bad[] = {
+		{ "{\"mcp\":[]}", "field \"mcp\": want" },
+		{ "{\"mcp\":{}}", "field \"mcp\": want" },
+		{ "{\"mcp\":{\"servers\":{},\"extra\":1}}", "field \"mcp\": want" },
+		{ "{\"mcp\":{\"servers\":[]}}", "field \"mcp\": want" },
+		{ "{\"mcp\":{\"servers\":{\"a\":{}}}}", "mcp server a: field \"command\" is required" },
+		{ "{\"mcp\":{\"servers\":{\"a\":[]}}}", "mcp server a: want an object" },
+		{ "{\"mcp\":{\"servers\":{\"a\":{\"command\":\"\"}}}}", "must not be empty" },
+		{ "{\"mcp\":{\"servers\":{\"a\":{\"command\":1}}}}", "want a string" },
+		{ "{\"mcp\":{\"servers\":{\"a\":{\"command\":\"x\",\"args\":\"-y\"}}}}", "\"args\": want an array" },
+		{ "{\"mcp\":{\"servers\":{\"a\":{\"command\":\"x\",\"args\":[1]}}}}", "args[0]" },
+		{ "{\"mcp\":{\"servers\":{\"a\":{\"command\":\"x\",\"env\":{\"A=B\":\"1\"}}}}}", "env" },
+		{ "{\"mcp\":{\"servers\":{\"a\":{\"command\":\"x\",\"cwd\":\"\"}}}}", "cwd" },
+		{ "{\"mcp\":{\"servers\":{\"a\":{\"command\":\"x\",\"transport\":\"sse\"}}}}",
+		  "unknown field \"transport\"" },
+		{ "{\"mcp\":{\"servers\":{\"../a\":{\"command\":\"x\"}}}}", "name \"../a\"" },
+		{ "{\"mcp\":{\"servers\":{\".a\":{\"command\":\"x\"}}}}", "name \".a\"" },
+		{ "{\"mcp\":{\"servers\":{\"a b\":{\"command\":\"x\"}}}}", "name \"a b\"" },
+		{ "{\"mcp\":{\"servers\":{\"a\":{\"command\":\"x\"},\"a\":{\"command\":\"y\"}}}}", "duplicate" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (create(bad[i].body, &r, &e) != -EINVAL)
+			fail_msg("accepted %s", bad[i].body);
+		if (!strstr(e.msg, bad[i].msg))
+			fail_msg("%s: message \"%s\" lacks \"%s\"", bad[i].body, e.msg, bad[i].msg);
+		assert_int_equal(r.mcp.n, 0);
+	}
+	/* At most SBX_MCP_MAX_SERVERS (32). */
+	char body[4096] = "{\"mcp\":{\"servers\":{";
+	for (int i = 0; i < 33; i++)
+		snprintf(body + strlen(body), sizeof(body) - strlen(body), "%s\"s%d\":{\"command\":\"x\"}",
+			 i ? "," : "", i);
+	strcat(body, "}}}");
+	assert_int_equal(create(body, &r, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "more than 32"));
 }
 
 static void test_create_bad(void **state)
@@ -405,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_create_full),
 		cmocka_unit_test(test_create_resources),
 		cmocka_unit_test(test_create_bad),
+		cmocka_unit_test(test_create_mcp),
 		cmocka_unit_test(test_create_message_names_field),
 		cmocka_unit_test(test_exec_argv),
 		cmocka_unit_test(test_exec_cmd),

@@ -57,7 +57,9 @@ static void test_all_flags(void **state)
 	sup_config c;
 	sbx_err e;
 	const char *argv[] = { "sup", "--listen", "[::1]:0", "--state-dir", "/tmp/x", "--pool-size",
-			       "2", "--pool-images", "host,/srv/rootfs", "--runtime", "crun",
+			       "2", "--pool-images", "host,/srv/rootfs,python:3.11-slim=5", "--runtime", "crun",
+			       "--import-image", "py=/srv/py.tar", "--import-image", "/srv/layout",
+			       "--remove-image", "old:1", "--image-max-layer", "1G", "--image-allow-setid",
 			       "--agent", "/a", "--token", "0123456789abcdef0123", "--max-body",
 			       "64K", "--max-output", "1M", "--max-output-total", "2M", "--max-execs", "5", "--workers", "3", "--acquire-timeout",
 			       "5", "--print-example", "--agent-grace", "0.5", "--agent-idle-timeout", "2",
@@ -69,8 +71,18 @@ static void test_all_flags(void **state)
 	assert_int_equal(c.listen_port, 0);
 	assert_string_equal(c.state_dir, "/tmp/x");
 	assert_int_equal(c.pool_size, 2);
-	assert_int_equal(c.nimages, 2);
+	assert_int_equal(c.nimages, 3);
 	assert_string_equal(c.images[1], "/srv/rootfs");
+	assert_string_equal(c.images[2], "python:3.11-slim");
+	/* NAME=N its own size, the others --pool-size's (given after them) */
+	assert_int_equal(c.image_sizes[0], 2);
+	assert_int_equal(c.image_sizes[1], 2);
+	assert_int_equal(c.image_sizes[2], 5);
+	assert_int_equal(c.nimports, 2);
+	assert_string_equal(c.imports[0], "py=/srv/py.tar");
+	assert_int_equal(c.nremoves, 1);
+	assert_int_equal(c.image_max_layer, 1ull << 30);
+	assert_true(c.image_allow_setid);
 	assert_string_equal(c.runtime, "crun");
 	assert_string_equal(c.agent_path, "/a");
 	assert_int_equal(c.max_body, 64 * 1024);
@@ -91,7 +103,10 @@ static void test_bad_flags(void **state)
 		{ "--listen", "127.0.0.1" },        { "--listen", "127.0.0.1:70000" },
 		{ "--listen", ":80" },              { "--listen", "[::1]80" },
 		{ "--state-dir", "relative" },      { "--pool-size", "-1" },
-		{ "--pool-size", "x" },             { "--pool-images", "ubuntu" },
+		{ "--pool-size", "x" },             { "--pool-images", "../rootfs" },
+		{ "--pool-images", "host=x" },      { "--pool-images", "host=300" },
+		{ "--pool-images", "sha256:12" },   { "--import-image", "nopath" },
+		{ "--remove-image", "host" },       { "--pool-images", "a=60,b=10" },
 		{ "--pool-images", "host,host" },   { "--pool-images", "," },
 		{ "--token", "short" },             { "--max-body", "10" },
 		{ "--max-body", "5Q" },             { "--workers", "0" },
@@ -103,7 +118,7 @@ static void test_bad_flags(void **state)
 		{ "--agent-max-waiting", "x" },     { "--agent-max-queued", "1K" },
 		{ "--agent-idle-timeout", "1e9" },
 		{ "--pool", "gvisor" },             { "--pool", "gvisor:host" },
-		{ "--pool", "kata:host=1" },        { "--pool", "gvisor:ubuntu=1" },
+		{ "--pool", "kata:host=1" },        { "--pool", "gvisor:../ubuntu=1" },
 		{ "--pool", "gvisor:host=x" },      { "--pool", "gvisor:host=257" },
 		{ "--pool", "host=2" },             { "--pool", ":host=2" },
 		{ "--runsc-platform", "kvm2" },

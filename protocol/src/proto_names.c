@@ -30,6 +30,8 @@ static const char *const code_names[] = {
 	[SBX_PROTO_E_TIMEOUT] = "timeout",
 	[SBX_PROTO_E_SHUTTING_DOWN] = "shutting_down",
 	[SBX_PROTO_E_INTERNAL] = "internal",
+	[SBX_PROTO_E_BAD_OUTPUT] = "bad_output",
+	[SBX_PROTO_E_CRASHED] = "crashed",
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))

@@ -446,7 +446,7 @@ static void test_names(void **state)
 		const char *n = sbx_proto_kind_name(k);
 		assert_int_equal(sbx_proto_kind_from_name(n, strlen(n)), k);
 	}
-	for (int c = SBX_PROTO_E_BAD_FRAME; c <= SBX_PROTO_E_INTERNAL; c++) {
+	for (int c = SBX_PROTO_E_BAD_FRAME; c <= SBX_PROTO_E_CRASHED; c++) {
 		const char *n = sbx_proto_code_name(c);
 		assert_int_equal(sbx_proto_code_from_name(n, strlen(n)), c);
 	}

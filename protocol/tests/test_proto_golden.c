@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "sbx/proto.h"
+#include "sbx/proto_mcp.h"
 #include "test_msgpack.h"
 
 static const char *golden_dir;
@@ -150,6 +151,49 @@ static int g_event(sbx_proto_writer *w)
 	return rc;
 }
 
+static int g_req_mcp_configure(sbx_proto_writer *w)
+{
+	const char *argv[] = { "npx", "-y", "@modelcontextprotocol/server-filesystem", "/workspace", NULL };
+	const char *env[] = { "NODE_OPTIONS=--max-old-space-size=256", NULL };
+	sbx_proto_mcp_config c = { .name = "files", .argv = argv, .env = env, .cwd = "/workspace" };
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int rc;
+
+	tm_init(&sb, &pk);
+	rc = sbx_proto_mcp_pack_config(&pk, &c, NULL);
+	if (rc == 0)
+		rc = sbx_proto_encode_req(w, 7, SBX_OP_MCP_CONFIGURE, sb.data, sb.size, 0, NULL);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+static int g_end_mcp_list(sbx_proto_writer *w)
+{
+	sbx_proto_mcp_status st[2] = {
+		{ .name = "files", .state = SBX_MCP_READY, .max_line = SBX_MCP_DEFAULT_MAX_LINE, .spare_pid = 4242,
+		  .sessions = 2, .opened = 9, .started = 10, .msgs_in = 70000, .msgs_out = 70001 },
+		{ .name = "lint", .state = SBX_MCP_CRASHED, .max_line = 1024, .started = 3, .crashes = 3,
+		  .bad_output = 1, .has_exit = true, .exit_code = 1, .exit_signal = 0,
+		  .stderr_tail = "Error: Cannot find module 'x'\n    at node:internal" },
+	};
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int rc;
+
+	tm_init(&sb, &pk);
+	sbx_proto_mcp_pack_list(&pk, st, 2);
+	rc = sbx_proto_encode_end(w, 9, sb.data, sb.size, 0, NULL);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+static int g_err_mcp_crashed(sbx_proto_writer *w)
+{
+	return sbx_proto_encode_err(w, 11, SBX_PROTO_E_CRASHED,
+				    "the MCP server exited with status 1; its last stderr lines:\nboom", 0, NULL);
+}
+
 static const struct golden {
 	const char *name;
 	int (*build)(sbx_proto_writer *w);
@@ -167,6 +211,9 @@ static const struct golden {
 	{ "err", g_err, SBX_PROTO_ERR },
 	{ "err_conn", g_err_conn, SBX_PROTO_ERR },
 	{ "event", g_event, SBX_PROTO_EVENT },
+	{ "req_mcp_configure", g_req_mcp_configure, SBX_PROTO_REQ },
+	{ "end_mcp_list", g_end_mcp_list, SBX_PROTO_END },
+	{ "err_mcp_crashed", g_err_mcp_crashed, SBX_PROTO_ERR },
 };
 
 static char *path_of(const char *name)

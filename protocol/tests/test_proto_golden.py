@@ -31,14 +31,42 @@ def check(path):
     return None
 
 
+# What the MCP goldens must say, read by this independent decoder: the keys
+# PROTOCOL.md's "MCP servers" names, with their values.
+MCP = {
+    "req_mcp_configure.bin": lambda o: o["op"] == "mcp.configure" and o["a"] == {
+        "name": "files",
+        "argv": ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/workspace"],
+        "env": {"NODE_OPTIONS": "--max-old-space-size=256"}, "cwd": "/workspace"},
+    "end_mcp_list.bin": lambda o: [(s["name"], s["state"], s["spare_pid"], s["sessions"],
+                                    s.get("last_exit"), s["stderr"]) for s in o["r"]["servers"]] == [
+        ("files", "ready", 4242, 2, None, []),
+        ("lint", "crashed", 0, 0, {"exit_code": 1, "signal": 0},
+         ["Error: Cannot find module 'x'", "    at node:internal"])],
+    "err_mcp_crashed.bin": lambda o: o["code"] == "crashed" and o["msg"].endswith("\nboom"),
+}
+
+
+def check_mcp(path):
+    want = MCP.get(path.name)
+    if want is None:
+        return None
+    obj = msgpack.unpackb(path.read_bytes()[4:], raw=False)
+    return None if want(obj) else f"unexpected content: {obj!r}"
+
+
 def main():
     files = sorted(pathlib.Path(sys.argv[1]).glob("*.bin"))
+    missing = [n for n in MCP if not (pathlib.Path(sys.argv[1]) / n).exists()]
+    if missing:
+        print(f"missing golden frames: {missing}")
+        return 1
     if len(files) < 9:
         print(f"only {len(files)} golden frames in {sys.argv[1]}")
         return 1
     failed = 0
     for f in files:
-        problem = check(f)
+        problem = check(f) or check_mcp(f)
         print(f"{f.name}: {problem or 'ok'}")
         failed += problem is not None
     return 1 if failed else 0

@@ -59,7 +59,7 @@ def pack(d):
     return struct.pack(">I", len(b)) + b
 
 HELLO = pack({"t": "hello", "v": 1, "max_frame": 1 << 20, "max_streams": 1024,
-              "window": 1 << 20, "caps": ["exec"], "agent": "stand-in/1"})
+              "window": 1 << 20, "caps": ["exec"], "agent": "sandbox-agent/0.1.0-stand-in"})
 
 def frames(s):
     buf = b""

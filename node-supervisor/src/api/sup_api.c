@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sbx/proto_mcp.h"
 #include "sup_netpol_json.h"
 #include "sup_text.h"
 
@@ -92,6 +93,8 @@ static bool is_json_int(json_t *v)
 	return json_is_integer(v);
 }
 
+static int parse_mcp(json_t *v, sup_mcp_servers *out, sbx_err *err);
+
 int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim,
 			 sup_create_req *out, sbx_err *err)
 {
@@ -148,6 +151,8 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 				free(out->network);
 				out->network = NULL;
 			}
+		} else if (strcmp(key, "mcp") == 0) {
+			rc = parse_mcp(v, &out->mcp, err);
 		} else {
 			rc = sbx_err_set(err, -EINVAL, "unknown field \"%.64s\"", key);
 		}
@@ -159,25 +164,95 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 	return 0;
 }
 
-static int parse_argv(json_t *v, sup_exec_spec *out, sbx_err *err)
+/* An array of at most SUP_API_MAX_ARGV strings after lead empty slots
+ * (filled by the caller), NULL-terminated; *count counts the slots. */
+static int parse_strings(json_t *v, const char *field, size_t lead, bool allow_none, char ***out,
+			 size_t *count, sbx_err *err)
 {
 	if (!json_is_array(v))
-		return sbx_err_set(err, -EINVAL, "field \"argv\": want an array of strings");
+		return sbx_err_set(err, -EINVAL, "field \"%s\": want an array of strings", field);
 	size_t n = json_array_size(v);
-	if (n == 0)
-		return sbx_err_set(err, -EINVAL, "field \"argv\": must not be empty");
+	if (n == 0 && !allow_none)
+		return sbx_err_set(err, -EINVAL, "field \"%s\": must not be empty", field);
 	if (n > SUP_API_MAX_ARGV)
-		return sbx_err_set(err, -EINVAL, "field \"argv\": more than %d elements", SUP_API_MAX_ARGV);
-	out->x.argv = calloc(n + 1, sizeof(char *));
-	if (!out->x.argv)
+		return sbx_err_set(err, -EINVAL, "field \"%s\": more than %d elements", field, SUP_API_MAX_ARGV);
+	*out = calloc(lead + n + 1, sizeof(char *));
+	if (!*out)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
+	*count = lead;
 	for (size_t i = 0; i < n; i++) {
-		char field[32];
-		snprintf(field, sizeof(field), "argv[%zu]", i);
-		int rc = get_cstr(json_array_get(v, i), field, i > 0, SIZE_MAX, &out->x.argv[i], err);
+		char name[48];
+		snprintf(name, sizeof(name), "%.24s[%zu]", field, i);
+		int rc = get_cstr(json_array_get(v, i), name, lead + i > 0, SIZE_MAX, &(*out)[lead + i], err);
 		if (rc < 0)
 			return rc;
-		out->x.argc = i + 1;
+		*count = lead + i + 1;
+	}
+	return 0;
+}
+
+static int parse_argv(json_t *v, sup_exec_spec *out, sbx_err *err)
+{
+	return parse_strings(v, "argv", 0, false, &out->x.argv, &out->x.argc, err);
+}
+
+/* One server of "mcp.servers": {"command", "args", "env", "cwd"}. */
+static int parse_mcp_server(const char *name, json_t *v, sup_mcp_server *out, sbx_err *err)
+{
+	json_t *cmd = json_object_get(v, "command"), *args = json_object_get(v, "args");
+	const char *key;
+	json_t *val;
+	int rc = 0;
+
+	if (!sbx_proto_mcp_name_ok(name, strlen(name)))
+		return sbx_err_set(err, -EINVAL,
+				   "field \"mcp.servers\": name \"%.64s\" must be 1..%u of A-Z a-z 0-9 . _ - "
+				   "(not starting with '.')", name, SBX_MCP_NAME_MAX);
+	if (!json_is_object(v))
+		return sbx_err_set(err, -EINVAL, "mcp server %s: want an object", name);
+	json_object_foreach(v, key, val)
+		if (strcmp(key, "command") != 0 && strcmp(key, "args") != 0 && strcmp(key, "env") != 0 &&
+		    strcmp(key, "cwd") != 0)
+			return sbx_err_set(err, -EINVAL, "mcp server %s: unknown field \"%.64s\" (command, args, env, cwd)",
+					   name, key);
+	out->name = strdup(name);
+	if (!out->name)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	if (!cmd)
+		return sbx_err_set(err, -EINVAL, "mcp server %s: field \"command\" is required", name);
+	json_t *none = args ? NULL : json_array();
+	rc = parse_strings(args ? args : none, "args", 1, true, &out->argv, &out->argc, err);
+	json_decref(none);
+	if (rc == 0)
+		rc = get_cstr(cmd, "command", false, SUP_API_MAX_PATH, &out->argv[0], err);
+	if (rc == 0 && json_object_get(v, "env"))
+		rc = parse_env(json_object_get(v, "env"), &out->env, err);
+	if (rc == 0 && json_object_get(v, "cwd"))
+		rc = get_cstr(json_object_get(v, "cwd"), "cwd", false, SUP_API_MAX_PATH, &out->cwd, err);
+	if (rc < 0)
+		sbx_err_wrap(err, "mcp server %s", name);
+	return rc;
+}
+
+static int parse_mcp(json_t *v, sup_mcp_servers *out, sbx_err *err)
+{
+	json_t *servers = json_object_get(v, "servers"), *val;
+	const char *key;
+
+	if (!json_is_object(v) || json_object_size(v) != 1 || !json_is_object(servers))
+		return sbx_err_set(err, -EINVAL, "field \"mcp\": want {\"servers\": {NAME: {\"command\", \"args\", "
+						 "\"env\", \"cwd\"}}}");
+	if (json_object_size(servers) > SBX_MCP_MAX_SERVERS)
+		return sbx_err_set(err, -EINVAL, "field \"mcp.servers\": more than %u servers", SBX_MCP_MAX_SERVERS);
+	out->v = calloc(json_object_size(servers) + 1, sizeof(*out->v));
+	if (!out->v)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	json_object_foreach(servers, key, val)
+	{
+		int rc = parse_mcp_server(key, val, &out->v[out->n], err);
+		out->n++;
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }

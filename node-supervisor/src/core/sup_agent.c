@@ -21,6 +21,8 @@
 #include "sup_log.h"
 
 #define SUP_AGENT_NAME "sandbox-supervisor/0.1.0"
+/* The oldest agent served: the operations this supervisor sends */
+#define SUP_AGENT_MIN_VERSION "0.1.0"
 
 struct sup_agent_call {
 	sup_agent *agent;
@@ -313,6 +315,10 @@ static int map_agent_code(sbx_proto_code code)
 		return -ECANCELED;
 	case SBX_PROTO_E_TIMEOUT:
 		return -ETIMEDOUT;
+	case SBX_PROTO_E_BAD_OUTPUT:
+		return -EBADMSG;
+	case SBX_PROTO_E_CRASHED:
+		return -EPIPE;
 	default:
 		return -EPROTO;
 	}
@@ -462,12 +468,39 @@ static void on_stream_frame(sup_agent *a, const sbx_proto_frame *f)
 	on_call_frame(a, call, f);
 }
 
+/* "sandbox-agent/X.Y.Z" at least SUP_AGENT_MIN_VERSION: an image may bring
+ * its own agent, and one older than the operations this supervisor sends
+ * would be half served (unknown_op in the middle of a user's work). */
+static bool agent_version_ok(const char *peer)
+{
+	static const char prefix[] = "sandbox-agent/";
+	unsigned have[3], want[3];
+	if (!peer || strncmp(peer, prefix, sizeof(prefix) - 1) != 0 ||
+	    sscanf(peer + sizeof(prefix) - 1, "%u.%u.%u", &have[0], &have[1], &have[2]) != 3 ||
+	    sscanf(SUP_AGENT_MIN_VERSION, "%u.%u.%u", &want[0], &want[1], &want[2]) != 3)
+		return false;
+	for (int i = 0; i < 3; i++)
+		if (have[i] != want[i])
+			return have[i] > want[i];
+	return true;
+}
+
 static void conn_on_ready(sbx_proto_conn *c, void *ud)
 {
 	sup_agent *a = ud;
 	(void)c;
 	if (a->handshake_timer)
 		event_del(a->handshake_timer);
+	const char *peer = sbx_proto_conn_peer_agent(a->conn);
+	if (!agent_version_ok(peer)) {
+		char why[200];
+		snprintf(why, sizeof(why),
+			 "the sandbox's agent is '%.60s'; this supervisor needs sandbox-agent/%s or newer "
+			 "(rebuild the image with a newer agent layer)",
+			 peer ? peer : "(unnamed)", SUP_AGENT_MIN_VERSION);
+		agent_lose(a, -EPROTO, why);
+		return;
+	}
 	now(&a->last_in);
 	if (a->o.ping_after_ms)
 		timer_add_ms(a->live_timer, a->o.ping_after_ms);

@@ -11,6 +11,7 @@
 
 #include "sup_agent.h"
 #include "sup_core_int.h"
+#include "sup_core_mcp.h"
 #include "sup_log.h"
 #include "sup_net.h"
 #include "sup_sandbox.h"
@@ -284,6 +285,12 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 		sup_error("sandbox %s: network policy: %s", sb->id, err->msg);
 		rc = err->code = -EIO; /* ours, not the client's */
 	}
+	/* the image's Env under the request's */
+	const sup_env *image_env;
+	const char *image_user, *image_workdir;
+	sup_pools_image_config(sb, &image_env, &image_user, &image_workdir);
+	if (rc == 0 && sup_env_under(&sb->env, image_env) < 0)
+		rc = sbx_err_set(err, -ENOMEM, "out of memory");
 	sb->expiry = rc < 0 ? NULL : evtimer_new(c->base, on_expiry, sb);
 	if (!sb->expiry || !tsearch(sb, &c->index, cmp_id)) {
 		if (sb->expiry)
@@ -297,6 +304,7 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 	evtimer_add(sb->expiry, &tv);
 	TAILQ_INSERT_TAIL(&c->listed, sb, reg_link);
 	sb->listed = true;
+	sup_core_mcp_hand_out(sb, &req->mcp);
 	char cpus[16], mem[24], disk[24];
 	sup_resources_format_cpus(sb->res.cpu_milli, cpus, sizeof(cpus));
 	sup_resources_format_size(sb->res.memory, mem, sizeof(mem));
@@ -661,6 +669,13 @@ static sup_sandbox *running_sandbox(sup_core *c, const char *id, sbx_err *err)
 	return NULL;
 }
 
+sup_agent *sup_core_agent(sup_core *c, const char *id, sbx_err *err)
+{
+	sup_sandbox *sb = running_sandbox(c, id, err);
+
+	return sb ? sb->agent : NULL;
+}
+
 /* The policy every command passes, in the foreground or not: root only
  * with --allow-root (the agent checks the uid the user resolves to). */
 static sup_sandbox *command_sandbox(sup_core *c, const char *id, sup_exec_spec *spec, sbx_err *err)
@@ -676,6 +691,15 @@ static sup_sandbox *command_sandbox(sup_core *c, const char *id, sup_exec_spec *
 		return NULL;
 	}
 	spec->x.allow_root = sb->allow_root;
+	/* the image's User (when not root) and WorkingDir are the defaults */
+	const sup_env *image_env;
+	const char *image_user, *image_workdir;
+	sup_pools_image_config(sb, &image_env, &image_user, &image_workdir);
+	if ((!spec->x.user && image_user && !(spec->x.user = strdup(image_user))) ||
+	    (!spec->x.cwd && image_workdir && !(spec->x.cwd = strdup(image_workdir)))) {
+		sbx_err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
 	return sb;
 }
 

@@ -156,6 +156,9 @@ int sup_core_call_send_from(sup_op *op, const char *ch, struct evbuffer *src, si
  * (out of memory) and blames nobody; nothing either when the sandbox has
  * no agent any more. */
 void sup_core_blame(sup_core *c, const char *id, const sbx_err *err);
+/* The agent of a running sandbox (for the typed calls of sup_agent_*.h),
+ * or NULL with err as for any operation on it. */
+struct sup_agent *sup_core_agent(sup_core *c, const char *id, sbx_err *err);
 
 /* Withdraw an operation whose requester went away: its callback will not
  * run. A running exec is cancelled on the agent (the command is killed); a

@@ -9,19 +9,31 @@
 #include <time.h>
 
 #include "sup_agent.h"
+#include "sup_img_store.h"
 #include "sup_log.h"
 #include "sup_net.h"
 #include "sup_rtnl.h"
 #include "sup_token.h"
+
+/* Pools made at run time, of size 0, for store images without one. */
+#define COLD_POOLS_MAX 64
 
 TAILQ_HEAD(sup_sb_list, sup_sandbox);
 TAILQ_HEAD(sup_acq_list, sup_acquire);
 
 typedef struct sup_pool {
 	sup_pools *owner;
-	const char *image;
+	const char *image;   /* the name it was made for */
+	char *image_owned;   /* its copy of it */
 	sup_isolation isolation;
 	unsigned size;       /* ready sandboxes to keep */
+	/* a store image: its digest (what creates name, what is pinned) and
+	 * the config a command starts with */
+	char digest[SUP_IMG_DIGEST_LEN + 1];
+	sup_env env;
+	char *user;          /* NULL: the sandbox user (the image's is root or none) */
+	char *workdir;
+	bool pinned;         /* the pool itself pins its image (size > 0) */
 	struct sup_sb_list ready;
 	unsigned nready;
 	unsigned creating;   /* CREATING + CONNECTING */
@@ -50,7 +62,7 @@ struct sup_pools {
 	sup_pools_cfg cfg;
 	sup_pools_hooks hooks;
 	sup_pool *pools;
-	size_t npools;
+	size_t npools, cap;
 	struct sup_sb_list all;
 	unsigned nalive;
 	atomic_bool stopping; /* read by worker threads */
@@ -65,7 +77,7 @@ typedef struct create_job {
 	sup_pools *pools;
 	sup_sandbox *sb;
 	char id[SUP_ID_MAX];
-	const char *image;
+	char image[SUP_IMG_DIGEST_LEN + 1 > PATH_MAX ? SUP_IMG_DIGEST_LEN + 1 : PATH_MAX];
 	sup_isolation isolation;
 	sup_runc_box box;
 	unsigned slot;   /* network slot to plumb, 0: none */
@@ -90,6 +102,13 @@ typedef struct destroy_job {
 
 static void ensure_fill(sup_pool *pool);
 static void start_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_cb cb, void *ud);
+
+/* A sandbox of a store image pins it from its create to its destroy. */
+static void unpin(sup_sandbox *sb)
+{
+	if (sb->pool->digest[0])
+		sup_img_store_pin(sb->pool->owner->cfg.store, sb->pool->digest, -1);
+}
 
 const char *sup_sb_state_name(sup_sb_state s)
 {
@@ -375,6 +394,7 @@ static void create_done(sup_job *job)
 			create_failed(pool, sb->id, &cj->err);
 		TAILQ_REMOVE(&p->all, sb, all_link);
 		p->nalive--;
+		unpin(sb);
 		free(sb);
 		free(cj);
 		ensure_fill(pool);
@@ -441,6 +461,12 @@ static int start_create(sup_pool *pool, bool front)
 		sup_error("pool %s: cannot start a create (out of memory or ids)", pool->image);
 		return -ENOMEM;
 	}
+	if (pool->digest[0] && sup_img_store_pin(p->cfg.store, pool->digest, 1) < 0) {
+		free(sb);
+		free(cj);
+		sup_error("pool %s: its image was deleted", pool->image);
+		return -ENOENT;
+	}
 	/* runc sandboxes only: gVisor's (runsc --network none) would never use
 	 * the link */
 	if (p->cfg.net && pool->isolation == SUP_ISO_RUNC) {
@@ -448,6 +474,8 @@ static int start_create(sup_pool *pool, bool front)
 		sb->net_slot = sup_net_slot_take(p->cfg.net, &e);
 		if (!sb->net_slot) {
 			sup_error("pool %s: cannot start a create: %s", pool->image, e.msg);
+			if (pool->digest[0])
+				sup_img_store_pin(p->cfg.store, pool->digest, -1);
 			free(sb);
 			free(cj);
 			return -EAGAIN;
@@ -465,7 +493,7 @@ static int start_create(sup_pool *pool, bool front)
 	cj->job.done = create_done;
 	cj->pools = p;
 	cj->sb = sb;
-	cj->image = pool->image;
+	snprintf(cj->image, sizeof(cj->image), "%s", pool->digest[0] ? pool->digest : pool->image);
 	cj->isolation = pool->isolation;
 	cj->slot = sb->net_slot;
 	memcpy(cj->id, sb->id, sizeof(cj->id));
@@ -525,6 +553,7 @@ static void destroy_done(sup_job *job)
 	if (dj->cb)
 		dj->cb(sb, dj->rc, dj->rc < 0 ? &dj->err : NULL, dj->ud);
 	sup_pool *pool = sb->pool;
+	unpin(sb);
 	free(sb);
 	free(dj);
 	ensure_fill(pool); /* capacity came back */
@@ -556,6 +585,7 @@ static void start_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destro
 		sbx_err_set(&e, -ENOMEM, "out of memory");
 		if (cb)
 			cb(sb, -ENOMEM, &e, ud);
+		unpin(sb);
 		free(sb);
 		maybe_shutdown_done(p);
 		return;
@@ -582,6 +612,89 @@ void sup_pools_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_c
 	start_destroy(p, sb, urgent, cb, ud);
 }
 
+/* ---- pools of store images ---- */
+
+static int image_config(sup_pool *pool, const sup_image *im, sbx_err *err)
+{
+	pool->env.v = calloc(im->nenv + 1, sizeof(*pool->env.v));
+	if (!pool->env.v)
+		return sbx_err_set(err, -ENOMEM, "pool %s", pool->image);
+	for (size_t i = 0; i < im->nenv; i++) {
+		const char *eq = strchr(im->env[i], '=');
+		sup_kv *kv = &pool->env.v[pool->env.n];
+		kv->key = strndup(im->env[i], (size_t)(eq - im->env[i]));
+		kv->val = strdup(eq + 1);
+		pool->env.n++;
+		if (!kv->key || !kv->val)
+			return sbx_err_set(err, -ENOMEM, "pool %s", pool->image);
+	}
+	/* "user[:group]": the agent takes a name or uid; root stays the
+	 * sandbox user's default (root only with --allow-root) */
+	if (im->user) {
+		size_t n = strcspn(im->user, ":");
+		if (!(n == 4 && strncmp(im->user, "root", 4) == 0) && !(n == 1 && im->user[0] == '0') && n > 0 &&
+		    !(pool->user = strndup(im->user, n)))
+			return sbx_err_set(err, -ENOMEM, "pool %s", pool->image);
+	}
+	if (im->workdir && !(pool->workdir = strdup(im->workdir)))
+		return sbx_err_set(err, -ENOMEM, "pool %s", pool->image);
+	snprintf(pool->digest, sizeof(pool->digest), "%s", im->digest);
+	return 0;
+}
+
+static void pool_release(sup_pool *pool)
+{
+	sup_pools *p = pool->owner;
+	if (pool->pinned)
+		sup_img_store_pin(p->cfg.store, pool->digest, -1);
+	sup_env_free(&pool->env);
+	free(pool->user);
+	free(pool->workdir);
+	free(pool->image_owned);
+	if (pool->backoff_timer)
+		event_free(pool->backoff_timer);
+}
+
+/* A pool of image (host, a rootfs folder, or a name the store has) with
+ * size ready sandboxes. */
+static sup_pool *add_pool(sup_pools *p, const char *image, sup_isolation isolation, unsigned size,
+			  sbx_err *err)
+{
+	if (p->npools == p->cap) {
+		sbx_err_set(err, -ENOSPC, "image %.200s: no room for another pool (%zu)", image, p->cap);
+		return NULL;
+	}
+	sup_pool *pool = &p->pools[p->npools];
+	memset(pool, 0, sizeof(*pool));
+	pool->owner = p;
+	pool->isolation = isolation;
+	pool->size = size;
+	TAILQ_INIT(&pool->ready);
+	TAILQ_INIT(&pool->waiters);
+	pool->image_owned = strdup(image);
+	pool->image = pool->image_owned;
+	pool->backoff_timer = evtimer_new(p->base, on_backoff_end, pool);
+	int r = pool->image_owned && pool->backoff_timer ? 0 : sbx_err_set(err, -ENOMEM, "pools");
+	if (r == 0 && p->cfg.store && strcmp(image, "host") != 0 && image[0] != '/') {
+		sup_image im;
+		r = sup_img_store_get(p->cfg.store, image, &im, err);
+		if (r == 0) {
+			r = image_config(pool, &im, err);
+			sup_image_release(&im);
+		}
+		if (r == 0 && size > 0) {
+			r = sup_img_store_pin(p->cfg.store, pool->digest, 1);
+			pool->pinned = r == 0;
+		}
+	}
+	if (r < 0) {
+		pool_release(pool);
+		return NULL;
+	}
+	p->npools++;
+	return pool;
+}
+
 /* ---- public ---- */
 
 sup_pools *sup_pools_new(struct event_base *base, sup_workers *workers, const sup_pools_cfg *cfg,
@@ -600,24 +713,18 @@ sup_pools *sup_pools_new(struct event_base *base, sup_workers *workers, const su
 	TAILQ_INIT(&p->all);
 	atomic_init(&p->stopping, false);
 	p->shutdown_check = event_new(base, -1, 0, shutdown_check_cb, p);
-	p->pools = calloc(cfg->nspecs, sizeof(*p->pools));
+	/* room for the cold pools made later: a pool never moves, sandboxes
+	 * and waiters point at it */
+	p->cap = cfg->nspecs + (cfg->store ? COLD_POOLS_MAX : 0);
+	p->pools = calloc(p->cap, sizeof(*p->pools));
 	if (!p->shutdown_check || !p->pools) {
 		sbx_err_set(err, -ENOMEM, "pools");
 		sup_pools_free(p);
 		return NULL;
 	}
-	p->npools = cfg->nspecs;
 	for (size_t i = 0; i < cfg->nspecs; i++) {
-		sup_pool *pool = &p->pools[i];
-		pool->owner = p;
-		pool->image = cfg->specs[i].image;
-		pool->isolation = cfg->specs[i].isolation;
-		pool->size = cfg->specs[i].size;
-		TAILQ_INIT(&pool->ready);
-		TAILQ_INIT(&pool->waiters);
-		pool->backoff_timer = evtimer_new(base, on_backoff_end, pool);
-		if (!pool->backoff_timer) {
-			sbx_err_set(err, -ENOMEM, "pools");
+		const sup_pool_spec *sp = &cfg->specs[i];
+		if (!add_pool(p, sp->image, sp->isolation, sp->size, err)) {
 			sup_pools_free(p);
 			return NULL;
 		}
@@ -647,6 +754,56 @@ static sup_pool *find_pool(const sup_pools *p, const char *image, sup_isolation 
 	return NULL;
 }
 
+/* The pool serving image: host and rootfs folders by name (pooled by the
+ * operator only); a store image by its digest as the store resolves the
+ * name now (a ref moved by an import names the new image), with a pool of
+ * size 0 (cold creates) made for it on first use. */
+static sup_pool *pool_for(sup_pools *p, const char *image, sup_isolation isolation, sbx_err *err)
+{
+	bool image_known;
+	if (!p->cfg.store || strcmp(image, "host") == 0 || image[0] == '/' ||
+	    !sup_img_store_is_name(image)) {
+		sup_pool *pool = find_pool(p, image, isolation, &image_known);
+		if (!pool && image_known)
+			sbx_err_set(err, -EINVAL, "isolation \"%s\" is not offered for image \"%.200s\" "
+				    "on this node", sup_isolation_names[isolation], image);
+		else if (!pool)
+			sbx_err_set(err, -EINVAL, "unknown image \"%.200s\" (this supervisor serves %s%s)",
+				    image, p->pools[0].image, p->npools > 1 ? " and others" : "");
+		return pool;
+	}
+	sup_image im;
+	if (sup_img_store_get(p->cfg.store, image, &im, err) < 0) {
+		sbx_err_set(err, -EINVAL, "unknown image \"%.200s\": neither host nor an image of the store",
+			    image);
+		return NULL;
+	}
+	sup_pool *pool = NULL;
+	for (size_t i = 0; !pool && i < p->npools; i++)
+		if (strcmp(p->pools[i].digest, im.digest) == 0 && p->pools[i].isolation == isolation)
+			pool = &p->pools[i];
+	sup_image_release(&im);
+	if (!pool && !p->cfg.runc->runtimes[isolation].binary) {
+		sbx_err_set(err, -EINVAL, "isolation \"%s\" is not offered on this node",
+			    sup_isolation_names[isolation]);
+		return NULL;
+	}
+	if (!pool) {
+		pool = add_pool(p, image, isolation, 0, err);
+		if (pool)
+			sup_info("pool %s: made for cold creates (%s)", pool->image, pool->digest);
+	}
+	return pool;
+}
+
+void sup_pools_image_config(const sup_sandbox *sb, const sup_env **env, const char **user,
+			    const char **workdir)
+{
+	*env = &sb->pool->env;
+	*user = sb->pool->user;
+	*workdir = sb->pool->workdir;
+}
+
 const char *sup_pools_image_of(const sup_sandbox *sb)
 {
 	return sb->pool->image;
@@ -672,14 +829,9 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	bool image_known;
-	sup_pool *pool = find_pool(p, image, isolation, &image_known);
-	if (!pool && image_known)
-		return sbx_err_set(err, -EINVAL, "isolation \"%s\" is not offered for image \"%.200s\" "
-				   "on this node", sup_isolation_names[isolation], image);
+	sup_pool *pool = pool_for(p, image, isolation, err);
 	if (!pool)
-		return sbx_err_set(err, -EINVAL, "unknown image \"%.200s\" (this supervisor serves %s%s)",
-				   image, p->pools[0].image, p->npools > 1 ? " and others" : "");
+		return err->code;
 	sup_sandbox *sb = take_ready(pool);
 	if (sb) {
 		int r = hand_out(sb, res, err);
@@ -767,8 +919,6 @@ void sup_pools_free(sup_pools *p)
 			waiter_remove(a);
 			waiter_free(a);
 		}
-		if (pool->backoff_timer)
-			event_free(pool->backoff_timer);
 	}
 	/* Whatever is still listed (only on an aborted start) is dropped; its
 	 * containers are swept as leftovers by the next start. */
@@ -777,8 +927,11 @@ void sup_pools_free(sup_pools *p)
 		TAILQ_REMOVE(&p->all, sb, all_link);
 		if (sb->agent)
 			sup_agent_free(sb->agent);
+		unpin(sb);
 		free(sb);
 	}
+	for (size_t i = 0; p->pools && i < p->npools; i++)
+		pool_release(&p->pools[i]);
 	free(p->pools);
 	if (p->shutdown_check)
 		event_free(p->shutdown_check);

@@ -34,7 +34,9 @@ typedef struct sup_acquire sup_acquire;
 
 typedef struct sup_pools_cfg {
 	const sup_runc_cfg *runc;
-	const sup_pool_spec *specs;    /* distinct (image, isolation) pairs */
+	struct sup_img_store *store;   /* NULL: host and rootfs folders only */
+	const sup_pool_spec *specs;    /* distinct (image, isolation) pairs: host, rootfs
+					* folders, store names */
 	size_t nspecs;
 	unsigned max_sandboxes;        /* alive at once, all states */
 	unsigned acquire_timeout_ms;
@@ -50,6 +52,7 @@ typedef struct sup_pools_hooks {
 	void *ud;
 } sup_pools_hooks;
 
+/* -ENOENT (err names it) when a pooled store image is not in the store. */
 sup_pools *sup_pools_new(struct event_base *base, sup_workers *workers, const sup_pools_cfg *cfg,
 			 const sup_pools_hooks *hooks, sbx_err *err);
 /* Start filling every pool. */
@@ -59,13 +62,16 @@ void sup_pools_start(sup_pools *p);
  * could be made in time / creation failed, -ESHUTDOWN. */
 typedef void (*sup_acquire_cb)(sup_sandbox *sb, int rc, const sbx_err *err, void *ud);
 
-/* Take a ready sandbox of image and isolation and give it the limits res
- * (every sandbox is made with the pools' defaults; the ones that differ are
- * written into its cgroup and disk as it is handed out: sup_runc_set_limits).
- * Returns 0 with *now set (ready one, no callback), or 0 with *wait set (cb
- * runs later, cold create queued), or a negative errno: -EINVAL no pool of
- * that image and isolation, -EAGAIN at max_sandboxes or when the limits
- * could not be applied (that sandbox is destroyed), -ESHUTDOWN. */
+/* Take a ready sandbox of image and isolation (image: host, a pooled
+ * rootfs folder, or a ref or digest of the store: a store image without a
+ * pool of that isolation gets one of size 0, whose every create is cold)
+ * and give it the limits res (every sandbox is made with the pools'
+ * defaults; the ones that differ are written into its cgroup and disk as it
+ * is handed out: sup_runc_set_limits). Returns 0 with *now set (ready one,
+ * no callback), or 0 with *wait set (cb runs later, cold create queued), or
+ * a negative errno: -EINVAL no pool of that image and isolation (nor an
+ * image of the store), -EAGAIN at max_sandboxes or when the limits could
+ * not be applied (that sandbox is destroyed), -ESHUTDOWN. */
 int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 		      const sup_resources *res, sup_acquire_cb cb, void *ud, sup_sandbox **now,
 		      sup_acquire **wait, sbx_err *err);
@@ -103,6 +109,10 @@ unsigned sup_pools_alive(const sup_pools *p);
 /* The image a sandbox was made from, and its isolation. */
 const char *sup_pools_image_of(const sup_sandbox *sb);
 sup_isolation sup_pools_isolation_of(const sup_sandbox *sb);
+/* What its image's config gives every command: env under the sandbox's,
+ * the default user (NULL: the sandbox user) and folder (NULL: the agent's). */
+void sup_pools_image_config(const sup_sandbox *sb, const sup_env **env, const char **user,
+			    const char **workdir);
 /* What a made sandbox uses now (cgroup files and a statfs: no process). */
 int sup_pools_usage(const sup_pools *p, const sup_sandbox *sb, sup_usage *u, sbx_err *err);
 

@@ -36,6 +36,34 @@ int sup_env_copy(const sup_env *src, sup_env *dst)
 	return 0;
 }
 
+int sup_env_under(sup_env *e, const sup_env *base)
+{
+	if (base->n == 0)
+		return 0;
+	sup_kv *v = calloc(e->n + base->n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < base->n; i++) {
+		if (sup_env_has(e, base->v[i].key))
+			continue;
+		v[n].key = strdup(base->v[i].key);
+		v[n].val = strdup(base->v[i].val);
+		if (!v[n].key || !v[n].val) {
+			sup_env tmp = { v, n + 1 };
+			sup_env_free(&tmp);
+			return -ENOMEM;
+		}
+		n++;
+	}
+	if (e->n)
+		memcpy(v + n, e->v, e->n * sizeof(*v));
+	free(e->v);
+	e->v = v;
+	e->n += n;
+	return 0;
+}
+
 bool sup_env_has(const sup_env *e, const char *key)
 {
 	for (size_t i = 0; i < e->n; i++)
@@ -52,6 +80,7 @@ void sup_create_req_free(sup_create_req *r)
 		sup_netpol_free(r->network);
 		free(r->network);
 	}
+	sup_mcp_servers_free(&r->mcp);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -67,5 +96,24 @@ void sup_exec_spec_free(sup_exec_spec *s)
 	free(s->stdin_data);
 	free(s->x.user);
 	sup_env_free(&s->x.env);
+	memset(s, 0, sizeof(*s));
+}
+
+void sup_mcp_server_free(sup_mcp_server *s)
+{
+	free(s->name);
+	for (size_t i = 0; i < s->argc; i++)
+		free(s->argv[i]);
+	free(s->argv);
+	sup_env_free(&s->env);
+	free(s->cwd);
+	memset(s, 0, sizeof(*s));
+}
+
+void sup_mcp_servers_free(sup_mcp_servers *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		sup_mcp_server_free(&s->v[i]);
+	free(s->v);
 	memset(s, 0, sizeof(*s));
 }

@@ -21,13 +21,16 @@ typedef sbx_proto_env sup_env;
 void sup_env_free(sup_env *e);
 /* Deep copy. Returns 0 or -ENOMEM. */
 int sup_env_copy(const sup_env *src, sup_env *dst);
+/* Put base's entries under e's: those e lacks join it, first. -ENOMEM
+ * leaves e as it was. */
+int sup_env_under(sup_env *e, const sup_env *base);
 /* True if key is set in e. */
 bool sup_env_has(const sup_env *e, const char *key);
 
 /* One warm pool: sandboxes of image run with isolation, size kept ready
  * (0: every create of that pair is cold). */
 typedef struct sup_pool_spec {
-	const char *image; /* "host" or the absolute path of a rootfs */
+	const char *image; /* "host", the absolute path of a rootfs, or a store name */
 	sup_isolation isolation;
 	unsigned size;
 } sup_pool_spec;
@@ -44,6 +47,24 @@ typedef struct sup_exec_spec {
 
 void sup_exec_spec_free(sup_exec_spec *s);
 
+/* An MCP server of a sandbox, in the mcpServers shape MCP clients'
+ * configuration files use ("command" and "args" make argv). */
+typedef struct sup_mcp_server {
+	char *name;
+	char **argv;  /* NULL-terminated */
+	size_t argc;
+	sup_env env;
+	char *cwd;    /* NULL: the agent's default */
+} sup_mcp_server;
+
+typedef struct sup_mcp_servers {
+	sup_mcp_server *v;
+	size_t n;
+} sup_mcp_servers;
+
+void sup_mcp_server_free(sup_mcp_server *s);
+void sup_mcp_servers_free(sup_mcp_servers *s);
+
 /* Room for a sandbox id ([a-z0-9-], 1..40 bytes) and its NUL. */
 #define SUP_ID_MAX 48
 
@@ -57,6 +78,7 @@ typedef struct sup_create_req {
 	sup_netpol *network;  /* egress policy; NULL: loopback only */
 	unsigned given;       /* what the request named: SUP_RES_* bits of resources,
 			       * and SUP_CREATE_GIVEN_* (the rest is the tenant's to fill) */
+	sup_mcp_servers mcp;  /* "mcp": {"servers": {...}} */
 } sup_create_req;
 enum { SUP_CREATE_GIVEN_ISOLATION = 1u << 8, SUP_CREATE_GIVEN_TIMEOUT = 1u << 9 };
 

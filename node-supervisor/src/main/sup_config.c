@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sup_img_store.h"
 #include "sup_log.h"
 #include "sup_text.h"
 
@@ -18,7 +19,10 @@ void sup_config_defaults(sup_config *c)
 	c->state_dir = "/var/lib/sbx";
 	c->pool_size = 4;
 	c->images[0] = "host";
+	c->image_sizes[0] = SUP_POOL_SIZE_UNSET;
 	c->nimages = 1;
+	c->image_max_layer = 8ull << 30;
+	c->image_max_import = 16ull << 30;
 	c->runtime = "runc";
 	c->runsc = "runsc";
 	c->runsc_platform = "ptrace";
@@ -77,10 +81,19 @@ void sup_config_usage(const char *prog)
 	       "                         (the token as the argument, or one line on stdin)\n"
 	       "  --listen HOST:PORT     HTTP address (default 127.0.0.1:7070; port 0: any)\n"
 	       "  --state-dir DIR        state folder (default /var/lib/sbx)\n"
-	       "  --pool-size N          ready runc sandboxes kept per image (default 4)\n"
-	       "  --pool-images LIST     comma-separated images: host or /path/to/rootfs (default host)\n"
+	       "  --pool-size N          ready runc sandboxes kept per image without its own size (default 4)\n"
+	       "  --pool-images LIST     comma-separated images of runc pools, each NAME or NAME=N (its\n"
+	       "                         own size): host, /path/to/rootfs or an image of the store\n"
+	       "                         (default host)\n"
 	       "  --pool ISO:IMAGE=N     N ready sandboxes of IMAGE with isolation ISO (runc or\n"
 	       "                         gvisor), e.g. gvisor:host=2 (repeatable; other pairs: 0)\n"
+	       "  --import-image [NAME=]PATH  import an OCI layout folder, oci-archive or docker save\n"
+	       "                         tarball into the image store at start (repeatable)\n"
+	       "  --remove-image NAME    delete an image of the store at start (after the imports);\n"
+	       "                         layers no image uses are removed at every start\n"
+	       "  --image-max-layer SIZE file data of one image layer (default 8G)\n"
+	       "  --image-max-import SIZE bytes of one imported archive (default 16G)\n"
+	       "  --image-allow-setid    keep setuid/setgid bits of image files (default: dropped)\n"
 	       "  --runtime BIN          OCI runtime of runc isolation (default runc)\n"
 	       "  --runsc BIN            gVisor's runtime, gvisor isolation (default runsc; offered\n"
 	       "                         when it answers, required when given or pooled)\n"
@@ -222,15 +235,25 @@ static int parse_images(sup_config *c, const char *list, sbx_err *err)
 	char *save = NULL;
 	for (char *tok = strtok_r(c->images_buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		if (strcmp(tok, "host") != 0 && tok[0] != '/')
+		/* NAME=N: its own pool size (a ref holds no '=') */
+		unsigned size = SUP_POOL_SIZE_UNSET;
+		char *eq = strrchr(tok, '=');
+		if (eq) {
+			*eq = '\0';
+			if (parse_uint("pool-images", eq + 1, 0, 256, &size, err) < 0)
+				return err->code;
+		}
+		if (strcmp(tok, "host") != 0 && tok[0] != '/' && !sup_img_store_is_name(tok))
 			return sbx_err_set(err, -EINVAL,
-					   "--pool-images: %s is neither host nor an absolute path", tok);
+					   "--pool-images: %.200s is neither host, an absolute path nor an image name",
+					   tok);
 		for (size_t i = 0; i < c->nimages; i++)
 			if (strcmp(c->images[i], tok) == 0)
 				return sbx_err_set(err, -EINVAL, "--pool-images: %s twice", tok);
 		if (c->nimages == SUP_MAX_IMAGES)
 			return sbx_err_set(err, -EINVAL, "--pool-images: more than %d images",
 					   SUP_MAX_IMAGES);
+		c->image_sizes[c->nimages] = size;
 		c->images[c->nimages++] = tok;
 	}
 	if (c->nimages == 0)
@@ -251,9 +274,11 @@ static int parse_pool(sup_config *c, const char *arg, sbx_err *err)
 		return sbx_err_set(err, -EINVAL, "--pool %s: isolation %.*s: want runc or gvisor", arg,
 				   (int)(colon - arg), arg);
 	size_t ilen = (size_t)(eq - colon - 1);
-	if (!(ilen == 4 && strncmp(colon + 1, "host", 4) == 0) && colon[1] != '/')
-		return sbx_err_set(err, -EINVAL, "--pool %s: the image is neither host nor an absolute "
-				   "path", arg);
+	char name[SUP_IMG_REF_MAX + 1];
+	snprintf(name, sizeof(name), "%.*s", (int)(ilen < sizeof(name) ? ilen : sizeof(name) - 1), colon + 1);
+	if (strcmp(name, "host") != 0 && colon[1] != '/' && (ilen >= sizeof(name) || !sup_img_store_is_name(name)))
+		return sbx_err_set(err, -EINVAL, "--pool %s: the image is neither host, an absolute "
+				   "path nor an image name", arg);
 	unsigned size = 0;
 	if (parse_uint("pool", eq + 1, 0, 256, &size, err) < 0)
 		return err->code;
@@ -302,7 +327,7 @@ int sup_config_pool_specs(const sup_config *c, const bool offered[SUP_ISO_N], su
 {
 	size_t n = 0;
 	for (size_t i = 0; i < c->nimages; i++)
-		if (spec_put(out, &n, c->images[i], SUP_ISO_RUNC, c->pool_size, true, err) < 0)
+		if (spec_put(out, &n, c->images[i], SUP_ISO_RUNC, c->image_sizes[i], true, err) < 0)
 			return err->code;
 	for (size_t i = 0; i < c->npools; i++) {
 		const sup_pool_spec *sp = &c->pools[i];
@@ -339,7 +364,8 @@ enum {
 	OPT_AGENT_PING_TIMEOUT, OPT_AGENT_FRAME, OPT_AGENT_MAX_STREAMS, OPT_AGENT_MAX_WAITING,
 	OPT_AGENT_MAX_QUEUED, OPT_POOL, OPT_RUNSC, OPT_RUNSC_ROOT, OPT_RUNSC_PLATFORM,
 	OPT_DEFAULT_RESOURCES, OPT_MAX_RESOURCES, OPT_TENANTS, OPT_METRICS_LISTEN,
-	OPT_UPLINK, OPT_UPLINK_DNS, OPT_DENY_CIDRS,
+	OPT_UPLINK, OPT_UPLINK_DNS, OPT_DENY_CIDRS, OPT_IMPORT_IMAGE,
+	OPT_IMAGE_MAX_LAYER, OPT_IMAGE_MAX_IMPORT, OPT_IMAGE_ALLOW_SETID, OPT_REMOVE_IMAGE,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -350,6 +376,11 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "pool-size", required_argument, NULL, OPT_POOL_SIZE },
 		{ "pool-images", required_argument, NULL, OPT_POOL_IMAGES },
 		{ "pool", required_argument, NULL, OPT_POOL },
+		{ "import-image", required_argument, NULL, OPT_IMPORT_IMAGE },
+		{ "image-max-layer", required_argument, NULL, OPT_IMAGE_MAX_LAYER },
+		{ "image-max-import", required_argument, NULL, OPT_IMAGE_MAX_IMPORT },
+		{ "image-allow-setid", no_argument, NULL, OPT_IMAGE_ALLOW_SETID },
+		{ "remove-image", required_argument, NULL, OPT_REMOVE_IMAGE },
 		{ "runtime", required_argument, NULL, OPT_RUNTIME },
 		{ "runsc", required_argument, NULL, OPT_RUNSC },
 		{ "runsc-root", required_argument, NULL, OPT_RUNSC_ROOT },
@@ -422,6 +453,31 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		case OPT_POOL:
 			if (parse_pool(c, optarg, err) < 0)
 				return err->code;
+			break;
+		case OPT_IMPORT_IMAGE:
+			if (c->nimports == SUP_MAX_IMAGES)
+				return sbx_err_set(err, -EINVAL, "--import-image: more than %d", SUP_MAX_IMAGES);
+			if (!strchr(optarg, '/'))
+				return sbx_err_set(err, -EINVAL, "--import-image %.200s: want [NAME=]PATH", optarg);
+			c->imports[c->nimports++] = optarg;
+			break;
+		case OPT_REMOVE_IMAGE:
+			if (c->nremoves == SUP_MAX_IMAGES)
+				return sbx_err_set(err, -EINVAL, "--remove-image: more than %d", SUP_MAX_IMAGES);
+			if (!sup_img_store_is_name(optarg))
+				return sbx_err_set(err, -EINVAL, "--remove-image %.200s: not an image name", optarg);
+			c->removes[c->nremoves++] = optarg;
+			break;
+		case OPT_IMAGE_MAX_LAYER:
+			if (sup_parse_size(optarg, 1ull << 50, &c->image_max_layer, err) < 0)
+				return sbx_err_wrap(err, "--image-max-layer");
+			break;
+		case OPT_IMAGE_MAX_IMPORT:
+			if (sup_parse_size(optarg, 1ull << 50, &c->image_max_import, err) < 0)
+				return sbx_err_wrap(err, "--image-max-import");
+			break;
+		case OPT_IMAGE_ALLOW_SETID:
+			c->image_allow_setid = true;
 			break;
 		case OPT_RUNTIME:
 			c->runtime = optarg;
@@ -618,6 +674,9 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		return sbx_err_set(err, -EINVAL, "--uplink-dns and --deny-cidrs need --uplink");
 	if (c->default_timeout_s > c->max_timeout_s)
 		c->default_timeout_s = c->max_timeout_s;
+	for (size_t i = 0; i < c->nimages; i++)
+		if (c->image_sizes[i] == SUP_POOL_SIZE_UNSET)
+			c->image_sizes[i] = c->pool_size;
 	/* What the pools keep ready, --pool entries replacing a runc pool's
 	 * --pool-size; pairs added later are cold (size 0). */
 	bool all[SUP_ISO_N];

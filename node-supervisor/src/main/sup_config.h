@@ -15,16 +15,25 @@
 #define SUP_MAX_IMAGES 16
 /* Pools: every (image, isolation) pair of SUP_MAX_IMAGES images. */
 #define SUP_MAX_POOLS (SUP_MAX_IMAGES * SUP_ISO_N)
+#define SUP_POOL_SIZE_UNSET 0xffffffffu
 
 typedef struct sup_config {
 	char listen_host[256];     /* "127.0.0.1", "::1" */
 	uint16_t listen_port;      /* 0: any free port (printed at start) */
 	const char *state_dir;
-	unsigned pool_size;        /* ready sandboxes kept per image (runc) */
-	const char *images[SUP_MAX_IMAGES]; /* "host" or an absolute rootfs path */
+	unsigned pool_size;        /* ready sandboxes kept per image without its own size (runc) */
+	const char *images[SUP_MAX_IMAGES]; /* "host", an absolute rootfs path, a store name */
+	unsigned image_sizes[SUP_MAX_IMAGES]; /* --pool-images NAME=N, else pool_size */
 	size_t nimages;
 	sup_pool_spec pools[SUP_MAX_POOLS]; /* --pool ISOLATION:IMAGE=N (image owned) */
 	size_t npools;
+	const char *imports[SUP_MAX_IMAGES]; /* --import-image [NAME=]PATH, in order */
+	size_t nimports;
+	const char *removes[SUP_MAX_IMAGES]; /* --remove-image NAME, after the imports */
+	size_t nremoves;
+	uint64_t image_max_layer;  /* file data of one layer */
+	uint64_t image_max_import; /* bytes of one imported archive */
+	bool image_allow_setid;    /* keep setuid/setgid bits of image files */
 	const char *runtime;       /* runc isolation's runtime */
 	const char *runsc;         /* gvisor isolation's runtime */
 	bool runsc_given;          /* --runsc: gvisor must be offered */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
@@ -21,6 +22,8 @@
 #include "sup_disk.h"
 #include "sup_files.h"
 #include "sup_http.h"
+#include "sup_img_import.h"
+#include "sup_img_store.h"
 #include "sup_log.h"
 #include "sup_net.h"
 #include "sup_policy.h"
@@ -34,6 +37,48 @@
 #include "sup_workers.h"
 
 #define SHUTDOWN_GRACE_S 120
+/* entries of one layer: a tar bomb of empty files stops here */
+#define IMAGE_MAX_ENTRIES 1000000
+
+/* Until the images routes exist: --import-image [NAME=]PATH and
+ * --remove-image NAME at start, then the GC of layers no image uses. */
+static int images_at_start(sup_img_store *store, const sup_config *cfg, sbx_err *err)
+{
+	for (size_t i = 0; i < cfg->nimports; i++) {
+		const char *arg = cfg->imports[i], *eq = strchr(arg, '=');
+		char name[SUP_IMG_REF_MAX + 1] = "";
+		const char *path = arg;
+		if (eq && !memchr(arg, '/', (size_t)(eq - arg))) {
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - arg), arg);
+			path = eq + 1;
+		}
+		sup_img_imported out;
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (sup_img_import_path(store, path, name[0] ? name : NULL, &out, err) < 0)
+			return sbx_err_wrap(err, "--import-image");
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		for (size_t k = 0; k < out.n; k++)
+			sup_info("image %s imported from %s (%u layer(s) unpacked, %u shared) in %ld ms",
+				 out.digests[k], path, out.layers_new, out.layers_shared,
+				 (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+	}
+	for (size_t i = 0; i < cfg->nremoves; i++) {
+		if (sup_img_store_delete(store, cfg->removes[i], err) < 0)
+			return sbx_err_wrap(err, "--remove-image");
+		sup_info("image %s removed", cfg->removes[i]);
+	}
+	uint64_t freed;
+	unsigned layers;
+	if (sup_img_store_gc(store, &freed, &layers, err) < 0)
+		return sbx_err_wrap(err, "image GC");
+	if (layers)
+		sup_info("image GC: %u layer(s) no image uses removed (%llu bytes)", layers,
+			 (unsigned long long)freed);
+	sup_info("image store: %zu image(s), %llu bytes of layers", sup_img_store_count(store),
+		 (unsigned long long)sup_img_store_usage(store));
+	return 0;
+}
 
 typedef struct sup_main {
 	struct event_base *base;
@@ -260,6 +305,7 @@ int main(int argc, char **argv)
 	struct event_base *base = NULL;
 	sup_workers *workers = NULL;
 	sup_pools *pools = NULL;
+	sup_img_store *store = NULL;
 	sup_main m = { 0 };
 	sup_policy *policy = NULL;
 	char *token = NULL;
@@ -362,6 +408,20 @@ int main(int argc, char **argv)
 	}
 	if (left > 0)
 		sup_info("removed %d sandbox(es) left by an earlier run", left);
+	char state_real[PATH_MAX];
+	if (!realpath(cfg.state_dir, state_real)) {
+		sbx_err_sys(&err, -errno, "state folder %s", cfg.state_dir);
+		goto fail;
+	}
+	sup_img_store_cfg scfg = {
+		.state_dir = state_real,
+		.limits = { .max_layer_bytes = cfg.image_max_layer, .max_entries = IMAGE_MAX_ENTRIES,
+			    .allow_setid = cfg.image_allow_setid },
+		.max_import_bytes = cfg.image_max_import,
+	};
+	if (sup_img_store_open(&scfg, &store, &err) < 0 || images_at_start(store, &cfg, &err) < 0)
+		goto fail;
+	rcfg.store = store;
 
 	base = event_base_new();
 	if (!base) {
@@ -398,6 +458,7 @@ int main(int argc, char **argv)
 		goto fail;
 	sup_pools_cfg pcfg = {
 		.runc = &rcfg,
+		.store = store,
 		.specs = specs,
 		.nspecs = (size_t)nspecs,
 		.max_sandboxes = cfg.max_sandboxes,
@@ -548,6 +609,7 @@ cleanup:
 	 * before the pools it points into go away. */
 	sup_workers_free(workers);
 	sup_pools_free(pools);
+	sup_img_store_free(store);
 	sup_core_free(m.core);
 	/* after the pools: their sandboxes' slots are put back (or, when the
 	 * grace ran out, their links go with the router) */

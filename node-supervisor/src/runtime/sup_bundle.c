@@ -130,8 +130,9 @@ static json_t *mounts_json(const sup_bundle_spec *s)
 	}
 	r |= add_mount(m, SUP_BUNDLE_RUN_DIR, "bind", s->run_dir,
 		       json_pack("[sssss]", "bind", "rw", "nosuid", "nodev", "noexec"));
-	r |= add_mount(m, SUP_BUNDLE_AGENT_PATH, "bind", s->agent_path,
-		       json_pack("[ssss]", "bind", "ro", "nosuid", "nodev"));
+	if (s->agent_path)
+		r |= add_mount(m, SUP_BUNDLE_AGENT_PATH, "bind", s->agent_path,
+			       json_pack("[ssss]", "bind", "ro", "nosuid", "nodev"));
 	if (r)
 		return NULL;
 	json_t *out = m;

@@ -29,7 +29,8 @@ typedef struct sup_bundle_spec {
 	const char *hostname;     /* also the sandbox id */
 	const char *rootfs;       /* root.path, relative to the bundle ("rootfs") */
 	const char *run_dir;      /* host folder bound read-write at SUP_BUNDLE_RUN_DIR */
-	const char *agent_path;   /* host agent binary, bound read-only at SUP_BUNDLE_AGENT_PATH */
+	const char *agent_path;   /* host agent binary, bound read-only at SUP_BUNDLE_AGENT_PATH;
+				   * NULL: the image's own runs */
 	const char *cgroups_path; /* linux.cgroupsPath, e.g. "/sbx/<container-id>" */
 	bool cgroup_ns;           /* the kernel has cgroup namespaces */
 	unsigned long nofile;     /* RLIMIT_NOFILE, soft = hard */

@@ -39,7 +39,17 @@ int sup_overlay_check_path(const char *what, const char *path, sbx_err *err)
 int sup_overlay_mount(const char *lower, const char *upper, const char *work,
 		      const char *target, sbx_err *err)
 {
-	int r = sup_overlay_check_path("lower", lower, err);
+	/* lower: one folder, or several (top first) joined by ':' */
+	int r = 0;
+	for (const char *l = lower; r == 0 && *l;) {
+		const char *end = strchrnul(l, ':');
+		char one[PATH_MAX];
+		snprintf(one, sizeof(one), "%.*s", (int)(end - l), l);
+		r = sup_overlay_check_path("lower", one, err);
+		l = *end ? end + 1 : end;
+	}
+	if (r == 0 && !lower[0])
+		r = sbx_err_set(err, -EINVAL, "lower: empty");
 	if (r == 0)
 		r = sup_overlay_check_path("upper", upper, err);
 	if (r == 0)

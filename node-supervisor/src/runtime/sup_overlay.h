@@ -12,7 +12,8 @@
  * characters and of "." / ".." components and empty ones ("//"). */
 int sup_overlay_check_path(const char *what, const char *path, sbx_err *err);
 
-/* Mount an overlay on target (nosuid, nodev). It is mounted "volatile" where
+/* Mount an overlay on target (nosuid, nodev); lower is one folder or
+ * several, top first, joined by ':'. It is mounted "volatile" where
  * the kernel has it: the upper layer of a sandbox is thrown away after a host
  * crash anyway, and skipping its syncs keeps a guest's fsync storms from
  * stalling the host's disk for every other sandbox. */

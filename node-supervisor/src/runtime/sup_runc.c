@@ -418,9 +418,10 @@ static int make_dirs(const box_paths *p, const sup_runc_image *img, sbx_err *err
 		return sbx_err_sys(err, -errno, "open %s", p->dir);
 	/* the root of the merged tree shows the upper folder's mode and owner */
 	struct stat st;
-	if (stat(img->lower, &st) < 0)
-		return sbx_err_sys(err, -errno, "image %s", img->lower);
-	int r = sup_fs_mkdir(d, "bundle", 0700, 0, 0, 0, err);
+	int r = sup_runc_image_stat(img, ".", &st);
+	if (r < 0)
+		return sbx_err_sys(err, r, "image %.200s", img->lower);
+	r = sup_fs_mkdir(d, "bundle", 0700, 0, 0, 0, err);
 	r = r ?: sup_fs_mkdir(d, "bundle/rootfs", 0755, 0, 0, 0, err);
 	r = r ?: sup_fs_mkdir(d, SUP_DISK_UPPER, st.st_mode & 07777, st.st_uid, st.st_gid, 0, err);
 	r = r ?: sup_fs_mkdir(d, SUP_DISK_WORK, 0700, 0, 0, 0, err);
@@ -429,14 +430,11 @@ static int make_dirs(const box_paths *p, const sup_runc_image *img, sbx_err *err
 		return r;
 	/* every sandbox has /workspace (the sandbox user's) and /tmp, also
 	 * from an image that lacks them: they go into the upper layer */
-	SBX_AUTO_CLOSE int low = open(img->lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (low < 0)
-		return sbx_err_sys(err, -errno, "image %s", img->lower);
 	struct stat x;
-	if (fstatat(low, "workspace", &x, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+	if (sup_runc_image_stat(img, "workspace", &x) == -ENOENT)
 		r = sup_fs_mkdir(d, SUP_DISK_UPPER "/workspace", 0755, SUP_RUNC_SANDBOX_UID,
 				 SUP_RUNC_SANDBOX_GID, 0, err);
-	if (r == 0 && fstatat(low, "tmp", &x, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+	if (r == 0 && sup_runc_image_stat(img, "tmp", &x) == -ENOENT)
 		r = sup_fs_mkdir(d, SUP_DISK_UPPER "/tmp", 01777, 0, 0, 0, err);
 	return r;
 }
@@ -520,7 +518,7 @@ static int create_in(const sup_runc_cfg *cfg, const sup_runtime *rt, const char 
 		.hostname = id,
 		.rootfs = "rootfs",
 		.run_dir = p->run,
-		.agent_path = cfg->agent_path,
+		.agent_path = img->agent_bundled ? NULL : cfg->agent_path,
 		.cgroups_path = p->cgroup,
 		.cgroup_ns = stat("/proc/self/ns/cgroup", &st) == 0,
 		.nofile = nofile,
@@ -574,7 +572,7 @@ int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 		return sbx_err_set(err, -ENOMEM, "create sandbox");
 	int r = make_paths(cfg, id, p, err);
 	if (r == 0)
-		r = sup_runc_image_resolve(p->state, image ? image : "host", img, err);
+		r = sup_runc_image_resolve(p->state, cfg->store, image ? image : "host", img, err);
 	if (r < 0)
 		return sbx_err_wrap(err, "create sandbox %.64s", id);
 

@@ -43,6 +43,7 @@ typedef struct sup_runc_cfg {
 	bool protect_agent;     /* exempt each agent from the OOM killer (needs
 				 * CAP_SYS_RESOURCE: sup_runc_can_protect_agent) */
 	const char *resolv_conf;   /* /etc/resolv.conf of every sandbox (NULL: the image's) */
+	struct sup_img_store *store; /* images by ref or digest; NULL: none */
 } sup_runc_cfg;
 
 typedef struct sup_runc_box {
@@ -79,8 +80,9 @@ bool sup_runc_can_protect_agent(void);
  * supervisors' (network namespaces, links) carries it too. */
 int sup_runc_state_tag(const sup_runc_cfg *cfg, char out[9], sbx_err *err);
 
-/* Make a new sandbox from image ("host", also for NULL, or the absolute path
- * of a rootfs folder, which must not contain the state folder) with the
+/* Make a new sandbox from image ("host", also for NULL, the absolute path
+ * of a rootfs folder, which must not contain the state folder, or a ref or
+ * digest of cfg->store: its layers as the overlay's lower layers) with the
  * limits cfg->res (cgroup through the runtime, its disk layer: sup_disk.h;
  * the agent exempt from the OOM killer with cfg->protect_agent), run by the
  * runtime of isolation (-EINVAL when it is not offered), and return

@@ -12,6 +12,7 @@
 
 #include "sbx/cleanup.h"
 #include "sup_fsutil.h"
+#include "sup_img_store.h"
 #include "sup_overlay.h"
 
 #define U SUP_RUNC_SANDBOX_UID
@@ -245,11 +246,61 @@ int sup_runc_image_prepare_host(const char *state_dir, sbx_err *err)
 	return 0;
 }
 
-int sup_runc_image_resolve(const char *state_dir, const char *image, sup_runc_image *img,
-			   sbx_err *err)
+int sup_runc_image_stat(const sup_runc_image *img, const char *rel, struct stat *st)
+{
+	for (const char *l = img->lower; *l;) {
+		const char *end = strchrnul(l, ':');
+		char path[PATH_MAX];
+		int n = snprintf(path, sizeof(path), "%.*s/%s", (int)(end - l), l, rel);
+		if (n < 0 || (size_t)n >= sizeof(path))
+			return -ENAMETOOLONG;
+		if (lstat(path, st) == 0) {
+			/* a whiteout (0/0 character device) hides the layers below */
+			if (S_ISCHR(st->st_mode) && st->st_rdev == 0)
+				return -ENOENT;
+			return 0;
+		}
+		if (errno != ENOENT && errno != ENOTDIR)
+			return -errno;
+		l = *end ? end + 1 : end;
+	}
+	return -ENOENT;
+}
+
+/* The layers of a store image, top first. */
+static int resolve_store(struct sup_img_store *store, const char *image, sup_runc_image *img,
+			 sbx_err *err)
+{
+	sup_image im;
+	int r = sup_img_store_get(store, image, &im, err);
+	if (r < 0)
+		return r;
+	size_t len = 0;
+	for (size_t i = im.nlayers; r == 0 && i-- > 0;) {
+		char path[PATH_MAX];
+		r = sup_img_store_layer_path(store, im.layers[i], path, sizeof(path), err);
+		int n = r < 0 ? 0 : snprintf(img->lower + len, sizeof(img->lower) - len, "%s%s", len ? ":" : "", path);
+		if (r == 0 && (n < 0 || (size_t)n >= sizeof(img->lower) - len))
+			r = sbx_err_set(err, -ENAMETOOLONG, "image %.200s: too many layers for one overlay", image);
+		len += (size_t)n;
+		img->nlower++;
+	}
+	if (r == 0 && im.nlayers == 0)
+		r = sbx_err_set(err, -EINVAL, "image %.200s: no layers", image);
+	img->agent_bundled = im.agent_bundled;
+	sup_image_release(&im);
+	return r;
+}
+
+int sup_runc_image_resolve(const char *state_dir, struct sup_img_store *store, const char *image,
+			   sup_runc_image *img, sbx_err *err)
 {
 	memset(img, 0, sizeof(*img));
-	if (strcmp(image, "host") == 0) {
+	if (store && strcmp(image, "host") != 0 && image[0] != '/') {
+		int r = resolve_store(store, image, img, err);
+		if (r < 0)
+			return r;
+	} else if (strcmp(image, "host") == 0) {
 		char images[PATH_MAX];
 		int r = path_join(images, sizeof(images), state_dir, "images/host", err);
 		if (r == 0)
@@ -298,11 +349,10 @@ int sup_runc_image_resolve(const char *state_dir, const char *image, sup_runc_im
 			return sbx_err_set(err, -EINVAL,
 					   "image '%s': overlaps the supervisor's state folder", image);
 	}
+	if (img->nlower == 0)
+		img->nlower = 1;
 	struct stat est;
-	char etc[PATH_MAX];
-	if (path_join(etc, sizeof(etc), img->lower, "etc", err) < 0)
-		return sbx_err_wrap(err, "image '%s'", image);
-	if (lstat(etc, &est) == 0 && S_ISDIR(est.st_mode)) {
+	if (sup_runc_image_stat(img, "etc", &est) == 0 && S_ISDIR(est.st_mode)) {
 		img->etc_dir = true;
 		img->etc_mode = est.st_mode & 07777;
 		img->etc_uid = est.st_uid;

@@ -65,6 +65,9 @@ typedef enum sbx_proto_code {
 	SBX_PROTO_E_TIMEOUT,            /* "timeout" */
 	SBX_PROTO_E_SHUTTING_DOWN,      /* "shutting_down" */
 	SBX_PROTO_E_INTERNAL,           /* "internal" */
+	SBX_PROTO_E_BAD_OUTPUT,         /* "bad_output": a program wrote what its stream's contract forbids
+					 * (an MCP server: a line that is not JSON, or over its limit) */
+	SBX_PROTO_E_CRASHED,            /* "crashed": a long-lived program (an MCP server) ended while in use */
 } sbx_proto_code;
 
 const char *sbx_proto_code_name(sbx_proto_code code);
@@ -96,7 +99,12 @@ sbx_proto_code sbx_proto_code_from_errno(int neg_errno);
 #define SBX_OP_PROC_SIGNAL "proc.signal"
 #define SBX_OP_PROC_KILL "proc.kill"
 #define SBX_OP_PROC_RESIZE "proc.resize"
-/* reserved: "reset" "mcp.open" */
+/* MCP servers (sbx/proto_mcp.h has their keys). */
+#define SBX_OP_MCP_CONFIGURE "mcp.configure"
+#define SBX_OP_MCP_REMOVE "mcp.remove"
+#define SBX_OP_MCP_LIST "mcp.list"
+#define SBX_OP_MCP_OPEN "mcp.open"
+/* reserved: "reset" */
 /* Channel of file.read and file.write data frames. */
 #define SBX_CH_FILE "file"
 
