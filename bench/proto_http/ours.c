@@ -12,6 +12,17 @@
 
 #include "sup_http.h"
 #include "sup_log.h"
+#include "sup_token.h"
+
+struct sup_tenant {
+	int unused;
+};
+static const struct sup_tenant caller;
+
+static const struct sup_tenant *auth(void *ud, const char *token, size_t len)
+{
+	return sup_token_equal("tok-0123456789abcdef", token, len) ? &caller : NULL;
+}
 
 static int act(sup_http_req *r, void *state, sbx_err *err)
 {
@@ -30,7 +41,7 @@ int main(int argc, char **argv)
 {
 	struct event_base *base = event_base_new();
 	sup_http_mount m = { &fam, NULL };
-	sup_http_cfg cfg = { .host = "127.0.0.1", .port = (uint16_t)atoi(argv[1]), .token = "tok-0123456789abcdef",
+	sup_http_cfg cfg = { .host = "127.0.0.1", .port = (uint16_t)atoi(argv[1]), .auth = auth,
 			     .max_body = 1 << 20, .max_conns = 19000, .head_timeout_s = 10,
 			     .body_timeout_s = 60, .idle_timeout_s = 60, .mounts = &m, .nmounts = 1 };
 	sbx_err err;

@@ -13,6 +13,9 @@
 
 struct event_base;
 
+/* The bearer token the harness's server takes. */
+#define TH_TOKEN "secret-token-0123456789"
+
 typedef struct th_server {
 	struct event_base *base;
 	sup_http *h;

@@ -17,20 +17,39 @@
 static sup_files_ctx ctx;
 static sup_fq *q;
 static msgpack_unpacked args;
+static sup_policy *node_policy;
+static sup_tenants *tenants;
+static const sup_tenant *who; /* the caller of parse() */
 
+/* Two tenants: "default" with the node's policy (the built-in one), and
+ * "ro" whose own paths make /workspace read-only and give nothing else. */
 static int setup(void **state)
 {
 	sbx_err e;
-	sup_policy *p;
-	assert_int_equal(sup_policy_new_default(&p, &e), 0);
-	ctx.policy = p;
+	assert_int_equal(sup_policy_new_default(&node_policy, &e), 0);
+	static const char *const isos[] = { "runc" };
+	sup_tenants_node node = { .policy = node_policy, .max_timeout_s = 60, .isolations = isos,
+				  .nisolations = 1 };
+	sup_resources_default(&node.res_default);
+	node.res_max = node.res_default;
+	char json[512];
+	char h1[SUP_TOKEN_HASH_TEXT_LEN + 1], h2[SUP_TOKEN_HASH_TEXT_LEN + 1];
+	assert_int_equal(sup_token_hash_text("t1", 2, h1, &e), 0);
+	assert_int_equal(sup_token_hash_text("t2", 2, h2, &e), 0);
+	snprintf(json, sizeof(json),
+		 "{\"tenants\": {\"default\": {\"tokens\": [\"%s\"]}, \"ro\": {\"tokens\": [\"%s\"], "
+		 "\"paths\": [{\"root\": \"/workspace\", \"mode\": \"ro\"}]}}}",
+		 h1, h2);
+	assert_int_equal(sup_tenants_load_json(json, strlen(json), "test", &node, &tenants, &e), 0);
+	who = sup_tenants_find(tenants, "default");
 	ctx.max_upload = 1000;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	sup_policy_free((sup_policy *)ctx.policy);
+	sup_tenants_unref(tenants);
+	sup_policy_free(node_policy);
 	return 0;
 }
 
@@ -53,7 +72,7 @@ static int parse(const char *name, const char *query, const char *body, const su
 	done();
 	sup_http_in in = { .id = "sb-1", .query = query, .body = body ? body : "",
 			   .body_len = body ? strlen(body) : 0, .hdrs = hdrs, .nhdrs = nhdrs,
-			   .body_expect = expect };
+			   .body_expect = expect, .who = who };
 	q = calloc(1, sup_files_family.state_size);
 	for (size_t i = 0; i < sup_files_family.nroutes; i++) {
 		const sup_http_route *r = &sup_files_family.routes[i];
@@ -200,6 +219,21 @@ static void test_body_routes(void **state)
 	done();
 }
 
+/* A tenant's own paths decide, not the node's policy. */
+static void test_tenant_policy(void **state)
+{
+	sbx_err e;
+	who = sup_tenants_find(tenants, "ro");
+	assert_int_equal(P("GET fs/stat", "path=/workspace/a", &e), 0);
+	assert_int_equal(P("DELETE files", "path=/workspace/a", &e), -EPERM);
+	assert_non_null(strstr(e.msg, "read-only"));
+	assert_int_equal(P("GET fs/stat", "path=/tmp/a", &e), -EPERM);
+	who = sup_tenants_find(tenants, "default");
+	assert_int_equal(P("DELETE files", "path=/workspace/a", &e), 0);
+	assert_int_equal(P("GET fs/stat", "path=/tmp/a", &e), 0);
+	done();
+}
+
 int main(void)
 {
 	msgpack_unpacked_init(&args);
@@ -207,6 +241,7 @@ int main(void)
 		cmocka_unit_test(test_query_routes),
 		cmocka_unit_test(test_download_and_upload),
 		cmocka_unit_test(test_body_routes),
+		cmocka_unit_test(test_tenant_policy),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

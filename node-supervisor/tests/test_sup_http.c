@@ -135,7 +135,7 @@ static void test_routes(void **state)
 	assert_null(sup_http_match(srv.h, "GET", "/v1/sandboxes//x/7", &m, allow, 64, &why));
 }
 
-#define AUTH "Authorization: Bearer secret-token-0123456789\r\n"
+#define AUTH "Authorization: Bearer " TH_TOKEN "\r\n"
 
 static void test_keepalive_pipelining(void **state)
 {

@@ -117,7 +117,7 @@ static int from_json(const char *text, sup_resources *out, sbx_err *e)
 	json_t *j = json_loads(text, 0, &je);
 	assert_non_null(j);
 	sbx_err_clear(e);
-	int rc = sup_resources_from_json(j, &def, &m, out, e);
+	int rc = sup_resources_from_json(j, &def, &m, out, NULL, e);
 	json_decref(j);
 	return rc;
 }
@@ -165,7 +165,7 @@ static void test_json_errors(void **state)
 	sbx_err e;
 	sup_resources_default(&def);
 	json_t *arr = json_array();
-	assert_int_equal(sup_resources_from_json(arr, &def, &m, &r, &e), -EINVAL);
+	assert_int_equal(sup_resources_from_json(arr, &def, &m, &r, NULL, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "field \"resources\": want an object"));
 	json_decref(arr);
 

@@ -55,10 +55,12 @@ for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
 
 class Supervisor:
     def __init__(self, binary, agent, state_dir=None, pool_size=2, extra=(), host="127.0.0.1",
-                 wrap=()):
+                 wrap=(), token=None):
         """host: the address to listen on (port 0); wrap: a command the
         supervisor runs under (nsenter --net=... to run it in a network
-        namespace of the test's)."""
+        namespace of the test's); token: the one to call with when
+        --tenants is in extra (the supervisor then has no token file), else
+        the state folder's."""
         self.binary = binary
         self.host = host
         self.wrap = list(wrap)
@@ -70,7 +72,8 @@ class Supervisor:
         self.extra = list(extra)
         self.proc = None
         self.port = None
-        self.token = None
+        self.token = token
+        self.metrics_port = None
         self.log_path = None
 
     # ---- process ----
@@ -98,10 +101,14 @@ class Supervisor:
                     break
                 buf += chunk
                 m = re.search(rb"listening on http://" + re.escape(self.host.encode()) + rb":(\d+)", buf)
-                if m and b"token" in buf:
+                mm = re.search(rb"metrics on http://127\.0\.0\.1:(\d+)", buf)
+                if mm:
+                    self.metrics_port = int(mm.group(1))
+                if m and (b"token" in buf or b"tenants from" in buf):
                     self.port = int(m.group(1))
-                    with open(os.path.join(self.state_dir, "token")) as f:
-                        self.token = f.read().strip()
+                    if self.token is None:
+                        with open(os.path.join(self.state_dir, "token")) as f:
+                            self.token = f.read().strip()
                     return self
             if self.proc.poll() is not None:
                 break

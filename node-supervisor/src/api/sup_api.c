@@ -117,6 +117,7 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 		} else if (strcmp(key, "image") == 0) {
 			rc = get_cstr(v, "image", false, SUP_API_MAX_PATH, &out->image, err);
 		} else if (strcmp(key, "isolation") == 0) {
+			out->given |= SUP_CREATE_GIVEN_ISOLATION;
 			if (!json_is_string(v) || sup_isolation_parse(json_string_value(v),
 								      json_string_length(v),
 								      &out->isolation) < 0)
@@ -133,12 +134,15 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 							 lim->max_timeout_s);
 				else
 					out->timeout_s = (unsigned)t;
+				out->given |= SUP_CREATE_GIVEN_TIMEOUT;
 			}
 		} else if (strcmp(key, "env") == 0) {
 			rc = parse_env(v, &out->env, err);
 		} else if (strcmp(key, "resources") == 0) {
+			unsigned res_given = 0;
 			rc = sup_resources_from_json(v, &lim->res_default, &lim->res_max,
-						     &out->resources, err);
+						     &out->resources, &res_given, err);
+			out->given |= res_given;
 		} else if (strcmp(key, "network") == 0) {
 			out->network = malloc(sizeof(*out->network));
 			rc = out->network ? sup_netpol_from_json(v, out->network, err)

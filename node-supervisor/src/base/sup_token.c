@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,17 +146,75 @@ bool sup_token_equal(const char *expected, const char *given, size_t given_len)
 	return diff == 0;
 }
 
-bool sup_token_check_bearer(const char *expected, const char *header)
+bool sup_token_bearer(const char *header, const char **tok, size_t *len)
 {
-	if (!header)
-		return false;
-	if (strncasecmp(header, "Bearer ", 7) != 0)
+	if (!header || strncasecmp(header, "Bearer ", 7) != 0)
 		return false;
 	const char *t = header + 7;
 	while (*t == ' ')
 		t++;
-	size_t len = strlen(t);
-	while (len > 0 && (t[len - 1] == ' ' || t[len - 1] == '\t'))
-		len--;
-	return sup_token_equal(expected, t, len);
+	size_t n = strlen(t);
+	while (n > 0 && (t[n - 1] == ' ' || t[n - 1] == '\t'))
+		n--;
+	*tok = t;
+	*len = n;
+	return true;
+}
+
+bool sup_token_check_bearer(const char *expected, const char *header)
+{
+	const char *t;
+	size_t len;
+	return sup_token_bearer(header, &t, &len) && sup_token_equal(expected, t, len);
+}
+
+int sup_token_hash(const char *token, size_t len, uint8_t out[SUP_TOKEN_HASH_LEN], sbx_err *err)
+{
+	unsigned int n = 0;
+	if (EVP_Digest(token, len, out, &n, EVP_sha256(), NULL) != 1 || n != SUP_TOKEN_HASH_LEN)
+		return sbx_err_set(err, -EIO, "sha256: libcrypto failed");
+	return 0;
+}
+
+static const char hexdig[] = "0123456789abcdef";
+
+int sup_token_hash_text(const char *token, size_t len, char *out, sbx_err *err)
+{
+	uint8_t h[SUP_TOKEN_HASH_LEN];
+	int rc = sup_token_hash(token, len, h, err);
+	if (rc < 0)
+		return rc;
+	size_t o = sizeof(SUP_TOKEN_HASH_PREFIX) - 1;
+	memcpy(out, SUP_TOKEN_HASH_PREFIX, o);
+	for (size_t i = 0; i < SUP_TOKEN_HASH_LEN; i++) {
+		out[o++] = hexdig[h[i] >> 4];
+		out[o++] = hexdig[h[i] & 15];
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+static int hexval(char c)
+{
+	const char *p = c ? strchr(hexdig, c) : NULL;
+	return p ? (int)(p - hexdig) : -1;
+}
+
+int sup_token_hash_parse(const char *text, size_t len, uint8_t out[SUP_TOKEN_HASH_LEN])
+{
+	size_t pl = sizeof(SUP_TOKEN_HASH_PREFIX) - 1;
+	if (len != SUP_TOKEN_HASH_TEXT_LEN || memcmp(text, SUP_TOKEN_HASH_PREFIX, pl) != 0)
+		return -EINVAL;
+	for (size_t i = 0; i < SUP_TOKEN_HASH_LEN; i++) {
+		int hi = hexval(text[pl + 2 * i]), lo = hexval(text[pl + 2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+bool sup_token_hash_equal(const uint8_t a[SUP_TOKEN_HASH_LEN], const uint8_t b[SUP_TOKEN_HASH_LEN])
+{
+	return CRYPTO_memcmp(a, b, SUP_TOKEN_HASH_LEN) == 0;
 }

@@ -45,6 +45,14 @@ struct sup_agent_call {
 
 TAILQ_HEAD(sup_call_list, sup_agent_call);
 
+/* Every connection's, since start: read by /metrics (loop thread only). */
+static sup_agent_totals totals;
+
+void sup_agent_totals_get(sup_agent_totals *t)
+{
+	*t = totals;
+}
+
 struct sup_agent {
 	sbx_proto_conn *conn;
 	struct event_base *base;
@@ -221,6 +229,7 @@ static void call_late(evutil_socket_t fd, short what, void *ud)
 	else
 		sbx_err_set(&e, -ETIME, "the agent sent nothing on %s for %u ms", call->op,
 			    a->o.idle_ms);
+	totals.timeouts++;
 	dispatch_begin(a);
 	/* The caller hears first (the call is still whole for it), then the
 	 * stream is cancelled, unless the caller's answer lost the agent. */
@@ -253,6 +262,8 @@ static void agent_lost(sup_agent *a, int code, const char *why)
 {
 	if (a->lost || a->freed)
 		return;
+	if (code == -EPROTO)
+		totals.faults++;
 	a->lost = true;
 	if (a->conn) {
 		sbx_proto_conn_free(a->conn);
@@ -399,6 +410,7 @@ static void on_call_frame(sup_agent *a, sup_agent_call *call, const sbx_proto_fr
 			return;
 		}
 		call->held += f->body_len;
+		totals.bytes_from += f->data_len;
 		clock_update(call);
 		call->cbs->on_data(call, f->ch ? f->ch : "", f->ch ? f->ch_len : 0, f->data,
 				   f->data_len, f->body_len, call->ud);
@@ -410,6 +422,7 @@ static void on_call_frame(sup_agent *a, sup_agent_call *call, const sbx_proto_fr
 			return;
 		}
 		call->held += f->body_len;
+		totals.bytes_from += f->data_len;
 		clock_update(call);
 		call->cbs->on_event(call, &f->args, f->body_len, call->ud);
 		return;
@@ -775,6 +788,8 @@ static int call_sent(sup_agent_call *call, int rc, size_t m, size_t n)
 		m = 0;
 	}
 	bool starved = rc >= 0 && m < n;
+	if (rc >= 0)
+		totals.bytes_to += m;
 	if (starved != call->starved) {
 		call->starved = starved;
 		clock_update(call);

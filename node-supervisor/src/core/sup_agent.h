@@ -79,6 +79,15 @@ void sup_agent_free(sup_agent *a);
 /* Peer's software name from its hello (for logs); "" before ready. */
 const char *sup_agent_peer(const sup_agent *a);
 void sup_agent_stats_get(const sup_agent *a, sup_agent_stats *st);
+
+/* Every connection's figures since start, for /metrics. */
+typedef struct sup_agent_totals {
+	uint64_t bytes_from; /* data bytes the agents sent (command output, files read) */
+	uint64_t bytes_to;   /* data bytes sent to the agents (stdin, uploads) */
+	uint64_t timeouts;   /* calls the agents let pass their deadline */
+	uint64_t faults;     /* connections dropped for what the agent did (-EPROTO) */
+} sup_agent_totals;
+void sup_agent_totals_get(sup_agent_totals *t);
 /* The guest broke a promise above the framing (an answer of the wrong
  * shape, bytes it did not announce): the connection is dropped on the next
  * turn of the loop, so on_lost reports why (-EPROTO) and every call in

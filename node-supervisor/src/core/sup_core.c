@@ -2,12 +2,15 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <inttypes.h>
 #include <search.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "sup_agent.h"
+#include "sup_core_int.h"
 #include "sup_core_mcp.h"
 #include "sup_log.h"
 #include "sup_net.h"
@@ -24,7 +27,16 @@ struct sup_core {
 	TAILQ_HEAD(, sup_op) creates;
 	size_t captured;            /* bytes held by all execs in flight */
 	bool shutting_down;
+	/* For /metrics. */
+	sup_hist exec_seconds;
+	uint64_t execs[SUP_CORE_EXEC_RESULTS]; /* by exec_result */
+	uint64_t oom_killed;        /* execs the kernel killed for memory */
+	sup_ctab *refusals;         /* quota refusals by tenant and figure */
 };
+
+enum exec_result { EXEC_EXITED, EXEC_SIGNALED, EXEC_TIMED_OUT, EXEC_FAILED };
+const char *const sup_core_exec_results[SUP_CORE_EXEC_RESULTS] = { "exited", "signaled",
+								   "timed_out", "failed" };
 
 typedef enum sup_op_kind { OP_CREATE = 1, OP_EXEC, OP_DELETE, OP_CALL } sup_op_kind;
 
@@ -49,6 +61,8 @@ struct sup_op {
 			sup_acquire *acq;
 			sup_create_req req;
 			sup_core_sandbox_cb cb;
+			char tenant[SUP_TENANT_NAME_MAX + 1];
+			bool allow_root;
 		} create;
 		struct {
 			sup_exec_call *call;
@@ -123,6 +137,27 @@ static sup_sandbox *lookup(sup_core *c, const char *id)
 	memcpy(key.id, id, strlen(id) + 1);
 	void *r = tfind(&key, &c->index, cmp_id);
 	return r ? *(sup_sandbox **)r : NULL;
+}
+
+static bool sees(const sup_tenant *who, const sup_sandbox *sb)
+{
+	return who->admin || strcmp(who->name, sb->tenant) == 0;
+}
+
+/* The sandbox id as who may see it: another tenant's is not there. */
+static sup_sandbox *lookup_for(sup_core *c, const sup_tenant *who, const char *id, sbx_err *err)
+{
+	sup_sandbox *sb = lookup(c, id);
+	if (!sb || !sees(who, sb)) {
+		sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
+		return NULL;
+	}
+	return sb;
+}
+
+int sup_core_check_owner(sup_core *c, const sup_tenant *who, const char *id, sbx_err *err)
+{
+	return lookup_for(c, who, id, err) ? 0 : err->code;
 }
 
 static void unlist(sup_core *c, sup_sandbox *sb)
@@ -233,9 +268,12 @@ static void on_expiry(evutil_socket_t fd, short what, void *ud)
 /* ---- create ---- */
 
 /* The sandbox is RUNNING: list it with the request's lifetime and env. */
-static int adopt(sup_core *c, sup_sandbox *sb, sup_create_req *req, sbx_err *err)
+static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 {
+	sup_create_req *req = &op->u.create.req;
 	sb->core = c;
+	memcpy(sb->tenant, op->u.create.tenant, sizeof(sb->tenant));
+	sb->allow_root = op->u.create.allow_root;
 	sb->created_at = time(NULL);
 	sb->expires_at = sb->created_at + (time_t)req->timeout_s;
 	sb->env = req->env;
@@ -271,8 +309,8 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_create_req *req, sbx_err *err
 	sup_resources_format_cpus(sb->res.cpu_milli, cpus, sizeof(cpus));
 	sup_resources_format_size(sb->res.memory, mem, sizeof(mem));
 	sup_resources_format_size(sb->res.disk, disk, sizeof(disk));
-	sup_info("sandbox %s: handed out (image %s, %s, timeout %us, %zu env, cpus=%s,memory=%s,pids=%u,disk=%s, %s)",
-		 sb->id, sup_pools_image_of(sb), sup_isolation_names[sup_pools_isolation_of(sb)],
+	sup_info("sandbox %s: handed out to tenant %s (image %s, %s, timeout %us, %zu env, cpus=%s,memory=%s,pids=%u,disk=%s, %s)",
+		 sb->id, sb->tenant, sup_pools_image_of(sb), sup_isolation_names[sup_pools_isolation_of(sb)],
 		 req->timeout_s, sb->env.n, cpus, mem, (unsigned)sb->res.pids, disk,
 		 req->network ? "network by policy" : "loopback only");
 	return 0;
@@ -285,7 +323,7 @@ static void on_acquired(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
 	TAILQ_REMOVE(&c->creates, op, link);
 	sbx_err e;
 	sbx_err_clear(&e);
-	if (rc == 0 && adopt(c, sb, &op->u.create.req, &e) < 0) {
+	if (rc == 0 && adopt(c, sb, op, &e) < 0) {
 		rc = e.code;
 		err = &e;
 	}
@@ -298,21 +336,26 @@ static void on_acquired(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
 }
 
 /* May this request have a sandbox of its isolation? Only where the node
- * offers it (its runtime answered at start: some pool runs it). Tenants
- * narrow it here: a tenant's allowed isolations ("isolation" in the tenant
- * file) are checked beside this, before any pool is asked. */
-static int allow_isolation(const sup_core *c, const sup_create_req *req, sbx_err *err)
+ * offers it (its runtime answered at start: some pool runs it) and its
+ * tenant may use it. */
+static int allow_isolation(const sup_core *c, const sup_tenant *who, const sup_create_req *req,
+			   sbx_err *err)
 {
-	for (size_t i = 0; i < sup_pools_count(c->pools); i++) {
+	bool offered = false;
+	for (size_t i = 0; i < sup_pools_count(c->pools) && !offered; i++) {
 		sup_pool_stats s;
 		sup_pools_stats(c->pools, i, &s);
-		if (s.isolation == req->isolation)
-			return 0;
+		offered = s.isolation == req->isolation;
 	}
-	return sbx_err_set(err, -EINVAL, "isolation \"%s\" is not offered on this node%s",
-			   sup_isolation_names[req->isolation],
-			   req->isolation == SUP_ISO_GVISOR ? " (its runtime, runsc, did not answer at start)"
-							    : "");
+	if (!offered)
+		return sbx_err_set(err, -EINVAL, "isolation \"%s\" is not offered on this node%s",
+				   sup_isolation_names[req->isolation],
+				   req->isolation == SUP_ISO_GVISOR ? " (its runtime, runsc, did not answer at start)"
+								    : "");
+	if (!sup_tenant_may_isolation(who, req->isolation))
+		return sbx_err_set(err, -EPERM, "tenant %s may not use isolation \"%s\"", who->name,
+				   sup_isolation_names[req->isolation]);
+	return 0;
 }
 
 /* A policy needs the node's egress (--uplink) and a sandbox plumbed for
@@ -334,14 +377,73 @@ static int allow_network(const sup_core *c, const sup_create_req *req, sbx_err *
 	return 0;
 }
 
-int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, void *ud,
-		    sup_op **opp, sbx_err *err)
+/* What req leaves out is who's; what it names must be within who's. */
+static int apply_tenant(const sup_tenant *who, sup_create_req *req, sbx_err *err)
+{
+	if (!(req->given & SUP_CREATE_GIVEN_ISOLATION) && who->default_isolation < SUP_ISO_N)
+		req->isolation = (sup_isolation)who->default_isolation;
+	sup_resources_take(&req->resources, &who->res_default,
+			   ~req->given & (SUP_RES_CPUS | SUP_RES_MEMORY | SUP_RES_PIDS | SUP_RES_DISK));
+	if (req->timeout_s > who->max_timeout_s) {
+		if (req->given & SUP_CREATE_GIVEN_TIMEOUT)
+			return sbx_err_set(err, -EINVAL,
+					   "field \"timeout\": %u seconds is over tenant %s's most of %u",
+					   req->timeout_s, who->name, who->max_timeout_s);
+		req->timeout_s = who->max_timeout_s;
+	}
+	const char *image = req->image ? req->image : "host";
+	if (!sup_tenant_may_image(who, image))
+		return sbx_err_set(err, -EPERM, "tenant %s may not use image \"%.200s\"", who->name,
+				   image);
+	return 0;
+}
+
+/* ---- quotas ---- */
+
+/* What tenant holds: its listed sandboxes (destroying ones too, until
+ * they are gone) and its creates still waiting for a pool. */
+static void tenant_held(const sup_core *c, const char *tenant, sup_quota *h)
+{
+	memset(h, 0, sizeof(*h));
+	const sup_sandbox *sb;
+	TAILQ_FOREACH(sb, &c->listed, reg_link)
+	if (strcmp(sb->tenant, tenant) == 0)
+		sup_quota_add(h, &sb->res);
+	const sup_op *op;
+	TAILQ_FOREACH(op, &c->creates, link)
+	if (strcmp(op->u.create.tenant, tenant) == 0)
+		sup_quota_add(h, &op->u.create.req.resources);
+}
+
+static int check_quota(sup_core *c, const sup_tenant *who, const sup_resources *want,
+		       sbx_err *err)
+{
+	if (!who->quota.set)
+		return 0;
+	sup_quota h;
+	tenant_held(c, who->name, &h);
+	const char *fig = NULL;
+	int rc = sup_quota_check(who, &h, want, &fig, err);
+	if (rc < 0 && c->refusals) {
+		const char *labels[] = { who->name, fig };
+		sup_ctab_add(c->refusals, labels, 1);
+	}
+	return rc;
+}
+
+int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
+		    sup_core_sandbox_cb cb, void *ud, sup_op **opp, sbx_err *err)
 {
 	*opp = NULL;
 	if (c->shutting_down)
 		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
-	int rc = allow_isolation(c, req, err);
-	rc = rc ?: allow_network(c, req, err);
+	int rc = apply_tenant(who, req, err);
+	if (rc == 0)
+		rc = allow_isolation(c, who, req, err);
+	if (rc == 0)
+		rc = allow_network(c, req, err);
+	if (rc == 0)
+		rc = check_quota(c, who, &req->resources, err);
 	if (rc < 0)
 		return rc;
 	sup_op *op = calloc(1, sizeof(*op));
@@ -353,6 +455,8 @@ int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, vo
 	op->u.create.req = *req;
 	memset(req, 0, sizeof(*req));
 	op->u.create.cb = cb;
+	memcpy(op->u.create.tenant, who->name, sizeof(op->u.create.tenant));
+	op->u.create.allow_root = who->allow_root;
 	const char *image = op->u.create.req.image ? op->u.create.req.image : "host";
 	sup_sandbox *now = NULL;
 	rc = sup_pools_acquire(c->pools, image, op->u.create.req.isolation,
@@ -373,11 +477,12 @@ int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, vo
 
 /* ---- get / list ---- */
 
-int sup_core_get(sup_core *c, const char *id, sup_sandbox_view *out, sbx_err *err)
+int sup_core_get(sup_core *c, const sup_tenant *who, const char *id, sup_sandbox_view *out,
+		 sbx_err *err)
 {
-	sup_sandbox *sb = lookup(c, id);
+	sup_sandbox *sb = lookup_for(c, who, id, err);
 	if (!sb)
-		return sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
+		return err->code;
 	view_of(sb, out);
 	/* Read now: a few cgroup files and a statfs, no process. A sandbox
 	 * on its way out may have lost its cgroup already: no usage then. */
@@ -390,11 +495,14 @@ int sup_core_get(sup_core *c, const char *id, sup_sandbox_view *out, sbx_err *er
 	return 0;
 }
 
-void sup_core_list(sup_core *c, void (*fn)(const sup_sandbox_view *v, void *ud), void *ud)
+void sup_core_list(sup_core *c, const sup_tenant *who,
+		   void (*fn)(const sup_sandbox_view *v, void *ud), void *ud)
 {
 	sup_sandbox *sb;
 	TAILQ_FOREACH(sb, &c->listed, reg_link)
 	{
+		if (!sees(who, sb))
+			continue;
 		sup_sandbox_view v;
 		view_of(sb, &v);
 		fn(&v, ud);
@@ -433,13 +541,13 @@ int sup_core_set_network(sup_core *c, const char *id, const sup_netpol *p, sup_s
 
 /* ---- delete ---- */
 
-int sup_core_delete(sup_core *c, const char *id, sup_core_done_cb cb, void *ud, sup_op **opp,
-		    sbx_err *err)
+int sup_core_delete(sup_core *c, const sup_tenant *who, const char *id, sup_core_done_cb cb,
+		    void *ud, sup_op **opp, sbx_err *err)
 {
 	*opp = NULL;
-	sup_sandbox *sb = lookup(c, id);
+	sup_sandbox *sb = lookup_for(c, who, id, err);
 	if (!sb)
-		return sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
+		return err->code;
 	sup_op *op = calloc(1, sizeof(*op));
 	if (!op)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
@@ -482,6 +590,18 @@ static uint64_t elapsed_us(const struct timespec *start)
 	return us < 0 ? 0 : (uint64_t)us;
 }
 
+static void count_exec(sup_core *c, int rc, const sup_exec_status *st, uint64_t us)
+{
+	enum exec_result r = EXEC_FAILED;
+	if (st)
+		r = st->timed_out ? EXEC_TIMED_OUT : st->exited ? EXEC_EXITED : EXEC_SIGNALED;
+	c->execs[r]++;
+	if (rc == 0 || st)
+		sup_hist_observe(&c->exec_seconds, (double)us / 1e6);
+	if (st && st->oom_killed)
+		c->oom_killed++;
+}
+
 static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
 			 const sbx_err *err, void *ud)
 {
@@ -491,6 +611,7 @@ static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
 	op->u.exec.call = NULL;
 	if (rc == -ETIME)
 		count_timeout(op->sb, err);
+	count_exec(op->core, rc, st, elapsed_us(&op->u.exec.start));
 	if (op->u.exec.scb) {
 		sup_exec_status s2;
 		if (rc == 0) {
@@ -563,11 +684,13 @@ static sup_sandbox *command_sandbox(sup_core *c, const char *id, sup_exec_spec *
 	if (!sb)
 		return NULL;
 	if (spec->x.user && (strcmp(spec->x.user, "root") == 0 || strcmp(spec->x.user, "0") == 0) &&
-	    !c->cfg.allow_root) {
-		sbx_err_set(err, -EPERM, "running as root is not allowed on this supervisor (--allow-root)");
+	    !sb->allow_root) {
+		sbx_err_set(err, -EPERM,
+			    "running as root is not allowed for tenant %s (allow_root, or --allow-root without --tenants)",
+			    sb->tenant);
 		return NULL;
 	}
-	spec->x.allow_root = c->cfg.allow_root;
+	spec->x.allow_root = sb->allow_root;
 	/* the image's User (when not root) and WorkingDir are the defaults */
 	const sup_env *image_env;
 	const char *image_user, *image_workdir;
@@ -818,6 +941,13 @@ sup_core *sup_core_new(struct event_base *base, sup_pools *pools, const sup_core
 	c->base = base;
 	c->pools = pools;
 	c->cfg = *cfg;
+	static const char *const refusal_labels[] = { "tenant", "resource" };
+	c->refusals = sup_ctab_new(2, refusal_labels, 4 * SUP_TENANTS_MAX);
+	if (!c->refusals) {
+		free(c);
+		sbx_err_set(err, -ENOMEM, "core");
+		return NULL;
+	}
 	TAILQ_INIT(&c->listed);
 	TAILQ_INIT(&c->creates);
 	return c;
@@ -838,7 +968,23 @@ void sup_core_free(sup_core *c)
 	if (!c)
 		return;
 	tdestroy(c->index, noop_free);
+	sup_ctab_free(c->refusals);
 	free(c);
+}
+
+void sup_core_figures(const sup_core *c, sup_core_figs *out)
+{
+	out->pools = c->pools;
+	out->exec_seconds = &c->exec_seconds;
+	out->execs = c->execs;
+	out->oom_killed = c->oom_killed;
+	out->refusals = c->refusals;
+	out->first = TAILQ_FIRST(&c->listed);
+}
+
+const sup_sandbox *sup_core_next(const sup_sandbox *sb)
+{
+	return TAILQ_NEXT(sb, reg_link);
 }
 
 size_t sup_core_pool_count(const sup_core *c)

@@ -6,6 +6,13 @@
  * pools for sandboxes and the agent client for commands, never the other
  * way round. Loop thread only.
  *
+ * Tenants: a sandbox belongs to the tenant that created it. Lookups take
+ * the caller's tenant (who), and another tenant's sandbox is not found
+ * (-ENOENT, as an unknown id: ids do not leak); the admin tenant sees all.
+ * A create is checked against its tenant (images, isolations, timeout,
+ * defaults) and its quota (-EDQUOT naming what is over and by how much),
+ * counting the tenant's listed sandboxes and its creates still waiting.
+ *
  * Async operations: a function returns < 0 when it failed at once (its
  * callback does not run), or 0 and either *op (the callback runs later;
  * sup_op_cancel withdraws it) or *op == NULL (the callback already ran).
@@ -19,7 +26,9 @@
 
 #include "sbx/err.h"
 #include "sbx/proto_args.h"
+#include "sup_metrics.h"
 #include "sup_pool.h"
+#include "sup_tenants.h"
 #include "sup_types.h"
 
 struct event_base;
@@ -32,7 +41,6 @@ typedef struct sup_core_cfg {
 	size_t max_output;       /* captured bytes per stream of an exec */
 	size_t max_output_total; /* captured bytes of all execs in flight together */
 	unsigned max_execs;      /* execs in flight per sandbox */
-	bool allow_root;         /* execs may run as root */
 	struct sup_net *net;     /* egress by policy; NULL: sandboxes are loopback only */
 } sup_core_cfg;
 
@@ -52,27 +60,38 @@ typedef void (*sup_core_done_cb)(int rc, const sbx_err *err, void *ud);
 typedef void (*sup_core_exec_cb)(int rc, const sup_exec_result *r, const sbx_err *err, void *ud);
 
 /* Hand out a sandbox of req->image with req's lifetime, env and egress
- * policy (req is consumed). A policy is loaded into the pooled sandbox's
+ * policy (req is consumed) to who. What req does not name is who's (its
+ * default isolation, resources, a timeout within its max); an image or
+ * isolation who may not use is -EPERM, a timeout over its max -EINVAL,
+ * over its quota -EDQUOT. A policy is loaded into the pooled sandbox's
  * plumbing before the answer; without a network, asking for one is
  * -EINVAL. */
-int sup_core_create(sup_core *c, sup_create_req *req, sup_core_sandbox_cb cb, void *ud,
-		    sup_op **op, sbx_err *err);
-int sup_core_get(sup_core *c, const char *id, sup_sandbox_view *out, sbx_err *err);
+int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
+		    sup_core_sandbox_cb cb, void *ud, sup_op **op, sbx_err *err);
+int sup_core_get(sup_core *c, const sup_tenant *who, const char *id, sup_sandbox_view *out,
+		 sbx_err *err);
 /* Replace a running sandbox's egress policy (copied): new connections
- * follow it at once. *out: the sandbox as it is now. */
+ * follow it at once. *out: the sandbox as it is now. The edge has checked
+ * the id is the caller's (sup_core_check_owner). */
 int sup_core_set_network(sup_core *c, const char *id, const sup_netpol *p, sup_sandbox_view *out,
 			 sbx_err *err);
-/* Calls fn for every handed-out sandbox, oldest first. */
-void sup_core_list(sup_core *c, void (*fn)(const sup_sandbox_view *v, void *ud), void *ud);
+/* Calls fn for every handed-out sandbox who sees, oldest first. */
+void sup_core_list(sup_core *c, const sup_tenant *who,
+		   void (*fn)(const sup_sandbox_view *v, void *ud), void *ud);
 /* Destroy; the callback runs when the container is gone. */
-int sup_core_delete(sup_core *c, const char *id, sup_core_done_cb cb, void *ud, sup_op **op,
-		    sbx_err *err);
+int sup_core_delete(sup_core *c, const sup_tenant *who, const char *id, sup_core_done_cb cb,
+		    void *ud, sup_op **op, sbx_err *err);
+/* Whether who sees sandbox id: 0, or -ENOENT worded as for an unknown id.
+ * The HTTP edge asks it once for every request naming a sandbox, before
+ * its route runs; the operations below then take the id alone. */
+int sup_core_check_owner(sup_core *c, const sup_tenant *who, const char *id, sbx_err *err);
 /* Run spec (consumed) and capture its output (bounded by max_output). */
 int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
 		  void *ud, sup_op **op, sbx_err *err);
 /* For a command started another way (a background process): the same
- * policy as exec (root only with --allow-root: -EPERM; spec->allow_root
- * set) on a running sandbox, and its create-time env in *env (valid until
+ * policy as exec (root only when the sandbox's tenant has allow_root:
+ * -EPERM; spec->allow_root set) on a running sandbox, and its create-time
+ * env in *env (valid until
  * the loop runs again), which the request's env overrides key by key. */
 int sup_core_command_prepare(sup_core *c, const char *id, sup_exec_spec *spec, const sup_env **env,
 			     sbx_err *err);
@@ -145,6 +164,14 @@ struct sup_agent *sup_core_agent(sup_core *c, const char *id, sbx_err *err);
  * run. A running exec is cancelled on the agent (the command is killed); a
  * waiting create leaves its sandbox to the pool; a delete goes on. */
 void sup_op_cancel(sup_op *op);
+
+/* The node's series for /metrics: sandboxes by state, image and
+ * isolation; the pools' sizes and latencies; execs (count by result,
+ * duration, OOM kills); the agents' bytes, timeouts and faults; quota
+ * refusals; and per tenant (every tenant of ts, and the owners of
+ * sandboxes still running after a reload removed them) what it holds, what
+ * it uses now (read from each sandbox's cgroup and disk) and its quota. */
+void sup_core_metrics(sup_core *c, const sup_tenants *ts, sup_prom *w);
 
 size_t sup_core_pool_count(const sup_core *c);
 void sup_core_pool_stats(const sup_core *c, size_t i, sup_pool_stats *out);

@@ -42,11 +42,14 @@ typedef struct sup_pool {
 	unsigned fail_streak;
 	bool backoff;        /* refills paused after failures */
 	struct event *backoff_timer;
+	sup_hist acquire;    /* latencies, for /metrics */
+	sup_hist cold_create;
 } sup_pool;
 
 struct sup_acquire {
 	sup_pool *pool;
 	sup_resources res;  /* the limits the requester asked for */
+	struct timespec t0; /* asked at */
 	sup_acquire_cb cb;
 	void *ud;
 	struct event *timer;
@@ -195,6 +198,13 @@ static long us_between(const struct timespec *a, const struct timespec *b)
 	return (long)((b->tv_sec - a->tv_sec) * 1000000 + (b->tv_nsec - a->tv_nsec) / 1000);
 }
 
+static void observe_since(sup_hist *h, const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	sup_hist_observe(h, (double)us_between(t0, &now) / 1e6);
+}
+
 /* Give sb the requester's limits and hand it out; on failure it is
  * destroyed and err says why. */
 static int hand_out(sup_sandbox *sb, const sup_resources *res, sbx_err *err)
@@ -233,6 +243,7 @@ static void sandbox_ready(sup_sandbox *sb)
 	sup_pool *pool = sb->pool;
 	sb->state = SUP_SB_READY;
 	pool->creating--;
+	observe_since(&pool->cold_create, &sb->queued_at);
 	pool->fail_streak = 0;
 	sup_acquire *a = TAILQ_FIRST(&pool->waiters);
 	if (a) {
@@ -240,6 +251,7 @@ static void sandbox_ready(sup_sandbox *sb)
 		sup_acquire_cb cb = a->cb;
 		void *ud = a->ud;
 		sup_resources res = a->res;
+		struct timespec t0 = a->t0;
 		waiter_free(a);
 		sbx_err e;
 		if (hand_out(sb, &res, &e) < 0) {
@@ -247,6 +259,7 @@ static void sandbox_ready(sup_sandbox *sb)
 			return;
 		}
 		sup_debug("sandbox %s: ready, handed to a waiting request", sb->id);
+		observe_since(&pool->acquire, &t0);
 		cb(sb, 0, NULL, ud);
 	} else {
 		TAILQ_INSERT_TAIL(&pool->ready, sb, ready_link);
@@ -470,6 +483,7 @@ static int start_create(sup_pool *pool, bool front)
 	}
 	sb->pool = pool;
 	sb->state = SUP_SB_CREATING;
+	clock_gettime(CLOCK_MONOTONIC, &sb->queued_at);
 	TAILQ_INIT(&sb->delete_waiters);
 	TAILQ_INIT(&sb->execs);
 	TAILQ_INSERT_TAIL(&p->all, sb, all_link);
@@ -813,6 +827,8 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 	*wait = NULL;
 	if (p->shutting_down)
 		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	sup_pool *pool = pool_for(p, image, isolation, err);
 	if (!pool)
 		return err->code;
@@ -822,6 +838,7 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 		ensure_fill(pool);
 		if (r < 0)
 			return r;
+		observe_since(&pool->acquire, &t0);
 		*now = sb;
 		return 0;
 	}
@@ -832,6 +849,7 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	a->pool = pool;
 	a->res = *res;
+	a->t0 = t0;
 	a->cb = cb;
 	a->ud = ud;
 	a->timer = evtimer_new(p->base, on_waiter_timeout, a);
@@ -932,6 +950,8 @@ void sup_pools_stats(const sup_pools *p, size_t i, sup_pool_stats *out)
 	out->isolation = pool->isolation;
 	out->size = pool->size;
 	out->ready = pool->nready;
+	out->acquire = &pool->acquire;
+	out->cold_create = &pool->cold_create;
 	out->creating = pool->creating;
 	out->waiting = pool->nwaiters;
 }

@@ -22,6 +22,7 @@
 
 #include "sbx/err.h"
 #include "sup_agent.h"
+#include "sup_metrics.h"
 #include "sup_runc.h"
 #include "sup_sandbox.h"
 #include "sup_workers.h"
@@ -98,6 +99,8 @@ typedef struct sup_pool_stats {
 	unsigned ready;
 	unsigned creating; /* creating or connecting */
 	unsigned waiting;  /* acquires waiting */
+	const sup_hist *acquire;     /* an acquire until its sandbox was handed out */
+	const sup_hist *cold_create; /* a create queued until its agent was ready */
 } sup_pool_stats;
 
 size_t sup_pools_count(const sup_pools *p);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "sup_runc.h"
+#include "sup_tenants.h"
 #include "sup_types.h"
 
 struct sup_pool;
@@ -41,11 +42,14 @@ struct sup_sandbox {
 	unsigned net_slot;         /* its egress plumbing (sup_net), 0: none */
 	struct sup_agent *agent;   /* NULL unless CONNECTING, READY, RUNNING */
 	char reason[SBX_ERR_MSG_MAX];          /* FAILED: why the agent connection was lost */
+	struct timespec queued_at;             /* its create was queued (cold-create latency) */
 	TAILQ_ENTRY(sup_sandbox) ready_link; /* pool's ready list */
 	TAILQ_ENTRY(sup_sandbox) all_link;   /* every sandbox alive */
 
 	/* Core fields, set while handed out. */
 	struct sup_core *core;
+	char tenant[SUP_TENANT_NAME_MAX + 1]; /* its owner: only it (and admin) sees it */
+	bool allow_root;                      /* its owner's allow_root when it was made */
 	time_t created_at;
 	time_t expires_at;
 	sup_env env;

@@ -76,8 +76,11 @@ typedef struct sup_create_req {
 	sup_env env;
 	sup_resources resources; /* every figure set: the request's over the defaults */
 	sup_netpol *network;  /* egress policy; NULL: loopback only */
+	unsigned given;       /* what the request named: SUP_RES_* bits of resources,
+			       * and SUP_CREATE_GIVEN_* (the rest is the tenant's to fill) */
 	sup_mcp_servers mcp;  /* "mcp": {"servers": {...}} */
 } sup_create_req;
+enum { SUP_CREATE_GIVEN_ISOLATION = 1u << 8, SUP_CREATE_GIVEN_TIMEOUT = 1u << 9 };
 
 void sup_create_req_free(sup_create_req *r);
 

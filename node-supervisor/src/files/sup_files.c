@@ -18,6 +18,7 @@ void sup_fq_init(sup_fq *q, const sup_http_in *in, void *ctx, const char *opname
 		 const char *aop)
 {
 	q->f = ctx;
+	q->who = in->who;
 	q->id = in->id;
 	q->opname = opname;
 	q->aop = aop;
@@ -42,7 +43,8 @@ static const char *fq_subject(void *state, const sbx_err *err, size_t *len)
 {
 	sup_fq *q = state;
 	if (err->code == -EPERM && q->subj)
-		sup_policy_log_denial(SUP_FILES_TENANT, q->id, q->opname, q->subj, q->subj_len, err);
+		sup_policy_log_denial(q->who ? q->who->name : "-", q->id, q->opname, q->subj,
+				      q->subj_len, err);
 	*len = q->subj_len;
 	return q->subj;
 }
@@ -59,7 +61,9 @@ int sup_fq_check(sup_fq *q, const char *p, size_t len, sup_policy_access need,
 	q->raw_len = len;
 	q->subj = q->raw;
 	q->subj_len = len;
-	int rc = sup_policy_check(q->f->policy, SUP_FILES_TENANT, p, len, need, m, err);
+	if (!q->who)
+		return sbx_err_set(err, -EPERM, "no tenant: no file access");
+	int rc = sup_policy_check(sup_tenant_policy(q->who), q->who->name, p, len, need, m, err);
 	if (rc < 0)
 		return rc;
 	q->subj = m->path;

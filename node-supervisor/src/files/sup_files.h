@@ -15,10 +15,12 @@
 #include "sup_core.h"
 #include "sup_http.h"
 #include "sup_policy.h"
+#include "sup_tenants.h"
 
+/* The policy a request's paths go through is its tenant's
+ * (sup_tenant_policy: its own "paths", else the node's --policy). */
 typedef struct sup_files_ctx {
 	sup_core *core;
-	const sup_policy *policy;
 	uint64_t max_upload; /* bytes per PUT; 0: no limit */
 } sup_files_ctx;
 

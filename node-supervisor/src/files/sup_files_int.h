@@ -13,8 +13,6 @@
 #include "sup_query.h"
 #include "sup_stream.h"
 
-/* The one tenant until tokens map to tenants. */
-#define SUP_FILES_TENANT "default"
 /* Largest JSON body of a POST /fs/... request. */
 #define SUP_FILES_MAX_BODY (64 * 1024)
 
@@ -27,6 +25,7 @@ typedef json_t *(*sup_fq_render)(sup_fq *q, const msgpack_object *res, sbx_err *
 struct sup_fq {
 	sup_http_req *r;
 	sup_files_ctx *f;
+	const sup_tenant *who; /* the caller: its policy, its name in denials */
 	const char *id;
 	const char *opname;    /* the policy's name of the operation: "read", ... */
 	char *raw;             /* the last path checked, as sent */

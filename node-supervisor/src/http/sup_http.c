@@ -96,8 +96,18 @@ static int listen_on(sup_http *h, sbx_err *err)
 	return 0;
 }
 
+static bool needs_auth(const char *path);
+
 sup_http *sup_http_new(struct event_base *base, const sup_http_cfg *cfg, sbx_err *err)
 {
+	/* A listener without authentication serves nothing under /v1. */
+	for (size_t i = 0; !cfg->auth && i < cfg->nmounts; i++)
+		for (size_t k = 0; k < cfg->mounts[i].family->nroutes; k++)
+			if (needs_auth(cfg->mounts[i].family->routes[k].pattern)) {
+				sbx_err_set(err, -EINVAL, "http: %s on a listener without authentication",
+					    cfg->mounts[i].family->routes[k].pattern);
+				return NULL;
+			}
 	sup_http *h = calloc(1, sizeof(*h));
 	if (!h) {
 		sbx_err_set(err, -ENOMEM, "http");
@@ -296,6 +306,9 @@ void sup_http_log(const sup_http_req *r)
 	int st = r->status;
 	sup_log(st >= 500 && st != 503 ? SUP_LOG_WARN : SUP_LOG_INFO, "http %s%s%s %d%s %.3fms", what,
 		r->note[0] ? ": " : "", r->note, st, extra, ms);
+	const sup_http_cfg *cfg = &r->c->h->cfg;
+	if (cfg->on_answered)
+		cfg->on_answered(cfg->answered_ud, r->route ? r->route->name : "unmatched", st);
 }
 
 void sup_http_req_free(sup_http_req *r)
@@ -309,6 +322,8 @@ void sup_http_req_free(sup_http_req *r)
 		evbuffer_free(r->body);
 	if (r->hdr_out)
 		evbuffer_free(r->hdr_out);
+	if (r->in.who && r->release)
+		r->release(r->in.who);
 	free(r->head);
 	free(r);
 }
@@ -379,14 +394,18 @@ static int check(sup_http_req *r)
 		sup_http_refuse(r, 503, "shutting_down", "the supervisor is shutting down");
 		return -1;
 	}
-	if (needs_auth(r->in.path)) {
-		const char *auth = sup_http_in_header(&r->in, "Authorization");
-		if (!sup_token_check_bearer(h->cfg.token, auth)) {
-			sup_http_header(r, "WWW-Authenticate", "Bearer realm=\"sbx\"");
-			sup_http_refuse(r, 401, "unauthorized",
-					auth ? "wrong token" : "missing Authorization: Bearer <token>");
-			return -1;
-		}
+	const char *auth = sup_http_in_header(&r->in, "Authorization");
+	const char *tok;
+	size_t tok_len;
+	if (h->cfg.auth && sup_token_bearer(auth, &tok, &tok_len)) {
+		r->in.who = h->cfg.auth(h->cfg.auth_ud, tok, tok_len);
+		r->release = h->cfg.release;
+	}
+	if (h->cfg.auth && !r->in.who && needs_auth(r->in.path)) {
+		sup_http_header(r, "WWW-Authenticate", "Bearer realm=\"sbx\"");
+		sup_http_refuse(r, 401, "unauthorized",
+				auth ? "wrong token" : "missing Authorization: Bearer <token>");
+		return -1;
 	}
 	r->route = match(h, r->in.method, r->in.path, &r->mount, r->id, r->pid, allow,
 			 sizeof(allow), &why);
@@ -407,6 +426,13 @@ static int check(sup_http_req *r)
 		snprintf(msg, sizeof(msg), "no sandbox %.64s", r->id);
 		r->id[0] = '\0';
 		sup_http_refuse(r, 404, "not_found", msg);
+		return -1;
+	}
+	sbx_err err;
+	if (r->id[0] && h->cfg.check_id && h->cfg.check_id(h->cfg.check_ud, r->in.who, r->id, &err) < 0) {
+		const char *code;
+		int status = sup_http_status(NULL, err.code, &code);
+		sup_http_refuse(r, status, code, err.msg);
 		return -1;
 	}
 	r->in.id = r->id[0] ? r->id : NULL;

@@ -32,6 +32,7 @@
 
 struct event_base;
 struct evbuffer;
+struct sup_tenant; /* the caller, as the auth hook says: never looked into here */
 typedef struct sup_http sup_http;
 typedef struct sup_http_req sup_http_req;
 
@@ -59,6 +60,8 @@ typedef struct sup_http_in {
 	const char *body;     /* a buffered body, NUL-terminated ("" when none) */
 	size_t body_len;
 	uint64_t body_expect; /* a streamed body: its Content-Length, UINT64_MAX chunked */
+	const struct sup_tenant *who; /* the bearer token's (held for the request);
+				       * NULL: none given, or a listener without auth */
 } sup_http_in;
 
 /* The first value of header name (case-insensitive), or NULL. */
@@ -105,7 +108,22 @@ typedef struct sup_http_mount {
 typedef struct sup_http_cfg {
 	const char *host;
 	uint16_t port;            /* 0: any free port; see sup_http_port */
-	const char *token;        /* bearer token for /v1 */
+	/* Who a bearer token is, held until the request ends (then release);
+	 * NULL for a wrong one. Required under /v1 (401 without), optional
+	 * elsewhere (a route may ask sup_http_in.who). NULL hook: a listener
+	 * without authentication, whose mounts may have no /v1 route. */
+	const struct sup_tenant *(*auth)(void *ud, const char *token, size_t len);
+	void (*release)(const struct sup_tenant *who);
+	void *auth_ud;
+	/* Whether who may name the sandbox of a route's {id}: 0, or an error
+	 * answered (as sup_http_status says) before the route's parser runs:
+	 * one place for every route, so no family can forget it. NULL: any. */
+	int (*check_id)(void *ud, const struct sup_tenant *who, const char *id, sbx_err *err);
+	void *check_ud;
+	/* Every answered request: its route's name ("unmatched" when no route
+	 * took it) and status (metrics). NULL: none. */
+	void (*on_answered)(void *ud, const char *route, int status);
+	void *answered_ud;
 	size_t max_body;          /* default body bound of a row */
 	unsigned max_conns;       /* connections held at once */
 	unsigned head_timeout_s;  /* from a head's first byte to its end */

@@ -97,6 +97,7 @@ struct sup_http_req {
 	size_t owed;
 	char tag[48];
 	char note[96];
+	void (*release)(const struct sup_tenant *who); /* in.who's */
 };
 
 /* sup_http.c */

@@ -28,6 +28,7 @@ static const struct status_row {
 	{ -E2BIG, 413, "too_large", NULL },
 	{ -EMSGSIZE, 413, "too_large", NULL },
 	{ -ERANGE, 416, "range_not_satisfiable", NULL },
+	{ -EDQUOT, 429, "quota_exceeded", NULL },
 	{ -ECANCELED, 499, "cancelled", NULL },
 	{ -ENOSYS, 501, "not_implemented", NULL },
 	{ -ECONNRESET, 502, "agent_error", NULL },

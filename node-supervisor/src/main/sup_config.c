@@ -77,6 +77,8 @@ void sup_config_release(sup_config *c)
 void sup_config_usage(const char *prog)
 {
 	printf("Usage: %s [options]\n"
+	       "       %s hash-token [TOKEN]   the SHA-256 form a --tenants file keeps a token in\n"
+	       "                         (the token as the argument, or one line on stdin)\n"
 	       "  --listen HOST:PORT     HTTP address (default 127.0.0.1:7070; port 0: any)\n"
 	       "  --state-dir DIR        state folder (default /var/lib/sbx)\n"
 	       "  --pool-size N          ready runc sandboxes kept per image without its own size (default 4)\n"
@@ -103,6 +105,10 @@ void sup_config_usage(const char *prog)
 	       "  --max-upload SIZE      largest upload, PUT /files (default: no limit)\n"
 	       "  --policy FILE          file access policy, JSON (default: /workspace, /tmp,\n"
 	       "                         /home/sandbox read-write)\n"
+	       "  --tenants FILE         tenants, their token hashes, quotas and settings, JSON\n"
+	       "                         (reread on SIGHUP; default: the token is the one tenant)\n"
+	       "  --metrics-listen HOST:PORT  also serve GET /metrics there, without a token\n"
+	       "                         (for a scraper on this node)\n"
 	       "  --max-output SIZE      captured bytes per stream of an exec (default 16M)\n"
 	       "  --max-output-total SIZE  captured bytes of all running execs together (default 1G)\n"
 	       "  --max-execs N          commands running at once per sandbox (default 64)\n"
@@ -147,7 +153,7 @@ void sup_config_usage(const char *prog)
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
-	       prog);
+	       prog, prog);
 }
 
 int sup_config_parse_listen(const char *s, char *host, size_t host_size, uint16_t *port,
@@ -357,7 +363,7 @@ enum {
 	OPT_IDLE_TIMEOUT, OPT_DRAIN_TIMEOUT, OPT_AGENT_GRACE, OPT_AGENT_IDLE, OPT_AGENT_PING,
 	OPT_AGENT_PING_TIMEOUT, OPT_AGENT_FRAME, OPT_AGENT_MAX_STREAMS, OPT_AGENT_MAX_WAITING,
 	OPT_AGENT_MAX_QUEUED, OPT_POOL, OPT_RUNSC, OPT_RUNSC_ROOT, OPT_RUNSC_PLATFORM,
-	OPT_DEFAULT_RESOURCES, OPT_MAX_RESOURCES,
+	OPT_DEFAULT_RESOURCES, OPT_MAX_RESOURCES, OPT_TENANTS, OPT_METRICS_LISTEN,
 	OPT_UPLINK, OPT_UPLINK_DNS, OPT_DENY_CIDRS, OPT_IMPORT_IMAGE,
 	OPT_IMAGE_MAX_LAYER, OPT_IMAGE_MAX_IMPORT, OPT_IMAGE_ALLOW_SETID, OPT_REMOVE_IMAGE,
 };
@@ -384,6 +390,8 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "max-body", required_argument, NULL, OPT_MAX_BODY },
 		{ "max-upload", required_argument, NULL, OPT_MAX_UPLOAD },
 		{ "policy", required_argument, NULL, OPT_POLICY },
+		{ "tenants", required_argument, NULL, OPT_TENANTS },
+		{ "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
 		{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 		{ "max-output-total", required_argument, NULL, OPT_MAX_OUTPUT_TOTAL },
 		{ "max-execs", required_argument, NULL, OPT_MAX_EXECS },
@@ -498,6 +506,15 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			break;
 		case OPT_POLICY:
 			c->policy_file = optarg;
+			break;
+		case OPT_TENANTS:
+			c->tenants_file = optarg;
+			break;
+		case OPT_METRICS_LISTEN:
+			if (sup_config_parse_listen(optarg, c->metrics_host, sizeof(c->metrics_host),
+						    &c->metrics_port, err) < 0)
+				return sbx_err_wrap(err, "--metrics-listen");
+			c->metrics_listen = true;
 			break;
 		case OPT_MAX_BODY:
 			if (sup_parse_size(optarg, 1ull << 30, &sz, err) < 0)
@@ -648,6 +665,9 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 	}
 	if (optind < argc)
 		return sbx_err_set(err, -EINVAL, "unexpected argument %s", argv[optind]);
+	if (c->token && c->tenants_file)
+		return sbx_err_set(err, -EINVAL,
+				   "--token and --tenants: the tenants file holds the tokens (as hashes)");
 	if (sup_resources_check_max("--default-resources ", &c->res_default, &c->res_max, err) < 0)
 		return err->code;
 	if ((c->uplink_dns || c->deny_cidrs) && !c->uplink)

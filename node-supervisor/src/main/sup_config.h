@@ -42,6 +42,10 @@ typedef struct sup_config {
 	const char *agent_path;    /* NULL: look next to the binary */
 	const char *token;         /* NULL: <state_dir>/token */
 	const char *policy_file;   /* NULL: the built-in file access policy */
+	const char *tenants_file;  /* --tenants: who may call, with what; NULL: the token alone */
+	char metrics_host[256];    /* --metrics-listen: /metrics without a token, node-local */
+	uint16_t metrics_port;
+	bool metrics_listen;
 	size_t max_body;           /* request body bytes accepted */
 	uint64_t max_upload;       /* bytes per PUT /files; 0: no limit */
 	size_t max_output;         /* captured bytes per stream of an exec */

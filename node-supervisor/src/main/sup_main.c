@@ -31,6 +31,8 @@
 #include "sup_procs.h"
 #include "sup_runc.h"
 #include "sup_sandboxes.h"
+#include "sup_scrape.h"
+#include "sup_tenants.h"
 #include "sup_token.h"
 #include "sup_workers.h"
 
@@ -81,10 +83,16 @@ static int images_at_start(sup_img_store *store, const sup_config *cfg, sbx_err 
 typedef struct sup_main {
 	struct event_base *base;
 	sup_http *http;
+	sup_http *metrics;         /* --metrics-listen: /metrics without a token */
+	sup_ctab *requests;        /* answered requests by route and status */
 	sup_core *core;
 	unsigned drain_s;
 	sup_net *net;
 	bool stopping;
+	const char *tenants_file;
+	sup_tenants_node node;     /* what tenants leave to the supervisor */
+	sup_tenants *tenants;      /* the set in force; swapped on SIGHUP */
+	struct event *sig_hup;
 	bool drained;
 	struct event *sig_term, *sig_int, *grace;
 } sup_main;
@@ -202,7 +210,15 @@ static void on_signal(evutil_socket_t sig, short what, void *ud)
 		 (int)sig, m->drain_s);
 	struct timeval tv = { SHUTDOWN_GRACE_S, 0 };
 	evtimer_add(m->grace, &tv);
+	if (m->metrics)
+		sup_http_stop(m->metrics, 0, NULL, NULL);
 	sup_http_stop(m->http, m->drain_s, on_http_drained, m);
+}
+
+/* The edge asks the core whether the caller may name a sandbox. */
+static int check_owner(void *ud, const struct sup_tenant *who, const char *id, sbx_err *err)
+{
+	return sup_core_check_owner(ud, who, id, err);
 }
 
 /* Every connection can hold an fd: the soft limit goes up to the hard one,
@@ -225,8 +241,50 @@ static void fit_fd_limit(sup_config *cfg)
 	}
 }
 
+static void on_hup(evutil_socket_t sig, short what, void *ud)
+{
+	sup_main *m = ud;
+	(void)sig;
+	(void)what;
+	if (m->tenants_file)
+		sup_tenants_reload(m->tenants_file, &m->node, &m->tenants);
+	else
+		sup_info("SIGHUP: no --tenants file to reload");
+}
+
+/* sandbox-supervisor hash-token [TOKEN]: the form a tenants file keeps a
+ * token in. Without an argument the token is read from stdin (so it stays
+ * out of the shell's history and the process list). */
+static int hash_token(int argc, char **argv)
+{
+	char line[1024];
+	const char *t = argc > 2 ? argv[2] : NULL;
+	if (argc > 3) {
+		fprintf(stderr, "usage: sandbox-supervisor hash-token [TOKEN] (or the token on stdin)\n");
+		return 2;
+	}
+	if (!t) {
+		if (!fgets(line, sizeof(line), stdin)) {
+			fprintf(stderr, "sandbox-supervisor hash-token: no token on stdin\n");
+			return 2;
+		}
+		line[strcspn(line, "\r\n")] = '\0';
+		t = line;
+	}
+	char out[SUP_TOKEN_HASH_TEXT_LEN + 1];
+	sbx_err err;
+	if (!t[0] || sup_token_hash_text(t, strlen(t), out, &err) < 0) {
+		fprintf(stderr, "sandbox-supervisor hash-token: %s\n", t[0] ? err.msg : "empty token");
+		return 2;
+	}
+	printf("%s\n", out);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "hash-token") == 0)
+		return hash_token(argc, argv);
 	sup_config cfg;
 	sbx_err err;
 	sbx_err_clear(&err);
@@ -273,7 +331,19 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	snprintf(token_path, sizeof(token_path), "%s/token", cfg.state_dir);
-	if (cfg.token) {
+	m.node = (sup_tenants_node){ .policy = policy,
+				     .allow_root = cfg.allow_root,
+				     .max_timeout_s = cfg.max_timeout_s,
+				     .res_default = cfg.res_default,
+				     .res_max = cfg.res_max,
+				     .isolations = sup_isolation_names,
+				     .nisolations = SUP_ISO_N };
+	m.tenants_file = cfg.tenants_file;
+	if (cfg.tenants_file) {
+		if (sup_tenants_load_file(cfg.tenants_file, &m.node, &m.tenants, &err) < 0)
+			goto fail;
+		sup_info("tenants: %zu from %s", sup_tenants_count(m.tenants), cfg.tenants_file);
+	} else if (cfg.token) {
 		token = strdup(cfg.token);
 		if (!token) {
 			sbx_err_set(&err, -ENOMEM, "token");
@@ -285,6 +355,8 @@ int main(int argc, char **argv)
 			goto fail;
 		sup_info("API token %s %s", created ? "created in" : "read from", token_path);
 	}
+	if (token && sup_tenants_single(token, &m.node, &m.tenants, &err) < 0)
+		goto fail;
 
 	/* Every sandbox is made with the default limits; acquire gives it its
 	 * request's (sup_pools_acquire). */
@@ -373,7 +445,6 @@ int main(int argc, char **argv)
 		.max_output = cfg.max_output,
 		.max_output_total = cfg.max_output_total,
 		.max_execs = cfg.max_execs,
-		.allow_root = cfg.allow_root,
 		.net = m.net,
 	};
 	m.core = sup_core_new(base, NULL, &ccfg, &err);
@@ -408,19 +479,35 @@ int main(int argc, char **argv)
 			    .res_default = cfg.res_default,
 			    .res_max = cfg.res_max },
 	};
-	sup_files_ctx files = { .core = m.core, .policy = policy, .max_upload = cfg.max_upload };
+	sup_files_ctx files = { .core = m.core, .max_upload = cfg.max_upload };
 	sup_procs_ctx procs = { .core = m.core };
+	m.requests = sup_scrape_requests_new();
+	if (!m.requests) {
+		sbx_err_set(&err, -ENOMEM, "metrics");
+		goto fail;
+	}
+	sup_scrape_ctx scrape = { .core = m.core, .tenants = &m.tenants, .requests = m.requests };
+	sup_scrape_ctx scrape_open = scrape;
+	scrape_open.open = true;
 	const sup_http_mount mounts[] = {
 		{ &sup_sandboxes_family, &sandboxes },
 		{ &sup_files_family, &files },
 		{ &sup_procs_family, &procs },
+		{ &sup_scrape_family, &scrape },
 	};
+	const sup_http_mount metrics_mounts[] = { { &sup_scrape_family, &scrape_open } };
 	fit_fd_limit(&cfg);
 	m.drain_s = cfg.drain_timeout_s;
 	sup_http_cfg hcfg = {
 		.host = cfg.listen_host,
 		.port = cfg.listen_port,
-		.token = token,
+		.auth = sup_tenants_hook_auth,
+		.release = sup_tenant_release,
+		.auth_ud = &m.tenants,
+		.check_id = check_owner,
+		.check_ud = m.core,
+		.on_answered = sup_scrape_count,
+		.answered_ud = m.requests,
 		.max_body = cfg.max_body,
 		.max_conns = cfg.max_conns,
 		.head_timeout_s = cfg.head_timeout_s,
@@ -429,14 +516,31 @@ int main(int argc, char **argv)
 		.mounts = mounts,
 		.nmounts = sizeof(mounts) / sizeof(mounts[0]),
 	};
+	if (cfg.metrics_listen) {
+		sup_http_cfg mcfg = hcfg;
+		mcfg.host = cfg.metrics_host;
+		mcfg.port = cfg.metrics_port;
+		mcfg.auth = NULL;
+		mcfg.check_id = NULL;
+		mcfg.max_conns = 64;
+		mcfg.mounts = metrics_mounts;
+		mcfg.nmounts = 1;
+		m.metrics = sup_http_new(base, &mcfg, &err);
+		if (!m.metrics) {
+			sbx_err_wrap(&err, "--metrics-listen");
+			goto fail;
+		}
+	}
 	m.http = sup_http_new(base, &hcfg, &err);
 	if (!m.http)
 		goto fail;
 	m.sig_term = evsignal_new(base, SIGTERM, on_signal, &m);
 	m.sig_int = evsignal_new(base, SIGINT, on_signal, &m);
+	m.sig_hup = evsignal_new(base, SIGHUP, on_hup, &m);
 	m.grace = evtimer_new(base, on_grace_over, &m);
-	if (!m.sig_term || !m.sig_int || !m.grace || evsignal_add(m.sig_term, NULL) < 0 ||
-	    evsignal_add(m.sig_int, NULL) < 0) {
+	if (!m.sig_term || !m.sig_int || !m.sig_hup || !m.grace ||
+	    evsignal_add(m.sig_term, NULL) < 0 || evsignal_add(m.sig_int, NULL) < 0 ||
+	    evsignal_add(m.sig_hup, NULL) < 0) {
 		sbx_err_set(&err, -ENOMEM, "signal events");
 		goto fail;
 	}
@@ -446,11 +550,20 @@ int main(int argc, char **argv)
 	bool v6 = strchr(h, ':') != NULL;
 	printf("sandbox-supervisor: listening on http://%s%s%s:%u\n", v6 ? "[" : "", h, v6 ? "]" : "",
 	       (unsigned)sup_http_port(m.http));
-	if (cfg.token)
+	if (m.metrics) {
+		const char *mh = cfg.metrics_host;
+		bool mv6 = strchr(mh, ':') != NULL;
+		printf("sandbox-supervisor: metrics on http://%s%s%s:%u/metrics\n", mv6 ? "[" : "", mh,
+		       mv6 ? "]" : "", (unsigned)sup_http_port(m.metrics));
+	}
+	if (cfg.tenants_file)
+		printf("sandbox-supervisor: %zu tenants from %s\n", sup_tenants_count(m.tenants),
+		       cfg.tenants_file);
+	else if (cfg.token)
 		printf("sandbox-supervisor: token given by --token\n");
 	else
 		printf("sandbox-supervisor: token in %s\n", token_path);
-	if (cfg.print_example) {
+	if (cfg.print_example && token) {
 		char url[300];
 		snprintf(url, sizeof(url), "http://%s%s%s:%u", v6 ? "[" : "", h, v6 ? "]" : "",
 			 (unsigned)sup_http_port(m.http));
@@ -482,10 +595,14 @@ fail:
 cleanup:
 	if (m.http)
 		sup_http_free(m.http);
+	if (m.metrics)
+		sup_http_free(m.metrics);
 	if (m.sig_term)
 		event_free(m.sig_term);
 	if (m.sig_int)
 		event_free(m.sig_int);
+	if (m.sig_hup)
+		event_free(m.sig_hup);
 	if (m.grace)
 		event_free(m.grace);
 	/* Workers first: a job still running (grace ran out) must finish
@@ -497,6 +614,8 @@ cleanup:
 	/* after the pools: their sandboxes' slots are put back (or, when the
 	 * grace ran out, their links go with the router) */
 	sup_net_free(m.net);
+	sup_tenants_unref(m.tenants);
+	sup_ctab_free(m.requests);
 	sup_policy_free(policy);
 	if (base)
 		event_base_free(base);

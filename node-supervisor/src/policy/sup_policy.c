@@ -52,7 +52,7 @@ void sup_policy_free(sup_policy *p)
 	free(p);
 }
 
-static bool tenant_name_ok(const char *s)
+bool sup_policy_tenant_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 	if (n == 0 || n > SUP_POLICY_TENANT_MAX)
@@ -68,12 +68,12 @@ static bool tenant_name_ok(const char *s)
 
 /* Only the keys in allowed[] may appear: a typo ("mdoe") is an error, not a
  * silently ignored setting. */
-static int only_keys(json_t *obj, const char *const *allowed, size_t n, const char *where,
-		     sbx_err *err)
+int sup_policy_only_keys(const json_t *obj, const char *const *allowed, size_t n,
+			 const char *where, sbx_err *err)
 {
 	const char *key;
 	json_t *v;
-	json_object_foreach(obj, key, v) {
+	json_object_foreach((json_t *)obj, key, v) {
 		(void)v;
 		bool ok = false;
 		for (size_t i = 0; i < n && !ok; i++)
@@ -95,7 +95,7 @@ static int parse_root(json_t *entry, const char *where, const policy_root *prev,
 	char q[SUP_PATH_QUOTE_MAX];
 	if (!json_is_object(entry))
 		return sbx_err_set(err, -EINVAL, "%s: want an object {\"root\", \"mode\"}", where);
-	int r = only_keys(entry, keys, 2, where, err);
+	int r = sup_policy_only_keys(entry, keys, 2, where, err);
 	if (r < 0)
 		return r;
 
@@ -133,12 +133,14 @@ static int parse_root(json_t *entry, const char *where, const policy_root *prev,
 	return 0;
 }
 
+static int parse_paths(json_t *paths, const char *where, policy_tenant *t, sbx_err *err);
+
 static int parse_tenant(const char *name, json_t *obj, policy_tenant *t, sbx_err *err)
 {
 	static const char *const keys[] = { "paths" };
 	char where[128];
 	char q[SUP_PATH_QUOTE_MAX];
-	if (!tenant_name_ok(name))
+	if (!sup_policy_tenant_name_ok(name))
 		return sbx_err_set(err, -EINVAL,
 				   "tenants: name %s: want 1 to %d of A-Z a-z 0-9 . _ -",
 				   sup_path_quote(name, strlen(name), q, sizeof(q)),
@@ -146,29 +148,36 @@ static int parse_tenant(const char *name, json_t *obj, policy_tenant *t, sbx_err
 	snprintf(where, sizeof(where), "tenants.%s", name);
 	if (!json_is_object(obj))
 		return sbx_err_set(err, -EINVAL, "%s: want an object {\"paths\": [...]}", where);
-	int r = only_keys(obj, keys, 1, where, err);
+	int r = sup_policy_only_keys(obj, keys, 1, where, err);
 	if (r < 0)
 		return r;
 	t->name = strdup(name);
 	if (!t->name)
 		return sbx_err_sys(err, -ENOMEM, "%s", where);
 
-	json_t *paths = json_object_get(obj, "paths");
+	char pwhere[160];
+	snprintf(pwhere, sizeof(pwhere), "%s.paths", where);
+	return parse_paths(json_object_get(obj, "paths"), pwhere, t, err);
+}
+
+/* A tenant's "paths" array into t's roots; where names it ("tenants.x.paths"). */
+static int parse_paths(json_t *paths, const char *where, policy_tenant *t, sbx_err *err)
+{
 	if (!json_is_array(paths))
-		return sbx_err_set(err, -EINVAL, "%s.paths: want an array", where);
+		return sbx_err_set(err, -EINVAL, "%s: want an array", where);
 	size_t n = json_array_size(paths);
 	if (n > SUP_POLICY_MAX_ROOTS)
-		return sbx_err_set(err, -EINVAL, "%s.paths: %zu roots, at most %d", where, n,
+		return sbx_err_set(err, -EINVAL, "%s: %zu roots, at most %d", where, n,
 				   SUP_POLICY_MAX_ROOTS);
 	if (n == 0)
 		return 0; /* a tenant without file access */
 	t->roots = calloc(n, sizeof(*t->roots));
 	if (!t->roots)
-		return sbx_err_sys(err, -ENOMEM, "%s.paths", where);
+		return sbx_err_sys(err, -ENOMEM, "%s", where);
 	for (size_t i = 0; i < n; i++) {
-		char ewhere[160];
-		snprintf(ewhere, sizeof(ewhere), "%s.paths[%zu]", where, i);
-		r = parse_root(json_array_get(paths, i), ewhere, t->roots, t->nroots,
+		char ewhere[192];
+		snprintf(ewhere, sizeof(ewhere), "%s[%zu]", where, i);
+		int r = parse_root(json_array_get(paths, i), ewhere, t->roots, t->nroots,
 			       &t->roots[t->nroots], err);
 		if (r < 0)
 			return r;
@@ -182,7 +191,7 @@ static int parse_policy(json_t *doc, sup_policy *p, sbx_err *err)
 	static const char *const keys[] = { "tenants" };
 	if (!json_is_object(doc))
 		return sbx_err_set(err, -EINVAL, "want an object {\"tenants\": {...}}");
-	int r = only_keys(doc, keys, 1, "top level", err);
+	int r = sup_policy_only_keys(doc, keys, 1, "top level", err);
 	if (r < 0)
 		return r;
 	json_t *tenants = json_object_get(doc, "tenants");
@@ -208,15 +217,25 @@ static int parse_policy(json_t *doc, sup_policy *p, sbx_err *err)
 	return 0;
 }
 
+int sup_policy_json_load(const char *text, size_t len, const char *what, const char *origin,
+			 json_t **doc, sbx_err *err)
+{
+	json_error_t jerr;
+	*doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!*doc)
+		return sbx_err_set(err, -EINVAL, "%s %s: line %d column %d: %s", what, origin,
+				   jerr.line, jerr.column, jerr.text);
+	return 0;
+}
+
 int sup_policy_load_json(const char *text, size_t len, const char *origin, sup_policy **out,
 			 sbx_err *err)
 {
 	*out = NULL;
-	json_error_t jerr;
-	json_auto_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!doc)
-		return sbx_err_set(err, -EINVAL, "policy %s: line %d column %d: %s", origin,
-				   jerr.line, jerr.column, jerr.text);
+	json_auto_t *doc = NULL;
+	int rc = sup_policy_json_load(text, len, "policy", origin, &doc, err);
+	if (rc < 0)
+		return rc;
 	sup_policy *p = calloc(1, sizeof(*p));
 	if (!p)
 		return sbx_err_sys(err, -ENOMEM, "policy %s", origin);
@@ -235,39 +254,73 @@ int sup_policy_new_default(sup_policy **out, sbx_err *err)
 				    err);
 }
 
-int sup_policy_load_file(const char *file, sup_policy **out, sbx_err *err)
+int sup_policy_read_file(const char *file, const char *what, char **out, size_t *outlen,
+			 sbx_err *err)
 {
 	*out = NULL;
 	SBX_AUTO_CLOSE int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return sbx_err_sys(err, -errno, "policy %s", file);
+		return sbx_err_sys(err, -errno, "%s %s", what, file);
 	struct stat st;
 	if (fstat(fd, &st) < 0)
-		return sbx_err_sys(err, -errno, "policy %s", file);
+		return sbx_err_sys(err, -errno, "%s %s", what, file);
 	if (!S_ISREG(st.st_mode))
-		return sbx_err_set(err, -EINVAL, "policy %s: not a regular file", file);
+		return sbx_err_set(err, -EINVAL, "%s %s: not a regular file", what, file);
 	if (st.st_size > SUP_POLICY_FILE_MAX)
-		return sbx_err_set(err, -EFBIG, "policy %s: %lld bytes, at most %d", file,
+		return sbx_err_set(err, -EFBIG, "%s %s: %lld bytes, at most %d", what, file,
 				   (long long)st.st_size, SUP_POLICY_FILE_MAX);
 	/* One byte more than the limit, to notice a file that grew after fstat. */
 	SBX_AUTO_FREE char *buf = malloc(SUP_POLICY_FILE_MAX + 1);
 	if (!buf)
-		return sbx_err_sys(err, -ENOMEM, "policy %s", file);
+		return sbx_err_sys(err, -ENOMEM, "%s %s", what, file);
 	size_t len = 0;
 	while (len <= SUP_POLICY_FILE_MAX) {
 		ssize_t n = read(fd, buf + len, SUP_POLICY_FILE_MAX + 1 - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return sbx_err_sys(err, -errno, "policy %s: read", file);
+			return sbx_err_sys(err, -errno, "%s %s: read", what, file);
 		if (n == 0)
 			break;
 		len += (size_t)n;
 	}
 	if (len > SUP_POLICY_FILE_MAX)
-		return sbx_err_set(err, -EFBIG, "policy %s: over %d bytes", file,
+		return sbx_err_set(err, -EFBIG, "%s %s: over %d bytes", what, file,
 				   SUP_POLICY_FILE_MAX);
-	return sup_policy_load_json(buf, len, file, out, err);
+	buf[len] = '\0';
+	*out = sbx_steal_ptr(&buf);
+	*outlen = len;
+	return 0;
+}
+
+int sup_policy_load_file(const char *file, sup_policy **out, sbx_err *err)
+{
+	*out = NULL;
+	SBX_AUTO_FREE char *buf = NULL;
+	size_t len = 0;
+	int rc = sup_policy_read_file(file, "policy", &buf, &len, err);
+	return rc < 0 ? rc : sup_policy_load_json(buf, len, file, out, err);
+}
+
+int sup_policy_from_paths(const json_t *paths, const char *where, sup_policy **out, sbx_err *err)
+{
+	*out = NULL;
+	sup_policy *p = calloc(1, sizeof(*p));
+	if (!p || !(p->tenants = calloc(1, sizeof(*p->tenants))) ||
+	    !(p->tenants[0].name = strdup("default"))) {
+		if (p)
+			free(p->tenants);
+		free(p);
+		return sbx_err_sys(err, -ENOMEM, "%s", where);
+	}
+	p->ntenants = 1;
+	int rc = parse_paths((json_t *)paths, where, &p->tenants[0], err);
+	if (rc < 0) {
+		sup_policy_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
 }
 
 static const policy_tenant *find_tenant(const sup_policy *p, const char *name)

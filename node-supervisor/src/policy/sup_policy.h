@@ -27,6 +27,8 @@
 
 #include "sbx/err.h"
 
+struct json_t;
+
 /* Bounds on a policy file, so a bad file is an error and not a big heap. */
 #define SUP_POLICY_FILE_MAX (1 << 20)
 #define SUP_POLICY_MAX_TENANTS 1024
@@ -65,12 +67,33 @@ int sup_policy_load_file(const char *file, sup_policy **out, sbx_err *err);
 /* Load from JSON text; origin names it in messages (a file name). */
 int sup_policy_load_json(const char *text, size_t len, const char *origin, sup_policy **out,
 			 sbx_err *err);
+/* A policy of one tenant, "default" (so it applies whatever the name),
+ * from a JSON array of {"root","mode"} as a file's "paths"; where names the
+ * array in errors ("tenants.alice.paths"). The tenants file's "paths". */
+int sup_policy_from_paths(const struct json_t *paths, const char *where, sup_policy **out,
+			  sbx_err *err);
 void sup_policy_free(sup_policy *p);
 static inline void sup_policy_freep(sup_policy **p)
 {
 	sup_policy_free(*p);
 }
 #define SUP_AUTO_POLICY __attribute__((cleanup(sup_policy_freep)))
+
+/* Shared with the tenants file, which follows the same rules: */
+/* Read a configuration file (a regular file of at most SUP_POLICY_FILE_MAX
+ * bytes) into *out (malloc'd, NUL-terminated); what names it in errors. */
+int sup_policy_read_file(const char *file, const char *what, char **out, size_t *len,
+			 sbx_err *err);
+/* JSON text (duplicate keys refused) into *doc, or -EINVAL naming what
+ * and origin with the line and column. */
+int sup_policy_json_load(const char *text, size_t len, const char *what, const char *origin,
+			 struct json_t **doc, sbx_err *err);
+/* A tenant name: 1..SUP_POLICY_TENANT_MAX of [A-Za-z0-9._-]. */
+bool sup_policy_tenant_name_ok(const char *s);
+/* Only the keys in allowed[0..n) may appear in obj: a typo is an error
+ * naming where, not a silently ignored setting. */
+int sup_policy_only_keys(const struct json_t *obj, const char *const *allowed, size_t n,
+			 const char *where, sbx_err *err);
 
 /* Check path[0..len) (decoded once, not NUL-terminated necessarily) for
  * tenant. Returns 0 with *m filled, or

@@ -259,67 +259,91 @@ int sup_resources_parse_spec(const char *flag, const char *spec, sup_resources *
 	return 0;
 }
 
+/* Field f's figure from a JSON value, unbounded but saturated past the
+ * absolute bound; name is how messages call it ("field \"resources.cpus\""). */
+static int figure_from_json(enum field f, const json_t *v, const char *name, uint64_t *out,
+			    sbx_err *err)
+{
+	switch (f) {
+	case F_CPUS: {
+		if (!json_is_number(v))
+			return sbx_err_set(err, -EINVAL, "%s: want a number of CPUs, like 0.5", name);
+		double x = json_number_value(v) * 1000.0;
+		if (!(x >= 0))
+			x = 0;
+		else if (x > (double)SUP_RES_MAX_BYTES)
+			x = (double)SUP_RES_MAX_BYTES;
+		*out = (uint64_t)llround(x);
+		return 0;
+	}
+	case F_PIDS: {
+		if (!json_is_integer(v))
+			return sbx_err_set(err, -EINVAL, "%s: want a whole number", name);
+		json_int_t n = json_integer_value(v);
+		*out = n < 0 ? 0 : (uint64_t)n > SUP_RES_MAX_BYTES ? SUP_RES_MAX_BYTES + 1 : (uint64_t)n;
+		return 0;
+	}
+	default:
+		if (json_is_integer(v)) {
+			json_int_t n = json_integer_value(v);
+			*out = n < 0 ? 0 : (uint64_t)n > SUP_RES_MAX_BYTES ? SUP_RES_MAX_BYTES + 1 : (uint64_t)n;
+			return 0;
+		}
+		if (json_is_string(v)) {
+			const char *s = json_string_value(v);
+			sbx_err e;
+			if (strlen(s) != json_string_length(v) || json_string_length(v) > 32 ||
+			    sup_parse_size(s, SUP_RES_MAX_BYTES, out, &e) < 0)
+				return sbx_err_set(err, -EINVAL,
+						   "%s: '%.32s' is not a size (bytes, or with K, M, G: 512M)",
+						   name, s);
+			return 0;
+		}
+		return sbx_err_set(err, -EINVAL,
+				   "%s: want a size, a string like \"512M\" or a number of bytes", name);
+	}
+}
+
 static int set_from_json(enum field f, const json_t *v, sup_resources *r, sbx_err *err)
 {
-	const char *what = "field \"resources.";
-	char name[32], given[40];
-	snprintf(name, sizeof(name), "%s\"", field_names[f]);
+	char name[48], given[40];
+	snprintf(name, sizeof(name), "field \"resources.%s\"", field_names[f]);
 	if (json_is_string(v))
 		snprintf(given, sizeof(given), "%.32s", json_string_value(v));
 	else if (json_is_integer(v))
 		snprintf(given, sizeof(given), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 	else
 		snprintf(given, sizeof(given), "%g", json_number_value(v));
-	switch (f) {
-	case F_CPUS: {
-		if (!json_is_number(v))
-			return sbx_err_set(err, -EINVAL, "%s%s: want a number of CPUs, like 0.5", what,
-					   name);
-		/* out of range is reported by check_bounds */
-		double x = json_number_value(v) * 1000.0;
-		if (!(x >= 0))
-			x = 0;
-		else if (x > (double)SUP_RES_MAX_CPU_MILLI + 1)
-			x = (double)SUP_RES_MAX_CPU_MILLI + 1;
-		r->cpu_milli = (uint32_t)lround(x);
-		break;
-	}
-	case F_PIDS: {
-		if (!json_is_integer(v))
-			return sbx_err_set(err, -EINVAL, "%s%s: want a whole number", what, name);
-		json_int_t n = json_integer_value(v);
-		r->pids = n < 0 ? 0 : n > SUP_RES_MAX_PIDS ? SUP_RES_MAX_PIDS + 1 : (uint32_t)n;
-		break;
-	}
-	default: {
-		uint64_t bytes = 0;
-		if (json_is_integer(v)) {
-			json_int_t n = json_integer_value(v);
-			bytes = n < 0 ? 0 : (uint64_t)n > SUP_RES_MAX_BYTES ? SUP_RES_MAX_BYTES + 1 : (uint64_t)n;
-		} else if (json_is_string(v)) {
-			const char *s = json_string_value(v);
-			if (strlen(s) != json_string_length(v) || json_string_length(v) > 32)
-				return sbx_err_set(err, -EINVAL, "%s%s: not a size", what, name);
-			sbx_err e;
-			if (sup_parse_size(s, SUP_RES_MAX_BYTES, &bytes, &e) < 0)
-				return sbx_err_set(err, -EINVAL,
-						   "%s%s: '%s' is not a size (bytes, or with K, M, G: 512M)",
-						   what, name, s);
-		} else {
-			return sbx_err_set(err, -EINVAL,
-					   "%s%s: want a size, a string like \"512M\" or a number of bytes",
-					   what, name);
-		}
-		set_field(r, f, bytes);
-		break;
-	}
-	}
+	uint64_t x = 0;
+	int rc = figure_from_json(f, v, name, &x, err);
+	if (rc < 0)
+		return rc;
+	/* out of range is reported by check_bounds */
+	if (x > field_max(f))
+		x = field_max(f) + 1;
+	set_field(r, f, x);
 	return check_bounds("field \"resources.", "\"", given, r, f, err);
 }
 
-int sup_resources_from_json(const json_t *v, const sup_resources *def, const sup_resources *max,
-			    sup_resources *out, sbx_err *err)
+int sup_resources_total_from_json(const char *key, const json_t *v, const char *name,
+				  uint64_t *out, sbx_err *err)
 {
+	int f = field_of(key, strlen(key));
+	if (f < 0)
+		return sbx_err_set(err, -EINVAL, "%s: no such figure", name);
+	int rc = figure_from_json((enum field)f, v, name, out, err);
+	if (rc < 0)
+		return rc;
+	if (*out > SUP_RES_MAX_BYTES)
+		return sbx_err_set(err, -EINVAL, "%s: over the most of %llu", name,
+				   (unsigned long long)SUP_RES_MAX_BYTES);
+	return 0;
+}
+
+int sup_resources_from_json(const json_t *v, const sup_resources *def, const sup_resources *max,
+			    sup_resources *out, unsigned *given, sbx_err *err)
+{
+	unsigned seen = 0;
 	if (!json_is_object(v))
 		return sbx_err_set(err, -EINVAL,
 				   "field \"resources\": want an object of cpus, memory, pids, disk");
@@ -337,12 +361,22 @@ int sup_resources_from_json(const json_t *v, const sup_resources *def, const sup
 		int rc = set_from_json((enum field)f, val, &r, err);
 		if (rc < 0)
 			return rc;
+		seen |= 1u << f;
 	}
 	int rc = check_max("field \"resources.", "\"", &r, max, err);
 	if (rc < 0)
 		return rc;
 	*out = r;
+	if (given)
+		*given = seen;
 	return 0;
+}
+
+void sup_resources_take(sup_resources *dst, const sup_resources *src, unsigned which)
+{
+	for (int f = 0; f < F_N; f++)
+		if (which & (1u << f))
+			set_field(dst, (enum field)f, field_value(src, (enum field)f));
 }
 
 json_t *sup_resources_to_json(const sup_resources *r)

@@ -46,12 +46,31 @@ int sup_resources_parse_spec(const char *flag, const char *spec, sup_resources *
 int sup_resources_check_max(const char *what, const sup_resources *r, const sup_resources *max,
 			    sbx_err *err);
 
+/* The figures of a sup_resources, as bits (which ones a request named). */
+enum {
+	SUP_RES_CPUS = 1u << 0,
+	SUP_RES_MEMORY = 1u << 1,
+	SUP_RES_PIDS = 1u << 2,
+	SUP_RES_DISK = 1u << 3,
+};
+
 /* A create request's "resources" (a JSON object; each key optional: "cpus"
  * a number, "memory" and "disk" a size string or a byte count, "pids" an
  * integer). Missing keys take def's figures; a figure under the floor or
- * over max is -EINVAL naming the field ("resources.memory"). */
+ * over max is -EINVAL naming the field ("resources.memory"). *given (may be
+ * NULL) gets the SUP_RES_* bits of the keys present. */
 int sup_resources_from_json(const struct json_t *v, const sup_resources *def,
-			    const sup_resources *max, sup_resources *out, sbx_err *err);
+			    const sup_resources *max, sup_resources *out, unsigned *given,
+			    sbx_err *err);
+/* dst's figures of the SUP_RES_* bits in which, from src. */
+void sup_resources_take(sup_resources *dst, const sup_resources *src, unsigned which);
+
+/* One figure named key ("cpus", "memory", "pids", "disk") from a JSON value
+ * as a create's resources take it, without a sandbox's floor or ceiling: a
+ * total of several sandboxes (a tenant's quota). cpus in thousandths. name
+ * is how messages call the value ("tenants.a.quota.cpus"). */
+int sup_resources_total_from_json(const char *key, const struct json_t *v, const char *name,
+				  uint64_t *out, sbx_err *err);
 
 /* {"cpus": 0.5, "memory": <bytes>, "pids": 256, "disk": <bytes>} */
 struct json_t *sup_resources_to_json(const sup_resources *r);

@@ -73,7 +73,7 @@ static int act_list(sup_http_req *r, void *state, sbx_err *err)
 	json_t *arr = json_array();
 	if (!arr)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
-	sup_core_list(x->core, add_view, arr);
+	sup_core_list(x->core, sup_http_input(r)->who, add_view, arr);
 	sup_http_json(r, 200, json_pack("{s:o}", "sandboxes", arr));
 	return 0;
 }
@@ -82,7 +82,7 @@ static int act_get(sup_http_req *r, void *state, sbx_err *err)
 {
 	sup_sandboxes_ctx *x = sup_http_ctx(r);
 	sup_sandbox_view v;
-	int rc = sup_core_get(x->core, sup_http_input(r)->id, &v, err);
+	int rc = sup_core_get(x->core, sup_http_input(r)->who, sup_http_input(r)->id, &v, err);
 	if (rc == 0)
 		sup_http_json(r, 200, sup_api_render_sandbox(&v));
 	return rc;
@@ -133,8 +133,9 @@ static int act_create(sup_http_req *r, void *state, sbx_err *err)
 {
 	sb_req *q = state;
 	q->r = r;
-	return sup_core_create(((sup_sandboxes_ctx *)sup_http_ctx(r))->core, &q->create,
-			       create_done, q, &q->op, err);
+	sup_core *core = ((sup_sandboxes_ctx *)sup_http_ctx(r))->core;
+	return sup_core_create(core, sup_http_input(r)->who, &q->create, create_done, q, &q->op,
+			       err);
 }
 
 static void delete_done(int rc, const sbx_err *err, void *ud)
@@ -151,7 +152,8 @@ static int act_delete(sup_http_req *r, void *state, sbx_err *err)
 {
 	sb_req *q = state;
 	q->r = r;
-	return sup_core_delete(((sup_sandboxes_ctx *)sup_http_ctx(r))->core, sup_http_input(r)->id,
+	const sup_http_in *in = sup_http_input(r);
+	return sup_core_delete(((sup_sandboxes_ctx *)sup_http_ctx(r))->core, in->who, in->id,
 			       delete_done, q, &q->op, err);
 }
 
