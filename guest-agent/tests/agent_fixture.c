@@ -113,8 +113,12 @@ void fx_wait_output(tc_client *c, tc_stream *s, const char *needle)
 void fx_wait_no_zombies(fixture *fx, int want_total)
 {
 	int total = -1, zombies = -1;
+	/* A deadline, not a count of rounds: on a loaded machine each scan of
+	 * /proc and each loop turn take longer, and 300 rounds were not always
+	 * the 3 s they are on an idle one. */
+	uint64_t deadline = test_now_ms() + FX_WAIT_MS;
 
-	for (int i = 0; i < 300; i++) {
+	while (test_now_ms() < deadline) {
 		assert_int_equal(agent_ns_procs(&fx->ns, &total, &zombies), 0);
 		if (zombies == 0 && total == want_total)
 			return;
@@ -126,8 +130,9 @@ void fx_wait_no_zombies(fixture *fx, int want_total)
 void fx_wait_procs(fixture *fx, const char *cmdline, int want)
 {
 	int n = -1;
+	uint64_t deadline = test_now_ms() + FX_WAIT_MS;
 
-	for (int i = 0; i < 300; i++) {
+	while (test_now_ms() < deadline) {
 		assert_int_equal(agent_ns_scan(&fx->ns, cmdline, &n, NULL), 0);
 		if (n == want)
 			return;

@@ -182,7 +182,9 @@ static void stdin_round_trip(void **state)
 static void timeout_kills_group(void **state)
 {
 	fixture *fx = *state;
-	tc_exec_opts o = { .cmd = "sleep 30 & echo $!; wait", .timeout_ms = 300 };
+	/* 1 s: the pid must be printed before the kill, and commands run at
+	 * nice 10 (300 ms was not always enough on a loaded machine). */
+	tc_exec_opts o = { .cmd = "sleep 30 & echo $!; wait", .timeout_ms = 1000 };
 	uint64_t t0 = test_now_ms();
 	tc_stream *s = fx_run(fx, &o);
 	char check[96];
@@ -192,7 +194,7 @@ static void timeout_kills_group(void **state)
 	assert_true(s->timed_out);
 	assert_true(s->signaled);
 	assert_int_equal(s->signal, SIGKILL);
-	assert_true(test_now_ms() - t0 < 3000);
+	assert_true(test_now_ms() - t0 < 4000);
 	bg = strtol(fx_str(s->out), NULL, 10);
 	assert_true(bg > 1);
 	/* The background sleep was in the group: it died too (and was reaped
@@ -258,7 +260,9 @@ static void orphans_are_reaped(void **state)
 	tc_stream *s;
 
 	/* Double fork: the sleeps are reparented to the agent (PID 1). */
-	s = fx_run_cmd(fx, "(sleep 0.3 </dev/null >/dev/null 2>&1 &); (sleep 0.3 </dev/null >/dev/null 2>&1 &); exit 0");
+	/* They live 2 s: long enough to be counted after the exec ends on a
+	 * loaded machine (0.3 s was not), short beside fx_wait_no_zombies. */
+	s = fx_run_cmd(fx, "(sleep 2 </dev/null >/dev/null 2>&1 &); (sleep 2 </dev/null >/dev/null 2>&1 &); exit 0");
 	assert_int_equal(s->exit_code, 0);
 	assert_int_equal(agent_ns_procs(&fx->ns, &total, &zombies), 0);
 	/* agent + the two orphans + their holder (tree.h) */
