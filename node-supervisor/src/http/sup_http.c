@@ -218,20 +218,22 @@ void sup_http_free(sup_http *h)
 
 /* ---- routing ---- */
 
-/* path against pattern segment by segment; {id} and {pid} take one
- * non-empty segment each into id / pid. */
+/* path against pattern segment by segment; {id} takes one non-empty
+ * segment into id, any other placeholder ({pid}, {ref}) one into pid (as
+ * sent: the route decodes it). */
 static bool path_match(const char *pattern, const char *path, char *id, char *pid)
 {
 	const char *pp = pattern, *sp = path;
 	while (*pp && *sp) {
 		if (*pp == '{') {
 			bool is_id = strncmp(pp, "{id}", 4) == 0;
-			size_t n = strcspn(sp, "/"), cap = is_id ? 48 : 32;
-			if (n == 0 || n >= cap)
+			size_t n = strcspn(sp, "/"), cap = is_id ? SUP_HTTP_ID_MAX : SUP_HTTP_SEG_MAX;
+			const char *close = strchr(pp, '}');
+			if (n == 0 || n >= cap || !close)
 				return false;
 			memcpy(is_id ? id : pid, sp, n);
 			(is_id ? id : pid)[n] = '\0';
-			pp += is_id ? 4 : 5;
+			pp = close + 1;
 			sp += n;
 			continue;
 		}
@@ -274,7 +276,7 @@ const sup_http_route *sup_http_match(const sup_http *h, const char *method, cons
 				     const sup_http_mount **mount, char *allow, size_t allow_size,
 				     int *why)
 {
-	char id[48], pid[32];
+	char id[SUP_HTTP_ID_MAX], pid[SUP_HTTP_SEG_MAX];
 	return match(h, method, path, mount, id, pid, allow, allow_size, why);
 }
 

@@ -43,6 +43,11 @@ typedef enum sup_http_body_mode {
 	SUP_BODY_UPGRADE,  /* no body; the act may take the connection over */
 } sup_http_body_mode;
 
+/* Bytes (with the NUL) of a path's {id} segment and of its other one
+ * ({pid}, {ref}: an image ref percent-encoded, 255 bytes of 3 each). */
+#define SUP_HTTP_ID_MAX 48
+#define SUP_HTTP_SEG_MAX 800
+
 /* A request as a parser sees it: plain data, valid while the request is. */
 typedef struct sup_http_hdr {
 	const char *name;
@@ -54,7 +59,7 @@ typedef struct sup_http_in {
 	const char *path;     /* as sent (not decoded), without the query */
 	const char *query;    /* after '?', NULL when none */
 	const char *id;       /* the {id} segment, or NULL */
-	const char *pid;      /* the {pid} segment, or NULL */
+	const char *pid;      /* the {pid} (or {ref}) segment as sent, or NULL */
 	const sup_http_hdr *hdrs;
 	size_t nhdrs;
 	const char *body;     /* a buffered body, NUL-terminated ("" when none) */

@@ -75,7 +75,7 @@ struct sup_http_req {
 	sup_httpin_head ph;
 	sup_http_hdr hdrs[SUP_HTTPIN_MAX_HEADERS];
 	sup_http_in in;
-	char id[48], pid[32];
+	char id[SUP_HTTP_ID_MAX], pid[SUP_HTTP_SEG_MAX];
 	struct timespec t0;
 	/* the body */
 	bool chunked, body_done, cont_owed, timed_out, ready_pending;
