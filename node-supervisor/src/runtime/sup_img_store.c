@@ -316,22 +316,31 @@ int sup_img_store_at(sup_img_store *s, size_t i, sup_image *out)
 	return r;
 }
 
-uint64_t sup_img_store_usage(sup_img_store *s)
+unsigned sup_img_store_layers(sup_img_store *s, uint64_t *bytes)
 {
 	SBX_AUTO_CLOSE int dir = sup_img_store_dirfd(s, "layers");
 	SBX_AUTO_CLOSEDIR DIR *d = dir >= 0 ? fdopendir(dup(dir)) : NULL;
-	uint64_t total = 0;
+	unsigned n = 0;
+	*bytes = 0;
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
 		char path[SUP_IMG_HEX_LEN + 8], buf[32];
 		sbx_err ignored;
 		if (!sup_img_is_hex(de->d_name))
 			continue;
+		n++;
 		snprintf(path, sizeof(path), "%.64s/size", de->d_name);
 		if (sup_fs_read_small(dir, path, buf, sizeof(buf), &ignored) > 0)
-			total += strtoull(buf, NULL, 10);
+			*bytes += strtoull(buf, NULL, 10);
 	}
-	return total;
+	return n;
+}
+
+uint64_t sup_img_store_usage(sup_img_store *s)
+{
+	uint64_t bytes;
+	sup_img_store_layers(s, &bytes);
+	return bytes;
 }
 
 int sup_img_store_layer_path(const sup_img_store *s, const char *hex, char *buf, size_t cap,
@@ -415,14 +424,23 @@ int sup_img_store_gc(sup_img_store *s, uint64_t *freed, unsigned *layers, sbx_er
 	*freed = 0;
 	*layers = 0;
 	SBX_AUTO_CLOSE int dir = sup_img_store_dirfd(s, "layers");
+	SBX_AUTO_CLOSE int tmp = sup_img_store_dirfd(s, "tmp");
 	SBX_AUTO_CLOSEDIR DIR *d = dir >= 0 ? fdopendir(dup(dir)) : NULL;
-	if (!d)
+	if (!d || tmp < 0)
 		return sbx_err_sys(err, -errno, "image GC: store/layers");
-	/* the whole pass under the lock: an import's commit waits for it, and
-	 * it never starts while an import is between unpacking and commit */
+	char gone[PATH_MAX];
+	int n = snprintf(gone, sizeof(gone), "%s/tmp/gc-XXXXXX", s->root);
+	if (n < 0 || (size_t)n >= sizeof(gone) || !mkdtemp(gone))
+		return sbx_err_sys(err, -errno, "image GC: store/tmp");
+	SBX_AUTO_CLOSE int gone_fd = open(gone, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* Under the lock only renames into store/tmp (the same file system):
+	 * an import's commit waits for them, and the GC never starts while an
+	 * import is between unpacking and commit. The files are removed after,
+	 * so the loop's lookups never wait for a large layer's removal; a crash
+	 * meanwhile leaves them in tmp/, which the next start empties. */
 	pthread_mutex_lock(&s->mu);
-	int r = 0;
-	if (s->imports > 0)
+	int r = gone_fd < 0 ? sbx_err_sys(err, -errno, "image GC: store/tmp") : 0;
+	if (r == 0 && s->imports > 0)
 		r = sbx_err_set(err, -EBUSY, "image GC: an import is running; try again after it");
 	struct dirent *de;
 	while (r == 0 && (de = readdir(d))) {
@@ -434,14 +452,19 @@ int sup_img_store_gc(sup_img_store *s, uint64_t *freed, unsigned *layers, sbx_er
 		uint64_t size = sup_fs_read_small(dir, path, buf, sizeof(buf), &ignored) > 0
 					? strtoull(buf, NULL, 10)
 					: 0;
-		snprintf(path, sizeof(path), "%s/layers/%s", s->root, de->d_name);
-		r = sup_fs_rm_tree(path, err);
-		if (r == 0) {
-			*freed += size;
-			(*layers)++;
+		if (renameat(dir, de->d_name, gone_fd, de->d_name) < 0) {
+			r = sbx_err_sys(err, -errno, "image GC: layer %.64s", de->d_name);
+			break;
 		}
+		*freed += size;
+		(*layers)++;
 	}
 	pthread_mutex_unlock(&s->mu);
+	sbx_err rm_err;
+	if (sup_fs_rm_tree(gone, &rm_err) < 0 && r == 0) {
+		*err = rm_err;
+		r = rm_err.code;
+	}
 	return r;
 }
 

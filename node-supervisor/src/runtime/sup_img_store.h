@@ -74,6 +74,9 @@ size_t sup_img_store_count(sup_img_store *s);
 int sup_img_store_at(sup_img_store *s, size_t i, sup_image *out);
 /* Bytes of file data in every layer kept. */
 uint64_t sup_img_store_usage(sup_img_store *s);
+/* How many layers are kept, and their file data in *bytes (a folder read
+ * and a small file per layer: cheap enough for the loop at a few hundred). */
+unsigned sup_img_store_layers(sup_img_store *s, uint64_t *bytes);
 
 /* The overlay lower folder of a layer (hex: diff_id). */
 int sup_img_store_layer_path(const sup_img_store *s, const char *hex, char *buf, size_t cap,
