@@ -122,16 +122,30 @@ size_t sup_workers_busy(const sup_workers *w)
 	return w->busy;
 }
 
-void sup_workers_free(sup_workers *w)
+static void join_all(sup_workers *w)
 {
-	if (!w)
-		return;
 	pthread_mutex_lock(&w->mu);
 	w->stop = true;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 	for (unsigned i = 0; i < w->nthreads; i++)
 		pthread_join(w->threads[i], NULL);
+	w->nthreads = 0;
+}
+
+void sup_workers_finish(sup_workers *w)
+{
+	if (!w)
+		return;
+	join_all(w);
+	on_wake(w->efd, EV_READ, w);
+}
+
+void sup_workers_free(sup_workers *w)
+{
+	if (!w)
+		return;
+	join_all(w);
 	free(w->threads);
 	if (w->ev)
 		event_free(w->ev);

@@ -30,5 +30,9 @@ void sup_workers_submit(sup_workers *w, sup_job *job, bool front);
 size_t sup_workers_busy(const sup_workers *w);
 /* Join the threads. Every submitted job must have completed (busy == 0). */
 void sup_workers_free(sup_workers *w);
+/* Join the threads once they ran what is queued, then call done() of every
+ * job that ran, on the caller's thread: for jobs whose done() is safe
+ * after the loop ended (they only free what they own). Then free. */
+void sup_workers_finish(sup_workers *w);
 
 #endif

@@ -66,7 +66,11 @@ static void one_line(char *s)
 			s[i] = s[i] == '\n' ? '|' : '?';
 }
 
-static int wait_child(pid_t pid, unsigned timeout_ms, int *status, sbx_err *err)
+/* With cancel: looked at every CANCEL_SLICE_MS, the child killed once set. */
+#define CANCEL_SLICE_MS 100
+
+static int wait_child(pid_t pid, unsigned timeout_ms, const atomic_bool *cancel, int *status,
+		      sbx_err *err)
 {
 	SBX_AUTO_CLOSE int pfd = pidfd_open(pid, 0);
 	if (pfd >= 0) {
@@ -76,15 +80,21 @@ static int wait_child(pid_t pid, unsigned timeout_ms, int *status, sbx_err *err)
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			long spent = (now.tv_sec - start.tv_sec) * 1000 +
 				     (now.tv_nsec - start.tv_nsec) / 1000000;
-			if (spent >= (long)timeout_ms) {
+			bool cancelled = cancel && atomic_load(cancel);
+			if (spent >= (long)timeout_ms || cancelled) {
 				kill(pid, SIGKILL);
 				while (waitpid(pid, status, 0) < 0 && errno == EINTR)
 					;
+				if (cancelled)
+					return sbx_err_set(err, -ECANCELED, "cancelled, killed");
 				return sbx_err_set(err, -ETIMEDOUT, "no answer within %u ms, killed",
 						   timeout_ms);
 			}
 			struct pollfd p = {.fd = pfd, .events = POLLIN};
-			int r = poll(&p, 1, (int)(timeout_ms - (unsigned)spent));
+			long left = (long)timeout_ms - spent;
+			int r = poll(&p, 1, (int)(cancel && left > CANCEL_SLICE_MS ? CANCEL_SLICE_MS : left));
+			if (r == 0)
+				continue;
 			if (r > 0)
 				break;
 			if (r < 0 && errno != EINTR)
@@ -183,7 +193,7 @@ int sup_runc_cmd_run(sup_runc_cmd *c, sbx_err *err)
 		return sbx_err_sys(err, -r, "run %s", prog);
 
 	int status = 0;
-	r = wait_child(pid, c->timeout_ms ? c->timeout_ms : DEFAULT_TIMEOUT_MS, &status, err);
+	r = wait_child(pid, c->timeout_ms ? c->timeout_ms : DEFAULT_TIMEOUT_MS, c->cancel, &status, err);
 	if (errfd >= 0) {
 		read_capture(errfd, c->errout, c->errout_cap);
 		if (c->errout)

@@ -8,6 +8,7 @@
 #ifndef SUP_RUNC_CMD_H
 #define SUP_RUNC_CMD_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -47,6 +48,7 @@ typedef struct sup_runc_cmd {
 	char *errout;            /* captured stderr on one line, may be NULL */
 	size_t errout_cap;
 	unsigned timeout_ms;     /* killed (SIGKILL) after this; 0: 30 s */
+	const atomic_bool *cancel; /* NULL, or killed (-ECANCELED) within 0.1 s of its setting */
 } sup_runc_cmd;
 
 /* Run it and wait. Returns its exit status (0-255), or a negative errno when
