@@ -997,6 +997,12 @@ void sup_core_pool_stats(const sup_core *c, size_t i, sup_pool_stats *out)
 	sup_pools_stats(c->pools, i, out);
 }
 
+int sup_core_pool_set_size(sup_core *c, const char *image, sup_isolation isolation, unsigned size,
+			   sup_pool_stats *out, sbx_err *err)
+{
+	return sup_pools_set_size(c->pools, image, isolation, size, out, err);
+}
+
 void sup_core_shutdown(sup_core *c, void (*done)(void *ud), void *ud)
 {
 	c->shutting_down = true;

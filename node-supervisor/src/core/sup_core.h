@@ -175,6 +175,9 @@ void sup_core_metrics(sup_core *c, const sup_tenants *ts, sup_prom *w);
 
 size_t sup_core_pool_count(const sup_core *c);
 void sup_core_pool_stats(const sup_core *c, size_t i, sup_pool_stats *out);
+/* PUT /v1/pools/{image}: the pool's size from now on (sup_pools_set_size). */
+int sup_core_pool_set_size(sup_core *c, const char *image, sup_isolation isolation, unsigned size,
+			   sup_pool_stats *out, sbx_err *err);
 
 /* Fail what is in flight with -ESHUTDOWN, destroy every sandbox, then call
  * done once no sandbox is alive and the workers are idle. */

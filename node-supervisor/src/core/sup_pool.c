@@ -34,6 +34,8 @@ typedef struct sup_pool {
 	char *user;          /* NULL: the sandbox user (the image's is root or none) */
 	char *workdir;
 	bool pinned;         /* the pool itself pins its image (size > 0) */
+	bool shrunk;         /* made smaller at run time: creates in flight
+			      * beyond the size are destroyed when ready */
 	struct sup_sb_list ready;
 	unsigned nready;
 	unsigned creating;   /* CREATING + CONNECTING */
@@ -261,6 +263,10 @@ static void sandbox_ready(sup_sandbox *sb)
 		sup_debug("sandbox %s: ready, handed to a waiting request", sb->id);
 		observe_since(&pool->acquire, &t0);
 		cb(sb, 0, NULL, ud);
+	} else if (pool->shrunk && pool->nready >= pool->size) {
+		sup_debug("sandbox %s: ready beyond the size of pool %s (%u): destroyed", sb->id,
+			  pool->image, pool->size);
+		start_destroy(pool->owner, sb, false, NULL, NULL);
 	} else {
 		TAILQ_INSERT_TAIL(&pool->ready, sb, ready_link);
 		pool->nready++;
@@ -794,6 +800,36 @@ static sup_pool *pool_for(sup_pools *p, const char *image, sup_isolation isolati
 			sup_info("pool %s: made for cold creates (%s)", pool->image, pool->digest);
 	}
 	return pool;
+}
+
+int sup_pools_set_size(sup_pools *p, const char *image, sup_isolation isolation, unsigned size,
+		       sup_pool_stats *out, sbx_err *err)
+{
+	if (p->shutting_down)
+		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	sup_pool *pool = pool_for(p, image, isolation, err);
+	if (!pool)
+		return err->code;
+	/* a pool of size > 0 pins its image, so it cannot be deleted under it */
+	if (pool->digest[0] && size > 0 && !pool->pinned) {
+		if (sup_img_store_pin(p->cfg.store, pool->digest, 1) < 0)
+			return sbx_err_set(err, -ENOENT, "no image %.200s", image);
+		pool->pinned = true;
+	} else if (pool->digest[0] && size == 0 && pool->pinned) {
+		sup_img_store_pin(p->cfg.store, pool->digest, -1);
+		pool->pinned = false;
+	}
+	unsigned old = pool->size;
+	pool->size = size;
+	pool->shrunk = size < old;
+	sup_sandbox *sb;
+	while (pool->nready > size && (sb = take_ready(pool)) != NULL)
+		start_destroy(p, sb, false, NULL, NULL);
+	sup_info("pool %s (%s): size %u (was %u)", pool->image, sup_isolation_names[isolation], size,
+		 old);
+	ensure_fill(pool);
+	sup_pools_stats(p, (size_t)(pool - p->pools), out);
+	return 0;
 }
 
 void sup_pools_image_config(const sup_sandbox *sb, const sup_env **env, const char **user,

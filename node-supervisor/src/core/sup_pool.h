@@ -103,6 +103,16 @@ typedef struct sup_pool_stats {
 	const sup_hist *cold_create; /* a create queued until its agent was ready */
 } sup_pool_stats;
 
+/* Keep size ready sandboxes of image and isolation from now on (a pool
+ * is made for a store image that has none; host and rootfs folders need
+ * theirs from the flags): ready ones beyond it are destroyed, creates in
+ * flight beyond it too once ready, a larger size is filled in the
+ * background. A store image's pool of size > 0 pins it. *out: the pool
+ * now. -EINVAL an image or isolation not served, -ENOENT an image deleted
+ * meanwhile, -ESHUTDOWN. */
+int sup_pools_set_size(sup_pools *p, const char *image, sup_isolation isolation, unsigned size,
+		       sup_pool_stats *out, sbx_err *err);
+
 size_t sup_pools_count(const sup_pools *p);
 void sup_pools_stats(const sup_pools *p, size_t i, sup_pool_stats *out);
 unsigned sup_pools_alive(const sup_pools *p);
