@@ -16,6 +16,11 @@ static const struct status_row {
 	const char *code;
 	const char *family; /* NULL: every family */
 } rows[] = {
+	/* images: an archive or pulled image refused, a body of another kind,
+	 * a pull that failed (its source's fault, not the client's) */
+	{ -EBADMSG, 400, "bad_image", "images" },
+	{ -EPROTONOSUPPORT, 415, "unsupported_media_type", "images" },
+	{ -EREMOTEIO, 502, "pull_failed", "images" },
 	{ -EINVAL, 400, "bad_request", NULL },
 	{ -ENAMETOOLONG, 400, "bad_request", NULL },
 	{ -ENODATA, 400, "bad_request", NULL }, /* a request body cut short */

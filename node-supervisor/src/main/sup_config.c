@@ -23,6 +23,8 @@ void sup_config_defaults(sup_config *c)
 	c->nimages = 1;
 	c->image_max_layer = 8ull << 30;
 	c->image_max_import = 16ull << 30;
+	c->skopeo = "skopeo";
+	c->image_pull_timeout_ms = 600000;
 	c->runtime = "runc";
 	c->runsc = "runsc";
 	c->runsc_platform = "ptrace";
@@ -94,6 +96,10 @@ void sup_config_usage(const char *prog)
 	       "  --image-max-layer SIZE file data of one image layer (default 8G)\n"
 	       "  --image-max-import SIZE bytes of one imported archive (default 16G)\n"
 	       "  --image-allow-setid    keep setuid/setgid bits of image files (default: dropped)\n"
+	       "  --skopeo BIN           skopeo, for POST /v1/images {\"ref\"} (default skopeo)\n"
+	       "  --image-pull-dir DIR   pulls may name oci: and oci-archive: paths below DIR\n"
+	       "                         (default: none, registries only)\n"
+	       "  --image-pull-timeout SEC  a pull's deadline (default 600)\n"
 	       "  --runtime BIN          OCI runtime of runc isolation (default runc)\n"
 	       "  --runsc BIN            gVisor's runtime, gvisor isolation (default runsc; offered\n"
 	       "                         when it answers, required when given or pooled)\n"
@@ -366,6 +372,7 @@ enum {
 	OPT_DEFAULT_RESOURCES, OPT_MAX_RESOURCES, OPT_TENANTS, OPT_METRICS_LISTEN,
 	OPT_UPLINK, OPT_UPLINK_DNS, OPT_DENY_CIDRS, OPT_IMPORT_IMAGE,
 	OPT_IMAGE_MAX_LAYER, OPT_IMAGE_MAX_IMPORT, OPT_IMAGE_ALLOW_SETID, OPT_REMOVE_IMAGE,
+	OPT_SKOPEO, OPT_IMAGE_PULL_DIR, OPT_IMAGE_PULL_TIMEOUT,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -381,6 +388,9 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "image-max-import", required_argument, NULL, OPT_IMAGE_MAX_IMPORT },
 		{ "image-allow-setid", no_argument, NULL, OPT_IMAGE_ALLOW_SETID },
 		{ "remove-image", required_argument, NULL, OPT_REMOVE_IMAGE },
+		{ "skopeo", required_argument, NULL, OPT_SKOPEO },
+		{ "image-pull-dir", required_argument, NULL, OPT_IMAGE_PULL_DIR },
+		{ "image-pull-timeout", required_argument, NULL, OPT_IMAGE_PULL_TIMEOUT },
 		{ "runtime", required_argument, NULL, OPT_RUNTIME },
 		{ "runsc", required_argument, NULL, OPT_RUNSC },
 		{ "runsc-root", required_argument, NULL, OPT_RUNSC_ROOT },
@@ -478,6 +488,18 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			break;
 		case OPT_IMAGE_ALLOW_SETID:
 			c->image_allow_setid = true;
+			break;
+		case OPT_SKOPEO:
+			c->skopeo = optarg;
+			break;
+		case OPT_IMAGE_PULL_DIR:
+			if (optarg[0] != '/')
+				return sbx_err_set(err, -EINVAL, "--image-pull-dir: want an absolute path");
+			c->image_pull_dir = optarg;
+			break;
+		case OPT_IMAGE_PULL_TIMEOUT:
+			if (sup_config_parse_secs(optarg, 100, 86400000, &c->image_pull_timeout_ms, err) < 0)
+				return sbx_err_wrap(err, "--image-pull-timeout");
 			break;
 		case OPT_RUNTIME:
 			c->runtime = optarg;

@@ -34,6 +34,9 @@ typedef struct sup_config {
 	uint64_t image_max_layer;  /* file data of one layer */
 	uint64_t image_max_import; /* bytes of one imported archive */
 	bool image_allow_setid;    /* keep setuid/setgid bits of image files */
+	const char *skopeo;        /* pulls: skopeo's binary */
+	const char *image_pull_dir; /* pulls may name oci:/oci-archive: paths below it; NULL: none */
+	unsigned image_pull_timeout_ms; /* a pull's deadline */
 	const char *runtime;       /* runc isolation's runtime */
 	const char *runsc;         /* gvisor isolation's runtime */
 	bool runsc_given;          /* --runsc: gvisor must be offered */

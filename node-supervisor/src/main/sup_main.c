@@ -22,6 +22,7 @@
 #include "sup_disk.h"
 #include "sup_files.h"
 #include "sup_http.h"
+#include "sup_images.h"
 #include "sup_img_import.h"
 #include "sup_img_store.h"
 #include "sup_log.h"
@@ -40,8 +41,8 @@
 /* entries of one layer: a tar bomb of empty files stops here */
 #define IMAGE_MAX_ENTRIES 1000000
 
-/* Until the images routes exist: --import-image [NAME=]PATH and
- * --remove-image NAME at start, then the GC of layers no image uses. */
+/* --import-image [NAME=]PATH and --remove-image NAME at start, then the GC
+ * of layers no image uses (the routes import and delete at run time). */
 static int images_at_start(sup_img_store *store, const sup_config *cfg, sbx_err *err)
 {
 	for (size_t i = 0; i < cfg->nimports; i++) {
@@ -304,6 +305,7 @@ int main(int argc, char **argv)
 	int exit_code = 1;
 	struct event_base *base = NULL;
 	sup_workers *workers = NULL;
+	sup_workers *image_worker = NULL; /* imports, pulls, GC: never the runtime's threads */
 	sup_pools *pools = NULL;
 	sup_img_store *store = NULL;
 	sup_main m = { 0 };
@@ -480,6 +482,21 @@ int main(int argc, char **argv)
 			    .res_max = cfg.res_max },
 	};
 	sup_files_ctx files = { .core = m.core, .max_upload = cfg.max_upload };
+	char pull_dir[PATH_MAX];
+	if (cfg.image_pull_dir && !realpath(cfg.image_pull_dir, pull_dir)) {
+		sbx_err_sys(&err, -errno, "--image-pull-dir %s", cfg.image_pull_dir);
+		goto fail;
+	}
+	image_worker = sup_workers_new(base, 1, &err);
+	if (!image_worker)
+		goto fail;
+	sup_images_ctx images = { .core = m.core,
+				  .store = store,
+				  .worker = image_worker,
+				  .max_import = cfg.image_max_import,
+				  .skopeo = cfg.skopeo,
+				  .pull_dir = cfg.image_pull_dir ? pull_dir : NULL,
+				  .pull_timeout_ms = cfg.image_pull_timeout_ms };
 	sup_procs_ctx procs = { .core = m.core };
 	m.requests = sup_scrape_requests_new();
 	if (!m.requests) {
@@ -494,6 +511,7 @@ int main(int argc, char **argv)
 		{ &sup_files_family, &files },
 		{ &sup_procs_family, &procs },
 		{ &sup_scrape_family, &scrape },
+		{ &sup_images_family, &images },
 	};
 	const sup_http_mount metrics_mounts[] = { { &sup_scrape_family, &scrape_open } };
 	fit_fd_limit(&cfg);
@@ -608,6 +626,10 @@ cleanup:
 	/* Workers first: a job still running (grace ran out) must finish
 	 * before the pools it points into go away. */
 	sup_workers_free(workers);
+	/* an import or pull the edge's end cancelled: its job ends and frees
+	 * itself (a pull's skopeo is killed within 0.1 s) */
+	sup_workers_finish(image_worker);
+	sup_workers_free(image_worker);
 	sup_pools_free(pools);
 	sup_img_store_free(store);
 	sup_core_free(m.core);
