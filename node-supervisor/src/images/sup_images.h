@@ -28,7 +28,7 @@ typedef struct sup_images_ctx {
 	const char *skopeo;        /* skopeo's binary */
 	const char *pull_dir;      /* resolved; oci:/oci-archive: pulls below it; NULL: none */
 	unsigned pull_timeout_ms;  /* skopeo's deadline */
-	unsigned busy;             /* imports and pulls queued or running (loop only) */
+	unsigned busy;             /* imports and pulls a request waits for (loop only) */
 } sup_images_ctx;
 
 extern const sup_http_family sup_images_family;

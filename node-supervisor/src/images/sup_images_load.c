@@ -92,8 +92,12 @@ static int pull(sup_im_job *j, const char *layout, sbx_err *err)
 {
 	if (j->local[0]) {
 		int r = local_source(j, err);
-		if (r < 0)
+		if (r == -EPERM || r == -ENAMETOOLONG)
 			return r;
+		if (r < 0) {
+			sbx_err why = *err;
+			return sbx_err_set(err, -EREMOTEIO, "pull of %.255s failed: %.700s", j->ref, why.msg);
+		}
 	}
 	char dst[PATH_MAX + 8];
 	snprintf(dst, sizeof(dst), "oci:%s", layout);
@@ -174,8 +178,6 @@ static void job_run(sup_job *job)
 static void job_done(sup_job *job)
 {
 	sup_im_job *j = (sup_im_job *)job;
-	if (j->kind != SUP_IM_GC)
-		j->x->busy--;
 	if (j->kind == SUP_IM_GC && j->rc == 0 && j->layers)
 		sup_info("image GC: %u layer(s) no image uses removed (%" PRIu64 " bytes) in %ld ms",
 			 j->layers, j->freed, j->ms);
@@ -188,6 +190,8 @@ static void job_done(sup_job *job)
 			 j->out.layers_new, j->out.layers_shared, j->ms);
 	sup_imq *q = j->q;
 	if (q) {
+		if (j->kind != SUP_IM_GC)
+			j->x->busy--;
 		q->job = NULL;
 		sup_images_answer(q, j);
 	}
@@ -245,6 +249,10 @@ static void close_pipe(sup_imq *q)
 static void abandon(sup_imq *q)
 {
 	if (q->job) {
+		/* no one waits for it any more: the next import may queue
+		 * behind it (it ends at its next read, or its skopeo is killed) */
+		if (q->job->kind != SUP_IM_GC)
+			q->x->busy--;
 		atomic_store(&q->job->cancelled, true);
 		q->job->q = NULL;
 		q->job = NULL;

@@ -503,7 +503,8 @@ int main(int argc, char **argv)
 		sbx_err_set(&err, -ENOMEM, "metrics");
 		goto fail;
 	}
-	sup_scrape_ctx scrape = { .core = m.core, .tenants = &m.tenants, .requests = m.requests };
+	sup_scrape_ctx scrape = { .core = m.core, .tenants = &m.tenants, .requests = m.requests,
+				  .store = store };
 	sup_scrape_ctx scrape_open = scrape;
 	scrape_open.open = true;
 	const sup_http_mount mounts[] = {

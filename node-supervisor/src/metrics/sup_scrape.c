@@ -5,6 +5,28 @@
 #include <event2/buffer.h>
 #include <stdio.h>
 
+/* The store's figures: gauges of now (a folder read: a few hundred layers
+ * at most), and what the GC gave back since start. */
+static void store_metrics(sup_img_store *s, sup_prom *w)
+{
+	uint64_t bytes, gc_bytes, gc_layers;
+	unsigned layers = sup_img_store_layers(s, &bytes);
+	sup_img_store_gc_totals(s, &gc_bytes, &gc_layers);
+	sup_prom_family(w, "sbx_images", "gauge", "Images in the store.");
+	sup_prom_sample(w, "sbx_images", NULL, (double)sup_img_store_count(s));
+	sup_prom_family(w, "sbx_image_layers", "gauge", "Unpacked layers in the store.");
+	sup_prom_sample(w, "sbx_image_layers", NULL, (double)layers);
+	sup_prom_family(w, "sbx_image_store_bytes", "gauge",
+			"File data of the store's layers, in bytes.");
+	sup_prom_sample(w, "sbx_image_store_bytes", NULL, (double)bytes);
+	sup_prom_family(w, "sbx_image_gc_layers_total", "counter",
+			"Layers no image used, removed by the GC.");
+	sup_prom_sample(w, "sbx_image_gc_layers_total", NULL, (double)gc_layers);
+	sup_prom_family(w, "sbx_image_gc_bytes_total", "counter",
+			"File data of the layers the GC removed, in bytes.");
+	sup_prom_sample(w, "sbx_image_gc_bytes_total", NULL, (double)gc_bytes);
+}
+
 static int act_metrics(sup_http_req *r, void *state, sbx_err *err)
 {
 	(void)state;
@@ -24,6 +46,8 @@ static int act_metrics(sup_http_req *r, void *state, sbx_err *err)
 	sup_prom_family(&w, "sbx_http_requests_total", "counter",
 			"Answered HTTP requests by route and status.");
 	sup_ctab_render(x->requests, &w, "sbx_http_requests_total");
+	if (x->store)
+		store_metrics(x->store, &w);
 	size_t len;
 	const char *text = sup_prom_text(&w, &len);
 	struct evbuffer *buf = text ? evbuffer_new() : NULL;

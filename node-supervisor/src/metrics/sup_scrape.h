@@ -1,8 +1,9 @@
 /* GET /metrics: the node's series in the Prometheus text format, for the
  * admin tenant on the API's listener, or for anyone on the node-local
  * --metrics-listen one (open). Renders what the core keeps
- * (sup_core_metrics) and the edge's requests by route and status (a
- * counter table main keeps through the edge's on_answered hook). It must
+ * (sup_core_metrics), the edge's requests by route and status (a
+ * counter table main keeps through the edge's on_answered hook) and the
+ * image store's figures (what it keeps: images, layers, bytes, GC). It must
  * not keep figures of its own or touch sandboxes except through the core. */
 #ifndef SUP_SCRAPE_H
 #define SUP_SCRAPE_H
@@ -11,6 +12,7 @@
 
 #include "sup_core.h"
 #include "sup_http.h"
+#include "sup_img_store.h"
 #include "sup_metrics.h"
 #include "sup_tenants.h"
 
@@ -18,6 +20,7 @@ typedef struct sup_scrape_ctx {
 	sup_core *core;
 	sup_tenants *const *tenants; /* the set in force (for quota series) */
 	const sup_ctab *requests;    /* by route and status */
+	sup_img_store *store;        /* NULL: no image series */
 	bool open;                   /* no token asked (the node-local listener) */
 } sup_scrape_ctx;
 

@@ -26,6 +26,8 @@ struct sup_img_store {
 	sup_image *images;   /* sorted by digest */
 	size_t n, cap;
 	unsigned imports;    /* running now */
+	uint64_t gc_bytes;   /* freed by every GC of this process */
+	uint64_t gc_layers;
 };
 
 static void json_cleanup(json_t **j)
@@ -459,6 +461,8 @@ int sup_img_store_gc(sup_img_store *s, uint64_t *freed, unsigned *layers, sbx_er
 		*freed += size;
 		(*layers)++;
 	}
+	s->gc_bytes += *freed;
+	s->gc_layers += *layers;
 	pthread_mutex_unlock(&s->mu);
 	sbx_err rm_err;
 	if (sup_fs_rm_tree(gone, &rm_err) < 0 && r == 0) {
@@ -466,6 +470,14 @@ int sup_img_store_gc(sup_img_store *s, uint64_t *freed, unsigned *layers, sbx_er
 		r = rm_err.code;
 	}
 	return r;
+}
+
+void sup_img_store_gc_totals(sup_img_store *s, uint64_t *bytes, uint64_t *layers)
+{
+	pthread_mutex_lock(&s->mu);
+	*bytes = s->gc_bytes;
+	*layers = s->gc_layers;
+	pthread_mutex_unlock(&s->mu);
 }
 
 void sup_img_store_import_begin(sup_img_store *s)

@@ -93,6 +93,8 @@ int sup_img_store_delete(sup_img_store *s, const char *name, sbx_err *err);
 /* Remove every layer no record names; *freed: their bytes. -EBUSY while
  * an import runs. */
 int sup_img_store_gc(sup_img_store *s, uint64_t *freed, unsigned *layers, sbx_err *err);
+/* What every GC of this process freed (for /metrics). */
+void sup_img_store_gc_totals(sup_img_store *s, uint64_t *bytes, uint64_t *layers);
 
 /* For sup_img_import: the folders, the import count, and committing a
  * finished import's record (refs moved from other images). */
