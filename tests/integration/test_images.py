@@ -3,8 +3,8 @@
 The test images are built offline by tests/images/make-test-images (Debian's
 busybox-static, umoci, skopeo); the hostile layers are made here with
 tarfile, as OCI layouts written by hand (umoci would not write them).
-Until the images routes exist, images come in with --import-image at start
-and leave with --remove-image.
+Here images come in with --import-image at start and leave with
+--remove-image; test_images_api.py does it over HTTP.
 """
 import gzip
 import hashlib
