@@ -557,3 +557,11 @@ json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint6
 	}
 	return o;
 }
+
+json_t *sup_api_render_pool(const sup_pool_stats *s)
+{
+	return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "image", s->image, "isolation",
+			 sup_isolation_names[s->isolation], "size", (json_int_t)s->size, "ready",
+			 (json_int_t)s->ready, "creating", (json_int_t)s->creating, "waiting",
+			 (json_int_t)s->waiting);
+}

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "sbx/err.h"
+#include "sup_pool.h"
 #include "sup_resources.h"
 #include "sup_types.h"
 
@@ -47,5 +48,7 @@ json_t *sup_api_render_exec(const sup_exec_result *r);
 /* The end of a streamed exec: exit_code / signal, duration_ms, timed_out
  * and the byte counts streamed. */
 json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint64_t err_bytes);
+/* A pool as GET /v1/pools and PUT /v1/pools/{image} show it. */
+json_t *sup_api_render_pool(const sup_pool_stats *s);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "sup_api.h"
 #include "sup_images_int.h"
 #include "sup_log.h"
 #include "sup_query.h"
@@ -276,10 +277,7 @@ static int act_pool(sup_http_req *r, void *state, sbx_err *err)
 	int rc = sup_core_pool_set_size(q->x->core, q->name, q->isolation, q->size, &s, err);
 	if (rc < 0)
 		return rc;
-	sup_http_json(r, 200, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "image", s.image,
-					"isolation", sup_isolation_names[s.isolation], "size",
-					(json_int_t)s.size, "ready", (json_int_t)s.ready, "creating",
-					(json_int_t)s.creating, "waiting", (json_int_t)s.waiting));
+	sup_http_json(r, 200, sup_api_render_pool(&s));
 	return 0;
 }
 

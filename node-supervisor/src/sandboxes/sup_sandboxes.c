@@ -95,12 +95,7 @@ static int act_pools(sup_http_req *r, void *state, sbx_err *err)
 	for (size_t i = 0; arr && i < sup_core_pool_count(core); i++) {
 		sup_pool_stats s;
 		sup_core_pool_stats(core, i, &s);
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "image", s.image,
-						     "isolation", sup_isolation_names[s.isolation],
-						     "size", (json_int_t)s.size, "ready",
-						     (json_int_t)s.ready, "creating",
-						     (json_int_t)s.creating, "waiting",
-						     (json_int_t)s.waiting));
+		json_array_append_new(arr, sup_api_render_pool(&s));
 	}
 	if (!arr)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
