@@ -1,7 +1,11 @@
 """Images: acquire from a pool of a store image beside host's, cold creates
-of each, import time and the disk 20 sandboxes of one image take. Release
-build, real runc; the test images from tests/images/make-test-images.
+of each, import time of a 100 MB image over POST /v1/images beside skopeo
+and umoci on the same archive, and the disk 20 sandboxes of one image take.
+Release build, real runc; the test images from tests/images/make-test-images,
+the 100 MB one made here (one layer of 100,000,000 random bytes: gzip cannot
+shrink it). The machine's load average is printed with the figures.
   SBX_SUPERVISOR=... SBX_AGENT=... python3 bench/bench_images.py
+(make bench runs it.)
 """
 import os
 import subprocess
@@ -35,6 +39,82 @@ def row(what, v):
     print("| %s | %d | %.3f | %.3f |" % (what, len(v), h.percentile(v, 50), h.percentile(v, 99)))
 
 
+def big_image(tmp):
+    """An oci-archive of about 100 MB: one layer holding 100,000,000 random
+    bytes, made with umoci as the test images are."""
+    lay = os.path.join(tmp, "big")
+    blob = os.path.join(tmp, "random.bin")
+    with open(blob, "wb") as f:
+        for _ in range(100):
+            f.write(os.urandom(1000000))
+    for cmd in (["umoci", "init", "--layout", lay], ["umoci", "new", "--image", lay + ":big"],
+                ["umoci", "insert", "--image", lay + ":big", blob, "/data/random.bin"]):
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    os.unlink(blob)
+    arch = os.path.join(tmp, "big.oci.tar")
+    subprocess.run(["tar", "-C", lay, "-cf", arch, "."], check=True)
+    return lay, arch
+
+
+def upload(sup, path):
+    c = sup.conn(300)
+    try:
+        with open(path, "rb") as f:
+            c.request("POST", "/v1/images", body=f, headers={
+                "Authorization": "Bearer " + sup.token, "Content-Type": "application/x-tar",
+                "Content-Length": str(os.path.getsize(path))})
+        resp = c.getresponse()
+        body = resp.read()
+        assert resp.status == 201, body
+    finally:
+        c.close()
+
+
+def timed(fn, n):
+    out = []
+    for _ in range(n):
+        t0 = time.monotonic()
+        fn()
+        out.append((time.monotonic() - t0) * 1000)
+    return out
+
+
+def imports(sup, tmp):
+    """Import of the 100 MB archive over HTTP (the image deleted, its layer
+    collected, between runs) beside skopeo copying it into a layout
+    (digests checked, nothing unpacked) and umoci unpacking its layout."""
+    lay, arch = big_image(tmp)
+    print("archive: %d bytes" % os.path.getsize(arch))
+
+    def once():
+        upload(sup, arch)
+        st, _, r = sup.request("DELETE", "/v1/images/big", timeout=120)
+        assert st == 200, r
+    ours = timed(once, 3)
+    # the DELETE's GC is inside the figure above: time it apart
+    gc = []
+    for _ in range(3):
+        upload(sup, arch)
+        gc += timed(lambda: sup.request("DELETE", "/v1/images/big", timeout=120), 1)
+    dst = os.path.join(tmp, "copy")
+
+    def skopeo():
+        subprocess.run(["skopeo", "copy", "--quiet", "oci-archive:" + arch, "oci:" + dst + ":big"],
+                       check=True)
+        subprocess.run(["rm", "-rf", dst], check=True)
+    rootfs = os.path.join(tmp, "unpacked")
+
+    def umoci():
+        subprocess.run(["umoci", "unpack", "--image", lay + ":big", rootfs], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(["rm", "-rf", rootfs], check=True)
+    print("| what | n | p50 ms | p99 ms |\n|---|---|---|---|")
+    row("POST /v1/images, 100 MB oci-archive, + DELETE and its GC", ours)
+    row("DELETE of it alone (GC of its 100 MB layer)", gc)
+    row("peer: skopeo copy oci-archive: -> oci: (digests, no unpack)", timed(skopeo, 3))
+    row("peer: umoci unpack of its layout", timed(umoci, 3))
+
+
 def du(path):
     out = subprocess.run(["du", "-sk", path], capture_output=True, text=True).stdout
     return int(out.split()[0]) if out else 0
@@ -48,6 +128,7 @@ def main():
                               "--pool-images", "host=4,tiny=4"])
     try:
         sup.start()
+        print("load average at start: %.1f %.1f %.1f" % os.getloadavg())
         print("| what | n | p50 ms | p99 ms |\n|---|---|---|---|")
         row("acquire, pool of host", timed_creates(sup, "host", 50, True))
         row("acquire, pool of tiny (store image)", timed_creates(sup, "tiny", 50, True))
@@ -69,6 +150,10 @@ def main():
         disks = sum(du(os.path.join(sup.state_dir, "sandboxes", i)) for i in ids)
         print("disk: store %d KiB; 20 sandboxes of tiny: %d KiB (writable layers, disk images sparse)"
               % (store, disks))
+        for i in ids:
+            sup.request("DELETE", "/v1/sandboxes/" + i)
+        imports(sup, tmp)
+        print("load average at end: %.1f %.1f %.1f" % os.getloadavg())
     finally:
         sup.cleanup()
         subprocess.run(["rm", "-rf", tmp])
