@@ -45,6 +45,10 @@ static void test_defaults(void **state)
 	assert_null(c.token);
 	assert_int_equal(c.max_body, 1 << 20);
 	assert_int_equal(c.max_output, 16 << 20);
+	/* pulls: the PATH's skopeo, registries only, 10 minutes */
+	assert_string_equal(c.skopeo, "skopeo");
+	assert_null(c.image_pull_dir);
+	assert_int_equal(c.image_pull_timeout_ms, 600000);
 	/* the deadlines and limits API.md documents */
 	assert_agent_opts(&c.agent, &(sup_agent_opts){ 2000, 30000, 10000, 5000, 5000, 1024, 1000,
 						       8 << 20 });
@@ -60,6 +64,8 @@ static void test_all_flags(void **state)
 			       "2", "--pool-images", "host,/srv/rootfs,python:3.11-slim=5", "--runtime", "crun",
 			       "--import-image", "py=/srv/py.tar", "--import-image", "/srv/layout",
 			       "--remove-image", "old:1", "--image-max-layer", "1G", "--image-allow-setid",
+			       "--skopeo", "/usr/bin/skopeo", "--image-pull-dir", "/srv/pulls",
+			       "--image-pull-timeout", "2.5",
 			       "--agent", "/a", "--token", "0123456789abcdef0123", "--max-body",
 			       "64K", "--max-output", "1M", "--max-output-total", "2M", "--max-execs", "5", "--workers", "3", "--acquire-timeout",
 			       "5", "--print-example", "--agent-grace", "0.5", "--agent-idle-timeout", "2",
@@ -83,6 +89,9 @@ static void test_all_flags(void **state)
 	assert_int_equal(c.nremoves, 1);
 	assert_int_equal(c.image_max_layer, 1ull << 30);
 	assert_true(c.image_allow_setid);
+	assert_string_equal(c.skopeo, "/usr/bin/skopeo");
+	assert_string_equal(c.image_pull_dir, "/srv/pulls");
+	assert_int_equal(c.image_pull_timeout_ms, 2500);
 	assert_string_equal(c.runtime, "crun");
 	assert_string_equal(c.agent_path, "/a");
 	assert_int_equal(c.max_body, 64 * 1024);
@@ -123,6 +132,7 @@ static void test_bad_flags(void **state)
 		{ "--pool", "host=2" },             { "--pool", ":host=2" },
 		{ "--runsc-platform", "kvm2" },
 		{ "--runsc-root", "relative" },
+		{ "--image-pull-dir", "relative" }, { "--image-pull-timeout", "0" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		sup_config c;
