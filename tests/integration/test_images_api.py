@@ -138,6 +138,14 @@ class ImagesApi(unittest.TestCase):
         self.assertIn("team/nope:v1", g["error"]["message"])
         st, _, g = sup.request("GET", "/v1/images/bad%2")
         self.assertEqual(st, 400, g)
+        # not an archive, larger than the pipe: refused while the body still
+        # comes (the import stops reading); nothing is left of it
+        junk = os.path.join(self.tmp, "junk4m.tar")
+        with open(junk, "wb") as f:
+            f.write(os.urandom(4 << 20))
+        st, r = self.upload(sup, junk)
+        self.assertEqual((st, r["error"]["code"]), (400, "bad_image"), r)
+        self.assertEqual(os.listdir(os.path.join(sup.state_dir, "store", "tmp")), [])
         # sandboxes of both, cold
         sb = sup.create(image="tiny")
         st, _, x = sup.exec(sb["id"], cmd="id -u; pwd; echo $GREETING")

@@ -175,6 +175,17 @@ static void job_run(sup_job *job)
 	j->ms = ms_since(&t0);
 }
 
+/* The pipe's write end and its event go together (wev set: both are). */
+static void close_pipe(sup_imq *q)
+{
+	if (!q->wev)
+		return;
+	event_free(q->wev);
+	q->wev = NULL;
+	close(q->wfd);
+	q->wfd = -1;
+}
+
 static void job_done(sup_job *job)
 {
 	sup_im_job *j = (sup_im_job *)job;
@@ -193,6 +204,7 @@ static void job_done(sup_job *job)
 		if (j->kind != SUP_IM_GC)
 			j->x->busy--;
 		q->job = NULL;
+		close_pipe(q); /* an import that failed early: no more writes, no more events */
 		sup_images_answer(q, j);
 	}
 	free(j);
@@ -233,17 +245,6 @@ int sup_images_start_gc(sup_imq *q, sbx_err *err)
 }
 
 /* ---- an upload: the body into the pipe ---- */
-
-/* The pipe's write end and its event go together (wev set: both are). */
-static void close_pipe(sup_imq *q)
-{
-	if (!q->wev)
-		return;
-	event_free(q->wev);
-	q->wev = NULL;
-	close(q->wfd);
-	q->wfd = -1;
-}
 
 /* The request is over, or its body failed: the job is on its own. */
 static void abandon(sup_imq *q)
