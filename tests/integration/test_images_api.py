@@ -153,9 +153,10 @@ class ImagesApi(unittest.TestCase):
         sb = sup.create(image="team/multi:v1")
         st, _, x = sup.exec(sb["id"], cmd="ls /data; ls -a /opq")
         self.assertEqual(x["stdout"], "kept\ntop\n.\n..\nnew\n", x)
+        h.stop_clean(sup)
 
     def test_refused_uploads(self):
-        sup = self.start("--image-max-import", "1M")
+        sup = self.start("--image-max-import", "1M", "--drain-timeout", "1")
         tiny = os.path.join(self.ti, "tiny.oci.tar")  # about 1.05 MiB
         # no or another Content-Type: 415, the body unread
         st, r = self.upload(sup, tiny, headers={})
@@ -199,6 +200,19 @@ class ImagesApi(unittest.TestCase):
             time.sleep(0.1)
         self.assertEqual(os.listdir(os.path.join(sup.state_dir, "store", "tmp")), [])
         self.assertEqual(self.layers(sup), [])
+        # SIGTERM while an upload waits for its body: its import is
+        # cancelled, and the supervisor ends cleanly (no leak, exit 0)
+        c = sup.conn(30)
+        c.putrequest("POST", "/v1/images")
+        c.putheader("Authorization", "Bearer " + sup.token)
+        c.putheader("Content-Type", "application/x-tar")
+        c.putheader("Content-Length", "900000")
+        c.endheaders()
+        with open(tiny, "rb") as f:
+            c.send(f.read(300000))
+        self.addCleanup(c.close)
+        time.sleep(0.5)
+        h.stop_clean(sup)
 
     def test_pull(self):
         sup = self.start()
@@ -250,7 +264,7 @@ class ImagesApi(unittest.TestCase):
         t.start()
         self.addCleanup(lambda: [s.close() for s in held])
         self.addCleanup(stop.set)
-        sup = self.start("--image-pull-timeout", "2")
+        sup = self.start("--image-pull-timeout", "2", "--drain-timeout", "1")
         ref = "127.0.0.1:%d/slow:latest" % lis.getsockname()[1]
         t0 = time.monotonic()
         st, r = self.pull(sup, {"ref": ref})
@@ -261,6 +275,19 @@ class ImagesApi(unittest.TestCase):
         # the loop went on meanwhile, and goes on
         st, _, r = sup.request("GET", "/v1/images")
         self.assertEqual(st, 200, r)
+        # a pull in flight at SIGTERM: its skopeo is killed, the supervisor
+        # ends cleanly soon after the drain
+        got = []
+        t = threading.Thread(target=lambda: got.append(self.pull(sup, {"ref": ref}, timeout=60)),
+                             daemon=True)
+        t.start()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(held) < 2:
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        h.stop_clean(sup)
+        self.assertLess(time.monotonic() - t0, 10)
+        t.join(30)
 
     def test_delete_in_use_then_gc(self):
         sup = self.start()
@@ -331,6 +358,7 @@ class ImagesApi(unittest.TestCase):
         # and now it can go
         st, _, r = sup.request("DELETE", "/v1/images/tiny")
         self.assertEqual(st, 200, r)
+        h.stop_clean(sup)
 
     def test_tenants_and_metrics(self):
         admin, alice = "admin-token-" + "a" * 20, "alice-token-" + "b" * 20
