@@ -24,6 +24,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sbx_harness as h  # noqa: E402
+from test_images import oci_layout, tar_of  # noqa: E402  (the hostile layers' writer)
 
 SUPERVISOR = os.environ["SBX_SUPERVISOR"]
 AGENT = os.environ["SBX_AGENT"]
@@ -178,6 +179,20 @@ class ImagesApi(unittest.TestCase):
         self.assertEqual(st, 400, r)
         st, r = self.upload(sup, junk, query="?nope=1")
         self.assertEqual(st, 400, r)
+        # a hostile layer over HTTP as at start: refused naming the member,
+        # nothing outside, nothing in the store
+        outside = os.path.join(self.tmp, "outside")
+        os.makedirs(outside, exist_ok=True)
+        for i, member in enumerate(("a/../../outside/x", outside + "/abs")):
+            lay = os.path.join(self.tmp, "hostile%d" % i)
+            oci_layout(lay, [tar_of([({"name": member}, b"x")])])
+            arch = lay + ".tar"
+            subprocess.run(["tar", "-C", lay, "-cf", arch, "."], check=True)
+            st, r = self.upload(sup, arch)
+            self.assertEqual((st, r["error"]["code"]), (400, "bad_image"), r)
+            self.assertIn("'..' in the name" if i == 0 else "absolute name", r["error"]["message"])
+        self.assertEqual(os.listdir(outside), [])
+        self.assertEqual(self.layers(sup), [])
         # an archive cut short by its client: nothing committed, nothing left
         c = sup.conn(30)
         c.putrequest("POST", "/v1/images")
