@@ -96,6 +96,18 @@ class ImagesApi(unittest.TestCase):
         finally:
             c.close()
 
+    def partial_upload(self, sup, path, n):
+        """A connection that announced 900000 bytes of path and sent n."""
+        c = sup.conn(30)
+        c.putrequest("POST", "/v1/images")
+        c.putheader("Authorization", "Bearer " + sup.token)
+        c.putheader("Content-Type", "application/x-tar")
+        c.putheader("Content-Length", "900000")
+        c.endheaders()
+        with open(path, "rb") as f:
+            c.send(f.read(n))
+        return c
+
     def pull(self, sup, body, timeout=60):
         st, _, r = sup.request("POST", "/v1/images", body,
                                headers={"Content-Type": "application/json"}, timeout=timeout)
@@ -194,15 +206,7 @@ class ImagesApi(unittest.TestCase):
         self.assertEqual(os.listdir(outside), [])
         self.assertEqual(self.layers(sup), [])
         # an archive cut short by its client: nothing committed, nothing left
-        c = sup.conn(30)
-        c.putrequest("POST", "/v1/images")
-        c.putheader("Authorization", "Bearer " + sup.token)
-        c.putheader("Content-Type", "application/x-tar")
-        c.putheader("Content-Length", "900000")
-        c.endheaders()
-        with open(tiny, "rb") as f:
-            c.send(f.read(400000))
-        c.close()
+        self.partial_upload(sup, tiny, 400000).close()
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and "client went away" not in sup.log():
             time.sleep(0.1)
@@ -217,15 +221,7 @@ class ImagesApi(unittest.TestCase):
         self.assertEqual(self.layers(sup), [])
         # SIGTERM while an upload waits for its body: its import is
         # cancelled, and the supervisor ends cleanly (no leak, exit 0)
-        c = sup.conn(30)
-        c.putrequest("POST", "/v1/images")
-        c.putheader("Authorization", "Bearer " + sup.token)
-        c.putheader("Content-Type", "application/x-tar")
-        c.putheader("Content-Length", "900000")
-        c.endheaders()
-        with open(tiny, "rb") as f:
-            c.send(f.read(300000))
-        self.addCleanup(c.close)
+        self.addCleanup(self.partial_upload(sup, tiny, 300000).close)
         time.sleep(0.5)
         h.stop_clean(sup)
 
