@@ -336,3 +336,11 @@ size_t mcp_session_pending(const mcp_session *s)
 {
 	return s->npend;
 }
+
+bool mcp_session_stream_pending(const mcp_session *s, uint32_t stream)
+{
+	for (size_t i = 0; i < s->npend; i++)
+		if (s->pend[i].stream == stream)
+			return true;
+	return false;
+}

@@ -90,6 +90,8 @@ void mcp_session_count(mcp_session *s, bool in, size_t bytes, uint64_t now_ms);
 int mcp_session_pending_add(mcp_session *s, const char *key, uint32_t stream);
 int mcp_session_pending_take(mcp_session *s, const char *key, uint32_t *stream);
 size_t mcp_session_pending(const mcp_session *s);
+/* Whether a request in flight has its answer owed on stream. */
+bool mcp_session_stream_pending(const mcp_session *s, uint32_t stream);
 const mcp_session_counters *mcp_session_counters_get(const mcp_session *s);
 
 void mcp_session_stats_get(const mcp_session_table *t, mcp_session_stats *st);
