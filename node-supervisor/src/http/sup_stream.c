@@ -169,6 +169,19 @@ void sup_stream_json_cost(sup_stream *s, const char *event, json_t *obj, size_t 
 	flush_event(s, cost);
 }
 
+void sup_stream_sse_raw(sup_stream *s, const char *id, const char *data, size_t n, size_t cost)
+{
+	int rc = 0;
+	if (id)
+		rc = evbuffer_add_printf(s->buf, "id: %s\n", id) < 0 ? -1 : 0;
+	if (rc < 0 || evbuffer_add(s->buf, "data: ", 6) < 0 || evbuffer_add(s->buf, data, n) < 0 ||
+	    evbuffer_add(s->buf, "\n\n", 2) < 0) {
+		sup_warn("stream: out of memory; an event of %zu bytes dropped", n);
+		evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
+	}
+	flush_event(s, cost);
+}
+
 /* keepalive_s after the last chunk, unless output still waits (a reader
  * that is behind needs no filler). */
 static void on_keepalive(evutil_socket_t fd, short what, void *arg)

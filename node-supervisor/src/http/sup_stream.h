@@ -36,6 +36,9 @@ void sup_stream_data(sup_stream *s, const char *event, const uint8_t *p, size_t 
  * NDJSON it gets "event":event added. */
 void sup_stream_json(sup_stream *s, const char *event, json_t *obj);
 void sup_stream_json_cost(sup_stream *s, const char *event, json_t *obj, size_t cost);
+/* An SSE event of the default type whose data is one line of text as is
+ * (no newline in it), with its id (NULL: none). */
+void sup_stream_sse_raw(sup_stream *s, const char *id, const char *data, size_t n, size_t cost);
 /* While the stream is idle, a comment (SSE ": keepalive", NDJSON
  * {"event":"keepalive"}) every secs seconds. 0, or -1 without memory. */
 int sup_stream_keepalive(sup_stream *s, unsigned secs);
