@@ -197,7 +197,7 @@ static int parse_argv(json_t *v, sup_exec_spec *out, sbx_err *err)
 }
 
 /* One server of "mcp.servers": {"command", "args", "env", "cwd"}. */
-static int parse_mcp_server(const char *name, json_t *v, sup_mcp_server *out, sbx_err *err)
+int sup_api_parse_mcp_server(const char *name, json_t *v, sup_mcp_server *out, sbx_err *err)
 {
 	json_t *cmd = json_object_get(v, "command"), *args = json_object_get(v, "args");
 	const char *key;
@@ -249,7 +249,7 @@ static int parse_mcp(json_t *v, sup_mcp_servers *out, sbx_err *err)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	json_object_foreach(servers, key, val)
 	{
-		int rc = parse_mcp_server(key, val, &out->v[out->n], err);
+		int rc = sup_api_parse_mcp_server(key, val, &out->v[out->n], err);
 		out->n++;
 		if (rc < 0)
 			return rc;

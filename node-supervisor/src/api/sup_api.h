@@ -39,6 +39,9 @@ int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err
  * or NULL) to the caller: POST .../processes adds its own. */
 int sup_api_parse_exec_obj(json_t *obj, const char *const *skip, sup_exec_spec *out, sbx_err *err);
 
+/* One MCP server as in "mcp.servers" (PUT /v1/sandboxes/{id}/mcp/{name}). */
+int sup_api_parse_mcp_server(const char *name, json_t *v, sup_mcp_server *out, sbx_err *err);
+
 json_t *sup_api_render_sandbox(const sup_sandbox_view *v);
 /* stdout/stderr: UTF-8 text; invalid sequences become U+FFFD and the exact
  * bytes are added as stdout_b64 / stderr_b64. A result the supervisor made

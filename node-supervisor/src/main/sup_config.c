@@ -43,6 +43,7 @@ void sup_config_defaults(sup_config *c)
 	c->body_timeout_s = 60;
 	c->idle_timeout_s = 60;
 	c->drain_timeout_s = 10;
+	c->mcp_idle_ms = 600000;
 	c->agent = (sup_agent_opts){
 		.grace_ms = 2000,
 		.idle_ms = 30000,
@@ -132,6 +133,10 @@ void sup_config_usage(const char *prog)
 	       "  --drain-timeout SEC    requests in flight at SIGTERM may run this long (default 10)\n"
 	       "  --agent-grace SEC      an exec's timeout plus this, and the agent must have\n"
 	       "                         ended it (default 2; fractions allowed)\n"
+	       "  --mcp-idle-timeout SEC  an MCP session unused this long ends, its server's\n"
+	       "                         processes killed (default 600; fractions allowed)\n"
+	       "  --mcp-allow-origin LIST  Origins (comma-separated) a browser may reach MCP\n"
+	       "                         sessions from (default none: requests with Origin refused)\n"
 	       "  --agent-idle-timeout SEC  a call waiting for the agent's answer fails after\n"
 	       "                         this long without a frame (default 30)\n"
 	       "  --agent-ping-interval SEC  ping an agent connection quiet this long (default 10)\n"
@@ -373,6 +378,7 @@ enum {
 	OPT_UPLINK, OPT_UPLINK_DNS, OPT_DENY_CIDRS, OPT_IMPORT_IMAGE,
 	OPT_IMAGE_MAX_LAYER, OPT_IMAGE_MAX_IMPORT, OPT_IMAGE_ALLOW_SETID, OPT_REMOVE_IMAGE,
 	OPT_SKOPEO, OPT_IMAGE_PULL_DIR, OPT_IMAGE_PULL_TIMEOUT,
+	OPT_MCP_IDLE, OPT_MCP_ORIGIN,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -418,6 +424,8 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT },
 		{ "agent-grace", required_argument, NULL, OPT_AGENT_GRACE },
 		{ "agent-idle-timeout", required_argument, NULL, OPT_AGENT_IDLE },
+		{ "mcp-idle-timeout", required_argument, NULL, OPT_MCP_IDLE },
+		{ "mcp-allow-origin", required_argument, NULL, OPT_MCP_ORIGIN },
 		{ "agent-ping-interval", required_argument, NULL, OPT_AGENT_PING },
 		{ "agent-ping-timeout", required_argument, NULL, OPT_AGENT_PING_TIMEOUT },
 		{ "agent-frame-timeout", required_argument, NULL, OPT_AGENT_FRAME },
@@ -612,6 +620,13 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		case OPT_AGENT_GRACE:
 			if (parse_ms("agent-grace", optarg, 0, 3600000, &c->agent.grace_ms, err) < 0)
 				return err->code;
+			break;
+		case OPT_MCP_IDLE:
+			if (parse_ms("mcp-idle-timeout", optarg, 100, 86400000, &c->mcp_idle_ms, err) < 0)
+				return -EINVAL;
+			break;
+		case OPT_MCP_ORIGIN:
+			c->mcp_origins = optarg;
 			break;
 		case OPT_AGENT_IDLE:
 			if (parse_ms("agent-idle-timeout", optarg, 10, 86400000, &c->agent.idle_ms, err) < 0)

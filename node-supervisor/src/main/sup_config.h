@@ -66,6 +66,8 @@ typedef struct sup_config {
 	unsigned body_timeout_s;     /* a buffered body whole; a streamed one between bytes */
 	unsigned idle_timeout_s;     /* a keep-alive connection between requests */
 	unsigned drain_timeout_s;    /* requests in flight at SIGTERM */
+	unsigned mcp_idle_ms;        /* an unused MCP session ends */
+	const char *mcp_origins;     /* Origins allowed on MCP routes (comma-separated) */
 	sup_agent_opts agent;        /* distrust of the guest: deadlines, limits */
 	sup_resources res_default;   /* a sandbox's limits when a create names none */
 	sup_resources res_max;       /* the most a create may ask for */

@@ -29,6 +29,7 @@
 #include "sup_net.h"
 #include "sup_policy.h"
 #include "sup_pool.h"
+#include "sup_mcp.h"
 #include "sup_procs.h"
 #include "sup_runc.h"
 #include "sup_sandboxes.h"
@@ -309,6 +310,7 @@ int main(int argc, char **argv)
 	sup_pools *pools = NULL;
 	sup_img_store *store = NULL;
 	sup_main m = { 0 };
+	sup_mcp_ctx mcp = { 0 }; /* its sessions end at cleanup */
 	sup_policy *policy = NULL;
 	char *token = NULL;
 	char agent[PATH_MAX];
@@ -498,6 +500,7 @@ int main(int argc, char **argv)
 				  .pull_dir = cfg.image_pull_dir ? pull_dir : NULL,
 				  .pull_timeout_ms = cfg.image_pull_timeout_ms };
 	sup_procs_ctx procs = { .core = m.core };
+	mcp = (sup_mcp_ctx){ .core = m.core, .idle_ms = cfg.mcp_idle_ms, .origins = cfg.mcp_origins };
 	m.requests = sup_scrape_requests_new();
 	if (!m.requests) {
 		sbx_err_set(&err, -ENOMEM, "metrics");
@@ -511,6 +514,7 @@ int main(int argc, char **argv)
 		{ &sup_sandboxes_family, &sandboxes },
 		{ &sup_files_family, &files },
 		{ &sup_procs_family, &procs },
+		{ &sup_mcp_family, &mcp },
 		{ &sup_scrape_family, &scrape },
 		{ &sup_images_family, &images },
 	};
@@ -616,6 +620,7 @@ cleanup:
 		sup_http_free(m.http);
 	if (m.metrics)
 		sup_http_free(m.metrics);
+	sup_mcp_ctx_release(&mcp);
 	if (m.sig_term)
 		event_free(m.sig_term);
 	if (m.sig_int)
