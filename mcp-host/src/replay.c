@@ -120,11 +120,18 @@ static bool parse_id(const char *s, uint32_t *stream, uint64_t *seq)
 	return true;
 }
 
+uint64_t mcp_replay_id_seq(const char *id)
+{
+	uint32_t stream;
+	uint64_t seq;
+
+	return strlen(id) < MCP_REPLAY_ID_MAX && parse_id(id, &stream, &seq) ? seq : 0;
+}
+
 int mcp_replay_after(const mcp_replay *r, const char *last_id, uint32_t *stream, mcp_replay_cb cb, void *ud,
 		     sbx_err *err)
 {
 	uint64_t seq;
-	char id[MCP_REPLAY_ID_MAX];
 
 	if (strlen(last_id) >= MCP_REPLAY_ID_MAX || !parse_id(last_id, stream, &seq))
 		return sbx_err_set(err, -EINVAL, "Last-Event-ID %.40s is not an event id of this session", last_id);
@@ -132,11 +139,18 @@ int mcp_replay_after(const mcp_replay *r, const char *last_id, uint32_t *stream,
 		return sbx_err_set(err, -ENOENT, "Last-Event-ID %s was never sent", last_id);
 	if (r->dropped > seq)
 		return sbx_err_set(err, -ENOENT, "events after %s are no longer kept", last_id);
+	return mcp_replay_since(r, *stream, seq, cb, ud);
+}
+
+int mcp_replay_since(const mcp_replay *r, uint32_t stream, uint64_t seq, mcp_replay_cb cb, void *ud)
+{
+	char id[MCP_REPLAY_ID_MAX];
+
 	for (unsigned i = 0; i < r->n; i++) {
 		const ev *e = &r->ring[(r->head + i) % r->max_events];
 		int ret;
 
-		if (e->seq <= seq || e->stream != *stream)
+		if (e->seq <= seq || e->stream != stream)
 			continue;
 		snprintf(id, sizeof(id), "%" PRIu32 "-%" PRIu64, e->stream, e->seq);
 		ret = cb(id, e->data, e->len, ud);

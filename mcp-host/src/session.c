@@ -194,7 +194,7 @@ size_t mcp_session_expire(mcp_session_table *t, uint64_t now_ms, void (*cb)(mcp_
 		return 0;
 	for (mcp_session *s = t->all, *next; s; s = next) {
 		next = s->next;
-		if (s->holds || now_ms < s->c.active_ms + t->o.idle_ms)
+		if (s->holds || s->npend || now_ms < s->c.active_ms + t->o.idle_ms)
 			continue;
 		unlink_session(t, s);
 		t->st.expired++;
@@ -214,7 +214,7 @@ uint64_t mcp_session_next_expiry(const mcp_session_table *t)
 		return 0;
 	for (const mcp_session *s = t->all; s; s = s->next) {
 		uint64_t at = s->c.active_ms + t->o.idle_ms;
-		if (!s->holds && (next == 0 || at < next))
+		if (!s->holds && !s->npend && (next == 0 || at < next))
 			next = at;
 	}
 	return next;

@@ -38,6 +38,13 @@ typedef int (*mcp_replay_cb)(const char *id, const char *data, size_t len, void 
 int mcp_replay_after(const mcp_replay *r, const char *last_id, uint32_t *stream, mcp_replay_cb cb, void *ud,
 		     sbx_err *err);
 
+/* The events of stream kept with a sequence number above after_seq,
+ * oldest first (cb < 0 stops and is returned): what a stream that was not
+ * open yet is owed (the GET stream's backlog). */
+int mcp_replay_since(const mcp_replay *r, uint32_t stream, uint64_t after_seq, mcp_replay_cb cb, void *ud);
+/* The sequence number of an id of ours (0: not one). */
+uint64_t mcp_replay_id_seq(const char *id);
+
 /* Events and data bytes kept. */
 unsigned mcp_replay_events(const mcp_replay *r);
 size_t mcp_replay_bytes(const mcp_replay *r);

@@ -3,8 +3,8 @@
  * A session is one MCP client talking to one server process in the
  * sandbox. Its Mcp-Session-Id is 32 hex digits from the kernel's CSPRNG
  * (getrandom), so it can be neither guessed nor enumerated; lookups compare
- * in constant time. A session not in use (no request or stream open: see
- * mcp_session_hold) for idle_ms expires; mcp_session_expire hands expired
+ * in constant time. A session not in use (no stream open: see mcp_session_hold; no request
+ * of the client's in flight) for idle_ms expires; mcp_session_expire hands expired
  * ones to the caller, who ends their server process. Each keeps a replay
  * buffer (replay.h) and counters. The table is bounded (max_sessions) and
  * knows nothing of HTTP or of the agent: the owner hangs its own state on a

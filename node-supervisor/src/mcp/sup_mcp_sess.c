@@ -54,6 +54,8 @@ struct mx_sess {
 	unsigned depth;          /* inside a call that may end us */
 	bool dead;               /* ended while depth > 0: free after */
 	size_t owed;             /* unread by its clients */
+	uint32_t last_sse;       /* the newest request answered on SSE */
+	uint64_t get_seq;        /* the GET stream's events sent up to this */
 };
 
 static uint64_t now_ms(void)
@@ -279,14 +281,23 @@ static mq *sink_of(mx_sess *m, uint32_t stream)
 	return NULL;
 }
 
-/* A server's own request or notification: the newest stream of a request
- * (it most likely belongs to it, e.g. sampling within a tool call), else
- * the GET stream. */
-static mq *latest_sink(mx_sess *m)
+/* A server's own request or notification: the newest open stream of a
+ * request (it most likely belongs to it: progress, sampling within a tool
+ * call), else the newest request's stream cut by its client (kept for its
+ * resumption), else the GET stream (kept for it while it is not open: a
+ * server asks roots/list before the client opened it). */
+static mq *latest_sink(mx_sess *m, uint32_t *stream)
 {
 	for (mq *q = m->sinks; q; q = q->next)
-		if (q->stream != 0 && q->reply == MCP_TX_SSE)
+		if (q->stream != 0 && q->reply == MCP_TX_SSE) {
+			*stream = q->stream;
 			return q;
+		}
+	if (m->last_sse && mcp_session_stream_pending(m->ms, m->last_sse)) {
+		*stream = m->last_sse;
+		return NULL;
+	}
+	*stream = 0;
 	return sink_of(m, 0);
 }
 
@@ -328,10 +339,7 @@ static void deliver(mx_sess *m, const char *line, size_t len)
 	if (route == MCP_TX_DROP)
 		return;
 	if (route == MCP_TX_LATEST) {
-		q = latest_sink(m);
-		if (!q)
-			return; /* no stream open: the spec lets it go */
-		stream = q->stream;
+		q = latest_sink(m, &stream);
 	} else {
 		q = sink_of(m, stream);
 	}
@@ -344,6 +352,8 @@ static void deliver(mx_sess *m, const char *line, size_t len)
 		sup_warn("sandbox %s: MCP session: %s", m->h->id, e.msg);
 	if (!q)
 		return; /* the client cut it: kept for its resumption */
+	if (stream == 0)
+		m->get_seq = mcp_replay_id_seq(id);
 	sse_event(q, id, line, len, true);
 	if (route == MCP_TX_STREAM)
 		sink_end(q);
@@ -375,7 +385,7 @@ static void ag_writable(sup_mcp_session *s, void *ud)
 	pump(m);
 }
 
-static void end_session(mx_sess *m, const char *why, bool close_entry);
+static void end_session(mx_sess *m, const char *why, const sbx_err *err, bool close_entry);
 
 static void ag_done(sup_mcp_session *s, int rc, const sup_exec_status *st, const sbx_err *err, void *ud)
 {
@@ -388,7 +398,7 @@ static void ag_done(sup_mcp_session *s, int rc, const sup_exec_status *st, const
 	else
 		snprintf(why, sizeof(why), "the MCP server exited");
 	sup_info("sandbox %s: MCP server %s, session ended: %s", m->h->id, mcp_session_server(m->ms), why);
-	end_session(m, why, true);
+	end_session(m, why, rc < 0 ? err : NULL, true);
 }
 
 static const sup_mcp_session_cbs agent_cbs = {
@@ -422,6 +432,14 @@ static void pump(mx_sess *m)
 		if (rc == 0)
 			rc = sup_agent_mcp_send(m->agent, line, len, &e);
 		free(owned);
+		if (m->ending) {
+			/* It ended meanwhile: its sinks were answered, not q. */
+			if (q->sess) {
+				sup_mcp_sess_unlink(q);
+				sup_mcp_rpc_fail(q, 404, MCP_TX_ERROR, "the MCP session ended");
+			}
+			break;
+		}
 		if (rc < 0) {
 			m->busy = false;
 			sup_mcp_sess_unlink(q);
@@ -459,6 +477,8 @@ int sup_mcp_sess_post(mx_sess *m, mq *q, sbx_err *err)
 							   : "request id too long");
 		}
 		sink_link(m, q, stream);
+		if (q->reply == MCP_TX_SSE)
+			m->last_sse = stream;
 	} else if (q->kind == MCP_TX_CANCEL && q->key[0] && mcp_session_pending_take(m->ms, q->key, &st) == 0) {
 		mq *c = sink_of(m, st);
 
@@ -485,7 +505,11 @@ static int count_cb(const char *id, const char *data, size_t len, void *ud)
 
 static int replay_cb(const char *id, const char *data, size_t len, void *ud)
 {
-	sse_event(ud, id, data, len, false);
+	mq *q = ud;
+
+	if (q->stream == 0)
+		q->sess->get_seq = mcp_replay_id_seq(id);
+	sse_event(q, id, data, len, false);
 	return 0;
 }
 
@@ -517,6 +541,8 @@ void sup_mcp_sess_get(mx_sess *m, mq *q)
 	}
 	if (q->last_event)
 		(void)mcp_replay_after(rp, q->last_event, &stream, replay_cb, q, &e);
+	else
+		(void)mcp_replay_since(rp, 0, m->get_seq, replay_cb, q);
 	if (stream != 0 && !mcp_session_stream_pending(m->ms, stream))
 		sink_end(q); /* its answer was among the replayed events */
 }
@@ -576,13 +602,19 @@ mcp_session *sup_mcp_sess_table_entry(const mx_sess *m)
 	return m->ms;
 }
 
-/* A request waiting for its answer gets a JSON-RPC error instead. */
-static void answer_gone(mq *q, const char *why)
+/* A request waiting for its answer gets a JSON-RPC error instead; an
+ * initialize the server never answered gets the HTTP status of err (404:
+ * no such server; 503: too many sessions; 502: it crashed). */
+static void answer_gone(mq *q, const char *why, const sbx_err *err)
 {
 	size_t len = 0;
 	char *body;
 
 	sup_mcp_sess_unlink(q);
+	if (err && q->what == MQ_POST && q->kind == MCP_TX_INIT && !q->s) {
+		sup_http_fail(q->r, err);
+		return;
+	}
 	if (q->what != MQ_POST || !q->msg_ok || q->kind == MCP_TX_PASS || q->kind == MCP_TX_CANCEL) {
 		if (q->s) {
 			sup_stream *s = q->s;
@@ -611,7 +643,7 @@ static void answer_gone(mq *q, const char *why)
 	free(body);
 }
 
-static void end_session(mx_sess *m, const char *why, bool close_entry)
+static void end_session(mx_sess *m, const char *why, const sbx_err *err, bool close_entry)
 {
 	mx_host *h = m->h;
 	mq *q;
@@ -626,9 +658,9 @@ static void end_session(mx_sess *m, const char *why, bool close_entry)
 		sup_agent_mcp_cancel(a);
 	}
 	while ((q = m->qhead))
-		answer_gone(q, why);
+		answer_gone(q, why, err);
 	while ((q = m->sinks))
-		answer_gone(q, why);
+		answer_gone(q, why, err);
 	if (close_entry) {
 		mcp_session_close(h->t, m->ms);
 		host_maybe_free(h);
@@ -640,7 +672,7 @@ static void end_session(mx_sess *m, const char *why, bool close_entry)
 
 void sup_mcp_sess_end(mx_sess *m, const char *why)
 {
-	end_session(m, why, true);
+	end_session(m, why, NULL, true);
 }
 
 static void expired(mcp_session *s, void *ud)
@@ -648,7 +680,7 @@ static void expired(mcp_session *s, void *ud)
 	mx_sess *m = mcp_session_data(s);
 
 	sup_info("sandbox %s: MCP session of %s idle: ended", m->h->id, mcp_session_server(s));
-	end_session(m, "the session was idle too long", false);
+	end_session(m, "the session was idle too long", NULL, false);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -694,7 +726,7 @@ void sup_mcp_sess_end_server(sup_mcp_ctx *x, const char *id, const char *name)
 
 	sessions_of(x, id, name, &c);
 	for (unsigned i = 0; i < c.n; i++)
-		end_session(c.v[i], "the MCP server was removed", true);
+		end_session(c.v[i], "the MCP server was removed", NULL, true);
 }
 
 unsigned sup_mcp_sess_count(sup_mcp_ctx *x, const char *id, const char *name)
@@ -716,7 +748,7 @@ void sup_mcp_ctx_release(sup_mcp_ctx *x)
 
 		sessions_of(x, h->id, NULL, &c);
 		for (unsigned i = 0; i < c.n; i++)
-			end_session(c.v[i], "the supervisor stops", true);
+			end_session(c.v[i], "the supervisor stops", NULL, true);
 		if (hs->list == h) /* no session held it: free it here */
 			host_maybe_free(h);
 	}
