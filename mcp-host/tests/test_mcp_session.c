@@ -242,6 +242,48 @@ static void replay_per_stream(void **state)
 	mcp_replay_free(r);
 }
 
+/* The GET stream's backlog: what stream 0 got since a sequence number,
+ * whatever the other streams got meanwhile. */
+static void replay_since(void **state)
+{
+	mcp_replay *r;
+	char id[MCP_REPLAY_ID_MAX];
+	seen s = { "", "" };
+
+	assert_int_equal(mcp_replay_new(100, 8, &r, NULL), 0);
+	assert_int_equal(mcp_replay_push(r, 0, "a", 1, id, NULL), 0);
+	assert_int_equal(mcp_replay_id_seq(id), 1);
+	assert_int_equal(mcp_replay_push(r, 2, "b", 1, id, NULL), 0);
+	assert_int_equal(mcp_replay_push(r, 0, "c", 1, id, NULL), 0);
+	assert_int_equal(mcp_replay_id_seq(id), 3);
+	assert_int_equal(mcp_replay_since(r, 0, 0, on_event, &s), 0);
+	assert_string_equal(s.ids, "0-1 0-3 ");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(mcp_replay_since(r, 0, 1, on_event, &s), 0);
+	assert_string_equal(s.data, "c");
+	assert_int_equal(mcp_replay_id_seq("nonsense"), 0);
+	assert_int_equal(mcp_replay_id_seq("0-0"), 0);
+	mcp_replay_free(r);
+}
+
+/* A client's request in flight holds its session as a stream does: the
+ * server is working for it. */
+static void pending_holds(void **state)
+{
+	mcp_session_table *t;
+	mcp_session *a;
+	uint32_t st;
+
+	assert_int_equal(mcp_session_table_new(&opts, &t, NULL), 0);
+	assert_int_equal(mcp_session_open(t, "x", 100, &a, NULL), 0);
+	assert_int_equal(mcp_session_pending_add(a, "n:1", 1), 0);
+	assert_int_equal(mcp_session_next_expiry(t), 0);
+	assert_int_equal(mcp_session_expire(t, 100000, NULL, NULL), 0);
+	assert_int_equal(mcp_session_pending_take(a, "n:1", &st), 0);
+	assert_int_equal(mcp_session_expire(t, 100000, NULL, NULL), 1);
+	mcp_session_table_free(t, NULL, NULL);
+}
+
 static void replay_byte_bound(void **state)
 {
 	mcp_replay *r;
@@ -277,6 +319,8 @@ int main(void)
 		cmocka_unit_test(pending_requests),
 		cmocka_unit_test(replay_per_stream),
 		cmocka_unit_test(replay_byte_bound),
+		cmocka_unit_test(replay_since),
+		cmocka_unit_test(pending_holds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
