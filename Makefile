@@ -67,6 +67,9 @@ bench: build
 	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent SBX_IT_STREAM_MB=1024 \
 	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 tests/integration/test_exec_stream.py -v \
 	  ExecStream.test_large_output_is_lossless
+	SBX_SUPERVISOR=$(CURDIR)/$(REL_DIR)/node-supervisor/sandbox-supervisor \
+	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent \
+	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_mcp.py 1000
 
 clean:
 	rm -rf build

@@ -1,0 +1,250 @@
+"""MCP over Streamable HTTP: sbx (server-everything in a runc sandbox, one
+process per session, at /v1/sandboxes/{id}/mcp/everything) beside
+supergateway 4.0.0 (--stateful, one child per session, on the host) over
+the same server-everything, and the server's own stdio as the floor, in
+the same run. Release build, real runc; npm parts from tests/mcp-servers
+(scripts/install-mcp-servers).
+  SBX_SUPERVISOR=... SBX_AGENT=... python3 bench/bench_mcp.py [CALLS]
+Rows: tools/call echo p50/p99 (one session), calls/s with 20 sessions
+side by side, initialize p50 (sbx: with a spare ready), memory per session
+beyond the server process (sbx: supervisor + agent; supergateway: its own
+process).
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+import sbx_harness as h  # noqa: E402
+from test_mcp_http import node_modules_tar  # noqa: E402
+
+SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
+NPM = os.path.realpath(os.path.join(HERE, "..", "tests", "mcp-servers", "node_modules"))
+EVERYTHING = os.path.join(NPM, "@modelcontextprotocol", "server-everything", "dist", "index.js")
+GATEWAY = os.path.join(NPM, "supergateway", "dist", "index.js")
+LOAD = os.path.join(HERE, "mcp_load.mjs")
+CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+SESSIONS = 20
+INITS = 10
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
+
+
+def pct(v, p):
+    return h.percentile(v, p)
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def load(url, token, sessions, calls):
+    p = subprocess.run(["node", LOAD, url, token or "-", str(sessions), str(calls)], capture_output=True,
+                       text=True, timeout=900)
+    if p.returncode != 0:
+        raise RuntimeError("mcp_load: %s" % p.stderr[-2000:])
+    return json.loads(p.stdout)
+
+
+def post(host, port, path, headers, body):
+    """(status, headers, body) of one POST on a fresh connection."""
+    import http.client
+    c = http.client.HTTPConnection(host, port, timeout=60)
+    c.request("POST", path, json.dumps(body), headers=headers)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+
+
+def delete(host, port, path, headers):
+    import http.client
+    c = http.client.HTTPConnection(host, port, timeout=60)
+    c.request("DELETE", path, headers=headers)
+    c.getresponse().read()
+    c.close()
+
+
+def stdio_floor(n):
+    """tools/call echo over the server's own pipes: the floor."""
+    p = subprocess.Popen(["node", EVERYTHING], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, bufsize=1)
+
+    def call(m):
+        p.stdin.write(json.dumps(m) + "\n")
+        while True:
+            got = json.loads(p.stdout.readline())
+            if got.get("id") == m.get("id"):
+                return got
+    try:
+        call(INIT)
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        lat = []
+        for i in range(1, n + 1):
+            t0 = time.monotonic()
+            call({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                  "params": {"name": "echo", "arguments": {"message": "hi"}}})
+            lat.append((time.monotonic() - t0) * 1000)
+        return lat
+    finally:
+        p.kill()
+        p.wait()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def row(what, n, p50, p99, role):
+    print("| %-46s | %6s | %9s | %9s | %s |" % (what, n, p50, p99, role))
+
+
+def main():
+    la0 = os.getloadavg()
+    results = {}
+    # ---- sbx ----
+    sup = h.Supervisor(SUP, AGENT, pool_size=1, extra=["--log-level", "warn"])
+    gw = None
+    try:
+        sup.start()
+        sup.wait_ready()
+        sid = sup.create()["id"]
+        st, _, b = sup.request("PUT", "/v1/sandboxes/%s/files?path=/workspace/nm.tar" % sid, node_modules_tar(),
+                               timeout=120)
+        assert st in (200, 201), b
+        st, _, b = sup.exec(sid, cmd="cd /workspace && tar xf nm.tar && rm nm.tar")
+        assert b["exit_code"] == 0, b
+        path = "/v1/sandboxes/%s/mcp/everything" % sid
+        st, _, b = sup.request("PUT", path, {"command": "node", "args": [
+            "/workspace/node_modules/@modelcontextprotocol/server-everything/dist/index.js"]})
+        assert st == 200, b
+        auth = {"Authorization": "Bearer " + sup.token, "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream"}
+
+        def spare_ready():
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                _, _, b = sup.request("GET", "/v1/sandboxes/%s/mcp" % sid)
+                s = b["servers"][0]
+                if s["state"] == "ready" and s["spare_pid"]:
+                    return
+                time.sleep(0.1)
+            raise RuntimeError("no spare")
+
+        # initialize with a spare ready (and given 1 s to settle)
+        inits = []
+        for _ in range(INITS):
+            spare_ready()
+            time.sleep(1)
+            t0 = time.monotonic()
+            st, hd, _ = post("127.0.0.1", sup.port, path, auth, INIT)
+            inits.append((time.monotonic() - t0) * 1000)
+            assert st == 200
+            delete("127.0.0.1", sup.port, path, dict(auth, **{"Mcp-Session-Id": hd["mcp-session-id"]}))
+        results["sbx_init"] = inits
+        spare_ready()
+        url = "http://127.0.0.1:%d%s" % (sup.port, path)
+        results["sbx_echo"] = load(url, sup.token, 1, CALLS)
+        # memory per session: 20 open, supervisor + agent (PID 1 inside)
+        def agent_rss():
+            _, _, b = sup.exec(sid, cmd="grep VmRSS /proc/1/status")
+            return int(b["stdout"].split()[1])
+        sup_rss0, ag_rss0 = rss_kib(sup.proc.pid), agent_rss()
+        sids = []
+        for _ in range(SESSIONS):
+            spare_ready()
+            st, hd, _ = post("127.0.0.1", sup.port, path, auth, INIT)
+            assert st == 200
+            sids.append(hd["mcp-session-id"])
+        sup_rss1, ag_rss1 = rss_kib(sup.proc.pid), agent_rss()
+        results["sbx_mem_kib"] = ((sup_rss1 - sup_rss0) + (ag_rss1 - ag_rss0)) / SESSIONS
+        results["sbx_mem_parts"] = (sup_rss1 - sup_rss0, ag_rss1 - ag_rss0)
+        for s in sids:
+            delete("127.0.0.1", sup.port, path, dict(auth, **{"Mcp-Session-Id": s}))
+        results["sbx_conc"] = load(url, sup.token, SESSIONS, CALLS // 5)
+
+        # ---- supergateway over the same server, on the host ----
+        port = free_port()
+        gw = subprocess.Popen(["node", GATEWAY, "--stdio", "node " + EVERYTHING, "--outputTransport",
+                               "streamableHttp", "--stateful", "--port", str(port), "--logLevel", "none"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        gpath = "/mcp"
+        gurl = "http://127.0.0.1:%d%s" % (port, gpath)
+        plain = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        inits = []
+        for _ in range(INITS):
+            time.sleep(1)
+            t0 = time.monotonic()
+            st, hd, _ = post("127.0.0.1", port, gpath, plain, INIT)
+            inits.append((time.monotonic() - t0) * 1000)
+            assert st == 200, st
+            delete("127.0.0.1", port, gpath, dict(plain, **{"Mcp-Session-Id": hd["mcp-session-id"]}))
+        results["gw_init"] = inits
+        results["gw_echo"] = load(gurl, None, 1, CALLS)
+        rss0 = rss_kib(gw.pid)
+        sids = []
+        for _ in range(SESSIONS):
+            st, hd, _ = post("127.0.0.1", port, gpath, plain, INIT)
+            sids.append(hd["mcp-session-id"])
+        results["gw_mem_kib"] = (rss_kib(gw.pid) - rss0) / SESSIONS
+        for s in sids:
+            delete("127.0.0.1", port, gpath, dict(plain, **{"Mcp-Session-Id": s}))
+        results["gw_conc"] = load(gurl, None, SESSIONS, CALLS // 5)
+        results["floor"] = stdio_floor(CALLS)
+    finally:
+        if gw:
+            gw.kill()
+            gw.wait()
+        try:
+            h.stop_clean(sup)
+        finally:
+            sup.cleanup()
+    la1 = os.getloadavg()
+
+    print("load average at start %.1f %.1f %.1f, at end %.1f %.1f %.1f (2 vCPUs)" % (la0 + la1))
+    print("| what | n | p50 ms | p99 ms | role |")
+    print("|---|---|---|---|---|")
+    f = results["floor"]
+    row("tools/call echo: the server's own stdio", len(f), "%.3f" % pct(f, 50), "%.3f" % pct(f, 99), "floor")
+    for key, name, role in (("gw", "supergateway 4.0.0 (host)", "peer"), ("sbx", "sbx (runc sandbox)", "sbx")):
+        e = results[key + "_echo"]["lat_ms"]
+        row("tools/call echo, one session: " + name, len(e), "%.3f" % pct(e, 50), "%.3f" % pct(e, 99),
+            role + (", target p50 <= floor + 1 ms" if key == "sbx" else ""))
+    for key, name, role in (("gw", "supergateway", "peer"), ("sbx", "sbx", "sbx, target >= 2000")):
+        c = results[key + "_conc"]
+        row("calls/s, %d sessions side by side: %s" % (SESSIONS, name), c["calls"],
+            "%.0f/s" % (c["calls"] / c["secs"]), "p99 %.3f" % pct(c["lat_ms"], 99), role)
+    for key, name, role in (("gw", "supergateway (spawns the server)", "peer"),
+                            ("sbx", "sbx, a spare ready", "sbx, target p50 <= 20 ms")):
+        i = results[key + "_init"]
+        row("initialize: " + name, len(i), "%.3f" % pct(i, 50), "%.3f" % pct(i, 99), role)
+    row("memory per session beyond the server: supergateway", SESSIONS, "%.0f KiB" % results["gw_mem_kib"], "",
+        "peer")
+    row("memory per session beyond the server: sbx", SESSIONS, "%.0f KiB" % results["sbx_mem_kib"], "",
+        "sbx (supervisor +%d KiB, agent +%d KiB for %d), target <= 1 MiB" % (results["sbx_mem_parts"] +
+                                                                             (SESSIONS,)))
+
+
+if __name__ == "__main__":
+    main()
