@@ -26,7 +26,6 @@ SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
 NPM = os.path.realpath(os.path.join(HERE, "..", "tests", "mcp-servers", "node_modules"))
 EVERYTHING = os.path.join(NPM, "@modelcontextprotocol", "server-everything", "dist", "index.js")
 GATEWAY = os.path.join(NPM, "supergateway", "dist", "index.js")
-LOAD = os.path.join(HERE, "mcp_load.mjs")
 CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 SESSIONS = 20
 INITS = 10
@@ -46,12 +45,60 @@ def rss_kib(pid):
     return 0
 
 
-def load(url, token, sessions, calls):
-    p = subprocess.run(["node", LOAD, url, token or "-", str(sessions), str(calls)], capture_output=True,
-                       text=True, timeout=900)
-    if p.returncode != 0:
-        raise RuntimeError("mcp_load: %s" % p.stderr[-2000:])
-    return json.loads(p.stdout)
+def load(port, path, headers, sessions, calls, settle=None):
+    """sessions sessions (initialized one after the other, then settle()),
+    then calls tools/call echo each, the sessions side by side (a thread
+    each, one keep-alive connection each). Answers come as JSON or as one
+    SSE event (Accept takes both, as clients send)."""
+    import http.client
+    import threading
+    conns = []
+    for _ in range(sessions):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        c.request("POST", path, json.dumps(INIT), headers=headers)
+        r = c.getresponse()
+        r.read()
+        hd = dict(headers, **{"Mcp-Session-Id": r.getheader("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-06-18"})
+        c.request("POST", path, json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), headers=hd)
+        c.getresponse().read()
+        conns.append((c, hd))
+    if settle:
+        settle()
+    lat, errors = [], []
+
+    def run(c, hd):
+        # A fresh connection: node's server closes one idle for 5 s, as
+        # the first sessions' are while the others start.
+        c.close()
+        c.connect()
+        mine = []
+        try:
+            for i in range(1, calls + 1):
+                body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                   "params": {"name": "echo", "arguments": {"message": "hi"}}})
+                t0 = time.monotonic()
+                c.request("POST", path, body, headers=hd)
+                r = c.getresponse()
+                data = r.read()
+                mine.append((time.monotonic() - t0) * 1000)
+                if b"Echo: hi" not in data:
+                    raise RuntimeError("bad echo %r" % data[:200])
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+        lat.extend(mine)
+    threads = [threading.Thread(target=run, args=ch) for ch in conns]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    secs = time.monotonic() - t0
+    for c, hd in conns:
+        c.close()
+        delete("127.0.0.1", port, path, hd)
+    if errors:
+        raise RuntimeError("%d of %d sessions failed, the first: %r" % (len(errors), sessions, errors[0]))
+    return {"lat_ms": lat, "secs": secs, "calls": len(lat)}
 
 
 def post(host, port, path, headers, body):
@@ -143,7 +190,8 @@ def main():
                 time.sleep(0.1)
             raise RuntimeError("no spare")
 
-        # initialize with a spare ready (and given 1 s to settle)
+        # initialize with a spare ready (before each, spare_ready waits
+        # for the agent to have started the next one) (and given 1 s to settle)
         inits = []
         for _ in range(INITS):
             spare_ready()
@@ -155,8 +203,7 @@ def main():
             delete("127.0.0.1", sup.port, path, dict(auth, **{"Mcp-Session-Id": hd["mcp-session-id"]}))
         results["sbx_init"] = inits
         spare_ready()
-        url = "http://127.0.0.1:%d%s" % (sup.port, path)
-        results["sbx_echo"] = load(url, sup.token, 1, CALLS)
+        results["sbx_echo"] = load(sup.port, path, auth, 1, CALLS, spare_ready)
         # memory per session: 20 open, supervisor + agent (PID 1 inside)
         def agent_rss():
             _, _, b = sup.exec(sid, cmd="grep VmRSS /proc/1/status")
@@ -173,7 +220,7 @@ def main():
         results["sbx_mem_parts"] = (sup_rss1 - sup_rss0, ag_rss1 - ag_rss0)
         for s in sids:
             delete("127.0.0.1", sup.port, path, dict(auth, **{"Mcp-Session-Id": s}))
-        results["sbx_conc"] = load(url, sup.token, SESSIONS, CALLS // 5)
+        results["sbx_conc"] = load(sup.port, path, auth, SESSIONS, CALLS // 5, spare_ready)
 
         # ---- supergateway over the same server, on the host ----
         port = free_port()
@@ -190,7 +237,6 @@ def main():
                     raise
                 time.sleep(0.1)
         gpath = "/mcp"
-        gurl = "http://127.0.0.1:%d%s" % (port, gpath)
         plain = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
         inits = []
         for _ in range(INITS):
@@ -201,7 +247,7 @@ def main():
             assert st == 200, st
             delete("127.0.0.1", port, gpath, dict(plain, **{"Mcp-Session-Id": hd["mcp-session-id"]}))
         results["gw_init"] = inits
-        results["gw_echo"] = load(gurl, None, 1, CALLS)
+        results["gw_echo"] = load(port, gpath, plain, 1, CALLS)
         rss0 = rss_kib(gw.pid)
         sids = []
         for _ in range(SESSIONS):
@@ -210,7 +256,7 @@ def main():
         results["gw_mem_kib"] = (rss_kib(gw.pid) - rss0) / SESSIONS
         for s in sids:
             delete("127.0.0.1", port, gpath, dict(plain, **{"Mcp-Session-Id": s}))
-        results["gw_conc"] = load(gurl, None, SESSIONS, CALLS // 5)
+        results["gw_conc"] = load(port, gpath, plain, SESSIONS, CALLS // 5)
         results["floor"] = stdio_floor(CALLS)
     finally:
         if gw:
