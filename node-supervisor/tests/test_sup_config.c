@@ -55,6 +55,29 @@ static void test_defaults(void **state)
 	sup_config_release(&c);
 }
 
+/* MCP sessions: ten minutes idle by default, no browser Origin allowed. */
+static void test_mcp_flags(void **state)
+{
+	(void)state;
+	sup_config c;
+	sbx_err e;
+	const char *none[] = { "sup", NULL };
+	const char *argv[] = { "sup", "--mcp-idle-timeout", "2.5", "--mcp-allow-origin", "http://a.test,http://b.test",
+			       NULL };
+	const char *bad[] = { "sup", "--mcp-idle-timeout", "0", NULL };
+	assert_int_equal(parse(&c, &e, 1, none), 0);
+	assert_int_equal(c.mcp_idle_ms, 600000);
+	assert_null(c.mcp_origins);
+	sup_config_release(&c);
+	assert_int_equal(parse(&c, &e, 5, argv), 0);
+	assert_int_equal(c.mcp_idle_ms, 2500);
+	assert_string_equal(c.mcp_origins, "http://a.test,http://b.test");
+	sup_config_release(&c);
+	assert_int_equal(parse(&c, &e, 3, bad), -EINVAL);
+	assert_non_null(strstr(e.msg, "mcp-idle-timeout"));
+	sup_config_release(&c);
+}
+
 static void test_all_flags(void **state)
 {
 	(void)state;
@@ -272,6 +295,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_all_flags),
+		cmocka_unit_test(test_mcp_flags),
 		cmocka_unit_test(test_bad_flags),
 		cmocka_unit_test(test_pools),
 		cmocka_unit_test(test_resources),
