@@ -37,14 +37,6 @@ def pct(v, p):
     return h.percentile(v, p)
 
 
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def load(port, path, headers, sessions, calls, settle=None):
     """sessions sessions (initialized one after the other, then settle()),
     then calls tools/call echo each, the sessions side by side (a thread
@@ -208,14 +200,14 @@ def main():
         def agent_rss():
             _, _, b = sup.exec(sid, cmd="grep VmRSS /proc/1/status")
             return int(b["stdout"].split()[1])
-        sup_rss0, ag_rss0 = rss_kib(sup.proc.pid), agent_rss()
+        sup_rss0, ag_rss0 = h.rss_kb(sup.proc.pid), agent_rss()
         sids = []
         for _ in range(SESSIONS):
             spare_ready()
             st, hd, _ = post("127.0.0.1", sup.port, path, auth, INIT)
             assert st == 200
             sids.append(hd["mcp-session-id"])
-        sup_rss1, ag_rss1 = rss_kib(sup.proc.pid), agent_rss()
+        sup_rss1, ag_rss1 = h.rss_kb(sup.proc.pid), agent_rss()
         results["sbx_mem_kib"] = ((sup_rss1 - sup_rss0) + (ag_rss1 - ag_rss0)) / SESSIONS
         results["sbx_mem_parts"] = (sup_rss1 - sup_rss0, ag_rss1 - ag_rss0)
         for s in sids:
@@ -248,12 +240,12 @@ def main():
             delete("127.0.0.1", port, gpath, dict(plain, **{"Mcp-Session-Id": hd["mcp-session-id"]}))
         results["gw_init"] = inits
         results["gw_echo"] = load(port, gpath, plain, 1, CALLS)
-        rss0 = rss_kib(gw.pid)
+        rss0 = h.rss_kb(gw.pid)
         sids = []
         for _ in range(SESSIONS):
             st, hd, _ = post("127.0.0.1", port, gpath, plain, INIT)
             sids.append(hd["mcp-session-id"])
-        results["gw_mem_kib"] = (rss_kib(gw.pid) - rss0) / SESSIONS
+        results["gw_mem_kib"] = (h.rss_kb(gw.pid) - rss0) / SESSIONS
         for s in sids:
             delete("127.0.0.1", port, gpath, dict(plain, **{"Mcp-Session-Id": s}))
         results["gw_conc"] = load(port, gpath, plain, SESSIONS, CALLS // 5)

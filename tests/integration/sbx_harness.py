@@ -356,6 +356,22 @@ def remove_router_of(state_dir):
     subprocess.run(["nft", "delete", "table", "inet", name], capture_output=True)
 
 
+def sanitized(binary):
+    """Whether binary is an ASan build (its RSS keeps freed memory in
+    quarantine: no figure to bound)."""
+    with open(binary, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
+def rss_kb(pid):
+    """VmRSS of pid in KiB (0 when it has none)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def percentile(values, p):
     v = sorted(values)
     k = min(len(v) - 1, max(0, int(round(p / 100.0 * (len(v) - 1)))))

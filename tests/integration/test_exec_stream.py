@@ -17,24 +17,11 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import RUNTIME, Supervisor, containers_under, stop_clean  # noqa: E402
+from sbx_harness import RUNTIME, Supervisor, containers_under, rss_kb, sanitized, stop_clean  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
 STREAM_MB = int(os.environ.get("SBX_IT_STREAM_MB", "256"))
-
-
-def sanitized(binary):
-    with open(binary, "rb") as f:
-        return b"__asan_init" in f.read()
-
-
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 class Stream:

@@ -16,7 +16,6 @@ import http.client
 import io
 import json
 import os
-import re
 import subprocess
 import sys
 import tarfile
@@ -24,7 +23,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_harness import Supervisor, rss_kb, sanitized, stop_clean  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -34,7 +33,7 @@ CLIENT = os.path.join(NPM, "sdk_client.mjs")
 INSPECTOR = os.path.join(NPM, "node_modules", "@modelcontextprotocol", "inspector-cli", "build")
 NM = "/workspace/node_modules/@modelcontextprotocol/"
 IDLE_S = 2.0
-SANITIZED = bool(SUP) and b"__asan_init" in open(SUP, "rb").read()
+SANITIZED = bool(SUP) and sanitized(SUP)
 
 # A stdio MCP server that misbehaves on request (tools crash, garbage,
 # huge, flood); it answers initialize and tools/list properly.
@@ -287,8 +286,7 @@ class McpHttp(unittest.TestCase):
             self.end("bad", sid)
 
     def rss(self):
-        with open("/proc/%d/status" % self.sup.proc.pid) as f:
-            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) * 1024
+        return rss_kb(self.sup.proc.pid) * 1024
 
     # ---- the wire ----
     def test_transport_refusals(self):
