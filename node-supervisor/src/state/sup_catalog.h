@@ -49,7 +49,7 @@ typedef struct sup_catalog_rec {
 	char container_id[64];   /* from MADE on */
 	unsigned net_slot;       /* its egress plumbing, 0: none */
 	/* RUNNING only */
-	char tenant[64];
+	char tenant[128];       /* at least SUP_TENANT_NAME_MAX + 1 (checked where it is filled) */
 	bool allow_root;
 	int64_t created_at, expires_at; /* seconds since the epoch */
 	sup_resources res;       /* limits in force (MADE: the pools' defaults) */
