@@ -98,12 +98,15 @@ int sup_restore_prepare(const sup_runc_cfg *rcfg, sup_catalog **cat, sup_restore
 	if (killed)
 		sup_info("killed %d runtime call(s) an earlier run left going", killed);
 	rc = sup_catalog_each(*cat, check_row, r, err);
-	const char **ids = rc < 0 ? NULL : calloc(r->n + 1, sizeof(*ids));
+	const char **ids = calloc(r->n + 1, sizeof(*ids));
 	if (rc == 0 && !ids)
 		rc = sbx_err_set(err, -ENOMEM, "restore");
-	for (size_t i = 0; rc == 0 && i < r->n; i++)
-		ids[i] = r->v[i].rec.id;
-	int left = rc < 0 ? rc : sup_runc_remove_leftovers(rcfg, ids, r->n, err);
+	int left = rc;
+	if (rc == 0 && ids) {
+		for (size_t i = 0; i < r->n; i++)
+			ids[i] = r->v[i].rec.id;
+		left = sup_runc_remove_leftovers(rcfg, ids, r->n, err);
+	}
 	free(ids);
 	if (left < 0) {
 		sup_restore_free(r);

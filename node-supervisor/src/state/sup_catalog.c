@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sbx/cleanup.h"
+
 struct sup_catalog {
 	sqlite3 *db;
 	char path[PATH_MAX];
@@ -299,15 +301,15 @@ int sup_catalog_each(sup_catalog *c,
 		     sbx_err *err)
 {
 	sqlite3_stmt *st = NULL, *est = NULL;
+	SBX_AUTO_FREE sup_catalog_rec *rec = calloc(1, sizeof(*rec));
+	if (!rec)
+		return sbx_err_set(err, -ENOMEM, "catalog");
 	int r = prepare(c,
 			"SELECT id, phase, image, digest, isolation, container_id, net_slot, tenant,"
 			" allow_root, created_at, expires_at, cpu_milli, memory, pids, disk"
 			" FROM sandboxes ORDER BY seq",
 			&st, err);
 	r = r ?: prepare(c, "SELECT key, val FROM env WHERE id = ?1 ORDER BY pos", &est, err);
-	sup_catalog_rec *rec = calloc(1, sizeof(*rec));
-	if (r == 0 && !rec)
-		r = sbx_err_set(err, -ENOMEM, "catalog");
 	int rc = SQLITE_DONE;
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		memset(rec, 0, sizeof(*rec));
@@ -334,7 +336,6 @@ int sup_catalog_each(sup_catalog *c,
 	}
 	if (r == 0 && rc != SQLITE_DONE)
 		r = db_err(c, err, "read");
-	free(rec);
 	sqlite3_finalize(st);
 	sqlite3_finalize(est);
 	return r;
