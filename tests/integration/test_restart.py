@@ -20,7 +20,6 @@ import secrets
 import shutil
 import signal
 import stat
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +27,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sbx_harness import (RUNTIME, Supervisor, containers_under, loops_under, mounts_under,  # noqa: E402
-                         remove_everything_under, runtime_calls, stop_clean, wait_runtime_calls)
+                         remove_everything_under, runtime_calls, stop_clean)
+from test_processes import Output  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -54,28 +54,23 @@ def sse_output(sup, sid, pid, offset, who="alice"):
     """(bytes, next offset) of a background process's output from offset,
     checking every event starts where the last ended (follow=0: what is
     there now)."""
-    c = sup.conn(30)
+    tok = sup.token
+    sup.token = TOK[who]
     try:
-        c.request("GET", "/v1/sandboxes/%s/processes/%d/output?offset=%d&follow=0" % (sid, pid, offset),
-                  headers={"Authorization": as_(who), "Accept": "text/event-stream"})
-        r = c.getresponse()
-        assert r.status == 200, (r.status, r.read())
-        raw = r.read()
+        o = Output(sup, "/v1/sandboxes/%s/processes/%d/output?offset=%d&follow=0" % (sid, pid, offset))
     finally:
-        c.close()
+        sup.token = tok
     data = b""
-    for block in raw.split(b"\n\n"):
-        ev, d = None, None
-        for line in block.split(b"\n"):
-            if line.startswith(b"event: "):
-                ev = line[7:].decode()
-            elif line.startswith(b"data: "):
-                d = json.loads(line[6:])
-        if ev in ("stdout", "stderr"):
-            assert d["offset"] == offset + len(data), (d["offset"], offset, len(data))
-            data += base64.b64decode(d["data"])
-        elif ev == "gap":
-            raise AssertionError("output lost across the restart: %r" % d)
+    try:
+        assert o.resp.status == 200, o.resp.status
+        for ev, d in o.events():
+            if ev in ("stdout", "stderr"):
+                assert d["offset"] == offset + len(data), (d["offset"], offset, len(data))
+                data += base64.b64decode(d["data"])
+            elif ev == "gap":
+                raise AssertionError("output lost across the restart: %r" % d)
+    finally:
+        o.close()
     return data, offset + len(data)
 
 

@@ -552,6 +552,19 @@ static int create_in(const sup_runc_cfg *cfg, const sup_runtime *rt, const char 
 	return cfg->protect_agent ? protect_agent(*pid, err) : 0;
 }
 
+/* What the pools keep of a made sandbox (sup_runc_create, sup_runc_adopt). */
+static void fill_box(sup_runc_box *box, const box_paths *p, const char *id,
+		     sup_isolation isolation, pid_t pid)
+{
+	snprintf(box->id, sizeof(box->id), "%s", id);
+	snprintf(box->container_id, sizeof(box->container_id), "%s", p->cid);
+	snprintf(box->dir, sizeof(box->dir), "%s", p->dir);
+	box->isolation = isolation;
+	snprintf(box->socket_path, sizeof(box->socket_path), "%s", p->sock);
+	snprintf(box->cgroup, sizeof(box->cgroup), "%s", p->cgroup);
+	box->init_pid = pid;
+}
+
 /* The runtime of isolation, or NULL when it is not offered. */
 static const sup_runtime *runtime_of(const sup_runc_cfg *cfg, sup_isolation isolation)
 {
@@ -592,13 +605,7 @@ int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 			sbx_err_wrap(err, "(cleanup failed too: %s)", cerr.msg);
 		return sbx_err_wrap(err, "create sandbox %s", id);
 	}
-	snprintf(box->id, sizeof(box->id), "%s", id);
-	snprintf(box->container_id, sizeof(box->container_id), "%s", p->cid);
-	snprintf(box->dir, sizeof(box->dir), "%s", p->dir);
-	box->isolation = isolation;
-	snprintf(box->socket_path, sizeof(box->socket_path), "%s", p->sock);
-	snprintf(box->cgroup, sizeof(box->cgroup), "%s", p->cgroup);
-	box->init_pid = pid;
+	fill_box(box, p, id, isolation, pid);
 	return 0;
 }
 
@@ -676,13 +683,7 @@ int sup_runc_adopt(const sup_runc_cfg *cfg, const char *id, sup_isolation isolat
 	json_decref(st);
 	if (r < 0)
 		return r;
-	snprintf(box->id, sizeof(box->id), "%s", id);
-	snprintf(box->container_id, sizeof(box->container_id), "%s", p->cid);
-	snprintf(box->dir, sizeof(box->dir), "%s", p->dir);
-	box->isolation = isolation;
-	snprintf(box->socket_path, sizeof(box->socket_path), "%s", p->sock);
-	snprintf(box->cgroup, sizeof(box->cgroup), "%s", p->cgroup);
-	box->init_pid = pid;
+	fill_box(box, p, id, isolation, pid);
 	return 0;
 }
 
