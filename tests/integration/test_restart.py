@@ -254,6 +254,45 @@ class Restart(unittest.TestCase):
         self.assertEqual(mounts_under(os.path.join(self.state, "sandboxes")), [])
         self.assertEqual(os.listdir(os.path.join(self.state, "sandboxes")), [])
 
+    def test_renew_survives_a_restart(self):
+        s1 = self.new(pool_size=0)
+        st, _, sb = s1.request("POST", "/v1/sandboxes", {"timeout": 4}, token=as_("alice"))
+        self.assertEqual(st, 201, sb)
+        path = "/v1/sandboxes/%s/timeout" % sb["id"]
+        # refused: another tenant's (404, as an unknown id), bad bodies, over
+        # alice's most (3600)
+        self.assertEqual(s1.request("POST", path, {"timeout": 60}, token=as_("bob"))[0], 404)
+        for body, frag in (({"timeout": 0}, "want 1.."), ({"timeout": 3601}, "tenant alice's most"),
+                           ({"timeout": 60, "x": 1}, "only field"), ("[", "malformed JSON")):
+            st, _, b = s1.request("POST", path, body, token=as_("alice"))
+            self.assertEqual(st, 400, b)
+            self.assertIn(frag, b["error"]["message"] if isinstance(b.get("error"), dict)
+                          else json.dumps(b))
+        t0 = time.time()
+        st, _, got = s1.request("POST", path, {"timeout": 120}, token=as_("alice"))
+        self.assertEqual(st, 200, got)
+        exp = time.mktime(time.strptime(got["expires_at"], "%Y-%m-%dT%H:%M:%SZ")) - time.mktime(time.gmtime(0))
+        self.assertLessEqual(abs(exp - (t0 + 120)), 2, got)
+        self.assertEqual(s1.request("GET", "/v1/sandboxes/" + sb["id"], token=as_("alice"))[2]["expires_at"],
+                         got["expires_at"])
+        time.sleep(5)  # past the first lifetime
+        self.assertEqual(s1.request("GET", "/v1/sandboxes/" + sb["id"], token=as_("alice"))[0], 200)
+        # the new lifetime is in the catalog: a restart keeps it
+        s1.signal(signal.SIGKILL)
+        s1.wait(30)
+        s2 = self.new(pool_size=0)
+        ids = self.listed(s2, [sb["id"]], who="alice")
+        self.assertEqual(ids[sb["id"]]["expires_at"], got["expires_at"])
+        # shortened: it ends on the new time
+        st, _, got = s2.request("POST", path, {"timeout": 1}, token=as_("alice"))
+        self.assertEqual(st, 200, got)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and s2.request("GET", "/v1/sandboxes/" + sb["id"])[0] != 404:
+            time.sleep(0.1)
+        self.assertEqual(s2.request("GET", "/v1/sandboxes/" + sb["id"])[0], 404)
+        self.assertEqual(s2.request("POST", path, {"timeout": 60}, token=as_("alice"))[0], 404)
+        stop_clean(s2)
+
     def test_catalog_not_a_database_refused(self):
         os.makedirs(self.state)
         with open(os.path.join(self.state, "catalog.db"), "wb") as f:

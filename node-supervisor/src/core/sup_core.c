@@ -581,6 +581,35 @@ int sup_core_set_network(sup_core *c, const char *id, const sup_netpol *p, sup_s
 	return 0;
 }
 
+/* ---- lifetime ---- */
+
+int sup_core_set_timeout(sup_core *c, const sup_tenant *who, const char *id, unsigned seconds,
+			 sup_sandbox_view *out, sbx_err *err)
+{
+	sup_sandbox *sb = lookup_for(c, who, id, err);
+	if (!sb)
+		return err->code;
+	if (seconds > who->max_timeout_s)
+		return sbx_err_set(err, -EINVAL, "field \"timeout\": %u seconds is over tenant %s's most of %u",
+				   seconds, who->name, who->max_timeout_s);
+	if (sb->state == SUP_SB_DESTROYING || !sb->expiry)
+		return sbx_err_set(err, -EBUSY, "sandbox %s is being destroyed", sb->id);
+	time_t was = sb->expires_at;
+	sb->expires_at = time(NULL) + (time_t)seconds;
+	/* durable before the answer, as at create */
+	if (record(c, sb, err) < 0) {
+		sb->expires_at = was;
+		sup_error("sandbox %s: %s", sb->id, err->msg);
+		err->code = -EIO;
+		return sbx_err_wrap(err, "sandbox %s: new timeout not kept", sb->id);
+	}
+	struct timeval tv = { (time_t)seconds, 0 };
+	evtimer_add(sb->expiry, &tv);
+	sup_info("sandbox %s: lifetime renewed: %us from now", sb->id, seconds);
+	view_of(sb, out);
+	return 0;
+}
+
 /* ---- delete ---- */
 
 int sup_core_delete(sup_core *c, const sup_tenant *who, const char *id, sup_core_done_cb cb,

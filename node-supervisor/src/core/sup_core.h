@@ -79,6 +79,11 @@ int sup_core_get(sup_core *c, const sup_tenant *who, const char *id, sup_sandbox
  * the id is the caller's (sup_core_check_owner). */
 int sup_core_set_network(sup_core *c, const char *id, const sup_netpol *p, sup_sandbox_view *out,
 			 sbx_err *err);
+/* A new lifetime for a sandbox who sees: it expires seconds from now (at
+ * most who's max_timeout_s: -EINVAL), recorded in the catalog before the
+ * answer. *out: the sandbox as it is now. */
+int sup_core_set_timeout(sup_core *c, const sup_tenant *who, const char *id, unsigned seconds,
+			 sup_sandbox_view *out, sbx_err *err);
 /* Calls fn for every handed-out sandbox who sees, oldest first. */
 void sup_core_list(sup_core *c, const sup_tenant *who,
 		   void (*fn)(const sup_sandbox_view *v, void *ud), void *ud);
