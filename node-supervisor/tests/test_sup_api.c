@@ -25,6 +25,43 @@ static int create(const char *body, sup_create_req *r, sbx_err *e)
 	return sup_api_parse_create(body, strlen(body), &lim, r, e);
 }
 
+/* POST .../timeout: the one field, whole seconds within the node's most. */
+static void test_parse_timeout(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *body;
+		int rc;
+		unsigned want;
+		const char *msg;
+	} cases[] = {
+		{ "{\"timeout\": 600}", 0, 600, NULL },
+		{ "{\"timeout\": 1}", 0, 1, NULL },
+		{ "{\"timeout\": 86400}", 0, 86400, NULL },
+		{ "{\"timeout\": 86401}", -EINVAL, 0, "want 1..86400 seconds" },
+		{ "{\"timeout\": 0}", -EINVAL, 0, "want 1..86400 seconds" },
+		{ "{\"timeout\": -5}", -EINVAL, 0, "want 1..86400 seconds" },
+		{ "{\"timeout\": 1.5}", -EINVAL, 0, "integer number of seconds" },
+		{ "{\"timeout\": \"60\"}", -EINVAL, 0, "integer number of seconds" },
+		{ "{}", -EINVAL, 0, "is required" },
+		{ "{\"timeout\": 60, \"x\": 1}", -EINVAL, 0, "only field" },
+		{ "[60]", -EINVAL, 0, NULL },
+		{ "", -EINVAL, 0, NULL },
+		{ "{\"timeout\": 60, \"timeout\": 61}", -EINVAL, 0, NULL },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		unsigned got = 0;
+		sbx_err e;
+		sbx_err_clear(&e);
+		int rc = sup_api_parse_timeout(cases[i].body, strlen(cases[i].body), &lim, &got, &e);
+		assert_int_equal(rc, cases[i].rc);
+		if (rc == 0)
+			assert_int_equal(got, cases[i].want);
+		if (cases[i].msg)
+			assert_non_null(strstr(e.msg, cases[i].msg));
+	}
+}
+
 static int exec_(const char *body, sup_exec_spec *s, sbx_err *e)
 {
 	sbx_err_clear(e);
@@ -484,6 +521,7 @@ int main(void)
 		cmocka_unit_test(test_exec_argv_limit),
 		cmocka_unit_test(test_exec_obj_skip),
 		cmocka_unit_test(test_render_sandbox),
+		cmocka_unit_test(test_parse_timeout),
 		cmocka_unit_test(test_render_exec_timeout),
 		cmocka_unit_test(test_render_exec_exit),
 		cmocka_unit_test(test_render_exec_signal_and_binary),

@@ -591,7 +591,7 @@ static void test_leftovers(void **state)
 
 	/* one loop device per made sandbox; one of those still mounted */
 	assert_int_equal(loops_under(g_state), 2);
-	int n = sup_runc_remove_leftovers(&g_cfg, &err);
+	int n = sup_runc_remove_leftovers(&g_cfg, NULL, 0, &err);
 	if (n < 0)
 		fail_msg("%s", err.msg);
 	assert_int_equal(n, 2);
@@ -604,7 +604,7 @@ static void test_leftovers(void **state)
 	assert_true(runc_lists(cid[2]));
 	assert_accepts(fx_box(f, "t-other"));
 	/* nothing more to find */
-	assert_int_equal(sup_runc_remove_leftovers(&g_cfg, &err), 0);
+	assert_int_equal(sup_runc_remove_leftovers(&g_cfg, NULL, 0, &err), 0);
 }
 
 typedef struct worker_arg {
@@ -767,7 +767,7 @@ static void test_gvisor_image(void **state)
 	b = fx_box(f, "t-gv-left");
 	snprintf(cid, sizeof(cid), "%s", b->container_id);
 	snprintf(dir, sizeof(dir), "%s", b->dir);
-	assert_int_equal(sup_runc_remove_leftovers(&g_cfg, &err), 1);
+	assert_int_equal(sup_runc_remove_leftovers(&g_cfg, NULL, 0, &err), 1);
 	assert_gone_iso(SUP_ISO_GVISOR, cid, dir);
 	b->id[0] = '\0';
 
@@ -902,7 +902,7 @@ static int run_all(void)
 static int cleanup_state(const sup_runc_cfg *cfg)
 {
 	sbx_err err = {0};
-	int n = sup_runc_remove_leftovers(cfg, &err);
+	int n = sup_runc_remove_leftovers(cfg, NULL, 0, &err);
 	if (n < 0)
 		fprintf(stderr, "cleanup %s: %s\n", cfg->state_dir, err.msg);
 	else if (n > 0)

@@ -95,6 +95,34 @@ static bool is_json_int(json_t *v)
 
 static int parse_mcp(json_t *v, sup_mcp_servers *out, sbx_err *err);
 
+/* A sandbox's "timeout": whole seconds, 1..the node's most. */
+static int parse_lifetime(json_t *v, const sup_api_limits *lim, unsigned *out, sbx_err *err)
+{
+	if (!is_json_int(v))
+		return sbx_err_set(err, -EINVAL, "field \"timeout\": want an integer number of seconds");
+	json_int_t t = json_integer_value(v);
+	if (t < 1 || t > (json_int_t)lim->max_timeout_s)
+		return sbx_err_set(err, -EINVAL, "field \"timeout\": want 1..%u seconds",
+				   lim->max_timeout_s);
+	*out = (unsigned)t;
+	return 0;
+}
+
+int sup_api_parse_timeout(const char *body, size_t len, const sup_api_limits *lim, unsigned *out,
+			  sbx_err *err)
+{
+	AUTO_JSON json_t *j = NULL;
+	int rc = load_object(body, len, &j, err);
+	if (rc < 0)
+		return rc;
+	json_t *v = json_object_get(j, "timeout");
+	if (!v)
+		return sbx_err_set(err, -EINVAL, "field \"timeout\" is required");
+	if (json_object_size(j) != 1)
+		return sbx_err_set(err, -EINVAL, "only field \"timeout\" is allowed");
+	return parse_lifetime(v, lim, out, err);
+}
+
 int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim,
 			 sup_create_req *out, sbx_err *err)
 {
@@ -124,18 +152,8 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 				rc = sbx_err_set(err, -EINVAL,
 						 "field \"isolation\": want \"runc\" or \"gvisor\"");
 		} else if (strcmp(key, "timeout") == 0) {
-			if (!is_json_int(v)) {
-				rc = sbx_err_set(err, -EINVAL, "field \"timeout\": want an integer number of seconds");
-			} else {
-				json_int_t t = json_integer_value(v);
-				if (t < 1 || t > (json_int_t)lim->max_timeout_s)
-					rc = sbx_err_set(err, -EINVAL,
-							 "field \"timeout\": want 1..%u seconds",
-							 lim->max_timeout_s);
-				else
-					out->timeout_s = (unsigned)t;
-				out->given |= SUP_CREATE_GIVEN_TIMEOUT;
-			}
+			rc = parse_lifetime(v, lim, &out->timeout_s, err);
+			out->given |= SUP_CREATE_GIVEN_TIMEOUT;
 		} else if (strcmp(key, "env") == 0) {
 			rc = parse_env(v, &out->env, err);
 		} else if (strcmp(key, "resources") == 0) {

@@ -33,6 +33,10 @@ typedef struct sup_api_limits {
 /* POST /v1/sandboxes. An empty body means all defaults. */
 int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim,
 			 sup_create_req *out, sbx_err *err);
+/* POST /v1/sandboxes/{id}/timeout: {"timeout": seconds} and nothing else,
+ * 1..lim->max_timeout_s. */
+int sup_api_parse_timeout(const char *body, size_t len, const sup_api_limits *lim, unsigned *out,
+			  sbx_err *err);
 /* POST /v1/sandboxes/{id}/exec. */
 int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err *err);
 /* The same from a loaded object, leaving the keys in skip (NULL-terminated,

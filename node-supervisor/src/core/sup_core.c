@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "sbx/cleanup.h"
 #include "sup_agent.h"
+#include "sup_catalog.h"
 #include "sup_core_int.h"
 #include "sup_core_mcp.h"
 #include "sup_log.h"
@@ -267,6 +269,49 @@ static void on_expiry(evutil_socket_t fd, short what, void *ud)
 
 /* ---- create ---- */
 
+/* What the catalog keeps of a handed-out sandbox, all of it from here. */
+static int record(sup_core *c, const sup_sandbox *sb, sbx_err *err)
+{
+	if (!c->cfg.catalog)
+		return 0;
+	SBX_AUTO_FREE sup_catalog_rec *r = calloc(1, sizeof(*r));
+	if (!r)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	memcpy(r->id, sb->id, sizeof(sb->id));
+	snprintf(r->image, sizeof(r->image), "%s", sup_pools_image_of(sb));
+	snprintf(r->digest, sizeof(r->digest), "%s", sup_pools_digest_of(sb));
+	r->isolation = sup_pools_isolation_of(sb);
+	memcpy(r->container_id, sb->box.container_id, sizeof(sb->box.container_id));
+	r->net_slot = sb->net_slot;
+	_Static_assert(sizeof(r->tenant) >= sizeof(sb->tenant) && sizeof(r->id) >= sizeof(sb->id) &&
+			       sizeof(r->container_id) >= sizeof(sb->box.container_id),
+		       "the catalog's record holds a sandbox's names");
+	memcpy(r->tenant, sb->tenant, sizeof(sb->tenant));
+	r->allow_root = sb->allow_root;
+	r->created_at = sb->created_at;
+	r->expires_at = sb->expires_at;
+	r->res = sb->res;
+	r->env = sb->env;
+	return sup_catalog_running(c->cfg.catalog, r, err);
+}
+
+/* Into the registry, its lifetime running for seconds more. */
+static int list_sandbox(sup_core *c, sup_sandbox *sb, time_t seconds, sbx_err *err)
+{
+	sb->expiry = evtimer_new(c->base, on_expiry, sb);
+	if (!sb->expiry || !tsearch(sb, &c->index, cmp_id)) {
+		if (sb->expiry)
+			event_free(sb->expiry);
+		sb->expiry = NULL;
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	}
+	struct timeval tv = { seconds > 0 ? seconds : 0, 0 };
+	evtimer_add(sb->expiry, &tv);
+	TAILQ_INSERT_TAIL(&c->listed, sb, reg_link);
+	sb->listed = true;
+	return 0;
+}
+
 /* The sandbox is RUNNING: list it with the request's lifetime and env. */
 static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 {
@@ -291,19 +336,16 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 	sup_pools_image_config(sb, &image_env, &image_user, &image_workdir);
 	if (rc == 0 && sup_env_under(&sb->env, image_env) < 0)
 		rc = sbx_err_set(err, -ENOMEM, "out of memory");
-	sb->expiry = rc < 0 ? NULL : evtimer_new(c->base, on_expiry, sb);
-	if (!sb->expiry || !tsearch(sb, &c->index, cmp_id)) {
-		if (sb->expiry)
-			event_free(sb->expiry);
-		sb->expiry = NULL;
+	/* durable before the answer: a restart finds what the client was told */
+	if (rc == 0 && (rc = record(c, sb, err)) < 0) {
+		sup_error("sandbox %s: %s", sb->id, err->msg);
+		rc = err->code = -EIO;
+	}
+	if (rc < 0 || list_sandbox(c, sb, (time_t)req->timeout_s, err) < 0) {
 		sup_env_free(&sb->env);
 		sup_pools_destroy(c->pools, sb, false, NULL, NULL);
-		return rc < 0 ? rc : sbx_err_set(err, -ENOMEM, "out of memory");
+		return rc < 0 ? rc : err->code;
 	}
-	struct timeval tv = { (time_t)req->timeout_s, 0 };
-	evtimer_add(sb->expiry, &tv);
-	TAILQ_INSERT_TAIL(&c->listed, sb, reg_link);
-	sb->listed = true;
 	sup_core_mcp_hand_out(sb, &req->mcp);
 	char cpus[16], mem[24], disk[24];
 	sup_resources_format_cpus(sb->res.cpu_milli, cpus, sizeof(cpus));
@@ -535,6 +577,35 @@ int sup_core_set_network(sup_core *c, const char *id, const sup_netpol *p, sup_s
 	}
 	sup_info("sandbox %s: network policy replaced (%zu rules, default %s)", sb->id, p->n,
 		 p->default_action == SUP_NETPOL_ALLOW ? "allow" : "deny");
+	view_of(sb, out);
+	return 0;
+}
+
+/* ---- lifetime ---- */
+
+int sup_core_set_timeout(sup_core *c, const sup_tenant *who, const char *id, unsigned seconds,
+			 sup_sandbox_view *out, sbx_err *err)
+{
+	sup_sandbox *sb = lookup_for(c, who, id, err);
+	if (!sb)
+		return err->code;
+	if (seconds > who->max_timeout_s)
+		return sbx_err_set(err, -EINVAL, "field \"timeout\": %u seconds is over tenant %s's most of %u",
+				   seconds, who->name, who->max_timeout_s);
+	if (sb->state == SUP_SB_DESTROYING || !sb->expiry)
+		return sbx_err_set(err, -EBUSY, "sandbox %s is being destroyed", sb->id);
+	time_t was = sb->expires_at;
+	sb->expires_at = time(NULL) + (time_t)seconds;
+	/* durable before the answer, as at create */
+	if (record(c, sb, err) < 0) {
+		sb->expires_at = was;
+		sup_error("sandbox %s: %s", sb->id, err->msg);
+		err->code = -EIO;
+		return sbx_err_wrap(err, "sandbox %s: new timeout not kept", sb->id);
+	}
+	struct timeval tv = { (time_t)seconds, 0 };
+	evtimer_add(sb->expiry, &tv);
+	sup_info("sandbox %s: lifetime renewed: %us from now", sb->id, seconds);
 	view_of(sb, out);
 	return 0;
 }
@@ -922,10 +993,47 @@ static void on_sandbox_failed(sup_sandbox *sb, const sbx_err *why, void *ud)
 	fail_execs(sb, -ECONNRESET, why->msg);
 }
 
+/* A re-adopted sandbox's agent answered: listed again with what is left
+ * of its lifetime (none: it expires at once). */
+static void on_sandbox_adopted(sup_sandbox *sb, int rc, const sbx_err *why, void *ud)
+{
+	sup_core *c = ud;
+	sbx_err e;
+	(void)why;
+	if (rc == 0 && list_sandbox(c, sb, sb->expires_at - time(NULL), &e) < 0) {
+		sup_error("sandbox %s: not re-adopted: %s", sb->id, e.msg);
+		sup_env_free(&sb->env);
+		sup_pools_destroy(c->pools, sb, false, NULL, NULL);
+		return;
+	}
+	if (rc < 0)
+		sup_env_free(&sb->env);
+}
+
 sup_pools_hooks sup_core_pool_hooks(sup_core *c)
 {
-	sup_pools_hooks h = { .on_failed = on_sandbox_failed, .ud = c };
+	sup_pools_hooks h = { .on_failed = on_sandbox_failed, .on_adopted = on_sandbox_adopted,
+			      .ud = c };
 	return h;
+}
+
+int sup_core_restore(sup_core *c, const sup_catalog_rec *rec, const sup_runc_box *box,
+		     sbx_err *err)
+{
+	sup_sandbox *sb;
+	int rc = sup_pools_adopt(c->pools, rec, box, &sb, err);
+	if (rc < 0 || rec->phase != SUP_CAT_RUNNING)
+		return rc;
+	/* the core's fields now; it is listed once its agent answers */
+	sb->core = c;
+	snprintf(sb->tenant, sizeof(sb->tenant), "%.*s", (int)sizeof(sb->tenant) - 1, rec->tenant);
+	sb->allow_root = rec->allow_root;
+	sb->created_at = (time_t)rec->created_at;
+	sb->expires_at = (time_t)rec->expires_at;
+	if (sup_env_copy(&rec->env, &sb->env) < 0) {
+		sup_warn("sandbox %s: out of memory for its env: commands run without it", sb->id);
+	}
+	return 0;
 }
 
 /* ---- life ---- */
@@ -1001,6 +1109,21 @@ int sup_core_pool_set_size(sup_core *c, const char *image, sup_isolation isolati
 			   sup_pool_stats *out, sbx_err *err)
 {
 	return sup_pools_set_size(c->pools, image, isolation, size, out, err);
+}
+
+void sup_core_handover(sup_core *c, void (*done)(void *ud), void *ud)
+{
+	c->shutting_down = true;
+	sup_sandbox *sb;
+	while ((sb = TAILQ_FIRST(&c->listed)) != NULL) {
+		if (sb->expiry)
+			event_free(sb->expiry);
+		sb->expiry = NULL;
+		fail_execs(sb, -ESHUTDOWN, "the supervisor is being replaced");
+		sup_env_free(&sb->env);
+		unlist(c, sb);
+	}
+	sup_pools_handover(c->pools, done, ud);
 }
 
 void sup_core_shutdown(sup_core *c, void (*done)(void *ud), void *ud)

@@ -34,6 +34,8 @@
 struct event_base;
 struct evbuffer;
 struct sup_net;
+struct sup_catalog;
+struct sup_catalog_rec;
 typedef struct sup_core sup_core;
 typedef struct sup_op sup_op;
 
@@ -42,6 +44,8 @@ typedef struct sup_core_cfg {
 	size_t max_output_total; /* captured bytes of all execs in flight together */
 	unsigned max_execs;      /* execs in flight per sandbox */
 	struct sup_net *net;     /* egress by policy; NULL: sandboxes are loopback only */
+	struct sup_catalog *catalog; /* a sandbox handed out is recorded before the answer;
+				      * NULL: nothing outlives the process */
 } sup_core_cfg;
 
 sup_core *sup_core_new(struct event_base *base, sup_pools *pools, const sup_core_cfg *cfg,
@@ -75,6 +79,11 @@ int sup_core_get(sup_core *c, const sup_tenant *who, const char *id, sup_sandbox
  * the id is the caller's (sup_core_check_owner). */
 int sup_core_set_network(sup_core *c, const char *id, const sup_netpol *p, sup_sandbox_view *out,
 			 sbx_err *err);
+/* A new lifetime for a sandbox who sees: it expires seconds from now (at
+ * most who's max_timeout_s: -EINVAL), recorded in the catalog before the
+ * answer. *out: the sandbox as it is now. */
+int sup_core_set_timeout(sup_core *c, const sup_tenant *who, const char *id, unsigned seconds,
+			 sup_sandbox_view *out, sbx_err *err);
 /* Calls fn for every handed-out sandbox who sees, oldest first. */
 void sup_core_list(sup_core *c, const sup_tenant *who,
 		   void (*fn)(const sup_sandbox_view *v, void *ud), void *ud);
@@ -178,6 +187,19 @@ void sup_core_pool_stats(const sup_core *c, size_t i, sup_pool_stats *out);
 /* PUT /v1/pools/{image}: the pool's size from now on (sup_pools_set_size). */
 int sup_core_pool_set_size(sup_core *c, const char *image, sup_isolation isolation, unsigned size,
 			   sup_pool_stats *out, sbx_err *err);
+
+/* Take back a sandbox of an earlier run (its catalog row, and its box
+ * from sup_runc_adopt), before the pools start: a pooled one returns to
+ * its pool, a handed-out one to its tenant with its lifetime, limits and
+ * env, listed again once its agent answers the new connection (or
+ * destroyed, when it does not). < 0: not taken back (err says why). */
+int sup_core_restore(sup_core *c, const struct sup_catalog_rec *rec, const sup_runc_box *box,
+		     sbx_err *err);
+
+/* Stop for a successor on the same state folder: what is in flight fails
+ * with -ESHUTDOWN, nothing is destroyed (the catalog keeps every sandbox
+ * for the next start), done runs once the workers are idle. */
+void sup_core_handover(sup_core *c, void (*done)(void *ud), void *ud);
 
 /* Fail what is in flight with -ESHUTDOWN, destroy every sandbox, then call
  * done once no sandbox is alive and the workers are idle. */

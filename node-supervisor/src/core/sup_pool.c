@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "sup_agent.h"
+#include "sup_catalog.h"
 #include "sup_img_store.h"
 #include "sup_log.h"
 #include "sup_net.h"
@@ -69,6 +70,7 @@ struct sup_pools {
 	unsigned nalive;
 	atomic_bool stopping; /* read by worker threads */
 	bool shutting_down;
+	bool handover;        /* shutting down to leave every sandbox to the next start */
 	void (*shutdown_done)(void *ud);
 	void *shutdown_ud;
 	struct event *shutdown_check;
@@ -105,6 +107,15 @@ typedef struct destroy_job {
 static void ensure_fill(sup_pool *pool);
 static void start_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_cb cb, void *ud);
 
+/* The catalog forgets a sandbox. A failure leaves a row naming a sandbox
+ * that will be gone: the next start finds it dead and sweeps it. */
+static void catalog_remove(sup_pools *p, const char *id)
+{
+	sbx_err e;
+	if (p->cfg.catalog && sup_catalog_remove(p->cfg.catalog, id, &e) < 0)
+		sup_warn("sandbox %s: %s", id, e.msg);
+}
+
 /* A sandbox of a store image pins it from its create to its destroy. */
 static void unpin(sup_sandbox *sb)
 {
@@ -140,7 +151,7 @@ static void shutdown_check_cb(evutil_socket_t fd, short what, void *ud)
 	(void)what;
 	if (!p->shutting_down || !p->shutdown_done)
 		return;
-	if (p->nalive > 0 || sup_workers_busy(p->workers) > 0)
+	if ((p->nalive > 0 && !p->handover) || sup_workers_busy(p->workers) > 0)
 		return;
 	void (*done)(void *) = p->shutdown_done;
 	p->shutdown_done = NULL;
@@ -315,9 +326,21 @@ static void agent_on_ready(sup_agent *a, void *ud)
 	sup_sandbox *sb = ud;
 	(void)a;
 	sup_pools *p = sb->pool->owner;
-	if (p->shutting_down) {
+	if (p->shutting_down && !p->handover) {
 		sb->pool->creating--;
 		start_destroy(p, sb, false, NULL, NULL);
+		return;
+	}
+	if (sb->adopting) {
+		/* a handed-out sandbox of an earlier run: back to its owner */
+		sb->adopting = false;
+		sb->pool->creating--;
+		sb->state = SUP_SB_RUNNING;
+		sup_info("sandbox %s: re-adopted (agent %s)", sb->id, sup_agent_peer(a));
+		sup_pool *pool = sb->pool;
+		if (p->hooks.on_adopted)
+			p->hooks.on_adopted(sb, 0, NULL, p->hooks.ud);
+		ensure_fill(pool); /* it counted as one being made until now */
 		return;
 	}
 	sup_info("sandbox %s: up (agent %s)", sb->id, sup_agent_peer(a));
@@ -335,7 +358,14 @@ static void agent_on_lost(sup_agent *a, const sbx_err *why, void *ud)
 	switch (sb->state) {
 	case SUP_SB_CONNECTING:
 		pool->creating--;
-		create_failed(pool, sb->id, why);
+		if (sb->adopting) {
+			sup_warn("sandbox %s: not re-adopted, its agent does not answer: %s", sb->id,
+				 why->msg);
+			if (p->hooks.on_adopted)
+				p->hooks.on_adopted(sb, why->code ? why->code : -ECONNRESET, why, p->hooks.ud);
+		} else {
+			create_failed(pool, sb->id, why);
+		}
 		start_destroy(p, sb, false, NULL, NULL);
 		ensure_fill(pool);
 		break;
@@ -394,6 +424,7 @@ static void create_done(sup_job *job)
 	sup_pool *pool = sb->pool;
 	if (cj->rc < 0) {
 		pool->creating--;
+		catalog_remove(p, sb->id);
 		if (sb->net_slot)
 			sup_net_slot_put(p->cfg.net, sb->net_slot);
 		if (cj->rc != -ECANCELED)
@@ -414,6 +445,16 @@ static void create_done(sup_job *job)
 	sb->state = SUP_SB_CONNECTING;
 	sbx_err e;
 	sbx_err_clear(&e);
+	if (p->cfg.catalog &&
+	    sup_catalog_made(p->cfg.catalog, sb->id, sb->box.container_id, sb->net_slot, &sb->res,
+			     &e) < 0) {
+		sup_rtnl_close(nl);
+		pool->creating--;
+		create_failed(pool, sb->id, &e);
+		start_destroy(p, sb, false, NULL, NULL);
+		ensure_fill(pool);
+		return;
+	}
 	if (sb->net_slot && sup_net_slot_ready(p->cfg.net, sb->net_slot, nl, &e) < 0) {
 		pool->creating--;
 		create_failed(pool, sb->id, &e);
@@ -421,7 +462,7 @@ static void create_done(sup_job *job)
 		ensure_fill(pool);
 		return;
 	}
-	if (p->shutting_down) {
+	if (p->shutting_down && !p->handover) {
 		pool->creating--;
 		start_destroy(p, sb, false, NULL, NULL);
 		return;
@@ -486,6 +527,20 @@ static int start_create(sup_pool *pool, bool front)
 			free(cj);
 			return -EAGAIN;
 		}
+	}
+	/* the intent is durable before the runtime may run: a start after a
+	 * crash finds it and makes sure the create does not finish unseen */
+	sbx_err ce;
+	if (p->cfg.catalog && sup_catalog_intent(p->cfg.catalog, sb->id, pool->image, pool->digest,
+						 pool->isolation, &ce) < 0) {
+		sup_error("pool %s: cannot start a create: %s", pool->image, ce.msg);
+		if (sb->net_slot)
+			sup_net_slot_put(p->cfg.net, sb->net_slot);
+		if (pool->digest[0])
+			sup_img_store_pin(p->cfg.store, pool->digest, -1);
+		free(sb);
+		free(cj);
+		return -EIO;
 	}
 	sb->pool = pool;
 	sb->state = SUP_SB_CREATING;
@@ -568,6 +623,8 @@ static void destroy_done(sup_job *job)
 
 static void start_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_cb cb, void *ud)
 {
+	/* out of the catalog first: a crash from here on leaves it to the sweep */
+	catalog_remove(p, sb->id);
 	if (sb->agent) {
 		sup_agent_free(sb->agent);
 		sb->agent = NULL;
@@ -845,6 +902,11 @@ const char *sup_pools_image_of(const sup_sandbox *sb)
 	return sb->pool->image;
 }
 
+const char *sup_pools_digest_of(const sup_sandbox *sb)
+{
+	return sb->pool->digest;
+}
+
 sup_isolation sup_pools_isolation_of(const sup_sandbox *sb)
 {
 	return sb->pool->isolation;
@@ -905,15 +967,80 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 	return 0;
 }
 
+int sup_pools_adopt(sup_pools *p, const sup_catalog_rec *rec, const sup_runc_box *box,
+		    sup_sandbox **out, sbx_err *err)
+{
+	*out = NULL;
+	if (rec->net_slot)
+		return sbx_err_set(err, -EOPNOTSUPP,
+				   "its egress plumbing (slot %u) is not re-adopted: the router is made anew",
+				   rec->net_slot);
+	sup_pool *pool = NULL;
+	for (size_t i = 0; !pool && i < p->npools; i++)
+		if (strcmp(p->pools[i].image, rec->image) == 0 &&
+		    strcmp(p->pools[i].digest, rec->digest) == 0 && p->pools[i].isolation == rec->isolation)
+			pool = &p->pools[i];
+	/* a store image without a pool now: a cold pool of its digest (a ref
+	 * may name another image by now) */
+	if (!pool && rec->digest[0] && p->cfg.store)
+		pool = add_pool(p, rec->digest, rec->isolation, 0, err);
+	else if (!pool)
+		sbx_err_set(err, -ENOENT, "image %.200s (%s) is not served any more", rec->image,
+			    sup_isolation_names[rec->isolation]);
+	if (!pool)
+		return err->code;
+	if (pool->digest[0] && sup_img_store_pin(p->cfg.store, pool->digest, 1) < 0)
+		return sbx_err_set(err, -ENOENT, "its image %s was deleted", pool->digest);
+	sup_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb) {
+		if (pool->digest[0])
+			sup_img_store_pin(p->cfg.store, pool->digest, -1);
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	}
+	snprintf(sb->id, sizeof(sb->id), "%s", rec->id);
+	sb->pool = pool;
+	sb->box = *box;
+	sb->res = rec->res;
+	sb->state = SUP_SB_CONNECTING;
+	sb->adopting = rec->phase == SUP_CAT_RUNNING;
+	clock_gettime(CLOCK_MONOTONIC, &sb->queued_at);
+	TAILQ_INIT(&sb->delete_waiters);
+	TAILQ_INIT(&sb->execs);
+	if (sup_agent_connect(p->base, sb->box.socket_path, sb->id, p->cfg.handshake_timeout_ms,
+			      &p->cfg.agent, &agent_cbs, sb, &sb->agent, err) < 0) {
+		unpin(sb);
+		free(sb);
+		return err->code;
+	}
+	TAILQ_INSERT_TAIL(&p->all, sb, all_link);
+	p->nalive++;
+	pool->creating++;
+	*out = sb;
+	return 0;
+}
+
 void sup_pools_acquire_cancel(sup_acquire *a)
 {
 	waiter_remove(a);
 	waiter_free(a);
 }
 
+static void shutdown_pools(sup_pools *p, bool handover, void (*done)(void *ud), void *ud);
+
 void sup_pools_shutdown(sup_pools *p, void (*done)(void *ud), void *ud)
 {
+	shutdown_pools(p, false, done, ud);
+}
+
+void sup_pools_handover(sup_pools *p, void (*done)(void *ud), void *ud)
+{
+	shutdown_pools(p, true, done, ud);
+}
+
+static void shutdown_pools(sup_pools *p, bool handover, void (*done)(void *ud), void *ud)
+{
 	p->shutting_down = true;
+	p->handover = handover;
 	atomic_store(&p->stopping, true);
 	p->shutdown_done = done;
 	p->shutdown_ud = ud;
@@ -925,7 +1052,7 @@ void sup_pools_shutdown(sup_pools *p, void (*done)(void *ud), void *ud)
 			waiter_fail(TAILQ_FIRST(&pool->waiters), -ESHUTDOWN,
 				    "the supervisor is shutting down");
 		sup_sandbox *sb;
-		while ((sb = TAILQ_FIRST(&pool->ready)) != NULL) {
+		while (!handover && (sb = TAILQ_FIRST(&pool->ready)) != NULL) {
 			TAILQ_REMOVE(&pool->ready, sb, ready_link);
 			pool->nready--;
 			start_destroy(p, sb, false, NULL, NULL);
@@ -933,7 +1060,7 @@ void sup_pools_shutdown(sup_pools *p, void (*done)(void *ud), void *ud)
 	}
 	/* Connecting ones: their create is done, only the handshake is left. */
 	sup_sandbox *sb, *next;
-	for (sb = TAILQ_FIRST(&p->all); sb; sb = next) {
+	for (sb = handover ? NULL : TAILQ_FIRST(&p->all); sb; sb = next) {
 		next = TAILQ_NEXT(sb, all_link);
 		if (sb->state == SUP_SB_CONNECTING) {
 			sb->pool->creating--;

@@ -29,6 +29,8 @@
 
 struct event_base;
 struct sup_net;
+struct sup_catalog;
+struct sup_catalog_rec;
 typedef struct sup_pools sup_pools;
 typedef struct sup_acquire sup_acquire;
 
@@ -43,12 +45,17 @@ typedef struct sup_pools_cfg {
 	unsigned handshake_timeout_ms; /* container up until the agent's hello */
 	sup_agent_opts agent;          /* deadlines, ping and limits of every agent connection */
 	struct sup_net *net;           /* egress plumbing for every sandbox; NULL: loopback only */
+	struct sup_catalog *catalog;   /* what is made is recorded (sup_catalog.h); NULL: nothing */
 } sup_pools_cfg;
 
 typedef struct sup_pools_hooks {
 	/* A RUNNING sandbox's agent connection was lost; it is now FAILED
 	 * (sb->reason says why). A pooled one is replaced instead. */
 	void (*on_failed)(sup_sandbox *sb, const sbx_err *why, void *ud);
+	/* A handed-out sandbox given to sup_pools_adopt answered (rc 0: now
+	 * RUNNING) or not (rc < 0, why: it is being destroyed; the owner
+	 * releases its fields now). */
+	void (*on_adopted)(sup_sandbox *sb, int rc, const sbx_err *why, void *ud);
 	void *ud;
 } sup_pools_hooks;
 
@@ -85,11 +92,26 @@ typedef void (*sup_destroy_cb)(sup_sandbox *sb, int rc, const sbx_err *err, void
  * fields of sb. The sandbox must be READY, RUNNING or FAILED. */
 void sup_pools_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_cb cb, void *ud);
 
+/* Take back a sandbox an earlier run made (rec from the catalog, box from
+ * sup_runc_adopt), before sup_pools_start: into the pool of its image and
+ * isolation (a cold pool of its digest when none serves it now), its agent
+ * connected again. A pooled one (MADE) joins the ready list once its agent
+ * answers; a handed-out one (RUNNING) goes to the owner through on_adopted,
+ * whose fields of sb (tenant, env, ...) the caller sets now. < 0 when it
+ * cannot be taken back (a sandbox with egress plumbing, an image no longer
+ * served): nothing is kept and the container is the sweep's. */
+int sup_pools_adopt(sup_pools *p, const struct sup_catalog_rec *rec, const sup_runc_box *box,
+		    sup_sandbox **out, sbx_err *err);
+
 /* Stop refilling, fail waiters with -ESHUTDOWN, destroy every sandbox the
  * pools hold (ready, connecting, and those still being created once their
  * create finishes). done runs when no sandbox is alive and no worker job is
  * left. Handed-out sandboxes must be destroyed by their owner. */
 void sup_pools_shutdown(sup_pools *p, void (*done)(void *ud), void *ud);
+/* Stop refilling and fail waiters as sup_pools_shutdown, but leave every
+ * sandbox to the next start (its catalog rows stay): done runs when no
+ * worker job is left (creates under way are finished and kept). */
+void sup_pools_handover(sup_pools *p, void (*done)(void *ud), void *ud);
 void sup_pools_free(sup_pools *p);
 
 typedef struct sup_pool_stats {
@@ -119,6 +141,8 @@ unsigned sup_pools_alive(const sup_pools *p);
 /* The image a sandbox was made from, and its isolation. */
 const char *sup_pools_image_of(const sup_sandbox *sb);
 sup_isolation sup_pools_isolation_of(const sup_sandbox *sb);
+/* A store image's digest ("" for host and rootfs folders). */
+const char *sup_pools_digest_of(const sup_sandbox *sb);
 /* What its image's config gives every command: env under the sandbox's,
  * the default user (NULL: the sandbox user) and folder (NULL: the agent's). */
 void sup_pools_image_config(const sup_sandbox *sb, const sup_env **env, const char **user,

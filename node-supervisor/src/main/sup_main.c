@@ -1,6 +1,9 @@
-/* sandbox-supervisor: wires settings, token, runtime backend, workers,
- * pools, core and HTTP together, and runs the event loop until SIGTERM or
- * SIGINT, after which it destroys every sandbox it made and exits 0. */
+/* sandbox-supervisor: wires settings, token, runtime backend, catalog,
+ * workers, pools, core and HTTP together, takes back what an earlier run
+ * of the state folder left live (sup_restore), and runs the event loop
+ * until SIGTERM or SIGINT, after which it destroys every sandbox it made
+ * and exits 0, or SIGUSR2, after which it exits 0 leaving every sandbox to
+ * the next start (a rolling upgrade). */
 #include <errno.h>
 #include <event2/event.h>
 #include <libgen.h>
@@ -31,6 +34,7 @@
 #include "sup_pool.h"
 #include "sup_mcp.h"
 #include "sup_procs.h"
+#include "sup_restore.h"
 #include "sup_runc.h"
 #include "sup_sandboxes.h"
 #include "sup_scrape.h"
@@ -91,12 +95,13 @@ typedef struct sup_main {
 	unsigned drain_s;
 	sup_net *net;
 	bool stopping;
+	bool handover;             /* SIGUSR2: leave the sandboxes to the next start */
 	const char *tenants_file;
 	sup_tenants_node node;     /* what tenants leave to the supervisor */
 	sup_tenants *tenants;      /* the set in force; swapped on SIGHUP */
 	struct event *sig_hup;
 	bool drained;
-	struct event *sig_term, *sig_int, *grace;
+	struct event *sig_term, *sig_int, *sig_usr2, *grace;
 } sup_main;
 
 static int mkdir_p(const char *path, mode_t mode, sbx_err *err)
@@ -176,7 +181,8 @@ static void on_drained(void *ud)
 {
 	sup_main *m = ud;
 	m->drained = true;
-	sup_info("every sandbox is destroyed; exiting");
+	sup_info(m->handover ? "every sandbox is left to the next start; exiting"
+			     : "every sandbox is destroyed; exiting");
 	event_base_loopbreak(m->base);
 }
 
@@ -186,7 +192,10 @@ static void on_http_drained(void *ud)
 {
 	sup_main *m = ud;
 	sup_net_stop(m->net);
-	sup_core_shutdown(m->core, on_drained, m);
+	if (m->handover)
+		sup_core_handover(m->core, on_drained, m);
+	else
+		sup_core_shutdown(m->core, on_drained, m);
 }
 
 static void on_grace_over(evutil_socket_t fd, short what, void *ud)
@@ -208,8 +217,9 @@ static void on_signal(evutil_socket_t sig, short what, void *ud)
 		return;
 	}
 	m->stopping = true;
-	sup_info("signal %d: shutting down: requests in flight get %u s, then every sandbox is destroyed",
-		 (int)sig, m->drain_s);
+	m->handover = sig == SIGUSR2;
+	sup_info("signal %d: shutting down: requests in flight get %u s, then every sandbox is %s",
+		 (int)sig, m->drain_s, m->handover ? "left to the next start" : "destroyed");
 	struct timeval tv = { SHUTDOWN_GRACE_S, 0 };
 	evtimer_add(m->grace, &tv);
 	if (m->metrics)
@@ -312,6 +322,8 @@ int main(int argc, char **argv)
 	sup_main m = { 0 };
 	sup_mcp_ctx mcp = { 0 }; /* its sessions end at cleanup */
 	sup_policy *policy = NULL;
+	sup_catalog *catalog = NULL;
+	sup_restore *restore = NULL;
 	char *token = NULL;
 	char agent[PATH_MAX];
 	char token_path[PATH_MAX];
@@ -405,13 +417,8 @@ int main(int argc, char **argv)
 		sbx_err_wrap(&err, "runtime backend");
 		goto fail;
 	}
-	int left = sup_runc_remove_leftovers(&rcfg, &err);
-	if (left < 0) {
-		sbx_err_wrap(&err, "remove leftovers of an earlier run");
+	if (sup_restore_prepare(&rcfg, &catalog, &restore, &err) < 0)
 		goto fail;
-	}
-	if (left > 0)
-		sup_info("removed %d sandbox(es) left by an earlier run", left);
 	char state_real[PATH_MAX];
 	if (!realpath(cfg.state_dir, state_real)) {
 		sbx_err_sys(&err, -errno, "state folder %s", cfg.state_dir);
@@ -450,6 +457,7 @@ int main(int argc, char **argv)
 		.max_output_total = cfg.max_output_total,
 		.max_execs = cfg.max_execs,
 		.net = m.net,
+		.catalog = catalog,
 	};
 	m.core = sup_core_new(base, NULL, &ccfg, &err);
 	if (!m.core)
@@ -470,12 +478,15 @@ int main(int argc, char **argv)
 		.handshake_timeout_ms = cfg.ready_timeout_ms,
 		.agent = cfg.agent,
 		.net = m.net,
+		.catalog = catalog,
 	};
 	sup_pools_hooks hooks = sup_core_pool_hooks(m.core);
 	pools = sup_pools_new(base, workers, &pcfg, &hooks, &err);
 	if (!pools)
 		goto fail;
 	sup_core_set_pools(m.core, pools);
+	sup_restore_adopt(restore, &rcfg, m.core);
+	restore = NULL;
 	sup_sandboxes_ctx sandboxes = {
 		.core = m.core,
 		.limits = { .default_timeout_s = cfg.default_timeout_s,
@@ -559,10 +570,12 @@ int main(int argc, char **argv)
 		goto fail;
 	m.sig_term = evsignal_new(base, SIGTERM, on_signal, &m);
 	m.sig_int = evsignal_new(base, SIGINT, on_signal, &m);
+	m.sig_usr2 = evsignal_new(base, SIGUSR2, on_signal, &m);
 	m.sig_hup = evsignal_new(base, SIGHUP, on_hup, &m);
 	m.grace = evtimer_new(base, on_grace_over, &m);
-	if (!m.sig_term || !m.sig_int || !m.sig_hup || !m.grace ||
+	if (!m.sig_term || !m.sig_int || !m.sig_usr2 || !m.sig_hup || !m.grace ||
 	    evsignal_add(m.sig_term, NULL) < 0 || evsignal_add(m.sig_int, NULL) < 0 ||
+	    evsignal_add(m.sig_usr2, NULL) < 0 ||
 	    evsignal_add(m.sig_hup, NULL) < 0) {
 		sbx_err_set(&err, -ENOMEM, "signal events");
 		goto fail;
@@ -625,6 +638,8 @@ cleanup:
 		event_free(m.sig_term);
 	if (m.sig_int)
 		event_free(m.sig_int);
+	if (m.sig_usr2)
+		event_free(m.sig_usr2);
 	if (m.sig_hup)
 		event_free(m.sig_hup);
 	if (m.grace)
@@ -637,6 +652,8 @@ cleanup:
 	sup_workers_finish(image_worker);
 	sup_workers_free(image_worker);
 	sup_pools_free(pools);
+	sup_restore_free(restore);
+	sup_catalog_close(catalog);
 	sup_img_store_free(store);
 	sup_core_free(m.core);
 	/* after the pools: their sandboxes' slots are put back (or, when the

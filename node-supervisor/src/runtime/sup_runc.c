@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "sbx/cleanup.h"
 #include "sup_bundle.h"
 #include "sup_disk.h"
@@ -550,6 +552,19 @@ static int create_in(const sup_runc_cfg *cfg, const sup_runtime *rt, const char 
 	return cfg->protect_agent ? protect_agent(*pid, err) : 0;
 }
 
+/* What the pools keep of a made sandbox (sup_runc_create, sup_runc_adopt). */
+static void fill_box(sup_runc_box *box, const box_paths *p, const char *id,
+		     sup_isolation isolation, pid_t pid)
+{
+	snprintf(box->id, sizeof(box->id), "%s", id);
+	snprintf(box->container_id, sizeof(box->container_id), "%s", p->cid);
+	snprintf(box->dir, sizeof(box->dir), "%s", p->dir);
+	box->isolation = isolation;
+	snprintf(box->socket_path, sizeof(box->socket_path), "%s", p->sock);
+	snprintf(box->cgroup, sizeof(box->cgroup), "%s", p->cgroup);
+	box->init_pid = pid;
+}
+
 /* The runtime of isolation, or NULL when it is not offered. */
 static const sup_runtime *runtime_of(const sup_runc_cfg *cfg, sup_isolation isolation)
 {
@@ -590,17 +605,19 @@ int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 			sbx_err_wrap(err, "(cleanup failed too: %s)", cerr.msg);
 		return sbx_err_wrap(err, "create sandbox %s", id);
 	}
-	snprintf(box->id, sizeof(box->id), "%s", id);
-	snprintf(box->container_id, sizeof(box->container_id), "%s", p->cid);
-	snprintf(box->dir, sizeof(box->dir), "%s", p->dir);
-	box->isolation = isolation;
-	snprintf(box->socket_path, sizeof(box->socket_path), "%s", p->sock);
-	snprintf(box->cgroup, sizeof(box->cgroup), "%s", p->cgroup);
-	box->init_pid = pid;
+	fill_box(box, p, id, isolation, pid);
 	return 0;
 }
 
 /* ---- destroy, leftovers, init ----------------------------------------- */
+
+static bool kept(const char *const *keep, size_t nkeep, const char *id)
+{
+	for (size_t i = 0; i < nkeep; i++)
+		if (strcmp(keep[i], id) == 0)
+			return true;
+	return false;
+}
 
 int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *err)
 {
@@ -621,7 +638,107 @@ int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *
 	return 0;
 }
 
-int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err)
+int sup_runc_adopt(const sup_runc_cfg *cfg, const char *id, sup_isolation isolation,
+		   sup_runc_box *box, sbx_err *err)
+{
+	memset(box, 0, sizeof(*box));
+	const sup_runtime *rt = runtime_of(cfg, isolation);
+	if (!rt)
+		return sbx_err_set(err, -EINVAL, "sandbox %.64s: isolation %s is not offered now", id,
+				   (unsigned)isolation < SUP_ISO_N ? sup_isolation_names[isolation] : "?");
+	SBX_AUTO_FREE box_paths *p = calloc(1, sizeof(*p));
+	if (!p)
+		return sbx_err_set(err, -ENOMEM, "adopt sandbox");
+	int r = make_paths(cfg, id, p, err);
+	pid_t pid = 0;
+	r = r ?: read_pid(p->pidfile, &pid, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "sandbox %.64s", id);
+	if (!is_container_pid(pid, p->cgroup))
+		return sbx_err_set(err, -ESRCH, "sandbox %s: its init (pid %d) is gone", id, (int)pid);
+	/* the runtime's word too: a container it no longer runs is not ours
+	 * to keep, whatever is left in its cgroup */
+	char out[4096], errout[256];
+	const char *args[] = { "state", p->cid, NULL };
+	const char *argv[SUP_RUNTIME_ARGV_MAX];
+	if (sup_runtime_argv(rt, NULL, args, argv) < 0)
+		return sbx_err_set(err, -E2BIG, "%s state: too many arguments", rt->binary);
+	sup_runc_cmd c = { .argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
+			   .out_cap = sizeof(out), .errout = errout, .errout_cap = sizeof(errout),
+			   .timeout_ms = RUN_TIMEOUT_MS };
+	r = sup_runc_cmd_run(&c, err);
+	if (r > 0)
+		return sbx_err_set(err, -ESRCH, "sandbox %s: %s state: exit %d: %s", id, rt->binary, r,
+				   errout);
+	if (r < 0)
+		return sbx_err_wrap(err, "sandbox %s: %s state", id, rt->binary);
+	json_t *st = json_loads(out, 0, NULL);
+	const char *status = json_string_value(json_object_get(st, "status"));
+	bool running = status && strcmp(status, "running") == 0;
+	json_int_t spid = json_integer_value(json_object_get(st, "pid"));
+	r = running && spid == pid ? 0
+				   : sbx_err_set(err, -ESRCH, "sandbox %s: %s says %s (pid %lld)", id,
+						 rt->binary, status ? status : "nothing readable",
+						 (long long)spid);
+	json_decref(st);
+	if (r < 0)
+		return r;
+	fill_box(box, p, id, isolation, pid);
+	return 0;
+}
+
+/* Does /proc/<pid>/cmdline hold an argument starting with prefix? */
+static bool names_prefix(long pid, const char *prefix)
+{
+	char path[64], buf[8192];
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+	SBX_AUTO_CLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	size_t plen = strlen(prefix);
+	for (char *a = buf; a < buf + n; a += strlen(a) + 1)
+		if (strncmp(a, prefix, plen) == 0 && valid_id(a + plen))
+			return true;
+	return false;
+}
+
+int sup_runc_kill_calls(const sup_runc_cfg *cfg, sbx_err *err)
+{
+	char state[PATH_MAX], prefix[16];
+	int r = resolve_state(cfg->state_dir, state, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "runtime calls of an earlier run");
+	container_prefix(state, prefix, sizeof(prefix));
+	SBX_AUTO_CLOSEDIR DIR *d = opendir("/proc");
+	if (!d)
+		return sbx_err_sys(err, -errno, "runtime calls of an earlier run: /proc");
+	int killed = 0;
+	pid_t self = getpid();
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (*end || pid <= 1 || pid == self || !names_prefix(pid, prefix))
+			continue;
+		/* a call leads its own session (sup_runc_cmd): its group holds
+		 * whatever it forked (runc init of a container being made) */
+		pid_t pg = getpgid((pid_t)pid);
+		int k = pg == (pid_t)pid ? kill(-pg, SIGKILL) : kill((pid_t)pid, SIGKILL);
+		if (k < 0)
+			continue; /* gone meanwhile */
+		killed++;
+		SBX_AUTO_CLOSE int pfd = pidfd_open((pid_t)pid, 0);
+		struct pollfd pf = { .fd = pfd, .events = POLLIN };
+		while (pfd >= 0 && poll(&pf, 1, KILL_WAIT_MS) < 0 && errno == EINTR)
+			;
+	}
+	return killed;
+}
+
+int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, const char *const *keep, size_t nkeep,
+			      sbx_err *err)
 {
 	char state[PATH_MAX], prefix[16], sandboxes[PATH_MAX];
 	int r = resolve_state(cfg->state_dir, state, err);
@@ -648,7 +765,8 @@ int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err)
 			char *e = strchrnul(l, '\n');
 			char *next = *e ? e + 1 : e;
 			*e = '\0';
-			if (strncmp(l, prefix, plen) == 0 && valid_id(l + plen)) {
+			if (strncmp(l, prefix, plen) == 0 && valid_id(l + plen) &&
+			    !kept(keep, nkeep, l + plen)) {
 				r = make_paths(cfg, l + plen, p, err);
 				if (r == 0)
 					r = destroy_paths(cfg, rt, p, false, err);
@@ -660,11 +778,15 @@ int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err)
 		}
 	}
 
-	r = sup_overlay_umount_under(sandboxes, err);
-	if (r >= 0)
-		r = sup_disk_sweep(sandboxes, err);
-	if (r < 0)
-		return sbx_err_wrap(err, "remove leftovers");
+	/* nothing kept: whatever is below the folder goes, also a mount or
+	 * loop device whose folder is gone already */
+	if (nkeep == 0) {
+		r = sup_overlay_umount_under(sandboxes, err);
+		if (r >= 0)
+			r = sup_disk_sweep(sandboxes, err);
+		if (r < 0)
+			return sbx_err_wrap(err, "remove leftovers");
+	}
 	SBX_AUTO_CLOSEDIR DIR *d = opendir(sandboxes);
 	if (!d) {
 		if (errno == ENOENT)
@@ -676,9 +798,13 @@ int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err)
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		char path[PATH_MAX];
-		if (fmt(path, sizeof(path), "%s/%s", sandboxes, de->d_name) < 0)
+		if (kept(keep, nkeep, de->d_name) ||
+		    fmt(path, sizeof(path), "%s/%s", sandboxes, de->d_name) < 0)
 			continue;
-		r = sup_fs_rm_tree(path, err);
+		/* its mounts and loop device first, then its files */
+		r = sup_overlay_umount_under(path, err);
+		r = r < 0 ? r : sup_disk_sweep(path, err);
+		r = r < 0 ? r : sup_fs_rm_tree(path, err);
 		if (r < 0)
 			return sbx_err_wrap(err, "remove leftovers");
 		removed++;

@@ -119,11 +119,28 @@ int sup_runc_usage(const sup_runc_cfg *cfg, const sup_runc_box *box, sup_usage *
  * read: every path is derived from the id again, none is taken from box. */
 int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *err);
 
-/* Remove every container, mount and folder an earlier run of a supervisor
- * with this state folder left behind, in every offered runtime (containers
- * are recognised by the tag in their id, so other supervisors' are left
- * alone). Returns how many sandboxes it removed, loop devices of their disk
- * images included. Call before creating any. */
-int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, sbx_err *err);
+/* Kill every runtime call an earlier run of this state folder left
+ * running (a `run` still making a container, a `delete`...): any process
+ * with a container id of this folder among its arguments, with its process
+ * group (a call leads its own session), waited for. Afterwards no call of
+ * the dead supervisor can finish behind the next sweep. Returns how many
+ * it killed. Call before sup_runc_adopt and sup_runc_remove_leftovers. */
+int sup_runc_kill_calls(const sup_runc_cfg *cfg, sbx_err *err);
+
+/* Take back a sandbox an earlier run made: its init is alive in its own
+ * cgroup and the runtime says it runs (`state`: running, that pid). box is
+ * filled as sup_runc_create fills it. -ESRCH (err says why) when it is not
+ * live; the next sup_runc_remove_leftovers then removes it. */
+int sup_runc_adopt(const sup_runc_cfg *cfg, const char *id, sup_isolation isolation,
+		   sup_runc_box *box, sbx_err *err);
+
+/* Remove every container, mount, loop device and folder an earlier run of
+ * a supervisor with this state folder left behind, in every offered
+ * runtime (containers are recognised by the tag in their id, so other
+ * supervisors' are left alone), but those of the nkeep sandbox ids in keep
+ * (adopted). Returns how many sandboxes it removed. Call before creating
+ * any. */
+int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, const char *const *keep, size_t nkeep,
+			      sbx_err *err);
 
 #endif

@@ -13,6 +13,7 @@ typedef struct sb_req {
 	sup_sandboxes_ctx *x;
 	sup_create_req create;
 	sup_netpol network;   /* PATCH .../network: the new policy */
+	unsigned timeout_s;   /* POST .../timeout */
 	sup_exec_spec spec;
 	sup_stream_fmt fmt;
 	sup_op *op;
@@ -45,6 +46,13 @@ static int parse_network(const sup_http_in *in, void *ctx, void *state, sbx_err 
 {
 	sb_req *q = state;
 	return sup_netpol_parse(in->body, in->body_len, &q->network, err);
+}
+
+static int parse_timeout(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
+{
+	sb_req *q = state;
+	sup_sandboxes_ctx *x = ctx;
+	return sup_api_parse_timeout(in->body, in->body_len, &x->limits, &q->timeout_s, err);
 }
 
 static int parse_exec(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
@@ -109,6 +117,18 @@ static int act_network(sup_http_req *r, void *state, sbx_err *err)
 	sup_sandbox_view v;
 	int rc = sup_core_set_network(((sup_sandboxes_ctx *)sup_http_ctx(r))->core,
 				      sup_http_input(r)->id, &q->network, &v, err);
+	if (rc == 0)
+		sup_http_json(r, 200, sup_api_render_sandbox(&v));
+	return rc;
+}
+
+static int act_timeout(sup_http_req *r, void *state, sbx_err *err)
+{
+	sb_req *q = state;
+	const sup_http_in *in = sup_http_input(r);
+	sup_sandbox_view v;
+	int rc = sup_core_set_timeout(((sup_sandboxes_ctx *)sup_http_ctx(r))->core, in->who, in->id,
+				      q->timeout_s, &v, err);
 	if (rc == 0)
 		sup_http_json(r, 200, sup_api_render_sandbox(&v));
 	return rc;
@@ -237,6 +257,8 @@ static const sup_http_route routes[] = {
 	{ "POST", "/v1/sandboxes/{id}/exec", "POST exec", SUP_BODY_BUFFERED, 0, parse_exec, act_exec },
 	{ "PATCH", "/v1/sandboxes/{id}/network", "PATCH network", SUP_BODY_BUFFERED, 0, parse_network,
 	  act_network },
+	{ "POST", "/v1/sandboxes/{id}/timeout", "POST timeout", SUP_BODY_BUFFERED, 0, parse_timeout,
+	  act_timeout },
 	{ "GET", "/v1/pools", "GET pools", SUP_BODY_NONE, 0, NULL, act_pools },
 };
 

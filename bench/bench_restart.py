@@ -1,0 +1,110 @@
+"""Figures of sandboxes surviving the supervisor (issue 13), real runc:
+
+  acquire from a warm pool (POST /v1/sandboxes, pool of 4), this build
+  (its catalog write before the answer) beside another build's supervisor
+  (--before, e.g. main's, without a catalog), in turns, in the same run;
+  restart: N handed-out sandboxes, SIGKILL, a new supervisor on the same
+  state folder, until every one is listed again and answers an exec.
+
+  /usr/bin/python3 bench/bench_restart.py --build-dir build/release \
+      [--before OTHER/sandbox-supervisor] [--n 50] [--acquires 50]
+
+Stdlib only; it removes everything it made (tests/integration/sbx_harness).
+"""
+import argparse
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from sbx_harness import Supervisor, remove_everything_under  # noqa: E402
+
+
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p / 100.0 * (len(v) - 1))))]
+
+
+def row(what, v, role):
+    print("| %-44s | %6d | %8.3f | %8.3f | %s |" % (what, len(v), pct(v, 50), pct(v, 99), role))
+
+
+def acquire_ms(sup):
+    sup.wait_ready(n=4)
+    t0 = time.perf_counter()
+    sb = sup.create()
+    ms = (time.perf_counter() - t0) * 1000
+    sup.request("DELETE", "/v1/sandboxes/" + sb["id"])
+    return ms
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", default="build/release")
+    ap.add_argument("--before")
+    ap.add_argument("--n", type=int, default=50)
+    ap.add_argument("--acquires", type=int, default=50)
+    a = ap.parse_args()
+    sup_bin = os.path.abspath(os.path.join(a.build_dir, "node-supervisor", "sandbox-supervisor"))
+    agent = os.path.abspath(os.path.join(a.build_dir, "guest-agent", "sandbox-agent"))
+    root = tempfile.mkdtemp(prefix="sbx-bench-restart-")
+    sups = []
+    try:
+        def start(binary, name, pool):
+            s = Supervisor(binary, agent, state_dir=os.path.join(root, name), pool_size=pool,
+                           extra=["--max-sandboxes", str(a.n + 8)])
+            sups.append(s)
+            return s.start()
+        print("| what | n | p50 ms | p99 ms | role |\n|---|---|---|---|---|")
+        ours = start(sup_bin, "ours", 4)
+        before = start(a.before, "before", 4) if a.before else None
+        mine, theirs = [], []
+        for _ in range(a.acquires):
+            mine.append(acquire_ms(ours))
+            if before:
+                theirs.append(acquire_ms(before))
+        row("acquire, pool of 4 (catalog write)", mine, "sbx")
+        if before:
+            row("acquire, pool of 4 (--before, no catalog)", theirs, "peer")
+            before.signal(signal.SIGTERM)
+            before.wait(120)
+        ours.signal(signal.SIGTERM)
+        ours.wait(120)
+        # restart with N handed-out sandboxes
+        s1 = start(sup_bin, "restart", 2)
+        ids = [s1.create(timeout=3600)["id"] for _ in range(a.n)]
+        s1.wait_ready(n=2)
+        s1.signal(signal.SIGKILL)
+        s1.wait(30)
+        t0 = time.perf_counter()
+        s2 = start(sup_bin, "restart", 2)
+        t_listen = (time.perf_counter() - t0) * 1000
+        pending = set(ids)
+        while pending:
+            st, _, b = s2.request("GET", "/v1/sandboxes")
+            pending -= {x["id"] for x in b["sandboxes"]}
+            if time.perf_counter() - t0 > 120:
+                raise SystemExit("not all listed after 120 s: %d left" % len(pending))
+        t_listed = (time.perf_counter() - t0) * 1000
+        for sid in ids:
+            st, _, r = s2.exec(sid, argv=["true"])
+            assert st == 200, (st, r)
+        t_exec = (time.perf_counter() - t0) * 1000
+        print("| restart with %d sandboxes: listening         |      1 | %8.1f |          | sbx |" % (a.n, t_listen))
+        print("| restart with %d sandboxes: all listed        |      1 | %8.1f |          | sbx |" % (a.n, t_listed))
+        print("| restart with %d sandboxes: each exec'd once  |      1 | %8.1f |          | sbx |" % (a.n, t_exec))
+        s2.signal(signal.SIGTERM)
+        s2.wait(300)
+    finally:
+        for s in sups:
+            s.cleanup()
+        for name in ("ours", "before", "restart"):
+            remove_everything_under(os.path.join(root, name))
+        shutil.rmtree(root, True)
+
+
+if __name__ == "__main__":
+    main()

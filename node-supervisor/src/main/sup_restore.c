@@ -1,0 +1,136 @@
+#include "sup_restore.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sup_log.h"
+
+typedef struct kept {
+	sup_catalog_rec rec;
+	sup_runc_box box;
+} kept;
+
+struct sup_restore {
+	const sup_runc_cfg *rcfg;
+	sup_catalog *cat;
+	kept *v;
+	size_t n, cap;
+	unsigned dropped;
+};
+
+static void forget(sup_restore *r, const char *id, const char *why)
+{
+	sbx_err e;
+	r->dropped++;
+	sup_info("sandbox %s: not kept: %s", id, why);
+	if (sup_catalog_remove(r->cat, id, &e) < 0)
+		sup_warn("sandbox %s: %s", id, e.msg);
+}
+
+/* One row: kept when it names a made sandbox the runtime says lives. */
+static int check_row(const sup_catalog_rec *rec, void *ud, sbx_err *err)
+{
+	sup_restore *r = ud;
+	sbx_err why;
+	(void)err;
+	if (rec->phase == SUP_CAT_CREATING) {
+		/* its runtime call was killed (sup_runc_kill_calls): whatever it
+		 * made is the sweep's */
+		forget(r, rec->id, "its create was cut short");
+		return 0;
+	}
+	if (rec->net_slot) {
+		forget(r, rec->id, "sandboxes with egress plumbing are not re-adopted");
+		return 0;
+	}
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		kept *v = realloc(r->v, cap * sizeof(*v));
+		if (!v)
+			return sbx_err_set(err, -ENOMEM, "restore");
+		r->v = v;
+		r->cap = cap;
+	}
+	kept *k = &r->v[r->n];
+	memset(k, 0, sizeof(*k));
+	if (sup_runc_adopt(r->rcfg, rec->id, rec->isolation, &k->box, &why) < 0) {
+		forget(r, rec->id, why.msg);
+		return 0;
+	}
+	k->rec = *rec;
+	if (sup_env_copy(&rec->env, &k->rec.env) < 0)
+		return sbx_err_set(err, -ENOMEM, "restore");
+	r->n++;
+	return 0;
+}
+
+void sup_restore_free(sup_restore *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		sup_catalog_rec_free(&r->v[i].rec);
+	free(r->v);
+	free(r);
+}
+
+int sup_restore_prepare(const sup_runc_cfg *rcfg, sup_catalog **cat, sup_restore **out,
+			sbx_err *err)
+{
+	*out = NULL;
+	int rc = sup_catalog_open(rcfg->state_dir, cat, err);
+	if (rc < 0)
+		return rc;
+	sup_restore *r = calloc(1, sizeof(*r));
+	if (!r)
+		return sbx_err_set(err, -ENOMEM, "restore");
+	r->rcfg = rcfg;
+	r->cat = *cat;
+	/* first: no runtime call of the dead supervisor may go on (a `run`
+	 * finishing after the sweep would leave a container nobody holds) */
+	int killed = sup_runc_kill_calls(rcfg, err);
+	if (killed < 0) {
+		sup_restore_free(r);
+		return killed;
+	}
+	if (killed)
+		sup_info("killed %d runtime call(s) an earlier run left going", killed);
+	rc = sup_catalog_each(*cat, check_row, r, err);
+	const char **ids = calloc(r->n + 1, sizeof(*ids));
+	if (rc == 0 && !ids)
+		rc = sbx_err_set(err, -ENOMEM, "restore");
+	int left = rc;
+	if (rc == 0 && ids) {
+		for (size_t i = 0; i < r->n; i++)
+			ids[i] = r->v[i].rec.id;
+		left = sup_runc_remove_leftovers(rcfg, ids, r->n, err);
+	}
+	free(ids);
+	if (left < 0) {
+		sup_restore_free(r);
+		return sbx_err_wrap(err, "remove leftovers of an earlier run");
+	}
+	if (left > 0 || r->n > 0)
+		sup_info("earlier run: %zu sandbox(es) kept, %d removed (%u catalog row(s) dropped)",
+			 r->n, left, r->dropped);
+	*out = r;
+	return 0;
+}
+
+void sup_restore_adopt(sup_restore *r, const sup_runc_cfg *rcfg, sup_core *core)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		kept *k = &r->v[i];
+		sbx_err e;
+		if (sup_core_restore(core, &k->rec, &k->box, &e) == 0)
+			continue;
+		sup_warn("sandbox %s: not re-adopted, destroying it: %s", k->rec.id, e.msg);
+		if (sup_runc_destroy(rcfg, &k->box, &e) < 0)
+			sup_error("sandbox %s: %s", k->rec.id, e.msg);
+		if (sup_catalog_remove(r->cat, k->rec.id, &e) < 0)
+			sup_warn("sandbox %s: %s", k->rec.id, e.msg);
+	}
+	sup_restore_free(r);
+}

@@ -1,0 +1,342 @@
+/* sup_catalog: see sup_catalog.h. Schema 1:
+ *   sandboxes  one row per sandbox; seq keeps creation order
+ *   env        its create-time env, in order (removed with its sandbox) */
+#include "sup_catalog.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx/cleanup.h"
+
+struct sup_catalog {
+	sqlite3 *db;
+	char path[PATH_MAX];
+};
+
+static const char schema_v1[] =
+	"CREATE TABLE sandboxes ("
+	" seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" id TEXT NOT NULL UNIQUE,"
+	" phase INTEGER NOT NULL,"
+	" image TEXT NOT NULL,"
+	" digest TEXT NOT NULL DEFAULT '',"
+	" isolation INTEGER NOT NULL,"
+	" container_id TEXT NOT NULL DEFAULT '',"
+	" net_slot INTEGER NOT NULL DEFAULT 0,"
+	" tenant TEXT NOT NULL DEFAULT '',"
+	" allow_root INTEGER NOT NULL DEFAULT 0,"
+	" created_at INTEGER NOT NULL DEFAULT 0,"
+	" expires_at INTEGER NOT NULL DEFAULT 0,"
+	" cpu_milli INTEGER NOT NULL DEFAULT 0,"
+	" memory INTEGER NOT NULL DEFAULT 0,"
+	" pids INTEGER NOT NULL DEFAULT 0,"
+	" disk INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE env ("
+	" id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,"
+	" pos INTEGER NOT NULL,"
+	" key TEXT NOT NULL,"
+	" val TEXT NOT NULL,"
+	" PRIMARY KEY (id, pos));"
+	"PRAGMA user_version = 1;";
+
+void sup_catalog_rec_free(sup_catalog_rec *r)
+{
+	for (size_t i = 0; i < r->env.n; i++) {
+		free(r->env.v[i].key);
+		free(r->env.v[i].val);
+	}
+	free(r->env.v);
+	r->env.v = NULL;
+	r->env.n = 0;
+}
+
+static int db_err(sup_catalog *c, sbx_err *err, const char *what)
+{
+	return sbx_err_set(err, -EIO, "catalog %s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
+}
+
+static int exec_sql(sup_catalog *c, const char *sql, sbx_err *err)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(c->db, sql, NULL, NULL, &msg) == SQLITE_OK)
+		return 0;
+	int r = sbx_err_set(err, -EIO, "catalog %s: %s", c->path, msg ? msg : sqlite3_errmsg(c->db));
+	sqlite3_free(msg);
+	return r;
+}
+
+static int prepare(sup_catalog *c, const char *sql, sqlite3_stmt **st, sbx_err *err)
+{
+	if (sqlite3_prepare_v2(c->db, sql, -1, st, NULL) != SQLITE_OK)
+		return db_err(c, err, "prepare");
+	return 0;
+}
+
+/* Step a statement that returns no rows, and finalize it. */
+static int step_done(sup_catalog *c, sqlite3_stmt *st, const char *what, sbx_err *err)
+{
+	int rc = sqlite3_step(st);
+	int r = rc == SQLITE_DONE ? 0 : db_err(c, err, what);
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* The file's schema version; a file that is no database is refused here. */
+static int schema_of(sup_catalog *c, int *version, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW) {
+		sbx_err_set(err, -EPROTO,
+			    "catalog %s is not a readable catalog (%s); move it away to start "
+			    "without the sandboxes it names",
+			    c->path, sqlite3_errmsg(c->db));
+		sqlite3_finalize(st);
+		return err->code;
+	}
+	*version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return 0;
+}
+
+int sup_catalog_open(const char *dir, sup_catalog **out, sbx_err *err)
+{
+	*out = NULL;
+	sup_catalog *c = calloc(1, sizeof(*c));
+	if (!c)
+		return sbx_err_set(err, -ENOMEM, "catalog");
+	if (snprintf(c->path, sizeof(c->path), "%s/" SUP_CATALOG_FILE, dir) >= (int)sizeof(c->path)) {
+		free(c);
+		return sbx_err_set(err, -ENAMETOOLONG, "catalog: state folder path too long");
+	}
+	int r = 0;
+	if (sqlite3_open_v2(c->path, &c->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, NULL) !=
+	    SQLITE_OK)
+		r = c->db ? db_err(c, err, "open") : sbx_err_set(err, -ENOMEM, "catalog");
+	int version = 0;
+	r = r ?: schema_of(c, &version, err);
+	if (r == 0 && version > SUP_CATALOG_SCHEMA)
+		r = sbx_err_set(err, -EPROTO,
+				"catalog %s has schema %d, newer than this supervisor's %d: run the "
+				"newer supervisor, or move the file away to start without its sandboxes",
+				c->path, version, SUP_CATALOG_SCHEMA);
+	/* WAL: a commit appends to the log, readers never block the writer;
+	 * NORMAL: the log is synced at checkpoints, not at every commit. A
+	 * commit survives the process's death (the kernel holds the pages);
+	 * what a power loss could take is only rows of sandboxes the power
+	 * loss killed too (DESIGN.md). */
+	r = r ?: exec_sql(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+			     "PRAGMA foreign_keys = ON;", err);
+	if (r == 0 && version == 0)
+		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_v1, err)
+								 ?: exec_sql(c, "COMMIT;", err);
+	if (r < 0) {
+		sqlite3_close(c->db);
+		free(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+void sup_catalog_close(sup_catalog *c)
+{
+	if (!c)
+		return;
+	sqlite3_close(c->db);
+	free(c);
+}
+
+int sup_catalog_intent(sup_catalog *c, const char *id, const char *image, const char *digest,
+		       sup_isolation isolation, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c,
+			"INSERT INTO sandboxes (id, phase, image, digest, isolation) VALUES (?1, ?2, ?3, ?4, ?5)",
+			&st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, SUP_CAT_CREATING);
+	sqlite3_bind_text(st, 3, image, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, digest ? digest : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 5, (int)isolation);
+	return step_done(c, st, "record a create", err);
+}
+
+static void bind_res(sqlite3_stmt *st, int first, const sup_resources *res)
+{
+	sqlite3_bind_int64(st, first, res->cpu_milli);
+	sqlite3_bind_int64(st, first + 1, (sqlite3_int64)res->memory);
+	sqlite3_bind_int64(st, first + 2, res->pids);
+	sqlite3_bind_int64(st, first + 3, (sqlite3_int64)res->disk);
+}
+
+int sup_catalog_made(sup_catalog *c, const char *id, const char *container_id, unsigned net_slot,
+		     const sup_resources *res, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c,
+			"UPDATE sandboxes SET phase = ?2, container_id = ?3, net_slot = ?4, cpu_milli = ?5,"
+			" memory = ?6, pids = ?7, disk = ?8 WHERE id = ?1",
+			&st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, SUP_CAT_MADE);
+	sqlite3_bind_text(st, 3, container_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, net_slot);
+	bind_res(st, 5, res);
+	r = step_done(c, st, "record a made sandbox", err);
+	if (r == 0 && sqlite3_changes(c->db) != 1)
+		r = sbx_err_set(err, -ENOENT, "catalog %s: no create of %s recorded", c->path, id);
+	return r;
+}
+
+static int put_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c,
+			"INSERT INTO sandboxes (id, phase, image, digest, isolation, container_id, net_slot,"
+			" tenant, allow_root, created_at, expires_at, cpu_milli, memory, pids, disk)"
+			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+			" ON CONFLICT (id) DO UPDATE SET phase = ?2, image = ?3, digest = ?4,"
+			" isolation = ?5, container_id = ?6, net_slot = ?7, tenant = ?8, allow_root = ?9,"
+			" created_at = ?10, expires_at = ?11, cpu_milli = ?12, memory = ?13, pids = ?14,"
+			" disk = ?15",
+			&st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, rec->id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, SUP_CAT_RUNNING);
+	sqlite3_bind_text(st, 3, rec->image, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, rec->digest, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 5, (int)rec->isolation);
+	sqlite3_bind_text(st, 6, rec->container_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, rec->net_slot);
+	sqlite3_bind_text(st, 8, rec->tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 9, rec->allow_root);
+	sqlite3_bind_int64(st, 10, rec->created_at);
+	sqlite3_bind_int64(st, 11, rec->expires_at);
+	bind_res(st, 12, &rec->res);
+	r = step_done(c, st, "record a sandbox", err);
+	if (r == 0)
+		r = prepare(c, "DELETE FROM env WHERE id = ?1", &st, err);
+	if (r == 0) {
+		sqlite3_bind_text(st, 1, rec->id, -1, SQLITE_STATIC);
+		r = step_done(c, st, "record a sandbox's env", err);
+	}
+	st = NULL;
+	if (r == 0)
+		r = prepare(c, "INSERT INTO env (id, pos, key, val) VALUES (?1, ?2, ?3, ?4)", &st, err);
+	for (size_t i = 0; r == 0 && i < rec->env.n; i++) {
+		sqlite3_bind_text(st, 1, rec->id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+		sqlite3_bind_text(st, 3, rec->env.v[i].key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, rec->env.v[i].val, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			r = db_err(c, err, "record a sandbox's env");
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int sup_catalog_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
+{
+	int r = exec_sql(c, "BEGIN IMMEDIATE;", err);
+	if (r < 0)
+		return r;
+	r = put_running(c, rec, err);
+	if (r == 0)
+		return exec_sql(c, "COMMIT;", err);
+	sbx_err ignored;
+	exec_sql(c, "ROLLBACK;", &ignored);
+	return r;
+}
+
+int sup_catalog_remove(sup_catalog *c, const char *id, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c, "DELETE FROM sandboxes WHERE id = ?1", &st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	return step_done(c, st, "remove a sandbox", err);
+}
+
+static void col_text(sqlite3_stmt *st, int i, char *out, size_t cap)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	snprintf(out, cap, "%s", t ? (const char *)t : "");
+}
+
+static int read_env(sup_catalog *c, sqlite3_stmt *est, sup_catalog_rec *rec, sbx_err *err)
+{
+	sqlite3_reset(est);
+	sqlite3_bind_text(est, 1, rec->id, -1, SQLITE_STATIC);
+	int rc;
+	while ((rc = sqlite3_step(est)) == SQLITE_ROW) {
+		sbx_proto_kv *v = realloc(rec->env.v, (rec->env.n + 1) * sizeof(*v));
+		if (!v)
+			return sbx_err_set(err, -ENOMEM, "catalog: env");
+		rec->env.v = v;
+		const unsigned char *k = sqlite3_column_text(est, 0), *val = sqlite3_column_text(est, 1);
+		v[rec->env.n].key = strdup(k ? (const char *)k : "");
+		v[rec->env.n].val = strdup(val ? (const char *)val : "");
+		rec->env.n++;
+		if (!v[rec->env.n - 1].key || !v[rec->env.n - 1].val)
+			return sbx_err_set(err, -ENOMEM, "catalog: env");
+	}
+	return rc == SQLITE_DONE ? 0 : db_err(c, err, "read env");
+}
+
+int sup_catalog_each(sup_catalog *c,
+		     int (*fn)(const sup_catalog_rec *r, void *ud, sbx_err *err), void *ud,
+		     sbx_err *err)
+{
+	sqlite3_stmt *st = NULL, *est = NULL;
+	SBX_AUTO_FREE sup_catalog_rec *rec = calloc(1, sizeof(*rec));
+	if (!rec)
+		return sbx_err_set(err, -ENOMEM, "catalog");
+	int r = prepare(c,
+			"SELECT id, phase, image, digest, isolation, container_id, net_slot, tenant,"
+			" allow_root, created_at, expires_at, cpu_milli, memory, pids, disk"
+			" FROM sandboxes ORDER BY seq",
+			&st, err);
+	r = r ?: prepare(c, "SELECT key, val FROM env WHERE id = ?1 ORDER BY pos", &est, err);
+	int rc = SQLITE_DONE;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(rec, 0, sizeof(*rec));
+		col_text(st, 0, rec->id, sizeof(rec->id));
+		rec->phase = (sup_catalog_phase)sqlite3_column_int(st, 1);
+		col_text(st, 2, rec->image, sizeof(rec->image));
+		col_text(st, 3, rec->digest, sizeof(rec->digest));
+		int iso = sqlite3_column_int(st, 4);
+		rec->isolation = iso >= 0 && iso < SUP_ISO_N ? (sup_isolation)iso : SUP_ISO_RUNC;
+		col_text(st, 5, rec->container_id, sizeof(rec->container_id));
+		rec->net_slot = (unsigned)sqlite3_column_int64(st, 6);
+		col_text(st, 7, rec->tenant, sizeof(rec->tenant));
+		rec->allow_root = sqlite3_column_int(st, 8) != 0;
+		rec->created_at = sqlite3_column_int64(st, 9);
+		rec->expires_at = sqlite3_column_int64(st, 10);
+		rec->res.cpu_milli = (uint32_t)sqlite3_column_int64(st, 11);
+		rec->res.memory = (uint64_t)sqlite3_column_int64(st, 12);
+		rec->res.pids = (uint32_t)sqlite3_column_int64(st, 13);
+		rec->res.disk = (uint64_t)sqlite3_column_int64(st, 14);
+		r = read_env(c, est, rec, err);
+		if (r == 0)
+			r = fn(rec, ud, err);
+		sup_catalog_rec_free(rec);
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = db_err(c, err, "read");
+	sqlite3_finalize(st);
+	sqlite3_finalize(est);
+	return r;
+}

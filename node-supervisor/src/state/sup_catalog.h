@@ -1,0 +1,85 @@
+/* The supervisor's catalog: what it runs, kept in SQLite (WAL) under the
+ * state folder so that a restarted supervisor (a crash, SIGKILL, a rolling
+ * upgrade) re-adopts its sandboxes instead of sweeping them.
+ *
+ * One row per sandbox, from the moment its runtime create is about to be
+ * called (phase "creating": an intent, naming the id the runtime will use)
+ * until its destroy finished (the row is removed). A made sandbox is
+ * "made" (pooled: its container id and network slot known); a handed-out
+ * one "running", with its owner, lifetime, limits and env. A write has
+ * returned once it is committed (see DESIGN.md for synchronous=NORMAL in
+ * WAL mode: it survives the process, which is what a sandbox survives).
+ *
+ * Owns the database file and its schema (PRAGMA user_version: an older one
+ * is upgraded, a newer one refused). It must not know the pools, the core
+ * or the runtime: it stores the plain record below and gives it back.
+ * Loop thread only (one connection, no locking of ours). */
+#ifndef SUP_CATALOG_H
+#define SUP_CATALOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sbx/err.h"
+#include "sbx/proto_exec.h"
+#include "sup_isolation.h"
+#include "sup_resources.h"
+
+/* The schema this build reads and writes. */
+#define SUP_CATALOG_SCHEMA 1
+#define SUP_CATALOG_FILE "catalog.db"
+
+typedef struct sup_catalog sup_catalog;
+
+typedef enum sup_catalog_phase {
+	SUP_CAT_CREATING = 1, /* runtime create may be in flight */
+	SUP_CAT_MADE = 2,     /* container made, in its pool */
+	SUP_CAT_RUNNING = 3,  /* handed out */
+} sup_catalog_phase;
+
+/* Every field a sandbox keeps across a restart, in one place: a new field
+ * of a sandbox that must survive is added here, in the schema and in the
+ * write and read of sup_catalog.c (CONTRIBUTING.md). */
+typedef struct sup_catalog_rec {
+	char id[48];
+	sup_catalog_phase phase;
+	char image[4096];        /* the pool's image name (host, a folder, a store name) */
+	char digest[80];         /* a store image's digest, "" otherwise */
+	sup_isolation isolation;
+	char container_id[64];   /* from MADE on */
+	unsigned net_slot;       /* its egress plumbing, 0: none */
+	/* RUNNING only */
+	char tenant[128];       /* at least SUP_TENANT_NAME_MAX + 1 (checked where it is filled) */
+	bool allow_root;
+	int64_t created_at, expires_at; /* seconds since the epoch */
+	sup_resources res;       /* limits in force (MADE: the pools' defaults) */
+	sbx_proto_env env;       /* owned by the record (sup_catalog_rec_free) */
+} sup_catalog_rec;
+
+void sup_catalog_rec_free(sup_catalog_rec *r);
+
+/* Open (or make) <dir>/catalog.db. A file that is not a database, or of a
+ * schema newer than SUP_CATALOG_SCHEMA, is refused (-EPROTO, err says what
+ * to do) and left alone. */
+int sup_catalog_open(const char *dir, sup_catalog **out, sbx_err *err);
+void sup_catalog_close(sup_catalog *c);
+
+/* A create of id is about to be run: phase CREATING. */
+int sup_catalog_intent(sup_catalog *c, const char *id, const char *image, const char *digest,
+		       sup_isolation isolation, sbx_err *err);
+/* Its container is made: phase MADE with the pools' limits. */
+int sup_catalog_made(sup_catalog *c, const char *id, const char *container_id, unsigned net_slot,
+		     const sup_resources *res, sbx_err *err);
+/* Handed out (or changed while handed out): r replaces the row (phase
+ * RUNNING), env included, in one transaction. */
+int sup_catalog_running(sup_catalog *c, const sup_catalog_rec *r, sbx_err *err);
+/* Destroyed: the row goes (none is not an error). */
+int sup_catalog_remove(sup_catalog *c, const char *id, sbx_err *err);
+
+/* Every row, oldest first; r is freed after fn returns. fn returning < 0
+ * (with err set) stops the walk with that code. */
+int sup_catalog_each(sup_catalog *c,
+		     int (*fn)(const sup_catalog_rec *r, void *ud, sbx_err *err), void *ud,
+		     sbx_err *err);
+
+#endif

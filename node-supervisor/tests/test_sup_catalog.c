@@ -1,0 +1,238 @@
+/* The catalog (sup_catalog) on a real SQLite file in a fresh folder: rows
+ * written, read back after a close and reopen (what a restarted supervisor
+ * sees), their order and env; the schema version set, a newer one and a
+ * file that is no database refused with a clear message and left as they
+ * were; the file in WAL mode. sqlite3 itself reads the file back as an
+ * independent reader. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "sup_catalog.h"
+
+typedef struct fixture {
+	char dir[64];
+	char file[128];
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/sbx-catalog-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->file, sizeof(f->file), "%s/" SUP_CATALOG_FILE, f->dir);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	static const char *const tails[] = { "", "-wal", "-shm" };
+	for (size_t i = 0; i < 3; i++) {
+		char p[160];
+		snprintf(p, sizeof(p), "%s%s", f->file, tails[i]);
+		unlink(p);
+	}
+	assert_int_equal(rmdir(f->dir), 0);
+	free(f);
+	return 0;
+}
+
+typedef struct seen {
+	sup_catalog_rec v[8];
+	size_t n;
+} seen;
+
+static int collect(const sup_catalog_rec *r, void *ud, sbx_err *err)
+{
+	seen *s = ud;
+	(void)err;
+	assert_true(s->n < 8);
+	sup_catalog_rec *d = &s->v[s->n++];
+	*d = *r;
+	d->env.v = calloc(r->env.n + 1, sizeof(*d->env.v));
+	assert_non_null(d->env.v);
+	for (size_t i = 0; i < r->env.n; i++) {
+		d->env.v[i].key = strdup(r->env.v[i].key);
+		d->env.v[i].val = strdup(r->env.v[i].val);
+	}
+	return 0;
+}
+
+static void seen_free(seen *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		sup_catalog_rec_free(&s->v[i]);
+	s->n = 0;
+}
+
+static void read_all(sup_catalog *c, seen *s)
+{
+	sbx_err err;
+	assert_int_equal(sup_catalog_each(c, collect, s, &err), 0);
+}
+
+static void test_write_reopen(void **state)
+{
+	fixture *f = *state;
+	sup_catalog *c;
+	sbx_err err;
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	const sup_resources def = { 1000, 512ull << 20, 128, 1ull << 30 };
+	assert_int_equal(sup_catalog_intent(c, "sb-a", "host", "", SUP_ISO_RUNC, &err), 0);
+	assert_int_equal(sup_catalog_intent(c, "sb-b", "alpine:3", "sha256:beef", SUP_ISO_GVISOR, &err), 0);
+	assert_int_equal(sup_catalog_intent(c, "sb-c", "host", "", SUP_ISO_RUNC, &err), 0);
+	/* an id is recorded once */
+	assert_int_not_equal(sup_catalog_intent(c, "sb-a", "host", "", SUP_ISO_RUNC, &err), 0);
+	assert_int_equal(sup_catalog_made(c, "sb-a", "sbx-1234abcd-sb-a", 7, &def, &err), 0);
+	assert_int_equal(sup_catalog_made(c, "sb-nope", "x", 0, &def, &err), -ENOENT);
+	sbx_proto_kv kv[] = { { "A", "1" }, { "PATH", "/bin:/usr/bin" }, { "EMPTY", "" } };
+	sup_catalog_rec run = { .isolation = SUP_ISO_RUNC, .net_slot = 7, .allow_root = true,
+				.created_at = 1700000000, .expires_at = 1700000300,
+				.res = { 500, 256ull << 20, 64, 100ull << 20 },
+				.env = { kv, 3 } };
+	snprintf(run.id, sizeof(run.id), "sb-a");
+	snprintf(run.image, sizeof(run.image), "host");
+	snprintf(run.container_id, sizeof(run.container_id), "sbx-1234abcd-sb-a");
+	snprintf(run.tenant, sizeof(run.tenant), "team-a");
+	assert_int_equal(sup_catalog_running(c, &run, &err), 0);
+	/* a second write replaces the env, not appends to it */
+	run.env.n = 2;
+	run.expires_at = 1700000600;
+	assert_int_equal(sup_catalog_running(c, &run, &err), 0);
+	assert_int_equal(sup_catalog_remove(c, "sb-c", &err), 0);
+	assert_int_equal(sup_catalog_remove(c, "sb-c", &err), 0); /* gone already: fine */
+	sup_catalog_close(c);
+
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	seen s = { 0 };
+	read_all(c, &s);
+	assert_int_equal(s.n, 2);
+	sup_catalog_rec *a = &s.v[0], *b = &s.v[1];
+	assert_string_equal(a->id, "sb-a");
+	assert_int_equal(a->phase, SUP_CAT_RUNNING);
+	assert_string_equal(a->tenant, "team-a");
+	assert_true(a->allow_root);
+	assert_int_equal(a->net_slot, 7);
+	assert_string_equal(a->container_id, "sbx-1234abcd-sb-a");
+	assert_int_equal(a->created_at, 1700000000);
+	assert_int_equal(a->expires_at, 1700000600);
+	assert_int_equal(a->res.cpu_milli, 500);
+	assert_int_equal(a->res.memory, 256ull << 20);
+	assert_int_equal(a->res.pids, 64);
+	assert_int_equal(a->res.disk, 100ull << 20);
+	assert_int_equal(a->env.n, 2);
+	assert_string_equal(a->env.v[0].key, "A");
+	assert_string_equal(a->env.v[1].val, "/bin:/usr/bin");
+	assert_string_equal(b->id, "sb-b");
+	assert_int_equal(b->phase, SUP_CAT_CREATING);
+	assert_string_equal(b->image, "alpine:3");
+	assert_string_equal(b->digest, "sha256:beef");
+	assert_int_equal(b->isolation, SUP_ISO_GVISOR);
+	assert_int_equal(b->env.n, 0);
+	seen_free(&s);
+	/* removing a sandbox takes its env with it */
+	assert_int_equal(sup_catalog_remove(c, "sb-a", &err), 0);
+	sup_catalog_close(c);
+
+	/* an independent reader: sqlite3 itself, on the same file */
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open_v2(f->file, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM env),"
+					    " (SELECT count(*) FROM sandboxes),"
+					    " (SELECT user_version FROM pragma_user_version)",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), 0);
+	assert_int_equal(sqlite3_column_int(st, 1), 1);
+	assert_int_equal(sqlite3_column_int(st, 2), SUP_CATALOG_SCHEMA);
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+	fixture *f = *state;
+	sup_catalog *c;
+	sbx_err err;
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	assert_int_equal(sup_catalog_intent(c, "sb-a", "host", "", SUP_ISO_RUNC, &err), 0);
+	sup_catalog_close(c);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), -EPROTO);
+	assert_null(c);
+	assert_non_null(strstr(err.msg, "schema 2, newer than this supervisor's 1"));
+	/* left as it was: the newer supervisor still finds its row */
+	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT id FROM sandboxes", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "sb-a");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+static void test_not_a_database_refused(void **state)
+{
+	fixture *f = *state;
+	static const char junk[] = "this is not a database, it is a file someone wrote here by hand\n"
+				   "with enough bytes to pass a header's length..............................";
+	int fd = open(f->file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	close(fd);
+	sup_catalog *c;
+	sbx_err err;
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), -EPROTO);
+	assert_null(c);
+	assert_non_null(strstr(err.msg, "is not a readable catalog"));
+	assert_non_null(strstr(err.msg, "move it away"));
+	struct stat st;
+	assert_int_equal(stat(f->file, &st), 0);
+	assert_int_equal(st.st_size, (off_t)sizeof(junk));
+}
+
+static void test_symlink_refused(void **state)
+{
+	fixture *f = *state;
+	char target[160];
+	snprintf(target, sizeof(target), "%s/elsewhere", f->dir);
+	assert_int_equal(symlink(target, f->file), 0);
+	sup_catalog *c;
+	sbx_err err;
+	assert_true(sup_catalog_open(f->dir, &c, &err) < 0);
+	assert_null(c);
+	assert_int_equal(access(target, F_OK), -1); /* nothing made through it */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_write_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_a_database_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symlink_refused, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
