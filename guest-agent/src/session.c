@@ -20,7 +20,7 @@ struct agent_session {
 
 static const char *const caps[] = {
 	"exec", "exec.stdin", "exec.signal", "exec.pty", "exec.user", "exec.rlimits", "exec.rusage",
-	"exec.tree_kill", "proc", "file", "fs", "fs.watch", "mcp",
+	"exec.tree_kill", "proc", "file", "fs", "fs.watch", "mcp", "port",
 };
 
 static const struct {
@@ -52,6 +52,8 @@ static const struct {
 	{ SBX_OP_MCP_REMOVE, agent_op_mcp_remove },
 	{ SBX_OP_MCP_LIST, agent_op_mcp_list },
 	{ SBX_OP_MCP_OPEN, agent_op_mcp_open },
+	{ SBX_OP_PORT_OPEN, agent_op_port_open },
+	{ SBX_OP_PORT_LIST, agent_op_port_list },
 };
 
 static agent_session *sessions;

@@ -104,9 +104,15 @@ sbx_proto_code sbx_proto_code_from_errno(int neg_errno);
 #define SBX_OP_MCP_REMOVE "mcp.remove"
 #define SBX_OP_MCP_LIST "mcp.list"
 #define SBX_OP_MCP_OPEN "mcp.open"
+/* TCP ports inside the sandbox: a byte stream to one, the listening ones. */
+#define SBX_OP_PORT_OPEN "port.open"
+#define SBX_OP_PORT_LIST "port.list"
 /* reserved: "reset" */
 /* Channel of file.read and file.write data frames. */
 #define SBX_CH_FILE "file"
+
+/* Channel of port.open's bytes, both ways. */
+#define SBX_CH_TCP "tcp"
 
 /* Channel names of data frames. */
 #define SBX_CH_STDIN "stdin"
