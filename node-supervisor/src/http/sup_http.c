@@ -220,11 +220,16 @@ void sup_http_free(sup_http *h)
 
 /* path against pattern segment by segment; {id} takes one non-empty
  * segment into id, any other placeholder ({pid}, {ref}) one into pid (as
- * sent: the route decodes it). */
+ * sent: the route decodes it); {*} ending a pattern takes the rest of the
+ * path, nothing included (the act reads in->path). */
 static bool path_match(const char *pattern, const char *path, char *id, char *pid)
 {
 	const char *pp = pattern, *sp = path;
-	while (*pp && *sp) {
+	while (*pp) {
+		if (strcmp(pp, "{*}") == 0)
+			return true;
+		if (!*sp)
+			break;
 		if (*pp == '{') {
 			bool is_id = strncmp(pp, "{id}", 4) == 0;
 			size_t n = strcspn(sp, "/"), cap = is_id ? SUP_HTTP_ID_MAX : SUP_HTTP_SEG_MAX;

@@ -184,7 +184,10 @@ int sup_http_set_bytes(json_t *o, const char *key, const char *p, size_t n);
 /* A response header for the reply still to start ("Name", "value"). */
 void sup_http_header(sup_http_req *r, const char *name, const char *value);
 #define SUP_HTTP_CHUNKED UINT64_MAX
-/* The head of a reply whose body follows (length, or SUP_HTTP_CHUNKED). */
+/* A status without a body (204, 304): no Content-Length written. */
+#define SUP_HTTP_NO_BODY (UINT64_MAX - 1)
+/* The head of a reply whose body follows (length, SUP_HTTP_CHUNKED or
+ * SUP_HTTP_NO_BODY). */
 void sup_http_start(sup_http_req *r, int status, uint64_t length);
 /* Body bytes (moved from data); chunk framing added as needed. */
 void sup_http_write(sup_http_req *r, struct evbuffer *data);

@@ -248,7 +248,8 @@ void sup_http_end(sup_http_req *r)
 		return;
 	if (r->chunked_out)
 		evbuffer_add(sup_conn_output(r->c), "0\r\n\r\n", 5);
-	else if (r->started && r->out_len != SUP_HTTP_CHUNKED && r->out_sent != r->out_len)
+	else if (r->started && r->out_len != SUP_HTTP_CHUNKED && r->out_len != SUP_HTTP_NO_BODY &&
+		 r->out_sent != r->out_len)
 		r->c->close_after = true;
 	if (r->raw)
 		r->c->close_after = true;

@@ -36,6 +36,8 @@ static const struct status_row {
 	{ -EDQUOT, 429, "quota_exceeded", NULL },
 	{ -ECANCELED, 499, "cancelled", NULL },
 	{ -ENOSYS, 501, "not_implemented", NULL },
+	{ -ECONNREFUSED, 502, "port_closed", "ports" }, /* nothing listens on the port */
+	{ -EBADMSG, 502, "bad_gateway", "ports" },     /* the server's answer is unusable */
 	{ -ECONNRESET, 502, "agent_error", NULL },
 	{ -ECONNREFUSED, 502, "agent_error", NULL },
 	{ -ECONNABORTED, 502, "agent_error", NULL },

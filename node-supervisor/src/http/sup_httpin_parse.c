@@ -187,7 +187,23 @@ static void framing_header(sup_httpin_head *h, const char *l, size_t nl, const c
 	}
 }
 
-int sup_httpin_parse_head(const char *buf, size_t len, sup_httpin_head *h)
+/* "HTTP/1.x NNN reason" (the reason may be empty). */
+static int parse_status_line(const char *l, size_t n, sup_httpin_head *h)
+{
+	if (n < 12 || memcmp(l, "HTTP/1.", 7) != 0 || (l[7] != '0' && l[7] != '1') || l[8] != ' ' ||
+	    (n > 12 && l[12] != ' '))
+		return -EINVAL;
+	h->minor = l[7] - '0';
+	h->status = 0;
+	for (size_t i = 9; i < 12; i++) {
+		if (l[i] < '0' || l[i] > '9')
+			return -EINVAL;
+		h->status = h->status * 10 + (l[i] - '0');
+	}
+	return h->status >= 100 ? 0 : -EINVAL;
+}
+
+static int parse_head(const char *buf, size_t len, sup_httpin_head *h, bool response)
 {
 	memset(h, 0, offsetof(sup_httpin_head, hdrs));
 	h->nhdrs = 0;
@@ -196,7 +212,8 @@ int sup_httpin_parse_head(const char *buf, size_t len, sup_httpin_head *h)
 	size_t off = 0;
 	const char *l;
 	size_t ll;
-	if (!next_line(buf, len, &off, &l, &ll) || parse_request_line(l, ll, h) < 0)
+	if (!next_line(buf, len, &off, &l, &ll) ||
+	    (response ? parse_status_line(l, ll, h) : parse_request_line(l, ll, h)) < 0)
 		return -EINVAL;
 	while (next_line(buf, len, &off, &l, &ll)) {
 		size_t nl, vl;
@@ -217,6 +234,16 @@ int sup_httpin_parse_head(const char *buf, size_t len, sup_httpin_head *h)
 	if (h->has_te && h->minor == 0)
 		set_bad(h, "Transfer-Encoding in an HTTP/1.0 request");
 	return 0;
+}
+
+int sup_httpin_parse_head(const char *buf, size_t len, sup_httpin_head *h)
+{
+	return parse_head(buf, len, h, false);
+}
+
+int sup_httpin_parse_response(const char *buf, size_t len, sup_httpin_head *h)
+{
+	return parse_head(buf, len, h, true);
 }
 
 /* ---- chunked bodies ---- */

@@ -45,6 +45,7 @@ typedef struct sup_httpin_head {
 	const char *target;
 	size_t target_len;
 	int minor;            /* HTTP/1.<minor> */
+	int status;           /* a response's status code (100..999) */
 	bool has_cl;
 	uint64_t cl;
 	bool has_te;
@@ -67,6 +68,11 @@ typedef struct sup_httpin_head {
  * Transfer-Encoding other than chunked (or on HTTP/1.0), an Expect other
  * than 100-continue, more than one Host. */
 int sup_httpin_parse_head(const char *buf, size_t len, sup_httpin_head *h);
+
+/* The same for a response head ("HTTP/1.x NNN reason" and headers):
+ * status set, method and target not; the framing headers and h->bad as for
+ * a request (a response's framing, RFC 9112 6.3, is the caller's). */
+int sup_httpin_parse_response(const char *buf, size_t len, sup_httpin_head *h);
 
 /* Chunked transfer coding (RFC 9112 7.1), framing only: the caller takes
  * the data bytes itself while `left` > 0 and reports them with _took. */
