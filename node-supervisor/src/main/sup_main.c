@@ -35,6 +35,7 @@
 #include "sup_mcp.h"
 #include "sup_procs.h"
 #include "sup_restore.h"
+#include "sup_ports.h"
 #include "sup_runc.h"
 #include "sup_sandboxes.h"
 #include "sup_scrape.h"
@@ -512,6 +513,7 @@ int main(int argc, char **argv)
 				  .pull_timeout_ms = cfg.image_pull_timeout_ms };
 	sup_procs_ctx procs = { .core = m.core };
 	mcp = (sup_mcp_ctx){ .core = m.core, .idle_ms = cfg.mcp_idle_ms, .origins = cfg.mcp_origins };
+	sup_ports_ctx ports = { .core = m.core };
 	m.requests = sup_scrape_requests_new();
 	if (!m.requests) {
 		sbx_err_set(&err, -ENOMEM, "metrics");
@@ -526,6 +528,7 @@ int main(int argc, char **argv)
 		{ &sup_files_family, &files },
 		{ &sup_procs_family, &procs },
 		{ &sup_mcp_family, &mcp },
+		{ &sup_ports_family, &ports },
 		{ &sup_scrape_family, &scrape },
 		{ &sup_images_family, &images },
 	};

@@ -1,0 +1,101 @@
+/* The heads a proxied request and its answer carry across: hop-by-hop
+ * headers (RFC 9110 7.6.1) end here in both directions, the client's
+ * credentials for the supervisor never go inside, and the framing of each
+ * side is the side's own (the edge writes the client's, this writes the
+ * server's). Pure functions on headers; no I/O. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sup_ports_int.h"
+
+bool sup_pp_has_token(const char *v, size_t vl, const char *token)
+{
+	size_t tl = strlen(token), i = 0;
+	while (i < vl) {
+		while (i < vl && (v[i] == ',' || v[i] == ' ' || v[i] == '\t'))
+			i++;
+		size_t s = i;
+		while (i < vl && v[i] != ',' && v[i] != ' ' && v[i] != '\t')
+			i++;
+		if (i - s == tl && strncasecmp(v + s, token, tl) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Hop-by-hop everywhere, and what each side's framing owns. */
+static const char *const hop[] = {
+	"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding",
+	"Upgrade", "Proxy-Authorization", "Proxy-Authenticate", "Content-Length", NULL,
+};
+
+static bool in_list(const char *const *l, const char *name, size_t nl)
+{
+	for (size_t i = 0; l[i]; i++)
+		if (strlen(l[i]) == nl && strncasecmp(l[i], name, nl) == 0)
+			return true;
+	return false;
+}
+
+/* name is one the request's or answer's Connection header names. */
+static bool named_by_connection(const char *conn, size_t cl, const char *name, size_t nl)
+{
+	char tok[64];
+	if (!conn || nl >= sizeof(tok))
+		return false;
+	memcpy(tok, name, nl);
+	tok[nl] = '\0';
+	return sup_pp_has_token(conn, cl, tok);
+}
+
+int sup_pp_request_head(const sup_http_in *in, const char *target, bool upgrade,
+			struct evbuffer *out)
+{
+	static const char *const drop[] = { "Authorization", "Expect", "Host", NULL };
+	const char *conn = sup_http_in_header(in, "Connection");
+	const char *host = sup_http_in_header(in, "Host");
+	const char *up = sup_http_in_header(in, "Upgrade");
+	size_t cl = conn ? strlen(conn) : 0;
+	int rc = evbuffer_add_printf(out, "%s %s HTTP/1.1\r\nHost: %s\r\n", in->method, target,
+				     host ? host : "localhost");
+	for (size_t i = 0; rc >= 0 && i < in->nhdrs; i++) {
+		const char *n = in->hdrs[i].name;
+		size_t nl = strlen(n);
+		if (in_list(hop, n, nl) || in_list(drop, n, nl) || named_by_connection(conn, cl, n, nl))
+			continue;
+		rc = evbuffer_add_printf(out, "%s: %s\r\n", n, in->hdrs[i].value);
+	}
+	if (rc >= 0 && host)
+		rc = evbuffer_add_printf(out, "X-Forwarded-Host: %s\r\n", host);
+	if (rc >= 0)
+		rc = evbuffer_add_printf(out, "X-Forwarded-Proto: http\r\n");
+	if (rc >= 0 && in->body_expect == UINT64_MAX)
+		rc = evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
+	else if (rc >= 0 && (in->body_expect > 0 || !strcmp(in->method, "POST") ||
+			     !strcmp(in->method, "PUT") || !strcmp(in->method, "PATCH")))
+		rc = evbuffer_add_printf(out, "Content-Length: %llu\r\n",
+					 (unsigned long long)in->body_expect);
+	if (rc >= 0 && upgrade && up)
+		rc = evbuffer_add_printf(out, "Connection: Upgrade\r\nUpgrade: %s\r\n\r\n", up);
+	else if (rc >= 0)
+		rc = evbuffer_add_printf(out, "Connection: close\r\n\r\n");
+	return rc < 0 ? -ENOMEM : 0;
+}
+
+bool sup_pp_pass_response_header(const sup_httpin_head *h, const sup_httpin_hdr *hd)
+{
+	static const char *const own[] = { "Date", NULL };
+	const char *conn = NULL;
+	size_t cl = 0;
+	for (size_t i = 0; i < h->nhdrs; i++) {
+		if (h->hdrs[i].name_len == 10 && strncasecmp(h->hdrs[i].name, "Connection", 10) == 0) {
+			conn = h->hdrs[i].value;
+			cl = h->hdrs[i].value_len;
+			break;
+		}
+	}
+	return !in_list(hop, hd->name, hd->name_len) && !in_list(own, hd->name, hd->name_len) &&
+	       !named_by_connection(conn, cl, hd->name, hd->name_len);
+}

@@ -1,0 +1,71 @@
+/* Internal to sup_ports*.c: one request's state (sup_ports.c parses and
+ * lists, sup_ports_proxy.c moves the bytes, sup_ports_head.c rewrites the
+ * heads both ways). Not for other modules. */
+#ifndef SUP_PORTS_INT_H
+#define SUP_PORTS_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sup_httpin_parse.h"
+#include "sup_ports.h"
+
+struct evbuffer;
+
+typedef enum sup_pp_mode {
+	SUP_PP_HTTP = 0, /* a request forwarded, its answer parsed back */
+	SUP_PP_TUNNEL,   /* Upgrade: tcp: raw bytes once the port answered */
+} sup_pp_mode;
+
+typedef enum sup_pp_resp {
+	SUP_PP_HEAD = 0, /* looking for the answer's head */
+	SUP_PP_LENGTH,   /* Content-Length bytes */
+	SUP_PP_CHUNKED,  /* chunked, decoded and chunked again towards the client */
+	SUP_PP_CLOSE,    /* until the server closes */
+	SUP_PP_RAW,      /* after a 101, or a tunnel: bytes both ways */
+	SUP_PP_DONE,
+} sup_pp_resp;
+
+typedef struct sup_pp {
+	sup_ports_ctx *ctx;
+	sup_http_req *r;
+	const char *id;
+	uint16_t port;
+	sup_pp_mode mode;
+	const char *target;  /* the path below the port, with its query (malloc'd) */
+	sup_op *op;
+	/* towards the server: the head, the body (chunked again if the
+	 * client's was), raw bytes; at most SUP_PP_UP_MAX wait here */
+	struct evbuffer *up;
+	bool in_chunked, in_body, in_done, upgrade;
+	/* from the server */
+	sup_pp_resp resp;
+	struct evbuffer *down;  /* the answer's head while it comes */
+	sup_httpin_headscan scan;
+	sup_httpin_chunked dec;
+	uint64_t left;          /* SUP_PP_LENGTH: bytes still due */
+	bool head_only;         /* HEAD, 204, 304: no body follows */
+	struct evbuffer *chunk; /* bytes on their way to the client */
+	uint64_t got;           /* body bytes passed on */
+} sup_pp;
+
+#define SUP_PP_UP_MAX (256u * 1024)
+
+/* The request head for the server: method, target, the client's headers
+ * less hop-by-hop ones (RFC 9110 7.6.1: Connection and what it names,
+ * Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), less
+ * Authorization (the supervisor's token never goes inside) and Expect (the
+ * edge answers it); then the body's framing and Connection: close (one
+ * request per stream), or the upgrade asked for. -ENOMEM. */
+int sup_pp_request_head(const sup_http_in *in, const char *target, bool upgrade,
+			struct evbuffer *out);
+/* Whether a response header goes on to the client: not hop-by-hop, not
+ * one the edge writes itself (Date, Content-Length), not named by the
+ * answer's Connection header. */
+bool sup_pp_pass_response_header(const sup_httpin_head *h, const sup_httpin_hdr *hd);
+/* Whether a header value lists token (case-insensitive, comma-separated). */
+bool sup_pp_has_token(const char *v, size_t vl, const char *token);
+
+int sup_ports_act_proxy(sup_http_req *r, void *state, sbx_err *err);
+
+#endif
