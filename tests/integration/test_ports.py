@@ -1,0 +1,336 @@
+"""Ports of servers inside a sandbox through the supervisor: the agent's
+port.open stream (a TCP connection made inside the sandbox's own network
+namespace, which has loopback only) under /v1/sandboxes/{id}/ports/{port}/...
+Real servers run inside a real runc sandbox as background processes:
+python3 -m http.server (a large file fetched with its sha256 checked), a
+server of our own (SSE, echo of bodies plain and chunked, the headers it
+got, HEAD, 204), a WebSocket echo server (Debian's python3-websockets)
+reached with a real WebSocket client, a raw TCP echo reached through the
+Upgrade: tcp tunnel; GET /ports lists them; 400 and 502 for bad or closed
+ports. Everything made is removed, also on failure.
+
+Env: SBX_SUPERVISOR, SBX_AGENT; SBX_PORTS_BIG_MIB (default 64) the size of
+the download.
+"""
+import asyncio
+import hashlib
+import http.client
+import json
+import os
+import socket
+import sys
+import time
+import unittest
+
+import websockets
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sbx_harness import Supervisor, stop_clean  # noqa: E402
+
+SUP = os.environ.get("SBX_SUPERVISOR")
+AGENT = os.environ.get("SBX_AGENT")
+BIG_MIB = int(os.environ.get("SBX_PORTS_BIG_MIB", "64"))
+
+# The server of our own, on port 8001 (HTTP/1.1, keep-alive).
+APP = r'''
+import http.server, json, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def body(self):
+        if self.headers.get("Transfer-Encoding", "") == "chunked":
+            out = b""
+            while True:
+                n = int(self.rfile.readline().strip(), 16)
+                if n == 0:
+                    self.rfile.readline()
+                    return out
+                out += self.rfile.read(n)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+    def send(self, code, data, ctype="application/octet-stream"):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-App", "yes")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+    def do_GET(self):
+        if self.path.startswith("/headers"):
+            h = [[k, v] for k, v in self.headers.items()]
+            self.send(200, json.dumps({"path": self.path, "headers": h}).encode(),
+                      "application/json")
+        elif self.path == "/sse":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for i in range(3):
+                self.wfile.write(b"data: tick %d\n\n" % i)
+                self.wfile.flush()
+                time.sleep(0.4)
+            self.close_connection = True
+        elif self.path == "/chunked":
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in (b"one,", b"two,", b"three"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+        elif self.path == "/empty":
+            self.send_response(204)
+            self.end_headers()
+        else:
+            self.send(404, b"no such thing")
+    do_HEAD = do_GET
+    def do_POST(self):
+        self.send(200, self.body())
+    do_PUT = do_POST
+http.server.ThreadingHTTPServer(("127.0.0.1", 8001), H).serve_forever()
+'''
+
+WS = r'''
+import asyncio, websockets
+async def echo(ws, path=None):
+    async for m in ws:
+        await ws.send(m)
+async def main():
+    async with websockets.serve(echo, "127.0.0.1", 8765, max_size=1 << 22):
+        await asyncio.Future()
+asyncio.run(main())
+'''
+
+ECHO = r'''
+import socket, threading
+s = socket.socket(socket.AF_INET6)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::1", 9000))
+s.listen(16)
+def serve(c):
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        c.sendall(d)
+    c.close()
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+'''
+
+
+class Ports(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sup = Supervisor(SUP, AGENT, pool_size=1)
+        cls.addClassCleanup(cls.sup.cleanup)
+        cls.sup.start()
+        cls.sup.wait_ready()
+        cls.sb = cls.sup.create(timeout=600)
+        cls.sid = cls.sb["id"]
+        cls.base = "/v1/sandboxes/%s/ports" % cls.sid
+        st, _, b = cls.sup.exec(cls.sid, cmd="mkdir -p /tmp/www && head -c %d /dev/urandom "
+                                "> /tmp/www/big.bin && echo hello > /tmp/www/hello.txt && "
+                                "sha256sum /tmp/www/big.bin" % (BIG_MIB << 20), timeout=120)
+        assert st == 200 and b["exit_code"] == 0, b
+        cls.big_sha = b["stdout"].split()[0]
+        for argv in (["python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory",
+                      "/tmp/www", "8000"],
+                     ["python3", "-c", APP], ["python3", "-c", WS], ["python3", "-c", ECHO]):
+            st, _, b = cls.sup.request("POST", "/v1/sandboxes/%s/processes" % cls.sid,
+                                       {"argv": argv})
+            assert st == 201, b
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            st, _, b = cls.sup.request("GET", cls.base)
+            assert st == 200, b
+            have = {p["port"] for p in b["ports"]}
+            if {8000, 8001, 8765, 9000} <= have:
+                cls.listed = b["ports"]
+                return
+            time.sleep(0.1)
+        raise AssertionError("servers never listened: %r" % b)
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_clean(cls.sup)
+
+    def get(self, port, path, **kw):
+        return self.sup.request(kw.pop("method", "GET"), "%s/%d%s" % (self.base, port, path), **kw)
+
+    def test_list(self):
+        addrs = {(p["port"], p["address"]) for p in self.listed}
+        self.assertIn((8000, "127.0.0.1"), addrs)
+        self.assertIn((9000, "::1"), addrs)
+
+    def test_download_sha256(self):
+        c = self.sup.conn(timeout=120)
+        c.request("GET", self.base + "/8000/big.bin",
+                  headers={"Authorization": "Bearer " + self.sup.token})
+        r = c.getresponse()
+        self.assertEqual(r.status, 200)
+        self.assertEqual(int(r.getheader("Content-Length")), BIG_MIB << 20)
+        h, n = hashlib.sha256(), 0
+        while True:
+            d = r.read(1 << 20)
+            if not d:
+                break
+            h.update(d)
+            n += len(d)
+        c.close()
+        self.assertEqual(n, BIG_MIB << 20)
+        self.assertEqual(h.hexdigest(), self.big_sha)
+
+    def test_root_and_query(self):
+        st, _, b = self.get(8000, "/hello.txt?x=1")
+        self.assertEqual((st, b), (200, b"hello\n"))
+        st, _, b = self.get(8000, "")  # the port's root without a slash
+        self.assertEqual(st, 200)
+        self.assertIn(b"big.bin", b)
+        st, _, b = self.get(8001, "/headers/a%20b?q=1&r=2")
+        self.assertEqual(b["path"], "/headers/a%20b?q=1&r=2")
+
+    def test_headers_forwarded(self):
+        st, h, b = self.get(8001, "/headers", headers={
+            "Connection": "X-Gone, keep-alive", "X-Gone": "1", "Keep-Alive": "timeout=5",
+            "X-Kept": "2", "Proxy-Authorization": "Basic eA=="})
+        self.assertEqual(st, 200)
+        self.assertEqual(h.get("x-app"), "yes")
+        got = {k.lower(): v for k, v in b["headers"]}
+        self.assertNotIn("authorization", got)  # the supervisor's token stays outside
+        for k in ("x-gone", "keep-alive", "proxy-authorization"):
+            self.assertNotIn(k, got)
+        self.assertEqual(got["x-kept"], "2")
+        self.assertEqual(got["connection"], "close")
+        self.assertEqual(got["x-forwarded-host"], "127.0.0.1:%d" % self.sup.port)
+
+    def test_bodies_both_ways(self):
+        data = os.urandom(3 << 20)
+        st, _, b = self.get(8001, "/echo", method="POST", body=data)
+        self.assertEqual(st, 200)
+        self.assertEqual(hashlib.sha256(b).hexdigest(), hashlib.sha256(data).hexdigest())
+        # A chunked request body goes on chunked.
+        c = self.sup.conn()
+        c.request("PUT", self.base + "/8001/echo", body=iter([b"ab", b"cd" * 5000, b"ef"]),
+                  headers={"Authorization": "Bearer " + self.sup.token},
+                  encode_chunked=True)
+        r = c.getresponse()
+        self.assertEqual((r.status, r.read()), (200, b"ab" + b"cd" * 5000 + b"ef"))
+        c.close()
+
+    def test_keepalive_and_framings(self):
+        c = self.sup.conn()
+        auth = {"Authorization": "Bearer " + self.sup.token}
+        for path, status, want in (("/chunked", 200, b"one,two,three"), ("/empty", 204, b""),
+                                   ("/nope", 404, b"no such thing"),
+                                   ("/chunked", 200, b"one,two,three")):
+            c.request("GET", self.base + "/8001" + path, headers=auth)
+            r = c.getresponse()
+            self.assertEqual((r.status, r.read()), (status, want), path)
+        c.request("HEAD", self.base + "/8000/big.bin", headers=auth)
+        r = c.getresponse()
+        self.assertEqual((r.status, r.read()), (200, b""))
+        self.assertEqual(int(r.getheader("Content-Length")), BIG_MIB << 20)
+        c.request("GET", self.base + "/8000/hello.txt", headers=auth)
+        r = c.getresponse()
+        self.assertEqual((r.status, r.read()), (200, b"hello\n"))
+        c.close()
+
+    def test_sse_streamed(self):
+        c = self.sup.conn()
+        c.request("GET", self.base + "/8001/sse",
+                  headers={"Authorization": "Bearer " + self.sup.token})
+        r = c.getresponse()
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.getheader("Content-Type"), "text/event-stream")
+        t0 = time.monotonic()
+        first = r.readline()
+        t_first = time.monotonic() - t0
+        rest = r.read()
+        t_all = time.monotonic() - t0
+        c.close()
+        # Chunked towards us: the first line is a chunk size, then the event.
+        body = first + rest
+        for i in range(3):
+            self.assertIn(b"data: tick %d\n\n" % i, body)
+        # The first event came before the server finished (0.8 s later).
+        self.assertLess(t_first, t_all - 0.5)
+
+    def test_websocket_echo(self):
+        url = "ws://127.0.0.1:%d%s/8765/" % (self.sup.port, self.base)
+
+        async def run():
+            async with websockets.connect(
+                    url, max_size=1 << 22,
+                    extra_headers={"Authorization": "Bearer " + self.sup.token}) as ws:
+                await ws.send("hello ws")
+                self.assertEqual(await asyncio.wait_for(ws.recv(), 10), "hello ws")
+                blob = os.urandom(1 << 20)
+                await ws.send(blob)
+                self.assertEqual(await asyncio.wait_for(ws.recv(), 20), blob)
+        asyncio.run(run())
+
+    def tunnel(self, port):
+        s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=20)
+        s.sendall(("GET %s/%d/tcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n"
+                   % (self.base, port, self.sup.token)).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            d = s.recv(4096)
+            if not d:
+                break
+            head += d
+        return s, head
+
+    def test_tcp_tunnel(self):
+        s, head = self.tunnel(9000)
+        try:
+            self.assertTrue(head.startswith(b"HTTP/1.1 101 "), head)
+            self.assertIn(b"Upgrade: tcp", head)
+            rest = head.split(b"\r\n\r\n", 1)[1]
+            data = os.urandom(2 << 20)
+            got = [rest]
+
+            async def pump():
+                loop = asyncio.get_running_loop()
+                s.setblocking(False)
+                send = loop.sock_sendall(s, data)
+                n = len(rest)
+
+                async def recv():
+                    nonlocal n
+                    while n < len(data):
+                        d = await loop.sock_recv(s, 1 << 16)
+                        if not d:
+                            break
+                        got.append(d)
+                        n += len(d)
+                await asyncio.wait_for(asyncio.gather(send, recv()), 30)
+            asyncio.run(pump())
+            self.assertEqual(b"".join(got), data)
+        finally:
+            s.close()
+        s, head = self.tunnel(8999)
+        s.close()
+        self.assertTrue(head.startswith(b"HTTP/1.1 502 "), head)
+        self.assertIn(b"port_closed", head)
+
+    def test_bad_and_closed_ports(self):
+        for p in ("0", "65536", "99999", "abc", "-1"):
+            st, _, b = self.sup.request("GET", "%s/%s/" % (self.base, p))
+            self.assertEqual(st, 400, (p, b))
+        st, _, b = self.get(8999, "/")
+        self.assertEqual(st, 502, b)
+        self.assertEqual(b["error"]["code"], "port_closed")
+        st, _, b = self.sup.request("GET", "/v1/sandboxes/nosuch/ports/8000/")
+        self.assertEqual(st, 404, b)
+        st, _, b = self.get(8000, "/", token=False)
+        self.assertEqual(st, 401, b)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
