@@ -200,12 +200,53 @@ static void test_chunked(void **state)
 	free(o);
 }
 
+#define PR(s, h) sup_httpin_parse_response(s, sizeof(s) - 1, h)
+
+static void test_parse_response(void **state)
+{
+	(void)state;
+	sup_httpin_head *h = malloc(sizeof(*h));
+	assert_non_null(h);
+	assert_int_equal(PR("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: b\r\n\r\n", h), 0);
+	assert_int_equal(h->status, 200);
+	assert_int_equal(h->minor, 1);
+	assert_true(h->has_cl);
+	assert_int_equal(h->cl, 5);
+	assert_int_equal(h->nhdrs, 2);
+	assert_null(h->bad);
+	assert_int_equal(PR("HTTP/1.0 204\r\n\r\n", h), 0); /* no reason phrase */
+	assert_int_equal(h->status, 204);
+	assert_int_equal(h->minor, 0);
+	assert_int_equal(PR("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+			    "Upgrade: websocket\r\n\r\n", h), 0);
+	assert_true(h->conn_upgrade);
+	assert_int_equal(PR("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", h), 0);
+	assert_true(h->te_chunked);
+	/* Framing a response must not have either. */
+	assert_int_equal(PR("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", h), 0);
+	assert_non_null(h->bad);
+	assert_int_equal(PR("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", h), 0);
+	assert_non_null(h->bad);
+	/* Malformed status lines. */
+	assert_int_equal(PR("HTTP/1.1 20 OK\r\n\r\n", h), -EINVAL);
+	assert_int_equal(PR("HTTP/1.1 2000 OK\r\n\r\n", h), -EINVAL);
+	assert_int_equal(PR("HTTP/2.0 200 OK\r\n\r\n", h), -EINVAL);
+	assert_int_equal(PR("HTTP/1.1 099 x\r\n\r\n", h), -EINVAL);
+	assert_int_equal(PR("HTTP/1.1 abc OK\r\n\r\n", h), -EINVAL);
+	assert_int_equal(PR("GET / HTTP/1.1\r\n\r\n", h), -EINVAL); /* a request is not an answer */
+	assert_int_equal(PR("HTTP/1.1 200 OK\r\nno colon\r\n\r\n", h), -EINVAL);
+	/* ... and a response line is not a request. */
+	assert_int_equal(sup_httpin_parse_head("HTTP/1.1 200 OK\r\n\r\n", 19, h), -EINVAL);
+	free(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_headscan),
 		cmocka_unit_test(test_parse_head),
 		cmocka_unit_test(test_chunked),
+		cmocka_unit_test(test_parse_response),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

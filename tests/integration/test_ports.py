@@ -26,6 +26,7 @@ import websockets
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from test_exec_stream import rss_kb  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -92,6 +93,18 @@ class H(http.server.BaseHTTPRequestHandler):
 http.server.ThreadingHTTPServer(("127.0.0.1", 8001), H).serve_forever()
 '''
 
+# A server that takes connections and never reads them (port 9001).
+SINK = r'''
+import socket, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 9001))
+s.listen(16)
+held = []
+while True:
+    held.append(s.accept()[0])
+'''
+
 WS = r'''
 import asyncio, websockets
 async def echo(ws, path=None):
@@ -139,7 +152,8 @@ class Ports(unittest.TestCase):
         cls.big_sha = b["stdout"].split()[0]
         for argv in (["python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory",
                       "/tmp/www", "8000"],
-                     ["python3", "-c", APP], ["python3", "-c", WS], ["python3", "-c", ECHO]):
+                     ["python3", "-c", APP], ["python3", "-c", WS], ["python3", "-c", ECHO],
+                     ["python3", "-c", SINK]):
             st, _, b = cls.sup.request("POST", "/v1/sandboxes/%s/processes" % cls.sid,
                                        {"argv": argv})
             assert st == 201, b
@@ -148,7 +162,7 @@ class Ports(unittest.TestCase):
             st, _, b = cls.sup.request("GET", cls.base)
             assert st == 200, b
             have = {p["port"] for p in b["ports"]}
-            if {8000, 8001, 8765, 9000} <= have:
+            if {8000, 8001, 8765, 9000, 9001} <= have:
                 cls.listed = b["ports"]
                 return
             time.sleep(0.1)
@@ -318,6 +332,51 @@ class Ports(unittest.TestCase):
         s.close()
         self.assertTrue(head.startswith(b"HTTP/1.1 502 "), head)
         self.assertIn(b"port_closed", head)
+
+    def test_slow_client_holds_no_memory(self):
+        """A client that stops reading stalls the stream: the server inside
+        blocks, the supervisor holds no more than its bounds."""
+        before = rss_kb(self.sup.proc.pid)
+        s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=60)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.sendall(("GET %s/8000/big.bin HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n"
+                   % (self.base, self.sup.token)).encode())
+        time.sleep(2.5)
+        grown = rss_kb(self.sup.proc.pid) - before
+        h, data = hashlib.sha256(), b""
+        while b"\r\n\r\n" not in data:
+            data += s.recv(65536)
+        head, data = data.split(b"\r\n\r\n", 1)
+        n = len(data)
+        h.update(data)
+        while n < BIG_MIB << 20:
+            d = s.recv(1 << 20)
+            if not d:
+                break
+            h.update(d)
+            n += len(d)
+        s.close()
+        self.assertIn(b"200 OK", head)
+        self.assertEqual(h.hexdigest(), self.big_sha)
+        self.assertLess(grown, 16 * 1024, "supervisor grew %d KiB for a stalled download" % grown)
+
+    def test_stalled_server_holds_no_memory(self):
+        """A server inside that never reads: what the client may push is
+        bounded by socket buffers, the agent's window and our staging."""
+        before = rss_kb(self.sup.proc.pid)
+        s, head = self.tunnel(9001)
+        self.assertTrue(head.startswith(b"HTTP/1.1 101 "), head)
+        s.setblocking(False)
+        sent, chunk, deadline = 0, b"x" * 65536, time.monotonic() + 3
+        while time.monotonic() < deadline:
+            try:
+                sent += s.send(chunk)
+            except BlockingIOError:
+                time.sleep(0.05)
+        grown = rss_kb(self.sup.proc.pid) - before
+        s.close()
+        self.assertLess(sent, 32 << 20, "the client pushed %d bytes into a stalled stream" % sent)
+        self.assertLess(grown, 16 * 1024, "supervisor grew %d KiB for a stalled server" % grown)
 
     def test_bad_and_closed_ports(self):
         for p in ("0", "65536", "99999", "abc", "-1"):
