@@ -53,7 +53,8 @@ agent-image: build
 # round trip at full size: 4 GiB up and back, sha256 both
 # ways, supervisor and agent under 64 MiB RSS (skipped, saying why, without
 # the disk space for it below the test's temporary state folder); and issue
-# 3's 1 GiB of command output through SSE, its sha256 checked.
+# 3's 1 GiB of command output through SSE, its sha256 checked; then the
+# port proxy beside the same server reached directly (bench/bench_ports.py).
 bench: build
 	$(REL_DIR)/bench/sbx-bench --build-dir $(REL_DIR) --stream-runs 5 $(if $(BEFORE),--before $(BEFORE))
 	/usr/bin/python3 bench/bench_restart.py --build-dir $(REL_DIR) $(if $(BEFORE),--before $(BEFORE))
@@ -71,6 +72,9 @@ bench: build
 	SBX_SUPERVISOR=$(CURDIR)/$(REL_DIR)/node-supervisor/sandbox-supervisor \
 	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent \
 	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_mcp.py 1000
+	SBX_SUPERVISOR=$(CURDIR)/$(REL_DIR)/node-supervisor/sandbox-supervisor \
+	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent \
+	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_ports.py
 
 clean:
 	rm -rf build

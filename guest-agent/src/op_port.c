@@ -31,7 +31,7 @@
 /* Largest read per DATA frame; data_room bounds it further. */
 #define PORT_READ_CHUNK (256u * 1024)
 /* A connect on loopback answers at once; this only bounds a full backlog. */
-#define PORT_CONNECT_MS 10000
+#define PORT_CONNECT_MS 10000u
 /* Most entries port.list answers. */
 #define PORT_LIST_MAX 1024
 

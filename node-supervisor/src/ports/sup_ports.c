@@ -45,7 +45,9 @@ static int parse_proxy(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 	sup_pp *pp = state;
 	pp->ctx = ctx;
 	pp->id = in->id;
-	int rc = port_of(in->pid ? in->pid : "", &pp->port, err);
+	if (!in->id || !in->pid)
+		return sbx_err_set(err, -EINVAL, "no port in the path");
+	int rc = port_of(in->pid, &pp->port, err);
 	if (rc < 0)
 		return rc;
 	/* The path below /v1/sandboxes/{id}/ports/{port}, as sent. */
@@ -91,9 +93,12 @@ static void list_done(int rc, const msgpack_object *result, const sbx_err *err, 
 		sup_http_fail(pp->r, &e);
 		return;
 	}
+	uint32_t n = 0;
 	if (!ports || ports->type != MSGPACK_OBJECT_ARRAY || ports->via.array.size > PORTS_LIST_MAX)
 		rc = sbx_err_set(&e, -EPROTO, "agent: port.list without a bounded \"ports\" array");
-	for (uint32_t i = 0; rc == 0 && i < ports->via.array.size; i++) {
+	else
+		n = ports->via.array.size;
+	for (uint32_t i = 0; i < n; i++) {
 		const msgpack_object *o = &ports->via.array.ptr[i];
 		uint64_t port = 0;
 		const char *a = NULL;

@@ -1,0 +1,124 @@
+"""Ports: small GETs through the port proxy beside the same server reached
+directly in the sandbox's network namespace from the host (wrk, serial for
+p50/p99 and 16 connections for requests/s), and a large download through
+the proxy beside the same download direct (curl). Release build, real
+runc; python3 -m http.server inside (HTTP/1.0: a connection per request
+both ways).
+  SBX_SUPERVISOR=... SBX_AGENT=... python3 bench/bench_ports.py
+Env: SBX_PORTS_BIG_MIB (default 1024), SBX_PORTS_SECS (default 5).
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "integration"))
+import sbx_harness as h  # noqa: E402
+
+SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
+BIG_MIB = int(os.environ.get("SBX_PORTS_BIG_MIB", "1024"))
+SECS = int(os.environ.get("SBX_PORTS_SECS", "5"))
+PORT = 8000
+# http.server's handler and threading server, with a backlog for 16
+# connections at once (its default of 5 drops SYNs: 1 s retries).
+SERVER = ("import functools, http.server as s\n"
+          "s.ThreadingHTTPServer.request_queue_size = 128\n"
+          "s.SimpleHTTPRequestHandler.log_message = lambda *a: None\n"
+          "h = functools.partial(s.SimpleHTTPRequestHandler, directory='/tmp/www')\n"
+          "s.ThreadingHTTPServer(('127.0.0.1', %d), h).serve_forever()\n" % PORT)
+
+
+def netns_pid(sup):
+    """The host pid of a container of sup's whose namespace listens on PORT."""
+    want = ":%04X" % PORT
+    for cid, _, rt in h.containers_under(sup.state_dir, with_runtime=True):
+        out = subprocess.run(rt + ["state", cid], capture_output=True, text=True)
+        m = re.search(r'"pid":\s*(\d+)', out.stdout)
+        if not m:
+            continue
+        pid = m.group(1)
+        with open("/proc/%s/net/tcp" % pid) as f:
+            if any(want in line.split()[1] and line.split()[3] == "0A" for line in f.readlines()[1:]):
+                return pid
+    raise AssertionError("no container listens on %d" % PORT)
+
+
+def wrk(url, conns, headers=(), prefix=()):
+    cmd = list(prefix) + ["wrk", "-t1" if conns == 1 else "-t2", "-c%d" % conns, "-d%ds" % SECS,
+                          "--latency"]
+    for hd in headers:
+        cmd += ["-H", hd]
+    out = subprocess.run(cmd + [url], capture_output=True, text=True, check=True).stdout
+
+    def ms(label):
+        m = re.search(r"^\s+%s\s+([\d.]+)(us|ms|s)\s*$" % label, out, re.M)
+        assert m, out
+        v = float(m.group(1))
+        return v / 1000 if m.group(2) == "us" else v * 1000 if m.group(2) == "s" else v
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    assert not re.search(r"Non-2xx or 3xx responses", out), out
+    errs = re.search(r"Socket errors: (.*)", out)
+    if errs:
+        print("(%s: socket errors %s)" % (url, errs.group(1)))
+    return ms("50%"), ms("99%"), rps
+
+
+def curl(url, headers=(), prefix=()):
+    cmd = list(prefix) + ["curl", "-sS", "-o", "/dev/null", "-w", "%{size_download} %{time_total}"]
+    for hd in headers:
+        cmd += ["-H", hd]
+    n, t = subprocess.run(cmd + [url], capture_output=True, text=True, check=True).stdout.split()
+    assert int(n) == BIG_MIB << 20, n
+    return int(n) / float(t) / 1e9
+
+
+def main():
+    sup = h.Supervisor(SUP, AGENT, pool_size=1)
+    try:
+        sup.start()
+        sup.wait_ready()
+        sid = sup.create(timeout=3600)["id"]
+        st, _, b = sup.exec(sid, cmd="mkdir -p /tmp/www && head -c 100 /dev/zero > /tmp/www/small "
+                            "&& head -c %d /dev/zero > /tmp/www/big" % (BIG_MIB << 20), timeout=600)
+        assert st == 200 and b["exit_code"] == 0, b
+        st, _, b = sup.request("POST", "/v1/sandboxes/%s/processes" % sid,
+                               {"argv": ["python3", "-c", SERVER]})
+        assert st == 201, b
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            st, _, b = sup.request("GET", "/v1/sandboxes/%s/ports" % sid)
+            if any(p["port"] == PORT for p in b.get("ports", [])):
+                break
+            time.sleep(0.1)
+        pid = netns_pid(sup)
+        ns = ["nsenter", "-t", pid, "-n"]
+        auth = ["Authorization: Bearer " + sup.token]
+        proxy = "http://127.0.0.1:%d/v1/sandboxes/%s/ports/%d" % (sup.port, sid, PORT)
+        direct = "http://127.0.0.1:%d" % PORT
+        print("load before: %s" % open("/proc/loadavg").read().strip())
+        print("| what | p50 ms | p99 ms | req/s |")
+        print("|---|---|---|---|")
+        for name, url, hd, pre in (("direct in the sandbox's netns", direct, (), ns),
+                                   ("through the proxy", proxy, auth, ())):
+            p50, p99, _ = wrk(url + "/small", 1, hd, pre)
+            _, _, rps = wrk(url + "/small", 16, hd, pre)
+            print("| GET 100 B, %s (1 conn for p50/p99, 16 for req/s) | %.3f | %.3f | %.0f |"
+                  % (name, p50, p99, rps))
+        print("| what | GB/s |")
+        print("|---|---|")
+        for name, url, hd, pre in (("direct in the sandbox's netns", direct, (), ns),
+                                   ("through the proxy", proxy, auth, ())):
+            print("| GET %d MiB, %s | %.2f |" % (BIG_MIB, name, curl(url + "/big", hd, pre)))
+        files = "http://127.0.0.1:%d/v1/sandboxes/%s/files?path=/tmp/www/big" % (sup.port, sid)
+        print("| GET %d MiB, the same file with GET /files (the agent's file.read) | %.2f |"
+              % (BIG_MIB, curl(files, auth)))
+        print("load after: %s" % open("/proc/loadavg").read().strip())
+        h.stop_clean(sup)
+    finally:
+        sup.cleanup()
+
+
+if __name__ == "__main__":
+    main()
