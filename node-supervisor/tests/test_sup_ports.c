@@ -5,7 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 #include <event2/buffer.h>
 
@@ -79,11 +81,83 @@ static void test_response_headers(void **state)
 	assert_false(sup_pp_has_token("upgraded", 8, "upgrade"));
 }
 
+static void test_host(void **state)
+{
+	(void)state;
+	sup_ports_ctx pc = { .domain = "sbx.example" };
+	char id[48];
+	uint16_t port = 0;
+	assert_true(sup_ports_host(&pc, "8000-sb-1a2b.sbx.example", id, &port));
+	assert_string_equal(id, "sb-1a2b");
+	assert_int_equal(port, 8000);
+	assert_true(sup_ports_host(&pc, "1-x.SBX.example:7070", id, &port));
+	assert_string_equal(id, "x");
+	assert_int_equal(port, 1);
+	assert_false(sup_ports_host(&pc, "0-x.sbx.example", id, &port));
+	assert_false(sup_ports_host(&pc, "65536-x.sbx.example", id, &port));
+	assert_false(sup_ports_host(&pc, "80-.sbx.example", id, &port));
+	assert_false(sup_ports_host(&pc, "80-x.sbx.example.evil", id, &port));
+	assert_false(sup_ports_host(&pc, "80-x.evilsbx.example", id, &port));
+	assert_false(sup_ports_host(&pc, "80-x_y.sbx.example", id, &port));
+	assert_false(sup_ports_host(&pc, "sbx.example", id, &port));
+	pc.domain = NULL;
+	assert_false(sup_ports_host(&pc, "8000-sb-1a2b.sbx.example", id, &port));
+}
+
+static int gate_of(sup_ports_ctx *pc, const char *path, const char *query, const char *auth)
+{
+	sup_http_hdr h[2] = { { "Host", "127.0.0.1" }, { "Authorization", auth } };
+	sup_http_in in = { .method = "GET", .path = path, .query = query, .hdrs = h,
+			   .nhdrs = auth ? 2 : 1 };
+	char *vp = NULL;
+	sbx_err err;
+	int rc = sup_ports_gate(pc, &in, &vp, &err);
+	free(vp);
+	return rc;
+}
+
+static void test_gate(void **state)
+{
+	(void)state;
+	sup_ports_ctx pc;
+	sbx_err err;
+	char sig[SUP_PORTS_SIG_HEX + 1], q[160];
+	assert_int_equal(sup_ports_init(&pc, NULL, NULL, &err), 0);
+	unsigned long long exp = (unsigned long long)time(NULL) + 60;
+	assert_int_equal(sup_ports_sign(&pc, "sb-1", 8000, exp, sig), 0);
+	snprintf(q, sizeof(q), "a=1&sbx_exp=%llu&sbx_sig=%s", exp, sig);
+	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, NULL), 1);
+	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000", q, NULL), 1);
+	/* Another port, another sandbox, a path outside the port: no. */
+	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8001/x", q, NULL), -EPERM);
+	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-2/ports/8000/x", q, NULL), -EPERM);
+	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/80000/x", q, NULL), 0);
+	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/files", q, NULL), 0);
+	/* A bearer token speaks for itself; no proof, nothing to say. */
+	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, "Bearer t"), 0);
+	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", "a=1", NULL), 0);
+	/* The expiry is signed: moving it breaks the signature. */
+	snprintf(q, sizeof(q), "sbx_exp=%llu&sbx_sig=%s", exp + 1, sig);
+	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, NULL), -EPERM);
+	/* Expired. */
+	assert_int_equal(sup_ports_sign(&pc, "sb-1", 8000, exp - 120, sig), 0);
+	snprintf(q, sizeof(q), "sbx_exp=%llu&sbx_sig=%s", exp - 120, sig);
+	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, NULL), -EPERM);
+	/* Another supervisor's secret. */
+	sup_ports_ctx other;
+	assert_int_equal(sup_ports_init(&other, NULL, NULL, &err), 0);
+	assert_int_equal(sup_ports_sign(&other, "sb-1", 8000, exp, sig), 0);
+	snprintf(q, sizeof(q), "sbx_exp=%llu&sbx_sig=%s", exp, sig);
+	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, NULL), -EPERM);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_request_head),
 		cmocka_unit_test(test_response_headers),
+		cmocka_unit_test(test_host),
+		cmocka_unit_test(test_gate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

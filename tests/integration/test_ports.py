@@ -7,7 +7,10 @@ server of our own (SSE, echo of bodies plain and chunked, the headers it
 got, HEAD, 204), a WebSocket echo server (Debian's python3-websockets)
 reached with a real WebSocket client, a raw TCP echo reached through the
 Upgrade: tcp tunnel; GET /ports lists them; 400 and 502 for bad or closed
-ports. Everything made is removed, also on failure.
+ports; a client that stops reading and a server that never reads hold the
+supervisor's memory bounded; routing by Host (--ports-domain) and signed
+URLs (tampered, another port's, expired: 403). Everything made is
+removed, also on failure.
 
 Env: SBX_SUPERVISOR, SBX_AGENT; SBX_PORTS_BIG_MIB (default 64) the size of
 the download.
@@ -21,6 +24,7 @@ import socket
 import sys
 import time
 import unittest
+import urllib.parse
 
 import websockets
 
@@ -31,6 +35,7 @@ from test_exec_stream import rss_kb  # noqa: E402
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
 BIG_MIB = int(os.environ.get("SBX_PORTS_BIG_MIB", "64"))
+DOMAIN = "ports.sbx.test"  # never resolved: requests go to 127.0.0.1 with this Host
 
 # The server of our own, on port 8001 (HTTP/1.1, keep-alive).
 APP = r'''
@@ -138,7 +143,7 @@ while True:
 class Ports(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.sup = Supervisor(SUP, AGENT, pool_size=1)
+        cls.sup = Supervisor(SUP, AGENT, pool_size=1, extra=["--ports-domain", DOMAIN])
         cls.addClassCleanup(cls.sup.cleanup)
         cls.sup.start()
         cls.sup.wait_ready()
@@ -377,6 +382,69 @@ class Ports(unittest.TestCase):
         s.close()
         self.assertLess(sent, 32 << 20, "the client pushed %d bytes into a stalled stream" % sent)
         self.assertLess(grown, 16 * 1024, "supervisor grew %d KiB for a stalled server" % grown)
+
+    def host(self, port):
+        return "%d-%s.%s:%d" % (port, self.sid, DOMAIN, self.sup.port)
+
+    def test_host_routing(self):
+        st, _, b = self.sup.request("GET", "/headers?x=1", headers={"Host": self.host(8001)})
+        self.assertEqual(st, 200, b)
+        self.assertEqual(b["path"], "/headers?x=1")
+        # Every path of that host is the port's, the supervisor's own too.
+        st, _, b = self.sup.request("GET", "/v1/sandboxes", headers={"Host": self.host(8001)})
+        self.assertEqual((st, b), (404, b"no such thing"))
+        st, _, b = self.sup.request("GET", "/url", headers={"Host": self.host(8001)})
+        self.assertEqual((st, b), (404, b"no such thing"))
+        st, _, b = self.sup.request("GET", "/hello.txt", headers={"Host": self.host(8000)})
+        self.assertEqual((st, b), (200, b"hello\n"))
+        st, _, b = self.sup.request("GET", "/", headers={"Host": self.host(8001)}, token=False)
+        self.assertEqual(st, 401, b)
+        st, _, b = self.sup.request("GET", "/", headers={"Host": self.host(8999)})
+        self.assertEqual(st, 502, b)
+
+    def signed(self, port, expires):
+        st, _, b = self.get(port, "/url?expires=%d" % expires)
+        self.assertEqual(st, 200, b)
+        u = urllib.parse.urlsplit(b["url"])
+        self.assertEqual(u.netloc, self.host(port))
+        self.assertLessEqual(abs(b["expires_at"] - time.time() - expires), 2)
+        return u.query
+
+    def test_signed_url(self):
+        q = self.signed(8001, 600)
+        h = {"Host": self.host(8001)}
+        st, hd, b = self.sup.request("GET", "/headers?" + q + "&k=v", headers=h, token=False)
+        self.assertEqual(st, 200, b)
+        self.assertEqual(b["path"], "/headers?k=v")  # the proof is not passed inside
+        cookie = hd["set-cookie"].split(";")[0]
+        self.assertTrue(cookie.startswith("sbx_port="), hd)
+        # The cookie alone gets in, as a browser's next requests would.
+        st, _, b = self.sup.request("GET", "/headers", headers=dict(h, Cookie=cookie), token=False)
+        self.assertEqual(st, 200, b)
+        # The same proof by path.
+        st, _, b = self.sup.request("GET", "%s/8001/headers?%s" % (self.base, q), token=False)
+        self.assertEqual(st, 200, b)
+        # Tampered, another port's, or minting more with it: 403.
+        bad = q[:-1] + ("0" if q[-1] != "0" else "1")
+        st, hd, b = self.sup.request("GET", "/headers?" + bad, headers=h, token=False)
+        self.assertEqual(st, 403, b)
+        self.assertEqual(b["error"]["code"], "forbidden")
+        st, _, b = self.sup.request("GET", "/?" + q, headers={"Host": self.host(8000)}, token=False)
+        self.assertEqual(st, 403, b)
+        st, _, b = self.sup.request("GET", "%s/8001/url?%s" % (self.base, q), token=False)
+        self.assertEqual(st, 403, b)
+        st, _, b = self.get(8001, "/url?expires=0")
+        self.assertEqual(st, 400, b)
+
+    def test_signed_url_expires(self):
+        q = self.signed(8000, 1)
+        h = {"Host": self.host(8000)}
+        st, _, b = self.sup.request("GET", "/hello.txt?" + q, headers=h, token=False)
+        self.assertEqual((st, b), (200, b"hello\n"))
+        time.sleep(2.2)
+        st, _, b = self.sup.request("GET", "/hello.txt?" + q, headers=h, token=False)
+        self.assertEqual(st, 403, b)
+        self.assertIn("expired", b["error"]["message"])
 
     def test_bad_and_closed_ports(self):
         for p in ("0", "65536", "99999", "abc", "-1"):

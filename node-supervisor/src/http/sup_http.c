@@ -329,6 +329,7 @@ void sup_http_req_free(sup_http_req *r)
 		evbuffer_free(r->body);
 	if (r->hdr_out)
 		evbuffer_free(r->hdr_out);
+	free(r->vpath);
 	if (r->in.who && r->release)
 		r->release(r->in.who);
 	free(r->head);
@@ -401,6 +402,20 @@ static int check(sup_http_req *r)
 		sup_http_refuse(r, 503, "shutting_down", "the supervisor is shutting down");
 		return -1;
 	}
+	sbx_err err;
+	sbx_err_clear(&err);
+	int vouched = 0;
+	if (h->cfg.gate) {
+		vouched = h->cfg.gate(h->cfg.gate_ud, &r->in, &r->vpath, &err);
+		if (r->vpath)
+			r->in.path = r->vpath;
+		if (vouched < 0) {
+			const char *code;
+			int status = sup_http_status(NULL, vouched, &code);
+			sup_http_refuse(r, status, code, err.msg);
+			return -1;
+		}
+	}
 	const char *auth = sup_http_in_header(&r->in, "Authorization");
 	const char *tok;
 	size_t tok_len;
@@ -408,7 +423,7 @@ static int check(sup_http_req *r)
 		r->in.who = h->cfg.auth(h->cfg.auth_ud, tok, tok_len);
 		r->release = h->cfg.release;
 	}
-	if (h->cfg.auth && !r->in.who && needs_auth(r->in.path)) {
+	if (h->cfg.auth && !r->in.who && !vouched && needs_auth(r->in.path)) {
 		sup_http_header(r, "WWW-Authenticate", "Bearer realm=\"sbx\"");
 		sup_http_refuse(r, 401, "unauthorized",
 				auth ? "wrong token" : "missing Authorization: Bearer <token>");
@@ -435,8 +450,8 @@ static int check(sup_http_req *r)
 		sup_http_refuse(r, 404, "not_found", msg);
 		return -1;
 	}
-	sbx_err err;
-	if (r->id[0] && h->cfg.check_id && h->cfg.check_id(h->cfg.check_ud, r->in.who, r->id, &err) < 0) {
+	if (r->id[0] && !vouched && h->cfg.check_id &&
+	    h->cfg.check_id(h->cfg.check_ud, r->in.who, r->id, &err) < 0) {
 		const char *code;
 		int status = sup_http_status(NULL, err.code, &code);
 		sup_http_refuse(r, status, code, err.msg);

@@ -125,6 +125,14 @@ typedef struct sup_http_cfg {
 	 * one place for every route, so no family can forget it. NULL: any. */
 	int (*check_id)(void *ud, const struct sup_tenant *who, const char *id, sbx_err *err);
 	void *check_ud;
+	/* Before authentication (NULL: none; the port proxy's): it may route
+	 * by Host (setting *path, malloc'd, freed by the edge, to the path to
+	 * route by) and vouch for a request that proves itself for the
+	 * sandbox its path names (a signed URL): no bearer token is asked
+	 * then, who stays NULL and check_id is skipped. Returns 0 (as usual),
+	 * 1 (vouched for), or an error answered as sup_http_status says. */
+	int (*gate)(void *ud, const sup_http_in *in, char **path, sbx_err *err);
+	void *gate_ud;
 	/* Every answered request: its route's name ("unmatched" when no route
 	 * took it) and status (metrics). NULL: none. */
 	void (*on_answered)(void *ud, const char *route, int status);

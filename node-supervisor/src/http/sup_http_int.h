@@ -72,6 +72,7 @@ struct sup_http_req {
 	const sup_http_mount *mount;
 	void *state;
 	char *head;                    /* our copy, NULs written after parsing */
+	char *vpath;                   /* the path the gate routes by, or NULL */
 	sup_httpin_head ph;
 	sup_http_hdr hdrs[SUP_HTTPIN_MAX_HEADERS];
 	sup_http_in in;

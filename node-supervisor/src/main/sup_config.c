@@ -161,6 +161,8 @@ void sup_config_usage(const char *prog)
 	       "                         /etc/resolv.conf)\n"
 	       "  --deny-cidrs LIST      comma-separated networks no policy can reach (beside\n"
 	       "                         the node, other sandboxes, link-local and metadata)\n"
+	       "  --ports-domain D       a request whose Host is {port}-{id}.D is proxied to that\n"
+	       "                         port of that sandbox, from its root\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
@@ -378,7 +380,7 @@ enum {
 	OPT_UPLINK, OPT_UPLINK_DNS, OPT_DENY_CIDRS, OPT_IMPORT_IMAGE,
 	OPT_IMAGE_MAX_LAYER, OPT_IMAGE_MAX_IMPORT, OPT_IMAGE_ALLOW_SETID, OPT_REMOVE_IMAGE,
 	OPT_SKOPEO, OPT_IMAGE_PULL_DIR, OPT_IMAGE_PULL_TIMEOUT,
-	OPT_MCP_IDLE, OPT_MCP_ORIGIN,
+	OPT_MCP_IDLE, OPT_MCP_ORIGIN, OPT_PORTS_DOMAIN,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -437,6 +439,7 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "uplink", required_argument, NULL, OPT_UPLINK },
 		{ "uplink-dns", required_argument, NULL, OPT_UPLINK_DNS },
 		{ "deny-cidrs", required_argument, NULL, OPT_DENY_CIDRS },
+		{ "ports-domain", required_argument, NULL, OPT_PORTS_DOMAIN },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -676,6 +679,13 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			break;
 		case OPT_DENY_CIDRS:
 			c->deny_cidrs = optarg;
+			break;
+		case OPT_PORTS_DOMAIN:
+			/* Lower-case host name characters: Host is matched against it. */
+			if (!optarg[0] || optarg[0] == '.' || strlen(optarg) > 200 ||
+			    strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789-.") != strlen(optarg))
+				return sbx_err_set(err, -EINVAL, "--ports-domain: want a lower-case domain (sbx.example.com)");
+			c->ports_domain = optarg;
 			break;
 		case OPT_LOG_LEVEL: {
 			sup_log_level l;

@@ -513,7 +513,9 @@ int main(int argc, char **argv)
 				  .pull_timeout_ms = cfg.image_pull_timeout_ms };
 	sup_procs_ctx procs = { .core = m.core };
 	mcp = (sup_mcp_ctx){ .core = m.core, .idle_ms = cfg.mcp_idle_ms, .origins = cfg.mcp_origins };
-	sup_ports_ctx ports = { .core = m.core };
+	sup_ports_ctx ports;
+	if (sup_ports_init(&ports, m.core, cfg.ports_domain, &err) < 0)
+		goto fail;
 	m.requests = sup_scrape_requests_new();
 	if (!m.requests) {
 		sbx_err_set(&err, -ENOMEM, "metrics");
@@ -543,6 +545,8 @@ int main(int argc, char **argv)
 		.auth_ud = &m.tenants,
 		.check_id = check_owner,
 		.check_ud = m.core,
+		.gate = sup_ports_gate,
+		.gate_ud = &ports,
 		.on_answered = sup_scrape_count,
 		.answered_ud = m.requests,
 		.max_body = cfg.max_body,
@@ -559,6 +563,7 @@ int main(int argc, char **argv)
 		mcfg.port = cfg.metrics_port;
 		mcfg.auth = NULL;
 		mcfg.check_id = NULL;
+		mcfg.gate = NULL;
 		mcfg.max_conns = 64;
 		mcfg.mounts = metrics_mounts;
 		mcfg.nmounts = 1;

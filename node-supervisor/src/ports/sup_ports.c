@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sbx/cleanup.h"
 #include "sbx/proto.h"
 #include "sup_log.h"
+#include "sup_query.h"
 #include "sup_ports_int.h"
 
 #define PORTS "/v1/sandboxes/{id}/ports"
@@ -40,9 +42,54 @@ static int port_of(const char *s, uint16_t *port, sbx_err *err)
 	return 0;
 }
 
+/* The query without the signed URL's proof (the server inside never sees
+ * it): a new string, "" for none; *exp the proof's expiry when it had one. */
+static char *strip_proof(const char *q, bool *had, uint64_t *exp)
+{
+	size_t n = q ? strlen(q) : 0;
+	char *out = malloc(n + 1);
+	size_t o = 0;
+	*had = false;
+	if (!out)
+		return NULL;
+	for (const char *p = q; p && *p;) {
+		size_t l = strcspn(p, "&");
+		bool e = strncmp(p, SUP_PORTS_Q_EXP "=", sizeof(SUP_PORTS_Q_EXP)) == 0;
+		bool g = strncmp(p, SUP_PORTS_Q_SIG "=", sizeof(SUP_PORTS_Q_SIG)) == 0;
+		if (e)
+			*exp = strtoull(p + sizeof(SUP_PORTS_Q_EXP), NULL, 10);
+		*had |= g;
+		if (!e && !g && l > 0) {
+			if (o)
+				out[o++] = '&';
+			memcpy(out + o, p, l);
+			o += l;
+		}
+		p += l + (p[l] == '&');
+	}
+	out[o] = '\0';
+	return out;
+}
+
+static int parse_url(sup_pp *pp, const sup_http_in *in, sbx_err *err)
+{
+	static const char *const keys[] = { "expires", NULL };
+	SUP_AUTO_QUERY sup_query q = { 0 };
+	if (!in->who)
+		return sbx_err_set(err, -EPERM, "a signed URL is made with the tenant's token");
+	pp->mode = SUP_PP_URL;
+	int rc = sup_query_parse(in->query, keys, &q, err);
+	if (rc == 0)
+		rc = sup_query_uint(&q, "expires", 1, SUP_PORTS_URL_MAX_S, SUP_PORTS_URL_DEFAULT_S,
+				    &pp->expires, err);
+	return rc;
+}
+
 static int parse_proxy(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
 	sup_pp *pp = state;
+	char hid[48];
+	uint16_t hport;
 	pp->ctx = ctx;
 	pp->id = in->id;
 	if (!in->id || !in->pid)
@@ -50,12 +97,15 @@ static int parse_proxy(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 	int rc = port_of(in->pid, &pp->port, err);
 	if (rc < 0)
 		return rc;
+	pp->by_host = sup_ports_host(pp->ctx, sup_http_in_header(in, "Host"), hid, &hport);
 	/* The path below /v1/sandboxes/{id}/ports/{port}, as sent. */
 	size_t skip = strlen("/v1/sandboxes/") + strlen(in->id) + strlen("/ports/") + strlen(in->pid);
 	const char *rest = strlen(in->path) >= skip ? in->path + skip : "";
 	const char *up = sup_http_in_header(in, "Upgrade");
 	const char *conn = sup_http_in_header(in, "Connection");
 	bool upgrade = up && conn && sup_pp_has_token(conn, strlen(conn), "upgrade");
+	if (!pp->by_host && strcmp(rest, "/url") == 0 && strcmp(in->method, "GET") == 0)
+		return parse_url(pp, in, err);
 	if (upgrade && strcmp(rest, "/tcp") == 0 && sup_pp_has_token(up, strlen(up), "tcp")) {
 		if (strcmp(in->method, "GET") != 0)
 			return sbx_err_set(err, -EINVAL, "a TCP tunnel is GET with Upgrade: tcp");
@@ -64,12 +114,16 @@ static int parse_proxy(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 	if (upgrade && in->body_expect > 0)
 		return sbx_err_set(err, -EINVAL, "an upgrade request has no body");
 	pp->upgrade = upgrade;
-	size_t rl = strlen(rest), ql = in->query ? strlen(in->query) + 1 : 0;
-	char *t = malloc(rl + ql + 2);
+	bool had = false;
+	SBX_AUTO_FREE char *query = strip_proof(in->query, &had, &pp->expires);
+	if (!query)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	pp->set_cookie = had && !in->who;
+	size_t rl = strlen(rest), ql = strlen(query);
+	char *t = malloc(rl + ql + 3);
 	if (!t)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
-	snprintf(t, rl + ql + 2, "%s%s%s%s", rl ? "" : "/", rest, ql ? "?" : "",
-		 ql ? in->query : "");
+	snprintf(t, rl + ql + 3, "%s%s%s%s", rl ? "" : "/", rest, ql ? "?" : "", query);
 	pp->target = t;
 	return 0;
 }

@@ -17,8 +17,16 @@
 
 typedef struct sup_ports_ctx {
 	sup_core *core;
+	const char *domain;       /* --ports-domain, or NULL */
+	unsigned char secret[32]; /* signs URLs; drawn at start, never leaves */
 } sup_ports_ctx;
 
 extern const sup_http_family sup_ports_family;
+
+/* Fill pc, drawing the signing secret (getrandom). */
+int sup_ports_init(sup_ports_ctx *pc, sup_core *core, const char *domain, sbx_err *err);
+/* The edge's gate (sup_http_cfg.gate, ud pc): routing by Host and signed
+ * URLs, see sup_ports_gate.c. */
+int sup_ports_gate(void *ud, const sup_http_in *in, char **path, sbx_err *err);
 
 #endif

@@ -15,7 +15,22 @@ struct evbuffer;
 typedef enum sup_pp_mode {
 	SUP_PP_HTTP = 0, /* a request forwarded, its answer parsed back */
 	SUP_PP_TUNNEL,   /* Upgrade: tcp: raw bytes once the port answered */
+	SUP_PP_URL,      /* GET .../url: a signed URL for the port */
 } sup_pp_mode;
+
+/* A signature: HMAC-SHA256 in hex; where a request carries it. */
+#define SUP_PORTS_SIG_HEX 64
+#define SUP_PORTS_Q_EXP "sbx_exp"
+#define SUP_PORTS_Q_SIG "sbx_sig"
+#define SUP_PORTS_COOKIE "sbx_port"
+/* The longest a signed URL lives (7 days) and its default (10 min). */
+#define SUP_PORTS_URL_MAX_S 604800
+#define SUP_PORTS_URL_DEFAULT_S 600
+
+int sup_ports_sign(const sup_ports_ctx *pc, const char *id, uint16_t port, uint64_t exp,
+		   char hex[SUP_PORTS_SIG_HEX + 1]);
+/* Host "{port}-{id}.{domain}[:N]": its id and port. */
+bool sup_ports_host(const sup_ports_ctx *pc, const char *host, char id[48], uint16_t *port);
 
 typedef enum sup_pp_resp {
 	SUP_PP_HEAD = 0, /* looking for the answer's head */
@@ -38,6 +53,9 @@ typedef struct sup_pp {
 	 * client's was), raw bytes; at most SUP_PP_UP_MAX wait here */
 	struct evbuffer *up;
 	bool in_chunked, in_body, in_done, upgrade;
+	bool by_host;           /* routed by Host (--ports-domain) */
+	bool set_cookie;        /* the query carried the proof: keep it as a cookie */
+	uint64_t expires;       /* SUP_PP_URL: seconds; a cookie's: its time */
 	/* from the server */
 	sup_pp_resp resp;
 	struct evbuffer *down;  /* the answer's head while it comes */

@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include "sbx/proto.h"
 #include "sup_log.h"
@@ -402,12 +404,60 @@ static const sup_core_call_cbs proxy_cbs = {
 	.wait = SUP_AGENT_WAIT_QUIET,
 };
 
+/* GET .../url: a signed URL for the port, by Host when there is a
+ * --ports-domain, else by path, on the host and port the client used. */
+static int answer_url(sup_pp *pp, const sup_http_in *in, sbx_err *err)
+{
+	uint64_t exp = (uint64_t)time(NULL) + pp->expires;
+	char sig[SUP_PORTS_SIG_HEX + 1], url[512];
+	const char *host = sup_http_in_header(in, "Host");
+	if (!host)
+		host = "localhost";
+	if (sup_ports_sign(pp->ctx, pp->id, pp->port, exp, sig) < 0)
+		return sbx_err_set(err, -EINVAL, "cannot sign for sandbox %s", pp->id);
+	if (pp->ctx->domain) {
+		const char *end = strrchr(host, ']'), *colon = strrchr(end ? end : host, ':');
+		snprintf(url, sizeof(url), "http://%u-%s.%s%s/?%s=%llu&%s=%s", (unsigned)pp->port,
+			 pp->id, pp->ctx->domain, colon ? colon : "", SUP_PORTS_Q_EXP,
+			 (unsigned long long)exp, SUP_PORTS_Q_SIG, sig);
+	} else {
+		snprintf(url, sizeof(url), "http://%.200s/v1/sandboxes/%s/ports/%u/?%s=%llu&%s=%s", host,
+			 pp->id, (unsigned)pp->port, SUP_PORTS_Q_EXP, (unsigned long long)exp,
+			 SUP_PORTS_Q_SIG, sig);
+	}
+	sup_http_json(pp->r, 200, json_pack("{s:s, s:I}", "url", url, "expires_at", (json_int_t)exp));
+	return 0;
+}
+
+/* A proof that came in the query stays as a cookie for the port's path
+ * (or its host), so the page's own links and scripts get in too. */
+static void keep_proof(sup_pp *pp, const sup_http_in *in)
+{
+	char sig[SUP_PORTS_SIG_HEX + 1], c[256];
+	uint64_t now = (uint64_t)time(NULL);
+	if (!pp->set_cookie || pp->expires <= now ||
+	    sup_ports_sign(pp->ctx, pp->id, pp->port, pp->expires, sig) < 0)
+		return;
+	if (pp->by_host)
+		snprintf(c, sizeof(c), "%s=%llu.%s; Path=/; Max-Age=%llu; HttpOnly; SameSite=Lax",
+			 SUP_PORTS_COOKIE, (unsigned long long)pp->expires, sig,
+			 (unsigned long long)(pp->expires - now));
+	else
+		snprintf(c, sizeof(c), "%s=%llu.%s; Path=/v1/sandboxes/%s/ports/%u; Max-Age=%llu; "
+			 "HttpOnly; SameSite=Lax", SUP_PORTS_COOKIE, (unsigned long long)pp->expires,
+			 sig, pp->id, (unsigned)pp->port, (unsigned long long)(pp->expires - now));
+	sup_http_header(pp->r, "Set-Cookie", c);
+}
+
 int sup_ports_act_proxy(sup_http_req *r, void *state, sbx_err *err)
 {
 	sup_pp *pp = state;
 	const sup_http_in *in = sup_http_input(r);
 	sbx_proto_args args;
 	pp->r = r;
+	if (pp->mode == SUP_PP_URL)
+		return answer_url(pp, in, err);
+	keep_proof(pp, in);
 	pp->up = evbuffer_new();
 	pp->down = evbuffer_new();
 	pp->chunk = evbuffer_new();
