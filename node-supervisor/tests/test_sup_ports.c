@@ -77,8 +77,8 @@ static void test_response_headers(void **state)
 			strncat(passed, h->hdrs[i].name, h->hdrs[i].name_len);
 	assert_string_equal(passed, "Set-CookieX-Ok");
 	free(h);
-	assert_true(sup_pp_has_token("a, Upgrade", 10, "upgrade"));
-	assert_false(sup_pp_has_token("upgraded", 8, "upgrade"));
+	assert_true(sup_httpin_has_token("a, Upgrade", 10, "upgrade"));
+	assert_false(sup_httpin_has_token("upgraded", 8, "upgrade"));
 }
 
 static void test_host(void **state)

@@ -149,8 +149,7 @@ static void content_length(sup_httpin_head *h, const char *v, size_t vl)
 	h->cl = x;
 }
 
-/* The comma-separated tokens of a Connection header. */
-static void connection_tokens(sup_httpin_head *h, const char *v, size_t vl)
+bool sup_httpin_has_token(const char *v, size_t vl, const char *token)
 {
 	size_t i = 0;
 	while (i < vl) {
@@ -159,10 +158,18 @@ static void connection_tokens(sup_httpin_head *h, const char *v, size_t vl)
 		size_t s = i;
 		while (i < vl && v[i] != ',' && v[i] != ' ' && v[i] != '\t')
 			i++;
-		h->conn_close |= value_is(v + s, i - s, "close");
-		h->conn_keepalive |= value_is(v + s, i - s, "keep-alive");
-		h->conn_upgrade |= value_is(v + s, i - s, "upgrade");
+		if (value_is(v + s, i - s, token))
+			return true;
 	}
+	return false;
+}
+
+/* The comma-separated tokens of a Connection header. */
+static void connection_tokens(sup_httpin_head *h, const char *v, size_t vl)
+{
+	h->conn_close |= sup_httpin_has_token(v, vl, "close");
+	h->conn_keepalive |= sup_httpin_has_token(v, vl, "keep-alive");
+	h->conn_upgrade |= sup_httpin_has_token(v, vl, "upgrade");
 }
 
 static void framing_header(sup_httpin_head *h, const char *l, size_t nl, const char *v, size_t vl)

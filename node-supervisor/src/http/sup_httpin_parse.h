@@ -60,6 +60,10 @@ typedef struct sup_httpin_head {
 	size_t nhdrs;
 } sup_httpin_head;
 
+/* Whether a header value's comma-separated list holds token
+ * (case-insensitive): Connection, Upgrade. */
+bool sup_httpin_has_token(const char *v, size_t vl, const char *token);
+
 /* Parse a complete head (buf[0..len) ending with the empty line): 0, or
  * -EINVAL when it is malformed, -E2BIG with more than
  * SUP_HTTPIN_MAX_HEADERS headers. Framing that parses but may not be

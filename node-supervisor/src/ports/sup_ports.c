@@ -103,10 +103,10 @@ static int parse_proxy(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 	const char *rest = strlen(in->path) >= skip ? in->path + skip : "";
 	const char *up = sup_http_in_header(in, "Upgrade");
 	const char *conn = sup_http_in_header(in, "Connection");
-	bool upgrade = up && conn && sup_pp_has_token(conn, strlen(conn), "upgrade");
+	bool upgrade = up && conn && sup_httpin_has_token(conn, strlen(conn), "upgrade");
 	if (!pp->by_host && strcmp(rest, "/url") == 0 && strcmp(in->method, "GET") == 0)
 		return parse_url(pp, in, err);
-	if (upgrade && strcmp(rest, "/tcp") == 0 && sup_pp_has_token(up, strlen(up), "tcp")) {
+	if (upgrade && strcmp(rest, "/tcp") == 0 && sup_httpin_has_token(up, strlen(up), "tcp")) {
 		if (strcmp(in->method, "GET") != 0)
 			return sbx_err_set(err, -EINVAL, "a TCP tunnel is GET with Upgrade: tcp");
 		pp->mode = SUP_PP_TUNNEL;

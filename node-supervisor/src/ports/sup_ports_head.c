@@ -10,21 +10,6 @@
 
 #include "sup_ports_int.h"
 
-bool sup_pp_has_token(const char *v, size_t vl, const char *token)
-{
-	size_t tl = strlen(token), i = 0;
-	while (i < vl) {
-		while (i < vl && (v[i] == ',' || v[i] == ' ' || v[i] == '\t'))
-			i++;
-		size_t s = i;
-		while (i < vl && v[i] != ',' && v[i] != ' ' && v[i] != '\t')
-			i++;
-		if (i - s == tl && strncasecmp(v + s, token, tl) == 0)
-			return true;
-	}
-	return false;
-}
-
 /* Hop-by-hop everywhere, and what each side's framing owns. */
 static const char *const hop[] = {
 	"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding",
@@ -47,7 +32,7 @@ static bool named_by_connection(const char *conn, size_t cl, const char *name, s
 		return false;
 	memcpy(tok, name, nl);
 	tok[nl] = '\0';
-	return sup_pp_has_token(conn, cl, tok);
+	return sup_httpin_has_token(conn, cl, tok);
 }
 
 int sup_pp_request_head(const sup_http_in *in, const char *target, bool upgrade,

@@ -81,8 +81,6 @@ int sup_pp_request_head(const sup_http_in *in, const char *target, bool upgrade,
  * one the edge writes itself (Date, Content-Length), not named by the
  * answer's Connection header. */
 bool sup_pp_pass_response_header(const sup_httpin_head *h, const sup_httpin_hdr *hd);
-/* Whether a header value lists token (case-insensitive, comma-separated). */
-bool sup_pp_has_token(const char *v, size_t vl, const char *token);
 
 int sup_ports_act_proxy(sup_http_req *r, void *state, sbx_err *err);
 
