@@ -140,6 +140,19 @@ while True:
 '''
 
 
+def sha256_of(read, first=b"", until=None):
+    """sha256 and length of first and what read(n) gives until it gives
+    nothing (or until bytes came)."""
+    h, n = hashlib.sha256(first), len(first)
+    while until is None or n < until:
+        d = read(1 << 20)
+        if not d:
+            break
+        h.update(d)
+        n += len(d)
+    return h.hexdigest(), n
+
+
 class Ports(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -192,16 +205,10 @@ class Ports(unittest.TestCase):
         r = c.getresponse()
         self.assertEqual(r.status, 200)
         self.assertEqual(int(r.getheader("Content-Length")), BIG_MIB << 20)
-        h, n = hashlib.sha256(), 0
-        while True:
-            d = r.read(1 << 20)
-            if not d:
-                break
-            h.update(d)
-            n += len(d)
+        digest, n = sha256_of(r.read)
         c.close()
         self.assertEqual(n, BIG_MIB << 20)
-        self.assertEqual(h.hexdigest(), self.big_sha)
+        self.assertEqual(digest, self.big_sha)
 
     def test_root_and_query(self):
         st, _, b = self.get(8000, "/hello.txt?x=1")
@@ -348,21 +355,14 @@ class Ports(unittest.TestCase):
                    % (self.base, self.sup.token)).encode())
         time.sleep(2.5)
         grown = rss_kb(self.sup.proc.pid) - before
-        h, data = hashlib.sha256(), b""
+        data = b""
         while b"\r\n\r\n" not in data:
             data += s.recv(65536)
         head, data = data.split(b"\r\n\r\n", 1)
-        n = len(data)
-        h.update(data)
-        while n < BIG_MIB << 20:
-            d = s.recv(1 << 20)
-            if not d:
-                break
-            h.update(d)
-            n += len(d)
+        digest, n = sha256_of(s.recv, data, BIG_MIB << 20)
         s.close()
         self.assertIn(b"200 OK", head)
-        self.assertEqual(h.hexdigest(), self.big_sha)
+        self.assertEqual(digest, self.big_sha)
         self.assertLess(grown, 16 * 1024, "supervisor grew %d KiB for a stalled download" % grown)
 
     def test_stalled_server_holds_no_memory(self):
