@@ -422,6 +422,12 @@ bool tc_wait(tc_client *c, tc_stream *s, unsigned ms)
 
 int tc_send_stdin(tc_client *c, tc_stream *s, const void *data, size_t len, bool eof, unsigned ms)
 {
+	return tc_send_data(c, s, "stdin", data, len, eof, ms);
+}
+
+int tc_send_data(tc_client *c, tc_stream *s, const char *ch, const void *data, size_t len, bool eof,
+		 unsigned ms)
+{
 	uint64_t deadline = test_now_ms() + ms;
 	const char *p = data;
 	sbx_err err = { 0 };
@@ -435,14 +441,14 @@ int tc_send_stdin(tc_client *c, tc_stream *s, const void *data, size_t len, bool
 			continue;
 		}
 		size_t n = len < room ? len : room;
-		int ret = sbx_proto_conn_send_data(c->conn, s->id, "stdin", p, n, false, &err);
+		int ret = sbx_proto_conn_send_data(c->conn, s->id, ch, p, n, false, &err);
 		if (ret < 0)
 			return ret;
 		p += n;
 		len -= n;
 	}
 	if (eof)
-		return sbx_proto_conn_send_data(c->conn, s->id, "stdin", NULL, 0, true, &err);
+		return sbx_proto_conn_send_data(c->conn, s->id, ch, NULL, 0, true, &err);
 	return 0;
 }
 

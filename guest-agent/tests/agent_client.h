@@ -91,6 +91,9 @@ bool tc_result_unpack(const tc_stream *s, msgpack_unpacked *out);
 bool tc_event_unpack(const tc_stream *s, size_t i, msgpack_unpacked *out);
 /* Send stdin bytes as credit allows (runs the loop while waiting). */
 int tc_send_stdin(tc_client *c, tc_stream *s, const void *data, size_t len, bool eof, unsigned ms);
+/* The same on another channel (port.open's "tcp"). */
+int tc_send_data(tc_client *c, tc_stream *s, const char *ch, const void *data, size_t len, bool eof,
+		 unsigned ms);
 int tc_signal(tc_client *c, tc_stream *s, int sig);
 int tc_cancel(tc_client *c, tc_stream *s);
 /* Give back the credit held by a slow reader and stop holding. */
