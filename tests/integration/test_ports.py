@@ -29,8 +29,7 @@ import urllib.parse
 import websockets
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
-from test_exec_stream import rss_kb  # noqa: E402
+from sbx_harness import Supervisor, rss_kb, stop_clean  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
