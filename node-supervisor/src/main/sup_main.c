@@ -30,6 +30,7 @@
 #include "sup_img_store.h"
 #include "sup_log.h"
 #include "sup_net.h"
+#include "sup_openapi.h"
 #include "sup_policy.h"
 #include "sup_pool.h"
 #include "sup_mcp.h"
@@ -533,6 +534,7 @@ int main(int argc, char **argv)
 		{ &sup_ports_family, &ports },
 		{ &sup_scrape_family, &scrape },
 		{ &sup_images_family, &images },
+		{ &sup_openapi_family, NULL },
 	};
 	const sup_http_mount metrics_mounts[] = { { &sup_scrape_family, &scrape_open } };
 	fit_fd_limit(&cfg);

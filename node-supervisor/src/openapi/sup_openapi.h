@@ -1,0 +1,19 @@
+/* GET /v1/openapi.json: the OpenAPI 3.1 document of this API
+ * (node-supervisor/openapi.json), built into the binary by
+ * cmake/embed.cmake, served as it is kept in the repository. It owns that
+ * one answer; it must not build or change the document at run time (so
+ * the file, its test and the answer never differ). */
+#ifndef SUP_OPENAPI_H
+#define SUP_OPENAPI_H
+
+#include <stddef.h>
+
+#include "sup_http.h"
+
+extern const sup_http_family sup_openapi_family;
+
+/* The document's bytes (NUL-terminated) and length, from the build. */
+extern const unsigned char sup_openapi_json[];
+extern const size_t sup_openapi_json_len;
+
+#endif
