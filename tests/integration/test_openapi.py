@@ -11,8 +11,13 @@ against what it describes:
   operation's JSON request schema;
 - a real supervisor serves the file byte for byte at GET /v1/openapi.json
   (with the token; 401 without, as every /v1 route; HEAD the same head).
-The supervisor runs with an empty pool: nothing is created; it is stopped
-and its state folder removed, also when a test fails.
+- a bounded property-based fuzz run (tests/openapi/fuzz.mjs, fast-check)
+  sends requests drawn from the document to that supervisor, with one live
+  sandbox for {id}, for SBX_FUZZ_SECONDS (default 5): any 5xx, or an error
+  answer without the error shape, fails with the shrunk request; the
+  supervisor must then stop clean (exit 0, no sanitizer report).
+The supervisor (a pool of one) is stopped and its state folder and
+containers removed, also when a test fails.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
@@ -260,7 +265,7 @@ class ServedTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         assert SUP and AGENT, "SBX_SUPERVISOR and SBX_AGENT must be set"
-        cls.sup = Supervisor(SUP, AGENT, pool_size=0)
+        cls.sup = Supervisor(SUP, AGENT, pool_size=1)
         try:
             cls.sup.start()
         except Exception:
@@ -298,6 +303,22 @@ class ServedTest(unittest.TestCase):
         st, hdrs, body = self.sup.request("POST", "/v1/openapi.json", body="{}")
         self.assertEqual(st, 405)
         self.assertEqual(hdrs.get("allow"), "GET")
+
+    def test_fuzz_no_5xx(self):
+        sb = self.sup.create()
+        env = dict(os.environ, SBX_URL="http://127.0.0.1:%d" % self.sup.port, SBX_TOKEN=self.sup.token,
+                   SBX_SANDBOX=sb["id"], SBX_FUZZ_SECONDS=os.environ.get("SBX_FUZZ_SECONDS", "5"))
+        out = subprocess.run(["node", os.path.join(TOOLS, "fuzz.mjs"), DOC], env=env, cwd=TOOLS,
+                             capture_output=True, text=True, timeout=120)
+        print(out.stdout, out.stderr)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr + self.sup.log())
+        m = re.search(r"fuzz: (\d+) requests over (\d+) operations", out.stdout)
+        self.assertTrue(m, out.stdout)
+        self.assertGreaterEqual(int(m.group(2)), 20)
+        self.assertGreater(int(m.group(1)), 0)
+        # The sandbox the draws ran against is still there and answers.
+        st, _, body = self.sup.exec(sb["id"], argv=["echo", "ok"])
+        self.assertEqual((st, body.get("stdout")), (200, "ok\n"), body)
 
 
 if __name__ == "__main__":

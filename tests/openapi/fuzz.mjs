@@ -1,0 +1,147 @@
+// A bounded property-based fuzz run of a live supervisor from its OpenAPI
+// document (fast-check): requests drawn from each operation's parameters
+// and request schema (and, a third of the time, bodies and values that
+// ignore them), sent over real HTTP. The property: no answer is a 5xx, and
+// every answer the API gives as an error has the error body shape.
+//   node fuzz.mjs DOCUMENT  with SBX_URL, SBX_TOKEN, SBX_SANDBOX (a live
+//   sandbox's id for {id}), SBX_FUZZ_SECONDS (default 5), SBX_FUZZ_SEED.
+// Prints the counterexample fast-check shrank to and exits 1 when the
+// property fails; 0 with the count of requests when it held.
+import { readFileSync } from "node:fs";
+import fc from "fast-check";
+
+const doc = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const base = process.env.SBX_URL;
+const token = process.env.SBX_TOKEN;
+const sandbox = process.env.SBX_SANDBOX;
+const seconds = Number(process.env.SBX_FUZZ_SECONDS || "5");
+const seed = process.env.SBX_FUZZ_SEED ? Number(process.env.SBX_FUZZ_SEED) : Date.now() ^ 0x5bd1e995;
+
+// Left out, each for a reason of its own (API.md has their 5xx and their
+// effects): what would reach off the machine or change the node for every
+// later request, answers documented as 5xx, and streams that stay open.
+const SKIP = {
+  "POST /v1/images": "a pull reaches a registry (nothing may leave the machine); uploads: it_images_api",
+  "POST /v1/sandboxes": "every valid draw is a cold create kept until the end",
+  "DELETE /v1/sandboxes/{id}": "would delete the sandbox every other draw runs against",
+  "PUT /v1/pools/{ref}": "would size pools: sandboxes made in the background",
+  "GET /v1/sandboxes/{id}/fs/watch": "a stream that stays open",
+  "GET /v1/sandboxes/{id}/processes/{pid}/ws": "a WebSocket upgrade",
+  "GET /v1/sandboxes/{id}/processes/{pid}/output": "a followed stream stays open",
+};
+const SKIP_PREFIX = ["/v1/sandboxes/{id}/ports/{port}", "/v1/sandboxes/{id}/mcp/"];
+
+function resolve(s) {
+  while (s && s.$ref) {
+    s = s.$ref.slice(2).split("/").map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"))
+      .reduce((o, k) => o[k], doc);
+  }
+  return s;
+}
+
+// A value of schema s (depth-bounded): what the document says is valid,
+// give or take what it says only with oneOf/not.
+function arb(s, depth = 0) {
+  s = resolve(s) || {};
+  if ("const" in s) return fc.constant(s.const);
+  if (s.enum) return fc.constantFrom(...s.enum);
+  const alts = s.oneOf || s.anyOf;
+  if (alts && !s.type) return fc.oneof(...alts.map((a) => arb(a, depth)));
+  switch (s.type) {
+    case "string":
+      return s.pattern ? fc.stringMatching(new RegExp(s.pattern))
+        : fc.string({ minLength: s.minLength || 0, maxLength: Math.min(s.maxLength ?? 40, 40), unit: "grapheme-ascii" });
+    case "integer":
+      return fc.integer({ min: s.minimum ?? -(2 ** 31), max: s.maximum ?? 2 ** 31 });
+    case "number":
+      return fc.double({ min: s.exclusiveMinimum ?? s.minimum ?? -1e9, max: s.maximum ?? 1e9,
+                         noNaN: true, noDefaultInfinity: true, minExcluded: "exclusiveMinimum" in s });
+    case "boolean":
+      return fc.boolean();
+    case "null":
+      return fc.constant(null);
+    case "array":
+      return depth > 3 ? fc.constant([]) : fc.array(arb(s.items, depth + 1), { minLength: s.minItems || 0, maxLength: Math.min(s.maxItems ?? 3, 3) });
+    case "object": {
+      if (depth > 3) return fc.constant({});
+      const props = s.properties || {};
+      const keys = Object.keys(props);
+      if (!keys.length && s.additionalProperties && typeof s.additionalProperties === "object")
+        return fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), arb(s.additionalProperties, depth + 1), { maxKeys: 3 });
+      const rec = {};
+      for (const k of keys) rec[k] = arb(props[k], depth + 1);
+      return fc.record(rec, { requiredKeys: s.required || [] });
+    }
+    default:
+      return fc.jsonValue({ maxDepth: 2 });
+  }
+}
+
+// Anything: the body or value a careless or hostile client sends.
+const junk = fc.oneof(fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)), fc.string({ maxLength: 64 }),
+                      fc.constantFrom("", "{", "null", "[]", "{\"a\":", "\u0000", "%00", "../..", "9".repeat(30)));
+
+const ops = [];
+for (const [path, item] of Object.entries(doc.paths)) {
+  for (const [method, op] of Object.entries(item)) {
+    if (!["get", "post", "put", "patch", "delete"].includes(method)) continue;
+    const key = method.toUpperCase() + " " + path;
+    if (SKIP[key] || SKIP_PREFIX.some((p) => path.startsWith(p))) continue;
+    const params = [...(item.parameters || []), ...(op.parameters || [])].map(resolve);
+    const json = op.requestBody?.content?.["application/json"]?.schema;
+    const raw = op.requestBody && !json;
+    const values = {};
+    for (const p of params) {
+      let a = arb(p.schema);
+      if (p.in === "path" && p.name === "id") a = fc.oneof({ weight: 9, arbitrary: fc.constant(sandbox) }, { weight: 1, arbitrary: a });
+      const any = fc.oneof({ weight: 2, arbitrary: a.map(String) }, { weight: 1, arbitrary: fc.string({ maxLength: 16 }) });
+      values[p.in + ":" + p.name] = p.required ? any : fc.option(any, { nil: undefined });
+    }
+    const body = json ? fc.oneof({ weight: 2, arbitrary: arb(json).map((v) => JSON.stringify(v)) }, { weight: 1, arbitrary: junk })
+      : raw ? fc.option(fc.string({ maxLength: 256 }), { nil: undefined }) : fc.constant(undefined);
+    ops.push(fc.record({ method: fc.constant(method.toUpperCase()), path: fc.constant(path), values: fc.record(values), body }));
+  }
+}
+
+let sent = 0;
+async function send(req) {
+  let path = req.path;
+  const q = new URLSearchParams();
+  const headers = { Authorization: "Bearer " + token };
+  for (const [k, v] of Object.entries(req.values)) {
+    if (v === undefined) continue;
+    const [where, name] = k.split(":");
+    if (where === "path") path = path.replace("{" + name + "}", encodeURIComponent(v));
+    else if (where === "query") q.append(name, v);
+    else if (where === "header") headers[name] = v.replace(/[^\x20-\x7e]/g, "");
+  }
+  if (req.body !== undefined) headers["Content-Type"] = "application/json";
+  const url = base + path + (q.size ? "?" + q : "");
+  const r = await fetch(url, { method: req.method, headers, body: req.body, signal: AbortSignal.timeout(15000) });
+  const text = await r.text();
+  sent++;
+  return { url, status: r.status, type: r.headers.get("content-type") || "", text };
+}
+
+const started = Date.now();
+const statuses = {};
+try {
+  await fc.assert(
+    fc.asyncProperty(fc.oneof(...ops), async (req) => {
+      const a = await send(req);
+      statuses[a.status] = (statuses[a.status] || 0) + 1;
+      if (a.status >= 500) throw new Error(`${req.method} ${a.url} -> ${a.status} ${a.text.slice(0, 300)}`);
+      if (a.status >= 400 && a.type.startsWith("application/json")) {
+        const e = JSON.parse(a.text).error;
+        if (!e || typeof e.code !== "string" || typeof e.message !== "string")
+          throw new Error(`${req.method} ${a.url} -> ${a.status} without the error shape: ${a.text.slice(0, 300)}`);
+      }
+    }),
+    { seed, numRuns: 1e9, interruptAfterTimeLimit: seconds * 1000, markInterruptAsFailure: false, endOnFailure: false },
+  );
+} catch (e) {
+  console.log(`fuzz: FAILED (seed ${seed}, ${sent} requests): ${e.message.slice(0, 3000)}`);
+  process.exit(1);
+}
+console.log(`fuzz: ${sent} requests over ${ops.length} operations in ${((Date.now() - started) / 1000).toFixed(1)} s, ` +
+            `seed ${seed}, no 5xx; statuses ${JSON.stringify(statuses)}`);
