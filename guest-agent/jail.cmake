@@ -5,9 +5,10 @@
 # links AGENT_SECCOMP_A and AGENT_JANSSON_A). Included from CMakeLists.txt.
 set(AGENT_JAIL_BUILTIN_C ${CMAKE_CURRENT_BINARY_DIR}/agent_seccomp_builtin.c)
 add_custom_command(OUTPUT ${AGENT_JAIL_BUILTIN_C}
-  COMMAND ${CMAKE_COMMAND} -DINPUT=${CMAKE_CURRENT_SOURCE_DIR}/seccomp/default.json
-          -DOUTPUT=${AGENT_JAIL_BUILTIN_C} -P ${CMAKE_CURRENT_SOURCE_DIR}/seccomp/embed.cmake
-  DEPENDS seccomp/default.json seccomp/embed.cmake
+  COMMAND ${CMAKE_COMMAND} -DIN=${CMAKE_CURRENT_SOURCE_DIR}/seccomp/default.json
+          -DOUT=${AGENT_JAIL_BUILTIN_C} -DNAME=agent_seccomp_builtin_json -DLEN=agent_seccomp_builtin_len
+          -P ${PROJECT_SOURCE_DIR}/cmake/embed.cmake
+  DEPENDS seccomp/default.json ${PROJECT_SOURCE_DIR}/cmake/embed.cmake
   COMMENT "Embedding the default seccomp profile")
 add_custom_target(agent_jail_builtin DEPENDS ${AGENT_JAIL_BUILTIN_C})
 

@@ -13,7 +13,7 @@
 #include "sbx/cleanup.h"
 #include "agent_seccomp.h"
 
-/* Generated from seccomp/default.json at build time (seccomp/embed.cmake). */
+/* Generated from seccomp/default.json at build time (cmake/embed.cmake). */
 extern const char agent_seccomp_builtin_json[];
 extern const size_t agent_seccomp_builtin_len;
 

@@ -13,7 +13,7 @@
 extern const sup_http_family sup_openapi_family;
 
 /* The document's bytes (NUL-terminated) and length, from the build. */
-extern const unsigned char sup_openapi_json[];
+extern const char sup_openapi_json[];
 extern const size_t sup_openapi_json_len;
 
 #endif
