@@ -449,14 +449,30 @@ static void only_the_sessions_answer(tc_stream *s)
 	assert_int_equal(strchr(s->out, '\n') - s->out + 1, s->out_len);
 }
 
+/* A session on name's spare in state (ready or warming): one ping, eof,
+ * and only its answer comes out. */
+static void one_ping_on_the_spare(tc_client *c, const char *name, sbx_proto_mcp_state state)
+{
+	sbx_proto_mcp_status st;
+	tc_stream *s;
+	bool spare;
+
+	status_wait(c, name, state, &st);
+	assert_true(st.spare_pid > 0);
+	s = open_session(c, name, 0);
+	assert_int_equal(session_pid(c, s, &spare), st.spare_pid);
+	assert_true(spare);
+	send_line(c, s, ping, true);
+	wait_done(c, s);
+	only_the_sessions_answer(s);
+}
+
 static void spare_is_warming_until_it_answers_the_ping(void **state)
 {
 	fixture *fx = *state;
 	tc_client *c = fx_client(fx, 0);
 	sbx_proto_mcp_status st;
 	uint64_t t0;
-	tc_stream *s;
-	bool spare;
 
 	/* A server that loads for 1.5 s: running, but warming until then. */
 	configure(c, "slow", "slow", "1.5", 0);
@@ -465,21 +481,10 @@ static void spare_is_warming_until_it_answers_the_ping(void **state)
 	assert_true(st.spare_pid > 0);
 	status_ready(c, "slow", &st);
 	assert_true(test_now_ms() - t0 >= 1000);
-	s = open_session(c, "slow", 0);
-	assert_int_equal(session_pid(c, s, &spare), st.spare_pid);
-	assert_true(spare);
-	send_line(c, s, ping, true);
-	wait_done(c, s);
-	only_the_sessions_answer(s);
+	one_ping_on_the_spare(c, "slow", SBX_MCP_READY);
 	/* A session on the spare still warming: the answer that comes late is
 	 * dropped there too. */
-	status_wait(c, "slow", SBX_MCP_WARMING, &st);
-	s = open_session(c, "slow", 0);
-	assert_int_equal(session_pid(c, s, &spare), st.spare_pid);
-	assert_true(spare);
-	send_line(c, s, ping, true);
-	wait_done(c, s);
-	only_the_sessions_answer(s);
+	one_ping_on_the_spare(c, "slow", SBX_MCP_WARMING);
 	fx_wait_procs(fx, fake_cmdline("slow 1.5"), 1);
 }
 
@@ -488,17 +493,9 @@ static void spare_that_never_answers_pings_is_served(void **state)
 	fixture *fx = *state;
 	tc_client *c = fx_client(fx, 0);
 	sbx_proto_mcp_status st;
-	tc_stream *s;
-	bool spare;
 
 	configure(c, "noping", "noping", NULL, 0);
-	status_wait(c, "noping", SBX_MCP_WARMING, &st);
-	s = open_session(c, "noping", 0);
-	assert_int_equal(session_pid(c, s, &spare), st.spare_pid);
-	assert_true(spare);
-	send_line(c, s, ping, true);
-	wait_done(c, s);
-	only_the_sessions_answer(s);
+	one_ping_on_the_spare(c, "noping", SBX_MCP_WARMING);
 	/* The next spare warms again (a cold one once AGENT_MCP_WARM_MS is
 	 * over: still used, as above). */
 	status_wait(c, "noping", SBX_MCP_WARMING, &st);
