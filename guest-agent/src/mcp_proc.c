@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 #include <jansson.h>
@@ -41,6 +42,14 @@ struct agent_mcp_proc {
 	 * are made from the loop, never under proc's or the owner's own call
 	 * stack: an owner may detach (free this) inside any of them. */
 	struct event *notify_ev;
+
+	/* The warm-up ping (agent_mcp_proc_warm): its id, its answer still
+	 * awaited, until when it counts as warming, and its stdin bytes not yet
+	 * reported (they are no owner's credit). */
+	char warm_id[48];
+	bool warm_wait;
+	struct timespec warm_until;
+	size_t warm_unacked;
 };
 
 static void mp_free(agent_mcp_proc *m)
@@ -118,8 +127,20 @@ static void report_bad(agent_mcp_proc *m, sbx_proto_code code, const char *msg)
 	notify(m);
 }
 
-/* Check the line buf[ready, nl) (nl at its '\n'); true if it is kept. */
-static bool check_line(agent_mcp_proc *m, size_t nl)
+/* j answers the warm-up ping (a result or an error with its id). */
+static bool warm_answer(const agent_mcp_proc *m, const json_t *j)
+{
+	const json_t *id = json_object_get(j, "id");
+
+	return m->warm_wait && json_is_string(id) && strcmp(json_string_value(id), m->warm_id) == 0 &&
+	       !json_object_get(j, "method") && (json_object_get(j, "result") || json_object_get(j, "error"));
+}
+
+typedef enum { LINE_KEEP, LINE_DROP, LINE_BAD } line_verdict;
+
+/* Check the line buf[ready, nl) (nl at its '\n'): kept, dropped (the
+ * warm-up's answer) or bad (reported). */
+static line_verdict check_line(agent_mcp_proc *m, size_t nl)
 {
 	size_t n = nl - m->ready;
 	json_error_t jerr;
@@ -130,7 +151,7 @@ static bool check_line(agent_mcp_proc *m, size_t nl)
 		snprintf(msg, sizeof(msg), "the server wrote a line of %zu bytes, over the limit of %zu", n,
 			 m->max_line);
 		report_bad(m, SBX_PROTO_E_TOO_LARGE, msg);
-		return false;
+		return LINE_BAD;
 	}
 	j = json_loadb((const char *)m->buf + m->ready, n, 0, &jerr);
 	if (!j) {
@@ -141,10 +162,15 @@ static bool check_line(agent_mcp_proc *m, size_t nl)
 			msg[0] = '\0';
 		printable(msg, strlen(msg));
 		report_bad(m, SBX_PROTO_E_BAD_OUTPUT, msg);
-		return false;
+		return LINE_BAD;
+	}
+	if (warm_answer(m, j)) {
+		m->warm_wait = false;
+		json_decref(j);
+		return LINE_DROP;
 	}
 	json_decref(j);
-	return true;
+	return LINE_KEEP;
 }
 
 /* Move the whole lines among buf[ready, len) to the checked part. */
@@ -152,18 +178,20 @@ static void scan(agent_mcp_proc *m)
 {
 	while (!m->bad) {
 		uint8_t *nl = memchr(m->buf + m->ready, '\n', m->len - m->ready);
+		line_verdict verdict;
 		size_t at;
 
 		if (!nl)
 			break;
 		at = (size_t)(nl - m->buf);
-		if (blank(m->buf + m->ready, at - m->ready)) {
+		verdict = blank(m->buf + m->ready, at - m->ready) ? LINE_DROP : check_line(m, at);
+		if (verdict == LINE_BAD)
+			return;
+		if (verdict == LINE_DROP) {
 			memmove(m->buf + m->ready, nl + 1, m->len - at - 1);
 			m->len -= at + 1 - m->ready;
 			continue;
 		}
-		if (!check_line(m, at))
-			return;
 		m->ready = at + 1;
 	}
 	if (!m->bad && m->len - m->ready > m->max_line) {
@@ -283,8 +311,12 @@ static void sink_output(void *ud, agent_proc_stream s, const void *data, size_t 
 static void sink_stdin_done(void *ud, size_t n)
 {
 	agent_mcp_proc *m = ud;
+	/* The pipe takes bytes in order: the warm-up's go first. */
+	size_t warm = n < m->warm_unacked ? n : m->warm_unacked;
 
-	if (m->owner->stdin_done)
+	m->warm_unacked -= warm;
+	n -= warm;
+	if (n && m->owner->stdin_done)
 		m->owner->stdin_done(m->ud, n);
 }
 
@@ -391,6 +423,43 @@ void agent_mcp_proc_taken(agent_mcp_proc *m, size_t n)
 		return;
 	}
 	agent_proc_resume(m->proc, AGENT_PROC_STDOUT);
+}
+
+int agent_mcp_proc_warm(agent_mcp_proc *m, unsigned timeout_ms, sbx_err *err)
+{
+	static uint64_t seq;
+	char line[sizeof(m->warm_id) + 64];
+	int n, ret;
+
+	snprintf(m->warm_id, sizeof(m->warm_id), "%s%llu", AGENT_MCP_WARM_ID_PREFIX, (unsigned long long)++seq);
+	n = snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"ping\"}\n", m->warm_id);
+	/* Counted first: a pipe already closed reports the bytes at once. */
+	m->warm_unacked += (size_t)n;
+	ret = agent_mcp_proc_write(m, line, (size_t)n, err);
+	if (ret < 0) {
+		m->warm_unacked -= (size_t)n;
+		return ret;
+	}
+	m->warm_wait = true;
+	clock_gettime(CLOCK_MONOTONIC, &m->warm_until);
+	m->warm_until.tv_sec += timeout_ms / 1000;
+	m->warm_until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (m->warm_until.tv_nsec >= 1000000000L) {
+		m->warm_until.tv_sec++;
+		m->warm_until.tv_nsec -= 1000000000L;
+	}
+	return 0;
+}
+
+bool agent_mcp_proc_warming(const agent_mcp_proc *m)
+{
+	struct timespec now;
+
+	if (!m->warm_wait)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec < m->warm_until.tv_sec ||
+	       (now.tv_sec == m->warm_until.tv_sec && now.tv_nsec < m->warm_until.tv_nsec);
 }
 
 int agent_mcp_proc_write(agent_mcp_proc *m, const void *p, size_t n, sbx_err *err)

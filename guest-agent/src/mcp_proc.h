@@ -12,8 +12,14 @@
  * whose last lines explain a crash.
  *
  * The owner may change (a spare process is owned by its server until a
- * session takes it). This module owns the process, its buffers and its
- * line checks; it must not know the protocol's streams or the servers. */
+ * session takes it).
+ *
+ * Warm-up (agent_mcp_proc_warm): one JSON-RPC ping with an id of the
+ * reserved form AGENT_MCP_WARM_ID_PREFIX<n> is written first; its one
+ * answer (a result or an error with that id) is dropped here, whoever owns
+ * the process by then, and its stdin bytes are no owner's credit. Every
+ * other line passes as above. This module owns the process, its buffers and
+ * its line checks; it must not know the protocol's streams or the servers. */
 #ifndef AGENT_MCP_PROC_H
 #define AGENT_MCP_PROC_H
 
@@ -29,6 +35,10 @@
 
 struct event_base;
 typedef struct agent_mcp_proc agent_mcp_proc;
+
+/* Ids of this form are the agent's own (the warm-up ping); a client's
+ * request must not use them: its one answer would be dropped. */
+#define AGENT_MCP_WARM_ID_PREFIX "sbx-agent-warmup-"
 
 /* Bytes of stderr kept per process. */
 #define AGENT_MCP_STDERR_RING (16u << 10)
@@ -68,6 +78,11 @@ void agent_mcp_proc_taken(agent_mcp_proc *m, size_t n);
 /* Stdin bytes, within AGENT_PROC_STDIN_MAX pending (-ENOBUFS beyond). */
 int agent_mcp_proc_write(agent_mcp_proc *m, const void *p, size_t n, sbx_err *err);
 void agent_mcp_proc_close_stdin(agent_mcp_proc *m);
+
+/* Write the warm-up ping; it counts as warming for timeout_ms at most. */
+int agent_mcp_proc_warm(agent_mcp_proc *m, unsigned timeout_ms, sbx_err *err);
+/* The warm-up's answer is awaited and its time has not run out. */
+bool agent_mcp_proc_warming(const agent_mcp_proc *m);
 
 /* The last whole lines of stderr, at most cap - 1 bytes, NUL-terminated,
  * lines joined by '\n'; control bytes but tab, and every byte of what is

@@ -108,6 +108,9 @@ static void start_spare(agent_mcp_server *s)
 		return;
 	}
 	s->st.started++;
+	/* A spare that cannot be pinged is still a spare, only a cold one. */
+	if (agent_mcp_proc_warm(s->spare, AGENT_MCP_WARM_MS, &err) < 0)
+		agent_log_warn("mcp server %s: warm-up: %s", s->st.name, err.msg);
 }
 
 static void restart_cb(evutil_socket_t fd, short what, void *ud)
@@ -147,7 +150,10 @@ static void fill_status(const agent_mcp_server *s, sbx_proto_mcp_status *st)
 {
 	*st = s->st;
 	st->spare_pid = s->spare ? agent_mcp_proc_pid(s->spare) : 0;
-	st->state = !s->spare ? SBX_MCP_CRASHED : st->spare_pid ? SBX_MCP_READY : SBX_MCP_STARTING;
+	st->state = !s->spare ? SBX_MCP_CRASHED
+		    : !st->spare_pid ? SBX_MCP_STARTING
+		    : agent_mcp_proc_warming(s->spare) ? SBX_MCP_WARMING
+		    : SBX_MCP_READY;
 }
 
 int agent_mcp_configure(agent_ctx *ctx, const msgpack_object *args, sbx_proto_mcp_status *st, sbx_err *err)

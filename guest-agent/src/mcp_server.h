@@ -4,7 +4,9 @@
  * exec's parser, run as the sandbox user on pipes) with its line limit. Each
  * keeps one spare process started ahead (agent_mcp_proc), so that a
  * session's initialize pays only the server's answer: a session takes the
- * spare and a new spare is started at once. A spare that ends on its own
+ * spare and a new spare is started at once. A spare is warmed with one
+ * ping (mcp_proc.h) and counts as ready once it answered, or once
+ * AGENT_MCP_WARM_MS passed without an answer (a cold spare, still used). A spare that ends on its own
  * (or writes a bad line) is a crash: kept in the status with its last
  * stderr lines, and the spare is started again after a back-off (0.5 s,
  * doubling to 30 s, back to 0.5 s once a session took one). Servers outlive
@@ -33,6 +35,8 @@ typedef struct agent_mcp_server agent_mcp_server;
 #define AGENT_MCP_MAX_SESSIONS 128u
 #define AGENT_MCP_BACKOFF_MIN_MS 500u
 #define AGENT_MCP_BACKOFF_MAX_MS 30000u
+/* Longest a spare counts as warming: npx fetching a package may be slow. */
+#define AGENT_MCP_WARM_MS 20000u
 
 /* A session as its server sees it (embedded in the session). */
 typedef struct agent_mcp_link {

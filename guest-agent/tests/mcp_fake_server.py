@@ -7,11 +7,18 @@ with exit 3 after the first line, saying why on stderr), garbage (answers
 the first line with text that is not JSON), long N (answers with a line of
 N bytes), flood (writes small notifications for ever), silent (reads, never
 answers), blank (blank lines, then an answer without its newline, then
-exits once stdin ends).
+exits once stdin ends), slow SECS (sleeps SECS before reading, like a
+server still loading, then echo), noping (echo, but never answers the
+agent's warm-up ping). Every other mode answers the agent's warm-up ping
+(an id starting "sbx-agent-warmup-") as a server would, and misbehaves on
+the session's lines only.
 """
 import json
 import os
 import sys
+import time
+
+WARMUP_PREFIX = "sbx-agent-warmup-"
 
 
 def status(key):
@@ -31,9 +38,16 @@ def main():
                            "params": {"data": "x" * 100}}) + "\n"
         while True:
             out.write(line)
+    if mode == "slow":
+        time.sleep(float(sys.argv[2]))
     for raw in sys.stdin:
         msg = json.loads(raw)
-        if mode == "echo":
+        warmup = str(msg.get("id", "")).startswith(WARMUP_PREFIX)
+        if warmup and mode == "noping":
+            continue
+        if warmup:
+            out.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}) + "\n")
+        elif mode in ("echo", "slow", "noping"):
             res = {"echo": msg, "_meta": {"pid": os.getpid(), "uid": os.getuid(),
                                           "nnp": status("NoNewPrivs"),
                                           "seccomp": status("Seccomp"),

@@ -4,7 +4,8 @@
  * new spare at once, two sessions on two processes, a crash with its stderr
  * lines and the next session on a fresh process, garbage and a line over
  * the limit failing only their session, a flood held back by credit, the
- * idle timeout, removal, blank lines, the agent's end, and bad input. */
+ * idle timeout, removal, blank lines, the agent's end, bad input, and the
+ * warm-up ping: warming until answered, its answer never in a session. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -78,16 +79,18 @@ static void configure(tc_client *c, const char *name, const char *mode, const ch
 
 static tc_stream *open_session(tc_client *c, const char *name, uint64_t idle_ms);
 static void status_ready(tc_client *c, const char *name, sbx_proto_mcp_status *out);
+static void status_wait(tc_client *c, const char *name, sbx_proto_mcp_state state, sbx_proto_mcp_status *out);
 
 /* Server name running the fake server in mode, its spare up (its status in
- * *st unless NULL), a session on it. */
+ * *st unless NULL), a session on it. The flood never reads its warm-up
+ * ping: its spare stays warming (for AGENT_MCP_WARM_MS). */
 static tc_stream *ready_session(tc_client *c, const char *name, const char *mode, const char *arg, uint64_t max_line,
 				uint64_t idle_ms, sbx_proto_mcp_status *st)
 {
 	sbx_proto_mcp_status mine;
 
 	configure(c, name, mode, arg, max_line);
-	status_ready(c, name, st ? st : &mine);
+	status_wait(c, name, strcmp(mode, "flood") == 0 ? SBX_MCP_WARMING : SBX_MCP_READY, st ? st : &mine);
 	return open_session(c, name, idle_ms);
 }
 
@@ -155,6 +158,12 @@ static size_t list(tc_client *c, sbx_proto_mcp_status **sts)
 /* The status of server name once its spare is up (ready). */
 static void status_ready(tc_client *c, const char *name, sbx_proto_mcp_status *out)
 {
+	status_wait(c, name, SBX_MCP_READY, out);
+}
+
+/* The status of server name once it is in state. */
+static void status_wait(tc_client *c, const char *name, sbx_proto_mcp_state state, sbx_proto_mcp_status *out)
+{
 	uint64_t deadline = test_now_ms() + FX_WAIT_MS;
 
 	for (;;) {
@@ -162,14 +171,14 @@ static void status_ready(tc_client *c, const char *name, sbx_proto_mcp_status *o
 		size_t n = list(c, &sts);
 
 		for (size_t i = 0; i < n; i++)
-			if (strcmp(sts[i].name, name) == 0 && sts[i].state == SBX_MCP_READY) {
+			if (strcmp(sts[i].name, name) == 0 && sts[i].state == state) {
 				*out = sts[i];
 				free(sts);
 				return;
 			}
 		free(sts);
 		if (test_now_ms() > deadline)
-			fail_msg("server %s never ready", name);
+			fail_msg("server %s never %s", name, sbx_proto_mcp_state_name(state));
 		tc_run(c->base, 20);
 	}
 }
@@ -417,7 +426,7 @@ static void agent_end_ends_every_server(void **state)
 	configure(c, "echo", "echo", NULL, 0);
 	configure(c, "flood", "flood", NULL, 0);
 	status_ready(c, "echo", &st);
-	status_ready(c, "flood", &st);
+	status_wait(c, "flood", SBX_MCP_WARMING, &st);
 	s = open_session(c, "echo", 0);
 	send_line(c, s, ping, false);
 	fx_wait_output(c, s, "\"ping\"");
@@ -427,6 +436,71 @@ static void agent_end_ends_every_server(void **state)
 	assert_int_equal(agent_ns_wait_exit(&fx->ns, 5000, &status), 0);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* The session's output holds exactly one line, the answer to id 1 (the
+ * warm-up's answer never reaches it). */
+static void only_the_sessions_answer(tc_stream *s)
+{
+	assert_false(s->failed);
+	assert_non_null(strstr(s->out, "\"id\": 1,"));
+	assert_null(strstr(s->out, "sbx-agent-warmup-"));
+	assert_non_null(strchr(s->out, '\n'));
+	assert_int_equal(strchr(s->out, '\n') - s->out + 1, s->out_len);
+}
+
+/* A session on name's spare in state (ready or warming): one ping, eof,
+ * and only its answer comes out. */
+static void one_ping_on_the_spare(tc_client *c, const char *name, sbx_proto_mcp_state state)
+{
+	sbx_proto_mcp_status st;
+	tc_stream *s;
+	bool spare;
+
+	status_wait(c, name, state, &st);
+	assert_true(st.spare_pid > 0);
+	s = open_session(c, name, 0);
+	assert_int_equal(session_pid(c, s, &spare), st.spare_pid);
+	assert_true(spare);
+	send_line(c, s, ping, true);
+	wait_done(c, s);
+	only_the_sessions_answer(s);
+}
+
+static void spare_is_warming_until_it_answers_the_ping(void **state)
+{
+	fixture *fx = *state;
+	tc_client *c = fx_client(fx, 0);
+	sbx_proto_mcp_status st;
+	uint64_t t0;
+
+	/* A server that loads for 1.5 s: running, but warming until then. */
+	configure(c, "slow", "slow", "1.5", 0);
+	t0 = test_now_ms();
+	status_wait(c, "slow", SBX_MCP_WARMING, &st);
+	assert_true(st.spare_pid > 0);
+	status_ready(c, "slow", &st);
+	assert_true(test_now_ms() - t0 >= 1000);
+	one_ping_on_the_spare(c, "slow", SBX_MCP_READY);
+	/* A session on the spare still warming: the answer that comes late is
+	 * dropped there too. */
+	one_ping_on_the_spare(c, "slow", SBX_MCP_WARMING);
+	fx_wait_procs(fx, fake_cmdline("slow 1.5"), 1);
+}
+
+static void spare_that_never_answers_pings_is_served(void **state)
+{
+	fixture *fx = *state;
+	tc_client *c = fx_client(fx, 0);
+	sbx_proto_mcp_status st;
+
+	configure(c, "noping", "noping", NULL, 0);
+	one_ping_on_the_spare(c, "noping", SBX_MCP_WARMING);
+	/* The next spare warms again (a cold one once AGENT_MCP_WARM_MS is
+	 * over: still used, as above). */
+	status_wait(c, "noping", SBX_MCP_WARMING, &st);
+	assert_int_equal(st.opened, 1);
+	fx_wait_procs(fx, fake_cmdline("noping"), 1);
 }
 
 /* op with {"name": name, "argv": ["cat"] (with argv), key: sval or ival}
@@ -594,6 +668,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(blank_lines_dropped_last_line_kept, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(agent_end_ends_every_server, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(bad_input_gets_clear_errors, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(spare_is_warming_until_it_answers_the_ping, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(spare_that_never_answers_pings_is_served, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(everything_initialize_list_call_crash, fx_setup_container_caps,
 						fx_teardown),
 		cmocka_unit_test_setup_teardown(everything_behind_a_noisy_launcher, fx_setup, fx_teardown),

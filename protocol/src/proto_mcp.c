@@ -44,6 +44,7 @@ static const char *const state_names[] = {
 	[SBX_MCP_STARTING] = "starting",
 	[SBX_MCP_READY] = "ready",
 	[SBX_MCP_CRASHED] = "crashed",
+	[SBX_MCP_WARMING] = "warming",
 };
 
 const char *sbx_proto_mcp_state_name(sbx_proto_mcp_state s)

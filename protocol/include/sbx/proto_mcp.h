@@ -68,6 +68,7 @@ typedef enum sbx_proto_mcp_state {
 	SBX_MCP_STARTING = 0, /* the spare process is being started */
 	SBX_MCP_READY,        /* a spare process runs, waiting for a session */
 	SBX_MCP_CRASHED,      /* the last process ended on its own; restart pending */
+	SBX_MCP_WARMING,      /* a spare runs; its warm-up ping is not answered yet */
 } sbx_proto_mcp_state;
 
 const char *sbx_proto_mcp_state_name(sbx_proto_mcp_state s);
