@@ -189,7 +189,7 @@ class DocumentTest(unittest.TestCase):
         ops = doc_ops(doc)
         tables = all_routes()
         self.assertGreaterEqual(len(tables), 5, tables)  # sandboxes, files, procs, metrics, images...
-        missing, n = [], 0
+        missing, n, covered, rests = [], 0, set(), []
         for path, rows in tables.items():
             self.assertTrue(rows, "%s defines a family but no route row was read from it" % path)
             for method, pattern in rows:
@@ -199,10 +199,20 @@ class DocumentTest(unittest.TestCase):
                 # document has the path without it and with one more
                 # parameter ({rest}).
                 want = [pattern[:-3], pattern[:-3] + "/{}"] if pattern.endswith("{*}") else [pattern]
+                if pattern.endswith("{*}"):
+                    rests.append((method, shape(pattern[:-3]) + "/"))
                 for p in want:
+                    covered.add((method, shape(p)))
                     if (method, shape(p)) not in ops:
                         missing.append("%s %s (%s)" % (method, p, path))
         self.assertEqual(missing, [], "route rows without an operation in openapi.json")
+        # And the other way: an operation no row serves is a stale promise.
+        # (a {*} row serves every path below its prefix: the proxy's own
+        # .../url is one of them)
+        stale = sorted("%s %s" % (m, ops[(m, sh)][0]) for (m, sh) in ops
+                       if (m, sh) not in covered
+                       and not any(m == rm and sh.startswith(rp) for rm, rp in rests))
+        self.assertEqual(stale, [], "operations in openapi.json that no route row serves")
         print("%d route rows of %d families, each in the document (%d operations)"
               % (n, len(tables), len(ops)))
 

@@ -205,7 +205,7 @@ static void on_grace_over(evutil_socket_t fd, short what, void *ud)
 	sup_main *m = ud;
 	(void)fd;
 	(void)what;
-	sup_error("shutdown took longer than %d s; exiting with sandboxes left (the next start removes them)",
+	sup_error("shutdown took longer than %d s; exiting with sandboxes left (the next start adopts what the catalog holds and runc confirms, and removes the rest)",
 		  SHUTDOWN_GRACE_S);
 	event_base_loopbreak(m->base);
 }
