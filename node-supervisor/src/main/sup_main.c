@@ -517,6 +517,7 @@ int main(int argc, char **argv)
 	sup_ports_ctx ports;
 	if (sup_ports_init(&ports, m.core, cfg.ports_domain, &err) < 0)
 		goto fail;
+	ports.answer_ms = cfg.ports_answer_ms;
 	m.requests = sup_scrape_requests_new();
 	if (!m.requests) {
 		sbx_err_set(&err, -ENOMEM, "metrics");
