@@ -37,13 +37,25 @@ def pct(v, p):
     return h.percentile(v, p)
 
 
+def side_by_side(run, each):
+    """run(x) for every x of each, a thread each, started together: the
+    seconds until the last one ended."""
+    import threading
+    threads = [threading.Thread(target=run, args=(x,)) for x in each]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.monotonic() - t0
+
+
 def load(port, path, headers, sessions, calls, settle=None):
     """sessions sessions (initialized one after the other, then settle()),
     then calls tools/call echo each, the sessions side by side (a thread
     each, one keep-alive connection each). Answers come as JSON or as one
     SSE event (Accept takes both, as clients send)."""
     import http.client
-    import threading
     conns = []
     for _ in range(sessions):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -58,7 +70,8 @@ def load(port, path, headers, sessions, calls, settle=None):
         settle()
     lat, errors = [], []
 
-    def run(c, hd):
+    def run(ch):
+        c, hd = ch
         # A fresh connection: node's server closes one idle for 5 s, as
         # the first sessions' are while the others start.
         c.close()
@@ -78,13 +91,7 @@ def load(port, path, headers, sessions, calls, settle=None):
         except Exception as e:  # noqa: BLE001 (reported below)
             errors.append(e)
         lat.extend(mine)
-    threads = [threading.Thread(target=run, args=ch) for ch in conns]
-    t0 = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    secs = time.monotonic() - t0
+    secs = side_by_side(run, conns)
     for c, hd in conns:
         c.close()
         delete("127.0.0.1", port, path, hd)
@@ -142,7 +149,6 @@ def stdio_floor_side_by_side(sessions, calls):
     """calls/s of sessions servers on their own pipes, each driven by a
     thread of this same client side by side: what the host gives with no
     transport at all (the ceiling of the 20-session rows)."""
-    import threading
     procs = [subprocess.Popen(["node", EVERYTHING], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True, bufsize=1) for _ in range(sessions)]
     lat, errors = [], []
@@ -171,13 +177,7 @@ def stdio_floor_side_by_side(sessions, calls):
         for p in procs:
             call(p, INIT)
             p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-        threads = [threading.Thread(target=run, args=(p,)) for p in procs]
-        t0 = time.monotonic()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        secs = time.monotonic() - t0
+        secs = side_by_side(run, procs)
     finally:
         for p in procs:
             p.kill()
