@@ -2,7 +2,9 @@
 sandbox-supervisor with real runc sandboxes: every SDK call (create as a
 context manager, connect, list, renew, run with streaming callbacks and
 exit codes, files with a 20 MiB round trip by sha256, watch, background
-processes, the WebSocket terminal, ports, MCP), the typed exceptions
+processes, the WebSocket terminal, ports, MCP, the async wrappers), the
+SDK's RFC 6455 client against python3-websockets' server (fragments, ping,
+masking, the size bound), the typed exceptions
 (unknown sandbox NotFound, bad token Unauthorized, a path outside the
 policy Forbidden, QuotaExceeded from a tenant's quota, ...), and that
 `pip install ./sdk/python` works offline (into a temporary folder, from a
@@ -10,6 +12,7 @@ copy of the tree). Everything made is removed, also on failure.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
+import asyncio
 import hashlib
 import http.client
 import json
@@ -227,6 +230,58 @@ class SdkTest(unittest.TestCase):
                 pass
             self.assertEqual(t.exit["exit_code"], 3)
 
+    def test_websocket_client(self):
+        # The SDK's RFC 6455 client against another implementation (Debian's
+        # python3-websockets as the server): a fragmented message
+        # reassembled, a ping answered (the server waits for its pong),
+        # masked frames taken by a server that refuses unmasked ones, a
+        # 64-bit length, and a message over the bound closed with 1009.
+        import websockets
+        from sbx.ws import WebSocket
+        seen = {}
+        ready = threading.Event()
+        loop = asyncio.new_event_loop()
+
+        async def handler(ws, path=None):
+            seen["auth"] = ws.request_headers.get("Authorization")
+            await ws.send([b"frag1-", b"frag2"])
+            await asyncio.wait_for(await ws.ping(b"hi"), 5)
+            seen["pong"] = True
+            await ws.send("text msg")
+            await ws.send(await ws.recv())
+            try:
+                await ws.send(b"x" * (2 << 20))
+            except websockets.exceptions.ConnectionClosed:
+                pass  # the client closed before all of it went out
+            await ws.wait_closed()
+            seen["close"] = ws.close_code
+
+        async def serve():
+            async with websockets.serve(handler, "127.0.0.1", 0, max_size=4 << 20) as srv:
+                seen["port"] = srv.sockets[0].getsockname()[1]
+                ready.set()
+                while "close" not in seen:
+                    await asyncio.sleep(0.05)
+
+        th = threading.Thread(target=lambda: loop.run_until_complete(serve()))
+        th.start()
+        try:
+            self.assertTrue(ready.wait(10))
+            c = sbx.Client("http://127.0.0.1:%d" % seen["port"], "tok")
+            ws = WebSocket.connect(c, "/ws")
+            self.assertEqual(ws.recv(), ("binary", b"frag1-frag2"))
+            self.assertEqual(ws.recv(), ("text", "text msg"))
+            self.assertTrue(seen.get("pong"))
+            big = os.urandom(70000)
+            ws.send_binary(big)
+            self.assertEqual(ws.recv(), ("binary", big))
+            with self.assertRaises(sbx.ProtocolError):
+                ws.recv()
+        finally:
+            th.join(15)
+            loop.close()
+        self.assertEqual((seen["auth"], seen["close"]), ("Bearer tok", 1009))
+
     def test_ports(self):
         self.sb.files.write("/workspace/www/hello.txt", "hello port\n", parents=True)
         srv = self.sb.processes.start(["python3", "-m", "http.server", "8000", "--bind", "127.0.0.1"],
@@ -317,6 +372,25 @@ class SdkTest(unittest.TestCase):
             stop_clean(sup)
         finally:
             sup.cleanup()
+
+    def test_async(self):
+        from sbx.aio import AsyncSandbox
+
+        async def main():
+            async with await AsyncSandbox.create(timeout=120) as sb:
+                t0 = time.monotonic()
+                r1, r2 = await asyncio.gather(sb.run("sleep 1; echo a"), sb.run("sleep 1; echo b"))
+                self.assertEqual((r1.stdout, r2.stdout), ("a\n", "b\n"))
+                self.assertLess(time.monotonic() - t0, 1.9)  # the two ran at once
+                await sb.files.write("/workspace/x", "async")
+                self.assertEqual(await sb.files.read("/workspace/x"), b"async")
+                p = await sb.processes.start("echo bg; exit 2")
+                evs = [ev async for ev in sb.processes.output(p["pid"], follow=True)]
+                self.assertEqual((evs[0]["data"], evs[-1]["exit_code"]), (b"bg\n", 2))
+                return sb.id
+        sid = asyncio.run(main())
+        with self.assertRaises(sbx.NotFound):
+            Sandbox.connect(sid)
 
     def test_config_file(self):
         cfg = os.path.join(self.tmp, "config.json")

@@ -5,6 +5,7 @@ one to one onto routes that exist; streamed routes (exec, process output,
 file bodies, watch) are read as they come, never whole unless asked."""
 import base64
 import os
+import stat
 import urllib.parse
 
 from ._http import CHUNK, Client
@@ -425,7 +426,7 @@ def _pieces_of_bytes(data, progress):
 def _remaining(f):
     try:
         st = os.fstat(f.fileno())
-        if not os.path.stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st.st_mode):
             return None
         return st.st_size - f.tell()
     except (AttributeError, OSError, ValueError):
