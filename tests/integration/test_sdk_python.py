@@ -345,6 +345,9 @@ class SdkTest(unittest.TestCase):
             Sandbox.create(timeout=0)
         with self.assertRaises(sbx.BadRequest):
             self.sb.files.read("relative")
+        with self.assertRaises(sbx.BadRequest) as cm:  # this supervisor has no --uplink
+            self.sb.set_network({"default_action": "allow"})
+        self.assertIn("uplink", cm.exception.message)
         with self.assertRaises(sbx.NotFound):
             self.sb.processes.get(999999)
         with self.assertRaises(sbx.NotFound):

@@ -104,6 +104,12 @@ class Sandbox:
         self.info = self.client.call("POST", self.base + "/timeout", json_body={"timeout": timeout})
         return self.info
 
+    def set_network(self, policy):
+        """Replace the sandbox's egress policy (PATCH .../network; needs a
+        supervisor started with --uplink, else BadRequest)."""
+        self.info = self.client.call("PATCH", self.base + "/network", json_body=policy)
+        return self.info
+
     def delete(self):
         """DELETE, answered once the container is gone; a sandbox already
         gone is not an error."""
