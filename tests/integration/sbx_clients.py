@@ -1,9 +1,15 @@
-"""What the SDK and CLI tests share: the SDK imported from the source tree
-(sdk/python), the CLI's path, a tiny stdio MCP server to configure in a
-sandbox, and sha256 of files. Stdlib only."""
+"""What the SDK and CLI tests share: a test case class that starts a real
+supervisor and removes it (and its temporary folder) whatever happens, the
+SDK imported from the source tree (sdk/python), the CLI's path, a tiny stdio
+MCP server to configure in a sandbox, and sha256 of files. Stdlib only."""
 import hashlib
 import os
+import shutil
 import sys
+import tempfile
+import unittest
+
+from sbx_harness import Supervisor, stop_clean
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
@@ -51,3 +57,43 @@ def random_file(path, mib):
         for _ in range(mib):
             f.write(os.urandom(1 << 20))
     return sha256_file(path)
+
+
+class SupervisorCase(unittest.TestCase):
+    """One supervisor (pool of 2) for the class: `sup`, `tmp` (a folder of
+    the test's), `env` (SBX_URL, SBX_TOKEN and a config file that does not
+    exist). Subclasses make what they need in prepare() and remove it in
+    release(); the supervisor must then stop clean."""
+
+    @classmethod
+    def prepare(cls):
+        pass
+
+    @classmethod
+    def release(cls):
+        pass
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sup = Supervisor(os.environ.get("SBX_SUPERVISOR"), os.environ.get("SBX_AGENT"), pool_size=2)
+        cls.tmp = tempfile.mkdtemp(prefix="sbx-clients-")
+        try:
+            cls.sup.start()
+            cls.url = "http://127.0.0.1:%d" % cls.sup.port
+            cls.env = dict(os.environ, SBX_URL=cls.url, SBX_TOKEN=cls.sup.token,
+                           SBX_CONFIG=os.path.join(cls.tmp, "none.json"))
+            cls.env.pop("PYTHONPATH", None)
+            cls.prepare()
+        except BaseException:
+            cls.sup.cleanup()
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.release()
+            stop_clean(cls.sup)
+        finally:
+            cls.sup.cleanup()
+            shutil.rmtree(cls.tmp, ignore_errors=True)

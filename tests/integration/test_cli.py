@@ -15,17 +15,15 @@ Env: SBX_SUPERVISOR, SBX_AGENT.
 """
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_clients import CLI, MCP_CONFIG, MCP_ECHO, ROOT, random_file, sha256_file  # noqa: E402
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_clients import (CLI, MCP_CONFIG, MCP_ECHO, ROOT, SupervisorCase, random_file,  # noqa: E402
+                         sha256_file)
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -35,34 +33,18 @@ COMMANDS = ["create", "ls", "info", "rm", "renew", "exec", "shell", "ps", "kill"
             "ports", "mcp"]
 
 
-class CliTest(unittest.TestCase):
+class CliTest(SupervisorCase):
     @classmethod
-    def setUpClass(cls):
-        cls.sup = Supervisor(SUP, AGENT, pool_size=2)
-        cls.tmp = tempfile.mkdtemp(prefix="sbx-cli-")
+    def prepare(cls):
         cls.tmux_sock = "sbx-it-%d" % os.getpid()
-        try:
-            cls.sup.start()
-            cls.env = dict(os.environ, SBX_URL="http://127.0.0.1:%d" % cls.sup.port,
-                           SBX_TOKEN=cls.sup.token, SBX_CONFIG=os.path.join(cls.tmp, "none.json"))
-            cls.env.pop("PYTHONPATH", None)
-            rc, out, err = cls.sbx("create", "--timeout", "600", "--json")
-            assert rc == 0, err
-            cls.sid = json.loads(out)["id"]
-        except BaseException:
-            cls.sup.cleanup()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            raise
+        rc, out, err = cls.sbx("create", "--timeout", "600", "--json")
+        assert rc == 0, err
+        cls.sid = json.loads(out)["id"]
 
     @classmethod
-    def tearDownClass(cls):
+    def release(cls):
         subprocess.run(["tmux", "-L", cls.tmux_sock, "kill-server"], capture_output=True)
-        try:
-            cls.sbx("rm", cls.sid)
-            stop_clean(cls.sup)
-        finally:
-            cls.sup.cleanup()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+        cls.sbx("rm", cls.sid)
 
     @classmethod
     def sbx(cls, *args, env=None, timeout=60, stdin=None):

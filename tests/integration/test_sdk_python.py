@@ -20,15 +20,14 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_clients import MCP_CONFIG, MCP_ECHO, SDK, random_file, sha256_file  # noqa: E402
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_clients import MCP_CONFIG, MCP_ECHO, SDK, SupervisorCase, random_file, sha256_file  # noqa: E402
+from sbx_harness import Supervisor, stop_clean  # noqa: E402 (a second one, for a quota)
 
 import sbx  # noqa: E402  (from the source tree, see sbx_clients)
 from sbx import Sandbox  # noqa: E402
@@ -37,31 +36,15 @@ SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
 
 
-class SdkTest(unittest.TestCase):
+class SdkTest(SupervisorCase):
     @classmethod
-    def setUpClass(cls):
-        cls.sup = Supervisor(SUP, AGENT, pool_size=2)
-        cls.tmp = tempfile.mkdtemp(prefix="sbx-sdk-")
-        try:
-            cls.sup.start()
-            cls.url = "http://127.0.0.1:%d" % cls.sup.port
-            os.environ["SBX_URL"] = cls.url
-            os.environ["SBX_TOKEN"] = cls.sup.token
-            os.environ["SBX_CONFIG"] = os.path.join(cls.tmp, "none.json")
-            cls.sb = Sandbox.create(timeout=600, env={"GREETING": "hello"}, mcp=MCP_CONFIG)
-        except BaseException:
-            cls.sup.cleanup()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            raise
+    def prepare(cls):
+        os.environ.update(SBX_URL=cls.url, SBX_TOKEN=cls.sup.token, SBX_CONFIG=cls.env["SBX_CONFIG"])
+        cls.sb = Sandbox.create(timeout=600, env={"GREETING": "hello"}, mcp=MCP_CONFIG)
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.sb.delete()
-            stop_clean(cls.sup)
-        finally:
-            cls.sup.cleanup()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+    def release(cls):
+        cls.sb.delete()
 
     def test_create_as_context_manager(self):
         with Sandbox.create(timeout=300, resources={"cpus": 0.5, "memory": "256M"},

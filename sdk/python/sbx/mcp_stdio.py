@@ -12,7 +12,7 @@ import json
 import sys
 import threading
 
-from ._http import MAX_LINE, Client
+from ._http import MAX_LINE
 
 ACCEPT = "application/json, text/event-stream"
 
