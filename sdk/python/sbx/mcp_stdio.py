@@ -27,7 +27,10 @@ class Relay:
         self.lock = threading.Lock()
         self.session = None
         self.version = None
-        self.ready = threading.Event()  # the session id is known (or none came)
+        # Set but while an initialize is in flight: later messages wait for
+        # the session id it brings.
+        self.ready = threading.Event()
+        self.ready.set()
         self.threads = []
         self.get_conn = None
         self.stopping = False
@@ -173,6 +176,8 @@ class Relay:
                                "error": {"code": -32700, "message": "not JSON"}})
                     continue
                 self.threads = [t for t in self.threads if t.is_alive()]
+                if isinstance(msg, dict) and msg.get("method") == "initialize":
+                    self.ready.clear()
                 self.spawn(self.post, raw, msg)
             for t in list(self.threads):
                 t.join()
