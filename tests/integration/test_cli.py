@@ -233,9 +233,10 @@ class CliTest(SupervisorCase):
             time.sleep(0.1)
 
     def test_shell_in_tmux(self):
-        before, after = os.path.join(self.tmp, "stty.before"), os.path.join(self.tmp, "stty.after")
-        script = ("stty -g > %s; %s %s shell %s; echo \"rc=$?\"; stty -g > %s; sleep 600"
-                  % (before, PY, CLI, self.sid, after))
+        st = [os.path.join(self.tmp, "stty.%d" % i) for i in range(3)]
+        script = ("stty -g > {0}; {3} {4} shell {5}; echo \"rc=$?\"; stty -g > {1}; "
+                  "{3} {4} shell {5}; echo \"rc2=$?\"; stty -g > {2}; sleep 600"
+                  .format(st[0], st[1], st[2], PY, CLI, self.sid))
         r = self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "sh1", "-x", "80", "-y", "24",
                       "sh", "-c", script)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -256,16 +257,40 @@ class CliTest(SupervisorCase):
             self.tmux("send-keys", "-t", "sh1", "C-c")
             self.tmux("send-keys", "-t", "sh1", "echo after-$((1+1))", "Enter")
             self.pane_until("sh1", "after-2", timeout=10)
-            self.tmux("send-keys", "-t", "sh1", "exit 5", "Enter")
+            self.tmux("send-keys", "-t", "sh1", "clear; exit 5", "Enter")
             self.pane_until("sh1", "rc=5")
+            # The second session ends by a SIGTERM to sbx: the terminal's
+            # modes come back all the same, and its shell is killed.
+            text = self.pane_until("sh1", "$ ")
+            self.assertIn("rc=5", text)
+            shell_sh = int(self.tmux("display", "-p", "-t", "sh1", "#{pane_pid}").stdout)
+            kid = [p for p in os.listdir("/proc") if p.isdigit() and self.ppid(p) == shell_sh]
+            self.assertEqual(len(kid), 1, kid)
+            os.kill(int(kid[0]), signal.SIGTERM)
+            self.pane_until("sh1", "rc2=143")
             deadline = time.monotonic() + 5
-            while not os.path.exists(after) or os.path.getsize(after) == 0:
+            while not os.path.exists(st[2]) or os.path.getsize(st[2]) == 0:
                 self.assertLess(time.monotonic(), deadline)
                 time.sleep(0.1)
-            with open(before) as b, open(after) as a:
-                self.assertEqual(b.read(), a.read())  # the terminal's modes restored
+            modes = []
+            for path in st:
+                with open(path) as f:
+                    modes.append(f.read())
+            self.assertEqual(modes, [modes[0]] * 3)  # the terminal's modes restored both times
+            rc, out, _ = self.sbx("ps", self.sid, "--tag", "sbx-terminal", "--json")
+            procs = json.loads(out)
+            self.assertEqual([p["state"] for p in procs], ["exited", "exited"], procs)
+            self.assertEqual(sorted(str(p["exit_code"] or p["signal"]) for p in procs), ["5", "KILL"])
         finally:
             self.tmux("kill-session", "-t", "sh1")
+
+    @staticmethod
+    def ppid(pid):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                return int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
 
     def test_cp_progress_on_a_terminal(self):
         src = os.path.join(self.tmp, "prog.bin")
