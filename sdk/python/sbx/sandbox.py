@@ -148,20 +148,24 @@ class Sandbox:
         elif stdin is not None:
             body["stdin_b64"] = base64.b64encode(stdin).decode()
         out, err = bytearray(), bytearray()
-        for ev in self.client.events("POST", self.base + "/exec", json_body=body):
-            kind = ev.get("event")
-            if kind in ("stdout", "stderr"):
-                data = _b64(ev.get("data"))
-                if capture:
-                    (out if kind == "stdout" else err).extend(data)
-                cb = on_stdout if kind == "stdout" else on_stderr
-                if cb is not None:
-                    cb(data)
-            elif kind == "exit":
-                return ExecResult(ev, bytes(out), bytes(err))
-            elif kind == "error":
-                raise error_from(504 if ev["error"].get("code") == "agent_timeout" else 502, ev)
-        raise ProtocolError("the exec stream ended without its exit event")
+        events = self.client.events("POST", self.base + "/exec", json_body=body)
+        try:
+            for ev in events:
+                kind = ev.get("event")
+                if kind in ("stdout", "stderr"):
+                    data = _b64(ev.get("data"))
+                    if capture:
+                        (out if kind == "stdout" else err).extend(data)
+                    cb = on_stdout if kind == "stdout" else on_stderr
+                    if cb is not None:
+                        cb(data)
+                elif kind == "exit":
+                    return ExecResult(ev, bytes(out), bytes(err))
+                elif kind == "error":
+                    raise error_from(504 if ev["error"].get("code") == "agent_timeout" else 502, ev)
+            raise ProtocolError("the exec stream ended without its exit event")
+        finally:
+            events.close()  # at once, not when collected: the server kills the command
 
     # ---- terminal ----
     def terminal(self, cmd=None, cols=80, rows=24, env=None, cwd=None):
@@ -363,14 +367,18 @@ class Processes:
         {"event": "gap", "from", "to"}, and last {"event": "end", ...the
         description..., "next_offset"}. With `follow` it ends once the
         process has exited and all was sent."""
-        for ev in self.c.events("GET", "%s/%d/output" % (self.base, pid),
-                                {"offset": offset, "follow": "1" if follow else None}):
-            kind = ev.get("event")
-            if kind in ("stdout", "stderr"):
-                ev["data"] = _b64(ev.get("data"))
-            elif kind == "error":
-                raise error_from(502, ev)
-            yield ev
+        events = self.c.events("GET", "%s/%d/output" % (self.base, pid),
+                               {"offset": offset, "follow": "1" if follow else None})
+        try:
+            for ev in events:
+                kind = ev.get("event")
+                if kind in ("stdout", "stderr"):
+                    ev["data"] = _b64(ev.get("data"))
+                elif kind == "error":
+                    raise error_from(502, ev)
+                yield ev
+        finally:
+            events.close()
 
     def signal(self, pid, sig="TERM"):
         self.c.call("POST", "%s/%d/signal" % (self.base, pid), json_body={"signal": sig})
