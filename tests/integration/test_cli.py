@@ -2,7 +2,8 @@
 with real runc sandboxes: create / ls / info / renew / rm with --json
 parsed, exec with live output, exit codes passed through and Ctrl-C
 killing the command in the sandbox, cp both ways with sha256 checked (a
-progress bar seen on a real terminal), background processes with logs -f,
+progress bar seen on a real terminal), background processes with logs -f, ports
+(the proxy URL and a signed one fetched),
 `sbx shell` driven through a real terminal (Debian's tmux: a command
 typed, its output read from the pane, the window resized and `stty size`
 changed inside, Ctrl-C going to the sandbox, the local terminal's modes
@@ -216,6 +217,33 @@ class CliTest(SupervisorCase):
         self.assertEqual(rc, 0, err)
         rc, out, _ = self.sbx("ps", self.sid, "--json")
         self.assertEqual([p["state"] for p in json.loads(out) if p["pid"] == sleeper], ["exited"])
+
+    def test_ports(self):
+        rc, out, err = self.sbx("exec", "-d", self.sid, "--", "python3", "-m", "http.server", "8000",
+                                "--bind", "127.0.0.1", "--directory", "/etc")
+        self.assertEqual(rc, 0, err)
+        pid = out.strip()
+        try:
+            deadline = time.monotonic() + 20
+            while True:
+                rc, out, err = self.sbx("ports", self.sid, "--json")
+                self.assertEqual(rc, 0, err)
+                if 8000 in [p["port"] for p in json.loads(out)]:
+                    break
+                self.assertLess(time.monotonic(), deadline, out)
+                time.sleep(0.2)
+            rc, out, _ = self.sbx("ports", self.sid, "8000")
+            url = out.strip()
+            self.assertEqual(url, "%s/v1/sandboxes/%s/ports/8000/" % (self.url, self.sid))
+            import urllib.request
+            req = urllib.request.Request(url + "hostname", headers={"Authorization": "Bearer " + self.sup.token})
+            with urllib.request.urlopen(req, timeout=20) as resp:
+                self.assertEqual(resp.status, 200)
+            rc, out, _ = self.sbx("ports", self.sid, "8000", "--signed", "--expires", "60")
+            with urllib.request.urlopen(out.strip(), timeout=20) as resp:  # no token: the signature
+                self.assertEqual(resp.status, 200)
+        finally:
+            self.sbx("kill", self.sid, pid)
 
     # ---- a real terminal ----
     def tmux(self, *args):
