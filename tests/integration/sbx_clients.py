@@ -19,7 +19,8 @@ sys.path.insert(0, SDK)
 
 # A stdio MCP server (MCP over newline-delimited JSON-RPC) for the sandbox:
 # initialize, tools/list, and an "echo" tool that first sends a log
-# notification (it rides on the request's SSE stream) and then answers.
+# notification (it rides on the request's SSE stream) and then answers; a
+# "ready" log notification once initialized (on the session's GET stream).
 MCP_ECHO = r"""
 import json, sys
 def out(m):
@@ -38,6 +39,10 @@ for line in sys.stdin:
         out({"jsonrpc": "2.0", "method": "notifications/message",
              "params": {"level": "info", "data": "echoing " + t}})
         out({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "echo: " + t}]}})
+    elif meth == "notifications/initialized":
+        # Asked by nobody: it reaches the client on the session's GET stream.
+        out({"jsonrpc": "2.0", "method": "notifications/message",
+             "params": {"level": "info", "data": "ready"}})
     elif mid is not None and meth is not None:
         out({"jsonrpc": "2.0", "id": mid, "result": {}})
 """
