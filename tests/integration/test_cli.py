@@ -93,6 +93,13 @@ class CliTest(SupervisorCase):
         e = json.loads(err.strip().splitlines()[-1])["error"]
         self.assertEqual((e["status"], e["code"], e["path"]), (403, "forbidden", "/etc/passwd"))
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "pw")))
+        # --allow makes a policy; this supervisor (no --uplink) refuses it.
+        rc, _, err = self.sbx("create", "--allow", "pypi.org:443")
+        self.assertEqual(rc, 1)
+        self.assertIn("400 bad_request", err)
+        self.assertIn("uplink", err)
+        rc, out, err = self.sbx("rm", "--json", "sb-nosuch1")
+        self.assertEqual((rc, json.loads(out)), (1, {"deleted": []}))
 
     def test_help_everywhere(self):
         rc, out, _ = self.sbx("--help")
