@@ -344,7 +344,7 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 		sup_error("sandbox %s: network policy: %s", sb->id, err->msg);
 		rc = err->code = -EIO; /* ours, not the client's */
 	}
-	/* its volumes bound into the running container (a fork each) */
+	/* its volumes bound into the running container (a short-lived child each) */
 	if (rc == 0 && req->volumes.n &&
 	    (rc = sup_volumes_attach(c->cfg.volumes, sb->tenant, sb->id, sb->box.init_pid,
 				     &req->volumes, err)) < 0)

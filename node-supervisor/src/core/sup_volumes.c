@@ -441,9 +441,12 @@ int sup_volumes_attach(sup_volumes *v, const char *tenant, const char *id, pid_t
 	int r = sup_volumes_check(v, tenant, m, err);
 	if (r < 0)
 		return r;
+	struct timespec t0, t1, t2;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (size_t i = 0; i < m->n && r == 0; i++)
 		r = push_claim(v, id, tenant, &m->v[i], false, err);
 	r = r ?: sup_catalog_vol_mounts_put(v->cat, id, tenant, m->v, m->n, err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	for (size_t i = 0; i < m->n && r == 0; i++) {
 		const vol *x = find(v, tenant, m->v[i].name);
 		char src[PATH_MAX];
@@ -453,8 +456,13 @@ int sup_volumes_attach(sup_volumes *v, const char *tenant, const char *id, pid_t
 		if (r < 0)
 			sbx_err_wrap(err, "volume %s", x->c.name);
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t2);
 	if (r < 0)
 		sup_volumes_release(v, id);
+	else
+		sup_debug("sandbox %s: %zu volume(s): recorded in %ld us, bound in %ld us", id, m->n,
+			  (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000),
+			  (long)((t2.tv_sec - t1.tv_sec) * 1000000 + (t2.tv_nsec - t1.tv_nsec) / 1000));
 	return r;
 }
 

@@ -84,7 +84,7 @@ int sup_volumes_check(const sup_volumes *v, const char *tenant, const sup_vol_mo
 		      sbx_err *err);
 /* Check as sup_volumes_check, then take m for sandbox id, record it in the
  * catalog (the sandbox's row must exist) and bind each volume into the
- * container of init pid (blocking: a fork per volume). On failure nothing
+ * container of init pid (blocking: a clone per volume). On failure nothing
  * stays taken; binds already made go with the container, which the caller
  * destroys. */
 int sup_volumes_attach(sup_volumes *v, const char *tenant, const char *id, pid_t pid,

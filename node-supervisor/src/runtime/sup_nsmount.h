@@ -3,13 +3,14 @@
  * the folder's mount is cloned on the host side (open_tree), made
  * nosuid/nodev (and read-only when asked) while detached, and moved onto
  * the destination by a short-lived child that joined the container's mount
- * namespace (setns: a threaded process cannot). The destination's folders
+ * namespace (setns: a threaded process cannot; the child shares our memory
+ * as a vfork does, so nothing is copied). The destination's folders
  * are made as needed, each opened without following symlinks, so nothing
  * inside the container can steer the mount elsewhere.
  *
  * Owns that one operation; it must not know volumes, sandboxes or
  * runtimes beyond the pid of a process inside the container. Blocking (a
- * fork and a few system calls, well under a millisecond of work),
+ * clone and a few system calls: about half a millisecond),
  * thread-safe; needs root and Linux >= 5.12 (mount_setattr). */
 #ifndef SUP_NSMOUNT_H
 #define SUP_NSMOUNT_H
