@@ -17,6 +17,7 @@ import os
 import secrets
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -39,6 +40,14 @@ def tenants_doc():
         "alice": {"tokens": [h(TOK["alice"])]},
         "bob": {"tokens": [h(TOK["bob"])], "quota": {"disk": "20G"}},
     }}
+
+
+def loops_of(image):
+    """Loop devices attached to image."""
+    def backing(dev):
+        with open("/sys/block/%s/loop/backing_file" % dev[len("/dev/"):]) as f:
+            return f.read().strip()
+    return [d for d in loops_under(os.path.dirname(os.path.dirname(image))) if backing(d) == image]
 
 
 def as_(who):
@@ -197,6 +206,12 @@ class Volumes(unittest.TestCase):
         self.sh(s1, a["id"], "echo before > /workspace/keep/f")
         s1.signal(signal.SIGKILL)
         s1.wait(30)
+        # the host's mount of the volume gone too (an operator's umount):
+        # the sandbox's bind still holds its loop device, and the next start
+        # must mount that device again, not attach a second one to the image
+        keep = os.path.join(os.path.realpath(self.state), "volumes", "alice", "keep")
+        subprocess.run(["umount", os.path.join(keep, "disk")], check=True)
+        self.assertEqual(len(loops_of(os.path.join(keep, "disk.img"))), 1)
         s2 = self.new(pool_size=1)
         s2.wait_ready()
         names = sorted(x["name"] for x in self.req(s2, "GET", "/v1/volumes")[2]["volumes"])
@@ -205,8 +220,11 @@ class Volumes(unittest.TestCase):
         self.assertEqual(st, 200, got)
         self.assertEqual(got["volumes"], a["volumes"])
         # its mount is still there and still the one writer
-        r = self.sh(s2, a["id"], "cat /workspace/keep/f; echo after >> /workspace/keep/f")
+        r = self.sh(s2, a["id"], "cat /workspace/keep/f; echo after >> /workspace/keep/f; sync")
         self.assertEqual(r["stdout"], "before\n")
+        self.assertEqual(len(loops_of(os.path.join(keep, "disk.img"))), 1)
+        with open(os.path.join(keep, "disk", "f")) as f:
+            self.assertEqual(f.read(), "before\nafter\n")
         self.assertEqual(self.req(s2, "GET", "/v1/volumes/keep")[2]["mounted"]["writer"], a["id"])
         self.assert_error(self.req(s2, "POST", "/v1/sandboxes", {"volumes": [{"name": "keep", "mount": "/k"}]}),
                           409, "volume_busy")

@@ -279,6 +279,29 @@ int sup_disk_make(const char *state_dir, const char *dir, uint64_t size, sbx_err
 	return r;
 }
 
+/* The loop device image is attached to, if any (its name into dev). */
+static bool loop_of(const char *image, char *dev, size_t cap)
+{
+	SBX_AUTO_CLOSEDIR DIR *d = opendir("/sys/block");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char p[PATH_MAX], backing[PATH_MAX];
+		sbx_err ignored;
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", de->d_name);
+		ssize_t n = sup_fs_read_small(AT_FDCWD, p, backing, sizeof(backing), &ignored);
+		if (n <= 0)
+			continue;
+		backing[strcspn(backing, "\n")] = '\0';
+		if (strcmp(backing, image) == 0) {
+			snprintf(dev, cap, "/dev/%.20s", de->d_name);
+			return true;
+		}
+	}
+	return false;
+}
+
 int sup_disk_make_volume(const char *dir, uint64_t size, uid_t uid, gid_t gid, sbx_err *err)
 {
 	char image[PATH_MAX], mnt[PATH_MAX];
@@ -319,6 +342,16 @@ int sup_disk_mount_volume(const char *dir, uint64_t size, sbx_err *err)
 		return sbx_err_sys(err, -errno, "volume %s", dir);
 	if (top.st_dev != in.st_dev)
 		return 0; /* mounted still (an earlier run of the supervisor) */
+	char dev[32];
+	if (loop_of(image, dev, sizeof(dev))) {
+		/* still attached: a sandbox's bind holds its file system. A
+		 * second device on the image would be a second ext4 mount of it;
+		 * the same device is the same file system, mounted here again */
+		if (mount(dev, mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, NULL) < 0)
+			return sbx_err_sys(err, -errno, "mount %s (%s, attached already) on %s", dev,
+					   image, mnt);
+		return 0;
+	}
 	SBX_AUTO_CLOSE int fd = open(image, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return sbx_err_sys(err, -errno, "open %s", image);
