@@ -168,9 +168,10 @@ static void test_write_reopen(void **state)
 	sqlite3_close(db);
 }
 
-static void test_newer_schema_refused(void **state)
+/* A catalog holding one made row, sb-a, then sql run on its file by
+ * sqlite3 itself (what another version of the supervisor left). */
+static void one_row_then(const fixture *f, const char *sql)
 {
-	fixture *f = *state;
 	sup_catalog *c;
 	sbx_err err;
 	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
@@ -178,12 +179,21 @@ static void test_newer_schema_refused(void **state)
 	sup_catalog_close(c);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+	fixture *f = *state;
+	sup_catalog *c;
+	sbx_err err;
 	char sql[64], want[80];
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", SUP_CATALOG_SCHEMA + 1);
 	snprintf(want, sizeof(want), "schema %d, newer than this supervisor's %d", SUP_CATALOG_SCHEMA + 1,
 		 SUP_CATALOG_SCHEMA);
-	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	one_row_then(f, sql);
+	sqlite3 *db;
 	assert_int_equal(sup_catalog_open(f->dir, &c, &err), -EPROTO);
 	assert_null(c);
 	assert_non_null(strstr(err.msg, want));
@@ -235,14 +245,7 @@ static void test_volumes(void **state)
 	fixture *f = *state;
 	sup_catalog *c;
 	sbx_err err;
-	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
-	assert_int_equal(sup_catalog_intent(c, "sb-a", "host", "", SUP_ISO_RUNC, &err), 0);
-	sup_catalog_close(c);
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE volume_mounts; DROP TABLE volumes; PRAGMA user_version = 1",
-				      NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	one_row_then(f, "DROP TABLE volume_mounts; DROP TABLE volumes; PRAGMA user_version = 1");
 
 	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
 	sup_catalog_vol v = { .tenant = "alice", .name = "proj", .size = 64u << 20, .created_at = 1 };

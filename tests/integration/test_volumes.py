@@ -14,7 +14,6 @@ Env: SBX_SUPERVISOR, SBX_AGENT.
 import hashlib
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -26,10 +25,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sbx_harness import (Supervisor, loops_under, mounts_under, remove_everything_under,  # noqa: E402
                          stop_clean)
 
+from test_restart import TOK, as_  # noqa: E402  (admin, alice, bob)
+
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
 MB = 1 << 20
-TOK = {name: secrets.token_hex(32) for name in ("admin", "alice", "bob")}
 
 
 def tenants_doc():
@@ -48,10 +48,6 @@ def loops_of(image):
         with open("/sys/block/%s/loop/backing_file" % dev[len("/dev/"):]) as f:
             return f.read().strip()
     return [d for d in loops_under(os.path.dirname(os.path.dirname(image))) if backing(d) == image]
-
-
-def as_(who):
-    return "Bearer " + TOK[who]
 
 
 class Volumes(unittest.TestCase):
