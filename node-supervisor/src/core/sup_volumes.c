@@ -112,7 +112,7 @@ static vol *add(sup_volumes *v, const sup_catalog_vol *c, vol_state st, sbx_err 
 {
 	if (v->n == v->cap) {
 		size_t cap = v->cap ? v->cap * 2 : 16;
-		vol **nv = realloc(v->v, cap * sizeof(*nv));
+		vol **nv = realloc(v->v, cap * sizeof(vol *));
 		if (!nv) {
 			sbx_err_set(err, -ENOMEM, "out of memory");
 			return NULL;
@@ -137,7 +137,7 @@ static void drop(sup_volumes *v, vol *x)
 {
 	for (size_t i = 0; i < v->n; i++)
 		if (v->v[i] == x) {
-			memmove(&v->v[i], &v->v[i + 1], (v->n - i - 1) * sizeof(*v->v));
+			memmove(&v->v[i], &v->v[i + 1], (v->n - i - 1) * sizeof(vol *));
 			v->n--;
 			break;
 		}
