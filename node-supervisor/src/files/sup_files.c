@@ -57,7 +57,7 @@ static const char *fq_subject(void *state, const sbx_err *err, size_t *len)
 static int volume_match(sup_fq *q, const char *p, size_t len, sup_policy_access need,
 			sup_policy_match *m, sbx_err *err)
 {
-	sup_volumes *v = q->id ? sup_core_volumes(q->f->core) : NULL;
+	sup_volumes *v = q->id && q->f && q->f->core ? sup_core_volumes(q->f->core) : NULL;
 	if (!v)
 		return 1;
 	sbx_err e;
