@@ -5,7 +5,9 @@
  *   CMD: check | put KEY FILE|- | get KEY FILE|- | head KEY | delete KEY |
  *        list [PREFIX]
  * A failure prints "error <negative errno>: <message>" on stderr and exits
- * 2 for -ENOENT, 1 otherwise. */
+ * 2 for -ENOENT, 1 otherwise. At the end it prints "peak_rss_kib N" on
+ * stderr: this process's own peak (VmHWM, which, unlike wait4's ru_maxrss,
+ * leaves out the parent's image before exec). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -64,6 +66,15 @@ static int run(sup_s3 *s, int argc, char **argv, sbx_err *err)
 	return put ? sup_s3_put_fd(s, key, use, err) : sup_s3_get_fd(s, key, use, err);
 }
 
+static void print_peak(void)
+{
+	SBX_AUTO_FCLOSE FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "VmHWM:", 6) == 0)
+			fprintf(stderr, "peak_rss_kib %lu\n", strtoul(line + 6, NULL, 10));
+}
+
 int main(int argc, char **argv)
 {
 	sup_s3_opts o = {0};
@@ -94,6 +105,7 @@ int main(int argc, char **argv)
 	sup_s3_close(s);
 	if (fflush(stdout) != 0 && rc == 0)
 		rc = sbx_err_sys(&err, -errno, "stdout");
+	print_peak();
 	if (rc < 0) {
 		fprintf(stderr, "error %d: %s\n", rc, err.msg);
 		return rc == -ENOENT ? 2 : 1;

@@ -3,7 +3,10 @@
 // first by AWS's own signer (@smithy/signature-v4), which s3rver leaves
 // unchecked (it checks only the access key id). A request signed wrongly
 // gets S3's 403 SignatureDoesNotMatch, as from AWS.
-//   node server.mjs --dir DIR --port PORT [--bucket NAME]...
+//   node --openssl-legacy-provider server.mjs --dir DIR --port PORT [--bucket NAME]...
+// (s3rver makes ListObjectsV2's continuation tokens with DES, which Node's
+// OpenSSL 3 offers only from its legacy provider: without the flag a
+// truncated listing answers 500.)
 // Listens on 127.0.0.1 only; prints {"port": N} once it accepts requests.
 // The account is s3rver's built-in one: S3RVER / S3RVER.
 import { createRequire } from 'node:module';

@@ -44,7 +44,9 @@ typedef struct sup_s3_opts {
 	 * is one PUT (SUP_S3_PART_DEFAULT; SUP_S3_PART_MIN..SUP_S3_PART_MAX). */
 	uint64_t part_size;
 	unsigned connect_timeout_ms; /* TCP (and TLS) connect (5000) */
-	/* A transfer moving under 1 KiB/s for this long fails (15). */
+	/* A transfer moving under 1 KiB/s for this long fails (15); curl
+	 * averages over its last 5 s, so a stall right after a burst ends
+	 * up to ~6 s later than this. */
 	unsigned low_speed_s;
 	/* Further attempts of an idempotent step after a 5xx, a 429 or a
 	 * connection error, backing off 250 ms, doubling (3). */
