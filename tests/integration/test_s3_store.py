@@ -20,9 +20,13 @@ memory (VmHWM, which the tool prints) is its own.
   the put fails within its timeouts with the step, key and cause, and once
   the store is back the key still holds the object it held before (none
   half-written).
-Every s3rver is killed and its folder removed, also when a test fails.
+- a supervisor started with --snapshot-store checks the bucket: a missing
+  bucket or a wrong secret fails the start naming the flag, the status and
+  S3's code; the right one starts (pool of 0: no sandbox is made).
+Every s3rver and supervisor is killed and its folder removed, also when a
+test fails.
 
-Env: SBX_S3_TOOL.
+Env: SBX_S3_TOOL; SBX_SUPERVISOR and SBX_AGENT for the start check.
 """
 import hashlib
 import json
@@ -38,9 +42,14 @@ import threading
 import time
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sbx_harness import Supervisor, stop_clean  # noqa: E402
+
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SERVER_DIR = os.path.join(TOP, "tests", "s3")
 TOOL = os.environ.get("SBX_S3_TOOL")
+SUP = os.environ.get("SBX_SUPERVISOR")
+AGENT = os.environ.get("SBX_AGENT")
 MIB = 1 << 20
 PART = 5 * MIB
 BIG = 23 * MIB + 4321
@@ -253,7 +262,7 @@ class S3Store(unittest.TestCase):
         self.run_ok("delete", "del/me")
         r = tool(self.srv, "s3://no-such-bucket", "check")
         self.assertEqual(r.rc, 2, r.err)
-        self.assertIn("s3://no-such-bucket", r.err)
+        self.assertIn("s3://no-such-bucket: check bucket: HTTP 404 NoSuchBucket", r.err)
         self.run_ok("check", url="s3://%s" % BUCKET)
 
     def test_bad_credentials(self):
@@ -321,6 +330,47 @@ class S3Store(unittest.TestCase):
         # 2 x 9 s for the part, 2 x 2 s for the abort, measured 23 s.
         self.dies_mid_upload("frozen", lambda s: s.signal(signal.SIGSTOP),
                              ("--low-speed", "2", "--retries", "1"), 40)
+
+    def start_supervisor(self, store, secret="S3RVER"):
+        """A supervisor of no pool with --snapshot-store store; the AWS_*
+        variables are the environment it inherits."""
+        saved = {k: os.environ.get(k) for k in CREDS}
+        os.environ.update(CREDS, AWS_SECRET_ACCESS_KEY=secret)
+        sup = Supervisor(SUP, AGENT, pool_size=0,
+                         extra=["--snapshot-store", store, "--s3-endpoint", self.srv.endpoint()])
+        try:
+            sup.start()
+            return sup, None
+        except RuntimeError:
+            sup.wait(10)
+            return sup, sup.log()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    def test_supervisor_checks_the_store_at_start(self):
+        if not SUP or not AGENT:
+            self.skipTest("SBX_SUPERVISOR and SBX_AGENT not set")
+        for store, secret, want in (("s3://no-such-bucket/p", "S3RVER", "HTTP 404 NoSuchBucket"),
+                                    ("s3://%s/p" % BUCKET, "wrong", "HTTP 403 SignatureDoesNotMatch")):
+            sup, log = self.start_supervisor(store, secret)
+            try:
+                self.assertIsNotNone(log, "started with a store it cannot use")
+                self.assertNotEqual(sup.proc.returncode, 0)
+                self.assertIn("--snapshot-store %s" % store, log)
+                self.assertIn(want, log)
+            finally:
+                sup.cleanup()
+        sup, log = self.start_supervisor("s3://%s/p" % BUCKET)
+        try:
+            self.assertIsNone(log, log)
+            self.assertIn("snapshot store s3://%s/p: the bucket answers" % BUCKET, sup.log())
+            stop_clean(sup)
+        finally:
+            sup.cleanup()
 
 
 if __name__ == "__main__":

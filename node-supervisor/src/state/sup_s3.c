@@ -244,7 +244,16 @@ void sup_s3_close(sup_s3 *s)
 
 int sup_s3_check(sup_s3 *s, sbx_err *err)
 {
-	sup_s3_req r = {.method = "HEAD", .what = "check bucket", .idempotent = true};
+	/* A listing of one key under the prefix, not a HEAD of the bucket: a
+	 * HEAD's refusal has no body, so no S3 code to tell a missing bucket
+	 * (NoSuchBucket) from a wrong secret (SignatureDoesNotMatch) or a
+	 * policy (AccessDenied); and listing is what the store needs anyway. */
+	char enc[3 * SUP_S3_KEY_MAX + 1];
+	char query[sizeof(enc) + 64];
+	if (sup_s3_uri_encode(enc, sizeof(enc), s->prefix, false) < 0)
+		return sbx_err_set(err, -ENAMETOOLONG, "check: prefix too long");
+	snprintf(query, sizeof(query), "list-type=2&max-keys=1&prefix=%s", enc);
+	sup_s3_req r = {.method = "GET", .what = "check bucket", .query = query, .idempotent = true};
 	int rc = sup_s3_req_run(s, &r, err);
 	if (rc < 0)
 		return sbx_err_wrap(err, "S3 store s3://%s", s->bucket);
@@ -389,7 +398,7 @@ int sup_s3_list(sup_s3 *s, const char *prefix, sup_s3_list_fn fn, void *ud, sbx_
 			     enc_token, enc_token[0] ? "&" : "", s->o.list_page, enc_prefix) < 0)
 			return sbx_err_set(err, -ENOMEM, "list");
 		char what[48];
-		snprintf(what, sizeof(what), "list page %u of bucket", page);
+		snprintf(what, sizeof(what), "list page %u", page);
 		lp->truncated = false;
 		lp->token[0] = '\0';
 		int rc = sup_s3_xml_new(list_el, lp, &lp->x, err);

@@ -60,8 +60,9 @@ typedef struct sup_s3_opts {
 int sup_s3_open(const char *url, const sup_s3_opts *opts, sup_s3 **out, sbx_err *err);
 void sup_s3_close(sup_s3 *s);
 
-/* HEAD the bucket: the store answers and these credentials may use it.
- * 404 -> -ENOENT, 403 -> -EACCES. */
+/* The store answers and these credentials may list the bucket under the
+ * prefix (a ListObjectsV2 of one key, whose refusal carries S3's code).
+ * 404 (NoSuchBucket) -> -ENOENT, 403 -> -EACCES. */
 int sup_s3_check(sup_s3 *s, sbx_err *err);
 
 /* Store what fd holds from its current offset to its end under key (a file

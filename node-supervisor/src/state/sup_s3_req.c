@@ -265,15 +265,16 @@ static int once(sup_s3 *s, sup_s3_req *r, const char *url, attempt *a, CURLcode 
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	r->status = code;
 	const char *key = r->key ? r->key : "";
+	const char *sp = r->key ? " " : "";
 	if (a->sink_rc < 0) {
-		rc = sbx_err_set(err, a->sink_rc, "%s %s: %s", r->what, key, a->sink_err.msg);
+		rc = sbx_err_set(err, a->sink_rc, "%s%s%s: %s", r->what, sp, key, a->sink_err.msg);
 	} else if (*cc != CURLE_OK) {
-		rc = sbx_err_set(err, curl_errno(*cc), "%s %s: %s%s%s", r->what, key,
+		rc = sbx_err_set(err, curl_errno(*cc), "%s%s%s: %s%s%s", r->what, sp, key,
 				 curl_easy_strerror(*cc), errbuf[0] ? ": " : "", errbuf);
 	} else if (code < 200 || code >= 300) {
 		if (a->ex)
 			sup_s3_xml_feed(a->ex, "", 0, true, NULL);
-		rc = sbx_err_set(err, status_errno(code), "%s %s: HTTP %ld %s%s%s", r->what, key, code,
+		rc = sbx_err_set(err, status_errno(code), "%s%s%s: HTTP %ld %s%s%s", r->what, sp, key, code,
 				 a->code[0] ? a->code : "(no S3 error body)", a->msg[0] ? ": " : "", a->msg);
 	}
 out:
