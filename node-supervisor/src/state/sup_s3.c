@@ -133,12 +133,8 @@ static int set_endpoint(sup_s3 *s, const char *ep, sbx_err *err)
 static int add_hdr(sup_s3 *s, const char *name, const char *v, sbx_err *err)
 {
 	SBX_AUTO_FREE char *line = NULL;
-	if (asprintf(&line, "%s: %s", name, v) < 0)
+	if (asprintf(&line, "%s: %s", name, v) < 0 || !sup_s3_hdr_add(&s->hdrs, line))
 		return sbx_err_set(err, -ENOMEM, "S3 headers");
-	struct curl_slist *t = curl_slist_append(s->hdrs, line);
-	if (!t)
-		return sbx_err_set(err, -ENOMEM, "S3 headers");
-	s->hdrs = t;
 	return 0;
 }
 

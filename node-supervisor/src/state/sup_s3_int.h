@@ -53,6 +53,10 @@ typedef struct sup_s3_req {
  * cannot be reached -ECONNREFUSED, everything else -EIO. */
 int sup_s3_req_run(sup_s3 *s, sup_s3_req *r, sbx_err *err);
 
+/* Append a header line to a curl list; false when out of memory (the list
+ * is left as it was). */
+bool sup_s3_hdr_add(struct curl_slist **list, const char *line);
+
 /* S3's URI encoding (unreserved A-Za-z0-9-._~ kept, the rest %XX), '/'
  * kept when keep_slash (object paths) and encoded otherwise (query values).
  * -ENAMETOOLONG if out is too small. */

@@ -176,6 +176,15 @@ static bool retryable(CURLcode c, long status)
 	}
 }
 
+bool sup_s3_hdr_add(struct curl_slist **list, const char *line)
+{
+	struct curl_slist *t = curl_slist_append(*list, line);
+	if (!t)
+		return false;
+	*list = t;
+	return true;
+}
+
 static int build_url(sup_s3 *s, const sup_s3_req *r, char *url, size_t cap, sbx_err *err)
 {
 	char whole[SUP_S3_KEY_MAX + 1];
@@ -200,31 +209,19 @@ static int once(sup_s3 *s, sup_s3_req *r, const char *url, attempt *a, CURLcode 
 	int rc = 0;
 
 	curl_easy_reset(c);
-	for (const struct curl_slist *h = s->hdrs; h; h = h->next) {
-		struct curl_slist *t = curl_slist_append(hdrs, h->data);
-		if (!t) {
-			rc = sbx_err_set(err, -ENOMEM, "%s: headers", r->what);
-			goto out;
-		}
-		hdrs = t;
-	}
-	if (r->resume_at && *r->resume_at > 0) {
+	bool ok = true;
+	for (const struct curl_slist *h = s->hdrs; h && ok; h = h->next)
+		ok = sup_s3_hdr_add(&hdrs, h->data);
+	if (ok && r->resume_at && *r->resume_at > 0) {
 		snprintf(range, sizeof(range), "Range: bytes=%" PRIu64 "-", *r->resume_at);
 		a->resumed = true;
-		struct curl_slist *t = curl_slist_append(hdrs, range);
-		if (!t) {
-			rc = sbx_err_set(err, -ENOMEM, "%s: headers", r->what);
-			goto out;
-		}
-		hdrs = t;
+		ok = sup_s3_hdr_add(&hdrs, range);
 	}
-	if (r->body && strcmp(r->method, "POST") == 0) {
-		struct curl_slist *t = curl_slist_append(hdrs, "Content-Type: application/xml");
-		if (!t) {
-			rc = sbx_err_set(err, -ENOMEM, "%s: headers", r->what);
-			goto out;
-		}
-		hdrs = t;
+	if (ok && r->body && strcmp(r->method, "POST") == 0)
+		ok = sup_s3_hdr_add(&hdrs, "Content-Type: application/xml");
+	if (!ok) {
+		rc = sbx_err_set(err, -ENOMEM, "%s: headers", r->what);
+		goto out;
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
