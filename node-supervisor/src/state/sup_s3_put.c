@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/grow.h"
 #include "sup_s3_int.h"
 #include "sup_s3_xml.h"
 
@@ -90,25 +91,19 @@ typedef struct upload {
 	sup_s3 *s;
 	const char *key;
 	char id_enc[3 * 1024 + 1];
-	char (*etags)[ETAG_MAX]; /* [PARTS_MAX], grown as parts go */
-	unsigned nparts, cap;
+	char (*etags)[ETAG_MAX]; /* grown as parts go, to PARTS_MAX */
+	size_t nparts, cap;
 } upload;
 
 static int upload_part(upload *u, const char *buf, size_t len, sbx_err *err)
 {
-	if (u->nparts >= PARTS_MAX)
+	int rc = sbx_grow(&u->etags, &u->cap, u->nparts, ETAG_MAX, 64, PARTS_MAX);
+	if (rc == -ENOSPC)
 		return sbx_err_set(err, -EFBIG, "put %s: more than %d parts of %" PRIu64 " bytes", u->key,
 				   PARTS_MAX, u->s->o.part_size);
-	if (u->nparts == u->cap) {
-		unsigned cap = u->cap ? u->cap * 2 : 64;
-		cap = cap > PARTS_MAX ? PARTS_MAX : cap;
-		void *t = realloc(u->etags, (size_t)cap * ETAG_MAX);
-		if (!t)
-			return sbx_err_set(err, -ENOMEM, "put %s: part list", u->key);
-		u->etags = t;
-		u->cap = cap;
-	}
-	unsigned no = u->nparts + 1;
+	if (rc < 0)
+		return sbx_err_set(err, rc, "put %s: part list", u->key);
+	unsigned no = (unsigned)u->nparts + 1;
 	SBX_AUTO_FREE char *query = NULL;
 	if (asprintf(&query, "partNumber=%u&uploadId=%s", no, u->id_enc) < 0)
 		return sbx_err_set(err, -ENOMEM, "put %s", u->key);
@@ -117,7 +112,7 @@ static int upload_part(upload *u, const char *buf, size_t len, sbx_err *err)
 	/* A part is sent whole again after a cut: S3 keeps the last one. */
 	sup_s3_req r = {.method = "PUT", .what = what, .key = u->key, .query = query,
 			.idempotent = true, .body = buf, .body_len = len};
-	int rc = sup_s3_req_run(u->s, &r, err);
+	rc = sup_s3_req_run(u->s, &r, err);
 	if (rc < 0)
 		return rc;
 	/* The ETag goes back into the completion's XML: S3's is hex in quotes. */
@@ -137,9 +132,9 @@ static int complete(upload *u, sbx_err *err)
 	if (!body)
 		return sbx_err_set(err, -ENOMEM, "put %s: completion", u->key);
 	size_t len = (size_t)snprintf(body, cap, "<CompleteMultipartUpload>");
-	for (unsigned i = 0; i < u->nparts; i++)
+	for (size_t i = 0; i < u->nparts; i++)
 		len += (size_t)snprintf(body + len, cap - len,
-					"<Part><PartNumber>%u</PartNumber><ETag>%s</ETag></Part>", i + 1, u->etags[i]);
+					"<Part><PartNumber>%zu</PartNumber><ETag>%s</ETag></Part>", i + 1, u->etags[i]);
 	len += (size_t)snprintf(body + len, cap - len, "</CompleteMultipartUpload>");
 	SBX_AUTO_FREE char *query = NULL;
 	if (asprintf(&query, "uploadId=%s", u->id_enc) < 0)
@@ -183,7 +178,7 @@ static int put_multipart(sup_s3 *s, const char *key, int fd, char *buf, size_t f
 			break;
 		ssize_t n = read_full(fd, buf, s->o.part_size);
 		if (n < 0) {
-			rc = sbx_err_sys(err, (int)n, "put %s: read part %u", key, u.nparts + 1);
+			rc = sbx_err_sys(err, (int)n, "put %s: read part %zu", key, u.nparts + 1);
 			break;
 		}
 		if (n == 0)
