@@ -55,6 +55,36 @@ static void test_defaults(void **state)
 	sup_config_release(&c);
 }
 
+/* The snapshot store's flags: kept as given (the start opens and checks
+ * the store); a malformed one, or an endpoint without a store, refused. */
+static void test_snapshot_store_flags(void **state)
+{
+	(void)state;
+	sup_config c;
+	sbx_err e;
+	const char *none[] = { "sup", NULL };
+	const char *argv[] = { "sup", "--snapshot-store", "s3://snaps/node-1", "--s3-endpoint", "http://127.0.0.1:9000",
+			       NULL };
+	assert_int_equal(parse(&c, &e, 1, none), 0);
+	assert_null(c.snapshot_store);
+	assert_null(c.s3_endpoint);
+	sup_config_release(&c);
+	assert_int_equal(parse(&c, &e, 5, argv), 0);
+	assert_string_equal(c.snapshot_store, "s3://snaps/node-1");
+	assert_string_equal(c.s3_endpoint, "http://127.0.0.1:9000");
+	sup_config_release(&c);
+	const char *bad[][3] = { { "sup", "--snapshot-store", "/var/lib/snaps" },
+				 { "sup", "--snapshot-store", "s3://" },
+				 { "sup", "--s3-endpoint", "ftp://h" },
+				 { "sup", "--s3-endpoint", "http://127.0.0.1:9000" } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *a[] = { bad[i][0], bad[i][1], bad[i][2], NULL };
+		assert_int_equal(parse(&c, &e, 3, a), -EINVAL);
+		assert_non_null(strstr(e.msg, i < 2 ? "--snapshot-store" : "--s3-endpoint"));
+		sup_config_release(&c);
+	}
+}
+
 /* MCP sessions: ten minutes idle by default, no browser Origin allowed. */
 static void test_mcp_flags(void **state)
 {
@@ -296,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_all_flags),
 		cmocka_unit_test(test_mcp_flags),
+		cmocka_unit_test(test_snapshot_store_flags),
 		cmocka_unit_test(test_bad_flags),
 		cmocka_unit_test(test_pools),
 		cmocka_unit_test(test_resources),

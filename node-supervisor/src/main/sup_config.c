@@ -166,6 +166,12 @@ void sup_config_usage(const char *prog)
 	       "                         port of that sandbox, from its root\n"
 	       "  --ports-answer-timeout SEC  a proxied request whose server inside sends no\n"
 	       "                         answer's head this long is answered 504 (default 60)\n"
+	       "  --snapshot-store s3://BUCKET[/PREFIX]  the S3 store snapshots are kept in (used\n"
+	       "                         by snapshots; credentials from AWS_ACCESS_KEY_ID,\n"
+	       "                         AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, region from\n"
+	       "                         AWS_REGION); the bucket is checked at start\n"
+	       "  --s3-endpoint URL      the store's endpoint, addressed path-style (default\n"
+	       "                         AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS)\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
@@ -383,7 +389,7 @@ enum {
 	OPT_UPLINK, OPT_UPLINK_DNS, OPT_DENY_CIDRS, OPT_IMPORT_IMAGE,
 	OPT_IMAGE_MAX_LAYER, OPT_IMAGE_MAX_IMPORT, OPT_IMAGE_ALLOW_SETID, OPT_REMOVE_IMAGE,
 	OPT_SKOPEO, OPT_IMAGE_PULL_DIR, OPT_IMAGE_PULL_TIMEOUT,
-	OPT_MCP_IDLE, OPT_MCP_ORIGIN, OPT_PORTS_DOMAIN, OPT_PORTS_ANSWER,
+	OPT_MCP_IDLE, OPT_MCP_ORIGIN, OPT_PORTS_DOMAIN, OPT_PORTS_ANSWER, OPT_SNAPSHOT_STORE, OPT_S3_ENDPOINT,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -444,6 +450,8 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "deny-cidrs", required_argument, NULL, OPT_DENY_CIDRS },
 		{ "ports-domain", required_argument, NULL, OPT_PORTS_DOMAIN },
 		{ "ports-answer-timeout", required_argument, NULL, OPT_PORTS_ANSWER },
+		{ "snapshot-store", required_argument, NULL, OPT_SNAPSHOT_STORE },
+		{ "s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -696,6 +704,19 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 				     err) < 0)
 				return -EINVAL;
 			break;
+		/* The whole URL and the endpoint are checked where the store is
+		 * opened at start (sup_s3_open): this file stays off the network's
+		 * modules. */
+		case OPT_SNAPSHOT_STORE:
+			if (strncmp(optarg, "s3://", 5) != 0 || !optarg[5] || optarg[5] == '/')
+				return sbx_err_set(err, -EINVAL, "--snapshot-store %s: want s3://bucket[/prefix]", optarg);
+			c->snapshot_store = optarg;
+			break;
+		case OPT_S3_ENDPOINT:
+			if (strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0)
+				return sbx_err_set(err, -EINVAL, "--s3-endpoint %s: want an http:// or https:// URL", optarg);
+			c->s3_endpoint = optarg;
+			break;
 		case OPT_LOG_LEVEL: {
 			sup_log_level l;
 			if (sup_log_level_parse(optarg, &l) < 0)
@@ -728,6 +749,8 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		return err->code;
 	if ((c->uplink_dns || c->deny_cidrs) && !c->uplink)
 		return sbx_err_set(err, -EINVAL, "--uplink-dns and --deny-cidrs need --uplink");
+	if (c->s3_endpoint && !c->snapshot_store)
+		return sbx_err_set(err, -EINVAL, "--s3-endpoint needs --snapshot-store s3://...");
 	if (c->default_timeout_s > c->max_timeout_s)
 		c->default_timeout_s = c->max_timeout_s;
 	for (size_t i = 0; i < c->nimages; i++)

@@ -76,6 +76,8 @@ typedef struct sup_config {
 	unsigned ports_answer_ms;    /* --ports-answer-timeout: a proxied answer's head is due */
 	const char *ports_domain;    /* --ports-domain: {port}-{id}.D routes to a port; NULL: none */
 	const char *deny_cidrs;      /* always refused, whatever a policy says */
+	const char *snapshot_store;  /* --snapshot-store s3://bucket[/prefix]; NULL: the state folder */
+	const char *s3_endpoint;     /* --s3-endpoint URL (path-style); NULL: AWS_ENDPOINT_URL*, else AWS */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */

@@ -36,6 +36,7 @@
 #include "sup_mcp.h"
 #include "sup_procs.h"
 #include "sup_restore.h"
+#include "sup_s3.h"
 #include "sup_ports.h"
 #include "sup_runc.h"
 #include "sup_sandboxes.h"
@@ -152,6 +153,25 @@ static int find_agent(char *out, size_t size, sbx_err *err)
 
 /* gVisor's runtime: offered when runsc answers; required (its failure is
  * the supervisor's) when --runsc was given or a --pool asks for it. */
+/* The snapshot store answers and these credentials may use its bucket: a
+ * wrong bucket, endpoint or key fails the start, not the first snapshot.
+ * Blocking (a listing of one key, one retry), before the loop runs. */
+static int check_snapshot_store(const sup_config *cfg, sbx_err *err)
+{
+	if (!cfg->snapshot_store)
+		return 0;
+	sup_s3_opts o = { .endpoint = cfg->s3_endpoint, .connect_timeout_ms = 3000, .retries = 1 };
+	sup_s3 *s = NULL;
+	int rc = sup_s3_open(cfg->snapshot_store, &o, &s, err);
+	if (rc == 0)
+		rc = sup_s3_check(s, err);
+	sup_s3_close(s);
+	if (rc < 0)
+		return sbx_err_wrap(err, "--snapshot-store %s", cfg->snapshot_store);
+	sup_info("snapshot store %s: the bucket answers", cfg->snapshot_store);
+	return 0;
+}
+
 static int offer_gvisor(const sup_config *cfg, char *root, size_t cap, sup_runtime *out,
 			sbx_err *err)
 {
@@ -377,6 +397,8 @@ int main(int argc, char **argv)
 		sup_info("API token %s %s", created ? "created in" : "read from", token_path);
 	}
 	if (token && sup_tenants_single(token, &m.node, &m.tenants, &err) < 0)
+		goto fail;
+	if (check_snapshot_store(&cfg, &err) < 0)
 		goto fail;
 
 	/* Every sandbox is made with the default limits; acquire gives it its
