@@ -394,7 +394,8 @@ static int write_etc(const box_paths *p, const sup_runc_image *img, const char *
 	SBX_AUTO_CLOSE int up = open(p->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (up < 0)
 		return sbx_err_sys(err, -errno, "open %s", p->upper);
-	int r = sup_fs_mkdir(up, "etc", img->etc_mode, img->etc_uid, img->etc_gid, 0, err);
+	/* a restored layer may have its etc already */
+	int r = sup_fs_mkdir(up, "etc", img->etc_mode, img->etc_uid, img->etc_gid, 1, err);
 	if (r < 0)
 		return r;
 	SBX_AUTO_CLOSE int etc = openat(up, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -644,23 +645,14 @@ int sup_runc_create_seeded(const sup_runc_cfg *cfg, const char *id, const char *
 
 int sup_runc_freeze(const sup_runc_cfg *cfg, const sup_runc_box *box, bool frozen, sbx_err *err)
 {
-	const sup_runtime *rt = runtime_of(cfg, box->isolation);
-	if (!rt)
-		return sbx_err_set(err, -EINVAL, "sandbox %.64s: its isolation is not offered", box->id);
 	SBX_AUTO_FREE box_paths *p = calloc(1, sizeof(*p));
 	if (!p)
 		return sbx_err_set(err, -ENOMEM, "freeze sandbox");
+	/* the cgroup path is rebuilt from the id, as destroy does */
 	int r = make_paths(cfg, box->id, p, err);
+	r = r ?: sup_cgroup_freeze(cfg->cgroup, p->cgroup, frozen, err);
 	if (r < 0)
-		return r;
-	const char *verb = frozen ? "pause" : "resume";
-	char errout[256] = "";
-	r = runtime_call(rt, verb, p->cid, NULL, errout, sizeof(errout), err);
-	if (r < 0)
-		return sbx_err_wrap(err, "%s %s", rt->binary, verb);
-	if (r > 0)
-		return sbx_err_set(err, -EIO, "%s %s %s: exit %d: %s", rt->binary, verb, p->cid, r,
-				   errout);
+		return sbx_err_wrap(err, "%s sandbox %s", frozen ? "freeze" : "thaw", box->id);
 	return 0;
 }
 

@@ -112,9 +112,10 @@ int sup_runc_create_seeded(const sup_runc_cfg *cfg, const char *id, const char *
 			   sup_isolation isolation, const sup_runc_seed *seed, sup_runc_box *box,
 			   sbx_err *err);
 
-/* Freeze (the runtime's `pause`: the cgroup freezer) or thaw (`resume`) a
- * made sandbox: no process of it runs while frozen, and what it wrote is
- * in its upper folder (<box->dir>/disk/upper) for a reader. */
+/* Freeze or thaw a made sandbox through its cgroup's freezer
+ * (sup_cgroup_freeze: what the runtime's pause and resume write, without a
+ * runtime process): no process of it runs while frozen, and what it wrote
+ * is in its upper folder (<box->dir>/disk/upper) for a reader. */
 int sup_runc_freeze(const sup_runc_cfg *cfg, const sup_runc_box *box, bool frozen, sbx_err *err);
 
 /* Connect to the agent's socket of a sandbox made by sup_runc_create.
