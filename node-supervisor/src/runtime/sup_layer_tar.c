@@ -295,12 +295,12 @@ int sup_layer_tar_pack(int upper_fd, int out_fd, sup_layer_tar_info *info, sbx_e
 		return sbx_err_sys(err, -errno, "snapshot: stat the layer");
 	}
 	*p = (pack){.w = w, .disk = disk, .links = links, .info = info, .dev = st.st_dev, .buf = buf};
-	archive_entry_linkresolver_set_strategy(links, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED);
+	archive_entry_linkresolver_set_strategy(links, ARCHIVE_FORMAT_TAR_PAX_INTERCHANGE);
 	/* stat and sparse maps from the disk reader; xattrs are ours */
 	archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_XATTR | ARCHIVE_READDISK_NO_ACL |
 					     ARCHIVE_READDISK_NO_FFLAGS);
 	int r = 0;
-	if (archive_write_set_format_pax_restricted(w) != ARCHIVE_OK ||
+	if (archive_write_set_format_pax(w) != ARCHIVE_OK ||
 	    archive_write_add_filter_zstd(w) != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
 	    archive_write_open_fd(w, out_fd) != ARCHIVE_OK)

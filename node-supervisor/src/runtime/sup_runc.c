@@ -511,7 +511,9 @@ static int unpack_seed(const sup_runc_cfg *cfg, const box_paths *p, const char *
 	if (up < 0)
 		return sbx_err_sys(err, -errno, "open %s", p->upper);
 	sup_layer_tar_info info;
-	int r = sup_layer_tar_unpack(in, up, cfg->res->disk, SEED_MAX_ENTRIES, &info, err);
+	/* past the disk the layer's file system says ENOSPC first; the bound
+	 * on bytes stops a stream that claims more than twice that */
+	int r = sup_layer_tar_unpack(in, up, 2 * cfg->res->disk, SEED_MAX_ENTRIES, &info, err);
 	if (r < 0)
 		return sbx_err_wrap(err, "restore the snapshot");
 	return 0;
