@@ -62,6 +62,7 @@ struct sup_snaps {
 	sup_snaps_cfg cfg;
 	sup_snaps_op *busy;  /* forks in flight: their layers are not swept */
 	bool sweeping;
+	bool stopped;        /* no sweep is started any more */
 	struct event *sweep_timer;
 };
 
@@ -652,7 +653,7 @@ static void sweep_done(sup_job *job)
 
 void sup_snaps_sweep(sup_snaps *s)
 {
-	if (s->sweeping)
+	if (s->sweeping || s->stopped)
 		return;
 	sweep_job *sj = calloc(1, sizeof(*sj));
 	size_t n = 0;
@@ -697,6 +698,14 @@ sup_snaps *sup_snaps_new(struct event_base *base, const sup_snaps_cfg *cfg, sbx_
 	struct timeval tv = {SWEEP_EVERY_S, 0};
 	event_add(s->sweep_timer, &tv);
 	return s;
+}
+
+void sup_snaps_stop(sup_snaps *s)
+{
+	if (!s)
+		return;
+	s->stopped = true;
+	event_del(s->sweep_timer);
 }
 
 void sup_snaps_free(sup_snaps *s)

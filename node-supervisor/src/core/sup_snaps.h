@@ -62,6 +62,9 @@ typedef struct sup_snap_view {
 } sup_snap_view;
 
 sup_snaps *sup_snaps_new(struct event_base *base, const sup_snaps_cfg *cfg, sbx_err *err);
+/* No sweep is started from now on (the supervisor is stopping: the
+ * workers must run dry). */
+void sup_snaps_stop(sup_snaps *s);
 /* Every operation must have ended (the workers are idle). */
 void sup_snaps_free(sup_snaps *s);
 

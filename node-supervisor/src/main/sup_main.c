@@ -98,6 +98,7 @@ typedef struct sup_main {
 	sup_http *metrics;         /* --metrics-listen: /metrics without a token */
 	sup_ctab *requests;        /* answered requests by route and status */
 	sup_core *core;
+	sup_snaps *snaps;          /* its fork-layer sweeps stop with the HTTP edge */
 	unsigned drain_s;
 	sup_net *net;
 	bool stopping;
@@ -198,6 +199,7 @@ static void on_http_drained(void *ud)
 {
 	sup_main *m = ud;
 	sup_net_stop(m->net);
+	sup_snaps_stop(m->snaps);
 	if (m->handover)
 		sup_core_handover(m->core, on_drained, m);
 	else
@@ -509,6 +511,7 @@ int main(int argc, char **argv)
 	if (!snaps)
 		goto fail;
 	sup_core_set_snaps(m.core, snaps);
+	m.snaps = snaps;
 	/* fork layers an earlier run left that no adopted sandbox stacks */
 	sup_snaps_sweep(snaps);
 	sup_snapshots_ctx snapshots = { .snaps = snaps, .core = m.core };
