@@ -194,6 +194,26 @@ static const sup_sandbox *running(sup_snaps *s, const sup_tenant *who, const cha
 	return sb;
 }
 
+/* An operation on sandbox id (who's, RUNNING: *sb), its box copied for
+ * the worker. NULL with err set. */
+static sup_snaps_op *new_op(sup_snaps *s, const sup_tenant *who, const char *id, op_kind kind,
+			    void *ud, const sup_sandbox **sb, sbx_err *err)
+{
+	*sb = running(s, who, id, err);
+	if (!*sb)
+		return NULL;
+	sup_snaps_op *op = calloc(1, sizeof(*op));
+	if (!op) {
+		sbx_err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	op->s = s;
+	op->kind = kind;
+	op->ud = ud;
+	op->box = (*sb)->box;
+	return op;
+}
+
 static int new_id(const char *prefix, char *out, size_t cap, sbx_err *err)
 {
 	char hex[13];
@@ -210,22 +230,16 @@ int sup_snaps_take(sup_snaps *s, const sup_tenant *who, const char *id, const ch
 	*opp = NULL;
 	if (strlen(name) > SUP_SNAPS_NAME_MAX)
 		return sbx_err_set(err, -EINVAL, "field \"name\": longer than %d bytes", SUP_SNAPS_NAME_MAX);
-	const sup_sandbox *sb = running(s, who, id, err);
-	if (!sb)
-		return err->code;
-	sup_snaps_op *op = calloc(1, sizeof(*op));
+	const sup_sandbox *sb;
+	sup_snaps_op *op = new_op(s, who, id, KIND_TAKE, ud, &sb, err);
 	if (!op)
-		return sbx_err_set(err, -ENOMEM, "out of memory");
+		return err->code;
 	int r = new_id("sn-", op->id, sizeof(op->id), err);
 	if (r < 0) {
 		free(op);
 		return r;
 	}
-	op->s = s;
-	op->kind = KIND_TAKE;
 	op->cb = cb;
-	op->ud = ud;
-	op->box = sb->box;
 	sup_catalog_snap *row = &op->row;
 	snprintf(row->id, sizeof(row->id), "%s", op->id);
 	snprintf(row->name, sizeof(row->name), "%s", name);
@@ -533,19 +547,13 @@ int sup_snaps_fork(sup_snaps *s, const sup_tenant *who, const char *id, unsigned
 	*opp = NULL;
 	if (count < 1 || count > SUP_SNAPS_FORK_MAX)
 		return sbx_err_set(err, -EINVAL, "field \"count\": want 1 to %d", SUP_SNAPS_FORK_MAX);
-	const sup_sandbox *sb = running(s, who, id, err);
-	if (!sb)
-		return err->code;
-	sup_snaps_op *op = calloc(1, sizeof(*op));
+	const sup_sandbox *sb;
+	sup_snaps_op *op = new_op(s, who, id, KIND_FORK, ud, &sb, err);
 	if (!op)
-		return sbx_err_set(err, -ENOMEM, "out of memory");
-	op->s = s;
-	op->kind = KIND_FORK;
+		return err->code;
 	op->fork_cb = cb;
-	op->ud = ud;
 	op->who = who;
 	op->count = count;
-	op->box = sb->box;
 	op->creates = calloc(count, sizeof(*op->creates));
 	op->ids = calloc(count, sizeof(*op->ids));
 	int r = op->creates && op->ids ? 0 : sbx_err_set(err, -ENOMEM, "out of memory");

@@ -31,16 +31,25 @@ static json_t *render(const sup_snap_view *v)
 
 /* ---- parse ---- */
 
+/* The body's one optional field key (NULL when absent or no body). */
+static int body_field(const sup_http_in *in, void *ctx, void *state, const char *key,
+		      json_t **j, json_t **v, sbx_err *err)
+{
+	const char *const keys[] = { key, NULL };
+	((snap_req *)state)->x = ctx;
+	int r = in->body_len ? sup_http_in_json(in, keys, j, err) : 0;
+	*v = r == 0 && *j ? json_object_get(*j, key) : NULL;
+	return r;
+}
+
 static int parse_take(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
-	static const char *const keys[] = { "name", NULL };
 	snap_req *q = state;
-	q->x = ctx;
 	SUP_AUTO_JSON json_t *j = NULL;
-	int r = in->body_len ? sup_http_in_json(in, keys, &j, err) : 0;
+	json_t *name;
+	int r = body_field(in, ctx, state, "name", &j, &name, err);
 	if (r < 0)
 		return r;
-	json_t *name = j ? json_object_get(j, "name") : NULL;
 	if (name && (!json_is_string(name) || json_string_length(name) > SUP_SNAPS_NAME_MAX ||
 		     strlen(json_string_value(name)) != json_string_length(name)))
 		return sbx_err_set(err, -EINVAL, "field \"name\": want a string of at most %d bytes",
@@ -51,14 +60,12 @@ static int parse_take(const sup_http_in *in, void *ctx, void *state, sbx_err *er
 
 static int parse_fork(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
-	static const char *const keys[] = { "count", NULL };
 	snap_req *q = state;
-	q->x = ctx;
 	SUP_AUTO_JSON json_t *j = NULL;
-	int r = in->body_len ? sup_http_in_json(in, keys, &j, err) : 0;
+	json_t *count;
+	int r = body_field(in, ctx, state, "count", &j, &count, err);
 	if (r < 0)
 		return r;
-	json_t *count = j ? json_object_get(j, "count") : NULL;
 	if (count && (!json_is_integer(count) || json_integer_value(count) < 1 ||
 		      json_integer_value(count) > SUP_SNAPS_FORK_MAX))
 		return sbx_err_set(err, -EINVAL, "field \"count\": want an integer 1..%d",
