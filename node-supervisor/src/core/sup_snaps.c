@@ -318,7 +318,7 @@ int sup_snaps_seed(sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx
 {
 	if (!s)
 		return sbx_err_set(err, -EINVAL, "field \"snapshot\": this supervisor keeps no snapshots");
-	SBX_AUTO_FREE sup_snap_view *v = malloc(sizeof(*v));
+	SBX_AUTO_FREE sup_snap_view *v = calloc(1, sizeof(*v));
 	SBX_AUTO_FREE sup_runc_seed *seed = calloc(1, sizeof(*seed));
 	if (!v || !seed)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
@@ -519,9 +519,11 @@ static void fork_copy_done(sup_job *job)
 		int r = tmpl_copy(&op->tmpl, &req, &e);
 		req.seed = r == 0 ? calloc(1, sizeof(*req.seed)) : NULL;
 		fork_slot *slot = r == 0 ? malloc(sizeof(*slot)) : NULL;
-		if (r == 0 && (!req.seed || !slot))
-			r = sbx_err_set(&e, -ENOMEM, "out of memory");
-		if (r == 0) {
+		if (r == 0 && (!req.seed || !slot)) {
+			sbx_err_set(&e, -ENOMEM, "out of memory");
+			r = -ENOMEM;
+		}
+		if (r == 0 && req.seed && slot) {
 			snprintf(req.seed->layer, sizeof(req.seed->layer), "%s", op->layer);
 			*slot = (fork_slot){.op = op, .i = i};
 			r = sup_core_create(s->cfg.core, op->who, &req, fork_created, slot, &op->creates[i], &e);
@@ -554,7 +556,7 @@ int sup_snaps_fork(sup_snaps *s, const sup_tenant *who, const char *id, unsigned
 	op->fork_cb = cb;
 	op->who = who;
 	op->count = count;
-	op->creates = calloc(count, sizeof(*op->creates));
+	op->creates = calloc(count, sizeof(sup_op *));
 	op->ids = calloc(count, sizeof(*op->ids));
 	int r = op->creates && op->ids ? 0 : sbx_err_set(err, -ENOMEM, "out of memory");
 	r = r ?: new_id(LAYER_PREFIX, op->id, sizeof(op->id), err);

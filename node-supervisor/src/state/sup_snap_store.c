@@ -64,7 +64,7 @@ int sup_snap_store_commit(const sup_snap_store *s, const char *id, const char *s
 	char dest[PATH_MAX];
 	int r = path_of(s->dir, id, dest, err);
 	SBX_AUTO_CLOSE int fd = r < 0 ? -1 : open(staged, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
+	struct stat st = {0};
 	if (r == 0 && (fd < 0 || fsync(fd) < 0 || fstat(fd, &st) < 0))
 		r = sbx_err_sys(err, -errno, "snapshot %s: sync", id);
 	if (r == 0 && rename(staged, dest) < 0)
