@@ -55,12 +55,15 @@ struct sup_snaps_op {
 	char (*ids)[SUP_ID_MAX];
 	double freeze_ms, copy_ms;
 	struct sup_snaps_op *next_busy; /* s->busy: layers forks are being made on */
+	struct sup_snaps_op *next_live; /* s->live: its worker job not done yet */
 };
 
 struct sup_snaps {
 	struct event_base *base;
 	sup_snaps_cfg cfg;
 	sup_snaps_op *busy;  /* forks in flight: their layers are not swept */
+	sup_snaps_op *live;  /* jobs queued or running: one per sandbox at a time,
+			      * or one's thaw would cut into the other's freeze */
 	bool sweeping;
 	bool stopped;        /* no sweep is started any more */
 	struct event *sweep_timer;
@@ -124,6 +127,16 @@ static int upper_of(const sup_runc_box *box, char *out, sbx_err *err)
 
 /* ---- take ---- */
 
+static void live_remove(sup_snaps *s, sup_snaps_op *op)
+{
+	for (sup_snaps_op **p = &s->live; *p; p = &(*p)->next_live)
+		if (*p == op) {
+			*p = op->next_live;
+			return;
+		}
+}
+
+
 static int pack_upper(sup_snaps_op *op)
 {
 	char upper[PATH_MAX];
@@ -165,6 +178,7 @@ static void take_done(sup_job *job)
 {
 	sup_snaps_op *op = (sup_snaps_op *)job;
 	sup_snaps *s = op->s;
+	live_remove(s, op);
 	if (op->rc == 0 && sup_catalog_snap_put(s->cfg.catalog, &op->row, &op->err) < 0) {
 		op->rc = op->err.code;
 		sbx_err ignored;
@@ -194,14 +208,27 @@ static const sup_sandbox *running(sup_snaps *s, const sup_tenant *who, const cha
 	return sb;
 }
 
-/* An operation on sandbox id (who's, RUNNING: *sb), its box copied for
- * the worker. NULL with err set. */
+/* Queue op's job; it is live (its sandbox taken) until its done(). */
+static void submit(sup_snaps *s, sup_snaps_op *op)
+{
+	op->next_live = s->live;
+	s->live = op;
+	sup_workers_submit(s->cfg.workers, &op->job, true);
+}
+
+/* An operation on sandbox id (who's, RUNNING, no other snapshot or fork of
+ * it under way: *sb), its box copied for the worker. NULL with err set. */
 static sup_snaps_op *new_op(sup_snaps *s, const sup_tenant *who, const char *id, op_kind kind,
 			    void *ud, const sup_sandbox **sb, sbx_err *err)
 {
 	*sb = running(s, who, id, err);
 	if (!*sb)
 		return NULL;
+	for (sup_snaps_op *o = s->live; o; o = o->next_live)
+		if (strcmp(o->box.id, (*sb)->id) == 0) {
+			sbx_err_set(err, -EBUSY, "a snapshot or fork of sandbox %s is under way", (*sb)->id);
+			return NULL;
+		}
 	sup_snaps_op *op = calloc(1, sizeof(*op));
 	if (!op) {
 		sbx_err_set(err, -ENOMEM, "out of memory");
@@ -251,7 +278,7 @@ int sup_snaps_take(sup_snaps *s, const sup_tenant *who, const char *id, const ch
 	row->created_at = (int64_t)time(NULL);
 	op->job.run = take_run;
 	op->job.done = take_done;
-	sup_workers_submit(s->cfg.workers, &op->job, true);
+	submit(s, op);
 	*opp = op;
 	return 0;
 }
@@ -505,6 +532,7 @@ static void fork_copy_done(sup_job *job)
 	sup_snaps_op *op = (sup_snaps_op *)job;
 	sup_snaps *s = op->s;
 	op->copying = false;
+	live_remove(s, op);
 	if (op->rc < 0 || op->cancelled) {
 		if (!op->cancelled)
 			op->fork_cb(op->rc, NULL, 0, &op->err, op->ud);
@@ -590,7 +618,7 @@ int sup_snaps_fork(sup_snaps *s, const sup_tenant *who, const char *id, unsigned
 	op->job.run = fork_copy_run;
 	op->job.done = fork_copy_done;
 	op->copying = true;
-	sup_workers_submit(s->cfg.workers, &op->job, true);
+	submit(s, op);
 	*opp = op;
 	return 0;
 }
