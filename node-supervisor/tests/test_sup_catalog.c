@@ -286,6 +286,59 @@ static void test_volumes(void **state)
 	sup_catalog_close(c);
 }
 
+static void count_snap(const sup_catalog_snap *s, void *ud)
+{
+	(void)s;
+	(*(int *)ud)++;
+}
+
+/* A schema-2 file (sandboxes, volumes) gains the snapshots table; rows of both
+ * are kept, read back and removed. */
+static void test_snapshots_step(void **state)
+{
+	fixture *f = *state;
+	sup_catalog *c;
+	sbx_err err;
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	assert_int_equal(sup_catalog_intent(c, "sb-a", "host", "", SUP_ISO_RUNC, &err), 0);
+	sup_catalog_close(c);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE snapshots; PRAGMA user_version = 2", NULL, NULL,
+				      NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	sup_catalog_snap s = {.isolation = SUP_ISO_RUNC, .size = 1234, .created_at = 99};
+	snprintf(s.id, sizeof(s.id), "sn-1");
+	snprintf(s.name, sizeof(s.name), "first");
+	snprintf(s.tenant, sizeof(s.tenant), "t1");
+	snprintf(s.source, sizeof(s.source), "sb-a");
+	snprintf(s.image, sizeof(s.image), "host");
+	assert_int_equal(sup_catalog_snap_put(c, &s, &err), 0);
+	snprintf(s.id, sizeof(s.id), "sn-2");
+	snprintf(s.tenant, sizeof(s.tenant), "t2");
+	assert_int_equal(sup_catalog_snap_put(c, &s, &err), 0);
+	assert_int_equal(sup_catalog_snap_put(c, &s, &err), -EIO); /* ids are unique */
+	sup_catalog_close(c);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	sup_catalog_snap g;
+	assert_int_equal(sup_catalog_snap_get(c, "sn-1", &g, &err), 0);
+	assert_string_equal(g.name, "first");
+	assert_string_equal(g.tenant, "t1");
+	assert_int_equal(g.size, 1234);
+	assert_int_equal(g.created_at, 99);
+	int n = 0;
+	assert_int_equal(sup_catalog_snap_each(c, "t1", count_snap, &n, &err), 0);
+	assert_int_equal(n, 1);
+	n = 0;
+	assert_int_equal(sup_catalog_snap_each(c, NULL, count_snap, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(sup_catalog_snap_remove(c, "sn-1", &err), 0);
+	assert_int_equal(sup_catalog_snap_get(c, "sn-1", &g, &err), -ENOENT);
+	sup_catalog_close(c);
+}
+
 static void test_not_a_database_refused(void **state)
 {
 	fixture *f = *state;
@@ -325,6 +378,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_volumes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_snapshots_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_refused, setup, teardown),
 	};

@@ -173,6 +173,8 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 			rc = parse_mcp(v, &out->mcp, err);
 		} else if (strcmp(key, "volumes") == 0) {
 			rc = sup_api_parse_volume_mounts(v, &out->volumes, err);
+		} else if (strcmp(key, "snapshot") == 0) {
+			rc = get_cstr(v, "snapshot", false, SUP_API_MAX_SNAPSHOT_ID, &out->snapshot, err);
 		} else {
 			rc = sbx_err_set(err, -EINVAL, "unknown field \"%.64s\"", key);
 		}

@@ -18,6 +18,7 @@
 #include "sup_net.h"
 #include "sup_sandbox.h"
 #include "sup_volumes.h"
+#include "sup_snaps.h"
 
 TAILQ_HEAD(sup_reg_list, sup_sandbox);
 
@@ -35,6 +36,7 @@ struct sup_core {
 	uint64_t execs[SUP_CORE_EXEC_RESULTS]; /* by exec_result */
 	uint64_t oom_killed;        /* execs the kernel killed for memory */
 	sup_ctab *refusals;         /* quota refusals by tenant and figure */
+	struct sup_snaps *snaps;    /* restores from snapshots; NULL: none */
 };
 
 enum exec_result { EXEC_EXITED, EXEC_SIGNALED, EXEC_TIMED_OUT, EXEC_FAILED };
@@ -156,6 +158,21 @@ static sup_sandbox *lookup_for(sup_core *c, const sup_tenant *who, const char *i
 		return NULL;
 	}
 	return sb;
+}
+
+const sup_sandbox *sup_core_find(sup_core *c, const sup_tenant *who, const char *id, sbx_err *err)
+{
+	return lookup_for(c, who, id, err);
+}
+
+sup_pools *sup_core_pools(sup_core *c)
+{
+	return c->pools;
+}
+
+void sup_core_set_snaps(sup_core *c, struct sup_snaps *snaps)
+{
+	c->snaps = snaps;
 }
 
 int sup_core_check_owner(sup_core *c, const sup_tenant *who, const char *id, sbx_err *err)
@@ -516,7 +533,9 @@ int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 	*opp = NULL;
 	if (c->shutting_down)
 		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
-	int rc = apply_tenant(who, req, err);
+	int rc = req->snapshot ? sup_snaps_seed(c->snaps, who, req, err) : 0;
+	if (rc == 0)
+		rc = apply_tenant(who, req, err);
 	if (rc == 0)
 		rc = allow_isolation(c, who, req, err);
 	if (rc == 0)
@@ -538,10 +557,15 @@ int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 	op->u.create.cb = cb;
 	memcpy(op->u.create.tenant, who->name, sizeof(op->u.create.tenant));
 	op->u.create.allow_root = who->allow_root;
-	const char *image = op->u.create.req.image ? op->u.create.req.image : "host";
+	sup_create_req *rq = &op->u.create.req;
+	const char *image = rq->acquire ? rq->acquire : rq->image ? rq->image : "host";
 	sup_sandbox *now = NULL;
-	rc = sup_pools_acquire(c->pools, image, op->u.create.req.isolation,
-			       &op->u.create.req.resources, on_acquired, op, &now, &op->u.create.acq, err);
+	if (rq->seed)
+		rc = sup_pools_acquire_seeded(c->pools, image, rq->isolation, &rq->resources, rq->seed,
+					      on_acquired, op, &op->u.create.acq, err);
+	else
+		rc = sup_pools_acquire(c->pools, image, rq->isolation, &rq->resources, on_acquired, op,
+				       &now, &op->u.create.acq, err);
 	if (rc < 0) {
 		sup_create_req_free(&op->u.create.req);
 		free(op);

@@ -172,6 +172,11 @@ void sup_core_blame(sup_core *c, const char *id, const sbx_err *err);
  * or NULL with err as for any operation on it. */
 struct sup_agent *sup_core_agent(sup_core *c, const char *id, sbx_err *err);
 
+/* Creates with "snapshot" resolve it through snaps (sup_snaps.h); NULL:
+ * they are refused. */
+struct sup_snaps;
+void sup_core_set_snaps(sup_core *c, struct sup_snaps *snaps);
+
 /* Withdraw an operation whose requester went away: its callback will not
  * run. A running exec is cancelled on the agent (the command is killed); a
  * waiting create leaves its sandbox to the pool; a delete goes on. */

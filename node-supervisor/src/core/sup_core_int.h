@@ -22,4 +22,9 @@ typedef struct sup_core_figs {
 void sup_core_figures(const sup_core *c, sup_core_figs *out);
 const sup_sandbox *sup_core_next(const sup_sandbox *sb);
 
+/* For the snapshot operations (sup_snaps.c): a sandbox who sees (NULL,
+ * err -ENOENT, otherwise), and the pools. */
+const sup_sandbox *sup_core_find(sup_core *c, const sup_tenant *who, const char *id, sbx_err *err);
+sup_pools *sup_core_pools(sup_core *c);
+
 #endif

@@ -57,6 +57,8 @@ struct sup_acquire {
 	void *ud;
 	struct event *timer;
 	TAILQ_ENTRY(sup_acquire) link;
+	sup_sandbox *sb;    /* a seeded acquire's own sandbox (not in waiters) */
+	bool seeded;
 };
 
 struct sup_pools {
@@ -83,6 +85,7 @@ typedef struct create_job {
 	char id[SUP_ID_MAX];
 	char image[SUP_IMG_DIGEST_LEN + 1 > PATH_MAX ? SUP_IMG_DIGEST_LEN + 1 : PATH_MAX];
 	sup_isolation isolation;
+	sup_runc_seed *seed; /* NULL: an empty writable layer */
 	sup_runc_box box;
 	unsigned slot;   /* network slot to plumb, 0: none */
 	sup_rtnl *nl;    /* plumbed: a socket in the sandbox's namespace */
@@ -250,6 +253,44 @@ static sup_sandbox *take_ready(sup_pool *pool)
 	return sb;
 }
 
+/* ---- seeded sandboxes: one request's own ---- */
+
+/* Its requester is answered (once) with code and err; the sandbox, when it
+ * comes up, is destroyed. */
+static void seeded_fail(sup_sandbox *sb, int code, const sbx_err *err)
+{
+	sup_acquire *a = sb->dedicated;
+	if (!a)
+		return;
+	sb->dedicated = NULL;
+	sup_acquire_cb cb = a->cb;
+	void *ud = a->ud;
+	waiter_free(a);
+	cb(NULL, code, err, ud);
+}
+
+static void seeded_ready(sup_sandbox *sb)
+{
+	sup_acquire *a = sb->dedicated;
+	if (!a) {
+		sup_info("sandbox %s: seeded for a request that went away: destroyed", sb->id);
+		start_destroy(sb->pool->owner, sb, false, NULL, NULL);
+		return;
+	}
+	sb->dedicated = NULL;
+	sup_acquire_cb cb = a->cb;
+	void *ud = a->ud;
+	sup_resources res = a->res;
+	waiter_free(a);
+	sbx_err e;
+	if (hand_out(sb, &res, &e) < 0) {
+		cb(NULL, e.code, &e, ud);
+		return;
+	}
+	sup_debug("sandbox %s: seeded, handed out", sb->id);
+	cb(sb, 0, NULL, ud);
+}
+
 /* A sandbox's agent is connected: give it to the oldest waiter, or keep it. */
 static void sandbox_ready(sup_sandbox *sb)
 {
@@ -258,6 +299,10 @@ static void sandbox_ready(sup_sandbox *sb)
 	pool->creating--;
 	observe_since(&pool->cold_create, &sb->queued_at);
 	pool->fail_streak = 0;
+	if (sb->seeded) {
+		seeded_ready(sb);
+		return;
+	}
 	sup_acquire *a = TAILQ_FIRST(&pool->waiters);
 	if (a) {
 		waiter_remove(a);
@@ -319,6 +364,18 @@ static void create_failed(sup_pool *pool, const char *id, const sbx_err *err)
 	}
 }
 
+/* A create of sb failed: a seeded one's requester gets the error as it is
+ * (a refused archive is no reason to pause the pool's refills). */
+static void create_failed_sb(sup_sandbox *sb, const sbx_err *err)
+{
+	if (!sb->seeded) {
+		create_failed(sb->pool, sb->id, err);
+		return;
+	}
+	sup_warn("sandbox %s: seeded create failed: %s", sb->id, err->msg);
+	seeded_fail(sb, err->code ? err->code : -EIO, err);
+}
+
 /* ---- agent connection of a new or pooled sandbox ---- */
 
 static void agent_on_ready(sup_agent *a, void *ud)
@@ -364,7 +421,7 @@ static void agent_on_lost(sup_agent *a, const sbx_err *why, void *ud)
 			if (p->hooks.on_adopted)
 				p->hooks.on_adopted(sb, why->code ? why->code : -ECONNRESET, why, p->hooks.ud);
 		} else {
-			create_failed(pool, sb->id, why);
+			create_failed_sb(sb, why);
 		}
 		start_destroy(p, sb, false, NULL, NULL);
 		ensure_fill(pool);
@@ -403,8 +460,8 @@ static void create_run(sup_job *job)
 		cj->rc = sbx_err_set(&cj->err, -ECANCELED, "supervisor is shutting down");
 		return;
 	}
-	cj->rc = sup_runc_create(cj->pools->cfg.runc, cj->id, cj->image, cj->isolation, &cj->box,
-				 &cj->err);
+	cj->rc = sup_runc_create_seeded(cj->pools->cfg.runc, cj->id, cj->image, cj->isolation,
+					cj->seed, &cj->box, &cj->err);
 	if (cj->rc < 0 || !cj->slot)
 		return;
 	cj->rc = sup_net_plumb(cj->pools->cfg.net, cj->slot, cj->box.init_pid, &cj->nl, &cj->err);
@@ -427,8 +484,9 @@ static void create_done(sup_job *job)
 		catalog_remove(p, sb->id);
 		if (sb->net_slot)
 			sup_net_slot_put(p->cfg.net, sb->net_slot);
-		if (cj->rc != -ECANCELED)
-			create_failed(pool, sb->id, &cj->err);
+		if (cj->rc != -ECANCELED || sb->seeded)
+			create_failed_sb(sb, &cj->err);
+		free(cj->seed);
 		TAILQ_REMOVE(&p->all, sb, all_link);
 		p->nalive--;
 		unpin(sb);
@@ -441,6 +499,7 @@ static void create_done(sup_job *job)
 	sb->box = cj->box;
 	sb->res = *p->cfg.runc->res;
 	sup_rtnl *nl = cj->nl;
+	free(cj->seed);
 	free(cj);
 	sb->state = SUP_SB_CONNECTING;
 	sbx_err e;
@@ -450,14 +509,14 @@ static void create_done(sup_job *job)
 			     &e) < 0) {
 		sup_rtnl_close(nl);
 		pool->creating--;
-		create_failed(pool, sb->id, &e);
+		create_failed_sb(sb, &e);
 		start_destroy(p, sb, false, NULL, NULL);
 		ensure_fill(pool);
 		return;
 	}
 	if (sb->net_slot && sup_net_slot_ready(p->cfg.net, sb->net_slot, nl, &e) < 0) {
 		pool->creating--;
-		create_failed(pool, sb->id, &e);
+		create_failed_sb(sb, &e);
 		start_destroy(p, sb, false, NULL, NULL);
 		ensure_fill(pool);
 		return;
@@ -470,7 +529,7 @@ static void create_done(sup_job *job)
 	if (sup_agent_connect(p->base, sb->box.socket_path, sb->id, p->cfg.handshake_timeout_ms,
 			      &p->cfg.agent, &agent_cbs, sb, &sb->agent, &e) < 0) {
 		pool->creating--;
-		create_failed(pool, sb->id, &e);
+		create_failed_sb(sb, &e);
 		start_destroy(p, sb, false, NULL, NULL);
 		ensure_fill(pool);
 	}
@@ -497,18 +556,22 @@ static int new_id(sup_pools *p, char *id, size_t size)
 	return -EEXIST;
 }
 
-static int start_create(sup_pool *pool, bool front)
+/* Queue a create; with seed (taken over, freed here on failure) it is
+ * the seeded sandbox of acquire a. */
+static int start_create_for(sup_pool *pool, bool front, sup_runc_seed *seed, sup_acquire *a)
 {
 	sup_pools *p = pool->owner;
 	sup_sandbox *sb = calloc(1, sizeof(*sb));
 	create_job *cj = calloc(1, sizeof(*cj));
 	if (!sb || !cj || new_id(p, sb->id, sizeof(sb->id)) < 0) {
+		free(seed);
 		free(sb);
 		free(cj);
 		sup_error("pool %s: cannot start a create (out of memory or ids)", pool->image);
 		return -ENOMEM;
 	}
 	if (pool->digest[0] && sup_img_store_pin(p->cfg.store, pool->digest, 1) < 0) {
+		free(seed);
 		free(sb);
 		free(cj);
 		sup_error("pool %s: its image was deleted", pool->image);
@@ -523,6 +586,7 @@ static int start_create(sup_pool *pool, bool front)
 			sup_error("pool %s: cannot start a create: %s", pool->image, e.msg);
 			if (pool->digest[0])
 				sup_img_store_pin(p->cfg.store, pool->digest, -1);
+			free(seed);
 			free(sb);
 			free(cj);
 			return -EAGAIN;
@@ -538,12 +602,18 @@ static int start_create(sup_pool *pool, bool front)
 			sup_net_slot_put(p->cfg.net, sb->net_slot);
 		if (pool->digest[0])
 			sup_img_store_pin(p->cfg.store, pool->digest, -1);
+		free(seed);
 		free(sb);
 		free(cj);
 		return -EIO;
 	}
 	sb->pool = pool;
 	sb->state = SUP_SB_CREATING;
+	if (seed) {
+		sb->seeded = true;
+		sb->dedicated = a;
+		a->sb = sb;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &sb->queued_at);
 	TAILQ_INIT(&sb->delete_waiters);
 	TAILQ_INIT(&sb->execs);
@@ -556,12 +626,18 @@ static int start_create(sup_pool *pool, bool front)
 	cj->sb = sb;
 	snprintf(cj->image, sizeof(cj->image), "%s", pool->digest[0] ? pool->digest : pool->image);
 	cj->isolation = pool->isolation;
+	cj->seed = seed;
 	cj->slot = sb->net_slot;
 	memcpy(cj->id, sb->id, sizeof(cj->id));
 	sup_debug("sandbox %s: create queued for image %s (%s)%s", sb->id, pool->image,
 		  sup_isolation_names[pool->isolation], front ? " (a request waits)" : "");
 	sup_workers_submit(p->workers, &cj->job, front);
 	return 0;
+}
+
+static int start_create(sup_pool *pool, bool front)
+{
+	return start_create_for(pool, front, NULL, NULL);
 }
 
 static void ensure_fill(sup_pool *pool)
@@ -1019,8 +1095,50 @@ int sup_pools_adopt(sup_pools *p, const sup_catalog_rec *rec, const sup_runc_box
 	return 0;
 }
 
+int sup_pools_acquire_seeded(sup_pools *p, const char *image, sup_isolation isolation,
+			     const sup_resources *res, const sup_runc_seed *seed, sup_acquire_cb cb,
+			     void *ud, sup_acquire **wait, sbx_err *err)
+{
+	*wait = NULL;
+	if (p->shutting_down)
+		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	sup_pool *pool = pool_for(p, image, isolation, err);
+	if (!pool)
+		return err->code;
+	if (p->nalive >= p->cfg.max_sandboxes)
+		return sbx_err_set(err, -EAGAIN, "at the limit of %u sandboxes", p->cfg.max_sandboxes);
+	sup_acquire *a = calloc(1, sizeof(*a));
+	sup_runc_seed *copy = malloc(sizeof(*copy));
+	if (!a || !copy) {
+		free(a);
+		free(copy);
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	}
+	*copy = *seed;
+	a->pool = pool;
+	a->res = *res;
+	clock_gettime(CLOCK_MONOTONIC, &a->t0);
+	a->cb = cb;
+	a->ud = ud;
+	a->seeded = true;
+	int r = start_create_for(pool, true, copy, a);
+	if (r < 0) {
+		free(a);
+		return sbx_err_set(err, r == -ENOMEM ? -ENOMEM : -EAGAIN,
+				   "could not start a create for image %.200s", pool->image);
+	}
+	*wait = a;
+	return 0;
+}
+
 void sup_pools_acquire_cancel(sup_acquire *a)
 {
+	if (a->seeded) {
+		if (a->sb)
+			a->sb->dedicated = NULL;
+		waiter_free(a);
+		return;
+	}
 	waiter_remove(a);
 	waiter_free(a);
 }
@@ -1044,6 +1162,11 @@ static void shutdown_pools(sup_pools *p, bool handover, void (*done)(void *ud), 
 	atomic_store(&p->stopping, true);
 	p->shutdown_done = done;
 	p->shutdown_ud = ud;
+	sbx_err stop;
+	sbx_err_set(&stop, -ESHUTDOWN, "the supervisor is shutting down");
+	sup_sandbox *ss;
+	TAILQ_FOREACH(ss, &p->all, all_link)
+	seeded_fail(ss, -ESHUTDOWN, &stop);
 	for (size_t i = 0; i < p->npools; i++) {
 		sup_pool *pool = &p->pools[i];
 		event_del(pool->backoff_timer);

@@ -82,6 +82,15 @@ typedef void (*sup_acquire_cb)(sup_sandbox *sb, int rc, const sbx_err *err, void
 int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 		      const sup_resources *res, sup_acquire_cb cb, void *ud, sup_sandbox **now,
 		      sup_acquire **wait, sbx_err *err);
+/* A sandbox made for this request alone, its writable layer from seed
+ * (copied; sup_runc.h): always a cold create, queued at the front, never
+ * pooled nor given to another request (destroyed when the requester
+ * withdrew). cb runs once: with the sandbox (RUNNING, limits res), or the
+ * create's own error (-EILSEQ a refused archive, -ENOSPC over its disk,
+ * -ESHUTDOWN). -EINVAL / -EAGAIN as sup_pools_acquire. */
+int sup_pools_acquire_seeded(sup_pools *p, const char *image, sup_isolation isolation,
+			     const sup_resources *res, const sup_runc_seed *seed, sup_acquire_cb cb,
+			     void *ud, sup_acquire **wait, sbx_err *err);
 /* Withdraw a waiting acquire (its requester went away); cb will not run. */
 void sup_pools_acquire_cancel(sup_acquire *a);
 

@@ -82,6 +82,9 @@ void sup_create_req_free(sup_create_req *r)
 	}
 	sup_mcp_servers_free(&r->mcp);
 	sup_vol_mounts_free(&r->volumes);
+	free(r->snapshot);
+	free(r->seed);
+	free(r->acquire);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -81,6 +81,12 @@ typedef struct sup_create_req {
 			       * and SUP_CREATE_GIVEN_* (the rest is the tenant's to fill) */
 	sup_mcp_servers mcp;  /* "mcp": {"servers": {...}} */
 	sup_vol_mounts volumes; /* "volumes": bound into the sandbox as it is handed out */
+	char *snapshot;       /* "snapshot": its files start as this snapshot's */
+	/* Set by the core for a restore or a fork: the writable layer's seed
+	 * (sup_runc.h) and the image acquired (a store digest; image is what
+	 * the tenant's rights are checked against). NULL: none. */
+	struct sup_runc_seed *seed;
+	char *acquire;
 } sup_create_req;
 enum { SUP_CREATE_GIVEN_ISOLATION = 1u << 8, SUP_CREATE_GIVEN_TIMEOUT = 1u << 9 };
 

@@ -50,6 +50,8 @@ static const struct status_row {
 	{ -ETIMEDOUT, 504, "timeout", NULL },
 	{ -ETIME, 504, "agent_timeout", NULL },
 	{ -ENOSPC, 507, "no_space", NULL },
+	/* a snapshot archive refused: corrupt or hostile */
+	{ -EILSEQ, 422, "bad_archive", NULL },
 };
 
 int sup_http_status(const char *family, int neg_errno, const char **code)

@@ -40,6 +40,8 @@
 #include "sup_ports.h"
 #include "sup_runc.h"
 #include "sup_sandboxes.h"
+#include "sup_snap_store.h"
+#include "sup_snapshots.h"
 #include "sup_scrape.h"
 #include "sup_tenants.h"
 #include "sup_token.h"
@@ -97,6 +99,7 @@ typedef struct sup_main {
 	sup_http *metrics;         /* --metrics-listen: /metrics without a token */
 	sup_ctab *requests;        /* answered requests by route and status */
 	sup_core *core;
+	sup_snaps *snaps;          /* its fork-layer sweeps stop with the HTTP edge */
 	unsigned drain_s;
 	sup_net *net;
 	bool stopping;
@@ -216,6 +219,7 @@ static void on_http_drained(void *ud)
 {
 	sup_main *m = ud;
 	sup_net_stop(m->net);
+	sup_snaps_stop(m->snaps);
 	if (m->handover)
 		sup_core_handover(m->core, on_drained, m);
 	else
@@ -349,6 +353,8 @@ int main(int argc, char **argv)
 	sup_catalog *catalog = NULL;
 	sup_volumes *volumes = NULL;
 	sup_restore *restore = NULL;
+	sup_snap_store snapstore;
+	sup_snaps *snaps = NULL;
 	char *token = NULL;
 	char agent[PATH_MAX];
 	char token_path[PATH_MAX];
@@ -519,6 +525,18 @@ int main(int argc, char **argv)
 	sup_restore_adopt(restore, &rcfg, m.core);
 	restore = NULL;
 	sup_volumes_restored(volumes);
+	if (sup_snap_store_open(state_real, &snapstore, &err) < 0)
+		goto fail;
+	sup_snaps_cfg sncfg = { .core = m.core, .runc = &rcfg, .workers = workers,
+				.catalog = catalog, .store = &snapstore };
+	snaps = sup_snaps_new(base, &sncfg, &err);
+	if (!snaps)
+		goto fail;
+	sup_core_set_snaps(m.core, snaps);
+	m.snaps = snaps;
+	/* fork layers an earlier run left that no adopted sandbox stacks */
+	sup_snaps_sweep(snaps);
+	sup_snapshots_ctx snapshots = { .snaps = snaps, .core = m.core };
 	sup_sandboxes_ctx sandboxes = {
 		.core = m.core,
 		.limits = { .default_timeout_s = cfg.default_timeout_s,
@@ -567,6 +585,7 @@ int main(int argc, char **argv)
 		{ &sup_scrape_family, &scrape },
 		{ &sup_images_family, &images },
 		{ &sup_volumes_family, &volroutes },
+		{ &sup_snapshots_family, &snapshots },
 		{ &sup_openapi_family, NULL },
 	};
 	const sup_http_mount metrics_mounts[] = { { &sup_scrape_family, &scrape_open } };
@@ -690,6 +709,7 @@ cleanup:
 	/* Workers first: a job still running (grace ran out) must finish
 	 * before the pools it points into go away. */
 	sup_workers_free(workers);
+	sup_snaps_free(snaps);
 	/* an import or pull the edge's end cancelled: its job ends and frees
 	 * itself (a pull's skopeo is killed within 0.1 s) */
 	sup_workers_finish(image_worker);

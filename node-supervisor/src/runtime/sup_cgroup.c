@@ -18,8 +18,14 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include "sbx/cleanup.h"
 #include "sup_fsutil.h"
+
+#define FREEZE_POLLS 2000
+#define FREEZE_POLL_NS 1000000L /* 1 ms: 2 s in all */
+#define FREEZE_POLL_MS 1
 
 /* Controllers of v1 this module uses, each its own mount below root. */
 static const char *const v1_controllers[] = { "memory", "pids", "cpu", "cpuacct" };
@@ -254,6 +260,43 @@ int sup_cgroup_unthrottle(const sup_cgroup_host *h, const char *path, sbx_err *e
 	char v[32];
 	snprintf(v, sizeof(v), "max %u", SUP_CGROUP_PERIOD_US);
 	return write_value(h, "", path, "cpu.max", v, err);
+}
+
+int sup_cgroup_freeze(const sup_cgroup_host *h, const char *path, bool frozen, sbx_err *err)
+{
+	bool v1 = h->mode == SUP_CGROUP_V1;
+	int r = v1 ? write_value(h, "freezer", path, "freezer.state", frozen ? "FROZEN" : "THAWED", err)
+		   : write_value(h, "", path, "cgroup.freeze", frozen ? "1" : "0", err);
+	if (r < 0 || !frozen)
+		return r;
+	/* FREEZING until every task stopped (v1); v2 says "frozen 1" in
+	 * cgroup.events */
+	for (int i = 0; i < FREEZE_POLLS; i++) {
+		char buf[256];
+		uint64_t f = 0;
+		if (v1) {
+			ssize_t n = read_file(h, "freezer", path, "freezer.state", buf, sizeof(buf), err);
+			if (n < 0)
+				return (int)n;
+			if (strncmp(buf, "FROZEN", 6) == 0)
+				return 0;
+		} else {
+			r = read_key(h, "", path, "cgroup.events", "frozen", &f, err);
+			if (r < 0)
+				return r;
+			if (f == 1)
+				return 0;
+		}
+		struct timespec ts = {0, FREEZE_POLL_NS};
+		nanosleep(&ts, NULL);
+	}
+	sbx_err ignored;
+	if (v1)
+		write_value(h, "freezer", path, "freezer.state", "THAWED", &ignored);
+	else
+		write_value(h, "", path, "cgroup.freeze", "0", &ignored);
+	return sbx_err_set(err, -ETIMEDOUT, "cgroup %s: not frozen within %d ms", path,
+			   FREEZE_POLLS * FREEZE_POLL_MS);
 }
 
 int sup_cgroup_read(const sup_cgroup_host *h, const char *path, sup_usage *u, sbx_err *err)

@@ -56,6 +56,12 @@ int sup_cgroup_apply(const sup_cgroup_host *h, const char *path, const sup_resou
  * it into (seconds, measured). */
 int sup_cgroup_unthrottle(const sup_cgroup_host *h, const char *path, sbx_err *err);
 
+/* Freeze (every task of the cgroup at path stopped, returns once they
+ * are: -ETIMEDOUT and thawed again after 2 s) or thaw it: v1's freezer
+ * controller (freezer.state), v2's cgroup.freeze. What the runtime's
+ * pause and resume do, without a process. */
+int sup_cgroup_freeze(const sup_cgroup_host *h, const char *path, bool frozen, sbx_err *err);
+
 /* Memory now and at its peak, CPU time, pids and OOM kills of the cgroup at
  * path into u (u->disk and its bit are left alone). Each figure is read on
  * its own: one the host does not offer (v2's memory.peak before Linux 5.19,

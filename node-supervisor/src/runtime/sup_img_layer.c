@@ -135,6 +135,14 @@ static int split_name(const char *what, const char *path, name *nm, sbx_err *err
 	return 0;
 }
 
+int sup_img_layer_check_name(const char *path, sbx_err *err)
+{
+	SBX_AUTO_FREE name *nm = malloc(sizeof(*nm));
+	if (!nm)
+		return sbx_err_set(err, -ENOMEM, "entry name");
+	return split_name("entry", path, nm, err);
+}
+
 /* The folder holding the last component, walked from root without
  * following symlinks; missing folders are made (0755, root) when create.
  * Returns an fd. */
@@ -185,6 +193,25 @@ typedef struct ctx {
 	sup_img_layer_info *info;
 	struct archive *in;
 } ctx;
+
+/* A snapshot's user.* xattrs (trusted.* would steer the overlay, security.*
+ * the host's LSMs: never written). */
+static int user_xattrs(ctx *x, struct archive_entry *e, int fd, const char *path, sbx_err *err)
+{
+	if (!x->lim->snapshot)
+		return 0;
+	const char *xname;
+	const void *val;
+	size_t size;
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &xname, &val, &size) == ARCHIVE_OK) {
+		if (strncmp(xname, "user.", 5) != 0)
+			continue;
+		if (fsetxattr(fd, xname, val, size, 0) < 0)
+			return sbx_err_sys(err, -errno, "'%.200s': xattr %.64s", path, xname);
+	}
+	return 0;
+}
 
 static mode_t keep_mode(ctx *x, mode_t mode)
 {
@@ -240,12 +267,15 @@ static int regular(ctx *x, struct archive_entry *e, int dir, const char *base, c
 		return r;
 	if (ftruncate(fd, size) < 0)
 		return sbx_err_sys(err, -errno, "'%.200s': truncate", path);
+	r = user_xattrs(x, e, fd, path, err);
+	if (r < 0)
+		return r;
 	/* owner first: chown clears the setid bits chmod then sets */
 	if (fchown(fd, archive_entry_uid(e), archive_entry_gid(e)) < 0 ||
 	    fchmod(fd, keep_mode(x, archive_entry_mode(e))) < 0)
 		return sbx_err_sys(err, -errno, "'%.200s': owner or mode", path);
-	struct timespec ts[2] = {{.tv_sec = archive_entry_mtime(e), .tv_nsec = 0},
-				 {.tv_sec = archive_entry_mtime(e), .tv_nsec = 0}};
+	struct timespec ts[2] = {{.tv_sec = archive_entry_mtime(e), .tv_nsec = archive_entry_mtime_nsec(e)},
+				 {.tv_sec = archive_entry_mtime(e), .tv_nsec = archive_entry_mtime_nsec(e)}};
 	futimens(fd, ts);
 	return 0;
 }
@@ -267,7 +297,7 @@ static int folder(ctx *x, struct archive_entry *e, int dir, const char *base, co
 	if (fchown(fd, archive_entry_uid(e), archive_entry_gid(e)) < 0 ||
 	    fchmod(fd, keep_mode(x, archive_entry_mode(e))) < 0)
 		return sbx_err_sys(err, -errno, "'%.200s': owner or mode", path);
-	return 0;
+	return user_xattrs(x, e, fd, path, err);
 }
 
 static int symlink_entry(struct archive_entry *e, int dir, const char *base, const char *path,
@@ -372,7 +402,10 @@ static int entry(ctx *x, struct archive_entry *e, sbx_err *err)
 		return r;
 	default:
 		/* device nodes and sockets: a sandbox gets its devices from the
-		 * runtime, never from an image */
+		 * runtime, never from an image; a snapshot names a deletion by
+		 * a .wh. name, never by a device */
+		if (x->lim->snapshot)
+			return sbx_err_set(err, -EPERM, "'%.200s': a device node or socket", path);
 		x->info->skipped++;
 		return 0;
 	}
@@ -445,7 +478,7 @@ int sup_img_layer_unpack(int blob_fd, const char *blob_hex, const char *diff_hex
 	}
 	char hex[SUP_IMG_HEX_LEN + 1];
 	sup_img_sha_hex(&c->tar_sha, hex);
-	if (strcmp(hex, diff_hex) != 0)
+	if (diff_hex && strcmp(hex, diff_hex) != 0)
 		return sbx_err_set(err, -EBADMSG, "layer: its tar is sha256:%s, the config says sha256:%s",
 				   hex, diff_hex);
 	sup_img_sha_hex(&c->blob_sha, hex);

@@ -10,7 +10,7 @@
  * a symlink or a hard link whose target is outside the layer or not a
  * regular file. Device nodes and sockets are left out (counted), setuid and
  * setgid bits dropped unless allowed, xattrs not written (a layer's
- * trusted.overlay.* would steer the overlay). Past the limits (bytes of
+ * trusted.overlay.* would steer the overlay; a snapshot's user.* are). Past the limits (bytes of
  * file data, entries) the layer is refused. The digests of the blob as
  * stored and of the tar inside it (OCI's diff_id) are checked in the same
  * pass; a mismatch refuses the layer.
@@ -31,6 +31,10 @@ typedef struct sup_img_limits {
 	uint64_t max_layer_bytes; /* file data of one layer */
 	uint64_t max_entries;     /* entries of one layer */
 	bool allow_setid;         /* keep setuid/setgid bits */
+	/* A snapshot's layer (sup_layer_tar.h) rather than an image's: its
+	 * user.* xattrs are written (no other namespace), and a device node or
+	 * socket refuses it instead of being left out. */
+	bool snapshot;
 } sup_img_limits;
 
 typedef struct sup_img_layer_info {
@@ -43,9 +47,14 @@ typedef struct sup_img_layer_info {
 /* Unpack the layer read from blob_fd (at its start) into dest_fd.
  * blob_hex: the blob's sha256 as the manifest names it (NULL: the blob is
  * the tar itself, as in `docker save`); diff_hex: the tar's sha256 (the
- * config's diff_id). */
+ * config's diff_id; NULL: not checked). */
 int sup_img_layer_unpack(int blob_fd, const char *blob_hex, const char *diff_hex, int dest_fd,
 			 const sup_img_limits *lim, sup_img_layer_info *info, sbx_err *err);
+
+/* Whether a member name may be unpacked: relative, no ".." component, no
+ * component longer than NAME_MAX, at most 128 deep. 0 or -EPERM / -ELOOP /
+ * -ENAMETOOLONG with err saying why. */
+int sup_img_layer_check_name(const char *path, sbx_err *err);
 
 /* Write the data of a's current member into fd (sparse members by their
  * offsets); *total counts the bytes, past max the member is refused

@@ -35,6 +35,7 @@
 #include "sup_bundle.h"
 #include "sup_disk.h"
 #include "sup_fsutil.h"
+#include "sup_layer_tar.h"
 #include "sup_overlay.h"
 #include "sup_runc_cmd.h"
 #include "sup_runc_image.h"
@@ -48,6 +49,7 @@
 #define SOCK_SUFFIX "/run/agent.sock"
 #define NOFILE_WANT 65536ul
 #define KILL_WAIT_MS 5000
+#define SEED_MAX_ENTRIES (1u << 20)
 
 typedef struct box_paths {
 	char state[PATH_MAX]; /* the state folder, resolved */
@@ -392,7 +394,8 @@ static int write_etc(const box_paths *p, const sup_runc_image *img, const char *
 	SBX_AUTO_CLOSE int up = open(p->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (up < 0)
 		return sbx_err_sys(err, -errno, "open %s", p->upper);
-	int r = sup_fs_mkdir(up, "etc", img->etc_mode, img->etc_uid, img->etc_gid, 0, err);
+	/* a restored layer may have its etc already */
+	int r = sup_fs_mkdir(up, "etc", img->etc_mode, img->etc_uid, img->etc_gid, 1, err);
 	if (r < 0)
 		return r;
 	SBX_AUTO_CLOSE int etc = openat(up, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -496,16 +499,42 @@ static int protect_agent(pid_t pid, sbx_err *err)
 	return 0;
 }
 
+/* A snapshot's layer into the new upper folder, held to the sandbox's
+ * disk by the layer's own file system (ENOSPC). */
+static int unpack_seed(const sup_runc_cfg *cfg, const box_paths *p, const char *archive,
+		       sbx_err *err)
+{
+	SBX_AUTO_CLOSE int in = open(archive, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return sbx_err_sys(err, -errno, "snapshot %s", archive);
+	SBX_AUTO_CLOSE int up = open(p->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (up < 0)
+		return sbx_err_sys(err, -errno, "open %s", p->upper);
+	sup_layer_tar_info info;
+	/* past the disk the layer's file system says ENOSPC first; the bound
+	 * on bytes stops a stream that claims more than twice that */
+	int r = sup_layer_tar_unpack(in, up, 2 * cfg->res->disk, SEED_MAX_ENTRIES, &info, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "restore the snapshot");
+	return 0;
+}
+
 static int create_in(const sup_runc_cfg *cfg, const sup_runtime *rt, const char *id,
-		     const box_paths *p, const sup_runc_image *img, pid_t *pid, bool *started,
-		     sbx_err *err)
+		     const box_paths *p, const sup_runc_image *img, const sup_runc_seed *seed,
+		     pid_t *pid, bool *started, sbx_err *err)
 {
 	int r = sup_disk_make(p->state, p->dir, cfg->res->disk, err);
 	r = r ?: make_dirs(p, img, err);
+	if (r == 0 && seed && seed->archive[0])
+		r = unpack_seed(cfg, p, seed->archive, err);
 	if (r == 0 && img->etc_dir)
 		r = write_etc(p, img, id, cfg->resolv_conf, err);
+	char lower[2 * PATH_MAX];
+	if (r == 0 && fmt(lower, sizeof(lower), "%s%s%s", seed && seed->layer[0] ? seed->layer : "",
+			  seed && seed->layer[0] ? ":" : "", img->lower) < 0)
+		r = sbx_err_set(err, -ENAMETOOLONG, "layers: paths too long");
 	if (r == 0)
-		r = sup_overlay_mount(img->lower, p->upper, p->work, p->rootfs, err);
+		r = sup_overlay_mount(lower, p->upper, p->work, p->rootfs, err);
 	if (r < 0)
 		return r;
 
@@ -576,6 +605,13 @@ static const sup_runtime *runtime_of(const sup_runc_cfg *cfg, sup_isolation isol
 int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 		    sup_isolation isolation, sup_runc_box *box, sbx_err *err)
 {
+	return sup_runc_create_seeded(cfg, id, image, isolation, NULL, box, err);
+}
+
+int sup_runc_create_seeded(const sup_runc_cfg *cfg, const char *id, const char *image,
+			   sup_isolation isolation, const sup_runc_seed *seed, sup_runc_box *box,
+			   sbx_err *err)
+{
 	memset(box, 0, sizeof(*box));
 	const sup_runtime *rt = runtime_of(cfg, isolation);
 	if (!rt)
@@ -598,7 +634,7 @@ int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 	}
 	pid_t pid = 0;
 	bool started = false;
-	r = create_in(cfg, rt, id, p, img, &pid, &started, err);
+	r = create_in(cfg, rt, id, p, img, seed, &pid, &started, err);
 	if (r < 0) {
 		sbx_err cerr;
 		if (destroy_paths(cfg, rt, p, !started, &cerr) < 0)
@@ -606,6 +642,19 @@ int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 		return sbx_err_wrap(err, "create sandbox %s", id);
 	}
 	fill_box(box, p, id, isolation, pid);
+	return 0;
+}
+
+int sup_runc_freeze(const sup_runc_cfg *cfg, const sup_runc_box *box, bool frozen, sbx_err *err)
+{
+	SBX_AUTO_FREE box_paths *p = calloc(1, sizeof(*p));
+	if (!p)
+		return sbx_err_set(err, -ENOMEM, "freeze sandbox");
+	/* the cgroup path is rebuilt from the id, as destroy does */
+	int r = make_paths(cfg, box->id, p, err);
+	r = r ?: sup_cgroup_freeze(cfg->cgroup, p->cgroup, frozen, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "%s sandbox %s", frozen ? "freeze" : "thaw", box->id);
 	return 0;
 }
 

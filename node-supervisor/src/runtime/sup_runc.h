@@ -18,6 +18,7 @@
 #define SUP_RUNC_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/un.h>
@@ -93,6 +94,29 @@ int sup_runc_state_tag(const sup_runc_cfg *cfg, char out[9], sbx_err *err);
  * supervisor can read can be an image. */
 int sup_runc_create(const sup_runc_cfg *cfg, const char *id, const char *image,
 		    sup_isolation isolation, sup_runc_box *box, sbx_err *err);
+
+/* What a new sandbox's writable layer starts from beyond its image. */
+typedef struct sup_runc_seed {
+	/* A read-only folder stacked over the image's layers, under the new
+	 * upper (a fork's frozen copy of its source's layer); "": none. The
+	 * caller keeps it until the sandbox is destroyed. */
+	char layer[PATH_MAX];
+	/* A snapshot archive (sup_layer_tar.h) unpacked into the new upper
+	 * folder before the container starts; "": none. Refused archives are
+	 * -EILSEQ, a layer over the sandbox's disk -ENOSPC. */
+	char archive[PATH_MAX];
+} sup_runc_seed;
+
+/* sup_runc_create, whose writable layer starts from seed (NULL: empty). */
+int sup_runc_create_seeded(const sup_runc_cfg *cfg, const char *id, const char *image,
+			   sup_isolation isolation, const sup_runc_seed *seed, sup_runc_box *box,
+			   sbx_err *err);
+
+/* Freeze or thaw a made sandbox through its cgroup's freezer
+ * (sup_cgroup_freeze: what the runtime's pause and resume write, without a
+ * runtime process): no process of it runs while frozen, and what it wrote
+ * is in its upper folder (<box->dir>/disk/upper) for a reader. */
+int sup_runc_freeze(const sup_runc_cfg *cfg, const sup_runc_box *box, bool frozen, sbx_err *err);
 
 /* Connect to the agent's socket of a sandbox made by sup_runc_create.
  * The socket file lives in a folder the guest can write, so it is opened

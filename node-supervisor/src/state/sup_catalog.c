@@ -4,7 +4,9 @@
  * Step 2 (volumes):
  *   volumes        one row per volume: tenant, name, size, created
  *   volume_mounts  which sandbox mounts which volume where (removed with
- *                  its sandbox) */
+ *                  its sandbox)
+ * Step 4 (snapshots):
+ *   snapshots      one row per snapshot of the store */
 #include "sup_catalog.h"
 
 #include <errno.h>
@@ -65,6 +67,21 @@ static const char schema_v2[] =
 	" read_only INTEGER NOT NULL,"
 	" PRIMARY KEY (id, pos));"
 	"PRAGMA user_version = 2;";
+
+/* Step 4: the snapshots of the store. */
+static const char schema_snapshots[] =
+	"CREATE TABLE IF NOT EXISTS snapshots ("
+	" seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" id TEXT NOT NULL UNIQUE,"
+	" name TEXT NOT NULL,"
+	" tenant TEXT NOT NULL,"
+	" source TEXT NOT NULL,"
+	" image TEXT NOT NULL,"
+	" digest TEXT NOT NULL DEFAULT '',"
+	" isolation INTEGER NOT NULL,"
+	" size INTEGER NOT NULL,"
+	" created_at INTEGER NOT NULL);"
+	"PRAGMA user_version = 4;";
 
 void sup_catalog_rec_free(sup_catalog_rec *r)
 {
@@ -160,6 +177,9 @@ int sup_catalog_open(const char *dir, sup_catalog **out, sbx_err *err)
 								 ?: exec_sql(c, "COMMIT;", err);
 	if (r == 0 && version < 2)
 		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_v2, err)
+								 ?: exec_sql(c, "COMMIT;", err);
+	if (r == 0 && version < 4)
+		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_snapshots, err)
 								 ?: exec_sql(c, "COMMIT;", err);
 	if (r < 0) {
 		sqlite3_close(c->db);
@@ -472,6 +492,99 @@ int sup_catalog_vol_mounts_each(sup_catalog *c,
 	}
 	if (r == 0 && rc != SQLITE_DONE)
 		r = db_err(c, err, "read volume mounts");
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* ---- snapshots ---- */
+
+int sup_catalog_snap_put(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c,
+			"INSERT INTO snapshots (id, name, tenant, source, image, digest, isolation, size,"
+			" created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+			&st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, s->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, s->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, s->tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, s->source, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, s->image, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, s->digest, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 7, (int)s->isolation);
+	sqlite3_bind_int64(st, 8, (sqlite3_int64)s->size);
+	sqlite3_bind_int64(st, 9, s->created_at);
+	return step_done(c, st, "record a snapshot", err);
+}
+
+static void snap_row(sqlite3_stmt *st, sup_catalog_snap *s)
+{
+	memset(s, 0, sizeof(*s));
+	col_text(st, 0, s->id, sizeof(s->id));
+	col_text(st, 1, s->name, sizeof(s->name));
+	col_text(st, 2, s->tenant, sizeof(s->tenant));
+	col_text(st, 3, s->source, sizeof(s->source));
+	col_text(st, 4, s->image, sizeof(s->image));
+	col_text(st, 5, s->digest, sizeof(s->digest));
+	s->isolation = (sup_isolation)sqlite3_column_int(st, 6);
+	s->size = (uint64_t)sqlite3_column_int64(st, 7);
+	s->created_at = sqlite3_column_int64(st, 8);
+}
+
+#define SNAP_COLS "id, name, tenant, source, image, digest, isolation, size, created_at"
+
+int sup_catalog_snap_get(sup_catalog *c, const char *id, sup_catalog_snap *out, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c, "SELECT " SNAP_COLS " FROM snapshots WHERE id = ?1", &st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		snap_row(st, out);
+	else if (rc == SQLITE_DONE)
+		r = sbx_err_set(err, -ENOENT, "no snapshot %.64s", id);
+	else
+		r = db_err(c, err, "read a snapshot");
+	sqlite3_finalize(st);
+	return r;
+}
+
+int sup_catalog_snap_remove(sup_catalog *c, const char *id, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c, "DELETE FROM snapshots WHERE id = ?1", &st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	return step_done(c, st, "remove a snapshot", err);
+}
+
+int sup_catalog_snap_each(sup_catalog *c, const char *tenant,
+			  void (*fn)(const sup_catalog_snap *s, void *ud), void *ud, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c,
+			"SELECT " SNAP_COLS " FROM snapshots WHERE ?1 IS NULL OR tenant = ?1 ORDER BY seq",
+			&st, err);
+	if (r < 0)
+		return r;
+	if (tenant)
+		sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+	SBX_AUTO_FREE sup_catalog_snap *s = malloc(sizeof(*s));
+	if (!s) {
+		sqlite3_finalize(st);
+		return sbx_err_set(err, -ENOMEM, "catalog");
+	}
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		snap_row(st, s);
+		fn(s, ud);
+	}
+	r = rc == SQLITE_DONE ? 0 : db_err(c, err, "list snapshots");
 	sqlite3_finalize(st);
 	return r;
 }

@@ -27,7 +27,7 @@
 #include "sup_volspec.h"
 
 /* The schema this build reads and writes. */
-#define SUP_CATALOG_SCHEMA 2
+#define SUP_CATALOG_SCHEMA 4
 #define SUP_CATALOG_FILE "catalog.db"
 
 typedef struct sup_catalog sup_catalog;
@@ -108,5 +108,28 @@ int sup_catalog_vol_mounts_each(sup_catalog *c,
 				int (*fn)(const char *id, const char *tenant, const sup_vol_mount *m,
 					  void *ud, sbx_err *err),
 				void *ud, sbx_err *err);
+
+/* ---- snapshots (schema step 4) ----
+ * One row per snapshot in the store: what restores it (its image) and
+ * whose it is. The archive itself is the snapshot store's. */
+typedef struct sup_catalog_snap {
+	char id[48];
+	char name[128];
+	char tenant[128];
+	char source[48];        /* the sandbox it was taken of */
+	char image[4096];       /* that sandbox's image name */
+	char digest[80];        /* a store image's digest, "" otherwise */
+	sup_isolation isolation;
+	uint64_t size;          /* bytes of the archive */
+	int64_t created_at;     /* seconds since the epoch */
+} sup_catalog_snap;
+
+int sup_catalog_snap_put(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err);
+/* -ENOENT when there is no such row. */
+int sup_catalog_snap_get(sup_catalog *c, const char *id, sup_catalog_snap *out, sbx_err *err);
+int sup_catalog_snap_remove(sup_catalog *c, const char *id, sbx_err *err);
+/* Every row of tenant (NULL: all), oldest first. */
+int sup_catalog_snap_each(sup_catalog *c, const char *tenant,
+			  void (*fn)(const sup_catalog_snap *s, void *ud), void *ud, sbx_err *err);
 
 #endif

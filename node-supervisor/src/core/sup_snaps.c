@@ -1,0 +1,755 @@
+/* sup_snaps: see sup_snaps.h. */
+#include "sup_snaps.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sbx/cleanup.h"
+#include "sup_catalog.h"
+#include "sup_core_int.h"
+#include "sup_disk.h"
+#include "sup_fsutil.h"
+#include "sup_layer_tar.h"
+#include "sup_log.h"
+#include "sup_snap_store.h"
+#include "sup_token.h"
+
+#define COPY_TIMEOUT_MS 120000u
+#define SWEEP_EVERY_S 30
+#define LAYER_PREFIX "fk-"
+
+typedef enum { KIND_TAKE = 1, KIND_FORK } op_kind;
+
+struct sup_snaps_op {
+	sup_job job;
+	sup_snaps *s;
+	op_kind kind;
+	bool cancelled;
+	bool copying;      /* a fork's copy job is queued or running */
+	void *ud;
+	/* what the worker reads */
+	sup_runc_box box;
+	char id[48];       /* the snapshot's, or the fork layer's */
+	char staged[PATH_MAX];
+	char layer[PATH_MAX];
+	int rc;
+	sbx_err err;
+	/* take */
+	sup_snaps_cb cb;
+	sup_catalog_snap row;
+	/* fork */
+	sup_snaps_fork_cb fork_cb;
+	const sup_tenant *who;
+	sup_create_req tmpl;
+	unsigned count, answered, failed;
+	sbx_err first_err;
+	sup_op **creates;
+	char (*ids)[SUP_ID_MAX];
+	double freeze_ms, copy_ms;
+	struct sup_snaps_op *next_busy; /* s->busy: layers forks are being made on */
+	struct sup_snaps_op *next_live; /* s->live: its worker job not done yet */
+};
+
+struct sup_snaps {
+	struct event_base *base;
+	sup_snaps_cfg cfg;
+	sup_snaps_op *busy;  /* forks in flight: their layers are not swept */
+	sup_snaps_op *live;  /* jobs queued or running: one per sandbox at a time,
+			      * or one's thaw would cut into the other's freeze */
+	bool sweeping;
+	bool stopped;        /* no sweep is started any more */
+	struct event *sweep_timer;
+};
+
+/* ---- helpers ---- */
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+static bool owns(const sup_tenant *who, const char *tenant)
+{
+	return who->admin || strcmp(who->name, tenant) == 0;
+}
+
+static void view_of(const sup_catalog_snap *r, sup_snap_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	snprintf(v->id, sizeof(v->id), "%s", r->id);
+	snprintf(v->name, sizeof(v->name), "%s", r->name);
+	snprintf(v->tenant, sizeof(v->tenant), "%s", r->tenant);
+	snprintf(v->source, sizeof(v->source), "%s", r->source);
+	snprintf(v->image, sizeof(v->image), "%s", r->image);
+	snprintf(v->digest, sizeof(v->digest), "%s", r->digest);
+	v->isolation = r->isolation;
+	v->size = r->size;
+	v->created_at = r->created_at;
+}
+
+/* Freeze box, run fn, thaw: the thaw runs whatever fn did. */
+static int while_frozen(sup_snaps_op *op, int (*fn)(sup_snaps_op *op), double *frozen_ms)
+{
+	const sup_runc_cfg *rc = op->s->cfg.runc;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int r = sup_runc_freeze(rc, &op->box, true, &op->err);
+	if (r < 0)
+		return sbx_err_wrap(&op->err, "freeze sandbox %s", op->box.id);
+	r = fn(op);
+	sbx_err terr;
+	int t = sup_runc_freeze(rc, &op->box, false, &terr);
+	*frozen_ms = ms_since(&t0);
+	if (t < 0) {
+		sup_error("sandbox %s: thaw after a snapshot: %s", op->box.id, terr.msg);
+		if (r == 0)
+			r = sbx_err_set(&op->err, t, "%s", terr.msg);
+	}
+	return r;
+}
+
+static int upper_of(const sup_runc_box *box, char *out, sbx_err *err)
+{
+	if (snprintf(out, PATH_MAX, "%s/" SUP_DISK_UPPER, box->dir) >= PATH_MAX)
+		return sbx_err_set(err, -ENAMETOOLONG, "sandbox %s: path too long", box->id);
+	return 0;
+}
+
+/* ---- take ---- */
+
+static void live_remove(sup_snaps *s, sup_snaps_op *op)
+{
+	for (sup_snaps_op **p = &s->live; *p; p = &(*p)->next_live)
+		if (*p == op) {
+			*p = op->next_live;
+			return;
+		}
+}
+
+
+static int pack_upper(sup_snaps_op *op)
+{
+	char upper[PATH_MAX];
+	int r = upper_of(&op->box, upper, &op->err);
+	if (r < 0)
+		return r;
+	SBX_AUTO_CLOSE int up = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (up < 0)
+		return sbx_err_sys(&op->err, -errno, "sandbox %s: its layer", op->box.id);
+	SBX_AUTO_CLOSE int out =
+		open(op->staged, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0)
+		return sbx_err_sys(&op->err, -errno, "snapshot %s: stage", op->id);
+	sup_layer_tar_info info;
+	r = sup_layer_tar_pack(up, out, &info, &op->err);
+	if (r == 0 && info.skipped)
+		sup_info("snapshot %s: %llu socket(s) or device node(s) left out", op->id,
+			 (unsigned long long)info.skipped);
+	return r;
+}
+
+static void take_run(sup_job *job)
+{
+	sup_snaps_op *op = (sup_snaps_op *)job;
+	sbx_err_clear(&op->err);
+	double frozen = 0;
+	op->rc = sup_snap_store_stage(op->s->cfg.store, op->id, op->staged, &op->err);
+	if (op->rc == 0)
+		op->rc = while_frozen(op, pack_upper, &frozen);
+	if (op->rc < 0) {
+		unlink(op->staged);
+		return;
+	}
+	sup_info("snapshot %s of %s: frozen %.1f ms", op->id, op->box.id, frozen);
+	op->rc = sup_snap_store_commit(op->s->cfg.store, op->id, op->staged, &op->row.size, &op->err);
+}
+
+static void take_done(sup_job *job)
+{
+	sup_snaps_op *op = (sup_snaps_op *)job;
+	sup_snaps *s = op->s;
+	live_remove(s, op);
+	if (op->rc == 0 && sup_catalog_snap_put(s->cfg.catalog, &op->row, &op->err) < 0) {
+		op->rc = op->err.code;
+		sbx_err ignored;
+		sup_snap_store_remove(s->cfg.store, op->id, &ignored);
+	}
+	if (op->rc < 0)
+		sup_warn("snapshot of %s: %s", op->box.id, op->err.msg);
+	else
+		sup_info("snapshot %s of %s: %llu bytes", op->id, op->box.id,
+			 (unsigned long long)op->row.size);
+	if (!op->cancelled) {
+		sup_snap_view v;
+		view_of(&op->row, &v);
+		op->cb(op->rc, op->rc == 0 ? &v : NULL, &op->err, op->ud);
+	}
+	free(op);
+}
+
+/* The sandbox who may snapshot or fork: RUNNING, and its box. */
+static const sup_sandbox *running(sup_snaps *s, const sup_tenant *who, const char *id, sbx_err *err)
+{
+	const sup_sandbox *sb = sup_core_find(s->cfg.core, who, id, err);
+	if (sb && sb->state != SUP_SB_RUNNING) {
+		sbx_err_set(err, -EBUSY, "sandbox %s is %s", sb->id, sup_sb_state_name(sb->state));
+		return NULL;
+	}
+	return sb;
+}
+
+/* Queue op's job; it is live (its sandbox taken) until its done(). */
+static void submit(sup_snaps *s, sup_snaps_op *op)
+{
+	op->next_live = s->live;
+	s->live = op;
+	sup_workers_submit(s->cfg.workers, &op->job, true);
+}
+
+/* An operation on sandbox id (who's, RUNNING, no other snapshot or fork of
+ * it under way: *sb), its box copied for the worker. NULL with err set. */
+static sup_snaps_op *new_op(sup_snaps *s, const sup_tenant *who, const char *id, op_kind kind,
+			    void *ud, const sup_sandbox **sb, sbx_err *err)
+{
+	*sb = running(s, who, id, err);
+	if (!*sb)
+		return NULL;
+	for (sup_snaps_op *o = s->live; o; o = o->next_live)
+		if (strcmp(o->box.id, (*sb)->id) == 0) {
+			sbx_err_set(err, -EBUSY, "a snapshot or fork of sandbox %s is under way", (*sb)->id);
+			return NULL;
+		}
+	sup_snaps_op *op = calloc(1, sizeof(*op));
+	if (!op) {
+		sbx_err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	op->s = s;
+	op->kind = kind;
+	op->ud = ud;
+	op->box = (*sb)->box;
+	return op;
+}
+
+static int new_id(const char *prefix, char *out, size_t cap, sbx_err *err)
+{
+	char hex[13];
+	int r = sup_random_hex(hex, 6, err);
+	if (r < 0)
+		return r;
+	snprintf(out, cap, "%s%s", prefix, hex);
+	return 0;
+}
+
+int sup_snaps_take(sup_snaps *s, const sup_tenant *who, const char *id, const char *name,
+		   sup_snaps_cb cb, void *ud, sup_snaps_op **opp, sbx_err *err)
+{
+	*opp = NULL;
+	if (strlen(name) > SUP_SNAPS_NAME_MAX)
+		return sbx_err_set(err, -EINVAL, "field \"name\": longer than %d bytes", SUP_SNAPS_NAME_MAX);
+	const sup_sandbox *sb;
+	sup_snaps_op *op = new_op(s, who, id, KIND_TAKE, ud, &sb, err);
+	if (!op)
+		return err->code;
+	int r = new_id("sn-", op->id, sizeof(op->id), err);
+	if (r < 0) {
+		free(op);
+		return r;
+	}
+	op->cb = cb;
+	sup_catalog_snap *row = &op->row;
+	snprintf(row->id, sizeof(row->id), "%s", op->id);
+	snprintf(row->name, sizeof(row->name), "%s", name);
+	snprintf(row->tenant, sizeof(row->tenant), "%s", sb->tenant);
+	snprintf(row->source, sizeof(row->source), "%s", sb->id);
+	snprintf(row->image, sizeof(row->image), "%s", sup_pools_image_of(sb));
+	snprintf(row->digest, sizeof(row->digest), "%s", sup_pools_digest_of(sb));
+	row->isolation = sup_pools_isolation_of(sb);
+	row->created_at = (int64_t)time(NULL);
+	op->job.run = take_run;
+	op->job.done = take_done;
+	submit(s, op);
+	*opp = op;
+	return 0;
+}
+
+
+/* ---- read, list, delete ---- */
+
+int sup_snaps_get(sup_snaps *s, const sup_tenant *who, const char *snap_id, sup_snap_view *out,
+		  sbx_err *err)
+{
+	SBX_AUTO_FREE sup_catalog_snap *row = malloc(sizeof(*row));
+	if (!row)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	int r = sup_snap_store_check_id(snap_id, err);
+	r = r ?: sup_catalog_snap_get(s->cfg.catalog, snap_id, row, err);
+	if (r == 0 && !owns(who, row->tenant))
+		r = sbx_err_set(err, -ENOENT, "no snapshot %.64s", snap_id);
+	if (r == 0)
+		view_of(row, out);
+	return r;
+}
+
+typedef struct list_ctx {
+	void (*fn)(const sup_snap_view *v, void *ud);
+	void *ud;
+	sup_snap_view *v;
+} list_ctx;
+
+static void list_one(const sup_catalog_snap *row, void *ud)
+{
+	list_ctx *l = ud;
+	view_of(row, l->v);
+	l->fn(l->v, l->ud);
+}
+
+int sup_snaps_list(sup_snaps *s, const sup_tenant *who,
+		   void (*fn)(const sup_snap_view *snap, void *ud), void *ud, sbx_err *err)
+{
+	SBX_AUTO_FREE sup_snap_view *v = malloc(sizeof(*v));
+	if (!v)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	list_ctx l = {.fn = fn, .ud = ud, .v = v};
+	return sup_catalog_snap_each(s->cfg.catalog, who->admin ? NULL : who->name, list_one, &l, err);
+}
+
+int sup_snaps_delete(sup_snaps *s, const sup_tenant *who, const char *snap_id, sbx_err *err)
+{
+	SBX_AUTO_FREE sup_snap_view *v = malloc(sizeof(*v));
+	if (!v)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	int r = sup_snaps_get(s, who, snap_id, v, err);
+	r = r ?: sup_catalog_snap_remove(s->cfg.catalog, snap_id, err);
+	if (r < 0)
+		return r;
+	sbx_err e;
+	if (sup_snap_store_remove(s->cfg.store, snap_id, &e) < 0)
+		sup_warn("snapshot %s: %s", snap_id, e.msg);
+	return 0;
+}
+
+/* ---- restore ---- */
+
+int sup_snaps_seed(sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx_err *err)
+{
+	if (!s)
+		return sbx_err_set(err, -EINVAL, "field \"snapshot\": this supervisor keeps no snapshots");
+	SBX_AUTO_FREE sup_snap_view *v = calloc(1, sizeof(*v));
+	SBX_AUTO_FREE sup_runc_seed *seed = calloc(1, sizeof(*seed));
+	if (!v || !seed)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	int r = sup_snaps_get(s, who, req->snapshot, v, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "field \"snapshot\"");
+	if (req->image && strcmp(req->image, v->image) != 0 && strcmp(req->image, v->digest) != 0)
+		return sbx_err_set(err, -EINVAL,
+				   "field \"image\": snapshot %s is of image \"%.200s\", not \"%.200s\"",
+				   v->id, v->image, req->image);
+	bool temp;
+	r = sup_snap_store_fetch(s->cfg.store, v->id, seed->archive, &temp, err);
+	if (r < 0)
+		return r;
+	free(req->image);
+	req->image = strdup(v->image);
+	req->acquire = v->digest[0] ? strdup(v->digest) : NULL;
+	if (!req->image || (v->digest[0] && !req->acquire))
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	req->seed = sbx_steal_ptr(&seed);
+	return 0;
+}
+
+/* ---- fork ---- */
+
+static void busy_remove(sup_snaps *s, sup_snaps_op *op)
+{
+	for (sup_snaps_op **p = &s->busy; *p; p = &(*p)->next_busy)
+		if (*p == op) {
+			*p = op->next_busy;
+			return;
+		}
+}
+
+static void fork_free(sup_snaps_op *op)
+{
+	busy_remove(op->s, op);
+	sup_create_req_free(&op->tmpl);
+	free(op->creates);
+	free(op->ids);
+	free(op);
+}
+
+static void deleted(int rc, const sbx_err *err, void *ud)
+{
+	(void)ud;
+	if (rc < 0)
+		sup_warn("fork: deleting a fork after a failure: %s", err->msg);
+}
+
+static void delete_made(sup_snaps_op *op);
+
+/* Every create answered: the forks, or the first error (the made ones go). */
+static void fork_finish(sup_snaps_op *op)
+{
+	sup_snaps *s = op->s;
+	if (!op->cancelled && op->failed == 0) {
+		const char *ids[SUP_SNAPS_FORK_MAX];
+		for (unsigned i = 0; i < op->count; i++)
+			ids[i] = op->ids[i];
+		sup_info("fork of %s: %u sandbox(es), source frozen %.1f ms (copy %.1f ms)",
+			 op->box.id, op->count, op->freeze_ms, op->copy_ms);
+		op->fork_cb(0, ids, op->count, NULL, op->ud);
+	} else {
+		delete_made(op);
+		if (!op->cancelled)
+			op->fork_cb(op->first_err.code, NULL, 0, &op->first_err, op->ud);
+	}
+	fork_free(op);
+	sup_snaps_sweep(s);
+}
+
+/* The made forks go (who is still the requester's: cancel runs before its
+ * request ends). */
+static void delete_made(sup_snaps_op *op)
+{
+	for (unsigned i = 0; i < op->count; i++) {
+		if (!op->ids[i][0])
+			continue;
+		sup_op *d;
+		sbx_err e;
+		if (sup_core_delete(op->s->cfg.core, op->who, op->ids[i], deleted, NULL, &d, &e) < 0)
+			sup_warn("fork: %s", e.msg);
+		op->ids[i][0] = '\0';
+	}
+}
+
+void sup_snaps_op_cancel(sup_snaps_op *op)
+{
+	op->cancelled = true;
+	if (op->kind != KIND_FORK || op->copying)
+		return; /* the job's done() frees it */
+	for (unsigned i = 0; i < op->count; i++)
+		if (op->creates[i]) {
+			sup_op_cancel(op->creates[i]);
+			op->creates[i] = NULL;
+		}
+	delete_made(op);
+	sup_snaps *s = op->s;
+	fork_free(op);
+	sup_snaps_sweep(s);
+}
+
+typedef struct fork_slot {
+	sup_snaps_op *op;
+	unsigned i;
+} fork_slot;
+
+static void fork_created(int rc, const sup_sandbox_view *v, const sbx_err *err, void *ud)
+{
+	fork_slot *slot = ud;
+	sup_snaps_op *op = slot->op;
+	unsigned i = slot->i;
+	free(slot);
+	op->creates[i] = NULL;
+	op->answered++;
+	if (rc < 0) {
+		if (op->failed++ == 0)
+			op->first_err = *err;
+	} else {
+		snprintf(op->ids[i], sizeof(op->ids[i]), "%s", v->id);
+	}
+	if (op->answered == op->count)
+		fork_finish(op);
+}
+
+/* What each fork's create asks: the template's fields. */
+static int tmpl_copy(const sup_create_req *t, sup_create_req *req, sbx_err *err)
+{
+	req->image = strdup(t->image);
+	req->acquire = t->acquire ? strdup(t->acquire) : NULL;
+	req->isolation = t->isolation;
+	req->resources = t->resources;
+	req->given = t->given;
+	req->timeout_s = t->timeout_s;
+	if (!req->image || (t->acquire && !req->acquire) || sup_env_copy(&t->env, &req->env) < 0)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+static int copy_upper(sup_snaps_op *op)
+{
+	char upper[PATH_MAX + 4];
+	int r = upper_of(&op->box, upper, &op->err);
+	if (r < 0)
+		return r;
+	strcat(upper, "/.");
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* cp -a keeps what the overlay reads in a lower layer: whiteouts (0/0
+	 * devices), the opaque xattrs, modes, owners, hard links, sparse files */
+	const char *argv[] = {"cp", "-a", "--sparse=always", upper, op->layer, NULL};
+	char errout[256] = "";
+	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .errout = errout,
+			  .errout_cap = sizeof(errout), .timeout_ms = COPY_TIMEOUT_MS};
+	r = sup_runc_cmd_run(&c, &op->err);
+	op->copy_ms = ms_since(&t0);
+	if (r > 0)
+		r = sbx_err_set(&op->err, -EIO, "copy the layer of %s: cp exit %d: %s", op->box.id, r,
+				errout);
+	return r;
+}
+
+static void fork_copy_run(sup_job *job)
+{
+	sup_snaps_op *op = (sup_snaps_op *)job;
+	sbx_err_clear(&op->err);
+	if (mkdir(op->layer, 0755) < 0) {
+		op->rc = sbx_err_sys(&op->err, -errno, "fork layer %s", op->layer);
+		return;
+	}
+	op->rc = while_frozen(op, copy_upper, &op->freeze_ms);
+	/* read-only from now on: the forks' overlays only read it */
+	if (op->rc == 0 && chmod(op->layer, 0555) < 0)
+		op->rc = sbx_err_sys(&op->err, -errno, "fork layer %s", op->layer);
+	if (op->rc < 0) {
+		sbx_err ignored;
+		sup_fs_rm_tree(op->layer, &ignored);
+	}
+}
+
+static void fork_copy_done(sup_job *job)
+{
+	sup_snaps_op *op = (sup_snaps_op *)job;
+	sup_snaps *s = op->s;
+	op->copying = false;
+	live_remove(s, op);
+	if (op->rc < 0 || op->cancelled) {
+		if (!op->cancelled)
+			op->fork_cb(op->rc, NULL, 0, &op->err, op->ud);
+		fork_free(op);
+		sup_snaps_sweep(s);
+		return;
+	}
+	unsigned started = 0;
+	for (unsigned i = 0; i < op->count; i++) {
+		sbx_err e;
+		sup_create_req req = {0};
+		int r = tmpl_copy(&op->tmpl, &req, &e);
+		req.seed = r == 0 ? calloc(1, sizeof(*req.seed)) : NULL;
+		fork_slot *slot = r == 0 ? malloc(sizeof(*slot)) : NULL;
+		if (r == 0 && (!req.seed || !slot)) {
+			sbx_err_set(&e, -ENOMEM, "out of memory");
+			r = -ENOMEM;
+		}
+		if (r == 0 && req.seed && slot) {
+			snprintf(req.seed->layer, sizeof(req.seed->layer), "%s", op->layer);
+			*slot = (fork_slot){.op = op, .i = i};
+			r = sup_core_create(s->cfg.core, op->who, &req, fork_created, slot, &op->creates[i], &e);
+		}
+		sup_create_req_free(&req);
+		if (r < 0) {
+			free(slot);
+			op->answered++;
+			if (op->failed++ == 0)
+				op->first_err = e;
+		} else {
+			started++;
+		}
+	}
+	/* every create answered already (or none could start) */
+	if (op->answered == op->count)
+		fork_finish(op);
+}
+
+int sup_snaps_fork(sup_snaps *s, const sup_tenant *who, const char *id, unsigned count,
+		   sup_snaps_fork_cb cb, void *ud, sup_snaps_op **opp, sbx_err *err)
+{
+	*opp = NULL;
+	if (count < 1 || count > SUP_SNAPS_FORK_MAX)
+		return sbx_err_set(err, -EINVAL, "field \"count\": want 1 to %d", SUP_SNAPS_FORK_MAX);
+	const sup_sandbox *sb;
+	sup_snaps_op *op = new_op(s, who, id, KIND_FORK, ud, &sb, err);
+	if (!op)
+		return err->code;
+	op->fork_cb = cb;
+	op->who = who;
+	op->count = count;
+	op->creates = calloc(count, sizeof(sup_op *));
+	op->ids = calloc(count, sizeof(*op->ids));
+	int r = op->creates && op->ids ? 0 : sbx_err_set(err, -ENOMEM, "out of memory");
+	r = r ?: new_id(LAYER_PREFIX, op->id, sizeof(op->id), err);
+	if (r == 0 && snprintf(op->layer, sizeof(op->layer), "%s/%s", s->cfg.store->layers, op->id) >=
+			      (int)sizeof(op->layer))
+		r = sbx_err_set(err, -ENAMETOOLONG, "fork layer path too long");
+	/* like the source: its image (by the name its tenant may use, the
+	 * digest acquired), isolation, limits and env */
+	sup_create_req *t = &op->tmpl;
+	if (r == 0) {
+		t->image = strdup(sup_pools_image_of(sb));
+		t->acquire = sup_pools_digest_of(sb)[0] ? strdup(sup_pools_digest_of(sb)) : NULL;
+		t->isolation = sup_pools_isolation_of(sb);
+		t->resources = sb->res;
+		/* what is left of the source's lifetime */
+		time_t now = time(NULL);
+		t->timeout_s = sb->expires_at > now ? (unsigned)(sb->expires_at - now) : 1;
+		t->given = SUP_RES_CPUS | SUP_RES_MEMORY | SUP_RES_PIDS | SUP_RES_DISK |
+			   SUP_CREATE_GIVEN_ISOLATION;
+		if (!t->image || (sup_pools_digest_of(sb)[0] && !t->acquire) ||
+		    sup_env_copy(&sb->env, &t->env) < 0)
+			r = sbx_err_set(err, -ENOMEM, "out of memory");
+	}
+	if (r < 0) {
+		op->s = s;
+		fork_free(op);
+		return r;
+	}
+	op->next_busy = s->busy;
+	s->busy = op;
+	op->job.run = fork_copy_run;
+	op->job.done = fork_copy_done;
+	op->copying = true;
+	submit(s, op);
+	*opp = op;
+	return 0;
+}
+
+/* ---- sweep of fork layers ---- */
+
+typedef struct sweep_job {
+	sup_job job;
+	sup_snaps *s;
+	char layers[PATH_MAX];
+	size_t nbusy;
+	char (*busy)[48];
+	unsigned removed;
+} sweep_job;
+
+static bool named_by_mounts(const char *path)
+{
+	SBX_AUTO_FCLOSE FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return true; /* unknown: keep it */
+	SBX_AUTO_FREE char *line = NULL;
+	size_t cap = 0;
+	size_t n = strlen(path);
+	while (getline(&line, &cap, f) > 0) {
+		/* lowerdir=a:b:c among the super options, each ended by ':' ',' or
+		 * the line's end */
+		for (const char *p = strstr(line, path); p; p = strstr(p + 1, path))
+			if (p[n] == ':' || p[n] == ',' || p[n] == '\n' || p[n] == '\0')
+				return true;
+	}
+	return false;
+}
+
+static void sweep_run(sup_job *job)
+{
+	sweep_job *sj = (sweep_job *)job;
+	SBX_AUTO_CLOSEDIR DIR *d = opendir(sj->layers);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, LAYER_PREFIX, strlen(LAYER_PREFIX)) != 0)
+			continue;
+		bool busy = false;
+		for (size_t i = 0; i < sj->nbusy && !busy; i++)
+			busy = strcmp(sj->busy[i], de->d_name) == 0;
+		char path[PATH_MAX];
+		if (busy || snprintf(path, sizeof(path), "%s/%s", sj->layers, de->d_name) >= (int)sizeof(path))
+			continue;
+		if (named_by_mounts(path))
+			continue;
+		sbx_err e;
+		chmod(path, 0755);
+		if (sup_fs_rm_tree(path, &e) < 0)
+			sup_warn("fork layer %s: %s", path, e.msg);
+		else
+			sj->removed++;
+	}
+}
+
+static void sweep_done(sup_job *job)
+{
+	sweep_job *sj = (sweep_job *)job;
+	sj->s->sweeping = false;
+	if (sj->removed)
+		sup_info("fork layers: %u no longer used, removed", sj->removed);
+	free(sj->busy);
+	free(sj);
+}
+
+void sup_snaps_sweep(sup_snaps *s)
+{
+	if (s->sweeping || s->stopped)
+		return;
+	sweep_job *sj = calloc(1, sizeof(*sj));
+	size_t n = 0;
+	for (sup_snaps_op *op = s->busy; op; op = op->next_busy)
+		n++;
+	if (sj)
+		sj->busy = calloc(n ? n : 1, sizeof(*sj->busy));
+	if (!sj || !sj->busy) {
+		free(sj);
+		return;
+	}
+	for (sup_snaps_op *op = s->busy; op; op = op->next_busy)
+		snprintf(sj->busy[sj->nbusy++], sizeof(sj->busy[0]), "%s", op->id);
+	sj->s = s;
+	snprintf(sj->layers, sizeof(sj->layers), "%s", s->cfg.store->layers);
+	sj->job.run = sweep_run;
+	sj->job.done = sweep_done;
+	s->sweeping = true;
+	sup_workers_submit(s->cfg.workers, &sj->job, false);
+}
+
+static void on_sweep_timer(evutil_socket_t fd, short what, void *ud)
+{
+	(void)fd;
+	(void)what;
+	sup_snaps_sweep(ud);
+}
+
+sup_snaps *sup_snaps_new(struct event_base *base, const sup_snaps_cfg *cfg, sbx_err *err)
+{
+	sup_snaps *s = calloc(1, sizeof(*s));
+	if (!s)
+		return sbx_err_set(err, -ENOMEM, "snapshots"), NULL;
+	s->base = base;
+	s->cfg = *cfg;
+	s->sweep_timer = event_new(base, -1, EV_PERSIST, on_sweep_timer, s);
+	if (!s->sweep_timer) {
+		free(s);
+		sbx_err_set(err, -ENOMEM, "snapshots");
+		return NULL;
+	}
+	struct timeval tv = {SWEEP_EVERY_S, 0};
+	event_add(s->sweep_timer, &tv);
+	return s;
+}
+
+void sup_snaps_stop(sup_snaps *s)
+{
+	if (!s)
+		return;
+	s->stopped = true;
+	event_del(s->sweep_timer);
+}
+
+void sup_snaps_free(sup_snaps *s)
+{
+	if (!s)
+		return;
+	event_free(s->sweep_timer);
+	free(s);
+}

@@ -1,0 +1,107 @@
+/* Snapshots and forks of running sandboxes: the operations behind
+ * /v1/sandboxes/{id}/snapshots, /v1/snapshots and /v1/sandboxes/{id}/fork,
+ * and the restore a create with "snapshot" makes.
+ *
+ * A snapshot is the sandbox's writable layer as an archive
+ * (sup_layer_tar.h), taken on a worker thread while the sandbox is frozen
+ * (sup_runc_freeze) and thawed right after, kept by the snapshot store
+ * (sup_snap_store.h) and recorded in the catalog (whose row is the
+ * snapshot: id, name, tenant, source, image). It belongs to the tenant of
+ * its sandbox: another tenant's is not found. A restore is a seeded create
+ * (sup_pools_acquire_seeded) on the snapshot's image whose new upper folder
+ * is unpacked from the archive before the container starts.
+ *
+ * A fork copies the frozen source's upper folder once (cp -a, on a worker)
+ * into a read-only layer <state>/layers/<fk-id> and makes count seeded
+ * sandboxes that stack it over the image under their own empty upper:
+ * their files start as the source's, their writes are their own. A layer
+ * goes once no overlay mount names it (a sweep after forks and deletes,
+ * and at start).
+ *
+ * Owns the snapshot operations in flight and the fork layers; the archive
+ * format is sup_layer_tar's, the files the store's, the rows the
+ * catalog's, the sandboxes the core's and pools'. Loop thread only. */
+#ifndef SUP_SNAPS_H
+#define SUP_SNAPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbx/err.h"
+#include "sup_core.h"
+#include "sup_workers.h"
+
+struct event_base;
+struct sup_catalog;
+struct sup_snap_store;
+typedef struct sup_snaps sup_snaps;
+typedef struct sup_snaps_op sup_snaps_op;
+
+#define SUP_SNAPS_FORK_MAX 32
+#define SUP_SNAPS_NAME_MAX 127
+
+typedef struct sup_snaps_cfg {
+	sup_core *core;
+	const sup_runc_cfg *runc;
+	sup_workers *workers;         /* the archive work runs here */
+	struct sup_catalog *catalog;  /* required: a snapshot is its row */
+	const struct sup_snap_store *store;
+} sup_snaps_cfg;
+
+/* A snapshot as the API shows it. */
+typedef struct sup_snap_view {
+	char id[48];
+	char name[SUP_SNAPS_NAME_MAX + 1];
+	char tenant[128];
+	char source[48];
+	char image[4096];
+	char digest[80];
+	sup_isolation isolation;
+	uint64_t size;
+	int64_t created_at;
+} sup_snap_view;
+
+sup_snaps *sup_snaps_new(struct event_base *base, const sup_snaps_cfg *cfg, sbx_err *err);
+/* No sweep is started from now on (the supervisor is stopping: the
+ * workers must run dry). */
+void sup_snaps_stop(sup_snaps *s);
+/* Every operation must have ended (the workers are idle). */
+void sup_snaps_free(sup_snaps *s);
+
+typedef void (*sup_snaps_cb)(int rc, const sup_snap_view *snap, const sbx_err *err,
+			     void *ud);
+/* Snapshot sandbox id (who's, RUNNING) as name: cb with its row once the
+ * archive is in the store. */
+int sup_snaps_take(sup_snaps *s, const sup_tenant *who, const char *id, const char *name,
+		   sup_snaps_cb cb, void *ud, sup_snaps_op **op, sbx_err *err);
+int sup_snaps_get(sup_snaps *s, const sup_tenant *who, const char *snap_id,
+		  sup_snap_view *out, sbx_err *err);
+/* who's snapshots (the admin's: all), oldest first. */
+int sup_snaps_list(sup_snaps *s, const sup_tenant *who,
+		   void (*fn)(const sup_snap_view *snap, void *ud), void *ud, sbx_err *err);
+/* The row goes, then the archive; a restore that opened it reads on. */
+int sup_snaps_delete(sup_snaps *s, const sup_tenant *who, const char *snap_id, sbx_err *err);
+
+/* ids: the new sandboxes (valid during the call). On any failure the ones
+ * made are deleted and rc < 0. */
+typedef void (*sup_snaps_fork_cb)(int rc, const char *const *ids, size_t n, const sbx_err *err,
+				  void *ud);
+/* count (1..SUP_SNAPS_FORK_MAX) new sandboxes of who like sandbox id
+ * (its image, isolation, limits and env; its network policy and MCP
+ * servers are not carried), their files a copy of its own now. */
+int sup_snaps_fork(sup_snaps *s, const sup_tenant *who, const char *id, unsigned count,
+		   sup_snaps_fork_cb cb, void *ud, sup_snaps_op **op, sbx_err *err);
+
+/* The requester went away: its callback will not run (the work finishes
+ * and is kept: a snapshot is stored, forks are deleted). */
+void sup_snaps_op_cancel(sup_snaps_op *op);
+
+/* For sup_core_create: req->snapshot (who's) becomes req's image, acquired
+ * image and seed. -ENOENT an unknown snapshot, -EINVAL an "image" that is
+ * not the snapshot's; s NULL: -EINVAL. */
+int sup_snaps_seed(sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx_err *err);
+
+/* Remove the fork layers no mount names (a worker job). */
+void sup_snaps_sweep(sup_snaps *s);
+
+#endif

@@ -1,0 +1,99 @@
+/* sup_snap_store: see sup_snap_store.h. */
+#include "sup_snap_store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sbx/cleanup.h"
+#include "sup_fsutil.h"
+
+#define ID_PREFIX "sn-"
+#define ID_HEX 12
+#define SUFFIX ".tar.zst"
+
+int sup_snap_store_check_id(const char *id, sbx_err *err)
+{
+	size_t n = strlen(id);
+	bool ok = n == strlen(ID_PREFIX) + ID_HEX && strncmp(id, ID_PREFIX, strlen(ID_PREFIX)) == 0;
+	for (size_t i = strlen(ID_PREFIX); ok && i < n; i++)
+		ok = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
+	if (!ok)
+		return sbx_err_set(err, -EINVAL, "'%.64s' is not a snapshot id (sn- and %d hex digits)",
+				   id, ID_HEX);
+	return 0;
+}
+
+static int path_of(const char *dir, const char *id, char *out, sbx_err *err)
+{
+	int r = sup_snap_store_check_id(id, err);
+	if (r < 0)
+		return r;
+	if (snprintf(out, PATH_MAX, "%s/%s" SUFFIX, dir, id) >= PATH_MAX)
+		return sbx_err_set(err, -ENAMETOOLONG, "snapshot store: path too long");
+	return 0;
+}
+
+int sup_snap_store_open(const char *state_dir, sup_snap_store *s, sbx_err *err)
+{
+	memset(s, 0, sizeof(*s));
+	if (snprintf(s->dir, sizeof(s->dir), "%s/snapshots", state_dir) >= (int)sizeof(s->dir) ||
+	    snprintf(s->stage, sizeof(s->stage), "%s/snapshots/tmp", state_dir) >= (int)sizeof(s->stage) ||
+	    snprintf(s->layers, sizeof(s->layers), "%s/layers", state_dir) >= (int)sizeof(s->layers))
+		return sbx_err_set(err, -ENAMETOOLONG, "snapshot store: state folder path too long");
+	sbx_err ignored;
+	/* staged archives of a run that died are halves */
+	sup_fs_rm_tree(s->stage, &ignored);
+	int r = sup_fs_mkdir(AT_FDCWD, s->dir, 0700, 0, 0, 1, err);
+	r = r ?: sup_fs_mkdir(AT_FDCWD, s->stage, 0700, 0, 0, 1, err);
+	r = r ?: sup_fs_mkdir(AT_FDCWD, s->layers, 0700, 0, 0, 1, err);
+	return r < 0 ? sbx_err_wrap(err, "snapshot store") : 0;
+}
+
+int sup_snap_store_stage(const sup_snap_store *s, const char *id, char *out, sbx_err *err)
+{
+	return path_of(s->stage, id, out, err);
+}
+
+int sup_snap_store_commit(const sup_snap_store *s, const char *id, const char *staged,
+			  uint64_t *size, sbx_err *err)
+{
+	char dest[PATH_MAX];
+	int r = path_of(s->dir, id, dest, err);
+	SBX_AUTO_CLOSE int fd = r < 0 ? -1 : open(staged, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st = {0};
+	if (r == 0 && (fd < 0 || fsync(fd) < 0 || fstat(fd, &st) < 0))
+		r = sbx_err_sys(err, -errno, "snapshot %s: sync", id);
+	if (r == 0 && rename(staged, dest) < 0)
+		r = sbx_err_sys(err, -errno, "snapshot %s: into the store", id);
+	if (r < 0) {
+		unlink(staged);
+		return r;
+	}
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+int sup_snap_store_fetch(const sup_snap_store *s, const char *id, char *out, bool *temp,
+			 sbx_err *err)
+{
+	*temp = false;
+	int r = path_of(s->dir, id, out, err);
+	if (r < 0)
+		return r;
+	if (access(out, R_OK) < 0)
+		return sbx_err_sys(err, -errno, "snapshot %s: its archive", id);
+	return 0;
+}
+
+int sup_snap_store_remove(const sup_snap_store *s, const char *id, sbx_err *err)
+{
+	char path[PATH_MAX];
+	int r = path_of(s->dir, id, path, err);
+	if (r == 0 && unlink(path) < 0 && errno != ENOENT)
+		r = sbx_err_sys(err, -errno, "snapshot %s: remove its archive", id);
+	return r;
+}
