@@ -178,11 +178,15 @@ static void test_newer_schema_refused(void **state)
 	sup_catalog_close(c);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
+	char sql[64], want[80];
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", SUP_CATALOG_SCHEMA + 1);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(sup_catalog_open(f->dir, &c, &err), -EPROTO);
 	assert_null(c);
-	assert_non_null(strstr(err.msg, "schema 2, newer than this supervisor's 1"));
+	snprintf(want, sizeof(want), "schema %d, newer than this supervisor's %d", SUP_CATALOG_SCHEMA + 1,
+		 SUP_CATALOG_SCHEMA);
+	assert_non_null(strstr(err.msg, want));
 	/* left as it was: the newer supervisor still finds its row */
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
 	sqlite3_stmt *st;
@@ -191,6 +195,74 @@ static void test_newer_schema_refused(void **state)
 	assert_string_equal((const char *)sqlite3_column_text(st, 0), "sb-a");
 	sqlite3_finalize(st);
 	sqlite3_close(db);
+}
+
+static int collect_pool(const char *image, sup_isolation isolation, unsigned size, void *ud,
+			sbx_err *err)
+{
+	char *out = ud;
+	(void)err;
+	size_t n = strlen(out);
+	snprintf(out + n, 256 - n, "%s/%d=%u;", image, (int)isolation, size);
+	return 0;
+}
+
+/* Step 3: a paused sandbox and pool sizes kept; a schema-1 file (no such
+ * column nor table) upgraded with its rows. */
+static void test_paused_and_pool_sizes(void **state)
+{
+	fixture *f = *state;
+	sup_catalog *c;
+	sbx_err err;
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	sup_catalog_rec *r = calloc(1, sizeof(*r));
+	assert_non_null(r);
+	snprintf(r->id, sizeof(r->id), "sb-p");
+	snprintf(r->image, sizeof(r->image), "host");
+	snprintf(r->tenant, sizeof(r->tenant), "alice");
+	r->paused = true;
+	assert_int_equal(sup_catalog_running(c, r, &err), 0);
+	assert_int_equal(sup_catalog_pool_size(c, "host", SUP_ISO_RUNC, 3, &err), 0);
+	assert_int_equal(sup_catalog_pool_size(c, "alpine:3", SUP_ISO_GVISOR, 1, &err), 0);
+	assert_int_equal(sup_catalog_pool_size(c, "host", SUP_ISO_RUNC, 0, &err), 0); /* replaced */
+	sup_catalog_close(c);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	seen s = { 0 };
+	read_all(c, &s);
+	assert_int_equal(s.n, 1);
+	assert_true(s.v[0].paused);
+	seen_free(&s);
+	char pools[256] = "";
+	assert_int_equal(sup_catalog_each_pool(c, collect_pool, pools, &err), 0);
+	assert_string_equal(pools, "host/0=0;alpine:3/1=1;");
+	assert_int_equal(sup_catalog_pool_forget(c, "alpine:3", SUP_ISO_GVISOR, &err), 0);
+	pools[0] = '\0';
+	assert_int_equal(sup_catalog_each_pool(c, collect_pool, pools, &err), 0);
+	assert_string_equal(pools, "host/0=0;");
+	r->paused = false;
+	assert_int_equal(sup_catalog_running(c, r, &err), 0);
+	read_all(c, &s);
+	assert_false(s.v[0].paused);
+	seen_free(&s);
+	sup_catalog_close(c);
+
+	/* back to schema 1 by hand, a paused row in it: upgraded, row kept */
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "ALTER TABLE sandboxes DROP COLUMN paused; DROP TABLE pools;"
+					  "PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	read_all(c, &s);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.v[0].tenant, "alice");
+	assert_false(s.v[0].paused);
+	seen_free(&s);
+	pools[0] = '\0';
+	assert_int_equal(sup_catalog_each_pool(c, collect_pool, pools, &err), 0);
+	assert_string_equal(pools, "");
+	sup_catalog_close(c);
+	free(r);
 }
 
 static void test_not_a_database_refused(void **state)
@@ -231,6 +303,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_write_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_paused_and_pool_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_refused, setup, teardown),
 	};

@@ -336,7 +336,13 @@ static void agent_on_ready(sup_agent *a, void *ud)
 		sb->adopting = false;
 		sb->pool->creating--;
 		sb->state = SUP_SB_RUNNING;
-		sup_info("sandbox %s: re-adopted (agent %s)", sb->id, sup_agent_peer(a));
+		sup_info("sandbox %s: re-adopted (agent %s)%s", sb->id, sup_agent_peer(a),
+			 sb->paused ? ", paused" : "");
+		sbx_err e;
+		if (sb->paused && sup_pools_freeze(p, sb, true, &e) < 0) {
+			sb->paused = false;
+			sup_error("sandbox %s: not frozen again, it runs: %s", sb->id, e.msg);
+		}
 		sup_pool *pool = sb->pool;
 		if (p->hooks.on_adopted)
 			p->hooks.on_adopted(sb, 0, NULL, p->hooks.ud);
@@ -1003,6 +1009,14 @@ int sup_pools_adopt(sup_pools *p, const sup_catalog_rec *rec, const sup_runc_box
 	sb->res = rec->res;
 	sb->state = SUP_SB_CONNECTING;
 	sb->adopting = rec->phase == SUP_CAT_RUNNING;
+	/* a paused one's agent cannot answer the handshake frozen: thawed
+	 * until it has (agent_on_ready freezes it again) */
+	sb->paused = sb->adopting && rec->paused;
+	if (sb->paused && sup_runc_freeze(p->cfg.runc, &sb->box, false, err) < 0) {
+		unpin(sb);
+		free(sb);
+		return err->code;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &sb->queued_at);
 	TAILQ_INIT(&sb->delete_waiters);
 	TAILQ_INIT(&sb->execs);
@@ -1016,6 +1030,20 @@ int sup_pools_adopt(sup_pools *p, const sup_catalog_rec *rec, const sup_runc_box
 	p->nalive++;
 	pool->creating++;
 	*out = sb;
+	return 0;
+}
+
+int sup_pools_freeze(sup_pools *p, sup_sandbox *sb, bool frozen, sbx_err *err)
+{
+	if (sb->state != SUP_SB_RUNNING || !sb->agent)
+		return sbx_err_set(err, -EBUSY, "sandbox %s is %s", sb->id, sup_sb_state_name(sb->state));
+	int r = sup_runc_freeze(p->cfg.runc, &sb->box, frozen, err);
+	if (r < 0)
+		return r;
+	/* thawed before the clocks run again, frozen before they stop: no
+	 * deadline counts a time the agent could not answer */
+	sup_agent_hold(sb->agent, frozen);
+	sb->paused = frozen;
 	return 0;
 }
 

@@ -42,6 +42,7 @@ struct sup_sandbox {
 	unsigned net_slot;         /* its egress plumbing (sup_net), 0: none */
 	struct sup_agent *agent;   /* NULL unless CONNECTING, READY, RUNNING */
 	bool adopting;             /* CONNECTING: a handed-out sandbox of an earlier run */
+	bool paused;               /* RUNNING: frozen (sup_pools_freeze); its agent held */
 	char reason[SBX_ERR_MSG_MAX];          /* FAILED: why the agent connection was lost */
 	struct timespec queued_at;             /* its create was queued (cold-create latency) */
 	TAILQ_ENTRY(sup_sandbox) ready_link; /* pool's ready list */

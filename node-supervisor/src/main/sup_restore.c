@@ -18,6 +18,7 @@ struct sup_restore {
 	kept *v;
 	size_t n, cap;
 	unsigned dropped;
+	sup_core *core;        /* adopt: where kept pool sizes go */
 };
 
 static void forget(sup_restore *r, const char *id, const char *why)
@@ -119,6 +120,23 @@ int sup_restore_prepare(const sup_runc_cfg *rcfg, sup_catalog **cat, sup_restore
 	return 0;
 }
 
+/* A pool size set at run time by the earlier run, over the flags'. */
+static int resize_pool(const char *image, sup_isolation isolation, unsigned size, void *ud,
+		       sbx_err *err)
+{
+	sup_restore *r = ud;
+	sup_pool_stats st;
+	sbx_err e;
+	(void)err;
+	if (sup_core_pool_set_size(r->core, image, isolation, size, &st, &e) == 0)
+		return 0;
+	sup_warn("pool %s (%s): size %u of the earlier run not kept: %s", image,
+		 sup_isolation_names[isolation], size, e.msg);
+	if (e.code != -EIO && sup_catalog_pool_forget(r->cat, image, isolation, &e) < 0)
+		sup_warn("pool %s: %s", image, e.msg);
+	return 0;
+}
+
 void sup_restore_adopt(sup_restore *r, const sup_runc_cfg *rcfg, sup_core *core)
 {
 	for (size_t i = 0; i < r->n; i++) {
@@ -132,5 +150,9 @@ void sup_restore_adopt(sup_restore *r, const sup_runc_cfg *rcfg, sup_core *core)
 		if (sup_catalog_remove(r->cat, k->rec.id, &e) < 0)
 			sup_warn("sandbox %s: %s", k->rec.id, e.msg);
 	}
+	sbx_err e;
+	r->core = core;
+	if (sup_catalog_each_pool(r->cat, resize_pool, r, &e) < 0)
+		sup_warn("pool sizes of the earlier run: %s", e.msg);
 	sup_restore_free(r);
 }

@@ -1,6 +1,9 @@
 /* sup_catalog: see sup_catalog.h. Schema 1:
  *   sandboxes  one row per sandbox; seq keeps creation order
- *   env        its create-time env, in order (removed with its sandbox) */
+ *   env        its create-time env, in order (removed with its sandbox)
+ * Step 3 (lifecycle):
+ *   sandboxes.paused  frozen by pause
+ *   pools             sizes set at run time, by image and isolation */
 #include "sup_catalog.h"
 
 #include <errno.h>
@@ -42,6 +45,17 @@ static const char schema_v1[] =
 	" val TEXT NOT NULL,"
 	" PRIMARY KEY (id, pos));"
 	"PRAGMA user_version = 1;";
+
+/* Step 3: only its own column and table (other steps add theirs). */
+static const char schema_v3[] =
+	"ALTER TABLE sandboxes ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;"
+	"CREATE TABLE pools ("
+	" seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" image TEXT NOT NULL,"
+	" isolation INTEGER NOT NULL,"
+	" size INTEGER NOT NULL,"
+	" UNIQUE (image, isolation));"
+	"PRAGMA user_version = 3;";
 
 void sup_catalog_rec_free(sup_catalog_rec *r)
 {
@@ -135,6 +149,9 @@ int sup_catalog_open(const char *dir, sup_catalog **out, sbx_err *err)
 	if (r == 0 && version == 0)
 		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_v1, err)
 								 ?: exec_sql(c, "COMMIT;", err);
+	if (r == 0 && version < 3)
+		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_v3, err)
+								 ?: exec_sql(c, "COMMIT;", err);
 	if (r < 0) {
 		sqlite3_close(c->db);
 		free(c);
@@ -203,12 +220,12 @@ static int put_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
 	sqlite3_stmt *st;
 	int r = prepare(c,
 			"INSERT INTO sandboxes (id, phase, image, digest, isolation, container_id, net_slot,"
-			" tenant, allow_root, created_at, expires_at, cpu_milli, memory, pids, disk)"
-			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+			" tenant, allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused)"
+			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
 			" ON CONFLICT (id) DO UPDATE SET phase = ?2, image = ?3, digest = ?4,"
 			" isolation = ?5, container_id = ?6, net_slot = ?7, tenant = ?8, allow_root = ?9,"
 			" created_at = ?10, expires_at = ?11, cpu_milli = ?12, memory = ?13, pids = ?14,"
-			" disk = ?15",
+			" disk = ?15, paused = ?16",
 			&st, err);
 	if (r < 0)
 		return r;
@@ -224,6 +241,7 @@ static int put_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
 	sqlite3_bind_int64(st, 10, rec->created_at);
 	sqlite3_bind_int64(st, 11, rec->expires_at);
 	bind_res(st, 12, &rec->res);
+	sqlite3_bind_int(st, 16, rec->paused);
 	r = step_done(c, st, "record a sandbox", err);
 	if (r == 0)
 		r = prepare(c, "DELETE FROM env WHERE id = ?1", &st, err);
@@ -306,7 +324,7 @@ int sup_catalog_each(sup_catalog *c,
 		return sbx_err_set(err, -ENOMEM, "catalog");
 	int r = prepare(c,
 			"SELECT id, phase, image, digest, isolation, container_id, net_slot, tenant,"
-			" allow_root, created_at, expires_at, cpu_milli, memory, pids, disk"
+			" allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused"
 			" FROM sandboxes ORDER BY seq",
 			&st, err);
 	r = r ?: prepare(c, "SELECT key, val FROM env WHERE id = ?1 ORDER BY pos", &est, err);
@@ -329,6 +347,7 @@ int sup_catalog_each(sup_catalog *c,
 		rec->res.memory = (uint64_t)sqlite3_column_int64(st, 12);
 		rec->res.pids = (uint32_t)sqlite3_column_int64(st, 13);
 		rec->res.disk = (uint64_t)sqlite3_column_int64(st, 14);
+		rec->paused = sqlite3_column_int(st, 15) != 0;
 		r = read_env(c, est, rec, err);
 		if (r == 0)
 			r = fn(rec, ud, err);
@@ -338,5 +357,58 @@ int sup_catalog_each(sup_catalog *c,
 		r = db_err(c, err, "read");
 	sqlite3_finalize(st);
 	sqlite3_finalize(est);
+	return r;
+}
+
+int sup_catalog_pool_size(sup_catalog *c, const char *image, sup_isolation isolation,
+			  unsigned size, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c,
+			"INSERT INTO pools (image, isolation, size) VALUES (?1, ?2, ?3)"
+			" ON CONFLICT (image, isolation) DO UPDATE SET size = ?3",
+			&st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, image, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, (int)isolation);
+	sqlite3_bind_int64(st, 3, size);
+	return step_done(c, st, "record a pool's size", err);
+}
+
+int sup_catalog_pool_forget(sup_catalog *c, const char *image, sup_isolation isolation,
+			    sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c, "DELETE FROM pools WHERE image = ?1 AND isolation = ?2", &st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, image, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, (int)isolation);
+	return step_done(c, st, "forget a pool's size", err);
+}
+
+int sup_catalog_each_pool(sup_catalog *c,
+			  int (*fn)(const char *image, sup_isolation isolation, unsigned size,
+				    void *ud, sbx_err *err),
+			  void *ud, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c, "SELECT image, isolation, size FROM pools ORDER BY seq", &st, err);
+	if (r < 0)
+		return r;
+	int rc = SQLITE_DONE;
+	char image[4096];
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		col_text(st, 0, image, sizeof(image));
+		int iso = sqlite3_column_int(st, 1);
+		sqlite3_int64 size = sqlite3_column_int64(st, 2);
+		if (iso < 0 || iso >= SUP_ISO_N || size < 0 || size > UINT_MAX)
+			continue; /* not a row this build wrote */
+		r = fn(image, (sup_isolation)iso, (unsigned)size, ud, err);
+	}
+	if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+		r = db_err(c, err, "read pools");
+	sqlite3_finalize(st);
 	return r;
 }
