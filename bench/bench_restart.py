@@ -69,9 +69,9 @@ def main():
         row("acquire, pool of 4 (catalog write)", mine, "sbx")
         if before:
             row("acquire, pool of 4 (--before, no catalog)", theirs, "peer")
-            before.signal(signal.SIGTERM)
+            before.signal(signal.SIGINT)
             before.wait(120)
-        ours.signal(signal.SIGTERM)
+        ours.signal(signal.SIGINT)
         ours.wait(120)
         # restart with N handed-out sandboxes
         s1 = start(sup_bin, "restart", 2)
@@ -96,7 +96,7 @@ def main():
         print("| restart with %d sandboxes: listening         |      1 | %8.1f |          | sbx |" % (a.n, t_listen))
         print("| restart with %d sandboxes: all listed        |      1 | %8.1f |          | sbx |" % (a.n, t_listed))
         print("| restart with %d sandboxes: each exec'd once  |      1 | %8.1f |          | sbx |" % (a.n, t_exec))
-        s2.signal(signal.SIGTERM)
+        s2.signal(signal.SIGINT)
         s2.wait(300)
     finally:
         for s in sups:
