@@ -16,6 +16,7 @@
 #include "sup_core_mcp.h"
 #include "sup_log.h"
 #include "sup_net.h"
+#include "sup_netpol_json.h"
 #include "sup_sandbox.h"
 
 TAILQ_HEAD(sup_reg_list, sup_sandbox);
@@ -293,7 +294,16 @@ static int record(sup_core *c, const sup_sandbox *sb, sbx_err *err)
 	r->paused = sb->paused;
 	r->res = sb->res;
 	r->env = sb->env;
-	return sup_catalog_running(c->cfg.catalog, r, err);
+	/* its egress policy, to load again into its plumbing at a restart */
+	const sup_netpol *pol = sb->net_slot ? sup_net_policy(c->cfg.net, sb->net_slot) : NULL;
+	json_t *pj = pol ? sup_netpol_to_json(pol) : NULL;
+	r->network = pj ? json_dumps(pj, JSON_COMPACT) : NULL;
+	json_decref(pj);
+	if (pol && !r->network)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	int rc = sup_catalog_running(c->cfg.catalog, r, err);
+	free(r->network);
+	return rc;
 }
 
 /* Into the registry, its lifetime running for seconds more. */
@@ -575,6 +585,13 @@ int sup_core_set_network(sup_core *c, const char *id, const sup_netpol *p, sup_s
 		sup_error("sandbox %s: network policy: %s", sb->id, err->msg);
 		err->code = -EIO; /* ours, not the client's */
 		return sbx_err_wrap(err, "sandbox %s", sb->id);
+	}
+	/* durable before the answer: a restart loads this one again */
+	if (record(c, sb, err) < 0) {
+		sup_error("sandbox %s: %s", sb->id, err->msg);
+		err->code = -EIO;
+		return sbx_err_wrap(err, "sandbox %s: policy in force but not kept for a restart",
+				    sb->id);
 	}
 	sup_info("sandbox %s: network policy replaced (%zu rules, default %s)", sb->id, p->n,
 		 p->default_action == SUP_NETPOL_ALLOW ? "allow" : "deny");
@@ -1065,6 +1082,22 @@ int sup_core_restore(sup_core *c, const sup_catalog_rec *rec, const sup_runc_box
 	sb->allow_root = rec->allow_root;
 	sb->created_at = (time_t)rec->created_at;
 	sb->expires_at = (time_t)rec->expires_at;
+	/* its plumbing was made again by the adopt: its policy goes back in */
+	if (rec->network && sb->net_slot) {
+		sup_netpol pol;
+		json_error_t je;
+		json_t *pj = json_loads(rec->network, 0, &je);
+		int prc = pj ? sup_netpol_from_json(pj, &pol, err)
+			     : sbx_err_set(err, -EINVAL, "catalog: its policy: %s", je.text);
+		json_decref(pj);
+		if (prc == 0) {
+			prc = sup_net_apply(c->cfg.net, sb->net_slot, &pol, err);
+			sup_netpol_free(&pol);
+		}
+		if (prc < 0)
+			sup_error("sandbox %s: its network policy not loaded again (no egress): %s",
+				  sb->id, err->msg);
+	}
 	if (sup_env_copy(&rec->env, &sb->env) < 0) {
 		sup_warn("sandbox %s: out of memory for its env: commands run without it", sb->id);
 	}

@@ -199,9 +199,10 @@ int sup_core_pool_set_size(sup_core *c, const char *image, sup_isolation isolati
 
 /* Take back a sandbox of an earlier run (its catalog row, and its box
  * from sup_runc_adopt), before the pools start: a pooled one returns to
- * its pool, a handed-out one to its tenant with its lifetime, limits and
- * env, listed again once its agent answers the new connection (or
- * destroyed, when it does not). < 0: not taken back (err says why). */
+ * its pool, a handed-out one to its tenant with its lifetime, limits,
+ * env, pause and egress policy (loaded into its plumbing made again),
+ * listed again once its agent answers the new connection (or destroyed,
+ * when it does not). < 0: not taken back (err says why). */
 int sup_core_restore(sup_core *c, const struct sup_catalog_rec *rec, const sup_runc_box *box,
 		     sbx_err *err);
 

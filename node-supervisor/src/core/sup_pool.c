@@ -973,13 +973,37 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 	return 0;
 }
 
+/* An adopted sandbox's egress: its slot (so its addresses) again, its link
+ * from the new router made as for a new one, rejecting everything until the
+ * core loads its policy again. Start-up only: the plumbing blocks. */
+static int replumb(sup_pools *p, sup_sandbox *sb, unsigned slot, sbx_err *err)
+{
+	int rc = sup_net_slot_claim(p->cfg.net, slot, err);
+	if (rc < 0)
+		return rc;
+	sup_rtnl *nl = NULL;
+	rc = sup_net_plumb(p->cfg.net, slot, sb->box.init_pid, &nl, err);
+	if (rc == 0 && (rc = sup_net_slot_ready(p->cfg.net, slot, nl, err)) < 0) {
+		sbx_err e;
+		nl = sup_net_slot_release(p->cfg.net, slot);
+		if (sup_net_unplumb(p->cfg.net, slot, nl, &e) < 0)
+			sup_warn("sandbox %s: %s", sb->id, e.msg);
+	}
+	if (rc < 0) {
+		sup_net_slot_put(p->cfg.net, slot);
+		return sbx_err_wrap(err, "its egress plumbing");
+	}
+	sb->net_slot = slot;
+	return 0;
+}
+
 int sup_pools_adopt(sup_pools *p, const sup_catalog_rec *rec, const sup_runc_box *box,
 		    sup_sandbox **out, sbx_err *err)
 {
 	*out = NULL;
-	if (rec->net_slot)
+	if (rec->net_slot && !p->cfg.net)
 		return sbx_err_set(err, -EOPNOTSUPP,
-				   "its egress plumbing (slot %u) is not re-adopted: the router is made anew",
+				   "it has egress plumbing (slot %u) and this start has no --uplink",
 				   rec->net_slot);
 	sup_pool *pool = NULL;
 	for (size_t i = 0; !pool && i < p->npools; i++)
@@ -1012,7 +1036,8 @@ int sup_pools_adopt(sup_pools *p, const sup_catalog_rec *rec, const sup_runc_box
 	/* a paused one's agent cannot answer the handshake frozen: thawed
 	 * until it has (agent_on_ready freezes it again) */
 	sb->paused = sb->adopting && rec->paused;
-	if (sb->paused && sup_runc_freeze(p->cfg.runc, &sb->box, false, err) < 0) {
+	if ((sb->paused && sup_runc_freeze(p->cfg.runc, &sb->box, false, err) < 0) ||
+	    (rec->net_slot && replumb(p, sb, rec->net_slot, err) < 0)) {
 		unpin(sb);
 		free(sb);
 		return err->code;
@@ -1022,6 +1047,13 @@ int sup_pools_adopt(sup_pools *p, const sup_catalog_rec *rec, const sup_runc_box
 	TAILQ_INIT(&sb->execs);
 	if (sup_agent_connect(p->base, sb->box.socket_path, sb->id, p->cfg.handshake_timeout_ms,
 			      &p->cfg.agent, &agent_cbs, sb, &sb->agent, err) < 0) {
+		if (sb->net_slot) {
+			sbx_err e;
+			if (sup_net_unplumb(p->cfg.net, sb->net_slot,
+					    sup_net_slot_release(p->cfg.net, sb->net_slot), &e) < 0)
+				sup_warn("sandbox %s: %s", sb->id, e.msg);
+			sup_net_slot_put(p->cfg.net, sb->net_slot);
+		}
 		unpin(sb);
 		free(sb);
 		return err->code;

@@ -103,9 +103,12 @@ int sup_pools_freeze(sup_pools *p, sup_sandbox *sb, bool frozen, sbx_err *err);
  * isolation (a cold pool of its digest when none serves it now), its agent
  * connected again. A pooled one (MADE) joins the ready list once its agent
  * answers; a handed-out one (RUNNING) goes to the owner through on_adopted,
- * whose fields of sb (tenant, env, ...) the caller sets now. < 0 when it
- * cannot be taken back (a sandbox with egress plumbing, an image no longer
- * served): nothing is kept and the container is the sweep's. A paused
+ * whose fields of sb (tenant, env, ...) the caller sets now. One with
+ * egress plumbing gets its slot again, plumbed anew into its running
+ * namespace (the router was made anew), rejecting everything until the
+ * owner loads its policy (sup_net_apply). < 0 when it cannot be taken back
+ * (an image no longer served, egress without a network now, plumbing that
+ * failed): nothing is kept and the container is the sweep's. A paused
  * one (rec->paused) is thawed for its agent's handshake and frozen again
  * as it answers. */
 int sup_pools_adopt(sup_pools *p, const struct sup_catalog_rec *rec, const sup_runc_box *box,

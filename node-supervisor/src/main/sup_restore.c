@@ -42,10 +42,6 @@ static int check_row(const sup_catalog_rec *rec, void *ud, sbx_err *err)
 		forget(r, rec->id, "its create was cut short");
 		return 0;
 	}
-	if (rec->net_slot) {
-		forget(r, rec->id, "sandboxes with egress plumbing are not re-adopted");
-		return 0;
-	}
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 16;
 		kept *v = realloc(r->v, cap * sizeof(*v));
@@ -61,7 +57,9 @@ static int check_row(const sup_catalog_rec *rec, void *ud, sbx_err *err)
 		return 0;
 	}
 	k->rec = *rec;
-	if (sup_env_copy(&rec->env, &k->rec.env) < 0)
+	k->rec.network = NULL;
+	if (sup_env_copy(&rec->env, &k->rec.env) < 0 ||
+	    (rec->network && !(k->rec.network = strdup(rec->network))))
 		return sbx_err_set(err, -ENOMEM, "restore");
 	r->n++;
 	return 0;

@@ -3,6 +3,7 @@
  *   env        its create-time env, in order (removed with its sandbox)
  * Step 3 (lifecycle):
  *   sandboxes.paused  frozen by pause
+ *   sandboxes.network its egress policy (JSON), '' for none
  *   pools             sizes set at run time, by image and isolation */
 #include "sup_catalog.h"
 
@@ -49,6 +50,7 @@ static const char schema_v1[] =
 /* Step 3: only its own column and table (other steps add theirs). */
 static const char schema_v3[] =
 	"ALTER TABLE sandboxes ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sandboxes ADD COLUMN network TEXT NOT NULL DEFAULT '';"
 	"CREATE TABLE pools ("
 	" seq INTEGER PRIMARY KEY AUTOINCREMENT,"
 	" image TEXT NOT NULL,"
@@ -66,6 +68,8 @@ void sup_catalog_rec_free(sup_catalog_rec *r)
 	free(r->env.v);
 	r->env.v = NULL;
 	r->env.n = 0;
+	free(r->network);
+	r->network = NULL;
 }
 
 static int db_err(sup_catalog *c, sbx_err *err, const char *what)
@@ -220,12 +224,13 @@ static int put_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
 	sqlite3_stmt *st;
 	int r = prepare(c,
 			"INSERT INTO sandboxes (id, phase, image, digest, isolation, container_id, net_slot,"
-			" tenant, allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused)"
-			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+			" tenant, allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused,"
+			" network)"
+			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
 			" ON CONFLICT (id) DO UPDATE SET phase = ?2, image = ?3, digest = ?4,"
 			" isolation = ?5, container_id = ?6, net_slot = ?7, tenant = ?8, allow_root = ?9,"
 			" created_at = ?10, expires_at = ?11, cpu_milli = ?12, memory = ?13, pids = ?14,"
-			" disk = ?15, paused = ?16",
+			" disk = ?15, paused = ?16, network = ?17",
 			&st, err);
 	if (r < 0)
 		return r;
@@ -242,6 +247,7 @@ static int put_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
 	sqlite3_bind_int64(st, 11, rec->expires_at);
 	bind_res(st, 12, &rec->res);
 	sqlite3_bind_int(st, 16, rec->paused);
+	sqlite3_bind_text(st, 17, rec->network ? rec->network : "", -1, SQLITE_STATIC);
 	r = step_done(c, st, "record a sandbox", err);
 	if (r == 0)
 		r = prepare(c, "DELETE FROM env WHERE id = ?1", &st, err);
@@ -324,7 +330,7 @@ int sup_catalog_each(sup_catalog *c,
 		return sbx_err_set(err, -ENOMEM, "catalog");
 	int r = prepare(c,
 			"SELECT id, phase, image, digest, isolation, container_id, net_slot, tenant,"
-			" allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused"
+			" allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused, network"
 			" FROM sandboxes ORDER BY seq",
 			&st, err);
 	r = r ?: prepare(c, "SELECT key, val FROM env WHERE id = ?1 ORDER BY pos", &est, err);
@@ -348,7 +354,10 @@ int sup_catalog_each(sup_catalog *c,
 		rec->res.pids = (uint32_t)sqlite3_column_int64(st, 13);
 		rec->res.disk = (uint64_t)sqlite3_column_int64(st, 14);
 		rec->paused = sqlite3_column_int(st, 15) != 0;
-		r = read_env(c, est, rec, err);
+		const unsigned char *net = sqlite3_column_text(st, 16);
+		if (net && net[0] && !(rec->network = strdup((const char *)net)))
+			r = sbx_err_set(err, -ENOMEM, "catalog: network");
+		r = r ?: read_env(c, est, rec, err);
 		if (r == 0)
 			r = fn(rec, ud, err);
 		sup_catalog_rec_free(rec);

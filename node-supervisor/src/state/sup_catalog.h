@@ -53,6 +53,8 @@ typedef struct sup_catalog_rec {
 	bool allow_root;
 	int64_t created_at, expires_at; /* seconds since the epoch */
 	bool paused;             /* frozen by pause (schema 3) */
+	char *network;           /* its egress policy as the API's JSON, NULL: none
+				  * (schema 3); owned by the record */
 	sup_resources res;       /* limits in force (MADE: the pools' defaults) */
 	sbx_proto_env env;       /* owned by the record (sup_catalog_rec_free) */
 } sup_catalog_rec;
