@@ -11,7 +11,6 @@ made is removed at the end, also when a test fails.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
-import base64
 import os
 import shutil
 import signal
@@ -23,30 +22,12 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sbx_harness import (RUNTIME, Supervisor, containers_under, percentile,  # noqa: E402
                          remove_everything_under, state_tag, stop_clean)
-from test_processes import Output  # noqa: E402
+from test_restart import sse_output  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
 # pings far shorter than the pauses below: a paused agent must not count as dead
 PING = ["--agent-ping-interval", "0.2", "--agent-ping-timeout", "0.3"]
-
-
-def sse_output_as(sup, sid, pid, offset):
-    """(bytes, next offset) of a background process's output from offset
-    (follow=0: what is there now), each event starting where the last ended."""
-    o = Output(sup, "/v1/sandboxes/%s/processes/%d/output?offset=%d&follow=0" % (sid, pid, offset))
-    data = b""
-    try:
-        assert o.resp.status == 200, o.resp.status
-        for ev, d in o.events():
-            if ev in ("stdout", "stderr"):
-                assert d["offset"] == offset + len(data), (d["offset"], offset, len(data))
-                data += base64.b64decode(d["data"])
-            elif ev == "gap":
-                raise AssertionError("output lost: %r" % d)
-    finally:
-        o.close()
-    return data, offset + len(data)
 
 
 class Pause(unittest.TestCase):
@@ -123,7 +104,7 @@ class Pause(unittest.TestCase):
             self.assertEqual(b["error"]["code"], "paused", b)
 
     def read_all(self, s, sid, pid, off, data):
-        more, off = sse_output_as(s, sid, pid, off)
+        more, off = sse_output(s, sid, pid, off, who=None)
         data += more
         lines = data.decode().split("\n")[:-1]
         self.assertEqual(lines, ["line-%d" % i for i in range(len(lines))])

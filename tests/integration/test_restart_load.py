@@ -21,32 +21,22 @@ import signal
 import socket
 import sqlite3
 import sys
-import tempfile
 import time
 import unittest
 from urllib.parse import quote
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sbx_harness import (RUNTIME, Supervisor, containers_under, loops_under, mounts_under,  # noqa: E402
-                         remove_everything_under, stop_clean)
+                         stop_clean)
 from test_files_upload import Upload  # noqa: E402
-from test_restart import TOK, as_, sse_output, tenants_doc  # noqa: E402
+from test_restart import TOK, StateDir, as_, sse_output  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
 N, TICKERS = 20, 5
 
 
-class RestartLoad(unittest.TestCase):
-    def setUp(self):
-        self.root = tempfile.mkdtemp(prefix="sbx-it-rload-")
-        self.state = os.path.join(self.root, "state")
-        self.tenants = os.path.join(self.root, "tenants.json")
-        with open(self.tenants, "w") as f:
-            json.dump(tenants_doc(), f)
-        self.addCleanup(shutil.rmtree, self.root, True)
-        self.addCleanup(remove_everything_under, self.state)
-
+class RestartLoad(StateDir):
     def new(self):
         s = Supervisor(SUP, AGENT, state_dir=self.state, pool_size=1, token=TOK["admin"],
                        extra=["--tenants", self.tenants, "--max-sandboxes", "40",

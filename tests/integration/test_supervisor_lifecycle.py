@@ -36,11 +36,16 @@ class SupervisorLifecycle(unittest.TestCase):
     def test_sigterm_with_destroy_on_exit_removes_everything(self):
         self.removes_everything(signal.SIGTERM, ["--destroy-on-exit"])
 
-    def test_sigterm_leaves_every_sandbox_to_the_next_start(self):
+    def own_state(self):
+        """A state folder of the test's own, removed with all below it."""
         root = tempfile.mkdtemp(prefix="sbx-it-")
         state = os.path.join(root, "state")
         self.addCleanup(shutil.rmtree, root, True)
         self.addCleanup(remove_everything_under, state)
+        return state
+
+    def test_sigterm_leaves_every_sandbox_to_the_next_start(self):
+        state = self.own_state()
         s1 = self.new(state_dir=state, pool_size=1).start()
         s1.wait_ready()
         sb = s1.create()
@@ -82,10 +87,7 @@ class SupervisorLifecycle(unittest.TestCase):
         self.assertNotRegex(s.log(), "Sanitizer|runtime error")
 
     def test_sigkill_leftovers_removed_by_next_start(self):
-        root = tempfile.mkdtemp(prefix="sbx-it-")
-        state = os.path.join(root, "state")
-        self.addCleanup(shutil.rmtree, root, True)
-        self.addCleanup(remove_everything_under, state)
+        state = self.own_state()
         s1 = self.new(state_dir=state, pool_size=2).start()
         s1.wait_ready()
         sb = s1.create()
