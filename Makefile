@@ -60,6 +60,7 @@ agent-image: build
 bench: build
 	$(REL_DIR)/bench/sbx-bench --build-dir $(REL_DIR) --stream-runs 5 $(if $(BEFORE),--before $(BEFORE))
 	/usr/bin/python3 bench/bench_restart.py --build-dir $(REL_DIR) $(if $(BEFORE),--before $(BEFORE))
+	/usr/bin/python3 bench/bench_pause.py --build-dir $(REL_DIR)
 	SBX_SUPERVISOR=$(CURDIR)/$(REL_DIR)/node-supervisor/sandbox-supervisor \
 	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent SBX_UPLOAD_MB=4096 \
 	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 tests/integration/test_files_upload.py -v \

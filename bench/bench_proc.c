@@ -89,11 +89,11 @@ pid_t bench_spawn_bg(char *const argv[], const char *log_path)
 	return pid;
 }
 
-void bench_stop(pid_t pid, int timeout_ms)
+void bench_stop(pid_t pid, int sig, int timeout_ms)
 {
 	if (pid <= 0)
 		return;
-	kill(pid, SIGTERM);
+	kill(pid, sig);
 	for (int waited = 0; waited < timeout_ms; waited += 10) {
 		if (waitpid(pid, NULL, WNOHANG) == pid)
 			return;

@@ -15,8 +15,9 @@ int bench_spawn_wait(char *const argv[]);
 int bench_spawn_io(char *const argv[], size_t feed, size_t *got);
 /* Start argv in the background with stdout/stderr appended to log_path. */
 pid_t bench_spawn_bg(char *const argv[], const char *log_path);
-/* SIGTERM, wait up to timeout_ms, then SIGKILL. */
-void bench_stop(pid_t pid, int timeout_ms);
+/* sig (SIGTERM for most; a supervisor's destroying stop is SIGINT), wait
+ * up to timeout_ms, then SIGKILL. */
+void bench_stop(pid_t pid, int sig, int timeout_ms);
 /* A child holding a new, empty network namespace (/proc/<pid>/ns/net)
  * until bench_stop, or until the bench itself dies (it gets SIGKILL then):
  * nothing named is made, so nothing is left behind. -1 on error. */

@@ -26,6 +26,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +159,8 @@ static bool supervisor_start(supervisor *sv, const bench_opts *o, const char *is
 
 static void supervisor_stop(supervisor *sv)
 {
-	bench_stop(sv->pid, 30000);
+	/* SIGINT: the stop that destroys its sandboxes (SIGTERM leaves them) */
+	bench_stop(sv->pid, SIGINT, 30000);
 	sv->pid = -1;
 	bench_http_free(sv->http);
 	sv->http = NULL;
@@ -739,7 +741,7 @@ int main(int argc, char **argv)
 	if (!supervisor_start(&sv, &o, "runc", pool_size, uplink)) {
 		fprintf(stderr, "could not start the supervisor\n");
 		supervisor_stop(&sv);
-		bench_stop(holder, 0);
+		bench_stop(holder, SIGTERM, 0);
 		return 1;
 	}
 	wait_pool_full(&sv, pool_size);
@@ -766,6 +768,6 @@ int main(int argc, char **argv)
 		}
 		supervisor_stop(&sv);
 	}
-	bench_stop(holder, 0);
+	bench_stop(holder, SIGTERM, 0);
 	return rc ? rc : bench_gvisor(&o);
 }

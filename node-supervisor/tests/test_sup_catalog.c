@@ -62,6 +62,7 @@ static int collect(const sup_catalog_rec *r, void *ud, sbx_err *err)
 	assert_true(s->n < 8);
 	sup_catalog_rec *d = &s->v[s->n++];
 	*d = *r;
+	d->network = r->network ? strdup(r->network) : NULL;
 	d->env.v = calloc(r->env.n + 1, sizeof(*d->env.v));
 	assert_non_null(d->env.v);
 	for (size_t i = 0; i < r->env.n; i++) {
@@ -339,6 +340,81 @@ static void test_snapshots_step(void **state)
 	sup_catalog_close(c);
 }
 
+static int collect_pool(const char *image, sup_isolation isolation, unsigned size, void *ud,
+			sbx_err *err)
+{
+	char *out = ud;
+	(void)err;
+	size_t n = strlen(out);
+	snprintf(out + n, 256 - n, "%s/%d=%u;", image, (int)isolation, size);
+	return 0;
+}
+
+/* Step 3: a paused sandbox, its policy and pool sizes kept; a schema-1 file (no such
+ * column nor table) upgraded with its rows. */
+static void test_paused_and_pool_sizes(void **state)
+{
+	fixture *f = *state;
+	sup_catalog *c;
+	sbx_err err;
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	sup_catalog_rec *r = calloc(1, sizeof(*r));
+	assert_non_null(r);
+	snprintf(r->id, sizeof(r->id), "sb-p");
+	snprintf(r->image, sizeof(r->image), "host");
+	snprintf(r->tenant, sizeof(r->tenant), "alice");
+	r->paused = true;
+	r->network = strdup("{\"default_action\":\"deny\",\"egress\":[]}");
+	assert_int_equal(sup_catalog_running(c, r, &err), 0);
+	assert_int_equal(sup_catalog_pool_size(c, "host", SUP_ISO_RUNC, 3, &err), 0);
+	assert_int_equal(sup_catalog_pool_size(c, "alpine:3", SUP_ISO_GVISOR, 1, &err), 0);
+	assert_int_equal(sup_catalog_pool_size(c, "host", SUP_ISO_RUNC, 0, &err), 0); /* replaced */
+	sup_catalog_close(c);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	seen s = { 0 };
+	read_all(c, &s);
+	assert_int_equal(s.n, 1);
+	assert_true(s.v[0].paused);
+	assert_string_equal(s.v[0].network, "{\"default_action\":\"deny\",\"egress\":[]}");
+	seen_free(&s);
+	char pools[256] = "";
+	assert_int_equal(sup_catalog_each_pool(c, collect_pool, pools, &err), 0);
+	assert_string_equal(pools, "host/0=0;alpine:3/1=1;");
+	assert_int_equal(sup_catalog_pool_forget(c, "alpine:3", SUP_ISO_GVISOR, &err), 0);
+	pools[0] = '\0';
+	assert_int_equal(sup_catalog_each_pool(c, collect_pool, pools, &err), 0);
+	assert_string_equal(pools, "host/0=0;");
+	r->paused = false;
+	free(r->network);
+	r->network = NULL;
+	assert_int_equal(sup_catalog_running(c, r, &err), 0);
+	read_all(c, &s);
+	assert_false(s.v[0].paused);
+	assert_null(s.v[0].network);
+	seen_free(&s);
+	sup_catalog_close(c);
+
+	/* back to schema 1 by hand, a paused row in it: upgraded, row kept */
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "ALTER TABLE sandboxes DROP COLUMN paused;"
+					  "ALTER TABLE sandboxes DROP COLUMN network; DROP TABLE pools;"
+					  "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots;"
+					  "PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	read_all(c, &s);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.v[0].tenant, "alice");
+	assert_false(s.v[0].paused);
+	seen_free(&s);
+	pools[0] = '\0';
+	assert_int_equal(sup_catalog_each_pool(c, collect_pool, pools, &err), 0);
+	assert_string_equal(pools, "");
+	sup_catalog_close(c);
+	free(r);
+}
+
 static void test_not_a_database_refused(void **state)
 {
 	fixture *f = *state;
@@ -379,6 +455,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_volumes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshots_step, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_paused_and_pool_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_refused, setup, teardown),
 	};

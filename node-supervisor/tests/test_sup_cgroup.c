@@ -6,7 +6,8 @@
  * accepts, pids, CPU quota, usage of a process moved in) and on a real
  * cgroup2 mount (/sys/fs/cgroup itself on a unified host, else
  * /sys/fs/cgroup/unified on a hybrid one: detection, and the figures it can
- * give without the controllers that v1 holds). Root needed for the real
+ * give without the controllers that v1 holds, and its freezer holding a
+ * spinner still). The freezer on trees too. Root needed for the real
  * parts; every cgroup made is removed, also on failure. */
 #include <errno.h>
 #include <fcntl.h>
@@ -150,6 +151,73 @@ static void test_v2_tree(void **state)
 	assert_int_equal(u.known, SUP_USAGE_DISK);
 	assert_int_equal(sup_cgroup_apply(&h, "/sbx/gone", &base, &to, &e), -ENOENT);
 	assert_non_null(strstr(e.msg, "set limits of cgroup /sbx/gone"));
+}
+
+/* The freezer, against trees: which file is written on each layout, the
+ * wait for the kernel's word, and the undo when it does not come. */
+static void test_freeze_trees(void **state)
+{
+	(void)state;
+	char root[128], cg[192], buf[128];
+	sup_cgroup_host h;
+	sbx_err e;
+	/* v2: cgroup.freeze, then cgroup.events says frozen */
+	snprintf(root, sizeof(root), "%s/fz2", g_tree);
+	snprintf(cg, sizeof(cg), "%s/sbx/c", root);
+	mkdirs(cg);
+	put(cg, "cgroup.freeze", "0\n");
+	put(cg, "cgroup.events", "populated 1\nfrozen 1\n");
+	assert_int_equal(sup_cgroup_host_init(&h, root, SUP_CGROUP_V2, false, &e), 0);
+	assert_int_equal(sup_cgroup_freeze(&h, "/sbx/c", true, &e), 0);
+	get(cg, "cgroup.freeze", buf, sizeof(buf));
+	assert_string_equal(buf, "1");
+	assert_int_equal(sup_cgroup_freeze(&h, "/sbx/c", false, &e), 0);
+	get(cg, "cgroup.freeze", buf, sizeof(buf));
+	assert_string_equal(buf, "0");
+	/* the kernel never says frozen: undone, -EBUSY */
+	put(cg, "cgroup.events", "populated 1\nfrozen 0\n");
+	assert_int_equal(sup_cgroup_freeze(&h, "/sbx/c", true, &e), -EBUSY);
+	assert_non_null(strstr(e.msg, "thawed again"));
+	get(cg, "cgroup.freeze", buf, sizeof(buf));
+	assert_string_equal(buf, "0");
+	/* gone */
+	assert_int_equal(sup_cgroup_freeze(&h, "/sbx/gone", true, &e), -ENOENT);
+
+	/* v1 without a unified mount holding it: freezer.state */
+	snprintf(root, sizeof(root), "%s/fz1", g_tree);
+	snprintf(cg, sizeof(cg), "%s/freezer/sbx/c", root);
+	mkdirs(cg);
+	put(cg, "freezer.state", "THAWED\n");
+	assert_int_equal(sup_cgroup_host_init(&h, root, SUP_CGROUP_V1, false, &e), 0);
+	/* a plain file reads back what was written: FROZEN at once */
+	assert_int_equal(sup_cgroup_freeze(&h, "/sbx/c", true, &e), 0);
+	get(cg, "freezer.state", buf, sizeof(buf));
+	assert_string_equal(buf, "FROZEN");
+	assert_int_equal(sup_cgroup_freeze(&h, "/sbx/c", false, &e), 0);
+	get(cg, "freezer.state", buf, sizeof(buf));
+	assert_string_equal(buf, "THAWED");
+
+	/* hybrid: the unified mount's cgroup.freeze; a thaw also thaws what
+	 * was frozen through v1 (runc pause), and only then writes there */
+	char u[192];
+	snprintf(u, sizeof(u), "%s/unified/sbx/c", root);
+	mkdirs(u);
+	put(u, "cgroup.freeze", "0\n");
+	put(u, "cgroup.events", "frozen 1\n");
+	put(cg, "freezer.state", "untouched");
+	assert_int_equal(sup_cgroup_freeze(&h, "/sbx/c", true, &e), 0);
+	get(u, "cgroup.freeze", buf, sizeof(buf));
+	assert_string_equal(buf, "1");
+	get(cg, "freezer.state", buf, sizeof(buf));
+	assert_string_equal(buf, "untouched");
+	put(cg, "freezer.state", "THAWED\n");
+	assert_int_equal(sup_cgroup_freeze(&h, "/sbx/c", false, &e), 0);
+	get(u, "cgroup.freeze", buf, sizeof(buf));
+	assert_string_equal(buf, "0");
+	put(cg, "freezer.state", "FROZEN\n");
+	assert_int_equal(sup_cgroup_freeze(&h, "/sbx/c", false, &e), 0);
+	get(cg, "freezer.state", buf, sizeof(buf));
+	assert_string_equal(buf, "THAWED");
 }
 
 static void test_v1_tree(void **state)
@@ -357,6 +425,18 @@ static void test_real_v2(void **state)
 	assert_true(u.cpu_ns > 50 * 1000 * 1000);
 	print_message("cgroup v2 at %s: known figures 0x%x, cpu %.3f s\n", root, u.known,
 		      (double)u.cpu_ns / 1e9);
+	/* the freezer is v2's own (no controller): frozen, the spinner uses
+	 * no CPU; thawed, it spins again */
+	assert_int_equal(sup_cgroup_freeze(&h, path, true, &e), 0);
+	sup_usage u1 = { 0 }, u2 = { 0 };
+	assert_int_equal(sup_cgroup_read(&h, path, &u1, &e), 0);
+	usleep(300 * 1000);
+	assert_int_equal(sup_cgroup_read(&h, path, &u2, &e), 0);
+	assert_true(u2.cpu_ns - u1.cpu_ns < 1000 * 1000);
+	assert_int_equal(sup_cgroup_freeze(&h, path, false, &e), 0);
+	usleep(300 * 1000);
+	assert_int_equal(sup_cgroup_read(&h, path, &u1, &e), 0);
+	assert_true(u1.cpu_ns > u2.cpu_ns);
 }
 
 int main(void)
@@ -364,6 +444,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_v2_tree),
 		cmocka_unit_test(test_v1_tree),
+		cmocka_unit_test(test_freeze_trees),
 		cmocka_unit_test_teardown(test_real_v1, remove_made),
 		cmocka_unit_test_teardown(test_real_v2, remove_made),
 	};

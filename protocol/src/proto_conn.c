@@ -440,7 +440,7 @@ static void frame_clock(sbx_proto_conn *c, bool progressed)
 	if (!c->frame_timer || c->freed || c->closed)
 		return;
 	/* whole frames waiting for us (paused, yielded) are not the peer's delay */
-	if (c->read_paused || c->input_yielded ||
+	if (c->read_paused || c->input_yielded || c->peer_held ||
 	    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0) {
 		event_del(c->frame_timer);
 		return;
@@ -636,6 +636,13 @@ uint32_t sbx_proto_conn_peer_max_frame(const sbx_proto_conn *c)
 uint32_t sbx_proto_conn_peer_max_streams(const sbx_proto_conn *c)
 {
 	return c->peer_max_streams;
+}
+
+void sbx_proto_conn_peer_held(sbx_proto_conn *c, bool held)
+{
+	c->peer_held = held;
+	/* released: a frame begun before the hold gets a whole deadline again */
+	frame_clock(c, true);
 }
 
 void sbx_proto_conn_set_stream_data(sbx_proto_conn *c, uint64_t id, void *p)

@@ -42,6 +42,7 @@ struct sbx_proto_conn {
 	uint32_t max_frame, max_streams, window; /* ours */
 
 	bool ready, closed, freed, read_paused;
+	bool peer_held;                          /* sbx_proto_conn_peer_held: no frame deadline */
 	unsigned in_dispatch;                    /* >0: inside a libevent callback */
 
 	uint64_t version;

@@ -203,9 +203,11 @@ class Supervisor:
 
 
 def stop_clean(sup):
-    """SIGTERM and check a clean end: exit 0 (in a sanitizer build that also
-    means no leak or error report), no sanitizer output, no container left."""
-    sup.signal(signal.SIGTERM)
+    """SIGINT (the stop that destroys every sandbox; SIGTERM leaves them to
+    the next start) and check a clean end: exit 0 (in a sanitizer build that
+    also means no leak or error report), no sanitizer output, no container
+    left."""
+    sup.signal(signal.SIGINT)
     rc = sup.wait(60)
     log = sup.log()
     assert rc == 0, "supervisor exit %r\n%s" % (rc, log)
@@ -323,9 +325,24 @@ def wait_runtime_calls(state_dir, timeout=30):
         time.sleep(0.05)
 
 
+def thaw(cid):
+    """Thaw a container's cgroup (a paused sandbox): its frozen processes
+    die of a KILL only once thawed. cgroup v1's freezer, the hybrid
+    unified mount's or v2's."""
+    for path, value in (("/sys/fs/cgroup/freezer/sbx/%s/freezer.state" % cid, "THAWED"),
+                        ("/sys/fs/cgroup/unified/sbx/%s/cgroup.freeze" % cid, "0"),
+                        ("/sys/fs/cgroup/sbx/%s/cgroup.freeze" % cid, "0")):
+        try:
+            with open(path, "w") as f:
+                f.write(value)
+        except OSError:
+            pass
+
+
 def remove_everything_under(state_dir):
     wait_runtime_calls(state_dir)
     for cid, _, rt in containers_under(state_dir, with_runtime=True):
+        thaw(cid)
         subprocess.run(rt + ["kill", cid, "KILL"], capture_output=True)
         subprocess.run(rt + ["delete", "--force", cid], capture_output=True)
     for mp in sorted(mounts_under(state_dir), key=len, reverse=True):

@@ -312,9 +312,9 @@ class Limits(unittest.TestCase):
         stop_clean(sup)
 
     def test_graceful_stop(self):
-        # SIGTERM: an idle keep-alive connection is closed at once, an exec
+        # SIGINT: an idle keep-alive connection is closed at once, an exec
         # in flight is answered, new connections are refused, then the
-        # sandboxes go as before.
+        # sandboxes go (SIGTERM drains the same way and leaves them).
         sup = Supervisor(SUP, AGENT, pool_size=1, extra=["--drain-timeout", "20"])
         self.addCleanup(sup.cleanup)
         sup.start()
@@ -329,7 +329,7 @@ class Limits(unittest.TestCase):
                       "Content-Length: %d\r\n\r\n" % (sb["id"], sup.token, len(body))).encode()
                      + body)
         time.sleep(0.3)
-        sup.signal(signal.SIGTERM)
+        sup.signal(signal.SIGINT)
         idle.settimeout(2)
         self.assertEqual(idle.recv(4096), b"")  # closed at once
         st, hd, b, _ = read_response(busy)

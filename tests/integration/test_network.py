@@ -465,7 +465,15 @@ class NetworkLifecycle(unittest.TestCase):
         r = run("ip", "-n", "sbx-" + tag, "-br", "link", check=False)
         return sorted(line.split()[0].split("@")[0] for line in r.stdout.splitlines())
 
-    def test_swept_after_kill_and_removed_at_stop(self):
+    def reach(self, s, sid, addr):
+        st, _, r = s.exec(sid, cmd="python3 -c 'import socket; socket.create_connection((\"%s\", 80), 3)'" % addr)
+        self.assertEqual(st, 200, r)
+        return r["exit_code"] == 0
+
+    def test_kept_after_kill_and_stop_removed_at_the_end(self):
+        """Egress sandboxes survive the supervisor (SIGKILL, then a plain
+        SIGTERM): the router is made anew, each kept sandbox gets its slot
+        (its addresses) and its policy back; what the old router held goes."""
         root = tempfile.mkdtemp(prefix="sbx-it-")
         state = os.path.join(root, "state")
         self.addCleanup(shutil.rmtree, root, True)
@@ -475,10 +483,16 @@ class NetworkLifecycle(unittest.TestCase):
         extra = ["--uplink", "netns:" + self.inet.ns, "--uplink-dns", DNS]
         s1 = self.new(state_dir=state, pool_size=2, extra=extra).start()
         s1.wait_ready()
-        sb = s1.create(network={"default_action": "allow"})
+        pol = {"default_action": "deny", "egress": [{"action": "allow", "target": WEB},
+                                                    {"action": "allow", "target": "web.test.example"}]}
+        sb = s1.create(network=pol)
         s1.wait_ready()
+        self.assertTrue(self.reach(s1, sb["id"], WEB))
+        self.assertFalse(self.reach(s1, sb["id"], OTHER))
+        before = s1.request("GET", "/v1/sandboxes/" + sb["id"])[2]
         ns1 = os.stat("/run/netns/sbx-" + tag).st_ino
-        self.assertEqual(self.router_links(tag), ["lo", "s1", "s2", "s3", "up"])
+        links1 = self.router_links(tag)
+        self.assertEqual(links1, ["lo", "s1", "s2", "s3", "up"])
         peer1 = self.inet.ip("-o", "link", "show", "sbx-" + tag).stdout.split(":")[0]
         s1.signal(signal.SIGKILL)
         s1.wait(30)
@@ -486,30 +500,52 @@ class NetworkLifecycle(unittest.TestCase):
         # left behind: the router (its links, the uplink's end) and the containers
         self.assertTrue(os.path.exists("/run/netns/sbx-" + tag))
         self.assertTrue(containers_under(state))
-        s2 = self.new(state_dir=state, pool_size=1, extra=extra).start()
-        s2.wait_ready()
-        self.assertNotEqual(os.stat("/run/netns/sbx-" + tag).st_ino, ns1)
-        self.assertEqual(self.router_links(tag), ["lo", "s1", "up"])  # the new pool's only
-        peer2 = self.inet.ip("-o", "link", "show", "sbx-" + tag).stdout.split(":")[0]
-        self.assertNotEqual(peer1, peer2)  # the old one went, a new one came
-        links = self.inet.ip("-br", "link").stdout
-        self.assertEqual(links.count("sbx-"), 1, links)
-        self.assertEqual(s2.request("GET", "/v1/sandboxes/" + sb["id"])[0], 404)
+        s = s1
+        for sig in (None, signal.SIGTERM):
+            if sig:
+                s.signal(sig)
+                self.assertEqual(s.wait(60), 0, s.log())
+                self.assertFalse(os.path.exists("/run/netns/sbx-" + tag))  # SIGTERM's router goes
+            s = self.new(state_dir=state, pool_size=2, extra=extra).start()
+            s.wait_ready()
+            deadline = time.monotonic() + 20
+            while s.request("GET", "/v1/sandboxes/" + sb["id"])[0] != 200:
+                self.assertLess(time.monotonic(), deadline, s.log())
+                time.sleep(0.05)
+            if not sig:  # (after SIGTERM's removal the kernel may give the inode again)
+                self.assertNotEqual(os.stat("/run/netns/sbx-" + tag).st_ino, ns1)
+            # the same slots, no more: the pool was not made anew
+            self.assertEqual(self.router_links(tag), links1)
+            peer2 = self.inet.ip("-o", "link", "show", "sbx-" + tag).stdout.split(":")[0]
+            self.assertNotEqual(peer1, peer2)  # the old one went, a new one came
+            links = self.inet.ip("-br", "link").stdout
+            self.assertEqual(links.count("sbx-"), 1, links)
+            got = s.request("GET", "/v1/sandboxes/" + sb["id"])[2]
+            self.assertEqual(got["network"], before["network"])
+            self.assertEqual(got["addresses"], before["addresses"])
+            # its policy is in force again: allowed by address and by name, the rest not
+            self.assertTrue(self.reach(s, sb["id"], WEB))
+            self.assertTrue(self.reach(s, sb["id"], "web.test.example"))
+            self.assertFalse(self.reach(s, sb["id"], OTHER))
+            self.assertRegex(s.log(), r"earlier run: 3 sandbox\(es\) kept, 0 removed")
         # a new sandbox of the new run has its way out
-        sb2 = s2.create(network={"default_action": "allow"})
-        st, _, r = s2.exec(sb2["id"], cmd="python3 -c 'import socket; socket.create_connection((\"%s\", 80), 3)'" % OTHER)
-        self.assertEqual((st, r["exit_code"]), (200, 0), r)
-        # a deleted sandbox's link goes with it (the pool's next one is
-        # another slot's), and its chain is back to rejecting everything
-        s2.wait_ready()
-        self.assertEqual(self.router_links(tag), ["lo", "s1", "s2", "up"])
-        self.assertEqual(s2.request("DELETE", "/v1/sandboxes/" + sb2["id"])[0], 204)
-        self.assertEqual(self.router_links(tag), ["lo", "s2", "up"])
+        sb2 = s.create(network={"default_action": "allow"})
+        self.assertTrue(self.reach(s, sb2["id"], OTHER))
+        # a deleted sandbox's link goes with it, and its chain is back to
+        # rejecting everything
+        s.wait_ready()
+        links = self.router_links(tag)
+        self.assertEqual(len(links), 6, links)
+        got2 = s.request("GET", "/v1/sandboxes/" + sb2["id"])[2]
+        slot2 = int(got2["addresses"][0].split(".")[-1]) - 1
+        self.assertIn("s%d" % slot2, links)
+        self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sb2["id"])[0], 204)
+        self.assertNotIn("s%d" % slot2, self.router_links(tag))
         chain = run("ip", "netns", "exec", "sbx-" + tag, "nft", "list", "chain", "inet", "sbx",
-                    "p1").stdout
+                    "p%d" % slot2).stdout
         self.assertIn("reject", chain)
         self.assertNotIn("accept", chain)
-        stop_clean(s2)
+        stop_clean(s)
         self.assertFalse(os.path.exists("/run/netns/sbx-" + tag))
         self.assertNotIn("sbx-", self.inet.ip("-br", "link").stdout)
 

@@ -326,7 +326,10 @@ class ServedTest(unittest.TestCase):
         self.assertTrue(m, out.stdout)
         self.assertGreaterEqual(int(m.group(2)), 20)
         self.assertGreater(int(m.group(1)), 0)
-        # The sandbox the draws ran against is still there and answers.
+        # The sandbox the draws ran against is still there and answers
+        # (resumed: a draw may have paused it last).
+        st, _, body = self.sup.request("POST", "/v1/sandboxes/%s/resume" % sb["id"])
+        self.assertEqual(st, 200, body)
         st, _, body = self.sup.exec(sb["id"], argv=["echo", "ok"])
         self.assertEqual((st, body.get("stdout")), (200, "ok\n"), body)
 

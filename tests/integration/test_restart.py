@@ -53,9 +53,9 @@ def as_(who):
 def sse_output(sup, sid, pid, offset, who="alice"):
     """(bytes, next offset) of a background process's output from offset,
     checking every event starts where the last ended (follow=0: what is
-    there now)."""
+    there now). who: the tenant asking (None: sup's own token)."""
     tok = sup.token
-    sup.token = TOK[who]
+    sup.token = TOK[who] if who else tok
     try:
         o = Output(sup, "/v1/sandboxes/%s/processes/%d/output?offset=%d&follow=0" % (sid, pid, offset))
     finally:
@@ -74,7 +74,10 @@ def sse_output(sup, sid, pid, offset, who="alice"):
     return data, offset + len(data)
 
 
-class Restart(unittest.TestCase):
+class StateDir(unittest.TestCase):
+    """A state folder of the test's own and a tenants file for alice, bob
+    and admin, removed with everything below it at the end."""
+
     def setUp(self):
         self.root = tempfile.mkdtemp(prefix="sbx-it-restart-")
         self.state = os.path.join(self.root, "state")
@@ -84,6 +87,8 @@ class Restart(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.root, True)
         self.addCleanup(remove_everything_under, self.state)
 
+
+class Restart(StateDir):
     def new(self, binary=SUP, pool_size=1, extra=()):
         s = Supervisor(binary, AGENT, state_dir=self.state, pool_size=pool_size, token=TOK["admin"],
                        extra=["--tenants", self.tenants] + list(extra))

@@ -1,5 +1,6 @@
-"""Supervisor lifecycle with real runc: SIGTERM removes every container and
-mount it made and exits 0; after a SIGKILL the next start removes what was
+"""Supervisor lifecycle with real runc: SIGINT (and SIGTERM with
+--destroy-on-exit) removes every container and mount it made and exits 0,
+a plain SIGTERM exits 0 leaving every sandbox to the next start; after a SIGKILL the next start removes what was
 left and its catalog does not name (test_restart.py: what it names stays); an empty pool falls back to a cold create; a create that cannot be
 had is a 503. Each test cleans up whatever happens.
 
@@ -29,8 +30,47 @@ class SupervisorLifecycle(unittest.TestCase):
         self.addCleanup(s.cleanup)
         return s
 
-    def test_sigterm_removes_every_container_and_mount(self):
-        s = self.new(pool_size=2).start()
+    def test_sigint_removes_every_container_and_mount(self):
+        self.removes_everything(signal.SIGINT)
+
+    def test_sigterm_with_destroy_on_exit_removes_everything(self):
+        self.removes_everything(signal.SIGTERM, ["--destroy-on-exit"])
+
+    def own_state(self):
+        """A state folder of the test's own, removed with all below it."""
+        root = tempfile.mkdtemp(prefix="sbx-it-")
+        state = os.path.join(root, "state")
+        self.addCleanup(shutil.rmtree, root, True)
+        self.addCleanup(remove_everything_under, state)
+        return state
+
+    def test_sigterm_leaves_every_sandbox_to_the_next_start(self):
+        state = self.own_state()
+        s1 = self.new(state_dir=state, pool_size=1).start()
+        s1.wait_ready()
+        sb = s1.create()
+        s1.wait_ready()
+        before = sorted(containers_under(state))
+        s1.signal(signal.SIGTERM)
+        self.assertEqual(s1.wait(60), 0, s1.log())
+        self.assertIn("left to the next start", s1.log())
+        # the containers run on with no supervisor
+        self.assertEqual(sorted(containers_under(state)), before)
+        self.assertTrue(all(st == "running" for _, st in before), before)
+        s2 = self.new(state_dir=state, pool_size=1).start()
+        deadline = time.monotonic() + 20
+        while s2.request("GET", "/v1/sandboxes/" + sb["id"])[0] != 200:
+            self.assertLess(time.monotonic(), deadline, s2.log())
+            time.sleep(0.05)
+        st, _, r = s2.exec(sb["id"], argv=["echo", "kept"])
+        self.assertEqual((st, r["stdout"]), (200, "kept\n"), r)
+        s2.signal(signal.SIGINT)
+        self.assertEqual(s2.wait(60), 0, s2.log())
+        self.assertEqual(containers_under(state), [])
+        self.assertEqual(mounts_under(state), [])
+
+    def removes_everything(self, sig, extra=()):
+        s = self.new(pool_size=2, extra=list(extra)).start()
         s.wait_ready()
         a = s.create()
         s.create()
@@ -38,7 +78,7 @@ class SupervisorLifecycle(unittest.TestCase):
         self.assertEqual((st, r["stdout"]), (200, "x\n"))
         s.wait_ready()  # the refills too
         self.assertEqual(len(containers_under(s.state_dir)), 4)
-        s.signal(signal.SIGTERM)
+        s.signal(sig)
         rc = s.wait(60)
         self.assertEqual(rc, 0, s.log())
         self.assertEqual(containers_under(s.state_dir), [])
@@ -47,10 +87,7 @@ class SupervisorLifecycle(unittest.TestCase):
         self.assertNotRegex(s.log(), "Sanitizer|runtime error")
 
     def test_sigkill_leftovers_removed_by_next_start(self):
-        root = tempfile.mkdtemp(prefix="sbx-it-")
-        state = os.path.join(root, "state")
-        self.addCleanup(shutil.rmtree, root, True)
-        self.addCleanup(remove_everything_under, state)
+        state = self.own_state()
         s1 = self.new(state_dir=state, pool_size=2).start()
         s1.wait_ready()
         sb = s1.create()
@@ -72,7 +109,7 @@ class SupervisorLifecycle(unittest.TestCase):
         self.assertFalse(any(sb["id"] in m for m in mounts_under(state)))
         self.assertEqual(s2.request("GET", "/v1/sandboxes/" + sb["id"])[0], 404)
         s2.wait_ready(n=1)
-        s2.signal(signal.SIGTERM)
+        s2.signal(signal.SIGINT)
         self.assertEqual(s2.wait(60), 0, s2.log())
         self.assertEqual(containers_under(state), [])
         self.assertEqual(mounts_under(state), [])
@@ -86,7 +123,7 @@ class SupervisorLifecycle(unittest.TestCase):
         st, _, r = s.exec(sb["id"], cmd="echo cold")
         self.assertEqual((st, r["stdout"]), (200, "cold\n"))
         self.assertEqual(s.pools()["host"]["ready"], 0)
-        s.signal(signal.SIGTERM)
+        s.signal(signal.SIGINT)
         self.assertEqual(s.wait(60), 0, s.log())
         self.assertEqual(containers_under(s.state_dir), [])
 
@@ -101,7 +138,7 @@ class SupervisorLifecycle(unittest.TestCase):
         self.assertEqual(st, 400, body)
         # The good image still works.
         self.assertEqual(s.exec(s.create(image="host")["id"], argv=["true"])[0], 200)
-        s.signal(signal.SIGTERM)
+        s.signal(signal.SIGINT)
         self.assertEqual(s.wait(60), 0, s.log())
         self.assertEqual(containers_under(s.state_dir), [])
 
@@ -140,7 +177,7 @@ class SupervisorLifecycle(unittest.TestCase):
             time.sleep(0.05)
         st, _, r = s.exec(s.create()["id"], argv=["echo", "ok"])
         self.assertEqual((st, r["stdout"]), (200, "ok\n"))
-        s.signal(signal.SIGTERM)
+        s.signal(signal.SIGINT)
         self.assertEqual(s.wait(60), 0, s.log())
         self.assertEqual(containers_under(s.state_dir), [])
 
@@ -153,7 +190,7 @@ class SupervisorLifecycle(unittest.TestCase):
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.1)
         self.assertEqual(containers_under(s.state_dir), [])
-        s.signal(signal.SIGTERM)
+        s.signal(signal.SIGINT)
         self.assertEqual(s.wait(60), 0, s.log())
 
 

@@ -72,6 +72,7 @@ struct sup_agent {
 	unsigned dispatching;          /* > 0 while inside a conn callback */
 	bool freed;                    /* sup_agent_free ran while dispatching */
 	bool lost;                     /* on_lost delivered */
+	bool held;                     /* sup_agent_hold: frozen, no clock runs */
 };
 
 static void now(struct timespec *t)
@@ -97,7 +98,7 @@ static void timer_add_ms(struct event *ev, uint64_t ms)
 
 static bool clock_should_run(const sup_agent_call *call)
 {
-	if (!call->timer || !call->cbs || call->held)
+	if (!call->timer || !call->cbs || call->held || call->agent->held)
 		return false;
 	if (call->wait == SUP_AGENT_WAIT_SENDS && !call->timeout_ms)
 		return call->eof_sent || call->starved;
@@ -329,7 +330,7 @@ static int map_agent_code(sbx_proto_code code)
 static void ping_answered(sup_agent *a)
 {
 	a->ping_id = 0;
-	if (a->o.ping_after_ms)
+	if (a->o.ping_after_ms && !a->held)
 		timer_add_ms(a->live_timer, a->o.ping_after_ms);
 }
 
@@ -338,8 +339,8 @@ static void on_live(evutil_socket_t fd, short what, void *ud)
 	sup_agent *a = ud;
 	(void)fd;
 	(void)what;
-	if (a->lost || a->freed || !a->conn)
-		return;
+	if (a->lost || a->freed || !a->conn || a->held)
+		return; /* held: sup_agent_hold starts the watch again */
 	dispatch_begin(a);
 	uint64_t quiet = ms_since(&a->last_in);
 	if (a->ping_id && quiet < ms_since(&a->ping_sent) && quiet < a->o.ping_timeout_ms) {
@@ -369,6 +370,30 @@ static void on_live(evutil_socket_t fd, short what, void *ud)
 		}
 	}
 	dispatch_end(a);
+}
+
+void sup_agent_hold(sup_agent *a, bool held)
+{
+	if (a->held == held || a->lost || a->freed || !a->conn)
+		return;
+	a->held = held;
+	sbx_proto_conn_peer_held(a->conn, held);
+	sup_agent_call *call;
+	TAILQ_FOREACH(call, &a->calls, link)
+	clock_update(call);
+	if (held) {
+		event_del(a->live_timer);
+		return;
+	}
+	/* thawed: the quiet watch, or a ping sent before the freeze, starts
+	 * its clock now (its answer may still come) */
+	now(&a->last_in);
+	if (a->ping_id) {
+		now(&a->ping_sent);
+		timer_add_ms(a->live_timer, a->o.ping_timeout_ms);
+	} else if (a->o.ping_after_ms) {
+		timer_add_ms(a->live_timer, a->o.ping_after_ms);
+	}
 }
 
 static void on_blame(evutil_socket_t fd, short what, void *ud)

@@ -88,6 +88,11 @@ typedef struct sup_agent_totals {
 	uint64_t faults;     /* connections dropped for what the agent did (-EPROTO) */
 } sup_agent_totals;
 void sup_agent_totals_get(sup_agent_totals *t);
+/* The agent's processes are frozen (held, a paused sandbox) or thawed:
+ * while held no deadline runs (no call's, no ping, no frame deadline) and
+ * no ping is sent, so a paused sandbox is not taken for dead; thawed,
+ * each clock starts again with what was left of it. */
+void sup_agent_hold(sup_agent *a, bool held);
 /* The guest broke a promise above the framing (an answer of the wrong
  * shape, bytes it did not announce): the connection is dropped on the next
  * turn of the loop, so on_lost reports why (-EPROTO) and every call in

@@ -16,6 +16,7 @@
 #include "sup_core_mcp.h"
 #include "sup_log.h"
 #include "sup_net.h"
+#include "sup_netpol_json.h"
 #include "sup_sandbox.h"
 #include "sup_volumes.h"
 #include "sup_snaps.h"
@@ -193,7 +194,7 @@ static void view_of(const sup_sandbox *sb, sup_sandbox_view *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->id = sb->id;
-	v->state = sup_sb_state_name(sb->state);
+	v->state = sb->state == SUP_SB_RUNNING && sb->paused ? "paused" : sup_sb_state_name(sb->state);
 	v->image = sup_pools_image_of(sb);
 	v->isolation = sup_pools_isolation_of(sb);
 	v->created_at = sb->created_at;
@@ -321,9 +322,19 @@ static int record(sup_core *c, const sup_sandbox *sb, sbx_err *err)
 	r->allow_root = sb->allow_root;
 	r->created_at = sb->created_at;
 	r->expires_at = sb->expires_at;
+	r->paused = sb->paused;
 	r->res = sb->res;
 	r->env = sb->env;
-	return sup_catalog_running(c->cfg.catalog, r, err);
+	/* its egress policy, to load again into its plumbing at a restart */
+	const sup_netpol *pol = sb->net_slot ? sup_net_policy(c->cfg.net, sb->net_slot) : NULL;
+	json_t *pj = pol ? sup_netpol_to_json(pol) : NULL;
+	r->network = pj ? json_dumps(pj, JSON_COMPACT) : NULL;
+	json_decref(pj);
+	if (pol && !r->network)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	int rc = sup_catalog_running(c->cfg.catalog, r, err);
+	free(r->network);
+	return rc;
 }
 
 /* Into the registry, its lifetime running for seconds more. */
@@ -638,6 +649,13 @@ int sup_core_set_network(sup_core *c, const char *id, const sup_netpol *p, sup_s
 		err->code = -EIO; /* ours, not the client's */
 		return sbx_err_wrap(err, "sandbox %s", sb->id);
 	}
+	/* durable before the answer: a restart loads this one again */
+	if (record(c, sb, err) < 0) {
+		sup_error("sandbox %s: %s", sb->id, err->msg);
+		err->code = -EIO;
+		return sbx_err_wrap(err, "sandbox %s: policy in force but not kept for a restart",
+				    sb->id);
+	}
 	sup_info("sandbox %s: network policy replaced (%zu rules, default %s)", sb->id, p->n,
 		 p->default_action == SUP_NETPOL_ALLOW ? "allow" : "deny");
 	view_of(sb, out);
@@ -669,6 +687,37 @@ int sup_core_set_timeout(sup_core *c, const sup_tenant *who, const char *id, uns
 	struct timeval tv = { (time_t)seconds, 0 };
 	evtimer_add(sb->expiry, &tv);
 	sup_info("sandbox %s: lifetime renewed: %us from now", sb->id, seconds);
+	view_of(sb, out);
+	return 0;
+}
+
+/* ---- pause / resume ---- */
+
+int sup_core_pause(sup_core *c, const char *id, bool paused, sup_sandbox_view *out, sbx_err *err)
+{
+	sup_sandbox *sb = c->shutting_down ? NULL : lookup(c, id);
+	if (!sb)
+		return c->shutting_down ? sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down")
+					: sbx_err_set(err, -ENOENT, "no sandbox %.64s", id);
+	if (sb->state == SUP_SB_RUNNING && sb->paused == paused) {
+		view_of(sb, out); /* already so: the same answer again */
+		return 0;
+	}
+	if (sb->state == SUP_SB_FAILED)
+		return sbx_err_set(err, -EBUSY, "sandbox %s failed (%s); delete it and create another",
+				   sb->id, sb->reason[0] ? sb->reason : "the agent connection was lost");
+	if (sup_pools_freeze(c->pools, sb, paused, err) < 0)
+		return sbx_err_wrap(err, "%s", paused ? "pause" : "resume");
+	/* durable before the answer: a restart re-adopts it as it was told */
+	if (record(c, sb, err) < 0) {
+		sbx_err undo;
+		sup_error("sandbox %s: %s", sb->id, err->msg);
+		if (sup_pools_freeze(c->pools, sb, !paused, &undo) < 0)
+			sup_error("sandbox %s: %s", sb->id, undo.msg);
+		err->code = -EIO;
+		return sbx_err_wrap(err, "sandbox %s: not %s", sb->id, paused ? "paused" : "resumed");
+	}
+	sup_info("sandbox %s: %s", sb->id, paused ? "paused" : "resumed");
 	view_of(sb, out);
 	return 0;
 }
@@ -798,6 +847,9 @@ static sup_sandbox *running_sandbox(sup_core *c, const char *id, sbx_err *err)
 	else if (sb->state != SUP_SB_RUNNING || !sb->agent)
 		sbx_err_set(err, -ECONNRESET, "sandbox %s failed (%s); delete it and create another",
 			    sb->id, sb->reason[0] ? sb->reason : "the agent connection was lost");
+	else if (sb->paused)
+		/* the one check: exec, files, ports, MCP and processes all come here */
+		sbx_err_set(err, -EHOSTDOWN, "sandbox %s is paused; resume it first", sb->id);
 	else
 		return sb;
 	return NULL;
@@ -1101,6 +1153,22 @@ int sup_core_restore(sup_core *c, const sup_catalog_rec *rec, const sup_runc_box
 	sb->allow_root = rec->allow_root;
 	sb->created_at = (time_t)rec->created_at;
 	sb->expires_at = (time_t)rec->expires_at;
+	/* its plumbing was made again by the adopt: its policy goes back in */
+	if (rec->network && sb->net_slot) {
+		sup_netpol pol;
+		json_error_t je;
+		json_t *pj = json_loads(rec->network, 0, &je);
+		int prc = pj ? sup_netpol_from_json(pj, &pol, err)
+			     : sbx_err_set(err, -EINVAL, "catalog: its policy: %s", je.text);
+		json_decref(pj);
+		if (prc == 0) {
+			prc = sup_net_apply(c->cfg.net, sb->net_slot, &pol, err);
+			sup_netpol_free(&pol);
+		}
+		if (prc < 0)
+			sup_error("sandbox %s: its network policy not loaded again (no egress): %s",
+				  sb->id, err->msg);
+	}
 	if (sup_env_copy(&rec->env, &sb->env) < 0) {
 		sup_warn("sandbox %s: out of memory for its env: commands run without it", sb->id);
 	}
@@ -1179,7 +1247,17 @@ void sup_core_pool_stats(const sup_core *c, size_t i, sup_pool_stats *out)
 int sup_core_pool_set_size(sup_core *c, const char *image, sup_isolation isolation, unsigned size,
 			   sup_pool_stats *out, sbx_err *err)
 {
-	return sup_pools_set_size(c->pools, image, isolation, size, out, err);
+	int rc = sup_pools_set_size(c->pools, image, isolation, size, out, err);
+	/* kept for the next start (as the image was named: a ref moved meanwhile
+	 * then sizes the image it names then) */
+	if (rc == 0 && c->cfg.catalog &&
+	    sup_catalog_pool_size(c->cfg.catalog, image, isolation, size, err) < 0) {
+		sup_error("pool %s: %s", image, err->msg);
+		err->code = -EIO;
+		return sbx_err_wrap(err, "pool %s: size %u in force, but not kept for the next start",
+				    image, size);
+	}
+	return rc;
 }
 
 void sup_core_handover(sup_core *c, void (*done)(void *ud), void *ud)

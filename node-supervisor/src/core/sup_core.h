@@ -87,6 +87,14 @@ int sup_core_set_network(sup_core *c, const char *id, const sup_netpol *p, sup_s
  * answer. *out: the sandbox as it is now. */
 int sup_core_set_timeout(sup_core *c, const sup_tenant *who, const char *id, unsigned seconds,
 			 sup_sandbox_view *out, sbx_err *err);
+/* Pause (paused) or resume a running sandbox (the edge checked the id is
+ * the caller's): its processes frozen or thawed (sup_pools_freeze), kept
+ * in the catalog before the answer. Asking for the state it is in already
+ * answers as the first time (idempotent). While paused every operation
+ * that needs its agent (exec, files, ports, MCP, processes) is -EHOSTDOWN
+ * ("paused"); GET, DELETE, timeout and network still work, and its
+ * lifetime runs on. *out: the sandbox as it is now. */
+int sup_core_pause(sup_core *c, const char *id, bool paused, sup_sandbox_view *out, sbx_err *err);
 /* Calls fn for every handed-out sandbox who sees, oldest first. */
 void sup_core_list(sup_core *c, const sup_tenant *who,
 		   void (*fn)(const sup_sandbox_view *v, void *ud), void *ud);
@@ -192,15 +200,17 @@ void sup_core_metrics(sup_core *c, const sup_tenants *ts, sup_prom *w);
 
 size_t sup_core_pool_count(const sup_core *c);
 void sup_core_pool_stats(const sup_core *c, size_t i, sup_pool_stats *out);
-/* PUT /v1/pools/{image}: the pool's size from now on (sup_pools_set_size). */
+/* PUT /v1/pools/{image}: the pool's size from now on (sup_pools_set_size),
+ * kept in the catalog so that the next start sizes it so again. */
 int sup_core_pool_set_size(sup_core *c, const char *image, sup_isolation isolation, unsigned size,
 			   sup_pool_stats *out, sbx_err *err);
 
 /* Take back a sandbox of an earlier run (its catalog row, and its box
  * from sup_runc_adopt), before the pools start: a pooled one returns to
- * its pool, a handed-out one to its tenant with its lifetime, limits and
- * env, listed again once its agent answers the new connection (or
- * destroyed, when it does not). < 0: not taken back (err says why). */
+ * its pool, a handed-out one to its tenant with its lifetime, limits,
+ * env, pause and egress policy (loaded into its plumbing made again),
+ * listed again once its agent answers the new connection (or destroyed,
+ * when it does not). < 0: not taken back (err says why). */
 int sup_core_restore(sup_core *c, const struct sup_catalog_rec *rec, const sup_runc_box *box,
 		     sbx_err *err);
 

@@ -393,7 +393,13 @@ static void agent_on_ready(sup_agent *a, void *ud)
 		sb->adopting = false;
 		sb->pool->creating--;
 		sb->state = SUP_SB_RUNNING;
-		sup_info("sandbox %s: re-adopted (agent %s)", sb->id, sup_agent_peer(a));
+		sup_info("sandbox %s: re-adopted (agent %s)%s", sb->id, sup_agent_peer(a),
+			 sb->paused ? ", paused" : "");
+		sbx_err e;
+		if (sb->paused && sup_pools_freeze(p, sb, true, &e) < 0) {
+			sb->paused = false;
+			sup_error("sandbox %s: not frozen again, it runs: %s", sb->id, e.msg);
+		}
 		sup_pool *pool = sb->pool;
 		if (p->hooks.on_adopted)
 			p->hooks.on_adopted(sb, 0, NULL, p->hooks.ud);
@@ -1043,13 +1049,37 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 	return 0;
 }
 
+/* An adopted sandbox's egress: its slot (so its addresses) again, its link
+ * from the new router made as for a new one, rejecting everything until the
+ * core loads its policy again. Start-up only: the plumbing blocks. */
+static int replumb(sup_pools *p, sup_sandbox *sb, unsigned slot, sbx_err *err)
+{
+	int rc = sup_net_slot_claim(p->cfg.net, slot, err);
+	if (rc < 0)
+		return rc;
+	sup_rtnl *nl = NULL;
+	rc = sup_net_plumb(p->cfg.net, slot, sb->box.init_pid, &nl, err);
+	if (rc == 0 && (rc = sup_net_slot_ready(p->cfg.net, slot, nl, err)) < 0) {
+		sbx_err e;
+		nl = sup_net_slot_release(p->cfg.net, slot);
+		if (sup_net_unplumb(p->cfg.net, slot, nl, &e) < 0)
+			sup_warn("sandbox %s: %s", sb->id, e.msg);
+	}
+	if (rc < 0) {
+		sup_net_slot_put(p->cfg.net, slot);
+		return sbx_err_wrap(err, "its egress plumbing");
+	}
+	sb->net_slot = slot;
+	return 0;
+}
+
 int sup_pools_adopt(sup_pools *p, const sup_catalog_rec *rec, const sup_runc_box *box,
 		    sup_sandbox **out, sbx_err *err)
 {
 	*out = NULL;
-	if (rec->net_slot)
+	if (rec->net_slot && !p->cfg.net)
 		return sbx_err_set(err, -EOPNOTSUPP,
-				   "its egress plumbing (slot %u) is not re-adopted: the router is made anew",
+				   "it has egress plumbing (slot %u) and this start has no --uplink",
 				   rec->net_slot);
 	sup_pool *pool = NULL;
 	for (size_t i = 0; !pool && i < p->npools; i++)
@@ -1079,11 +1109,27 @@ int sup_pools_adopt(sup_pools *p, const sup_catalog_rec *rec, const sup_runc_box
 	sb->res = rec->res;
 	sb->state = SUP_SB_CONNECTING;
 	sb->adopting = rec->phase == SUP_CAT_RUNNING;
+	/* a paused one's agent cannot answer the handshake frozen: thawed
+	 * until it has (agent_on_ready freezes it again) */
+	sb->paused = sb->adopting && rec->paused;
+	if ((sb->paused && sup_runc_freeze(p->cfg.runc, &sb->box, false, err) < 0) ||
+	    (rec->net_slot && replumb(p, sb, rec->net_slot, err) < 0)) {
+		unpin(sb);
+		free(sb);
+		return err->code;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &sb->queued_at);
 	TAILQ_INIT(&sb->delete_waiters);
 	TAILQ_INIT(&sb->execs);
 	if (sup_agent_connect(p->base, sb->box.socket_path, sb->id, p->cfg.handshake_timeout_ms,
 			      &p->cfg.agent, &agent_cbs, sb, &sb->agent, err) < 0) {
+		if (sb->net_slot) {
+			sbx_err e;
+			if (sup_net_unplumb(p->cfg.net, sb->net_slot,
+					    sup_net_slot_release(p->cfg.net, sb->net_slot), &e) < 0)
+				sup_warn("sandbox %s: %s", sb->id, e.msg);
+			sup_net_slot_put(p->cfg.net, sb->net_slot);
+		}
 		unpin(sb);
 		free(sb);
 		return err->code;
@@ -1128,6 +1174,20 @@ int sup_pools_acquire_seeded(sup_pools *p, const char *image, sup_isolation isol
 				   "could not start a create for image %.200s", pool->image);
 	}
 	*wait = a;
+	return 0;
+}
+
+int sup_pools_freeze(sup_pools *p, sup_sandbox *sb, bool frozen, sbx_err *err)
+{
+	if (sb->state != SUP_SB_RUNNING || !sb->agent)
+		return sbx_err_set(err, -EBUSY, "sandbox %s is %s", sb->id, sup_sb_state_name(sb->state));
+	int r = sup_runc_freeze(p->cfg.runc, &sb->box, frozen, err);
+	if (r < 0)
+		return r;
+	/* thawed before the clocks run again, frozen before they stop: no
+	 * deadline counts a time the agent could not answer */
+	sup_agent_hold(sb->agent, frozen);
+	sb->paused = frozen;
 	return 0;
 }
 

@@ -101,14 +101,25 @@ typedef void (*sup_destroy_cb)(sup_sandbox *sb, int rc, const sbx_err *err, void
  * fields of sb. The sandbox must be READY, RUNNING or FAILED. */
 void sup_pools_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_cb cb, void *ud);
 
+/* Freeze (frozen: sb->paused) or thaw a RUNNING sandbox: its processes
+ * (sup_runc_freeze) and its agent connection's clocks (sup_agent_hold)
+ * together, so that a paused sandbox is not taken for dead. Idempotent.
+ * -EBUSY when the freeze did not finish (it is undone). */
+int sup_pools_freeze(sup_pools *p, sup_sandbox *sb, bool frozen, sbx_err *err);
+
 /* Take back a sandbox an earlier run made (rec from the catalog, box from
  * sup_runc_adopt), before sup_pools_start: into the pool of its image and
  * isolation (a cold pool of its digest when none serves it now), its agent
  * connected again. A pooled one (MADE) joins the ready list once its agent
  * answers; a handed-out one (RUNNING) goes to the owner through on_adopted,
- * whose fields of sb (tenant, env, ...) the caller sets now. < 0 when it
- * cannot be taken back (a sandbox with egress plumbing, an image no longer
- * served): nothing is kept and the container is the sweep's. */
+ * whose fields of sb (tenant, env, ...) the caller sets now. One with
+ * egress plumbing gets its slot again, plumbed anew into its running
+ * namespace (the router was made anew), rejecting everything until the
+ * owner loads its policy (sup_net_apply). < 0 when it cannot be taken back
+ * (an image no longer served, egress without a network now, plumbing that
+ * failed): nothing is kept and the container is the sweep's. A paused
+ * one (rec->paused) is thawed for its agent's handshake and frozen again
+ * as it answers. */
 int sup_pools_adopt(sup_pools *p, const struct sup_catalog_rec *rec, const sup_runc_box *box,
 		    sup_sandbox **out, sbx_err *err);
 

@@ -45,6 +45,7 @@ struct sup_sandbox {
 	bool seeded;               /* made for one request (sup_pools_acquire_seeded):
 				    * never pooled, destroyed when its requester left */
 	struct sup_acquire *dedicated; /* seeded: that request, NULL once gone */
+	bool paused;               /* RUNNING: frozen (sup_pools_freeze); its agent held */
 	char reason[SBX_ERR_MSG_MAX];          /* FAILED: why the agent connection was lost */
 	struct timespec queued_at;             /* its create was queued (cold-create latency) */
 	TAILQ_ENTRY(sup_sandbox) ready_link; /* pool's ready list */

@@ -29,6 +29,7 @@ static const struct status_row {
 	{ -ENOENT, 404, "not_found", NULL },
 	{ -ENOLINK, 408, "request_timeout", NULL },
 	{ -EBUSY, 409, "conflict", NULL },
+	{ -EHOSTDOWN, 409, "paused", NULL }, /* the sandbox is paused: resume it first */
 	{ -EEXIST, 409, "exists", NULL },
 	{ -ETXTBSY, 409, "volume_busy", NULL }, /* a volume in use (sup_volumes.h) */
 	{ -E2BIG, 413, "too_large", NULL },

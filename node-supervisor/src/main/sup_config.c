@@ -131,7 +131,9 @@ void sup_config_usage(const char *prog)
 	       "  --body-timeout SEC     to send a request body read whole; between bytes of\n"
 	       "                         a streamed one (default 60)\n"
 	       "  --idle-timeout SEC     keep-alive between requests; a client not reading (default 60)\n"
-	       "  --drain-timeout SEC    requests in flight at SIGTERM may run this long (default 10)\n"
+	       "  --drain-timeout SEC    requests in flight at a stop may run this long (default 10)\n"
+	       "  --destroy-on-exit      SIGTERM destroys every sandbox, as SIGINT does (default:\n"
+	       "                         SIGTERM leaves them to the next start, a node upgrade)\n"
 	       "  --agent-grace SEC      an exec's timeout plus this, and the agent must have\n"
 	       "                         ended it (default 2; fractions allowed)\n"
 	       "  --mcp-idle-timeout SEC  an MCP session unused this long ends, its server's\n"
@@ -382,7 +384,7 @@ enum {
 	OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_OUTPUT, OPT_MAX_OUTPUT_TOTAL, OPT_MAX_EXECS, OPT_ALLOW_ROOT, OPT_MAX_SANDBOXES, OPT_WORKERS,
 	OPT_ACQUIRE_TIMEOUT, OPT_READY_TIMEOUT, OPT_MAX_TIMEOUT, OPT_LOG_LEVEL, OPT_PRINT_EXAMPLE, OPT_HELP,
 	OPT_VERSION, OPT_POLICY, OPT_MAX_UPLOAD, OPT_MAX_CONNS, OPT_HEAD_TIMEOUT, OPT_BODY_TIMEOUT,
-	OPT_IDLE_TIMEOUT, OPT_DRAIN_TIMEOUT, OPT_AGENT_GRACE, OPT_AGENT_IDLE, OPT_AGENT_PING,
+	OPT_IDLE_TIMEOUT, OPT_DRAIN_TIMEOUT, OPT_DESTROY_ON_EXIT, OPT_AGENT_GRACE, OPT_AGENT_IDLE, OPT_AGENT_PING,
 	OPT_AGENT_PING_TIMEOUT, OPT_AGENT_FRAME, OPT_AGENT_MAX_STREAMS, OPT_AGENT_MAX_WAITING,
 	OPT_AGENT_MAX_QUEUED, OPT_POOL, OPT_RUNSC, OPT_RUNSC_ROOT, OPT_RUNSC_PLATFORM,
 	OPT_DEFAULT_RESOURCES, OPT_MAX_RESOURCES, OPT_TENANTS, OPT_METRICS_LISTEN,
@@ -433,6 +435,7 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT },
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 		{ "drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT },
+		{ "destroy-on-exit", no_argument, NULL, OPT_DESTROY_ON_EXIT },
 		{ "agent-grace", required_argument, NULL, OPT_AGENT_GRACE },
 		{ "agent-idle-timeout", required_argument, NULL, OPT_AGENT_IDLE },
 		{ "mcp-idle-timeout", required_argument, NULL, OPT_MCP_IDLE },
@@ -586,6 +589,9 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		case OPT_MAX_EXECS:
 			if (parse_uint("max-execs", optarg, 1, 1000, &c->max_execs, err) < 0)
 				return err->code;
+			break;
+		case OPT_DESTROY_ON_EXIT:
+			c->destroy_on_exit = true;
 			break;
 		case OPT_ALLOW_ROOT:
 			c->allow_root = true;

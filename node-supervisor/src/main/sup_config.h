@@ -65,7 +65,8 @@ typedef struct sup_config {
 	unsigned head_timeout_s;     /* a request head's first byte to its end */
 	unsigned body_timeout_s;     /* a buffered body whole; a streamed one between bytes */
 	unsigned idle_timeout_s;     /* a keep-alive connection between requests */
-	unsigned drain_timeout_s;    /* requests in flight at SIGTERM */
+	unsigned drain_timeout_s;    /* requests in flight at a stop */
+	bool destroy_on_exit;        /* SIGTERM destroys every sandbox, as SIGINT */
 	unsigned mcp_idle_ms;        /* an unused MCP session ends */
 	const char *mcp_origins;     /* Origins allowed on MCP routes (comma-separated) */
 	sup_agent_opts agent;        /* distrust of the guest: deadlines, limits */

@@ -1,9 +1,10 @@
 /* sandbox-supervisor: wires settings, token, runtime backend, catalog,
  * workers, pools, core and HTTP together, takes back what an earlier run
  * of the state folder left live (sup_restore), and runs the event loop
- * until SIGTERM or SIGINT, after which it destroys every sandbox it made
- * and exits 0, or SIGUSR2, after which it exits 0 leaving every sandbox to
- * the next start (a rolling upgrade). */
+ * until a signal: SIGTERM (and SIGUSR2) stop serving and exit 0 leaving
+ * every sandbox running for the next start, as a DaemonSet's rolling
+ * update or a node upgrade needs; SIGINT (and SIGTERM with
+ * --destroy-on-exit) destroys every sandbox it made, then exits 0. */
 #include <errno.h>
 #include <event2/event.h>
 #include <libgen.h>
@@ -103,7 +104,8 @@ typedef struct sup_main {
 	unsigned drain_s;
 	sup_net *net;
 	bool stopping;
-	bool handover;             /* SIGUSR2: leave the sandboxes to the next start */
+	bool handover;             /* leave the sandboxes to the next start */
+	bool destroy_on_exit;      /* --destroy-on-exit: SIGTERM destroys too */
 	const char *tenants_file;
 	sup_tenants_node node;     /* what tenants leave to the supervisor */
 	sup_tenants *tenants;      /* the set in force; swapped on SIGHUP */
@@ -245,7 +247,9 @@ static void on_signal(evutil_socket_t sig, short what, void *ud)
 		return;
 	}
 	m->stopping = true;
-	m->handover = sig == SIGUSR2;
+	/* SIGTERM is what an orchestrator sends on every rolling update: the
+	 * sandboxes outlive it unless the operator asked otherwise */
+	m->handover = sig == SIGUSR2 || (sig == SIGTERM && !m->destroy_on_exit);
 	sup_info("signal %d: shutting down: requests in flight get %u s, then every sandbox is %s",
 		 (int)sig, m->drain_s, m->handover ? "left to the next start" : "destroyed");
 	struct timeval tv = { SHUTDOWN_GRACE_S, 0 };
@@ -591,6 +595,7 @@ int main(int argc, char **argv)
 	const sup_http_mount metrics_mounts[] = { { &sup_scrape_family, &scrape_open } };
 	fit_fd_limit(&cfg);
 	m.drain_s = cfg.drain_timeout_s;
+	m.destroy_on_exit = cfg.destroy_on_exit;
 	sup_http_cfg hcfg = {
 		.host = cfg.listen_host,
 		.port = cfg.listen_port,

@@ -18,6 +18,7 @@ struct sup_restore {
 	kept *v;
 	size_t n, cap;
 	unsigned dropped;
+	sup_core *core;        /* adopt: where kept pool sizes go */
 };
 
 static void forget(sup_restore *r, const char *id, const char *why)
@@ -41,10 +42,6 @@ static int check_row(const sup_catalog_rec *rec, void *ud, sbx_err *err)
 		forget(r, rec->id, "its create was cut short");
 		return 0;
 	}
-	if (rec->net_slot) {
-		forget(r, rec->id, "sandboxes with egress plumbing are not re-adopted");
-		return 0;
-	}
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 16;
 		kept *v = realloc(r->v, cap * sizeof(*v));
@@ -60,7 +57,9 @@ static int check_row(const sup_catalog_rec *rec, void *ud, sbx_err *err)
 		return 0;
 	}
 	k->rec = *rec;
-	if (sup_env_copy(&rec->env, &k->rec.env) < 0)
+	k->rec.network = NULL;
+	if (sup_env_copy(&rec->env, &k->rec.env) < 0 ||
+	    (rec->network && !(k->rec.network = strdup(rec->network))))
 		return sbx_err_set(err, -ENOMEM, "restore");
 	r->n++;
 	return 0;
@@ -119,6 +118,23 @@ int sup_restore_prepare(const sup_runc_cfg *rcfg, sup_catalog **cat, sup_restore
 	return 0;
 }
 
+/* A pool size set at run time by the earlier run, over the flags'. */
+static int resize_pool(const char *image, sup_isolation isolation, unsigned size, void *ud,
+		       sbx_err *err)
+{
+	sup_restore *r = ud;
+	sup_pool_stats st;
+	sbx_err e;
+	(void)err;
+	if (sup_core_pool_set_size(r->core, image, isolation, size, &st, &e) == 0)
+		return 0;
+	sup_warn("pool %s (%s): size %u of the earlier run not kept: %s", image,
+		 sup_isolation_names[isolation], size, e.msg);
+	if (e.code != -EIO && sup_catalog_pool_forget(r->cat, image, isolation, &e) < 0)
+		sup_warn("pool %s: %s", image, e.msg);
+	return 0;
+}
+
 void sup_restore_adopt(sup_restore *r, const sup_runc_cfg *rcfg, sup_core *core)
 {
 	for (size_t i = 0; i < r->n; i++) {
@@ -132,5 +148,9 @@ void sup_restore_adopt(sup_restore *r, const sup_runc_cfg *rcfg, sup_core *core)
 		if (sup_catalog_remove(r->cat, k->rec.id, &e) < 0)
 			sup_warn("sandbox %s: %s", k->rec.id, e.msg);
 	}
+	sbx_err e;
+	r->core = core;
+	if (sup_catalog_each_pool(r->cat, resize_pool, r, &e) < 0)
+		sup_warn("pool sizes of the earlier run: %s", e.msg);
 	sup_restore_free(r);
 }

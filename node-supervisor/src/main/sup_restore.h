@@ -23,7 +23,9 @@ typedef struct sup_restore sup_restore;
 int sup_restore_prepare(const sup_runc_cfg *rcfg, sup_catalog **cat, sup_restore **out,
 			sbx_err *err);
 /* Give the kept sandboxes to core (made with the pools, not started yet);
- * one the core refuses is destroyed. Frees r. */
+ * one the core refuses is destroyed. Then the pool sizes the catalog
+ * keeps (set by PUT /v1/pools) are set again, over the flags'; one whose
+ * image is gone is forgotten. Frees r. */
 void sup_restore_adopt(sup_restore *r, const sup_runc_cfg *rcfg, sup_core *core);
 /* Without adopt (a start that failed): the kept ones stay for the next. */
 void sup_restore_free(sup_restore *r);

@@ -626,6 +626,17 @@ unsigned sup_net_slot_take(sup_net *n, sbx_err *err)
 	return 0;
 }
 
+int sup_net_slot_claim(sup_net *n, unsigned slot, sbx_err *err)
+{
+	if (slot == 0 || slot > n->nslots)
+		return sbx_err_set(err, -EINVAL, "net: slot %u is not one of the %u slots", slot,
+				   n->nslots);
+	if (n->slots[slot].state != SLOT_FREE)
+		return sbx_err_set(err, -EBUSY, "net: slot %u is taken", slot);
+	n->slots[slot].state = SLOT_TAKEN;
+	return 0;
+}
+
 int sup_net_plumb(sup_net *n, unsigned slot, int pid, sup_rtnl **sb_nl, sbx_err *err)
 {
 	*sb_nl = NULL;

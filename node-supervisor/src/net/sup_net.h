@@ -75,6 +75,12 @@ void sup_net_free(sup_net *n);
 
 /* Loop: a free slot (0: none; err says why). */
 unsigned sup_net_slot_take(sup_net *n, sbx_err *err);
+/* Loop or start-up: take that very slot (a sandbox of an earlier run
+ * re-adopted keeps its slot, hence its addresses): -EBUSY when taken,
+ * -EINVAL when out of range. Then plumb it as a new one: the earlier
+ * run's router, and with it the sandbox's end of the link, went at
+ * sup_net_new's sweep. */
+int sup_net_slot_claim(sup_net *n, unsigned slot, sbx_err *err);
 /* Worker: plumb slot into the namespace of pid (the sandbox's init). On
  * success *sb_nl is a netlink socket inside the sandbox's namespace, for
  * sup_net_slot_ready. On failure nothing of it is left. */

@@ -56,10 +56,15 @@ int sup_cgroup_apply(const sup_cgroup_host *h, const char *path, const sup_resou
  * it into (seconds, measured). */
 int sup_cgroup_unthrottle(const sup_cgroup_host *h, const char *path, sbx_err *err);
 
-/* Freeze (every task of the cgroup at path stopped, returns once they
- * are: -ETIMEDOUT and thawed again after 2 s) or thaw it: v1's freezer
- * controller (freezer.state), v2's cgroup.freeze. What the runtime's
- * pause and resume do, without a process. */
+/* Freeze (frozen) or thaw the cgroup at path: v2's cgroup.freeze (on a v1
+ * host, the hybrid unified mount's, when it holds the cgroup), else v1's
+ * freezer controller (freezer.state FROZEN/THAWED). A freeze returns once
+ * the kernel reports every task frozen, polled for at most
+ * SUP_CGROUP_FREEZE_WAIT_MS (a task in an uninterruptible sleep can hold
+ * it in FREEZING): past that the cgroup is thawed again and -EBUSY
+ * returned. A thaw takes effect as the write returns. Idempotent. A few
+ * file writes and reads, no process: the loop may call it. */
+#define SUP_CGROUP_FREEZE_WAIT_MS 200u
 int sup_cgroup_freeze(const sup_cgroup_host *h, const char *path, bool frozen, sbx_err *err);
 
 /* Memory now and at its peak, CPU time, pids and OOM kills of the cgroup at

@@ -276,6 +276,8 @@ static int runtime_delete(const sup_runc_cfg *cfg, const sup_runtime *rt, const 
 		if (pidfd_send_signal(pfd, SIGKILL, NULL, 0) < 0)
 			/* "not running" and "does not exist" are fine: delete says more */
 			runtime_call(rt, "kill", p->cid, "KILL", errout, sizeof(errout), &ignored);
+		/* a paused sandbox: its frozen tasks die only once thawed */
+		sup_cgroup_freeze(cfg->cgroup, p->cgroup, false, &ignored);
 		struct pollfd pf = {.fd = pfd, .events = POLLIN};
 		while (poll(&pf, 1, KILL_WAIT_MS) < 0 && errno == EINTR)
 			;
@@ -645,19 +647,6 @@ int sup_runc_create_seeded(const sup_runc_cfg *cfg, const char *id, const char *
 	return 0;
 }
 
-int sup_runc_freeze(const sup_runc_cfg *cfg, const sup_runc_box *box, bool frozen, sbx_err *err)
-{
-	SBX_AUTO_FREE box_paths *p = calloc(1, sizeof(*p));
-	if (!p)
-		return sbx_err_set(err, -ENOMEM, "freeze sandbox");
-	/* the cgroup path is rebuilt from the id, as destroy does */
-	int r = make_paths(cfg, box->id, p, err);
-	r = r ?: sup_cgroup_freeze(cfg->cgroup, p->cgroup, frozen, err);
-	if (r < 0)
-		return sbx_err_wrap(err, "%s sandbox %s", frozen ? "freeze" : "thaw", box->id);
-	return 0;
-}
-
 /* ---- destroy, leftovers, init ----------------------------------------- */
 
 static bool kept(const char *const *keep, size_t nkeep, const char *id)
@@ -723,7 +712,8 @@ int sup_runc_adopt(const sup_runc_cfg *cfg, const char *id, sup_isolation isolat
 		return sbx_err_wrap(err, "sandbox %s: %s state", id, rt->binary);
 	json_t *st = json_loads(out, 0, NULL);
 	const char *status = json_string_value(json_object_get(st, "status"));
-	bool running = status && strcmp(status, "running") == 0;
+	/* paused: frozen by sup_runc_freeze, and kept so */
+	bool running = status && (strcmp(status, "running") == 0 || strcmp(status, "paused") == 0);
 	json_int_t spid = json_integer_value(json_object_get(st, "pid"));
 	r = running && spid == pid ? 0
 				   : sbx_err_set(err, -ESRCH, "sandbox %s: %s says %s (pid %lld)", id,

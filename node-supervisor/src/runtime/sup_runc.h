@@ -112,12 +112,6 @@ int sup_runc_create_seeded(const sup_runc_cfg *cfg, const char *id, const char *
 			   sup_isolation isolation, const sup_runc_seed *seed, sup_runc_box *box,
 			   sbx_err *err);
 
-/* Freeze or thaw a made sandbox through its cgroup's freezer
- * (sup_cgroup_freeze: what the runtime's pause and resume write, without a
- * runtime process): no process of it runs while frozen, and what it wrote
- * is in its upper folder (<box->dir>/disk/upper) for a reader. */
-int sup_runc_freeze(const sup_runc_cfg *cfg, const sup_runc_box *box, bool frozen, sbx_err *err);
-
 /* Connect to the agent's socket of a sandbox made by sup_runc_create.
  * The socket file lives in a folder the guest can write, so it is opened
  * without following symlinks, checked to be a socket and connected through
@@ -138,6 +132,17 @@ int sup_runc_set_limits(const sup_runc_cfg *cfg, const sup_runc_box *box,
  * small files and a statfs). */
 int sup_runc_usage(const sup_runc_cfg *cfg, const sup_runc_box *box, sup_usage *u, sbx_err *err);
 
+/* Freeze (frozen) or thaw every process of a made sandbox: its cgroup's
+ * freezer written directly (sup_cgroup_freeze) instead of a `runc pause`/
+ * `resume` process (a `runc resume` took 120-240 ms here, loaded; the
+ * write 0.1-0.3 ms: BENCHMARKS.md). On a hybrid host it is v2's freezer,
+ * which runc (its v1 manager) does not read: `runc state` says "running"
+ * meanwhile, and adopt takes either. A frozen sandbox's processes use no CPU
+ * and answer nothing (its agent neither) until thawed; destroy thaws what
+ * it killed. A freeze that does not finish in time is undone (-EBUSY).
+ * Idempotent; a few file writes, no process: the loop may call it. */
+int sup_runc_freeze(const sup_runc_cfg *cfg, const sup_runc_box *box, bool frozen, sbx_err *err);
+
 /* Kill and delete the container, unmount, remove the folder. Idempotent:
  * parts already gone are not an error. Only box->id and box->isolation are
  * read: every path is derived from the id again, none is taken from box. */
@@ -152,7 +157,8 @@ int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *
 int sup_runc_kill_calls(const sup_runc_cfg *cfg, sbx_err *err);
 
 /* Take back a sandbox an earlier run made: its init is alive in its own
- * cgroup and the runtime says it runs (`state`: running, that pid). box is
+ * cgroup and the runtime says it runs (`state`: running or paused, that
+ * pid; a paused one stays frozen). box is
  * filled as sup_runc_create fills it. -ESRCH (err says why) when it is not
  * live; the next sup_runc_remove_leftovers then removes it. */
 int sup_runc_adopt(const sup_runc_cfg *cfg, const char *id, sup_isolation isolation,

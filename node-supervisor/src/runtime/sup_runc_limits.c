@@ -1,5 +1,6 @@
-/* sup_runc_set_limits, sup_runc_usage: a made sandbox's limits and usage,
- * its cgroup (sup_cgroup) and its disk layer (sup_disk) together. */
+/* sup_runc_set_limits, sup_runc_usage, sup_runc_freeze: a made sandbox's
+ * limits, usage and freezer, its cgroup (sup_cgroup) and its disk layer
+ * (sup_disk) together. */
 #include "sup_runc.h"
 
 #include "sup_disk.h"
@@ -20,6 +21,14 @@ int sup_runc_usage(const sup_runc_cfg *cfg, const sup_runc_box *box, sup_usage *
 	if (sup_disk_used(box->dir, &u->disk, err) == 0)
 		u->known |= SUP_USAGE_DISK;
 	int r = sup_cgroup_read(cfg->cgroup, box->cgroup, u, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "sandbox %s", box->id);
+	return 0;
+}
+
+int sup_runc_freeze(const sup_runc_cfg *cfg, const sup_runc_box *box, bool frozen, sbx_err *err)
+{
+	int r = sup_cgroup_freeze(cfg->cgroup, box->cgroup, frozen, err);
 	if (r < 0)
 		return sbx_err_wrap(err, "sandbox %s", box->id);
 	return 0;

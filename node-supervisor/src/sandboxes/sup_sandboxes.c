@@ -134,6 +134,26 @@ static int act_timeout(sup_http_req *r, void *state, sbx_err *err)
 	return rc;
 }
 
+static int pause_or_resume(sup_http_req *r, bool paused, sbx_err *err)
+{
+	sup_sandbox_view v;
+	int rc = sup_core_pause(((sup_sandboxes_ctx *)sup_http_ctx(r))->core, sup_http_input(r)->id,
+				paused, &v, err);
+	if (rc == 0)
+		sup_http_json(r, 200, sup_api_render_sandbox(&v));
+	return rc;
+}
+
+static int act_pause(sup_http_req *r, void *state, sbx_err *err)
+{
+	return pause_or_resume(r, true, err);
+}
+
+static int act_resume(sup_http_req *r, void *state, sbx_err *err)
+{
+	return pause_or_resume(r, false, err);
+}
+
 static void create_done(int rc, const sup_sandbox_view *v, const sbx_err *err, void *ud)
 {
 	sb_req *q = ud;
@@ -259,6 +279,8 @@ static const sup_http_route routes[] = {
 	  act_network },
 	{ "POST", "/v1/sandboxes/{id}/timeout", "POST timeout", SUP_BODY_BUFFERED, 0, parse_timeout,
 	  act_timeout },
+	{ "POST", "/v1/sandboxes/{id}/pause", "POST pause", SUP_BODY_NONE, 0, NULL, act_pause },
+	{ "POST", "/v1/sandboxes/{id}/resume", "POST resume", SUP_BODY_NONE, 0, NULL, act_resume },
 	{ "GET", "/v1/pools", "GET pools", SUP_BODY_NONE, 0, NULL, act_pools },
 };
 

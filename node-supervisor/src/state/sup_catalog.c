@@ -5,6 +5,10 @@
  *   volumes        one row per volume: tenant, name, size, created
  *   volume_mounts  which sandbox mounts which volume where (removed with
  *                  its sandbox)
+ * Step 3 (lifecycle):
+ *   sandboxes.paused  frozen by pause
+ *   sandboxes.network its egress policy (JSON), '' for none
+ *   pools             sizes set at run time, by image and isolation
  * Step 4 (snapshots):
  *   snapshots      one row per snapshot of the store */
 #include "sup_catalog.h"
@@ -68,6 +72,18 @@ static const char schema_v2[] =
 	" PRIMARY KEY (id, pos));"
 	"PRAGMA user_version = 2;";
 
+/* Step 3: only its own column and table (other steps add theirs). */
+static const char schema_v3[] =
+	"ALTER TABLE sandboxes ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sandboxes ADD COLUMN network TEXT NOT NULL DEFAULT '';"
+	"CREATE TABLE pools ("
+	" seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" image TEXT NOT NULL,"
+	" isolation INTEGER NOT NULL,"
+	" size INTEGER NOT NULL,"
+	" UNIQUE (image, isolation));"
+	"PRAGMA user_version = 3;";
+
 /* Step 4: the snapshots of the store. */
 static const char schema_snapshots[] =
 	"CREATE TABLE IF NOT EXISTS snapshots ("
@@ -92,6 +108,8 @@ void sup_catalog_rec_free(sup_catalog_rec *r)
 	free(r->env.v);
 	r->env.v = NULL;
 	r->env.n = 0;
+	free(r->network);
+	r->network = NULL;
 }
 
 static int db_err(sup_catalog *c, sbx_err *err, const char *what)
@@ -178,6 +196,9 @@ int sup_catalog_open(const char *dir, sup_catalog **out, sbx_err *err)
 	if (r == 0 && version < 2)
 		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_v2, err)
 								 ?: exec_sql(c, "COMMIT;", err);
+	if (r == 0 && version < 3)
+		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_v3, err)
+								 ?: exec_sql(c, "COMMIT;", err);
 	if (r == 0 && version < 4)
 		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_snapshots, err)
 								 ?: exec_sql(c, "COMMIT;", err);
@@ -249,12 +270,13 @@ static int put_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
 	sqlite3_stmt *st;
 	int r = prepare(c,
 			"INSERT INTO sandboxes (id, phase, image, digest, isolation, container_id, net_slot,"
-			" tenant, allow_root, created_at, expires_at, cpu_milli, memory, pids, disk)"
-			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+			" tenant, allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused,"
+			" network)"
+			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
 			" ON CONFLICT (id) DO UPDATE SET phase = ?2, image = ?3, digest = ?4,"
 			" isolation = ?5, container_id = ?6, net_slot = ?7, tenant = ?8, allow_root = ?9,"
 			" created_at = ?10, expires_at = ?11, cpu_milli = ?12, memory = ?13, pids = ?14,"
-			" disk = ?15",
+			" disk = ?15, paused = ?16, network = ?17",
 			&st, err);
 	if (r < 0)
 		return r;
@@ -270,6 +292,8 @@ static int put_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
 	sqlite3_bind_int64(st, 10, rec->created_at);
 	sqlite3_bind_int64(st, 11, rec->expires_at);
 	bind_res(st, 12, &rec->res);
+	sqlite3_bind_int(st, 16, rec->paused);
+	sqlite3_bind_text(st, 17, rec->network ? rec->network : "", -1, SQLITE_STATIC);
 	r = step_done(c, st, "record a sandbox", err);
 	if (r == 0)
 		r = prepare(c, "DELETE FROM env WHERE id = ?1", &st, err);
@@ -352,7 +376,7 @@ int sup_catalog_each(sup_catalog *c,
 		return sbx_err_set(err, -ENOMEM, "catalog");
 	int r = prepare(c,
 			"SELECT id, phase, image, digest, isolation, container_id, net_slot, tenant,"
-			" allow_root, created_at, expires_at, cpu_milli, memory, pids, disk"
+			" allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused, network"
 			" FROM sandboxes ORDER BY seq",
 			&st, err);
 	r = r ?: prepare(c, "SELECT key, val FROM env WHERE id = ?1 ORDER BY pos", &est, err);
@@ -375,7 +399,11 @@ int sup_catalog_each(sup_catalog *c,
 		rec->res.memory = (uint64_t)sqlite3_column_int64(st, 12);
 		rec->res.pids = (uint32_t)sqlite3_column_int64(st, 13);
 		rec->res.disk = (uint64_t)sqlite3_column_int64(st, 14);
-		r = read_env(c, est, rec, err);
+		rec->paused = sqlite3_column_int(st, 15) != 0;
+		const unsigned char *net = sqlite3_column_text(st, 16);
+		if (net && net[0] && !(rec->network = strdup((const char *)net)))
+			r = sbx_err_set(err, -ENOMEM, "catalog: network");
+		r = r ?: read_env(c, est, rec, err);
 		if (r == 0)
 			r = fn(rec, ud, err);
 		sup_catalog_rec_free(rec);
@@ -585,6 +613,56 @@ int sup_catalog_snap_each(sup_catalog *c, const char *tenant,
 		fn(s, ud);
 	}
 	r = rc == SQLITE_DONE ? 0 : db_err(c, err, "list snapshots");
+
+int sup_catalog_pool_size(sup_catalog *c, const char *image, sup_isolation isolation,
+			  unsigned size, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c,
+			"INSERT INTO pools (image, isolation, size) VALUES (?1, ?2, ?3)"
+			" ON CONFLICT (image, isolation) DO UPDATE SET size = ?3",
+			&st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, image, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, (int)isolation);
+	sqlite3_bind_int64(st, 3, size);
+	return step_done(c, st, "record a pool's size", err);
+}
+
+int sup_catalog_pool_forget(sup_catalog *c, const char *image, sup_isolation isolation,
+			    sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c, "DELETE FROM pools WHERE image = ?1 AND isolation = ?2", &st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, image, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, (int)isolation);
+	return step_done(c, st, "forget a pool's size", err);
+}
+
+int sup_catalog_each_pool(sup_catalog *c,
+			  int (*fn)(const char *image, sup_isolation isolation, unsigned size,
+				    void *ud, sbx_err *err),
+			  void *ud, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c, "SELECT image, isolation, size FROM pools ORDER BY seq", &st, err);
+	if (r < 0)
+		return r;
+	int rc = SQLITE_DONE;
+	char image[4096];
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		col_text(st, 0, image, sizeof(image));
+		int iso = sqlite3_column_int(st, 1);
+		sqlite3_int64 size = sqlite3_column_int64(st, 2);
+		if (iso < 0 || iso >= SUP_ISO_N || size < 0 || size > UINT_MAX)
+			continue; /* not a row this build wrote */
+		r = fn(image, (sup_isolation)iso, (unsigned)size, ud, err);
+	}
+	if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+		r = db_err(c, err, "read pools");
 	sqlite3_finalize(st);
 	return r;
 }

@@ -53,6 +53,9 @@ typedef struct sup_catalog_rec {
 	char tenant[128];       /* at least SUP_TENANT_NAME_MAX + 1 (checked where it is filled) */
 	bool allow_root;
 	int64_t created_at, expires_at; /* seconds since the epoch */
+	bool paused;             /* frozen by pause (schema 3) */
+	char *network;           /* its egress policy as the API's JSON, NULL: none
+				  * (schema 3); owned by the record */
 	sup_resources res;       /* limits in force (MADE: the pools' defaults) */
 	sbx_proto_env env;       /* owned by the record (sup_catalog_rec_free) */
 } sup_catalog_rec;
@@ -76,6 +79,19 @@ int sup_catalog_made(sup_catalog *c, const char *id, const char *container_id, u
 int sup_catalog_running(sup_catalog *c, const sup_catalog_rec *r, sbx_err *err);
 /* Destroyed: the row goes (none is not an error). */
 int sup_catalog_remove(sup_catalog *c, const char *id, sbx_err *err);
+
+/* A pool's size set at run time (PUT /v1/pools/{image}, schema 3): kept
+ * until the next set, and applied again at start over the flags' size. */
+int sup_catalog_pool_size(sup_catalog *c, const char *image, sup_isolation isolation,
+			  unsigned size, sbx_err *err);
+/* Every pool size set, in the order they were first set; fn as below. */
+int sup_catalog_each_pool(sup_catalog *c,
+			  int (*fn)(const char *image, sup_isolation isolation, unsigned size,
+				    void *ud, sbx_err *err),
+			  void *ud, sbx_err *err);
+/* Forget a pool's size (its image is gone). */
+int sup_catalog_pool_forget(sup_catalog *c, const char *image, sup_isolation isolation,
+			    sbx_err *err);
 
 /* Every row, oldest first; r is freed after fn returns. fn returning < 0
  * (with err set) stops the walk with that code. */

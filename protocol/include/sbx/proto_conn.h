@@ -138,6 +138,11 @@ int sbx_proto_conn_fail(sbx_proto_conn *c, uint64_t id, sbx_proto_code code,
  * credit to the peer (batched: sent once half a window is owed). */
 void sbx_proto_conn_consumed(sbx_proto_conn *c, uint64_t id, size_t n);
 
+/* The peer is held still by someone else (its processes frozen): while
+ * held, a frame it began is not late, whatever its age; released, the
+ * frame deadline starts afresh. */
+void sbx_proto_conn_peer_held(sbx_proto_conn *c, bool held);
+
 /* A pointer the owner hangs on an open stream (NULL by default). */
 void sbx_proto_conn_set_stream_data(sbx_proto_conn *c, uint64_t id, void *p);
 void *sbx_proto_conn_stream_data(const sbx_proto_conn *c, uint64_t id);
