@@ -37,6 +37,7 @@ struct sup_snaps_op {
 	void *ud;
 	/* what the worker reads */
 	sup_runc_box box;
+	bool was_paused;   /* paused by its owner: frozen it stays */
 	char id[48];       /* the snapshot's, or the fork layer's */
 	char staged[PATH_MAX];
 	char layer[PATH_MAX];
@@ -108,7 +109,8 @@ static int while_frozen(sup_snaps_op *op, int (*fn)(sup_snaps_op *op), double *f
 		return sbx_err_wrap(&op->err, "freeze sandbox %s", op->box.id);
 	r = fn(op);
 	sbx_err terr;
-	int t = sup_runc_freeze(rc, &op->box, false, &terr);
+	/* a sandbox its owner paused is read as it is and left paused */
+	int t = op->was_paused ? 0 : sup_runc_freeze(rc, &op->box, false, &terr);
 	*frozen_ms = ms_since(&t0);
 	if (t < 0) {
 		sup_error("sandbox %s: thaw after a snapshot: %s", op->box.id, terr.msg);
@@ -238,6 +240,7 @@ static sup_snaps_op *new_op(sup_snaps *s, const sup_tenant *who, const char *id,
 	op->kind = kind;
 	op->ud = ud;
 	op->box = (*sb)->box;
+	op->was_paused = (*sb)->paused;
 	return op;
 }
 

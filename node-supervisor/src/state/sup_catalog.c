@@ -613,6 +613,9 @@ int sup_catalog_snap_each(sup_catalog *c, const char *tenant,
 		fn(s, ud);
 	}
 	r = rc == SQLITE_DONE ? 0 : db_err(c, err, "list snapshots");
+	sqlite3_finalize(st);
+	return r;
+}
 
 int sup_catalog_pool_size(sup_catalog *c, const char *image, sup_isolation isolation,
 			  unsigned size, sbx_err *err)
