@@ -38,6 +38,7 @@
 #include "sup_restore.h"
 #include "sup_ports.h"
 #include "sup_runc.h"
+#include "sup_osbx.h"
 #include "sup_sandboxes.h"
 #include "sup_scrape.h"
 #include "sup_tenants.h"
@@ -323,6 +324,7 @@ int main(int argc, char **argv)
 	sup_img_store *store = NULL;
 	sup_main m = { 0 };
 	sup_mcp_ctx mcp = { 0 }; /* its sessions end at cleanup */
+	sup_osbx_ctx osbx = { 0 }; /* what it kept is freed at cleanup */
 	sup_policy *policy = NULL;
 	sup_catalog *catalog = NULL;
 	sup_restore *restore = NULL;
@@ -496,6 +498,8 @@ int main(int argc, char **argv)
 			    .res_default = cfg.res_default,
 			    .res_max = cfg.res_max },
 	};
+	osbx.core = m.core;
+	osbx.limits = sandboxes.limits;
 	sup_files_ctx files = { .core = m.core, .max_upload = cfg.max_upload };
 	char pull_dir[PATH_MAX];
 	if (cfg.image_pull_dir && !realpath(cfg.image_pull_dir, pull_dir)) {
@@ -535,6 +539,7 @@ int main(int argc, char **argv)
 		{ &sup_scrape_family, &scrape },
 		{ &sup_images_family, &images },
 		{ &sup_openapi_family, NULL },
+		{ &sup_osbx_family, &osbx },
 	};
 	const sup_http_mount metrics_mounts[] = { { &sup_scrape_family, &scrape_open } };
 	fit_fd_limit(&cfg);
@@ -551,6 +556,7 @@ int main(int argc, char **argv)
 		.gate_ud = &ports,
 		.on_answered = sup_scrape_count,
 		.answered_ud = m.requests,
+		.flat_errors_under = "/opensandbox/",
 		.max_body = cfg.max_body,
 		.max_conns = cfg.max_conns,
 		.head_timeout_s = cfg.head_timeout_s,
@@ -644,6 +650,7 @@ cleanup:
 	if (m.metrics)
 		sup_http_free(m.metrics);
 	sup_mcp_ctx_release(&mcp);
+	sup_osbx_ctx_release(&osbx);
 	if (m.sig_term)
 		event_free(m.sig_term);
 	if (m.sig_int)
