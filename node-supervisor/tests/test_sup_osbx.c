@@ -14,6 +14,8 @@
 #include <cmocka.h>
 
 #include "sup_osbx_int.h"
+#include "sup_policy.h"
+#include "sup_tenants.h"
 
 static const sup_api_limits lim = {
 	.default_timeout_s = 3600,
@@ -205,15 +207,25 @@ static sup_osbx_ctx ctx = { .limits = { .default_timeout_s = 3600, .max_timeout_
 					.res_max = { .cpu_milli = 4000, .memory = 8ull << 30,
 						     .pids = 4096, .disk = 8ull << 30 } } };
 
+static sup_tenant tenant = { .name = "default" };
+static const sup_http_hdr *hdrs;
+static size_t nhdrs;
+
 static int parse(const char *name, const char *pid, const char *query, const char *body,
 		 sup_oq **out, sbx_err *e)
 {
+	char path[256];
 	sup_http_in in = { .id = "sb-1", .pid = pid, .query = query, .body = body ? body : "",
-			   .body_len = body ? strlen(body) : 0 };
+			   .body_len = body ? strlen(body) : 0, .who = &tenant, .path = path,
+			   .hdrs = hdrs, .nhdrs = nhdrs };
 	for (size_t i = 0; i < sup_osbx_family.nroutes; i++) {
 		const sup_http_route *r = &sup_osbx_family.routes[i];
 		if (strcmp(r->name, name) != 0)
 			continue;
+		const char *at = strstr(r->pattern, "{id}");
+		snprintf(path, sizeof(path), "%.*ssb-1%s", (int)(at ? at - r->pattern : 0), r->pattern,
+			 at ? at + 4 : r->pattern);
+		in.method = r->method;
 		*out = calloc(1, sup_osbx_family.state_size);
 		sbx_err_clear(e);
 		return r->parse ? r->parse(&in, &ctx, *out, e) : 0;
@@ -284,13 +296,89 @@ static void test_rows(void **unused)
 	done(q);
 }
 
+static void test_files(void **unused)
+{
+	sup_oq *q;
+	sbx_err e;
+	uint64_t off, len, mode;
+	assert_int_equal(sup_osbx_range("bytes=6-10", &off, &len), 0);
+	assert_true(off == 6 && len == 5);
+	assert_int_equal(sup_osbx_range("bytes=6-", &off, &len), 0);
+	assert_true(off == 6 && len == UINT64_MAX);
+	const char *bad_ranges[] = { "bytes=-5", "bytes=5-1", "bytes=1-2,4-5", "items=1-2", "bytes=", NULL };
+	for (int i = 0; bad_ranges[i]; i++)
+		assert_int_equal(sup_osbx_range(bad_ranges[i], &off, &len), -EINVAL);
+	assert_int_equal(sup_osbx_mode(644, &mode), 0);
+	assert_int_equal(mode, 0644);
+	assert_int_equal(sup_osbx_mode(1777, &mode), 0);
+	assert_int_equal(mode, 01777);
+	assert_int_equal(sup_osbx_mode(0, &mode), 0);
+	assert_int_equal(mode, 0);
+	assert_int_equal(sup_osbx_mode(648, &mode), -EINVAL);
+	assert_int_equal(sup_osbx_mode(-1, &mode), -EINVAL);
+	assert_int_equal(sup_osbx_mode(17777, &mode), -EINVAL);
+
+	assert_int_equal(sup_policy_new_default(&tenant.policy, &e), 0);
+	struct {
+		const char *row, *query, *body;
+		int rc;
+	} cases[] = {
+		{ "GET osbx files info", "path=/workspace/a&path=%2Ftmp%2Fb", NULL, 0 },
+		{ "GET osbx files info", "path=/etc/passwd", NULL, -EPERM },
+		{ "GET osbx files info", NULL, NULL, -EINVAL },
+		{ "GET osbx files info", "path=/workspace/a&depth=2", NULL, -EINVAL },
+		{ "DELETE osbx files", "path=/workspace/a", NULL, 0 },
+		{ "DELETE osbx files", "path=/workspace", NULL, -EPERM }, /* a policy root */
+		{ "GET osbx directories list", "path=/workspace&depth=3", NULL, 0 },
+		{ "GET osbx directories list", "path=/workspace&depth=33", NULL, -EINVAL },
+		{ "GET osbx directories list", "path=/workspace&path=/tmp", NULL, -EINVAL },
+		{ "GET osbx files search", "path=/workspace&pattern=*.py", NULL, 0 },
+		{ "POST osbx directories", NULL, "{\"/workspace/d\":{\"mode\":755}}", 0 },
+		{ "POST osbx directories", NULL, "{\"/workspace/d\":{\"mode\":758}}", -EINVAL },
+		{ "POST osbx directories", NULL, "{\"/workspace/d\":{\"mode\":755,\"owner\":\"root\"}}", -EPERM },
+		{ "POST osbx directories", NULL, "{}", -EINVAL },
+		{ "POST osbx files permissions", NULL, "{\"/workspace/f\":{\"owner\":\"sandbox\"}}", -EINVAL },
+		{ "POST osbx files permissions", NULL, "{\"/workspace/f\":{\"mode\":600}}", 0 },
+		{ "POST osbx files mv", NULL, "[{\"src\":\"/workspace/a\",\"dest\":\"/tmp/a\"}]", 0 },
+		{ "POST osbx files mv", NULL, "[{\"src\":\"/workspace/a\",\"dest\":\"/etc/a\"}]", -EPERM },
+		{ "POST osbx files mv", NULL, "{\"src\":\"/workspace/a\"}", -EINVAL },
+		{ "GET osbx files download", "path=/workspace/a", NULL, 0 },
+		{ "GET osbx files download", "path=/root/a", NULL, -EPERM },
+		{ "POST osbx files upload", NULL, NULL, -EINVAL }, /* no multipart Content-Type */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = parse(cases[i].row, NULL, cases[i].query, cases[i].body, &q, &e);
+		if (rc != cases[i].rc)
+			fail_msg("%s ?%s %s: %d (%s)", cases[i].row, cases[i].query ? cases[i].query : "",
+				 cases[i].body ? cases[i].body : "", rc, e.msg);
+		done(q);
+	}
+	static const sup_http_hdr range[] = { { "Range", "bytes=2-" } };
+	hdrs = range;
+	nhdrs = 1;
+	assert_int_equal(parse("GET osbx files download", NULL, "path=/workspace/a", NULL, &q, &e), 0);
+	done(q);
+	static const sup_http_hdr mp[] = { { "Content-Type", "multipart/form-data; boundary=xyz" } };
+	hdrs = mp;
+	assert_int_equal(parse("POST osbx files upload", NULL, NULL, NULL, &q, &e), 0);
+	done(q);
+	static const sup_http_hdr json[] = { { "Content-Type", "application/json" } };
+	hdrs = json;
+	assert_int_equal(parse("POST osbx files upload", NULL, NULL, NULL, &q, &e), -EINVAL);
+	done(q);
+	hdrs = NULL;
+	nhdrs = 0;
+	sup_policy_free(tenant.policy);
+	tenant.policy = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_quantities), cmocka_unit_test(test_time),
 		cmocka_unit_test(test_create),     cmocka_unit_test(test_sandbox_json),
 		cmocka_unit_test(test_meta_match), cmocka_unit_test(test_command),
-		cmocka_unit_test(test_rows),
+		cmocka_unit_test(test_rows),       cmocka_unit_test(test_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

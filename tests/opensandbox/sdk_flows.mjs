@@ -142,6 +142,59 @@ async function commands(sbx) {
   await rejects(sbx.commands.getCommandStatus("999999"), 404, "status of an unknown command");
 }
 
+const sha = (b) => createHash("sha256").update(b).digest("hex");
+
+async function files(sbx) {
+  const f = sbx.files;
+  await f.writeFiles([{ path: "/workspace/a.txt", data: "hello\nworld\n", mode: 644 }]);
+  check(await f.readFile("/workspace/a.txt") === "hello\nworld\n", "files: write and read text", null);
+  check(await f.readFile("/workspace/a.txt", { range: "bytes=6-10" }) === "world", "files: Range", null);
+
+  // 10 MiB both ways: a Blob (FormData) and a stream (the SDK's own
+  // multipart writer), each checked by sha256 read whole and streamed.
+  const big = randomBytes(10 << 20);
+  await f.writeFiles([{ path: "/workspace/big.bin", data: big, mode: 600 }]);
+  const back = await f.readBytes("/workspace/big.bin");
+  check(back.length === big.length && sha(back) === sha(big), "files: 10 MiB written and read (sha256)", back.length);
+  async function* chunks() { for (let o = 0; o < big.length; o += 1 << 20) yield big.subarray(o, o + (1 << 20)); }
+  await f.writeFiles([{ path: "/workspace/big2.bin", data: chunks() }]);
+  const h = createHash("sha256");
+  let n = 0, parts = 0;
+  for await (const c of f.readBytesStream("/workspace/big2.bin")) { h.update(c); n += c.length; parts++; }
+  check(n === big.length && h.digest("hex") === sha(big) && parts > 1,
+    "files: 10 MiB streamed up and down (sha256)", { n, parts });
+
+  const info = await f.getFileInfo(["/workspace/a.txt", "/workspace/big.bin"]);
+  check(info["/workspace/a.txt"]?.size === 12 && info["/workspace/a.txt"].type === "file" &&
+    info["/workspace/a.txt"].mode === 644 && info["/workspace/big.bin"].mode === 600 &&
+    info["/workspace/a.txt"].modifiedAt instanceof Date, "files: info (mode as octal digits)", info);
+  await f.setPermissions([{ path: "/workspace/a.txt", mode: 640 }]);
+  const i2 = await f.getFileInfo(["/workspace/a.txt"]);
+  check(i2["/workspace/a.txt"].mode === 640, "files: permissions", i2);
+  await f.moveFiles([{ src: "/workspace/a.txt", dest: "/workspace/b.txt" }]);
+  check(await f.readFile("/workspace/b.txt") === "hello\nworld\n", "files: move", null);
+  await rejects(f.getFileInfo(["/workspace/a.txt"]), 404, "files: the moved-away path");
+  const found = await f.search({ path: "/workspace", pattern: "*.txt" });
+  check(found.length === 1 && found[0].path === "/workspace/b.txt", "files: search", found);
+
+  await f.createDirectories([{ path: "/workspace/d1/d2", mode: 755 }]);
+  await f.writeFiles([{ path: "/workspace/d1/d2/x", data: "x" }]);
+  const ls = await f.listDirectory({ path: "/workspace/d1", depth: 2 });
+  check(JSON.stringify(ls.map((e) => [e.path, e.type])) ===
+    JSON.stringify([["/workspace/d1/d2", "directory"], ["/workspace/d1/d2/x", "file"]]), "directories: create and list", ls);
+  await f.deleteDirectories(["/workspace/d1"]);
+  await rejects(f.listDirectory({ path: "/workspace/d1" }), 404, "directories: deleted");
+  await f.deleteFiles(["/workspace/b.txt", "/workspace/big.bin", "/workspace/big2.bin"]);
+  const left = await f.listDirectory({ path: "/workspace" });
+  check(left.length === 0, "files: deleted", left);
+
+  // sbx's path policy stays: outside it is 403, as the SDK's typed error.
+  await rejects(f.writeFiles([{ path: "/etc/evil", data: "x" }]), 403, "files: upload outside the policy");
+  await rejects(f.readFile("/etc/passwd"), 403, "files: download outside the policy");
+  await rejects(f.getFileInfo(["/etc/passwd"]), 403, "files: info outside the policy");
+  await rejects(f.readFile("/workspace/none"), 404, "files: download of a missing file");
+}
+
 async function main() {
   // A wrong key: the SDK's typed 401.
   await rejects(Sandbox.create({ connectionConfig: { domain, apiKey: "wrong" }, image,
@@ -159,6 +212,7 @@ async function main() {
   check(typeof sbx.id === "string" && sbx.id.length > 0, "create: Running and healthy", sbx.id);
   await lifecycle(sbx);
   await commands(sbx);
+  await files(sbx);
 
   // Unknown sandbox: typed 404 (the SDK asks for its endpoint first).
   await rejects(Sandbox.connect({ connectionConfig: conn, sandboxId: "sb-000000000000" }), 404,

@@ -33,6 +33,7 @@ static void oq_release(void *state)
 		sup_op_cancel(q->op);
 	q->op = NULL;
 	sup_osbx_cmd_release(q);
+	sup_osbx_files_release(q);
 	sup_create_req_free(&q->create);
 	json_decref(q->kept);
 }
@@ -431,6 +432,26 @@ static const sup_http_route routes[] = {
 	  sup_osbx_parse_interrupt, sup_osbx_act_call },
 	{ "GET", EXECD "/command/status/{pid}", "GET osbx command status", SUP_BODY_NONE, 0,
 	  sup_osbx_parse_status, sup_osbx_act_call },
+	{ "POST", EXECD "/files/upload", "POST osbx files upload", SUP_BODY_STREAMED, 0,
+	  sup_osbx_parse_upload, sup_osbx_act_upload },
+	{ "GET", EXECD "/files/download", "GET osbx files download", SUP_BODY_NONE, 0,
+	  sup_osbx_parse_download, sup_osbx_act_download },
+	{ "GET", EXECD "/files/info", "GET osbx files info", SUP_BODY_NONE, 0, sup_osbx_parse_fs,
+	  sup_osbx_act_fs },
+	{ "DELETE", EXECD "/files", "DELETE osbx files", SUP_BODY_NONE, 0, sup_osbx_parse_fs,
+	  sup_osbx_act_fs },
+	{ "GET", EXECD "/files/search", "GET osbx files search", SUP_BODY_NONE, 0, sup_osbx_parse_fs,
+	  sup_osbx_act_fs },
+	{ "POST", EXECD "/files/mv", "POST osbx files mv", SUP_BODY_BUFFERED, SUP_OSBX_MAX_BODY,
+	  sup_osbx_parse_fs, sup_osbx_act_fs },
+	{ "POST", EXECD "/files/permissions", "POST osbx files permissions", SUP_BODY_BUFFERED,
+	  SUP_OSBX_MAX_BODY, sup_osbx_parse_fs, sup_osbx_act_fs },
+	{ "POST", EXECD "/directories", "POST osbx directories", SUP_BODY_BUFFERED, SUP_OSBX_MAX_BODY,
+	  sup_osbx_parse_fs, sup_osbx_act_fs },
+	{ "GET", EXECD "/directories/list", "GET osbx directories list", SUP_BODY_NONE, 0,
+	  sup_osbx_parse_fs, sup_osbx_act_fs },
+	{ "DELETE", EXECD "/directories", "DELETE osbx directories", SUP_BODY_NONE, 0,
+	  sup_osbx_parse_fs, sup_osbx_act_fs },
 	{ "GET", EXECD "/command/{pid}/logs", "GET osbx command logs", SUP_BODY_NONE, 0,
 	  sup_osbx_parse_logs, sup_osbx_act_call },
 };

@@ -44,6 +44,7 @@ struct sup_oq {
 	char cmd_id[24];       /* a foreground command's "fg-<seq>" */
 	struct sup_oq *fg_next, **fg_prev; /* in x->fg while it streams */
 	char target[24];       /* interrupt: the id asked for */
+	struct osbx_files *fx; /* a files or directories request (sup_osbx_files.c) */
 };
 typedef struct sup_oq sup_oq;
 
@@ -89,5 +90,19 @@ int sup_osbx_parse_status(const sup_http_in *in, void *ctx, void *state, sbx_err
 int sup_osbx_parse_logs(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
 int sup_osbx_act_call(sup_http_req *r, void *state, sbx_err *err);
 void sup_osbx_cmd_release(sup_oq *q);
+
+/* ---- sup_osbx_files.c: files and directories ---- */
+int sup_osbx_parse_fs(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_fs(sup_http_req *r, void *state, sbx_err *err);
+int sup_osbx_parse_download(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_download(sup_http_req *r, void *state, sbx_err *err);
+int sup_osbx_parse_upload(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_upload(sup_http_req *r, void *state, sbx_err *err);
+void sup_osbx_files_release(sup_oq *q);
+/* "Range: bytes=a-b" / "bytes=a-": 0 with *off and *len (UINT64_MAX: to
+ * the end), or -EINVAL (a suffix or several ranges are not served). */
+int sup_osbx_range(const char *h, uint64_t *off, uint64_t *len);
+/* Their mode, octal digits written as a decimal number (644), into bits. */
+int sup_osbx_mode(json_int_t v, uint64_t *out);
 
 #endif
