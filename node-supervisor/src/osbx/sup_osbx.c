@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sbx/cleanup.h"
 #include "sup_query.h"
@@ -253,7 +254,7 @@ static int act_list(sup_http_req *r, void *state, sbx_err *err)
 		return rc;
 	}
 	size_t total = json_array_size(w.items);
-	size_t pages = (total + size - 1) / size;
+	size_t pages = size ? (total + size - 1) / size : 0; /* size is 1.. once parsed */
 	json_t *items = json_array();
 	for (size_t i = (size_t)((page - 1) * size); items && i < total && i < page * size; i++)
 		json_array_append(items, json_array_get(w.items, i));

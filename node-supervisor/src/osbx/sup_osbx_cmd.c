@@ -174,7 +174,7 @@ static void fg_done(int rc, const sup_exec_status *st, const sbx_err *err, void 
 	fg_end(q, error_event(st->timed_out ? "CommandTimeout" : "CommandExecError", v));
 }
 
-static void fg_credit(size_t cost, void *ud)
+void sup_osbx_credit(size_t cost, void *ud)
 {
 	sup_oq *q = ud;
 	if (q->op)
@@ -214,7 +214,7 @@ int sup_osbx_act_cmd(sup_http_req *r, void *state, sbx_err *err)
 	int rc = sup_core_exec_stream(x->core, q->id, &q->spec, &fg_cbs, q, &q->op, err);
 	if (rc < 0)
 		return rc;
-	q->s = sup_stream_start(r, SUP_STREAM_BARE, fg_credit, q);
+	q->s = sup_stream_start(r, SUP_STREAM_BARE, sup_osbx_credit, q);
 	if (!q->s)
 		return sbx_err_set(err, -ENOMEM, "out of memory starting the stream");
 	sup_stream_keepalive_text(q->s, PING);

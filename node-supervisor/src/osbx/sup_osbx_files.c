@@ -588,13 +588,6 @@ static void dl_data(const uint8_t *p, size_t n, size_t cost, void *ud)
 	sup_http_charge(q->r, cost);
 }
 
-static void dl_credit(size_t cost, void *ud)
-{
-	sup_oq *q = ud;
-	if (q->op)
-		sup_op_consumed(q->op, cost);
-}
-
 static void dl_done(int rc, const msgpack_object *res, const sbx_err *err, void *ud)
 {
 	sup_oq *q = ud;
@@ -625,7 +618,7 @@ int sup_osbx_act_download(sup_http_req *r, void *state, sbx_err *err)
 	sbx_proto_args_uint(&a, "offset", f->off);
 	if (f->len != UINT64_MAX)
 		sbx_proto_args_uint(&a, "length", f->len);
-	sup_http_on_credit(r, dl_credit, q);
+	sup_http_on_credit(r, sup_osbx_credit, q);
 	return sup_core_call(q->x->core, q->id, SBX_OP_FILE_READ, &a, &dl_cbs, q, &q->op, err);
 }
 

@@ -90,6 +90,8 @@ int sup_osbx_parse_status(const sup_http_in *in, void *ctx, void *state, sbx_err
 int sup_osbx_parse_logs(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
 int sup_osbx_act_call(sup_http_req *r, void *state, sbx_err *err);
 void sup_osbx_cmd_release(sup_oq *q);
+/* A reply's credit (sup_http_on_credit): cost back to the agent's call. */
+void sup_osbx_credit(size_t cost, void *ud);
 
 /* ---- sup_osbx_files.c: files and directories ---- */
 int sup_osbx_parse_fs(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
