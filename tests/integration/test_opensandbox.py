@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -93,7 +94,7 @@ class OpenSandbox(unittest.TestCase):
         st, _, body = self.sup.request("GET", "/v1/sandboxes/sb-000000000000")
         self.assertEqual(st, 404)
         self.assertIn("error", body)
-        for bad, why in (({"entrypoint": ["python3", "app.py"]}, 501),
+        for bad, why in (({"entrypoint": []}, 400),
                          ({"resourceLimits": {"cpu": "lots"}}, 400),
                          ({"resourceLimits": {"memory": "1Ti"}}, 400),
                          ({"snapshotId": "snap-1"}, 501),
@@ -102,6 +103,27 @@ class OpenSandbox(unittest.TestCase):
             st, _, body = self.create(**bad)
             self.assertEqual(st, why, (bad, body))
             self.assertEqual(sorted(body), ["code", "message"], body)
+
+    def test_entrypoint_runs_in_the_background(self):
+        st, _, sb = self.create(entrypoint=["/bin/sh", "-c", "echo started > /tmp/entry; exec sleep 300"])
+        self.assertEqual(st, 202, sb)
+        self.assertEqual(sb["entrypoint"][0], "/bin/sh")
+        st, _, procs = self.sup.request("GET", "/v1/sandboxes/%s/processes?tag=entrypoint" % sb["id"])
+        self.assertEqual(st, 200, procs)
+        self.assertEqual(len(procs["processes"]), 1, procs)
+        st, _, out = self.sup.exec(sb["id"], argv=["cat", "/tmp/entry"])
+        self.assertEqual(out["stdout"], "started\n", out)
+        # the sandbox lives by its expiry, not by the process: one that
+        # fails after it started leaves it Running, its exit code to see
+        st, _, sb2 = self.create(entrypoint=["/no/such/binary"])
+        self.assertEqual(st, 202, sb2)
+        deadline = time.monotonic() + 10
+        while True:
+            st, _, procs = self.sup.request("GET", "/v1/sandboxes/%s/processes?tag=entrypoint" % sb2["id"])
+            if procs["processes"][0]["state"] == "exited" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertEqual(procs["processes"][0].get("exit_code"), 127, procs)
 
     def test_command_stream_wire_format(self):
         st, _, sb = self.create()

@@ -10,6 +10,8 @@
 #include <strings.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/proto.h"
+#include "sup_agent.h"
 #include "sup_query.h"
 #include "sup_text.h"
 
@@ -120,6 +122,83 @@ static json_t *sandbox_json(sup_osbx_ctx *x, const sup_sandbox_view *v)
 	return sup_osbx_sandbox_json(v, kept_of(x, v->id));
 }
 
+/* The created sandbox answered as their Sandbox, 202. */
+static void created(sup_oq *q)
+{
+	sup_osbx_ctx *x = q->x;
+	const sup_http_in *in = sup_http_input(q->r);
+	sup_sandbox_view v;
+	sbx_err e;
+	if (sup_core_get(x->core, in->who, q->sid, &v, &e) < 0) {
+		sup_http_fail(q->r, &e);
+		return;
+	}
+	char loc[128];
+	snprintf(loc, sizeof(loc), V1 "/sandboxes/%s", v.id);
+	sup_http_header(q->r, "Location", loc);
+	sup_http_json(q->r, 202, sandbox_json(x, &v));
+}
+
+/* An entrypoint that did not start: the sandbox goes, the error is told. */
+static void entry_gone(int rc, const sbx_err *err, void *ud)
+{
+	sup_oq *q = ud;
+	q->op = NULL;
+	sup_http_fail(q->r, &q->entry_err);
+}
+
+static void entry_started(int rc, const msgpack_object *res, const sbx_err *err, void *ud)
+{
+	sup_oq *q = ud;
+	sup_osbx_ctx *x = q->x;
+	sbx_err e;
+	const char *st;
+	size_t sl;
+	int64_t code = 0;
+	q->op = NULL;
+	/* exited at once with a failure (not found: 127): it did not start */
+	if (rc == 0 && sbx_proto_get_str(res, "state", &st, &sl) && sl == 6 && memcmp(st, "exited", 6) == 0 &&
+	    (!sbx_proto_get_int(res, "exit_code", &code) || code != 0)) {
+		sbx_err_set(&q->entry_err, -EINVAL, "entrypoint: %.64s exited at once (exit code %lld)",
+			    json_string_value(json_array_get(json_object_get(q->kept, "entrypoint"), 0)),
+			    (long long)code);
+	} else if (rc == 0) {
+		created(q);
+		return;
+	} else {
+		q->entry_err = *err;
+		sbx_err_wrap(&q->entry_err, "entrypoint");
+	}
+	if (x->kept)
+		json_object_del(x->kept, q->sid);
+	if (sup_core_delete(x->core, sup_http_input(q->r)->who, q->sid, entry_gone, q, &q->op, &e) < 0)
+		sup_http_fail(q->r, &q->entry_err);
+}
+
+static const sup_core_call_cbs entry_cbs = { .on_done = entry_started };
+
+/* Their entrypoint runs as a background process of the sandbox (tagged
+ * "entrypoint"): sbx's agent is PID 1, so the process is not; the sandbox
+ * lives by its expiry, not by the process. */
+static int start_entry(sup_oq *q, json_t *entry, sbx_err *err)
+{
+	sup_osbx_ctx *x = q->x;
+	const sup_env *env = NULL;
+	json_t *j = json_pack("{s:O}", "argv", entry);
+	int rc = j ? sup_api_parse_exec_obj(j, NULL, &q->spec, err) : sbx_err_set(err, -ENOMEM, "out of memory");
+	json_decref(j);
+	if (rc == 0)
+		rc = sup_core_command_prepare(x->core, q->sid, &q->spec, &env, err);
+	sbx_proto_args_init(&q->args);
+	if (rc == 0)
+		rc = sup_agent_encode_exec_args(&q->spec, env, &q->args, err);
+	if (rc == 0) {
+		sbx_proto_args_str(&q->args, "tag", "entrypoint", 10);
+		rc = sup_core_call(x->core, q->sid, SBX_OP_PROC_START, &q->args, &entry_cbs, q, &q->op, err);
+	}
+	return rc;
+}
+
 static void create_done(int rc, const sup_sandbox_view *v, const sbx_err *err, void *ud)
 {
 	sup_oq *q = ud;
@@ -129,16 +208,22 @@ static void create_done(int rc, const sup_sandbox_view *v, const sbx_err *err, v
 		sup_http_fail(q->r, err);
 		return;
 	}
+	snprintf(q->sid, sizeof(q->sid), "%s", v->id);
 	if (!x->kept)
 		x->kept = json_object();
 	if (x->kept && q->kept) {
 		json_object_set_new(q->kept, "tenant", json_string(sup_http_input(q->r)->who->name));
 		json_object_set(x->kept, v->id, q->kept);
 	}
-	char loc[128];
-	snprintf(loc, sizeof(loc), V1 "/sandboxes/%s", v->id);
-	sup_http_header(q->r, "Location", loc);
-	sup_http_json(q->r, 202, sandbox_json(x, v));
+	json_t *entry = json_object_get(q->kept, "entrypoint");
+	sbx_err e;
+	if (entry && !sup_osbx_entry_is_default(entry)) {
+		/* entry_started answers, now or later */
+		if (start_entry(q, entry, &e) < 0)
+			entry_started(e.code, NULL, &e, q);
+		return;
+	}
+	created(q);
 }
 
 static int act_create(sup_http_req *r, void *state, sbx_err *err)
@@ -147,10 +232,6 @@ static int act_create(sup_http_req *r, void *state, sbx_err *err)
 	q->r = r;
 	q->x = ctx_of(r);
 	const sup_tenant *who = sup_http_input(r)->who;
-	json_t *entry = json_object_get(q->kept, "entrypoint");
-	if (entry && !sup_osbx_entry_is_default(entry))
-		return sbx_err_set(err, -ENOSYS,
-				   "field \"entrypoint\": an sbx sandbox runs no entrypoint (its agent is PID 1; it stays up without one): leave it out or use the default, and start the process with a background command");
 	prune(q->x, who);
 	return sup_core_create(q->x->core, who, &q->create, create_done, q, &q->op, err);
 }
