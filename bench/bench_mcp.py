@@ -37,13 +37,25 @@ def pct(v, p):
     return h.percentile(v, p)
 
 
+def side_by_side(run, each):
+    """run(x) for every x of each, a thread each, started together: the
+    seconds until the last one ended."""
+    import threading
+    threads = [threading.Thread(target=run, args=(x,)) for x in each]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.monotonic() - t0
+
+
 def load(port, path, headers, sessions, calls, settle=None):
     """sessions sessions (initialized one after the other, then settle()),
     then calls tools/call echo each, the sessions side by side (a thread
     each, one keep-alive connection each). Answers come as JSON or as one
     SSE event (Accept takes both, as clients send)."""
     import http.client
-    import threading
     conns = []
     for _ in range(sessions):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -58,7 +70,8 @@ def load(port, path, headers, sessions, calls, settle=None):
         settle()
     lat, errors = [], []
 
-    def run(c, hd):
+    def run(ch):
+        c, hd = ch
         # A fresh connection: node's server closes one idle for 5 s, as
         # the first sessions' are while the others start.
         c.close()
@@ -78,13 +91,7 @@ def load(port, path, headers, sessions, calls, settle=None):
         except Exception as e:  # noqa: BLE001 (reported below)
             errors.append(e)
         lat.extend(mine)
-    threads = [threading.Thread(target=run, args=ch) for ch in conns]
-    t0 = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    secs = time.monotonic() - t0
+    secs = side_by_side(run, conns)
     for c, hd in conns:
         c.close()
         delete("127.0.0.1", port, path, hd)
@@ -136,6 +143,48 @@ def stdio_floor(n):
     finally:
         p.kill()
         p.wait()
+
+
+def stdio_floor_side_by_side(sessions, calls):
+    """calls/s of sessions servers on their own pipes, each driven by a
+    thread of this same client side by side: what the host gives with no
+    transport at all (the ceiling of the 20-session rows)."""
+    procs = [subprocess.Popen(["node", EVERYTHING], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, bufsize=1) for _ in range(sessions)]
+    lat, errors = [], []
+
+    def call(p, m):
+        p.stdin.write(json.dumps(m) + "\n")
+        while True:
+            got = json.loads(p.stdout.readline())
+            if got.get("id") == m.get("id"):
+                return got
+
+    def run(p):
+        mine = []
+        try:
+            for i in range(1, calls + 1):
+                t0 = time.monotonic()
+                got = call(p, {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                               "params": {"name": "echo", "arguments": {"message": "hi"}}})
+                mine.append((time.monotonic() - t0) * 1000)
+                if "Echo: hi" not in json.dumps(got):
+                    raise RuntimeError("bad echo %r" % got)
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+        lat.extend(mine)
+    try:
+        for p in procs:
+            call(p, INIT)
+            p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        secs = side_by_side(run, procs)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    if errors:
+        raise RuntimeError("%d of %d floor sessions failed: %r" % (len(errors), sessions, errors[0]))
+    return {"lat_ms": lat, "secs": secs, "calls": len(lat)}
 
 
 def free_port():
@@ -250,6 +299,7 @@ def main():
             delete("127.0.0.1", port, gpath, dict(plain, **{"Mcp-Session-Id": s}))
         results["gw_conc"] = load(port, gpath, plain, SESSIONS, CALLS // 5)
         results["floor"] = stdio_floor(CALLS)
+        results["floor_conc"] = stdio_floor_side_by_side(SESSIONS, CALLS // 5)
     finally:
         if gw:
             gw.kill()
@@ -269,6 +319,9 @@ def main():
         e = results[key + "_echo"]["lat_ms"]
         row("tools/call echo, one session: " + name, len(e), "%.3f" % pct(e, 50), "%.3f" % pct(e, 99),
             role + (", target p50 <= floor + 1 ms" if key == "sbx" else ""))
+    c = results["floor_conc"]
+    row("calls/s, %d servers' own stdio side by side" % SESSIONS, c["calls"],
+        "%.0f/s" % (c["calls"] / c["secs"]), "p99 %.3f" % pct(c["lat_ms"], 99), "floor (host ceiling)")
     for key, name, role in (("gw", "supergateway", "peer"), ("sbx", "sbx", "sbx, target >= 2000")):
         c = results[key + "_conc"]
         row("calls/s, %d sessions side by side: %s" % (SESSIONS, name), c["calls"],

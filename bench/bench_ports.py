@@ -74,6 +74,21 @@ def curl(url, headers=(), prefix=()):
     return int(n) / float(t) / 1e9
 
 
+def cpu_s(pid):
+    """user + system CPU seconds of one process so far."""
+    with open("/proc/%s/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def costed(fn, pids):
+    """fn()'s result and the CPU seconds per GiB moved of each of pids."""
+    before = [cpu_s(p) for p in pids]
+    r = fn()
+    gib = BIG_MIB / 1024
+    return r, ["%.2f" % ((cpu_s(p) - b) / gib) for p, b in zip(pids, before)]
+
+
 def main():
     sup = h.Supervisor(SUP, AGENT, pool_size=1)
     try:
@@ -106,14 +121,18 @@ def main():
             _, _, rps = wrk(url + "/small", 16, hd, pre)
             print("| GET 100 B, %s (1 conn for p50/p99, 16 for req/s) | %.3f | %.3f | %.0f |"
                   % (name, p50, p99, rps))
-        print("| what | GB/s |")
-        print("|---|---|")
+        # CPU per GiB: the supervisor, and the agent (PID 1 of the sandbox).
+        pids = (sup.proc.pid, pid)
+        print("| what | GB/s | CPU s per GiB: supervisor | agent |")
+        print("|---|---|---|---|")
         for name, url, hd, pre in (("direct in the sandbox's netns", direct, (), ns),
                                    ("through the proxy", proxy, auth, ())):
-            print("| GET %d MiB, %s | %.2f |" % (BIG_MIB, name, curl(url + "/big", hd, pre)))
+            gbs, cpu = costed(lambda: curl(url + "/big", hd, pre), pids)
+            print("| GET %d MiB, %s | %.2f | %s | %s |" % ((BIG_MIB, name, gbs) + tuple(cpu)))
         files = "http://127.0.0.1:%d/v1/sandboxes/%s/files?path=/tmp/www/big" % (sup.port, sid)
-        print("| GET %d MiB, the same file with GET /files (the agent's file.read) | %.2f |"
-              % (BIG_MIB, curl(files, auth)))
+        gbs, cpu = costed(lambda: curl(files, auth), pids)
+        print("| GET %d MiB, the same file with GET /files (the agent's file.read) | %.2f | %s | %s |"
+              % ((BIG_MIB, gbs) + tuple(cpu)))
         print("load after: %s" % open("/proc/loadavg").read().strip())
         h.stop_clean(sup)
     finally:

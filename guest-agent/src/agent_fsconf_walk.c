@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/grow.h"
 
 #define RESOLVE_KNOWN \
 	(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
@@ -96,16 +97,9 @@ static void set_cur(walk *w, int fd, const ident *id)
 
 static int push(walk *w)
 {
-	if (w->depth == AGENT_FSCONF_WALK_DEPTH)
-		return -ENAMETOOLONG;
-	if (w->depth == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 32;
-		ident *up = realloc(w->up, cap * sizeof(*up));
-		if (!up)
-			return -ENOMEM;
-		w->up = up;
-		w->cap = cap;
-	}
+	int rc = sbx_grow(&w->up, &w->cap, w->depth, sizeof(*w->up), 32, AGENT_FSCONF_WALK_DEPTH);
+	if (rc < 0)
+		return rc == -ENOSPC ? -ENAMETOOLONG : rc;
 	w->up[w->depth++] = w->cur_id;
 	return 0;
 }

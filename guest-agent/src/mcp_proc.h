@@ -30,6 +30,7 @@
 
 #include "sbx/err.h"
 #include "sbx/proto.h"
+#include "sbx/proto_mcp.h"
 #include "exec_spec.h"
 #include "proc.h"
 
@@ -38,7 +39,7 @@ typedef struct agent_mcp_proc agent_mcp_proc;
 
 /* Ids of this form are the agent's own (the warm-up ping); a client's
  * request must not use them: its one answer would be dropped. */
-#define AGENT_MCP_WARM_ID_PREFIX "sbx-agent-warmup-"
+#define AGENT_MCP_WARM_ID_PREFIX SBX_MCP_WARM_ID_PREFIX
 
 /* Bytes of stderr kept per process. */
 #define AGENT_MCP_STDERR_RING (16u << 10)

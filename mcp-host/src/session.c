@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "sbx/grow.h"
+
 typedef struct pending {
 	char key[MCP_SESSION_KEY_MAX];
 	uint32_t stream;
@@ -305,17 +307,10 @@ int mcp_session_pending_add(mcp_session *s, const char *key, uint32_t stream)
 		return -ENAMETOOLONG;
 	if (pending_find(s, key))
 		return -EEXIST;
-	if (s->npend == MCP_SESSION_MAX_PENDING)
-		return -ENOSPC;
-	if (s->npend == s->pend_cap) {
-		size_t cap = s->pend_cap ? s->pend_cap * 2 : 4;
-		pending *np = realloc(s->pend, cap * sizeof(*np));
+	int rc = sbx_grow(&s->pend, &s->pend_cap, s->npend, sizeof(*s->pend), 4, MCP_SESSION_MAX_PENDING);
 
-		if (!np)
-			return -ENOMEM;
-		s->pend = np;
-		s->pend_cap = cap;
-	}
+	if (rc < 0)
+		return rc;
 	snprintf(s->pend[s->npend].key, MCP_SESSION_KEY_MAX, "%s", key);
 	s->pend[s->npend++].stream = stream;
 	return 0;

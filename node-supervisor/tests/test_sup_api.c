@@ -193,6 +193,82 @@ static void test_create_mcp(void **state)
 	assert_non_null(strstr(e.msg, "more than 32"));
 }
 
+static void test_create_volumes(void **state)
+{
+	(void)state;
+	sup_create_req r;
+	sbx_err e;
+	assert_int_equal(create("{\"volumes\":[{\"name\":\"proj\",\"mount\":\"/workspace/proj\"},"
+				"{\"name\":\"ref\",\"mount\":\"/ref\",\"read_only\":true}]}",
+				&r, &e), 0);
+	assert_int_equal(r.volumes.n, 2);
+	assert_string_equal(r.volumes.v[0].name, "proj");
+	assert_string_equal(r.volumes.v[0].path, "/workspace/proj");
+	assert_false(r.volumes.v[0].read_only);
+	assert_true(r.volumes.v[1].read_only);
+	json_t *a = sup_api_render_volume_mounts(r.volumes.v, r.volumes.n);
+	char *txt = json_dumps(a, JSON_COMPACT);
+	assert_string_equal(txt, "[{\"name\":\"proj\",\"mount\":\"/workspace/proj\",\"read_only\":false},"
+				 "{\"name\":\"ref\",\"mount\":\"/ref\",\"read_only\":true}]");
+	free(txt);
+	json_decref(a);
+	sup_create_req_free(&r);
+	assert_int_equal(create("{\"volumes\":[]}", &r, &e), 0);
+	assert_int_equal(r.volumes.n, 0);
+	sup_create_req_free(&r);
+	static const char *const bad[] = {
+		"{\"volumes\":{}}",
+		"{\"volumes\":[1]}",
+		"{\"volumes\":[{\"name\":\"p\"}]}",
+		"{\"volumes\":[{\"mount\":\"/p\"}]}",
+		"{\"volumes\":[{\"name\":\"P\",\"mount\":\"/p\"}]}",
+		"{\"volumes\":[{\"name\":\"p\",\"mount\":\"/\"}]}",
+		"{\"volumes\":[{\"name\":\"p\",\"mount\":\"p\"}]}",
+		"{\"volumes\":[{\"name\":\"p\",\"mount\":\"/p/\"}]}",
+		"{\"volumes\":[{\"name\":\"p\",\"mount\":\"/proc/p\"}]}",
+		"{\"volumes\":[{\"name\":\"p\",\"mount\":\"/p\\u0000x\"}]}",
+		"{\"volumes\":[{\"name\":\"p\",\"mount\":\"/p\",\"read_only\":\"yes\"}]}",
+		"{\"volumes\":[{\"name\":\"p\",\"mount\":\"/p\",\"ro\":true}]}",
+		"{\"volumes\":[{\"name\":\"p\",\"mount\":\"/p\"},{\"name\":\"q\",\"mount\":\"/p/q\"}]}",
+		"{\"volumes\":[{\"name\":\"p\",\"mount\":\"/p\"},{\"name\":\"p\",\"mount\":\"/q\"}]}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = create(bad[i], &r, &e);
+		if (rc != -EINVAL)
+			fail_msg("accepted %s", bad[i]);
+		assert_true(e.msg[0] != '\0');
+	}
+}
+
+static void test_volume_create(void **state)
+{
+	(void)state;
+	char name[SUP_VOL_NAME_MAX + 1];
+	uint64_t size;
+	sbx_err e;
+	const char *ok = "{\"name\":\"proj\",\"size\":\"2G\"}";
+	assert_int_equal(sup_api_parse_volume_create(ok, strlen(ok), name, sizeof(name), &size, &e), 0);
+	assert_string_equal(name, "proj");
+	assert_int_equal(size, 2ull << 30);
+	ok = "{\"size\":33554432,\"name\":\"a\"}";
+	assert_int_equal(sup_api_parse_volume_create(ok, strlen(ok), name, sizeof(name), &size, &e), 0);
+	assert_int_equal(size, 32ull << 20);
+	static const char *const bad[] = {
+		"", "{", "[]", "{}", "{\"name\":\"p\"}", "{\"size\":\"1G\"}",
+		"{\"name\":\"p\",\"size\":\"1G\",\"x\":1}", "{\"name\":1,\"size\":\"1G\"}",
+		"{\"name\":\"../p\",\"size\":\"1G\"}", "{\"name\":\"p\",\"size\":\"1K\"}",
+		"{\"name\":\"p\",\"size\":\"2T\"}", "{\"name\":\"p\",\"size\":-1}",
+		"{\"name\":\"p\",\"size\":\"lots\"}", "{\"name\":\"p\",\"size\":true}",
+		"{\"name\":\"p\",\"name\":\"q\",\"size\":\"1G\"}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = sup_api_parse_volume_create(bad[i], strlen(bad[i]), name, sizeof(name), &size, &e);
+		if (rc != -EINVAL)
+			fail_msg("accepted %s", bad[i]);
+		assert_true(e.msg[0] != '\0');
+	}
+}
+
 static void test_create_bad(void **state)
 {
 	(void)state;
@@ -513,6 +589,8 @@ int main(void)
 		cmocka_unit_test(test_create_resources),
 		cmocka_unit_test(test_create_bad),
 		cmocka_unit_test(test_create_mcp),
+		cmocka_unit_test(test_create_volumes),
+		cmocka_unit_test(test_volume_create),
 		cmocka_unit_test(test_create_message_names_field),
 		cmocka_unit_test(test_exec_argv),
 		cmocka_unit_test(test_exec_cmd),

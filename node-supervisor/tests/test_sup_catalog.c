@@ -168,9 +168,10 @@ static void test_write_reopen(void **state)
 	sqlite3_close(db);
 }
 
-static void test_newer_schema_refused(void **state)
+/* A catalog holding one made row, sb-a, then sql run on its file by
+ * sqlite3 itself (what another version of the supervisor left). */
+static void one_row_then(const fixture *f, const char *sql)
 {
-	fixture *f = *state;
 	sup_catalog *c;
 	sbx_err err;
 	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
@@ -178,11 +179,24 @@ static void test_newer_schema_refused(void **state)
 	sup_catalog_close(c);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+	fixture *f = *state;
+	sup_catalog *c;
+	sbx_err err;
+	char sql[64], want[80];
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", SUP_CATALOG_SCHEMA + 1);
+	snprintf(want, sizeof(want), "schema %d, newer than this supervisor's %d", SUP_CATALOG_SCHEMA + 1,
+		 SUP_CATALOG_SCHEMA);
+	one_row_then(f, sql);
+	sqlite3 *db;
 	assert_int_equal(sup_catalog_open(f->dir, &c, &err), -EPROTO);
 	assert_null(c);
-	assert_non_null(strstr(err.msg, "schema 2, newer than this supervisor's 1"));
+	assert_non_null(strstr(err.msg, want));
 	/* left as it was: the newer supervisor still finds its row */
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
 	sqlite3_stmt *st;
@@ -191,6 +205,85 @@ static void test_newer_schema_refused(void **state)
 	assert_string_equal((const char *)sqlite3_column_text(st, 0), "sb-a");
 	sqlite3_finalize(st);
 	sqlite3_close(db);
+}
+
+typedef struct vols_seen {
+	sup_catalog_vol v[4];
+	size_t n;
+	char mid[4][48];
+	sup_vol_mount m[4];
+	size_t nm;
+} vols_seen;
+
+static int collect_vol(const sup_catalog_vol *v, void *ud, sbx_err *err)
+{
+	vols_seen *s = ud;
+	(void)err;
+	assert_true(s->n < 4);
+	s->v[s->n++] = *v;
+	return 0;
+}
+
+static int collect_mount(const char *id, const char *tenant, const sup_vol_mount *m, void *ud,
+			 sbx_err *err)
+{
+	vols_seen *s = ud;
+	(void)err;
+	assert_string_equal(tenant, "alice");
+	assert_true(s->nm < 4);
+	snprintf(s->mid[s->nm], sizeof(s->mid[0]), "%s", id);
+	s->m[s->nm++] = *m;
+	return 0;
+}
+
+/* Step 2: a catalog of schema 1 (its volume tables dropped, its version
+ * set back) is upgraded keeping its sandboxes; volumes and mounts come
+ * back after a reopen; a sandbox's mounts go with its row, a volume's row
+ * only by its own remove; a second volume of a name is refused. */
+static void test_volumes(void **state)
+{
+	fixture *f = *state;
+	sup_catalog *c;
+	sbx_err err;
+	one_row_then(f, "DROP TABLE volume_mounts; DROP TABLE volumes; PRAGMA user_version = 1");
+
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	sup_catalog_vol v = { .tenant = "alice", .name = "proj", .size = 64u << 20, .created_at = 1 };
+	assert_int_equal(sup_catalog_vol_put(c, &v, &err), 0);
+	assert_int_equal(sup_catalog_vol_put(c, &v, &err), -EIO);
+	v.created_at = 2;
+	snprintf(v.name, sizeof(v.name), "ref");
+	assert_int_equal(sup_catalog_vol_put(c, &v, &err), 0);
+	sup_vol_mount m[2] = { { .name = "proj", .path = "/workspace/proj" },
+			       { .name = "ref", .path = "/ref", .read_only = true } };
+	assert_int_equal(sup_catalog_vol_mounts_put(c, "sb-a", "alice", m, 2, &err), 0);
+	/* a sandbox the catalog does not hold cannot mount anything */
+	assert_int_equal(sup_catalog_vol_mounts_put(c, "sb-none", "alice", m, 1, &err), -EIO);
+	sup_catalog_close(c);
+
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	vols_seen s = { 0 };
+	assert_int_equal(sup_catalog_vol_each(c, collect_vol, &s, &err), 0);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.v[0].name, "proj");
+	assert_string_equal(s.v[1].name, "ref");
+	assert_int_equal(s.v[0].size, 64u << 20);
+	assert_int_equal(sup_catalog_vol_mounts_each(c, collect_mount, &s, &err), 0);
+	assert_int_equal(s.nm, 2);
+	assert_string_equal(s.mid[0], "sb-a");
+	assert_string_equal(s.m[0].path, "/workspace/proj");
+	assert_false(s.m[0].read_only);
+	assert_true(s.m[1].read_only);
+	/* the sandbox goes: its mounts with it, the volumes stay */
+	assert_int_equal(sup_catalog_remove(c, "sb-a", &err), 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(sup_catalog_vol_mounts_each(c, collect_mount, &s, &err), 0);
+	assert_int_equal(s.nm, 0);
+	assert_int_equal(sup_catalog_vol_remove(c, "alice", "proj", &err), 0);
+	assert_int_equal(sup_catalog_vol_each(c, collect_vol, &s, &err), 0);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.v[0].name, "ref");
+	sup_catalog_close(c);
 }
 
 static void test_not_a_database_refused(void **state)
@@ -231,6 +324,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_write_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_volumes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_refused, setup, teardown),
 	};

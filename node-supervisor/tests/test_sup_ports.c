@@ -63,6 +63,25 @@ static void test_request_head(void **state)
 	free(s);
 }
 
+/* The proof cookie opens the port from outside: it never goes inside;
+ * the page's own cookies do, in their order. */
+static void test_proof_cookie_stays_out(void **state)
+{
+	(void)state;
+	const sup_http_hdr only[] = { { "Cookie", "sbx_port=123.abc" } };
+	sup_http_in a = { .method = "GET", .hdrs = only, .nhdrs = 1 };
+	char *s = head_of(&a, "/", false);
+	assert_null(strstr(s, "Cookie"));
+	assert_null(strstr(s, "sbx_port"));
+	free(s);
+	const sup_http_hdr mixed[] = { { "Cookie", "a=1; sbx_port=123.abc;  b=2 ;sbx_portx=3" } };
+	sup_http_in b = { .method = "GET", .hdrs = mixed, .nhdrs = 1 };
+	s = head_of(&b, "/", false);
+	assert_non_null(strstr(s, "\r\nCookie: a=1; b=2; sbx_portx=3\r\n"));
+	assert_null(strstr(s, "sbx_port="));
+	free(s);
+}
+
 static void test_response_headers(void **state)
 {
 	(void)state;
@@ -155,6 +174,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_request_head),
+		cmocka_unit_test(test_proof_cookie_stays_out),
 		cmocka_unit_test(test_response_headers),
 		cmocka_unit_test(test_host),
 		cmocka_unit_test(test_gate),

@@ -296,6 +296,8 @@ class McpHttp(unittest.TestCase):
             ("bad JSON", 400, -32700, dict(msg="{\"jsonrpc\":", sid=sid)),
             ("not JSON-RPC", 400, -32600, dict(msg={"jsonrpc": "1.0", "id": 1, "method": "x"}, sid=sid)),
             ("a batch", 400, -32600, dict(msg=[{"jsonrpc": "2.0", "id": 1, "method": "ping"}], sid=sid)),
+            ("the agent's own id", 400, -32600,
+             dict(msg={"jsonrpc": "2.0", "id": "sbx-agent-warmup-1", "method": "ping"}, sid=sid)),
             ("unsupported version", 400, -32000, dict(msg={"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid=sid,
                                                       extra={"MCP-Protocol-Version": "2024-11-05"})),
             ("no session", 400, -32000, dict(msg={"jsonrpc": "2.0", "id": 1, "method": "ping"})),

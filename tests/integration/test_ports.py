@@ -34,6 +34,7 @@ from sbx_harness import Supervisor, rss_kb, stop_clean  # noqa: E402
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
 BIG_MIB = int(os.environ.get("SBX_PORTS_BIG_MIB", "64"))
+ANSWER_S = 3  # --ports-answer-timeout
 DOMAIN = "ports.sbx.test"  # never resolved: requests go to 127.0.0.1 with this Host
 
 # The server of our own, on port 8001 (HTTP/1.1, keep-alive).
@@ -109,6 +110,27 @@ while True:
     held.append(s.accept()[0])
 '''
 
+# Reads to the client's end of writing, then answers with what it got
+# (its sha256 and length) and closes: a half-close (port 9002).
+HALF = r'''
+import hashlib, socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 9002))
+s.listen(16)
+while True:
+    c, _ = s.accept()
+    h, n = hashlib.sha256(), 0
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        h.update(d)
+        n += len(d)
+    c.sendall(("%s %d\n" % (h.hexdigest(), n)).encode())
+    c.close()
+'''
+
 WS = r'''
 import asyncio, websockets
 async def echo(ws, path=None):
@@ -155,7 +177,9 @@ def sha256_of(read, first=b"", until=None):
 class Ports(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.sup = Supervisor(SUP, AGENT, pool_size=1, extra=["--ports-domain", DOMAIN])
+        cls.sup = Supervisor(SUP, AGENT, pool_size=1,
+                             extra=["--ports-domain", DOMAIN, "--ports-answer-timeout",
+                                    str(ANSWER_S)])
         cls.addClassCleanup(cls.sup.cleanup)
         cls.sup.start()
         cls.sup.wait_ready()
@@ -170,7 +194,7 @@ class Ports(unittest.TestCase):
         for argv in (["python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory",
                       "/tmp/www", "8000"],
                      ["python3", "-c", APP], ["python3", "-c", WS], ["python3", "-c", ECHO],
-                     ["python3", "-c", SINK]):
+                     ["python3", "-c", SINK], ["python3", "-c", HALF]):
             st, _, b = cls.sup.request("POST", "/v1/sandboxes/%s/processes" % cls.sid,
                                        {"argv": argv})
             assert st == 201, b
@@ -179,7 +203,7 @@ class Ports(unittest.TestCase):
             st, _, b = cls.sup.request("GET", cls.base)
             assert st == 200, b
             have = {p["port"] for p in b["ports"]}
-            if {8000, 8001, 8765, 9000, 9001} <= have:
+            if {8000, 8001, 8765, 9000, 9001, 9002} <= have:
                 cls.listed = b["ports"]
                 return
             time.sleep(0.1)
@@ -344,6 +368,40 @@ class Ports(unittest.TestCase):
         self.assertTrue(head.startswith(b"HTTP/1.1 502 "), head)
         self.assertIn(b"port_closed", head)
 
+    def test_tcp_tunnel_half_close(self):
+        """The client shuts its writing: the server inside reads its end,
+        and its answer after that still arrives."""
+        s, head = self.tunnel(9002)
+        try:
+            self.assertTrue(head.startswith(b"HTTP/1.1 101 "), head)
+            data = os.urandom(3 << 20)
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            got = head.split(b"\r\n\r\n", 1)[1]
+            s.settimeout(30)
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                got += d
+        finally:
+            s.close()
+        self.assertEqual(got.decode().split(), [hashlib.sha256(data).hexdigest(), str(len(data))])
+
+    def test_server_that_never_answers(self):
+        """A server inside that takes the request and sends nothing: 504
+        after --ports-answer-timeout, not a request held for ever."""
+        t0 = time.monotonic()
+        st, _, b = self.get(9001, "/")
+        took = time.monotonic() - t0
+        self.assertEqual(st, 504, b)
+        self.assertEqual(b["error"]["code"], "timeout")
+        self.assertGreaterEqual(took, ANSWER_S - 0.1)
+        self.assertLess(took, ANSWER_S + 10)
+        # The same supervisor still serves the port's neighbours.
+        st, _, b = self.get(8000, "/hello.txt")
+        self.assertEqual((st, b), (200, b"hello\n"))
+
     def test_slow_client_holds_no_memory(self):
         """A client that stops reading stalls the stream: the server inside
         blocks, the supervisor holds no more than its bounds."""
@@ -417,9 +475,13 @@ class Ports(unittest.TestCase):
         self.assertEqual(b["path"], "/headers?k=v")  # the proof is not passed inside
         cookie = hd["set-cookie"].split(";")[0]
         self.assertTrue(cookie.startswith("sbx_port="), hd)
-        # The cookie alone gets in, as a browser's next requests would.
-        st, _, b = self.sup.request("GET", "/headers", headers=dict(h, Cookie=cookie), token=False)
+        # The cookie alone gets in, as a browser's next requests would; the
+        # server inside never sees it, only the page's own cookies.
+        st, _, b = self.sup.request("GET", "/headers",
+                                    headers=dict(h, Cookie="a=1; %s; b=2" % cookie), token=False)
         self.assertEqual(st, 200, b)
+        inside = [v for k, v in b["headers"] if k.lower() == "cookie"]
+        self.assertEqual(inside, ["a=1; b=2"])
         # The same proof by path.
         st, _, b = self.sup.request("GET", "%s/8001/headers?%s" % (self.base, q), token=False)
         self.assertEqual(st, 200, b)

@@ -25,6 +25,7 @@ const SKIP = {
   "POST /v1/sandboxes": "every valid draw is a cold create kept until the end",
   "DELETE /v1/sandboxes/{id}": "would delete the sandbox every other draw runs against",
   "PUT /v1/pools/{ref}": "would size pools: sandboxes made in the background",
+  "POST /v1/volumes": "every valid draw makes a file system (mkfs, up to 1 TiB) kept until the end; it_volumes",
   "GET /v1/sandboxes/{id}/fs/watch": "a stream that stays open",
   "GET /v1/sandboxes/{id}/processes/{pid}/ws": "a WebSocket upgrade",
   "GET /v1/sandboxes/{id}/processes/{pid}/output": "a followed stream stays open",

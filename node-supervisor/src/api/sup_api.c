@@ -171,6 +171,8 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 			}
 		} else if (strcmp(key, "mcp") == 0) {
 			rc = parse_mcp(v, &out->mcp, err);
+		} else if (strcmp(key, "volumes") == 0) {
+			rc = sup_api_parse_volume_mounts(v, &out->volumes, err);
 		} else {
 			rc = sbx_err_set(err, -EINVAL, "unknown field \"%.64s\"", key);
 		}
@@ -488,6 +490,11 @@ json_t *sup_api_render_sandbox(const sup_sandbox_view *v)
 		free(t);
 	}
 	if (o && v->has_usage && json_object_set_new(o, "usage", sup_usage_to_json(&v->usage)) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (o && v->nvolumes &&
+	    json_object_set_new(o, "volumes", sup_api_render_volume_mounts(v->volumes, v->nvolumes)) < 0) {
 		json_decref(o);
 		o = NULL;
 	}

@@ -15,6 +15,7 @@
 #include "sup_pool.h"
 #include "sup_resources.h"
 #include "sup_types.h"
+#include "sup_volumes.h"
 
 #define SUP_API_MAX_ARGV 4096
 #define SUP_API_MAX_ENV 4096
@@ -57,5 +58,19 @@ json_t *sup_api_render_exec(const sup_exec_result *r);
 json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint64_t err_bytes);
 /* A pool as GET /v1/pools and PUT /v1/pools/{image} show it. */
 json_t *sup_api_render_pool(const sup_pool_stats *s);
+
+/* ---- volumes (sup_api_volumes.c) ---- */
+
+/* POST /v1/volumes: {"name": "proj", "size": "2G"} (size a size string or
+ * a byte count), both required, nothing else. */
+int sup_api_parse_volume_create(const char *body, size_t len, char *name, size_t name_cap,
+				uint64_t *size, sbx_err *err);
+/* A create's "volumes": [{"name", "mount", "read_only"}] (read_only
+ * optional, false), each checked by sup_volspec and the list as a whole. */
+int sup_api_parse_volume_mounts(json_t *v, sup_vol_mounts *out, sbx_err *err);
+/* [{"name", "mount", "read_only"}], as a create names them. */
+json_t *sup_api_render_volume_mounts(const sup_vol_mount *m, size_t n);
+/* A volume as /v1/volumes shows it. */
+json_t *sup_api_render_volume(const sup_volume_view *v);
 
 #endif

@@ -17,6 +17,7 @@
 #include "sup_log.h"
 #include "sup_net.h"
 #include "sup_sandbox.h"
+#include "sup_volumes.h"
 
 TAILQ_HEAD(sup_reg_list, sup_sandbox);
 
@@ -194,6 +195,10 @@ static void view_of(const sup_sandbox *sb, sup_sandbox_view *v)
 	v->network = sb->core ? sup_net_policy(sb->core->cfg.net, sb->net_slot) : NULL;
 	if (v->network)
 		sup_net_addresses(sb->net_slot, v->addr4, sizeof(v->addr4), v->addr6, sizeof(v->addr6));
+	if (sb->core && sb->core->cfg.volumes) {
+		size_t n = sup_volumes_of(sb->core->cfg.volumes, sb->id, v->volumes, SUP_VOL_MAX_MOUNTS);
+		v->nvolumes = n < SUP_VOL_MAX_MOUNTS ? n : SUP_VOL_MAX_MOUNTS;
+	}
 }
 
 /* A call the agent let pass its deadline counts against the sandbox. */
@@ -231,10 +236,19 @@ static void fail_execs(sup_sandbox *sb, int code, const char *why)
 	}
 }
 
+/* Its volumes are free again once the container is gone (no second writer
+ * while the first may still write), or when it never got them. */
+static void release_volumes(sup_core *c, const sup_sandbox *sb)
+{
+	if (c->cfg.volumes)
+		sup_volumes_release(c->cfg.volumes, sb->id);
+}
+
 static void on_destroyed(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
 {
 	sup_core *c = ud;
 	unlist(c, sb);
+	release_volumes(c, sb);
 	sup_op *op;
 	while ((op = TAILQ_FIRST(&sb->delete_waiters)) != NULL) {
 		TAILQ_REMOVE(&sb->delete_waiters, op, link);
@@ -330,6 +344,11 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 		sup_error("sandbox %s: network policy: %s", sb->id, err->msg);
 		rc = err->code = -EIO; /* ours, not the client's */
 	}
+	/* its volumes bound into the running container (a short-lived child each) */
+	if (rc == 0 && req->volumes.n &&
+	    (rc = sup_volumes_attach(c->cfg.volumes, sb->tenant, sb->id, sb->box.init_pid,
+				     &req->volumes, err)) < 0)
+		sup_error("sandbox %s: volumes: %s", sb->id, err->msg);
 	/* the image's Env under the request's */
 	const sup_env *image_env;
 	const char *image_user, *image_workdir;
@@ -343,6 +362,7 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 	}
 	if (rc < 0 || list_sandbox(c, sb, (time_t)req->timeout_s, err) < 0) {
 		sup_env_free(&sb->env);
+		release_volumes(c, sb);
 		sup_pools_destroy(c->pools, sb, false, NULL, NULL);
 		return rc < 0 ? rc : err->code;
 	}
@@ -455,6 +475,9 @@ static void tenant_held(const sup_core *c, const char *tenant, sup_quota *h)
 	TAILQ_FOREACH(op, &c->creates, link)
 	if (strcmp(op->u.create.tenant, tenant) == 0)
 		sup_quota_add(h, &op->u.create.req.resources);
+	/* a volume is disk the tenant holds, as a sandbox's is */
+	if (c->cfg.volumes)
+		h->disk += sup_volumes_tenant_bytes(c->cfg.volumes, tenant);
 }
 
 static int check_quota(sup_core *c, const sup_tenant *who, const sup_resources *want,
@@ -473,6 +496,20 @@ static int check_quota(sup_core *c, const sup_tenant *who, const sup_resources *
 	return rc;
 }
 
+/* Volumes mount into runc sandboxes (runsc's gofer would not see a mount
+ * made in its sandbox's namespace): each one the tenant's, free for the
+ * mode asked now (taken for good as the sandbox is handed out). */
+static int allow_volumes(const sup_core *c, const sup_tenant *who, const sup_create_req *req,
+			 sbx_err *err)
+{
+	if (!c->cfg.volumes)
+		return sbx_err_set(err, -EINVAL, "field \"volumes\": this supervisor has no volumes");
+	if (req->isolation != SUP_ISO_RUNC)
+		return sbx_err_set(err, -EINVAL, "field \"volumes\": volumes are for runc sandboxes, not %s",
+				   sup_isolation_names[req->isolation]);
+	return sup_volumes_check(c->cfg.volumes, who->name, &req->volumes, err);
+}
+
 int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 		    sup_core_sandbox_cb cb, void *ud, sup_op **opp, sbx_err *err)
 {
@@ -486,6 +523,8 @@ int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 		rc = allow_network(c, req, err);
 	if (rc == 0)
 		rc = check_quota(c, who, &req->resources, err);
+	if (rc == 0 && req->volumes.n)
+		rc = allow_volumes(c, who, req, err);
 	if (rc < 0)
 		return rc;
 	sup_op *op = calloc(1, sizeof(*op));
@@ -1003,11 +1042,14 @@ static void on_sandbox_adopted(sup_sandbox *sb, int rc, const sbx_err *why, void
 	if (rc == 0 && list_sandbox(c, sb, sb->expires_at - time(NULL), &e) < 0) {
 		sup_error("sandbox %s: not re-adopted: %s", sb->id, e.msg);
 		sup_env_free(&sb->env);
+		release_volumes(c, sb);
 		sup_pools_destroy(c->pools, sb, false, NULL, NULL);
 		return;
 	}
-	if (rc < 0)
+	if (rc < 0) {
 		sup_env_free(&sb->env);
+		release_volumes(c, sb);
+	}
 }
 
 sup_pools_hooks sup_core_pool_hooks(sup_core *c)
@@ -1021,7 +1063,12 @@ int sup_core_restore(sup_core *c, const sup_catalog_rec *rec, const sup_runc_box
 		     sbx_err *err)
 {
 	sup_sandbox *sb;
+	if (c->cfg.volumes &&
+	    sup_volumes_restore(c->cfg.volumes, rec->id, rec->phase == SUP_CAT_RUNNING, err) < 0)
+		return err->code;
 	int rc = sup_pools_adopt(c->pools, rec, box, &sb, err);
+	if (rc < 0 && c->cfg.volumes)
+		sup_volumes_release(c->cfg.volumes, rec->id);
 	if (rc < 0 || rec->phase != SUP_CAT_RUNNING)
 		return rc;
 	/* the core's fields now; it is listed once its agent answers */
@@ -1137,4 +1184,39 @@ void sup_core_shutdown(sup_core *c, void (*done)(void *ud), void *ud)
 			core_destroy(c, sb, false, -ESHUTDOWN, "the supervisor is shutting down");
 	}
 	sup_pools_shutdown(c->pools, done, ud);
+}
+
+/* ---- volumes ---- */
+
+struct sup_volumes *sup_core_volumes(sup_core *c)
+{
+	return c->cfg.volumes;
+}
+
+int sup_core_volume_create(sup_core *c, const sup_tenant *who, const char *name, uint64_t size,
+			   sup_volumes_cb cb, void *ud, sbx_err *err)
+{
+	if (!c->cfg.volumes)
+		return sbx_err_set(err, -ENOSYS, "this supervisor has no volumes");
+	if (c->shutting_down)
+		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	if (who->quota.set & SUP_QUOTA_DISK) {
+		sup_quota h;
+		tenant_held(c, who->name, &h);
+		if (h.disk + size > who->quota.disk) {
+			char held[24], want[24], max[24];
+			sup_resources_format_size(h.disk, held, sizeof(held));
+			sup_resources_format_size(size, want, sizeof(want));
+			sup_resources_format_size(who->quota.disk, max, sizeof(max));
+			if (c->refusals) {
+				const char *labels[] = { who->name, "disk" };
+				sup_ctab_add(c->refusals, labels, 1);
+			}
+			return sbx_err_set(err, -EDQUOT,
+					   "tenant %s is over its quota of disk: it holds %s (sandboxes "
+					   "and volumes), asks %s more, over its %s",
+					   who->name, held, want, max);
+		}
+	}
+	return sup_volumes_create(c->cfg.volumes, who->name, name, size, cb, ud, err);
 }

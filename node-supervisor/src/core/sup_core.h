@@ -30,6 +30,7 @@
 #include "sup_pool.h"
 #include "sup_tenants.h"
 #include "sup_types.h"
+#include "sup_volumes.h"
 
 struct event_base;
 struct evbuffer;
@@ -46,6 +47,8 @@ typedef struct sup_core_cfg {
 	struct sup_net *net;     /* egress by policy; NULL: sandboxes are loopback only */
 	struct sup_catalog *catalog; /* a sandbox handed out is recorded before the answer;
 				      * NULL: nothing outlives the process */
+	sup_volumes *volumes;    /* the node's volumes, mounted by creates that name them;
+				  * NULL: none (a create naming one is -EINVAL) */
 } sup_core_cfg;
 
 sup_core *sup_core_new(struct event_base *base, sup_pools *pools, const sup_core_cfg *cfg,
@@ -204,5 +207,15 @@ void sup_core_handover(sup_core *c, void (*done)(void *ud), void *ud);
 /* Fail what is in flight with -ESHUTDOWN, destroy every sandbox, then call
  * done once no sandbox is alive and the workers are idle. */
 void sup_core_shutdown(sup_core *c, void (*done)(void *ud), void *ud);
+
+/* Volumes (sup_volumes.h): the registry, for the routes to read and
+ * delete; a create goes through the core, which counts the tenant's
+ * volumes with its sandboxes against its disk quota (-EDQUOT). A create
+ * naming volumes (req->volumes) gets them bound as it is handed out: an
+ * unknown one is -ENOENT, one in use -ETXTBSY (volume_busy), a gvisor
+ * sandbox's -EINVAL. */
+sup_volumes *sup_core_volumes(sup_core *c);
+int sup_core_volume_create(sup_core *c, const sup_tenant *who, const char *name, uint64_t size,
+			   sup_volumes_cb cb, void *ud, sbx_err *err);
 
 #endif

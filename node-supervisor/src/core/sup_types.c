@@ -81,6 +81,7 @@ void sup_create_req_free(sup_create_req *r)
 		free(r->network);
 	}
 	sup_mcp_servers_free(&r->mcp);
+	sup_vol_mounts_free(&r->volumes);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -14,6 +14,7 @@
 #include "sup_isolation.h"
 #include "sup_netpol.h"
 #include "sup_resources.h"
+#include "sup_volspec.h"
 
 typedef sbx_proto_kv sup_kv;
 typedef sbx_proto_env sup_env;
@@ -79,6 +80,7 @@ typedef struct sup_create_req {
 	unsigned given;       /* what the request named: SUP_RES_* bits of resources,
 			       * and SUP_CREATE_GIVEN_* (the rest is the tenant's to fill) */
 	sup_mcp_servers mcp;  /* "mcp": {"servers": {...}} */
+	sup_vol_mounts volumes; /* "volumes": bound into the sandbox as it is handed out */
 } sup_create_req;
 enum { SUP_CREATE_GIVEN_ISOLATION = 1u << 8, SUP_CREATE_GIVEN_TIMEOUT = 1u << 9 };
 
@@ -102,6 +104,8 @@ typedef struct sup_sandbox_view {
 	sup_usage usage;
 	const sup_netpol *network; /* its egress policy, NULL: loopback only */
 	char addr4[16], addr6[48]; /* with a policy: its addresses */
+	sup_vol_mount volumes[SUP_VOL_MAX_MOUNTS]; /* the volumes it mounts */
+	size_t nvolumes;
 } sup_sandbox_view;
 
 /* An output stream of a command. */

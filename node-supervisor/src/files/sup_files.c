@@ -10,6 +10,7 @@
 #include "sbx/proto.h"
 #include "sup_files_int.h"
 #include "sup_log.h"
+#include "sup_path.h"
 #include "sup_text.h"
 
 /* ---- what every route shares ---- */
@@ -49,6 +50,34 @@ static const char *fq_subject(void *state, const sbx_err *err, size_t *len)
 	return q->subj;
 }
 
+/* A path at or below one of the sandbox's volume mounts is allowed by the
+ * mount (read-write unless mounted read-only), whatever the tenant's
+ * policy says: the tenant asked for the volume there. 0 with *m filled,
+ * 1 when no volume holds the path (the policy decides), or an error. */
+static int volume_match(sup_fq *q, const char *p, size_t len, sup_policy_access need,
+			sup_policy_match *m, sbx_err *err)
+{
+	sup_volumes *v = q->id && q->f && q->f->core ? sup_core_volumes(q->f->core) : NULL;
+	if (!v)
+		return 1;
+	sbx_err e;
+	bool dir = false;
+	int n = sup_path_normalize(p, len, m->path, sizeof(m->path), &dir, &e);
+	const sup_vol_mount *vm = n < 0 ? NULL : sup_volumes_mount_at(v, q->id, m->path, (size_t)n);
+	if (!vm)
+		return 1;
+	if (need == SUP_POLICY_WRITE && vm->read_only)
+		return sbx_err_set(err, -EPERM, "path %.300s: volume %s is mounted read-only", m->path,
+				   vm->name);
+	size_t rl = strlen(vm->path);
+	snprintf(m->root, sizeof(m->root), "%s", vm->path);
+	snprintf(m->rel, sizeof(m->rel), "%s", (size_t)n > rl ? m->path + rl + 1 : "");
+	m->mode = vm->read_only ? SUP_POLICY_RO : SUP_POLICY_RW;
+	m->is_root = (size_t)n == rl;
+	m->dir = dir;
+	return 0;
+}
+
 int sup_fq_check(sup_fq *q, const char *p, size_t len, sup_policy_access need,
 		 sup_policy_match *m, sbx_err *err)
 {
@@ -63,7 +92,9 @@ int sup_fq_check(sup_fq *q, const char *p, size_t len, sup_policy_access need,
 	q->subj_len = len;
 	if (!q->who)
 		return sbx_err_set(err, -EPERM, "no tenant: no file access");
-	int rc = sup_policy_check(sup_tenant_policy(q->who), q->who->name, p, len, need, m, err);
+	int rc = volume_match(q, p, len, need, m, err);
+	if (rc == 1)
+		rc = sup_policy_check(sup_tenant_policy(q->who), q->who->name, p, len, need, m, err);
 	if (rc < 0)
 		return rc;
 	q->subj = m->path;

@@ -240,5 +240,13 @@ void sup_http_upgrade(sup_http_req *r, const char *proto, const char *const *hea
 struct evbuffer *sup_http_raw_input(sup_http_req *r);
 /* Stop (true) or resume reading the client: inbound backpressure. */
 void sup_http_raw_pause(sup_http_req *r, bool paused);
+/* For byte pipes whose far side has half-close (a TCP tunnel): the
+ * client's end of input (its shutdown of writing) no longer closes the
+ * connection; on_read runs, sup_http_raw_ended says so once the input
+ * left is read, and the answer goes on until sup_http_end. Call right
+ * after sup_http_upgrade. A client that is gone for good is still seen
+ * when a write to it fails. */
+void sup_http_raw_half_close(sup_http_req *r);
+bool sup_http_raw_ended(sup_http_req *r);
 
 #endif

@@ -415,6 +415,13 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 				r->on_ready(r->ready_ud);
 			return;
 		}
+		/* A tunnel passes the half-close on and goes on answering. */
+		if (c->st == C_ACTIVE && r && r->raw && r->raw_half && !r->done) {
+			sup_conn_watch(c, false);
+			if (r->on_ready)
+				r->on_ready(r->ready_ud);
+			return;
+		}
 		if (c->st == C_CLOSING && !c->shut)
 			return; /* linger() closes once our answer is out */
 	}

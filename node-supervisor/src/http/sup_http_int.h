@@ -90,6 +90,7 @@ struct sup_http_req {
 	struct evbuffer *hdr_out;      /* headers the act added */
 	int status;
 	bool started, chunked_out, raw, done, cut, gone;
+	bool raw_half;                 /* raw: the client's end of input is not the end */
 	uint64_t out_len, out_sent;
 	void (*on_drained)(void *ud);
 	void *drained_ud;

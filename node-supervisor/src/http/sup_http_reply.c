@@ -308,7 +308,18 @@ struct evbuffer *sup_http_raw_input(sup_http_req *r)
 
 void sup_http_raw_pause(sup_http_req *r, bool paused)
 {
-	/* Not reading, the client's end is seen by EV_CLOSED. */
+	/* Not reading, the client's end is seen by EV_CLOSED (which a
+	 * half-close would trip too: not then). */
 	sup_conn_reading(r->c, !paused);
-	sup_conn_watch(r->c, paused);
+	sup_conn_watch(r->c, paused && !r->raw_half);
+}
+
+void sup_http_raw_half_close(sup_http_req *r)
+{
+	r->raw_half = true;
+}
+
+bool sup_http_raw_ended(sup_http_req *r)
+{
+	return r->c->rd_eof && evbuffer_get_length(sup_conn_input(r->c)) == 0;
 }

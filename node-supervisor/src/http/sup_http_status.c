@@ -30,6 +30,7 @@ static const struct status_row {
 	{ -ENOLINK, 408, "request_timeout", NULL },
 	{ -EBUSY, 409, "conflict", NULL },
 	{ -EEXIST, 409, "exists", NULL },
+	{ -ETXTBSY, 409, "volume_busy", NULL }, /* a volume in use (sup_volumes.h) */
 	{ -E2BIG, 413, "too_large", NULL },
 	{ -EMSGSIZE, 413, "too_large", NULL },
 	{ -ERANGE, 416, "range_not_satisfiable", NULL },

@@ -44,6 +44,7 @@ void sup_config_defaults(sup_config *c)
 	c->idle_timeout_s = 60;
 	c->drain_timeout_s = 10;
 	c->mcp_idle_ms = 600000;
+	c->ports_answer_ms = 60000;
 	c->agent = (sup_agent_opts){
 		.grace_ms = 2000,
 		.idle_ms = 30000,
@@ -163,6 +164,8 @@ void sup_config_usage(const char *prog)
 	       "                         the node, other sandboxes, link-local and metadata)\n"
 	       "  --ports-domain D       a request whose Host is {port}-{id}.D is proxied to that\n"
 	       "                         port of that sandbox, from its root\n"
+	       "  --ports-answer-timeout SEC  a proxied request whose server inside sends no\n"
+	       "                         answer's head this long is answered 504 (default 60)\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
@@ -380,7 +383,7 @@ enum {
 	OPT_UPLINK, OPT_UPLINK_DNS, OPT_DENY_CIDRS, OPT_IMPORT_IMAGE,
 	OPT_IMAGE_MAX_LAYER, OPT_IMAGE_MAX_IMPORT, OPT_IMAGE_ALLOW_SETID, OPT_REMOVE_IMAGE,
 	OPT_SKOPEO, OPT_IMAGE_PULL_DIR, OPT_IMAGE_PULL_TIMEOUT,
-	OPT_MCP_IDLE, OPT_MCP_ORIGIN, OPT_PORTS_DOMAIN,
+	OPT_MCP_IDLE, OPT_MCP_ORIGIN, OPT_PORTS_DOMAIN, OPT_PORTS_ANSWER,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -440,6 +443,7 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "uplink-dns", required_argument, NULL, OPT_UPLINK_DNS },
 		{ "deny-cidrs", required_argument, NULL, OPT_DENY_CIDRS },
 		{ "ports-domain", required_argument, NULL, OPT_PORTS_DOMAIN },
+		{ "ports-answer-timeout", required_argument, NULL, OPT_PORTS_ANSWER },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -686,6 +690,11 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			    strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789-.") != strlen(optarg))
 				return sbx_err_set(err, -EINVAL, "--ports-domain: want a lower-case domain (sbx.example.com)");
 			c->ports_domain = optarg;
+			break;
+		case OPT_PORTS_ANSWER:
+			if (parse_ms("ports-answer-timeout", optarg, 100, 86400000, &c->ports_answer_ms,
+				     err) < 0)
+				return -EINVAL;
 			break;
 		case OPT_LOG_LEVEL: {
 			sup_log_level l;

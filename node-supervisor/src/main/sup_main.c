@@ -43,6 +43,8 @@
 #include "sup_scrape.h"
 #include "sup_tenants.h"
 #include "sup_token.h"
+#include "sup_volroutes.h"
+#include "sup_volumes.h"
 #include "sup_workers.h"
 
 #define SHUTDOWN_GRACE_S 120
@@ -327,6 +329,7 @@ int main(int argc, char **argv)
 	sup_osbx_ctx osbx = { 0 }; /* what it kept is freed at cleanup */
 	sup_policy *policy = NULL;
 	sup_catalog *catalog = NULL;
+	sup_volumes *volumes = NULL;
 	sup_restore *restore = NULL;
 	char *token = NULL;
 	char agent[PATH_MAX];
@@ -456,12 +459,16 @@ int main(int argc, char **argv)
 	workers = sup_workers_new(base, cfg.workers, &err);
 	if (!workers)
 		goto fail;
+	/* before the core takes its sandboxes back: their volumes first */
+	if (sup_volumes_open(state_real, catalog, workers, &volumes, &err) < 0)
+		goto fail;
 	sup_core_cfg ccfg = {
 		.max_output = cfg.max_output,
 		.max_output_total = cfg.max_output_total,
 		.max_execs = cfg.max_execs,
 		.net = m.net,
 		.catalog = catalog,
+		.volumes = volumes,
 	};
 	m.core = sup_core_new(base, NULL, &ccfg, &err);
 	if (!m.core)
@@ -491,6 +498,7 @@ int main(int argc, char **argv)
 	sup_core_set_pools(m.core, pools);
 	sup_restore_adopt(restore, &rcfg, m.core);
 	restore = NULL;
+	sup_volumes_restored(volumes);
 	sup_sandboxes_ctx sandboxes = {
 		.core = m.core,
 		.limits = { .default_timeout_s = cfg.default_timeout_s,
@@ -517,10 +525,12 @@ int main(int argc, char **argv)
 				  .pull_dir = cfg.image_pull_dir ? pull_dir : NULL,
 				  .pull_timeout_ms = cfg.image_pull_timeout_ms };
 	sup_procs_ctx procs = { .core = m.core };
+	sup_volroutes_ctx volroutes = { .core = m.core };
 	mcp = (sup_mcp_ctx){ .core = m.core, .idle_ms = cfg.mcp_idle_ms, .origins = cfg.mcp_origins };
 	sup_ports_ctx ports;
 	if (sup_ports_init(&ports, m.core, cfg.ports_domain, &err) < 0)
 		goto fail;
+	ports.answer_ms = cfg.ports_answer_ms;
 	m.requests = sup_scrape_requests_new();
 	if (!m.requests) {
 		sbx_err_set(&err, -ENOMEM, "metrics");
@@ -538,6 +548,7 @@ int main(int argc, char **argv)
 		{ &sup_ports_family, &ports },
 		{ &sup_scrape_family, &scrape },
 		{ &sup_images_family, &images },
+		{ &sup_volumes_family, &volroutes },
 		{ &sup_openapi_family, NULL },
 		{ &sup_osbx_family, &osbx },
 	};
@@ -670,6 +681,8 @@ cleanup:
 	sup_workers_free(image_worker);
 	sup_pools_free(pools);
 	sup_restore_free(restore);
+	/* after the pools: a volume no sandbox holds any more is unmounted */
+	sup_volumes_free(volumes);
 	sup_catalog_close(catalog);
 	sup_img_store_free(store);
 	sup_core_free(m.core);

@@ -67,6 +67,15 @@ static int parse_post(const sup_http_in *in, void *ctx, void *state, sbx_err *er
 	q->body_len = in->body_len;
 	/* A body that is no message is answered by the act, as JSON-RPC. */
 	q->msg_ok = mcp_rpc_parse(in->body, in->body_len, &q->msg, &q->rpc_code, &q->rpc_err) == 0;
+	if (q->msg_ok && q->msg.kind == MCP_RPC_REQUEST && json_is_string(q->msg.id) &&
+	    strncmp(json_string_value(q->msg.id), SBX_MCP_WARM_ID_PREFIX,
+		    sizeof(SBX_MCP_WARM_ID_PREFIX) - 1) == 0) {
+		mcp_rpc_msg_free(&q->msg);
+		q->msg_ok = false;
+		q->rpc_code = MCP_RPC_INVALID_REQUEST;
+		sbx_err_set(&q->rpc_err, -EINVAL,
+			    "request ids starting \"" SBX_MCP_WARM_ID_PREFIX "\" are the sandbox agent's");
+	}
 	return 0;
 }
 

@@ -2,6 +2,7 @@
  * request, and GET /ports (the agent's port.list, checked). */
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@ static void pp_release(void *state)
 	sup_pp *pp = state;
 	if (pp->op)
 		sup_op_cancel(pp->op);
+	if (pp->answer_due)
+		event_free(pp->answer_due);
 	if (pp->up)
 		evbuffer_free(pp->up);
 	if (pp->down)

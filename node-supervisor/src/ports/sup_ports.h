@@ -18,6 +18,7 @@
 typedef struct sup_ports_ctx {
 	sup_core *core;
 	const char *domain;       /* --ports-domain, or NULL */
+	unsigned answer_ms;       /* the server's answer head is due (0: no deadline) */
 	unsigned char secret[32]; /* signs URLs; drawn at start, never leaves */
 } sup_ports_ctx;
 

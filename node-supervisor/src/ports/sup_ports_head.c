@@ -35,6 +35,31 @@ static bool named_by_connection(const char *conn, size_t cl, const char *name, s
 	return sup_httpin_has_token(conn, cl, tok);
 }
 
+/* A Cookie header without the supervisor's own proof (sbx_port): that
+ * cookie opens the port from outside, so the server inside never sees it
+ * (as Authorization). Nothing left: no header. */
+static int put_cookies(struct evbuffer *out, const char *v)
+{
+	static const char own[] = SUP_PORTS_COOKIE "=";
+	bool first = true;
+	int rc = 0;
+	while (rc >= 0 && *v) {
+		v += strspn(v, " \t;");
+		size_t l = strcspn(v, ";");
+		size_t t = l;
+		while (t > 0 && (v[t - 1] == ' ' || v[t - 1] == '\t'))
+			t--;
+		if (t > 0 && strncmp(v, own, sizeof(own) - 1) != 0) {
+			rc = evbuffer_add_printf(out, "%s%.*s", first ? "Cookie: " : "; ", (int)t, v);
+			first = false;
+		}
+		v += l;
+	}
+	if (rc >= 0 && !first)
+		rc = evbuffer_add(out, "\r\n", 2);
+	return rc;
+}
+
 int sup_pp_request_head(const sup_http_in *in, const char *target, bool upgrade,
 			struct evbuffer *out)
 {
@@ -50,6 +75,10 @@ int sup_pp_request_head(const sup_http_in *in, const char *target, bool upgrade,
 		size_t nl = strlen(n);
 		if (in_list(hop, n, nl) || in_list(drop, n, nl) || named_by_connection(conn, cl, n, nl))
 			continue;
+		if (nl == 6 && strncasecmp(n, "Cookie", 6) == 0) {
+			rc = put_cookies(out, in->hdrs[i].value);
+			continue;
+		}
 		rc = evbuffer_add_printf(out, "%s: %s\r\n", n, in->hdrs[i].value);
 	}
 	if (rc >= 0 && host)

@@ -11,6 +11,7 @@
 #include "sup_ports.h"
 
 struct evbuffer;
+struct event;
 
 typedef enum sup_pp_mode {
 	SUP_PP_HTTP = 0, /* a request forwarded, its answer parsed back */
@@ -49,10 +50,12 @@ typedef struct sup_pp {
 	sup_pp_mode mode;
 	const char *target;  /* the path below the port, with its query (malloc'd) */
 	sup_op *op;
+	struct event *answer_due; /* the answer's head (or a tunnel's connect) is due */
 	/* towards the server: the head, the body (chunked again if the
 	 * client's was), raw bytes; at most SUP_PP_UP_MAX wait here */
 	struct evbuffer *up;
 	bool in_chunked, in_body, in_done, upgrade;
+	bool up_eof;            /* a tunnel's client shut its writing: passed on */
 	bool by_host;           /* routed by Host (--ports-domain) */
 	bool set_cookie;        /* the query carried the proof: keep it as a cookie */
 	uint64_t expires;       /* SUP_PP_URL: seconds; a cookie's: its time */

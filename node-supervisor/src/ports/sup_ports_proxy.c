@@ -15,6 +15,7 @@
  * and are read from the client only as the agent's credit allows. */
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,16 @@
 
 static void pump_up(void *ud);
 
+/* The whole request is with the server: its answer's head is due within
+ * --ports-answer-timeout (a slow upload is the client's, not the server's). */
+static void answer_wait(sup_pp *pp)
+{
+	struct timeval tv = { (time_t)(pp->ctx->answer_ms / 1000),
+			      (suseconds_t)(pp->ctx->answer_ms % 1000) * 1000 };
+	if (pp->answer_due)
+		evtimer_add(pp->answer_due, &tv);
+}
+
 /* Stop the stream (no callback of it runs any more). */
 static void pp_stop(sup_pp *pp)
 {
@@ -35,6 +46,8 @@ static void pp_stop(sup_pp *pp)
 		sup_op_cancel(pp->op);
 		pp->op = NULL;
 	}
+	if (pp->answer_due)
+		evtimer_del(pp->answer_due);
 	pp->resp = SUP_PP_DONE;
 }
 
@@ -300,6 +313,7 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 	pp->resp = SUP_PP_RAW;
 	sup_http_on_credit(pp->r, on_credit, pp);
 	sup_http_upgrade(pp->r, "tcp", NULL, on_raw_read, pp);
+	sup_http_raw_half_close(pp->r);
 }
 
 static void on_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
@@ -352,6 +366,16 @@ static void pump_up(void *ud)
 			if (k > 0 && evbuffer_remove_buffer(in, pp->up, k) > 0)
 				moved = true;
 			sup_http_raw_pause(pp->r, evbuffer_get_length(in) > 0);
+			/* A tunnel's client shut its writing and all it sent is
+			 * with the server: the server's socket gets the same. */
+			if (pp->mode == SUP_PP_TUNNEL && !pp->up_eof && held == 0 && k == 0 &&
+			    sup_http_raw_ended(pp->r)) {
+				if (sup_core_call_send(pp->op, SBX_CH_TCP, NULL, 0, true, &e) < 0) {
+					pp_fail(pp, &e);
+					return;
+				}
+				pp->up_eof = true;
+			}
 		} else if (pp->resp == SUP_PP_RAW) {
 			sup_http_raw_pause(pp->r, true);
 		} else if (pp->in_body && !pp->in_done && held < SUP_PP_UP_MAX) {
@@ -365,6 +389,7 @@ static void pump_up(void *ud)
 			}
 			if (n == 0) {
 				pp->in_done = true;
+				answer_wait(pp);
 				if (pp->in_chunked)
 					evbuffer_add(pp->up, "0\r\n\r\n", 5);
 				moved = true;
@@ -392,6 +417,23 @@ static void pump_up(void *ud)
 		if (!moved)
 			return;
 	}
+}
+
+/* The server inside took the request but sent no head in time (it hangs,
+ * or reads forever): 504, and the stream inside is closed. A head that
+ * came in time ends the wait: a streamed body may then be quiet as long
+ * as the client keeps listening. */
+static void answer_overdue(evutil_socket_t fd, short what, void *ud)
+{
+	sup_pp *pp = ud;
+	sbx_err e;
+	(void)fd;
+	(void)what;
+	if (pp->resp != SUP_PP_HEAD)
+		return;
+	sbx_err_set(&e, -ETIMEDOUT, "port %u: the server sent no answer within %u ms", pp->port,
+		    pp->ctx->answer_ms);
+	pp_fail(pp, &e);
 }
 
 static const sup_core_call_cbs proxy_cbs = {
@@ -475,6 +517,13 @@ int sup_ports_act_proxy(sup_http_req *r, void *state, sbx_err *err)
 			       &pp->op, err);
 	if (rc < 0)
 		return rc;
+	if (pp->ctx->answer_ms) {
+		pp->answer_due = evtimer_new(sup_http_base(r), answer_overdue, pp);
+		if (!pp->answer_due)
+			return sbx_err_set(err, -ENOMEM, "out of memory");
+		if (!pp->in_body)
+			answer_wait(pp);
+	}
 	if (pp->in_body)
 		sup_http_body_start(r, pump_up, pp);
 	pump_up(pp);

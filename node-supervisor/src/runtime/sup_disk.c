@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <linux/quota.h>
@@ -45,6 +46,10 @@ static const char *const mkfs_argv[] = {
 	"-E", "lazy_itable_init=1,nodiscard,num_backup_sb=0",
 };
 #define MKFS_ARGC (sizeof(mkfs_argv) / sizeof(mkfs_argv[0]))
+/* A volume outlives a host crash, so its file system keeps ext4's journal
+ * (the one option that differs, argv[8]). */
+#define MKFS_FEATURES 8
+static const char mkfs_features_journal[] = "^resize_inode,sparse_super2";
 
 static int path_in(const char *dir, const char *name, char *out, size_t cap, sbx_err *err)
 {
@@ -54,10 +59,12 @@ static int path_in(const char *dir, const char *name, char *out, size_t cap, sbx
 	return 0;
 }
 
-static int run_mkfs(const char *image, sbx_err *err)
+static int run_mkfs(const char *image, bool journal, sbx_err *err)
 {
 	const char *argv[MKFS_ARGC + 2];
 	memcpy(argv, mkfs_argv, sizeof(mkfs_argv));
+	if (journal)
+		argv[MKFS_FEATURES] = mkfs_features_journal;
 	argv[MKFS_ARGC] = image;
 	argv[MKFS_ARGC + 1] = NULL;
 	char errout[256];
@@ -125,6 +132,23 @@ static int attach_mount(int fd, const char *image, const char *mnt, sbx_err *err
 	return 0;
 }
 
+/* A new sparse image with room for room bytes, ext4 made on it; returns
+ * its fd (read-write). */
+static int new_image(const char *image, uint64_t room, bool journal, sbx_err *err)
+{
+	/* ext4 keeps about 1/64 for inode tables and up to 16 MiB for its
+	 * own allocations out of what it shows free (a journal: up to 64 MiB
+	 * more on a large file system) */
+	uint64_t bytes = (room + room / 32 + ((journal ? 128ull : 64ull) << 20)) & ~((1ull << 20) - 1);
+	SBX_AUTO_CLOSE int fd = open(image, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_err_sys(err, -errno, "create %s", image);
+	if (ftruncate(fd, (off_t)bytes) < 0)
+		return sbx_err_sys(err, -errno, "size %s", image);
+	int r = run_mkfs(image, journal, err);
+	return r < 0 ? r : sbx_steal_fd(&fd);
+}
+
 int sup_disk_template(const char *state_dir, uint64_t ceiling, sbx_err *err)
 {
 	char dir[PATH_MAX], image[PATH_MAX];
@@ -138,16 +162,8 @@ int sup_disk_template(const char *state_dir, uint64_t ceiling, sbx_err *err)
 		return sbx_err_wrap(err, "disk template");
 	if (mkdir(dir, 0700) < 0)
 		return sbx_err_sys(err, -errno, "disk template: mkdir %s", dir);
-	/* ext4 keeps about 1/64 for inode tables and up to 16 MiB for its
-	 * own allocations out of what it shows free */
-	uint64_t bytes = (ceiling + ceiling / 32 + (64ull << 20)) & ~((1ull << 20) - 1);
-	SBX_AUTO_CLOSE int fd = open(image, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	SBX_AUTO_CLOSE int fd = new_image(image, ceiling, false, err);
 	if (fd < 0)
-		return sbx_err_sys(err, -errno, "create %s", image);
-	if (ftruncate(fd, (off_t)bytes) < 0)
-		return sbx_err_sys(err, -errno, "size %s", image);
-	r = run_mkfs(image, err);
-	if (r < 0)
 		return sbx_err_wrap(err, "disk template");
 	return 0;
 }
@@ -212,21 +228,28 @@ static int write_resv(const char *path, uint64_t clusters, sbx_err *err)
 	return 0;
 }
 
-/* Hold a freshly mounted layer to size bytes: all its free clusters but
- * those reserved. */
-static int hold(const char *dir, const char *mnt, uint64_t size, sbx_err *err)
+/* Hold a mounted layer to size bytes: all its free clusters but those
+ * reserved. A fresh layer (whole: false) gets size bytes on top of what
+ * ext4's root folder already takes; a whole one (a volume, mounted again
+ * after a host restart with files in it) is held to size bytes in all, so
+ * that its figure is the same at every mount: reserved_clusters lives only
+ * as long as the mount. */
+static int hold(const char *dir, const char *mnt, uint64_t size, bool whole, sbx_err *err)
 {
 	struct statfs fs;
 	if (statfs(mnt, &fs) < 0)
 		return sbx_err_sys(err, -errno, "statfs %s", mnt);
 	uint64_t want = (size + BLOCK - 1) / BLOCK, free = (uint64_t)fs.f_bfree;
-	if (free < want + FLOOR_CLUSTERS)
+	uint64_t used = whole ? (uint64_t)(fs.f_blocks - fs.f_bfree) : 0;
+	if (free + used < want + FLOOR_CLUSTERS)
 		return sbx_err_set(err, -ENOSPC, "disk %s: %llu bytes wanted, the image holds %llu",
 				   mnt, (unsigned long long)size,
-				   (unsigned long long)(free > FLOOR_CLUSTERS ? (free - FLOOR_CLUSTERS) * BLOCK : 0));
+				   (unsigned long long)(free + used > FLOOR_CLUSTERS ? (free + used - FLOOR_CLUSTERS) * BLOCK : 0));
 	char path[PATH_MAX];
 	int r = resv_path(dir, path, sizeof(path), err);
-	return r ?: write_resv(path, free - want, err);
+	/* used over want (a figure lowered by hand): no room at all, and
+	 * ext4 takes at most every cluster it has */
+	return r ?: write_resv(path, used >= want ? free : free + used - want, err);
 }
 
 int sup_disk_make(const char *state_dir, const char *dir, uint64_t size, sbx_err *err)
@@ -249,7 +272,91 @@ int sup_disk_make(const char *state_dir, const char *dir, uint64_t size, sbx_err
 	if (mkdir(mnt, 0700) < 0)
 		return sbx_err_sys(err, -errno, "mkdir %s", mnt);
 	r = attach_mount(fd, image, mnt, err);
-	if (r == 0 && (r = hold(dir, mnt, size, err)) < 0) {
+	if (r == 0 && (r = hold(dir, mnt, size, false, err)) < 0) {
+		sbx_err ignored;
+		sup_overlay_umount(mnt, &ignored);
+	}
+	return r;
+}
+
+/* The loop device image is attached to, if any (its name into dev). */
+static bool loop_of(const char *image, char *dev, size_t cap)
+{
+	SBX_AUTO_CLOSEDIR DIR *d = opendir("/sys/block");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char p[PATH_MAX], backing[PATH_MAX];
+		sbx_err ignored;
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", de->d_name);
+		ssize_t n = sup_fs_read_small(AT_FDCWD, p, backing, sizeof(backing), &ignored);
+		if (n <= 0)
+			continue;
+		backing[strcspn(backing, "\n")] = '\0';
+		if (strcmp(backing, image) == 0) {
+			snprintf(dev, cap, "/dev/%.20s", de->d_name);
+			return true;
+		}
+	}
+	return false;
+}
+
+int sup_disk_make_volume(const char *dir, uint64_t size, uid_t uid, gid_t gid, sbx_err *err)
+{
+	char image[PATH_MAX], mnt[PATH_MAX];
+	int r = path_in(dir, SUP_DISK_IMAGE, image, sizeof(image), err);
+	r = r ?: path_in(dir, SUP_DISK_MOUNT, mnt, sizeof(mnt), err);
+	if (r < 0)
+		return r;
+	SBX_AUTO_CLOSE int fd = new_image(image, size, true, err);
+	if (fd < 0)
+		return fd;
+	if (mkdir(mnt, 0700) < 0)
+		return sbx_err_sys(err, -errno, "mkdir %s", mnt);
+	r = attach_mount(fd, image, mnt, err);
+	if (r < 0)
+		return r;
+	/* its root is the sandbox user's: what a sandbox writes there is
+	 * written as that user */
+	if (chown(mnt, uid, gid) < 0 || chmod(mnt, 0755) < 0)
+		r = sbx_err_sys(err, -errno, "volume %s: own its root", mnt);
+	if (r == 0)
+		r = hold(dir, mnt, size, true, err);
+	if (r < 0) {
+		sbx_err ignored;
+		sup_overlay_umount(mnt, &ignored);
+	}
+	return r;
+}
+
+int sup_disk_mount_volume(const char *dir, uint64_t size, sbx_err *err)
+{
+	char image[PATH_MAX], mnt[PATH_MAX];
+	int r = path_in(dir, SUP_DISK_IMAGE, image, sizeof(image), err);
+	r = r ?: path_in(dir, SUP_DISK_MOUNT, mnt, sizeof(mnt), err);
+	if (r < 0)
+		return r;
+	struct stat top, in;
+	if (stat(dir, &top) < 0 || stat(mnt, &in) < 0)
+		return sbx_err_sys(err, -errno, "volume %s", dir);
+	if (top.st_dev != in.st_dev)
+		return 0; /* mounted still (an earlier run of the supervisor) */
+	char dev[32];
+	if (loop_of(image, dev, sizeof(dev))) {
+		/* still attached: a sandbox's bind holds its file system. A
+		 * second device on the image would be a second ext4 mount of it;
+		 * the same device is the same file system, mounted here again */
+		if (mount(dev, mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, NULL) < 0)
+			return sbx_err_sys(err, -errno, "mount %s (%s, attached already) on %s", dev,
+					   image, mnt);
+		return 0;
+	}
+	SBX_AUTO_CLOSE int fd = open(image, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_err_sys(err, -errno, "open %s", image);
+	r = attach_mount(fd, image, mnt, err);
+	if (r == 0 && (r = hold(dir, mnt, size, true, err)) < 0) {
 		sbx_err ignored;
 		sup_overlay_umount(mnt, &ignored);
 	}

@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "sbx/err.h"
 
@@ -51,6 +52,18 @@ int sup_disk_template(const char *state_dir, uint64_t ceiling, sbx_err *err);
  * <dir>/disk and hold it to size bytes. On failure nothing is left mounted
  * (the image file may be left for the caller's removal of dir). */
 int sup_disk_make(const char *state_dir, const char *dir, uint64_t size, sbx_err *err);
+
+/* A volume (the same file system, outliving every sandbox): a new image
+ * of its own at <dir>/disk.img with room for size bytes (made by mkfs.ext4,
+ * with a journal, not copied from the template: a volume is not bound by
+ * the sandboxes' ceiling), mounted at <dir>/disk, its root owned by
+ * uid:gid, held to size bytes in all (root folder included). On failure
+ * nothing is left mounted. */
+int sup_disk_make_volume(const char *dir, uint64_t size, uid_t uid, gid_t gid, sbx_err *err);
+/* Mount a volume's image made earlier and hold it to size bytes in all
+ * again; one still mounted (a supervisor restarted, the host not) is left
+ * as it is. */
+int sup_disk_mount_volume(const char *dir, uint64_t size, sbx_err *err);
 
 /* Change a made layer's figure from `from` to `to` bytes (one write to its
  * reserved_clusters). A figure under what the sandbox holds already leaves

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/grow.h"
 #include "sup_fsutil.h"
 
 #define RECORD_MAX (1u << 20)
@@ -178,14 +179,9 @@ static sup_image *find_locked(sup_img_store *s, const char *name)
 
 static int add_locked(sup_img_store *s, sup_image *im)
 {
-	if (s->n == s->cap || !s->images) {
-		size_t cap = s->cap ? s->cap * 2 : 16;
-		sup_image *v = realloc(s->images, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		s->images = v;
-		s->cap = cap;
-	}
+	int rc = sbx_grow(&s->images, &s->cap, s->n, sizeof(*s->images), 16, SUP_IMG_STORE_MAX);
+	if (rc < 0)
+		return rc;
 	s->images[s->n++] = *im;
 	memset(im, 0, sizeof(*im));
 	qsort(s->images, s->n, sizeof(*s->images), cmp_digest);
@@ -221,9 +217,11 @@ static int load_records(sup_img_store *s, sbx_err *err)
 			unlinkat(dir, de->d_name, 0);
 			continue;
 		}
-		if (add_locked(s, &im) < 0) {
+		int rc = add_locked(s, &im);
+		if (rc < 0) {
 			sup_image_release(&im);
-			return sbx_err_set(err, -ENOMEM, "image store");
+			return sbx_err_set(err, rc, "image store: more than %d image records, or out of memory",
+					   SUP_IMG_STORE_MAX);
 		}
 	}
 	return 0;
@@ -514,6 +512,10 @@ int sup_img_store_commit(sup_img_store *s, const sup_image *im, sbx_err *err)
 				memcpy(rec.refs[rec.nrefs++], old->refs[k], sizeof(rec.refs[0]));
 		}
 	}
+	/* a new image past the bound is refused before anything is written */
+	if (!old && s->n >= SUP_IMG_STORE_MAX)
+		r = sbx_err_set(err, -ENOSPC, "image store: it holds %d images, its most; delete some",
+				SUP_IMG_STORE_MAX);
 	/* a ref names one image: taken from any other that had it */
 	for (size_t i = 0; r == 0 && i < s->n; i++) {
 		sup_image *o = &s->images[i];
@@ -537,7 +539,9 @@ int sup_img_store_commit(sup_img_store *s, const sup_image *im, sbx_err *err)
 		sup_image_release(old);
 		*old = rec;
 	} else if (r == 0) {
-		r = add_locked(s, &rec) < 0 ? sbx_err_set(err, -ENOMEM, "image store") : 0;
+		r = add_locked(s, &rec);
+		if (r < 0)
+			sbx_err_set(err, r, "image store: add %s", rec.digest);
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (r < 0)

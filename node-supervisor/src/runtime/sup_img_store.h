@@ -29,6 +29,9 @@
 #include "sup_img_layer.h"
 #include "sup_img_manifest.h"
 
+/* Most images one store holds: an import past it is refused (-ENOSPC). */
+#define SUP_IMG_STORE_MAX 4096
+
 typedef struct sup_img_store sup_img_store;
 
 typedef struct sup_img_store_cfg {

@@ -24,9 +24,10 @@
 #include "sbx/proto_exec.h"
 #include "sup_isolation.h"
 #include "sup_resources.h"
+#include "sup_volspec.h"
 
 /* The schema this build reads and writes. */
-#define SUP_CATALOG_SCHEMA 1
+#define SUP_CATALOG_SCHEMA 2
 #define SUP_CATALOG_FILE "catalog.db"
 
 typedef struct sup_catalog sup_catalog;
@@ -81,5 +82,31 @@ int sup_catalog_remove(sup_catalog *c, const char *id, sbx_err *err);
 int sup_catalog_each(sup_catalog *c,
 		     int (*fn)(const sup_catalog_rec *r, void *ud, sbx_err *err), void *ud,
 		     sbx_err *err);
+
+/* ---- volumes (schema step 2) ----
+ * A volume's row lives from its create to its delete, whatever sandboxes
+ * come and go; a sandbox's mounts of volumes go with its row. */
+typedef struct sup_catalog_vol {
+	char tenant[128];
+	char name[SUP_VOL_NAME_MAX + 1];
+	uint64_t size;
+	int64_t created_at;
+} sup_catalog_vol;
+
+/* A new volume (-EIO when the tenant has one of that name). */
+int sup_catalog_vol_put(sup_catalog *c, const sup_catalog_vol *v, sbx_err *err);
+int sup_catalog_vol_remove(sup_catalog *c, const char *tenant, const char *name, sbx_err *err);
+/* Every volume, oldest first. */
+int sup_catalog_vol_each(sup_catalog *c, int (*fn)(const sup_catalog_vol *v, void *ud, sbx_err *err),
+			 void *ud, sbx_err *err);
+/* Sandbox id (whose row must exist) mounts m[0..n) of tenant's volumes:
+ * replaces what was recorded, in one transaction. */
+int sup_catalog_vol_mounts_put(sup_catalog *c, const char *id, const char *tenant,
+			       const sup_vol_mount *m, size_t n, sbx_err *err);
+/* Every recorded mount, by sandbox, in order. */
+int sup_catalog_vol_mounts_each(sup_catalog *c,
+				int (*fn)(const char *id, const char *tenant, const sup_vol_mount *m,
+					  void *ud, sbx_err *err),
+				void *ud, sbx_err *err);
 
 #endif

@@ -32,6 +32,11 @@
 /* Servers one mcp.list may describe (the agent's own limit). */
 #define SBX_MCP_MAX_SERVERS 32u
 
+/* JSON-RPC ids the agent writes itself (the warm-up ping, PROTOCOL.md):
+ * a requester must not send a request with such an id, since its answer
+ * could be the one the agent drops. */
+#define SBX_MCP_WARM_ID_PREFIX "sbx-agent-warmup-"
+
 bool sbx_proto_mcp_name_ok(const char *s, size_t len);
 
 /* mcp.configure's arguments (strings borrowed). */

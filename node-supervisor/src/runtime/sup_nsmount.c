@@ -1,0 +1,133 @@
+#include "sup_nsmount.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sbx/cleanup.h"
+
+#define MAX_DEPTH 64
+
+/* What the child reports: the step that failed and its errno. */
+typedef struct nsm_result {
+	int step; /* 0: done */
+	int err;
+} nsm_result;
+
+enum { STEP_SETNS = 1, STEP_OPEN_ROOT, STEP_MKDIR, STEP_OPEN_DIR, STEP_MOVE };
+static const char *const step_names[] = {
+	"", "join the mount namespace", "open its root", "make the folder", "open the folder",
+	"move the mount"
+};
+
+static int openat2_dir(int dirfd, const char *name)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					   RESOLVE_NO_MAGICLINKS };
+	return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+}
+
+/* In the child: raw system calls only (it shares the memory of a process
+ * with threads: no lock one of them holds may be taken here). comps: the destination's
+ * components, n of them. */
+static nsm_result child_bind(int ns, int tree, char *const *comps, size_t n)
+{
+	nsm_result res = { 0, 0 };
+	if (setns(ns, CLONE_NEWNS) < 0)
+		return (nsm_result){ STEP_SETNS, errno };
+	/* setns made the namespace's root our root and cwd */
+	int dir = (int)syscall(SYS_open, "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return (nsm_result){ STEP_OPEN_ROOT, errno };
+	for (size_t i = 0; i < n && res.step == 0; i++) {
+		if (mkdirat(dir, comps[i], 0755) < 0 && errno != EEXIST)
+			res = (nsm_result){ STEP_MKDIR, errno };
+		int next = res.step ? -1 : openat2_dir(dir, comps[i]);
+		if (res.step == 0 && next < 0)
+			res = (nsm_result){ STEP_OPEN_DIR, errno };
+		close(dir);
+		dir = next;
+	}
+	if (res.step == 0 &&
+	    syscall(SYS_move_mount, tree, "", dir, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		res = (nsm_result){ STEP_MOVE, errno };
+	if (dir >= 0)
+		close(dir);
+	return res;
+}
+
+/* The child's whole world: it shares our memory (CLONE_VM) and runs while
+ * we wait (CLONE_VFORK), so it reads its arguments and writes its result
+ * here. */
+typedef struct nsm_child {
+	int ns, tree;
+	char *const *comps;
+	size_t n;
+	nsm_result res;
+} nsm_child;
+
+static int child_main(void *arg)
+{
+	nsm_child *c = arg;
+	c->res = child_bind(c->ns, c->tree, c->comps, c->n);
+	return 0;
+}
+
+#define CHILD_STACK (64 * 1024)
+
+int sup_nsmount_bind(pid_t pid, const char *src, const char *dest, bool read_only, sbx_err *err)
+{
+	/* the destination's components, split before the clone */
+	char path[PATH_MAX];
+	char *comps[MAX_DEPTH];
+	size_t n = 0;
+	if (dest[0] != '/' || snprintf(path, sizeof(path), "%s", dest) >= (int)sizeof(path))
+		return sbx_err_set(err, -EINVAL, "bind %s: want an absolute path", dest);
+	for (char *s = path + 1, *save = NULL, *c; (c = strtok_r(s, "/", &save)); s = NULL) {
+		if (n == MAX_DEPTH || strcmp(c, ".") == 0 || strcmp(c, "..") == 0)
+			return sbx_err_set(err, -EINVAL, "bind %s: too deep or not normalised", dest);
+		comps[n++] = c;
+	}
+	char nspath[64];
+	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/mnt", (int)pid);
+	SBX_AUTO_CLOSE int ns = open(nspath, O_RDONLY | O_CLOEXEC);
+	if (ns < 0)
+		return sbx_err_sys(err, -errno, "bind %s: open %s", dest, nspath);
+	SBX_AUTO_CLOSE int tree = (int)syscall(SYS_open_tree, AT_FDCWD, src,
+					       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		return sbx_err_sys(err, -errno, "bind %s: clone the mount of %s", dest, src);
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					      (read_only ? MOUNT_ATTR_RDONLY : 0) };
+	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+		return sbx_err_sys(err, -errno, "bind %s: set the mount's flags", dest);
+	/* CLONE_VM | CLONE_VFORK, as posix_spawn: no copy of our page tables
+	 * (a fork of the supervisor costs milliseconds), no CLONE_FS (setns
+	 * of a mount namespace refuses a shared fs_struct) */
+	SBX_AUTO_FREE char *stack = malloc(CHILD_STACK);
+	if (!stack)
+		return sbx_err_set(err, -ENOMEM, "bind %s: out of memory", dest);
+	nsm_child c = { .ns = ns, .tree = tree, .comps = comps, .n = n, .res = { STEP_MOVE, EIO } };
+	pid_t child = clone(child_main, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+	if (child < 0)
+		return sbx_err_sys(err, -errno, "bind %s: clone", dest);
+	int status;
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	if (c.res.step != 0)
+		return sbx_err_sys(err, -c.res.err, "bind %s into pid %d: %s", dest, (int)pid,
+				   step_names[c.res.step]);
+	return 0;
+}
