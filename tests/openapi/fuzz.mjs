@@ -29,6 +29,15 @@ const SKIP = {
   "GET /v1/sandboxes/{id}/fs/watch": "a stream that stays open",
   "GET /v1/sandboxes/{id}/processes/{pid}/ws": "a WebSocket upgrade",
   "GET /v1/sandboxes/{id}/processes/{pid}/output": "a followed stream stays open",
+  // The OpenSandbox layer: the same reasons as sbx's own create and delete;
+  // a command is arbitrary shell text whose stream may stay open; pause,
+  // resume and snapshots answer 501 until sbx has them (it_opensandbox).
+  "POST /opensandbox/v1/sandboxes": "every valid draw is a cold create kept until the end",
+  "DELETE /opensandbox/v1/sandboxes/{id}": "would delete the sandbox every other draw runs against",
+  "POST /opensandbox/execd/{id}/command": "runs drawn shell text; a foreground stream may stay open",
+  "POST /opensandbox/v1/sandboxes/{id}/pause": "501 until sbx has pause (it_opensandbox checks it)",
+  "POST /opensandbox/v1/sandboxes/{id}/resume": "501 until sbx has resume (it_opensandbox checks it)",
+  "POST /opensandbox/v1/sandboxes/{id}/snapshots": "501 until sbx has snapshots (it_opensandbox checks it)",
 };
 const SKIP_PREFIX = ["/v1/sandboxes/{id}/ports/{port}", "/v1/sandboxes/{id}/mcp/"];
 
@@ -133,7 +142,9 @@ try {
       statuses[a.status] = (statuses[a.status] || 0) + 1;
       if (a.status >= 500) throw new Error(`${req.method} ${a.url} -> ${a.status} ${a.text.slice(0, 300)}`);
       if (a.status >= 400 && a.type.startsWith("application/json")) {
-        const e = JSON.parse(a.text).error;
+        // errors under /opensandbox are flat, as OpenSandbox's SDKs read them
+        const j = JSON.parse(a.text);
+        const e = req.path.startsWith("/opensandbox/") ? j : j.error;
         if (!e || typeof e.code !== "string" || typeof e.message !== "string")
           throw new Error(`${req.method} ${a.url} -> ${a.status} without the error shape: ${a.text.slice(0, 300)}`);
       }

@@ -373,9 +373,32 @@ void sup_http_run(sup_http_req *r)
 	}
 }
 
+/* /v1 and the OpenSandbox compatibility layer's /opensandbox (both the
+ * tenant's token). */
 static bool needs_auth(const char *path)
 {
-	return strcmp(path, "/v1") == 0 || strncmp(path, "/v1/", 4) == 0;
+	return strcmp(path, "/v1") == 0 || strncmp(path, "/v1/", 4) == 0 ||
+	       strncmp(path, "/opensandbox/", 13) == 0;
+}
+
+/* The request's token, the one place it is read: "Authorization: Bearer
+ * <token>", or else OpenSandbox's SDKs' "OPEN-SANDBOX-API-KEY: <token>"
+ * (so they work unchanged). NULL: none given. */
+static const char *request_token(const sup_http_in *in, const char **tok, size_t *len)
+{
+	const char *auth = sup_http_in_header(in, "Authorization");
+	if (sup_token_bearer(auth, tok, len))
+		return auth;
+	const char *key = sup_http_in_header(in, "OPEN-SANDBOX-API-KEY");
+	if (!key)
+		return auth;
+	key += strspn(key, " \t");
+	size_t n = strlen(key);
+	while (n && (key[n - 1] == ' ' || key[n - 1] == '\t'))
+		n--;
+	*tok = key;
+	*len = n;
+	return n ? key : auth;
 }
 
 /* Everything a head must pass before its route runs; 0 or answered. */
@@ -416,10 +439,10 @@ static int check(sup_http_req *r)
 			return -1;
 		}
 	}
-	const char *auth = sup_http_in_header(&r->in, "Authorization");
-	const char *tok;
-	size_t tok_len;
-	if (h->cfg.auth && sup_token_bearer(auth, &tok, &tok_len)) {
+	const char *tok = NULL;
+	size_t tok_len = 0;
+	const char *auth = request_token(&r->in, &tok, &tok_len);
+	if (h->cfg.auth && tok && tok_len) {
 		r->in.who = h->cfg.auth(h->cfg.auth_ud, tok, tok_len);
 		r->release = h->cfg.release;
 	}

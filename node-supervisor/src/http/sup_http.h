@@ -137,6 +137,10 @@ typedef struct sup_http_cfg {
 	 * took it) and status (metrics). NULL: none. */
 	void (*on_answered)(void *ud, const char *route, int status);
 	void *answered_ud;
+	/* Requests whose path starts with this get their errors flat,
+	 * {"code","message"} (the OpenSandbox layer's clients read them so);
+	 * NULL: every error is {"error":{...}}. */
+	const char *flat_errors_under;
 	size_t max_body;          /* default body bound of a row */
 	unsigned max_conns;       /* connections held at once */
 	unsigned head_timeout_s;  /* from a head's first byte to its end */

@@ -152,6 +152,13 @@ static void error_reply(sup_http_req *r, int status, const char *code, const cha
 	json_t *o = sup_http_error_json(code, msg);
 	if (o && subject)
 		sup_http_set_bytes(json_object_get(o, "error"), "path", subject, slen);
+	/* A client of another API's shape reads the error object flat. */
+	const char *flat = r->c->h->cfg.flat_errors_under;
+	if (o && flat && r->in.path && strncmp(r->in.path, flat, strlen(flat)) == 0) {
+		json_t *e = json_incref(json_object_get(o, "error"));
+		json_decref(o);
+		o = e;
+	}
 	if (status >= 500 && status != 503)
 		snprintf(r->note, sizeof(r->note), "%s", msg);
 	sup_http_json(r, status, o);

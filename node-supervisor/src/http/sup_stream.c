@@ -22,6 +22,7 @@ struct sup_stream {
 	sup_stream_fmt fmt;
 	struct event *keepalive;      /* NULL: none */
 	unsigned keepalive_s;
+	const char *keepalive_line;   /* BARE: the keepalive object */
 	bool armed;                   /* output of ours waits: on_drained will run */
 };
 
@@ -82,7 +83,7 @@ sup_stream *sup_stream_start(sup_http_req *r, sup_stream_fmt fmt,
 	sup_http_on_drained(r, on_drained, s);
 	sup_http_on_credit(r, on_credit, ud);
 	sup_http_header(r, "Content-Type",
-			fmt == SUP_STREAM_SSE ? "text/event-stream" : "application/x-ndjson");
+			fmt == SUP_STREAM_NDJSON ? "application/x-ndjson" : "text/event-stream");
 	sup_http_header(r, "Cache-Control", "no-cache");
 	sup_http_header(r, "X-Accel-Buffering", "no");
 	sup_http_start(r, 200, SUP_HTTP_CHUNKED);
@@ -151,7 +152,9 @@ void sup_stream_json(sup_stream *s, const char *event, json_t *obj)
 void sup_stream_json_cost(sup_stream *s, const char *event, json_t *obj, size_t cost)
 {
 	json_t *o = obj;
-	if (s->fmt == SUP_STREAM_NDJSON) {
+	if (s->fmt == SUP_STREAM_BARE) {
+		/* the object as is */
+	} else if (s->fmt == SUP_STREAM_NDJSON) {
 		o = json_pack("{s:s}", "event", event);
 		if (o && obj)
 			json_object_update(o, obj);
@@ -162,10 +165,13 @@ void sup_stream_json_cost(sup_stream *s, const char *event, json_t *obj, size_t 
 	if (!o || json_dump_callback(o, dump_cb, s->buf, SUP_HTTP_JSON_DUMP) < 0) {
 		static const char oom[] = "\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
 		evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
-		evbuffer_add_printf(s->buf, s->fmt == SUP_STREAM_SSE ? "event: error\ndata: {%s" : "{\"event\":\"error\",%s", oom);
+		evbuffer_add_printf(s->buf, s->fmt == SUP_STREAM_SSE ? "event: error\ndata: {%s"
+					    : s->fmt == SUP_STREAM_BARE ? "{\"type\":\"error\",%s"
+					    : "{\"event\":\"error\",%s", oom);
 	}
 	json_decref(o);
-	evbuffer_add(s->buf, s->fmt == SUP_STREAM_SSE ? "\n\n" : "\n", s->fmt == SUP_STREAM_SSE ? 2 : 1);
+	bool blank = s->fmt != SUP_STREAM_NDJSON;
+	evbuffer_add(s->buf, blank ? "\n\n" : "\n", blank ? 2 : 1);
 	flush_event(s, cost);
 }
 
@@ -190,10 +196,18 @@ static void on_keepalive(evutil_socket_t fd, short what, void *arg)
 	if (sup_stream_backlog(s) == 0) {
 		static const char sse[] = ": keepalive\n\n", nd[] = "{\"event\":\"keepalive\"}\n";
 		bool is_sse = s->fmt == SUP_STREAM_SSE;
-		evbuffer_add(s->buf, is_sse ? sse : nd, is_sse ? sizeof(sse) - 1 : sizeof(nd) - 1);
+		if (s->fmt == SUP_STREAM_BARE)
+			evbuffer_add_printf(s->buf, "%s\n\n", s->keepalive_line ? s->keepalive_line : "{}");
+		else
+			evbuffer_add(s->buf, is_sse ? sse : nd, is_sse ? sizeof(sse) - 1 : sizeof(nd) - 1);
 		flush_event(s, 0);
 	}
 	keepalive_arm(s);
+}
+
+void sup_stream_keepalive_text(sup_stream *s, const char *line)
+{
+	s->keepalive_line = line;
 }
 
 int sup_stream_keepalive(sup_stream *s, unsigned secs)

@@ -21,6 +21,9 @@ typedef enum sup_stream_fmt {
 	SUP_STREAM_NONE = 0,
 	SUP_STREAM_SSE,    /* text/event-stream: "event: X\ndata: Y\n\n" */
 	SUP_STREAM_NDJSON, /* application/x-ndjson: {"event":"X",...}\n */
+	SUP_STREAM_BARE,   /* the object as is, then a blank line: {...}\n\n (the
+			    * OpenSandbox execd stream; the event name is the
+			    * caller's, inside the object) */
 } sup_stream_fmt;
 
 /* The format the Accept header asks for (NONE: a plain JSON answer). */
@@ -42,6 +45,9 @@ void sup_stream_sse_raw(sup_stream *s, const char *id, const char *data, size_t 
 /* While the stream is idle, a comment (SSE ": keepalive", NDJSON
  * {"event":"keepalive"}) every secs seconds. 0, or -1 without memory. */
 int sup_stream_keepalive(sup_stream *s, unsigned secs);
+/* For SUP_STREAM_BARE: the keepalive is this object (one line, without
+ * the blank line; a static string), set before sup_stream_keepalive. */
+void sup_stream_keepalive_text(sup_stream *s, const char *line);
 /* Bytes waiting for the client. */
 size_t sup_stream_backlog(const sup_stream *s);
 /* The last event went: end the reply (the request is over) and free s. */

@@ -40,6 +40,7 @@
 #include "sup_s3.h"
 #include "sup_ports.h"
 #include "sup_runc.h"
+#include "sup_osbx.h"
 #include "sup_sandboxes.h"
 #include "sup_snap_store.h"
 #include "sup_snapshots.h"
@@ -353,6 +354,7 @@ int main(int argc, char **argv)
 	sup_img_store *store = NULL;
 	sup_main m = { 0 };
 	sup_mcp_ctx mcp = { 0 }; /* its sessions end at cleanup */
+	sup_osbx_ctx osbx = { 0 }; /* what it kept is freed at cleanup */
 	sup_policy *policy = NULL;
 	sup_catalog *catalog = NULL;
 	sup_volumes *volumes = NULL;
@@ -548,6 +550,8 @@ int main(int argc, char **argv)
 			    .res_default = cfg.res_default,
 			    .res_max = cfg.res_max },
 	};
+	osbx.core = m.core;
+	osbx.limits = sandboxes.limits;
 	sup_files_ctx files = { .core = m.core, .max_upload = cfg.max_upload };
 	char pull_dir[PATH_MAX];
 	if (cfg.image_pull_dir && !realpath(cfg.image_pull_dir, pull_dir)) {
@@ -591,6 +595,7 @@ int main(int argc, char **argv)
 		{ &sup_volumes_family, &volroutes },
 		{ &sup_snapshots_family, &snapshots },
 		{ &sup_openapi_family, NULL },
+		{ &sup_osbx_family, &osbx },
 	};
 	const sup_http_mount metrics_mounts[] = { { &sup_scrape_family, &scrape_open } };
 	fit_fd_limit(&cfg);
@@ -608,6 +613,7 @@ int main(int argc, char **argv)
 		.gate_ud = &ports,
 		.on_answered = sup_scrape_count,
 		.answered_ud = m.requests,
+		.flat_errors_under = "/opensandbox/",
 		.max_body = cfg.max_body,
 		.max_conns = cfg.max_conns,
 		.head_timeout_s = cfg.head_timeout_s,
@@ -701,6 +707,7 @@ cleanup:
 	if (m.metrics)
 		sup_http_free(m.metrics);
 	sup_mcp_ctx_release(&mcp);
+	sup_osbx_ctx_release(&osbx);
 	if (m.sig_term)
 		event_free(m.sig_term);
 	if (m.sig_int)

@@ -1,0 +1,112 @@
+/* Internal to sup_osbx*.c: one request's state, the pure translations
+ * between OpenSandbox's JSON and sbx's (sup_osbx_json.c, unit-tested), and
+ * the execd routes' entry points. Not for other modules. */
+#ifndef SUP_OSBX_INT_H
+#define SUP_OSBX_INT_H
+
+#include <event2/buffer.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "sbx/proto_args.h"
+#include "sup_osbx.h"
+#include "sup_stream.h"
+
+/* A line of output longer than this goes out in pieces of it. */
+#define SUP_OSBX_LINE_MAX (64 * 1024)
+/* Largest body of a lifecycle request (a create with its metadata). */
+#define SUP_OSBX_MAX_BODY (256 * 1024)
+
+struct sup_oq {
+	sup_http_req *r;
+	sup_osbx_ctx *x;
+	const char *id;
+	sup_op *op;
+	/* lifecycle */
+	sup_create_req create;
+	json_t *kept;          /* create: what OpenSandbox keeps beside sbx's view */
+	unsigned timeout_s;    /* renew */
+	char port[8];          /* endpoints: the port as asked */
+	char sid[SUP_ID_MAX];  /* create: the sandbox made */
+	sbx_err entry_err;     /* create: why its entrypoint did not start */
+	/* execd */
+	sup_exec_spec spec;
+	bool background;
+	sbx_proto_args args;   /* a proc.* call */
+	const sup_core_call_cbs *cbs;
+	sup_stream *s;
+	struct evbuffer *line[2]; /* stdout, stderr: the part line of each */
+	uint64_t started_ms;
+	long pid;
+	uint64_t cursor;       /* logs: where to start */
+	struct evbuffer *logs; /* logs: what was read */
+	int kind;              /* which proc.* answer (sup_osbx_cmd.c) */
+	char cmd_id[24];       /* a foreground command's "fg-<seq>" */
+	struct sup_oq *fg_next, **fg_prev; /* in x->fg while it streams */
+	char target[24];       /* interrupt: the id asked for */
+	struct osbx_files *fx; /* a files or directories request (sup_osbx_files.c) */
+};
+typedef struct sup_oq sup_oq;
+
+/* ---- sup_osbx_json.c: pure ---- */
+
+/* Kubernetes quantities as OpenSandbox's resourceLimits give them: cpu
+ * ("500m", "2", "0.5") in thousandths of a CPU, memory ("512Mi", "1G",
+ * "1073741824") in bytes. 0, or -EINVAL. */
+int sup_osbx_cpu_milli(const char *s, uint64_t *out);
+int sup_osbx_bytes(const char *s, uint64_t *out);
+/* An RFC 3339 time ("2026-12-01T22:00:00.123Z", "+01:00"), rounded up to
+ * the second: 0, or -EINVAL. */
+int sup_osbx_parse_time(const char *s, time_t *out);
+/* Their CreateSandboxRequest into sbx's create (through sup_api's own
+ * parser, so sbx's checks hold) and *kept, what sbx does not keep
+ * (metadata, entrypoint, extensions; the caller decrefs it, also on
+ * failure). What sbx cannot do is -EINVAL naming it, or -ENOSYS (a
+ * snapshot, not built yet). */
+int sup_osbx_parse_create(const char *body, size_t len, const sup_api_limits *lim,
+			  sup_create_req *out, json_t **kept, sbx_err *err);
+/* Whether argv is their keep-alive default (tail -f /dev/null): an sbx
+ * sandbox stays up without it. */
+bool sup_osbx_entry_is_default(const json_t *entrypoint);
+/* Their Sandbox object for v and what was kept of it (NULL: nothing). */
+json_t *sup_osbx_sandbox_json(const sup_sandbox_view *v, const json_t *kept);
+/* Their state name for sbx's ("running" -> "Running"). */
+const char *sup_osbx_state(const char *sbx_state);
+/* Whether "k=v&k2=v2" (the list's metadata filter, decoded) all hold in
+ * metadata: 1, 0, or -EINVAL for a bad filter. */
+int sup_osbx_meta_match(const char *filter, const json_t *metadata);
+/* Their command body ({"command", "cwd", "background", "timeout" ms,
+ * "envs", "uid", "gid"}) into an exec spec (sh -c command). */
+int sup_osbx_parse_command(const char *body, size_t len, sup_exec_spec *out, bool *background,
+			   sbx_err *err);
+/* An ISO time with milliseconds ("2026-12-01T22:00:00.123Z"). */
+void sup_osbx_time_ms(uint64_t ms, char *buf, size_t size);
+
+/* ---- sup_osbx_cmd.c: the execd command routes ---- */
+int sup_osbx_parse_cmd(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_cmd(sup_http_req *r, void *state, sbx_err *err);
+int sup_osbx_parse_interrupt(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_parse_status(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_parse_logs(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_call(sup_http_req *r, void *state, sbx_err *err);
+void sup_osbx_cmd_release(sup_oq *q);
+/* A reply's credit (sup_http_on_credit): cost back to the agent's call. */
+void sup_osbx_credit(size_t cost, void *ud);
+
+/* ---- sup_osbx_files.c: files and directories ---- */
+int sup_osbx_parse_fs(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_fs(sup_http_req *r, void *state, sbx_err *err);
+int sup_osbx_parse_download(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_download(sup_http_req *r, void *state, sbx_err *err);
+int sup_osbx_parse_upload(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_upload(sup_http_req *r, void *state, sbx_err *err);
+void sup_osbx_files_release(sup_oq *q);
+/* "Range: bytes=a-b" / "bytes=a-": 0 with *off and *len (UINT64_MAX: to
+ * the end), or -EINVAL (a suffix or several ranges are not served). */
+int sup_osbx_range(const char *h, uint64_t *off, uint64_t *len);
+/* Their mode, octal digits written as a decimal number (644), into bits. */
+int sup_osbx_mode(json_int_t v, uint64_t *out);
+
+#endif

@@ -1,0 +1,152 @@
+"""The OpenSandbox compatibility layer (/opensandbox/...) through a real
+sandbox-supervisor and real runc sandboxes: OpenSandbox's own npm SDK
+(@alibaba-group/opensandbox, pinned in tests/opensandbox/, installed by
+scripts/install-npm-pinned) runs its flows through its public API
+(tests/opensandbox/sdk_flows.mjs), unchanged but for its domain; and the
+wire format it parses is checked byte for byte here with Python's stdlib
+client: the OPEN-SANDBOX-API-KEY header as the token, flat {"code",
+"message"} errors, the command stream as one bare JSON object per event
+followed by a blank line. Every sandbox is removed at the end, also when a
+test fails.
+
+Env: SBX_SUPERVISOR, SBX_AGENT.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sbx_harness import Supervisor, stop_clean  # noqa: E402
+
+SUP = os.environ.get("SBX_SUPERVISOR")
+AGENT = os.environ.get("SBX_AGENT")
+HERE = os.path.dirname(os.path.abspath(__file__))
+SDK_DIR = os.path.normpath(os.path.join(HERE, "..", "opensandbox"))
+
+
+class OpenSandbox(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sup = Supervisor(SUP, AGENT, pool_size=2)
+        cls.addClassCleanup(cls.sup.cleanup)
+        cls.sup.start()
+        cls.sup.wait_ready()
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_clean(cls.sup)
+
+    def tearDown(self):
+        st, _, body = self.sup.request("GET", "/v1/sandboxes")
+        for sb in body.get("sandboxes", []):
+            self.sup.request("DELETE", "/v1/sandboxes/" + sb["id"])
+
+    def key(self):
+        return {"OPEN-SANDBOX-API-KEY": self.sup.token}
+
+    def create(self, **kw):
+        body = {"image": {"uri": "host"}, "entrypoint": ["tail", "-f", "/dev/null"],
+                "resourceLimits": {"cpu": "250m", "memory": "256Mi"}, "timeout": 120}
+        body.update(kw)
+        return self.sup.request("POST", "/opensandbox/v1/sandboxes", body, token=False,
+                                headers=self.key())
+
+    def test_sdk_flows(self):
+        if not shutil.which("node") or not os.path.isdir(os.path.join(SDK_DIR, "node_modules")):
+            self.fail("node or the pinned SDK is missing: run scripts/install-deps")
+        env = dict(os.environ, SBX_DOMAIN="127.0.0.1:%d/opensandbox" % self.sup.port,
+                   SBX_TOKEN=self.sup.token, SBX_IMAGE="host")
+        p = subprocess.run(["node", os.path.join(SDK_DIR, "sdk_flows.mjs")], cwd=SDK_DIR, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180)
+        out = p.stdout.decode(errors="replace")
+        print(out)
+        self.assertEqual(p.returncode, 0, out + "\n" + self.sup.log())
+        self.assertIn("all passed", out)
+
+    def test_create_shape_and_limits(self):
+        st, hdrs, sb = self.create(metadata={"a": "b"}, env={"K": "V"})
+        self.assertEqual(st, 202, sb)
+        self.assertEqual(sb["status"]["state"], "Running")
+        self.assertEqual(sb["metadata"], {"a": "b"})
+        self.assertEqual(sb["entrypoint"], ["tail", "-f", "/dev/null"])
+        self.assertTrue(hdrs["location"].endswith("/opensandbox/v1/sandboxes/" + sb["id"]))
+        # the limits asked for are sbx's limits in force
+        st, _, own = self.sup.request("GET", "/v1/sandboxes/" + sb["id"])
+        self.assertEqual(own["resources"]["cpus"], 0.25)
+        self.assertEqual(own["resources"]["memory"], 256 << 20)
+
+    def test_flat_errors_and_key_header(self):
+        st, _, body = self.sup.request("GET", "/opensandbox/v1/sandboxes/sb-000000000000",
+                                       token=False, headers=self.key())
+        self.assertEqual(st, 404)
+        self.assertEqual(sorted(body), ["code", "message"], body)
+        st, _, body = self.sup.request("GET", "/opensandbox/v1/sandboxes", token=False,
+                                       headers={"OPEN-SANDBOX-API-KEY": "wrong"})
+        self.assertEqual(st, 401)
+        self.assertEqual(sorted(body), ["code", "message"], body)
+        st, _, body = self.sup.request("GET", "/opensandbox/v1/sandboxes", token=False)
+        self.assertEqual(st, 401, body)
+        # sbx's own API keeps its shape
+        st, _, body = self.sup.request("GET", "/v1/sandboxes/sb-000000000000")
+        self.assertEqual(st, 404)
+        self.assertIn("error", body)
+        for bad, why in (({"entrypoint": []}, 400),
+                         ({"resourceLimits": {"cpu": "lots"}}, 400),
+                         ({"resourceLimits": {"memory": "1Ti"}}, 400),
+                         ({"snapshotId": "snap-1"}, 501),
+                         ({"volumes": [{"name": "v", "host": {"path": "/"}, "mountPath": "/m"}]}, 400),
+                         ({"nonsense": 1}, 400)):
+            st, _, body = self.create(**bad)
+            self.assertEqual(st, why, (bad, body))
+            self.assertEqual(sorted(body), ["code", "message"], body)
+
+    def test_entrypoint_runs_in_the_background(self):
+        st, _, sb = self.create(entrypoint=["/bin/sh", "-c", "echo started > /tmp/entry; exec sleep 300"])
+        self.assertEqual(st, 202, sb)
+        self.assertEqual(sb["entrypoint"][0], "/bin/sh")
+        st, _, procs = self.sup.request("GET", "/v1/sandboxes/%s/processes?tag=entrypoint" % sb["id"])
+        self.assertEqual(st, 200, procs)
+        self.assertEqual(len(procs["processes"]), 1, procs)
+        st, _, out = self.sup.exec(sb["id"], argv=["cat", "/tmp/entry"])
+        self.assertEqual(out["stdout"], "started\n", out)
+        # the sandbox lives by its expiry, not by the process: one that
+        # fails after it started leaves it Running, its exit code to see
+        st, _, sb2 = self.create(entrypoint=["/no/such/binary"])
+        self.assertEqual(st, 202, sb2)
+        deadline = time.monotonic() + 10
+        while True:
+            st, _, procs = self.sup.request("GET", "/v1/sandboxes/%s/processes?tag=entrypoint" % sb2["id"])
+            if procs["processes"][0]["state"] == "exited" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertEqual(procs["processes"][0].get("exit_code"), 127, procs)
+
+    def test_command_stream_wire_format(self):
+        st, _, sb = self.create()
+        self.assertEqual(st, 202, sb)
+        c = self.sup.conn()
+        c.request("POST", "/opensandbox/execd/%s/command" % sb["id"],
+                  body=json.dumps({"command": "echo a; echo b >&2; exit 7"}),
+                  headers=dict(self.key(), Accept="text/event-stream"))
+        r = c.getresponse()
+        self.assertEqual(r.status, 200)
+        raw = r.read().decode()
+        c.close()
+        self.assertTrue(raw.endswith("\n\n"), raw)
+        events = [json.loads(chunk) for chunk in raw.split("\n\n") if chunk]
+        types = [e["type"] for e in events]
+        self.assertEqual(types[0], "init", events)
+        self.assertTrue(events[0]["text"], events)
+        self.assertEqual(sorted(types[1:3]), ["stderr", "stdout"], events)
+        self.assertEqual(events[-1]["type"], "error", events)
+        self.assertEqual(events[-1]["error"]["evalue"], "7", events)
+        for e in events:
+            self.assertIsInstance(e["timestamp"], int)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
