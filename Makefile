@@ -15,7 +15,7 @@ POOL_SIZE ?= 4
 # UPLINK=IFACE (or netns:NAME): egress by policy through it (API.md, "Network")
 UPLINK    ?=
 
-.PHONY: all deps build build-san run test bench lint clean agent-image
+.PHONY: all deps build build-san run test bench lint clean agent-image k8s-deps
 
 all: build
 
@@ -35,9 +35,15 @@ run: build
 	  --state-dir $(STATE_DIR) --pool-size $(POOL_SIZE) --print-example \
 	  $(if $(UPLINK),--uplink $(UPLINK))
 
+# The control plane the Kubernetes tests start: Debian's etcd and kubectl,
+# a kube-apiserver built from Debian's source once per machine (about 3 min
+# on 2 idle cores), cached in /var/cache/sbx-k8s (scripts/install-k8s).
+k8s-deps: deps
+	@scripts/install-k8s
+
 # The release build too: gcc -O3 warns of things -O2 does not, and make run
 # must keep building.
-test: build build-san
+test: build build-san k8s-deps
 	cd $(SAN_DIR) && ctest --output-on-failure -j$(JOBS)
 
 lint: build
