@@ -4,6 +4,8 @@
 #   make bench  install deps, release build, benchmarks (BEFORE=<another
 #               build's sandbox-supervisor>: its HTTP edge rows beside ours)
 #   make agent-image  the agent layer as an OCI layout and oci-archive
+#   make images the supervisor's image and the agent layer (OCI layouts and
+#               oci-archives in build/release/images)
 JOBS      ?= $(shell nproc)
 REL_DIR   := build/release
 SAN_DIR   := build/sanitize
@@ -15,7 +17,7 @@ POOL_SIZE ?= 4
 # UPLINK=IFACE (or netns:NAME): egress by policy through it (API.md, "Network")
 UPLINK    ?=
 
-.PHONY: all deps build build-san run test bench lint clean agent-image k8s-deps
+.PHONY: all deps build build-san run test bench lint clean agent-image k8s-deps images
 
 all: build
 
@@ -53,6 +55,14 @@ lint: build
 # /.sbx/sandbox-agent (see guest-agent/Dockerfile.example).
 agent-image: build
 	scripts/agent-image $(REL_DIR)/guest-agent/sandbox-agent $(REL_DIR)/agent-image
+
+# The images daemonset/ runs: the supervisor's (FROM scratch: the
+# supervisor, the agent, runc, mkfs.ext4 and the libraries they load; see
+# scripts/supervisor-image) and the agent layer.
+images: build
+	scripts/agent-image $(REL_DIR)/guest-agent/sandbox-agent $(REL_DIR)/images
+	scripts/supervisor-image $(REL_DIR)/node-supervisor/sandbox-supervisor \
+	  $(REL_DIR)/guest-agent/sandbox-agent $(REL_DIR)/images
 
 # Then the images' rows (bench/bench_images.py: pools and cold creates of a
 # store image, a 100 MB import over HTTP, 20 sandboxes' disk), issue 4's
