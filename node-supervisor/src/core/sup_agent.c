@@ -651,11 +651,11 @@ int sup_agent_open(struct event_base *base, int fd, const char *name,
 		   unsigned handshake_timeout_ms, const sup_agent_opts *opts,
 		   const sup_agent_cbs *cbs, void *ud, sup_agent **out, sbx_err *err)
 {
-	sup_agent *a;
+	sup_agent *a = NULL;
 	int rc = agent_new(base, name, handshake_timeout_ms, opts, cbs, ud, &a, err);
-	if (rc < 0) {
+	if (rc < 0 || !a) {
 		close(fd);
-		return rc;
+		return rc < 0 ? rc : -ENOMEM;
 	}
 	rc = agent_attach(a, fd, err);
 	if (rc < 0) {
@@ -690,11 +690,11 @@ int sup_agent_connect(struct event_base *base, const char *address, const char *
 	int rc = sup_agent_addr_parse(address, &addr, err);
 	if (rc < 0)
 		return rc;
-	sup_agent *a;
+	sup_agent *a = NULL;
 	rc = agent_new(base, name, handshake_timeout_ms, opts, cbs, ud, &a, err);
-	if (rc < 0)
-		return rc;
-	int fd;
+	if (rc < 0 || !a)
+		return rc < 0 ? rc : -ENOMEM;
+	int fd = -1;
 	rc = sup_agent_dial_start(base, &addr, on_dialled, a, &fd, &a->dial, err);
 	if (rc == 0)
 		rc = agent_attach(a, fd, err);
