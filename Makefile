@@ -4,6 +4,8 @@
 #   make bench  install deps, release build, benchmarks (BEFORE=<another
 #               build's sandbox-supervisor>: its HTTP edge rows beside ours)
 #   make agent-image  the agent layer as an OCI layout and oci-archive
+#   make images the supervisor's image and the agent layer (OCI layouts and
+#               oci-archives in build/release/images)
 JOBS      ?= $(shell nproc)
 REL_DIR   := build/release
 SAN_DIR   := build/sanitize
@@ -15,7 +17,7 @@ POOL_SIZE ?= 4
 # UPLINK=IFACE (or netns:NAME): egress by policy through it (API.md, "Network")
 UPLINK    ?=
 
-.PHONY: all deps build build-san run test bench lint clean agent-image
+.PHONY: all deps build build-san run test bench lint clean agent-image k8s-deps images
 
 all: build
 
@@ -35,9 +37,15 @@ run: build
 	  --state-dir $(STATE_DIR) --pool-size $(POOL_SIZE) --print-example \
 	  $(if $(UPLINK),--uplink $(UPLINK))
 
+# The control plane the Kubernetes tests start: Debian's etcd and kubectl,
+# a kube-apiserver built from Debian's source once per machine (about 3 min
+# on 2 idle cores), cached in /var/cache/sbx-k8s (scripts/install-k8s).
+k8s-deps: deps
+	@scripts/install-k8s
+
 # The release build too: gcc -O3 warns of things -O2 does not, and make run
 # must keep building.
-test: build build-san
+test: build build-san k8s-deps
 	cd $(SAN_DIR) && ctest --output-on-failure -j$(JOBS)
 
 lint: build
@@ -47,6 +55,14 @@ lint: build
 # /.sbx/sandbox-agent (see guest-agent/Dockerfile.example).
 agent-image: build
 	scripts/agent-image $(REL_DIR)/guest-agent/sandbox-agent $(REL_DIR)/agent-image
+
+# The images daemonset/ runs: the supervisor's (FROM scratch: the
+# supervisor, the agent, runc, mkfs.ext4 and the libraries they load; see
+# scripts/supervisor-image) and the agent layer.
+images: build
+	scripts/agent-image $(REL_DIR)/guest-agent/sandbox-agent $(REL_DIR)/images
+	scripts/supervisor-image $(REL_DIR)/node-supervisor/sandbox-supervisor \
+	  $(REL_DIR)/guest-agent/sandbox-agent $(REL_DIR)/images
 
 # Then the images' rows (bench/bench_images.py: pools and cold creates of a
 # store image, a 100 MB import over HTTP, 20 sandboxes' disk), issue 4's

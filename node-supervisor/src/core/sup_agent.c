@@ -11,13 +11,13 @@
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
 #include "sbx/proto.h"
 #include "sbx/proto_conn.h"
+#include "sup_agent_dial.h"
 #include "sup_log.h"
 
 #define SUP_AGENT_NAME "sandbox-supervisor/0.1.0"
@@ -55,6 +55,7 @@ void sup_agent_totals_get(sup_agent_totals *t)
 
 struct sup_agent {
 	sbx_proto_conn *conn;
+	sup_agent_dial *dial;          /* vsock, hybrid vsock: the connect under way */
 	struct event_base *base;
 	sup_agent_opts o;
 	char name[48];                 /* the sandbox's id, for logs */
@@ -191,6 +192,7 @@ static void call_abandon(sup_agent_call *call)
 /* Our callbacks may free the agent; release it only once we unwound. */
 static void agent_release(sup_agent *a)
 {
+	sup_agent_dial_cancel(a->dial);
 	if (a->handshake_timer)
 		event_free(a->handshake_timer);
 	if (a->live_timer)
@@ -266,6 +268,8 @@ static void agent_lost(sup_agent *a, int code, const char *why)
 	if (code == -EPROTO)
 		totals.faults++;
 	a->lost = true;
+	sup_agent_dial_cancel(a->dial);
+	a->dial = NULL;
 	if (a->conn) {
 		sbx_proto_conn_free(a->conn);
 		a->conn = NULL;
@@ -609,9 +613,17 @@ static void conn_on_close(sbx_proto_conn *c, const sbx_err *why, void *ud)
 
 static void on_handshake_timeout(evutil_socket_t fd, short what, void *ud)
 {
+	sup_agent *a = ud;
 	(void)fd;
 	(void)what;
-	agent_lose(ud, -ETIMEDOUT, "no hello from the agent in time");
+	if (!a->dial) {
+		agent_lose(a, -ETIMEDOUT, "no hello from the agent in time");
+		return;
+	}
+	char msg[SBX_ERR_MSG_MAX];
+	snprintf(msg, sizeof(msg), "agent connection %s: not connected in time",
+		 sup_agent_dial_name(a->dial));
+	agent_lose(a, -ETIMEDOUT, msg);
 }
 
 static const sbx_proto_conn_cbs conn_cbs = {
@@ -621,15 +633,15 @@ static const sbx_proto_conn_cbs conn_cbs = {
 	.on_close = conn_on_close,
 };
 
-int sup_agent_open(struct event_base *base, int fd, const char *name,
-		   unsigned handshake_timeout_ms, const sup_agent_opts *opts,
-		   const sup_agent_cbs *cbs, void *ud, sup_agent **out, sbx_err *err)
+/* The agent object, its timers and the handshake deadline (it covers the
+ * dial too); no connection yet. */
+static int agent_new(struct event_base *base, const char *name, unsigned handshake_timeout_ms,
+		     const sup_agent_opts *opts, const sup_agent_cbs *cbs, void *ud,
+		     sup_agent **out, sbx_err *err)
 {
 	sup_agent *a = calloc(1, sizeof(*a));
-	if (!a) {
-		close(fd);
+	if (!a)
 		return sbx_err_set(err, -ENOMEM, "agent");
-	}
 	TAILQ_INIT(&a->calls);
 	a->base = base;
 	a->o = *opts;
@@ -639,43 +651,83 @@ int sup_agent_open(struct event_base *base, int fd, const char *name,
 	a->handshake_timer = evtimer_new(base, on_handshake_timeout, a);
 	a->live_timer = evtimer_new(base, on_live, a);
 	if (!a->handshake_timer || !a->live_timer) {
-		close(fd);
 		agent_release(a);
 		return sbx_err_set(err, -ENOMEM, "agent timers");
 	}
 	timer_add_ms(a->handshake_timer, handshake_timeout_ms);
+	*out = a;
+	return 0;
+}
+
+/* The protocol over a connected socket (taken): whatever the transport
+ * below, from here on the same. */
+static int agent_attach(sup_agent *a, int fd, sbx_err *err)
+{
 	sbx_proto_conn_opts copts = {
 		.is_client = true,
 		.agent = SUP_AGENT_NAME,
-		.frame_timeout_ms = opts->frame_ms,
+		.frame_timeout_ms = a->o.frame_ms,
 	};
-	a->conn = sbx_proto_conn_new(base, fd, &copts, &conn_cbs, a, err);
-	if (!a->conn) {
+	a->conn = sbx_proto_conn_new(a->base, fd, &copts, &conn_cbs, a, err);
+	return a->conn ? 0 : err->code;
+}
+
+int sup_agent_open(struct event_base *base, int fd, const char *name,
+		   unsigned handshake_timeout_ms, const sup_agent_opts *opts,
+		   const sup_agent_cbs *cbs, void *ud, sup_agent **out, sbx_err *err)
+{
+	sup_agent *a = NULL;
+	int rc = agent_new(base, name, handshake_timeout_ms, opts, cbs, ud, &a, err);
+	if (rc < 0 || !a) {
+		close(fd);
+		return rc < 0 ? rc : -ENOMEM;
+	}
+	rc = agent_attach(a, fd, err);
+	if (rc < 0) {
 		agent_release(a);
-		return err->code;
+		return rc;
 	}
 	*out = a;
 	return 0;
 }
 
-int sup_agent_connect(struct event_base *base, const char *socket_path, const char *name,
+/* A vsock or hybrid vsock dial came to its end (sup_agent_dial). */
+static void on_dialled(int fd, const sbx_err *why, void *ud)
+{
+	sup_agent *a = ud;
+	a->dial = NULL;
+	/* Not the guest's fault (the VMM answers CONNECT): the agent is out of
+	 * reach, as when its unix socket refuses. */
+	if (fd < 0) {
+		agent_lose(a, -ECONNRESET, why->msg);
+		return;
+	}
+	sbx_err e;
+	if (agent_attach(a, fd, &e) < 0)
+		agent_lose(a, -ENOMEM, e.msg);
+}
+
+int sup_agent_connect(struct event_base *base, const char *address, const char *name,
 		      unsigned handshake_timeout_ms, const sup_agent_opts *opts,
 		      const sup_agent_cbs *cbs, void *ud, sup_agent **out, sbx_err *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(socket_path) >= sizeof(sa.sun_path))
-		return sbx_err_set(err, -ENAMETOOLONG, "agent socket path %s", socket_path);
-	strcpy(sa.sun_path, socket_path);
-	SBX_AUTO_CLOSE int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return sbx_err_sys(err, -errno, "socket");
-	/* A unix stream connect completes at once or fails (EAGAIN: backlog full). */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return sbx_err_sys(err, -errno, "connect %s", socket_path);
-	int rc = sup_agent_open(base, sbx_steal_fd(&fd), name, handshake_timeout_ms, opts, cbs, ud,
-				out, err);
+	sup_agent_addr addr;
+	int rc = sup_agent_addr_parse(address, &addr, err);
 	if (rc < 0)
-		return sbx_err_wrap(err, "agent connection %s", socket_path);
+		return rc;
+	sup_agent *a = NULL;
+	rc = agent_new(base, name, handshake_timeout_ms, opts, cbs, ud, &a, err);
+	if (rc < 0 || !a)
+		return rc < 0 ? rc : -ENOMEM;
+	int fd = -1;
+	rc = sup_agent_dial_start(base, &addr, on_dialled, a, &fd, &a->dial, err);
+	if (rc == 0)
+		rc = agent_attach(a, fd, err);
+	if (rc < 0) {
+		agent_release(a);
+		return sbx_err_wrap(err, "agent connection %s", address);
+	}
+	*out = a;
 	return 0;
 }
 
@@ -685,6 +737,8 @@ void sup_agent_free(sup_agent *a)
 		return;
 	if (a->freed)
 		return;
+	sup_agent_dial_cancel(a->dial);
+	a->dial = NULL;
 	if (a->conn) {
 		sbx_proto_conn_free(a->conn);
 		a->conn = NULL;

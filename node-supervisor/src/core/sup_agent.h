@@ -64,9 +64,13 @@ typedef struct sup_agent_cbs {
 	void (*on_lost)(sup_agent *a, const sbx_err *why, void *ud);
 } sup_agent_cbs;
 
-/* Connect to the agent's unix socket and start the handshake. name (the
- * sandbox's id) is for logs. */
-int sup_agent_connect(struct event_base *base, const char *socket_path, const char *name,
+/* Connect to the agent and start the handshake. address: a unix socket's
+ * path (or unix:PATH), vsock:CID:PORT or hvsock:PATH:PORT (sup_agent_dial.h);
+ * a bad address or a connect that fails at once is an error here, a vsock
+ * or hybrid vsock connect that fails later is on_lost (-ECONNRESET), and
+ * the handshake deadline covers the connect and the hello together. name
+ * (the sandbox's id) is for logs. */
+int sup_agent_connect(struct event_base *base, const char *address, const char *name,
 		      unsigned handshake_timeout_ms, const sup_agent_opts *opts,
 		      const sup_agent_cbs *cbs, void *ud, sup_agent **out, sbx_err *err);
 /* The same over a connected stream socket (taken). */

@@ -1,0 +1,277 @@
+"""daemonset/ (the kustomize manifests) against what reads them:
+- Debian's kubectl 1.20 (`kubectl kustomize`, scripts/install-k8s's cache)
+  renders them;
+- the tenants Secret's example is a file the supervisor starts with;
+- offline, kubernetes-models (pinned in tests/k8s/package-lock.json, run by
+  tests/k8s/check.mjs) validates every object, the sandbox pod template the
+  ConfigMap carries included, and refuses a wrong type;
+- a real kube-apiserver with etcd (tests/k8s/apiserver.py, started for this
+  test on loopback and removed after) takes them all in a server-side
+  dry-run (`kubectl apply --dry-run=server -k`: kubectl checks each object
+  against the server's OpenAPI document, so an unknown field fails, then the
+  server runs validation and admission without storing), the template's Pod
+  too. A copy with a misspelt field and one whose DaemonSet selector misses
+  its pods are refused (kubernetes-models passes both: why both checks run);
+- applied for real, the supervisors' ServiceAccount may do what the
+  Kubernetes backend will need (pods and events of sbx-sandboxes, leases of
+  sbx-system) and nothing else it was checked for (`kubectl auth can-i`
+  as the ServiceAccount).
+
+Env: SBX_SUPERVISOR, SBX_AGENT. Needs scripts/install-k8s's cache (make test installs it) and
+tests/k8s/node_modules (scripts/install-deps). Never the machine's kubectl
+or its config: the cached kubectl with the test's own kubeconfig.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "tests", "k8s"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import apiserver  # noqa: E402
+from sbx_harness import Supervisor, stop_clean  # noqa: E402
+
+MANIFESTS = os.path.join(TOP, "daemonset")
+TOOLS = os.path.join(TOP, "tests", "k8s")
+KUBECTL = os.path.join(apiserver.BIN, "kubectl")
+SA = "system:serviceaccount:sbx-system:sbx-supervisor"
+
+# What the rendered set must hold (kind, name; generated names by prefix).
+EXPECTED = [
+    ("Namespace", "sbx-system"), ("Namespace", "sbx-sandboxes"),
+    ("ServiceAccount", "sbx-supervisor"), ("Role", "sbx-supervisor-sandboxes"),
+    ("RoleBinding", "sbx-supervisor-sandboxes"), ("Role", "sbx-supervisor-leases"),
+    ("RoleBinding", "sbx-supervisor-leases"), ("DaemonSet", "sbx-supervisor"),
+    ("Service", "sbx-api"), ("NetworkPolicy", "sbx-sandboxes-default"),
+    ("RuntimeClass", "gvisor"), ("RuntimeClass", "kata"),
+    ("ConfigMap", "sbx-sandbox-templates-"), ("Secret", "sbx-tenants-"),
+]
+
+
+def render(folder):
+    """kubectl kustomize FOLDER: (returncode, YAML text, stderr)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+    env["HOME"] = tempfile.gettempdir()
+    p = subprocess.run([KUBECTL, "kustomize", folder], capture_output=True, text=True, env=env,
+                       timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def offline_check(yaml_text):
+    """tests/k8s/check.mjs over a rendered set: (returncode, output)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(yaml_text)
+    try:
+        p = subprocess.run(["node", os.path.join(TOOLS, "check.mjs"), f.name],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        os.unlink(f.name)
+    return p.returncode, p.stdout + p.stderr
+
+
+def objects(cp, yaml_text):
+    """The rendered objects as JSON, read by kubectl itself (client dry-run,
+    no server call): a list of dicts."""
+    p = cp.kubectl("create", "--dry-run=client", "-o", "json", "-f", "-", stdin=yaml_text)
+    if p.returncode != 0:
+        raise AssertionError("kubectl could not read the set: " + p.stderr)
+    out = json.loads(p.stdout)
+    return out["items"] if out.get("kind") == "List" else [out]
+
+
+def mutated(edit):
+    """A copy of daemonset/ with edit(folder) applied; the caller removes it."""
+    d = tempfile.mkdtemp(prefix="sbx-k8s-manifests-")
+    shutil.copytree(MANIFESTS, os.path.join(d, "m"))
+    edit(os.path.join(d, "m"))
+    return d
+
+
+def replace_in(path, old, new):
+    with open(path) as f:
+        s = f.read()
+    if old not in s:
+        raise AssertionError("%r not in %s" % (old, path))
+    with open(path, "w") as f:
+        f.write(s.replace(old, new, 1))
+
+
+class Offline(unittest.TestCase):
+    def test_install_is_cached(self):
+        """A second run of scripts/install-k8s (make test's, each time)
+        checks the cache and returns: nothing fetched, nothing built."""
+        t0 = time.monotonic()
+        p = subprocess.run([os.path.join(TOP, "scripts", "install-k8s")], capture_output=True,
+                           text=True, timeout=60)
+        took = time.monotonic() - t0
+        print("install-k8s on a filled cache: %.3f s" % took)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, "")
+        self.assertLess(took, 1.0)
+
+    def test_renders_and_validates(self):
+        rc, text, err = render(MANIFESTS)
+        self.assertEqual(rc, 0, err)
+        rc, out = offline_check(text)
+        print(out, end="")
+        self.assertEqual(rc, 0, out)
+        lines = out.splitlines()
+        for kind, name in EXPECTED:
+            self.assertTrue(any(l.startswith("ok   %s/%s" % (kind, name)) for l in lines),
+                            "%s/%s missing from the rendered set:\n%s" % (kind, name, out))
+        # The sandbox pod template inside its ConfigMap was checked as a Pod.
+        self.assertTrue(any("[default.yaml] Pod/sbx-default-" in l for l in lines), out)
+
+    def test_tenants_example_accepted(self):
+        """The tenants Secret's example is a file the supervisor takes (its
+        strict parser: an unknown key or a bad hash stops the start)."""
+        sup = os.environ.get("SBX_SUPERVISOR")
+        agent = os.environ.get("SBX_AGENT")
+        self.assertTrue(sup and agent, "SBX_SUPERVISOR and SBX_AGENT must name the binaries")
+        s = Supervisor(sup, agent, pool_size=0, token="unused-the-file-has-hashes",
+                       extra=["--tenants", os.path.join(MANIFESTS, "tenants.example.json")])
+        try:
+            s.start()
+            st, _, body = s.request("GET", "/v1/pools", token="Bearer not-a-token-of-the-file")
+            self.assertEqual(st, 401, body)
+            stop_clean(s)
+        finally:
+            s.cleanup()
+
+    def test_wrong_type_refused_offline(self):
+        rc, text, err = render(MANIFESTS)
+        self.assertEqual(rc, 0, err)
+        bad = text.replace("containerPort: 7070", "containerPort: seven-thousand", 1)
+        self.assertNotEqual(bad, text)
+        rc, out = offline_check(bad)
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("FAIL DaemonSet/sbx-supervisor", out)
+        self.assertIn("containerPort", out)
+
+
+class Server(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cp = apiserver.ControlPlane()
+        cls.cp.start()
+        print("control plane ready in %.2f s (etcd + kube-apiserver, %s)"
+              % (cls.cp.start_seconds, cls.cp.url))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cp.stop()
+
+    def kubectl(self, *args, stdin=None):
+        return self.cp.kubectl(*args, stdin=stdin)
+
+    def namespaces(self):
+        # A dry-run stores nothing, so a namespace it "creates" cannot hold
+        # the next object: the namespaces are made for real first.
+        p = self.kubectl("apply", "-f", os.path.join(MANIFESTS, "namespace.yaml"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_1_server_dry_run(self):
+        self.namespaces()
+        t0 = time.monotonic()
+        p = self.kubectl("apply", "--dry-run=server", "-k", MANIFESTS)
+        print("server dry-run %.2f s:\n%s" % (time.monotonic() - t0, p.stdout), end="")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for kind, name in EXPECTED:
+            self.assertRegex(p.stdout, r"(?m)^%s(\.[a-z0-9.]+)?/%s\S* (created|configured|unchanged)"
+                             r" \(server dry run\)$" % (kind.lower(), re.escape(name)))
+        # Nothing but the namespaces was stored.
+        st, body = self.cp.api("GET", "/apis/apps/v1/namespaces/sbx-system/daemonsets")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(json.loads(body)["items"], [])
+
+    def test_2_template_pod_dry_run(self):
+        self.namespaces()
+        rc, text, err = render(MANIFESTS)
+        self.assertEqual(rc, 0, err)
+        cms = [o for o in objects(self.cp, text) if o["kind"] == "ConfigMap"]
+        self.assertEqual(len(cms), 1)
+        templates = cms[0]["data"]
+        self.assertIn("default.yaml", templates)
+        for key, tmpl in templates.items():
+            p = self.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", stdin=tmpl)
+            self.assertEqual(p.returncode, 0, "%s: %s" % (key, p.stderr))
+            pod = json.loads(p.stdout)
+            self.assertEqual(pod["kind"], "Pod")
+            self.assertEqual(pod["metadata"]["namespace"], "sbx-sandboxes")
+            # The server filled it in (defaults): it went through the API.
+            self.assertEqual(pod["spec"]["containers"][0]["terminationMessagePath"],
+                             "/dev/termination-log")
+
+    def refused(self, edit, offline_passes, want):
+        d = mutated(edit)
+        try:
+            rc, text, err = render(os.path.join(d, "m"))
+            self.assertEqual(rc, 0, err)
+            rc, out = offline_check(text)
+            # kubernetes-models lets these through: the reason for the
+            # server-side check.
+            self.assertEqual(rc == 0, offline_passes, out)
+            p = self.kubectl("apply", "--dry-run=server", "-k", os.path.join(d, "m"))
+            self.assertNotEqual(p.returncode, 0, p.stdout)
+            self.assertIn(want, p.stderr)
+            return p.stderr
+        finally:
+            shutil.rmtree(d)
+
+    def test_3_misspelt_field_refused(self):
+        self.namespaces()
+        err = self.refused(lambda m: replace_in(os.path.join(m, "supervisor.yaml"),
+                                                "mountPropagation:", "mountPropagaton:"),
+                           offline_passes=True, want="mountPropagaton")
+        print("misspelt field: " + err.strip().splitlines()[0])
+
+    def test_4_selector_mismatch_refused(self):
+        self.namespaces()
+        err = self.refused(lambda m: replace_in(os.path.join(m, "supervisor.yaml"),
+                                                "      labels:\n        app.kubernetes.io/name: sbx-supervisor",
+                                                "      labels:\n        app.kubernetes.io/name: sbx-other"),
+                           offline_passes=True, want="selector")
+        print("selector mismatch: " + err.strip().splitlines()[-1])
+
+    def test_5_rbac_least_privilege(self):
+        p = self.kubectl("apply", "-k", MANIFESTS)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        allowed = [
+            ("create", "pods", "sbx-sandboxes"), ("watch", "pods", "sbx-sandboxes"),
+            ("patch", "pods", "sbx-sandboxes"), ("delete", "pods", "sbx-sandboxes"),
+            ("create", "events", "sbx-sandboxes"),
+            ("update", "leases.coordination.k8s.io", "sbx-system"),
+            ("create", "leases.coordination.k8s.io", "sbx-system"),
+        ]
+        denied = [
+            ("create", "pods", "sbx-system"), ("list", "pods", "default"),
+            ("create", "pods/exec", "sbx-sandboxes"), ("get", "secrets", "sbx-sandboxes"),
+            ("get", "secrets", "sbx-system"), ("get", "configmaps", "sbx-system"),
+            ("update", "daemonsets.apps", "sbx-system"), ("list", "nodes", ""),
+            ("update", "leases.coordination.k8s.io", "kube-system"),
+            ("create", "events", "default"), ("delete", "namespaces", ""),
+            ("update", "roles.rbac.authorization.k8s.io", "sbx-sandboxes"),
+        ]
+        for verb, res, ns in allowed + denied:
+            args = ["auth", "can-i", verb, res, "--as", SA]
+            args += ["-n", ns] if ns else []
+            p = self.kubectl(*args)
+            got = p.stdout.strip()
+            want = "yes" if (verb, res, ns) in allowed else "no"
+            self.assertEqual(got, want, "%s %s in %r: %r %s" % (verb, res, ns, got, p.stderr))
+
+
+if __name__ == "__main__":
+    missing = apiserver.missing_binaries()
+    if missing:
+        # A clear failure, not a skip: make test installs them.
+        print("%s missing under %s: run scripts/install-k8s (make test does)"
+              % (", ".join(missing), apiserver.BIN))
+        sys.exit(1)
+    unittest.main()

@@ -1,0 +1,283 @@
+"""A real Kubernetes control plane for one test: etcd and kube-apiserver.
+
+The binaries are the ones scripts/install-k8s cached (Debian's etcd and
+kubectl, a kube-apiserver built from Debian's source; SBX_K8S_CACHE, default
+/var/cache/sbx-k8s). start() makes a temporary folder with a CA, a serving
+certificate for 127.0.0.1, a service-account key pair and an admin token,
+starts etcd and kube-apiserver on free loopback ports, waits for /readyz and
+the "default" namespace, and writes a kubeconfig there. stop() stops both and
+removes the folder, whether the test passed or not (also on SIGTERM/SIGINT,
+and both processes die with the test process: PR_SET_PDEATHSIG).
+
+kubectl() runs the cached kubectl with that kubeconfig and a HOME inside the
+folder: never the machine's kubectl, never its default config or cache.
+
+Shortcuts, and why:
+- ServiceAccount admission is off: without a controller-manager no token
+  is ever made for a ServiceAccount and every pod create would be refused.
+- --endpoint-reconciler-type none: the "kubernetes" Endpoints object may not
+  hold a loopback address.
+- etcd --unsafe-no-fsync: the store lives as long as one test.
+This is a test harness, never part of the product. Stdlib only.
+"""
+import ctypes
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+
+# The integration tests' harness owns the signal handlers that clean up
+# what is live when ctest's timeout or ^C ends a test: a control plane
+# joins its set (cleanup()).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import sbx_harness  # noqa: E402
+
+CACHE = os.environ.get("SBX_K8S_CACHE", "/var/cache/sbx-k8s")
+BIN = os.path.join(CACHE, "bin")
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def missing_binaries():
+    """The cached binaries that are not there (empty when install-k8s ran)."""
+    return [b for b in ("etcd", "kubectl", "kube-apiserver")
+            if not os.access(os.path.join(BIN, b), os.X_OK)]
+
+
+def _free_ports(n):
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+def _openssl(*args, cwd):
+    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+class ControlPlane:
+    def __init__(self, cache_bin=BIN):
+        self.bin = cache_bin
+        self.root = None
+        self.procs = {}
+        self.url = None
+        self.port = None
+        self.token = None
+        self.kubeconfig = None
+        self.ca = None
+        self.start_seconds = None
+
+    # ---- start ----
+    def start(self, timeout=90):
+        missing = missing_binaries()
+        if missing:
+            raise RuntimeError("%s missing under %s: run scripts/install-k8s (make test does)"
+                               % (", ".join(missing), self.bin))
+        self.root = tempfile.mkdtemp(prefix="sbx-k8s-")
+        sbx_harness._live.add(self)
+        try:
+            self._pki()
+            t0 = time.monotonic()
+            etcd_port, peer_port, self.port = _free_ports(3)
+            self._etcd(etcd_port, peer_port, t0 + timeout)
+            self._apiserver(etcd_port, t0 + timeout)
+            self.start_seconds = time.monotonic() - t0
+            self._kubeconfig()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _pki(self):
+        p = os.path.join(self.root, "pki")
+        os.mkdir(p)
+        # EC keys: a few ms each where RSA 2048 takes a few hundred.
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        _openssl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=sbx-test-k8s-ca",
+                 "-keyout", "ca.key", "-out", "ca.crt", cwd=p)
+        _openssl("req", *ec, "-subj", "/CN=kube-apiserver",
+                 "-keyout", "apiserver.key", "-out", "apiserver.csr", cwd=p)
+        with open(os.path.join(p, "ext.cnf"), "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+        _openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "apiserver.crt",
+                 cwd=p)
+        _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "sa.key", cwd=p)
+        _openssl("ec", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=p)
+        self.token = os.urandom(24).hex()
+        # token,user,uid,"groups": system:masters is cluster-admin under RBAC.
+        with open(os.path.join(p, "tokens.csv"), "w") as f:
+            f.write('%s,sbx-test-admin,sbx-test-admin,"system:masters"\n' % self.token)
+        os.chmod(os.path.join(p, "tokens.csv"), 0o600)
+        self.ca = os.path.join(p, "ca.crt")
+
+    def _spawn(self, name, argv):
+        log = open(os.path.join(self.root, name + ".log"), "wb")
+        try:
+            self.procs[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                                stderr=log, preexec_fn=_die_with_parent)
+        finally:
+            log.close()
+
+    def _died(self, name):
+        if self.procs[name].poll() is None:
+            return
+        raise RuntimeError("%s exited %s:\n%s" % (name, self.procs[name].returncode,
+                                                 self.log(name)))
+
+    def _etcd(self, port, peer, deadline):
+        client = "http://127.0.0.1:%d" % port
+        peer_url = "http://127.0.0.1:%d" % peer
+        self._spawn("etcd", [
+            os.path.join(self.bin, "etcd"), "--name", "sbx-test",
+            "--data-dir", os.path.join(self.root, "etcd"),
+            "--listen-client-urls", client, "--advertise-client-urls", client,
+            "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+            "--initial-cluster", "sbx-test=" + peer_url,
+            "--unsafe-no-fsync", "--quota-backend-bytes", str(256 << 20)])
+        while time.monotonic() < deadline:
+            self._died("etcd")
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                c.request("GET", "/health")
+                r = c.getresponse()
+                ok = r.status == 200 and json.loads(r.read()).get("health") == "true"
+                c.close()
+                if ok:
+                    return
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("etcd not healthy in time:\n" + self.log("etcd"))
+
+    def _apiserver(self, etcd_port, deadline):
+        p = os.path.join(self.root, "pki")
+        self._spawn("kube-apiserver", [
+            os.path.join(self.bin, "kube-apiserver"),
+            "--etcd-servers", "http://127.0.0.1:%d" % etcd_port,
+            "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+            "--secure-port", str(self.port), "--insecure-port", "0",
+            "--cert-dir", p, "--tls-cert-file", os.path.join(p, "apiserver.crt"),
+            "--tls-private-key-file", os.path.join(p, "apiserver.key"),
+            "--client-ca-file", os.path.join(p, "ca.crt"),
+            "--token-auth-file", os.path.join(p, "tokens.csv"),
+            "--authorization-mode", "RBAC", "--anonymous-auth=false",
+            "--service-account-key-file", os.path.join(p, "sa.pub"),
+            "--service-account-signing-key-file", os.path.join(p, "sa.key"),
+            "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+            "--service-cluster-ip-range", "10.96.0.0/16", "--endpoint-reconciler-type", "none",
+            "--allow-privileged=true", "--disable-admission-plugins", "ServiceAccount",
+            "--profiling=false", "--v=1"])
+        self.url = "https://127.0.0.1:%d" % self.port
+        while time.monotonic() < deadline:
+            self._died("kube-apiserver")
+            try:
+                st, body = self.api("GET", "/readyz", timeout=2)
+                if st == 200 and body == b"ok":
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("kube-apiserver not ready in time:\n" + self.log("kube-apiserver"))
+        # The "default" namespace comes just after /readyz turns ok.
+        while time.monotonic() < deadline:
+            st, _ = self.api("GET", "/api/v1/namespaces/default")
+            if st == 200:
+                return
+            time.sleep(0.05)
+        raise RuntimeError("namespace default never made:\n" + self.log("kube-apiserver"))
+
+    def _kubeconfig(self):
+        self.kubeconfig = os.path.join(self.root, "kubeconfig")
+        cfg = {
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "sbx-test", "cluster": {
+                "server": self.url, "certificate-authority": self.ca}}],
+            "users": [{"name": "sbx-test-admin", "user": {"token": self.token}}],
+            "contexts": [{"name": "sbx-test", "context": {
+                "cluster": "sbx-test", "user": "sbx-test-admin"}}],
+            "current-context": "sbx-test",
+        }
+        # JSON is YAML: kubectl reads it as is.
+        fd = os.open(self.kubeconfig, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(cfg, f)
+
+    # ---- use ----
+    def api(self, method, path, body=None, timeout=30):
+        """One HTTPS request with the admin token; (status, raw bytes)."""
+        ctx = ssl.create_default_context(cafile=self.ca)
+        c = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout, context=ctx)
+        h = {"Authorization": "Bearer " + self.token}
+        if body is not None:
+            body = json.dumps(body).encode()
+            h["Content-Type"] = "application/json"
+        try:
+            c.request(method, path, body=body, headers=h)
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
+            c.close()
+
+    def kubectl(self, *args, stdin=None, timeout=60):
+        """The cached kubectl against this control plane only: its own
+        kubeconfig, HOME (kubectl's discovery cache) inside the folder, no
+        KUBECONFIG from the caller. A CompletedProcess (text)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+        env["HOME"] = os.path.join(self.root, "home")
+        return subprocess.run([os.path.join(self.bin, "kubectl"), "--kubeconfig", self.kubeconfig]
+                              + list(args), input=stdin, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def log(self, name):
+        try:
+            with open(os.path.join(self.root, name + ".log"), errors="replace") as f:
+                return f.read()[-6000:]
+        except (OSError, TypeError):
+            return ""
+
+    # ---- stop ----
+    def stop(self):
+        """Stops the API server, then etcd, and removes the folder."""
+        sbx_harness._live.discard(self)
+        for name in ("kube-apiserver", "etcd"):
+            p = self.procs.pop(name, None)
+            if p is None:
+                continue
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(timeout=10)
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
+            self.root = None
+
+    cleanup = stop  # what sbx_harness's signal handler calls
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
