@@ -246,7 +246,10 @@ static void test_volumes(void **state)
 	fixture *f = *state;
 	sup_catalog *c;
 	sbx_err err;
-	one_row_then(f, "DROP TABLE volume_mounts; DROP TABLE volumes; PRAGMA user_version = 1");
+	/* a schema-1 file has none of the later steps either */
+	one_row_then(f, "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots;"
+			"ALTER TABLE sandboxes DROP COLUMN paused; ALTER TABLE sandboxes DROP COLUMN network;"
+			"DROP TABLE pools; PRAGMA user_version = 1");
 
 	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
 	sup_catalog_vol v = { .tenant = "alice", .name = "proj", .size = 64u << 20, .created_at = 1 };
@@ -305,7 +308,7 @@ static void test_snapshots_step(void **state)
 	sup_catalog_close(c);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE snapshots; PRAGMA user_version = 2", NULL, NULL,
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE snapshots; PRAGMA user_version = 3", NULL, NULL,
 				      NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);

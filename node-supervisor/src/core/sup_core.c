@@ -16,7 +16,6 @@
 #include "sup_core_mcp.h"
 #include "sup_log.h"
 #include "sup_net.h"
-#include "sup_netpol_json.h"
 #include "sup_sandbox.h"
 #include "sup_volumes.h"
 #include "sup_snaps.h"
@@ -327,9 +326,7 @@ static int record(sup_core *c, const sup_sandbox *sb, sbx_err *err)
 	r->env = sb->env;
 	/* its egress policy, to load again into its plumbing at a restart */
 	const sup_netpol *pol = sb->net_slot ? sup_net_policy(c->cfg.net, sb->net_slot) : NULL;
-	json_t *pj = pol ? sup_netpol_to_json(pol) : NULL;
-	r->network = pj ? json_dumps(pj, JSON_COMPACT) : NULL;
-	json_decref(pj);
+	r->network = pol ? sup_netpol_to_text(pol) : NULL;
 	if (pol && !r->network)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	int rc = sup_catalog_running(c->cfg.catalog, r, err);
@@ -1156,11 +1153,7 @@ int sup_core_restore(sup_core *c, const sup_catalog_rec *rec, const sup_runc_box
 	/* its plumbing was made again by the adopt: its policy goes back in */
 	if (rec->network && sb->net_slot) {
 		sup_netpol pol;
-		json_error_t je;
-		json_t *pj = json_loads(rec->network, 0, &je);
-		int prc = pj ? sup_netpol_from_json(pj, &pol, err)
-			     : sbx_err_set(err, -EINVAL, "catalog: its policy: %s", je.text);
-		json_decref(pj);
+		int prc = sup_netpol_from_text(rec->network, &pol, err);
 		if (prc == 0) {
 			prc = sup_net_apply(c->cfg.net, sb->net_slot, &pol, err);
 			sup_netpol_free(&pol);

@@ -69,6 +69,12 @@ void sup_netpol_init(sup_netpol *p, sup_netpol_action default_action);
 void sup_netpol_free(sup_netpol *p);
 /* Deep copy into dst (initialised by it). 0 or -ENOMEM. */
 int sup_netpol_copy(const sup_netpol *src, sup_netpol *dst);
+/* The policy as text to keep (the catalog's column) and back: the API's
+ * JSON shape (sup_netpol_json.c), so a module that must not know JSON (the
+ * core) can store and load one. to_text: malloc'd, NULL out of memory;
+ * from_text: as sup_netpol_parse. */
+char *sup_netpol_to_text(const sup_netpol *p);
+int sup_netpol_from_text(const char *text, sup_netpol *out, sbx_err *err);
 
 /* Parse one target into r (r->name allocated for names; free with
  * sup_netpol_rule_free). -EINVAL with a message naming what is wrong. */

@@ -128,3 +128,16 @@ json_t *sup_netpol_to_json(const sup_netpol *p)
 	return json_pack("{s:s, s:o}", "default_action",
 			 p->default_action == SUP_NETPOL_ALLOW ? "allow" : "deny", "egress", eg);
 }
+
+char *sup_netpol_to_text(const sup_netpol *p)
+{
+	json_t *j = sup_netpol_to_json(p);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	return s;
+}
+
+int sup_netpol_from_text(const char *text, sup_netpol *out, sbx_err *err)
+{
+	return sup_netpol_parse(text, strlen(text), out, err);
+}
