@@ -79,8 +79,21 @@ async function lifecycle(sbx) {
   check(web.endpoint.endsWith(`/v1/sandboxes/${sbx.id}/ports/8080`), "endpoint 8080: the port proxy", web);
   check(await sbx.isHealthy(), "ping", true);
 
-  await rejects(sbx.pause(), 501, "pause (not built yet)");
-  await rejects(mgr.resumeSandbox(sbx.id), 501, "resume (not built yet)");
+  // Pause: the cgroup freezer; a paused sandbox's commands are refused
+  // (409 paused) until resume, which works through either entry point.
+  await sbx.pause();
+  const paused = await sbx.getInfo();
+  check(paused.status.state === "Paused", "pause: getInfo Paused", paused.status);
+  await rejects(sbx.commands.run("true"), 409, "a command on a paused sandbox");
+  await sbx.pause();
+  check((await sbx.getInfo()).status.state === "Paused", "pause again: still Paused", null);
+  const resumed = await sbx.resume();
+  check(resumed.id === sbx.id && (await sbx.getInfo()).status.state === "Running",
+    "resume: Running again", resumed.id);
+  await mgr.pauseSandbox(sbx.id);
+  await mgr.resumeSandbox(sbx.id);
+  const ran = await sbx.commands.run("echo back");
+  check(ran.exitCode === 0, "a command after pause and resume", ran.exitCode);
   await mgr.close();
 }
 

@@ -429,7 +429,34 @@ static int act_metadata(sup_http_req *r, void *state, sbx_err *err)
 	return 0;
 }
 
-/* Pause and resume are another change's (sbx's own pause); snapshots too. */
+/* Pause and resume: sbx's own (the cgroup freezer), answered 202 with the
+ * Sandbox as it is then (their API answers 202; their SDK takes any 2xx).
+ * Idempotent, as sbx's. */
+static int pause_or_resume(sup_http_req *r, bool paused, sbx_err *err)
+{
+	sup_osbx_ctx *x = ctx_of(r);
+	const sup_http_in *in = sup_http_input(r);
+	sup_sandbox_view v;
+	int rc = sup_core_get(x->core, in->who, in->id, &v, err);
+	rc = rc ?: sup_core_pause(x->core, in->id, paused, &v, err);
+	if (rc == 0)
+		sup_http_json(r, 202, sandbox_json(x, &v));
+	return rc;
+}
+
+static int act_pause(sup_http_req *r, void *state, sbx_err *err)
+{
+	(void)state;
+	return pause_or_resume(r, true, err);
+}
+
+static int act_resume(sup_http_req *r, void *state, sbx_err *err)
+{
+	(void)state;
+	return pause_or_resume(r, false, err);
+}
+
+/* Snapshots through their API are not mapped yet (sbx's own are). */
 static int act_not_built(sup_http_req *r, void *state, sbx_err *err)
 {
 	const sup_http_in *in = sup_http_input(r);
@@ -501,8 +528,8 @@ static const sup_http_route routes[] = {
 	  parse_renew, act_renew },
 	{ "PATCH", V1 "/sandboxes/{id}/metadata", "PATCH osbx metadata", SUP_BODY_BUFFERED,
 	  SUP_OSBX_MAX_BODY, NULL, act_metadata },
-	{ "POST", V1 "/sandboxes/{id}/pause", "POST osbx pause", SUP_BODY_NONE, 0, NULL, act_not_built },
-	{ "POST", V1 "/sandboxes/{id}/resume", "POST osbx resume", SUP_BODY_NONE, 0, NULL, act_not_built },
+	{ "POST", V1 "/sandboxes/{id}/pause", "POST osbx pause", SUP_BODY_NONE, 0, NULL, act_pause },
+	{ "POST", V1 "/sandboxes/{id}/resume", "POST osbx resume", SUP_BODY_NONE, 0, NULL, act_resume },
 	{ "POST", V1 "/sandboxes/{id}/snapshots", "POST osbx snapshots", SUP_BODY_NONE, 0, NULL,
 	  act_not_built },
 	{ "GET", V1 "/sandboxes/{id}/endpoints/{pid}", "GET osbx endpoint", SUP_BODY_NONE, 0,

@@ -326,6 +326,8 @@ const char *sup_osbx_state(const char *st)
 		return "Creating";
 	if (strcmp(st, "destroying") == 0)
 		return "Deleting";
+	if (strcmp(st, "paused") == 0)
+		return "Paused";
 	return "Error";
 }
 
