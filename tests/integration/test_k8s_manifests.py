@@ -81,8 +81,16 @@ def objects(cp, yaml_text):
     p = cp.kubectl("create", "--dry-run=client", "-o", "json", "-f", "-", stdin=yaml_text)
     if p.returncode != 0:
         raise AssertionError("kubectl could not read the set: " + p.stderr)
-    out = json.loads(p.stdout)
-    return out["items"] if out.get("kind") == "List" else [out]
+    # kubectl 1.20 writes one JSON document per object, one after another
+    # (a List only when the input was one).
+    found, dec, at = [], json.JSONDecoder(), 0
+    while True:
+        while at < len(p.stdout) and p.stdout[at].isspace():
+            at += 1
+        if at >= len(p.stdout):
+            return found
+        out, at = dec.raw_decode(p.stdout, at)
+        found += out["items"] if out.get("kind") == "List" else [out]
 
 
 def mutated(edit):
@@ -259,7 +267,11 @@ class Server(unittest.TestCase):
             ("update", "roles.rbac.authorization.k8s.io", "sbx-sandboxes"),
         ]
         for verb, res, ns in allowed + denied:
-            args = ["auth", "can-i", verb, res, "--as", SA]
+            # a subresource goes as --subresource: kubectl 1.20 reads
+            # "pods/exec" as the resource pods alone
+            sub = res.split("/", 1)
+            args = ["auth", "can-i", verb, sub[0], "--as", SA]
+            args += ["--subresource", sub[1]] if len(sub) > 1 else []
             args += ["-n", ns] if ns else []
             p = self.kubectl(*args)
             got = p.stdout.strip()
