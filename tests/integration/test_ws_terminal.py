@@ -125,6 +125,7 @@ class Terminal(unittest.TestCase):
         sup_pid = self.sup.proc.pid
 
         async def session():
+            before = rss_kb(sup_pid)
             async with self.connect(pid) as ws:
                 peak = 0
                 for _ in range(20):
@@ -141,14 +142,16 @@ class Terminal(unittest.TestCase):
                         gaps += m["gap"]["to"] - m["gap"]["from"]
                     elif "exit" in m:
                         last = m["exit"]
-                return peak, got, gaps, last
+                return peak - before, got, gaps, last
 
+        # growth, not the whole RSS: the supervisor's own size (the
+        # sanitizer build's above all) grows with every module it links
         peak, got, gaps, last = asyncio.run(session())
-        print("\nterminal: %d bytes, %d dropped by the ring, supervisor peak RSS %d KiB"
+        print("\nterminal: %d bytes, %d dropped by the ring, supervisor RSS grew %d KiB at most"
               % (got, gaps, peak), file=sys.stderr)
         self.assertEqual(got + gaps, last["next_offset"])
         self.assertGreater(got, 0)
-        self.assertLess(peak, 64 * 1024)
+        self.assertLess(peak, 32 * 1024)
 
     def test_refusals_before_the_upgrade(self):
         plain = self.start(argv=["sleep", "60"])

@@ -382,9 +382,8 @@ void sup_agent_hold(sup_agent *a, bool held)
 		return;
 	a->held = held;
 	sbx_proto_conn_peer_held(a->conn, held);
-	sup_agent_call *call;
-	TAILQ_FOREACH(call, &a->calls, link)
-	clock_update(call);
+	for (sup_agent_call *call = TAILQ_FIRST(&a->calls); call; call = TAILQ_NEXT(call, link))
+		clock_update(call);
 	if (held) {
 		event_del(a->live_timer);
 		return;
