@@ -5,8 +5,8 @@ the same server-everything, and the server's own stdio as the floor, in
 the same run. Release build, real runc; npm parts from tests/mcp-servers
 (scripts/install-mcp-servers).
   SBX_SUPERVISOR=... SBX_AGENT=... python3 bench/bench_mcp.py [CALLS]
-Rows: tools/call echo p50/p99 (one session), calls/s with 20 sessions
-side by side, initialize p50 (sbx: with a spare ready), memory per session
+Rows: tools/call echo p50/p99 (one session, a Python client), calls/s
+with 20 sessions side by side (one Node client for all: mcp_load.mjs), initialize p50 (sbx: with a spare ready), memory per session
 beyond the server process (sbx: supervisor + agent; supergateway: its own
 process).
 """
@@ -68,6 +68,16 @@ def load(port, path, headers, sessions, calls, settle=None):
         conns.append((c, hd))
     if settle:
         settle()
+    if sessions > 1:
+        # Side by side: one Node event loop drives every session (mcp_load.mjs).
+        for c, _ in conns:
+            c.close()
+        sids = [hd["Mcp-Session-Id"] for _, hd in conns]
+        try:
+            return node_load(["http", str(port), path, json.dumps(headers), json.dumps(sids), str(calls)])
+        finally:
+            for _, hd in conns:
+                delete("127.0.0.1", port, path, hd)
     lat, errors = [], []
 
     def run(ch):
@@ -145,46 +155,20 @@ def stdio_floor(n):
         p.wait()
 
 
+def node_load(args):
+    """mcp_load.mjs's {"lat_ms", "secs", "calls"} for args."""
+    out = subprocess.run(["node", os.path.join(HERE, "mcp_load.mjs")] + args, capture_output=True,
+                         text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError("mcp_load.mjs: %s" % out.stderr.strip()[-2000:])
+    return json.loads(out.stdout)
+
+
 def stdio_floor_side_by_side(sessions, calls):
-    """calls/s of sessions servers on their own pipes, each driven by a
-    thread of this same client side by side: what the host gives with no
-    transport at all (the ceiling of the 20-session rows)."""
-    procs = [subprocess.Popen(["node", EVERYTHING], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True, bufsize=1) for _ in range(sessions)]
-    lat, errors = [], []
-
-    def call(p, m):
-        p.stdin.write(json.dumps(m) + "\n")
-        while True:
-            got = json.loads(p.stdout.readline())
-            if got.get("id") == m.get("id"):
-                return got
-
-    def run(p):
-        mine = []
-        try:
-            for i in range(1, calls + 1):
-                t0 = time.monotonic()
-                got = call(p, {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                               "params": {"name": "echo", "arguments": {"message": "hi"}}})
-                mine.append((time.monotonic() - t0) * 1000)
-                if "Echo: hi" not in json.dumps(got):
-                    raise RuntimeError("bad echo %r" % got)
-        except Exception as e:  # noqa: BLE001 (reported below)
-            errors.append(e)
-        lat.extend(mine)
-    try:
-        for p in procs:
-            call(p, INIT)
-            p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-        secs = side_by_side(run, procs)
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
-    if errors:
-        raise RuntimeError("%d of %d floor sessions failed: %r" % (len(errors), sessions, errors[0]))
-    return {"lat_ms": lat, "secs": secs, "calls": len(lat)}
+    """calls/s of sessions servers on their own pipes, driven by the same
+    client as the 20-session rows: what the host gives with no transport
+    at all (the ceiling of those rows)."""
+    return node_load(["stdio", EVERYTHING, str(sessions), str(calls)])
 
 
 def free_port():
