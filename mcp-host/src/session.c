@@ -188,6 +188,12 @@ void mcp_session_touch(mcp_session *s, uint64_t now_ms)
 	s->c.active_ms = now_ms;
 }
 
+void mcp_session_touch_all(mcp_session_table *t, uint64_t now_ms)
+{
+	for (mcp_session *s = t->all; s; s = s->next)
+		s->c.active_ms = now_ms;
+}
+
 size_t mcp_session_expire(mcp_session_table *t, uint64_t now_ms, void (*cb)(mcp_session *s, void *ud), void *ud)
 {
 	size_t n = 0;

@@ -119,6 +119,25 @@ static void idle_expiry_and_holds(void **state)
 	mcp_session_table_free(t, NULL, NULL);
 }
 
+/* A frozen owner's sessions are touched each tick: none expires while it
+ * stands, and idle time counts again from the last touch. */
+static void touch_all_restarts_idle(void **state)
+{
+	mcp_session_table *t;
+	mcp_session *a, *b;
+
+	assert_int_equal(mcp_session_table_new(&opts, &t, NULL), 0);
+	assert_int_equal(mcp_session_open(t, "x", 100, &a, NULL), 0);
+	assert_int_equal(mcp_session_open(t, "x", 300, &b, NULL), 0);
+	mcp_session_touch_all(t, 5000);
+	assert_int_equal(mcp_session_next_expiry(t), 6000);
+	expired = 0;
+	assert_int_equal(mcp_session_expire(t, 5999, on_expire, NULL), 0);
+	assert_int_equal(mcp_session_expire(t, 6000, on_expire, NULL), 2);
+	assert_int_equal(expired, 2);
+	mcp_session_table_free(t, NULL, NULL);
+}
+
 static void counters(void **state)
 {
 	mcp_session_table *t;
@@ -315,6 +334,7 @@ int main(void)
 		cmocka_unit_test(ids_and_lookup),
 		cmocka_unit_test(bound_and_stats),
 		cmocka_unit_test(idle_expiry_and_holds),
+		cmocka_unit_test(touch_all_restarts_idle),
 		cmocka_unit_test(counters),
 		cmocka_unit_test(pending_requests),
 		cmocka_unit_test(replay_per_stream),

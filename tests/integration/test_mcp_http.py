@@ -216,6 +216,23 @@ class McpHttp(unittest.TestCase):
         self.assertEqual(b["stdout"].strip(), "1", b)  # only the next spare
         self.assertEqual(self.client("gone", out["session"])["status"], 404)
 
+    def test_paused_time_is_not_idle_time(self):
+        # Paused for twice the idle timeout: the session waits with the
+        # sandbox and answers after the resume (pause, API.md).
+        sid = self.initialize()
+        st, _, b = self.sup.request("POST", "/v1/sandboxes/%s/pause" % self.sid)
+        self.assertEqual(st, 200, b)
+        try:
+            time.sleep(IDLE_S * 2)
+        finally:
+            st, _, b = self.sup.request("POST", "/v1/sandboxes/%s/resume" % self.sid)
+            self.assertEqual(st, 200, b)
+        st, _, body = self.rpc("everything", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid=sid,
+                               accept="application/json")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body.get("result"), {}, body)
+        self.end("everything", sid)
+
     def test_filesystem_server_confined(self):
         out = self.client("roots", "/workspace/data", name="fs")
         self.assertGreaterEqual(out["roots_asked"], 1)

@@ -63,6 +63,8 @@ void mcp_session_close(mcp_session_table *t, mcp_session *s);
 void mcp_session_hold(mcp_session *s, uint64_t now_ms);
 void mcp_session_release(mcp_session *s, uint64_t now_ms);
 void mcp_session_touch(mcp_session *s, uint64_t now_ms);
+/* Every session used now: time its owner stood frozen is not idle time. */
+void mcp_session_touch_all(mcp_session_table *t, uint64_t now_ms);
 /* Hand each session idle past idle_ms to cb (which must release its data;
  * the session is freed after cb returns); returns how many. */
 size_t mcp_session_expire(mcp_session_table *t, uint64_t now_ms, void (*cb)(mcp_session *s, void *ud), void *ud);

@@ -719,6 +719,12 @@ int sup_core_pause(sup_core *c, const char *id, bool paused, sup_sandbox_view *o
 	return 0;
 }
 
+bool sup_core_paused(sup_core *c, const char *id)
+{
+	const sup_sandbox *sb = lookup(c, id);
+	return sb && sb->state == SUP_SB_RUNNING && sb->paused;
+}
+
 /* ---- delete ---- */
 
 int sup_core_delete(sup_core *c, const sup_tenant *who, const char *id, sup_core_done_cb cb,

@@ -95,6 +95,9 @@ int sup_core_set_timeout(sup_core *c, const sup_tenant *who, const char *id, uns
  * ("paused"); GET, DELETE, timeout and network still work, and its
  * lifetime runs on. *out: the sandbox as it is now. */
 int sup_core_pause(sup_core *c, const char *id, bool paused, sup_sandbox_view *out, sbx_err *err);
+/* Whether sandbox id stands paused now (false when there is none): for
+ * clocks that must not count the time it is frozen (MCP idle sessions). */
+bool sup_core_paused(sup_core *c, const char *id);
 /* Calls fn for every handed-out sandbox who sees, oldest first. */
 void sup_core_list(sup_core *c, const sup_tenant *who,
 		   void (*fn)(const sup_sandbox_view *v, void *ud), void *ud);

@@ -690,7 +690,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	for (mx_host *h = hs->list, *next; h; h = next) {
 		next = h->next;
-		if (mcp_session_expire(h->t, now, expired, NULL))
+		/* A paused sandbox's sessions wait with it (API.md): frozen time
+		 * is not idle time, so they are kept as used until it resumes. */
+		if (sup_core_paused(hs->x->core, h->id))
+			mcp_session_touch_all(h->t, now);
+		else if (mcp_session_expire(h->t, now, expired, NULL))
 			host_maybe_free(h);
 	}
 }
