@@ -339,8 +339,24 @@ def thaw(cid):
             pass
 
 
+def thaw_all_under(state_dir):
+    """Thaw every container cgroup of state_dir's tag before asking the
+    runtimes anything: runsc's list asks each sandbox's Sentry, which
+    cannot answer frozen."""
+    prefix = "sbx-%s-" % state_tag(state_dir)
+    for parent in ("/sys/fs/cgroup/freezer/sbx", "/sys/fs/cgroup/unified/sbx", "/sys/fs/cgroup/sbx"):
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(prefix):
+                thaw(name)
+
+
 def remove_everything_under(state_dir):
     wait_runtime_calls(state_dir)
+    thaw_all_under(state_dir)
     for cid, _, rt in containers_under(state_dir, with_runtime=True):
         thaw(cid)
         subprocess.run(rt + ["kill", cid, "KILL"], capture_output=True)

@@ -96,6 +96,10 @@ int sup_restore_prepare(const sup_runc_cfg *rcfg, sup_catalog **cat, sup_restore
 	}
 	if (killed)
 		sup_info("killed %d runtime call(s) an earlier run left going", killed);
+	if (sup_runc_thaw_all(rcfg, err) < 0) {
+		sup_restore_free(r);
+		return err->code;
+	}
 	rc = sup_catalog_each(*cat, check_row, r, err);
 	const char **ids = calloc(r->n + 1, sizeof(*ids));
 	if (rc == 0 && !ids)

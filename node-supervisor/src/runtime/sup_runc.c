@@ -33,6 +33,7 @@
 
 #include "sbx/cleanup.h"
 #include "sup_bundle.h"
+#include "sup_cgroup.h"
 #include "sup_disk.h"
 #include "sup_fsutil.h"
 #include "sup_layer_tar.h"
@@ -308,6 +309,10 @@ static int destroy_paths(const sup_runc_cfg *cfg, const sup_runtime *rt, const b
 			 sbx_err *err)
 {
 	sbx_err derr;
+	/* a paused sandbox is thawed first: runsc kills through the Sentry,
+	 * which cannot answer frozen. Best effort: a cgroup already gone has
+	 * nothing to thaw, and a thaw that fails shows as the delete's error */
+	(void)sup_cgroup_freeze(cfg->cgroup, p->cgroup, false, &derr);
 	int r = runtime_delete(cfg, rt, p, &derr);
 	if (r < 0 && !best_effort) {
 		*err = derr;
@@ -743,6 +748,21 @@ static bool names_prefix(long pid, const char *prefix)
 	return false;
 }
 
+/* Is pid inside the cgroup of one of this folder's containers? Then it
+ * is part of a container (gVisor's runsc-sandbox and runsc-gofer carry the
+ * container id in their arguments for as long as the container lives),
+ * never a runtime call: a call runs in the supervisor's cgroup. */
+static bool in_container_cgroup(long pid, const char *prefix)
+{
+	char path[64], buf[4096], want[32];
+	snprintf(path, sizeof(path), "/proc/%ld/cgroup", pid);
+	snprintf(want, sizeof(want), "/sbx/%s", prefix);
+	sbx_err ignored;
+	if (sup_fs_read_small(AT_FDCWD, path, buf, sizeof(buf), &ignored) < 0)
+		return false;
+	return strstr(buf, want) != NULL;
+}
+
 int sup_runc_kill_calls(const sup_runc_cfg *cfg, sbx_err *err)
 {
 	char state[PATH_MAX], prefix[16];
@@ -759,7 +779,8 @@ int sup_runc_kill_calls(const sup_runc_cfg *cfg, sbx_err *err)
 	while ((de = readdir(d))) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
-		if (*end || pid <= 1 || pid == self || !names_prefix(pid, prefix))
+		if (*end || pid <= 1 || pid == self || !names_prefix(pid, prefix) ||
+		    in_container_cgroup(pid, prefix))
 			continue;
 		/* a call leads its own session (sup_runc_cmd): its group holds
 		 * whatever it forked (runc init of a container being made) */
@@ -774,6 +795,33 @@ int sup_runc_kill_calls(const sup_runc_cfg *cfg, sbx_err *err)
 			;
 	}
 	return killed;
+}
+
+int sup_runc_thaw_all(const sup_runc_cfg *cfg, sbx_err *err)
+{
+	char state[PATH_MAX], sandboxes[PATH_MAX];
+	int r = resolve_state(cfg->state_dir, state, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "thaw");
+	if (fmt(sandboxes, sizeof(sandboxes), "%s/sandboxes", state) < 0)
+		return sbx_err_set(err, -ENAMETOOLONG, "thaw: path too long");
+	SBX_AUTO_CLOSEDIR DIR *d = opendir(sandboxes);
+	if (!d)
+		return errno == ENOENT ? 0 : sbx_err_sys(err, -errno, "thaw: %s", sandboxes);
+	SBX_AUTO_FREE box_paths *p = calloc(1, sizeof(*p));
+	if (!p)
+		return sbx_err_set(err, -ENOMEM, "thaw");
+	int thawed = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		sbx_err e;
+		if (!valid_id(de->d_name) || make_paths(cfg, de->d_name, p, &e) < 0)
+			continue;
+		/* no cgroup (the container is gone): nothing to thaw */
+		if (sup_cgroup_freeze(cfg->cgroup, p->cgroup, false, &e) == 0)
+			thawed++;
+	}
+	return thawed;
 }
 
 int sup_runc_remove_leftovers(const sup_runc_cfg *cfg, const char *const *keep, size_t nkeep,

@@ -151,10 +151,20 @@ int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *
 /* Kill every runtime call an earlier run of this state folder left
  * running (a `run` still making a container, a `delete`...): any process
  * with a container id of this folder among its arguments, with its process
- * group (a call leads its own session), waited for. Afterwards no call of
+ * group (a call leads its own session), waited for; not a process inside
+ * a container's cgroup (gVisor's runsc-sandbox and runsc-gofer name their
+ * container for as long as it lives). Afterwards no call of
  * the dead supervisor can finish behind the next sweep. Returns how many
  * it killed. Call before sup_runc_adopt and sup_runc_remove_leftovers. */
 int sup_runc_kill_calls(const sup_runc_cfg *cfg, sbx_err *err);
+
+/* Thaw every sandbox of this state folder that an earlier run left frozen
+ * (paused): runsc answers `list`, `state` and `delete` through the
+ * sandbox's own Sentry, which cannot answer frozen, so each of those calls
+ * would hang. Call before sup_runc_adopt and sup_runc_remove_leftovers; a
+ * re-adopted paused sandbox is frozen again once its agent has answered.
+ * Returns how many cgroups it thawed. */
+int sup_runc_thaw_all(const sup_runc_cfg *cfg, sbx_err *err);
 
 /* Take back a sandbox an earlier run made: its init is alive in its own
  * cgroup and the runtime says it runs (`state`: running or paused, that
