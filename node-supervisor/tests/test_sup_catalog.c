@@ -296,8 +296,8 @@ static void count_snap(const sup_catalog_snap *s, void *ud)
 	(*(int *)ud)++;
 }
 
-/* A schema-2 file (sandboxes, volumes) gains the snapshots table; rows of both
- * are kept, read back and removed. */
+/* A schema-2 file (sandboxes, volumes) gains the snapshots table (and step
+ * 5's location and digest); rows of both are kept, read back and removed. */
 static void test_snapshots_step(void **state)
 {
 	fixture *f = *state;
@@ -321,6 +321,9 @@ static void test_snapshots_step(void **state)
 	snprintf(s.image, sizeof(s.image), "host");
 	assert_int_equal(sup_catalog_snap_put(c, &s, &err), 0);
 	snprintf(s.id, sizeof(s.id), "sn-2");
+	/* step 5: where the archive is and its digest */
+	snprintf(s.location, sizeof(s.location), "s3://snaps/p/");
+	snprintf(s.sha256, sizeof(s.sha256), "%064d", 7);
 	snprintf(s.tenant, sizeof(s.tenant), "t2");
 	assert_int_equal(sup_catalog_snap_put(c, &s, &err), 0);
 	assert_int_equal(sup_catalog_snap_put(c, &s, &err), -EIO); /* ids are unique */
@@ -332,6 +335,11 @@ static void test_snapshots_step(void **state)
 	assert_string_equal(g.tenant, "t1");
 	assert_int_equal(g.size, 1234);
 	assert_int_equal(g.created_at, 99);
+	assert_string_equal(g.location, "");
+	assert_string_equal(g.sha256, "");
+	assert_int_equal(sup_catalog_snap_get(c, "sn-2", &g, &err), 0);
+	assert_string_equal(g.location, "s3://snaps/p/");
+	assert_int_equal(strlen(g.sha256), 64);
 	int n = 0;
 	assert_int_equal(sup_catalog_snap_each(c, "t1", count_snap, &n, &err), 0);
 	assert_int_equal(n, 1);

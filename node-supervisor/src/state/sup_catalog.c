@@ -10,7 +10,11 @@
  *   sandboxes.network its egress policy (JSON), '' for none
  *   pools             sizes set at run time, by image and isolation
  * Step 4 (snapshots):
- *   snapshots      one row per snapshot of the store */
+ *   snapshots      one row per snapshot of the store
+ * Step 5 (snapshot store):
+ *   snapshots.location  the store holding its archive ('' the state folder,
+ *                       else "s3://bucket/prefix/")
+ *   snapshots.sha256    its archive's digest ('' unknown) */
 #include "sup_catalog.h"
 
 #include <errno.h>
@@ -98,6 +102,12 @@ static const char schema_snapshots[] =
 	" size INTEGER NOT NULL,"
 	" created_at INTEGER NOT NULL);"
 	"PRAGMA user_version = 4;";
+
+/* Step 5: where a snapshot's archive is, and its digest. */
+static const char schema_snap_store[] =
+	"ALTER TABLE snapshots ADD COLUMN location TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE snapshots ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
+	"PRAGMA user_version = 5;";
 
 void sup_catalog_rec_free(sup_catalog_rec *r)
 {
@@ -201,6 +211,9 @@ int sup_catalog_open(const char *dir, sup_catalog **out, sbx_err *err)
 								 ?: exec_sql(c, "COMMIT;", err);
 	if (r == 0 && version < 4)
 		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_snapshots, err)
+								 ?: exec_sql(c, "COMMIT;", err);
+	if (r == 0 && version < 5)
+		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_snap_store, err)
 								 ?: exec_sql(c, "COMMIT;", err);
 	if (r < 0) {
 		sqlite3_close(c->db);
@@ -531,7 +544,8 @@ int sup_catalog_snap_put(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err
 	sqlite3_stmt *st;
 	int r = prepare(c,
 			"INSERT INTO snapshots (id, name, tenant, source, image, digest, isolation, size,"
-			" created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+			" created_at, location, sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+			" ?11)",
 			&st, err);
 	if (r < 0)
 		return r;
@@ -544,6 +558,8 @@ int sup_catalog_snap_put(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err
 	sqlite3_bind_int(st, 7, (int)s->isolation);
 	sqlite3_bind_int64(st, 8, (sqlite3_int64)s->size);
 	sqlite3_bind_int64(st, 9, s->created_at);
+	sqlite3_bind_text(st, 10, s->location, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 11, s->sha256, -1, SQLITE_STATIC);
 	return step_done(c, st, "record a snapshot", err);
 }
 
@@ -559,9 +575,12 @@ static void snap_row(sqlite3_stmt *st, sup_catalog_snap *s)
 	s->isolation = (sup_isolation)sqlite3_column_int(st, 6);
 	s->size = (uint64_t)sqlite3_column_int64(st, 7);
 	s->created_at = sqlite3_column_int64(st, 8);
+	col_text(st, 9, s->location, sizeof(s->location));
+	col_text(st, 10, s->sha256, sizeof(s->sha256));
 }
 
-#define SNAP_COLS "id, name, tenant, source, image, digest, isolation, size, created_at"
+#define SNAP_COLS                                                                           \
+	"id, name, tenant, source, image, digest, isolation, size, created_at, location, sha256"
 
 int sup_catalog_snap_get(sup_catalog *c, const char *id, sup_catalog_snap *out, sbx_err *err)
 {

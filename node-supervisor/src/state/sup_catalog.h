@@ -27,7 +27,7 @@
 #include "sup_volspec.h"
 
 /* The schema this build reads and writes. */
-#define SUP_CATALOG_SCHEMA 4
+#define SUP_CATALOG_SCHEMA 5
 #define SUP_CATALOG_FILE "catalog.db"
 
 typedef struct sup_catalog sup_catalog;
@@ -125,7 +125,7 @@ int sup_catalog_vol_mounts_each(sup_catalog *c,
 					  void *ud, sbx_err *err),
 				void *ud, sbx_err *err);
 
-/* ---- snapshots (schema step 4) ----
+/* ---- snapshots (schema steps 4 and 5) ----
  * One row per snapshot in the store: what restores it (its image) and
  * whose it is. The archive itself is the snapshot store's. */
 typedef struct sup_catalog_snap {
@@ -138,6 +138,10 @@ typedef struct sup_catalog_snap {
 	sup_isolation isolation;
 	uint64_t size;          /* bytes of the archive */
 	int64_t created_at;     /* seconds since the epoch */
+	/* step 5: the store holding the archive: "" the state folder, else
+	 * "s3://bucket/prefix/" (the object store it was read from or put in) */
+	char location[1100];
+	char sha256[65];        /* the archive's digest, lowercase hex ("" unknown) */
 } sup_catalog_snap;
 
 int sup_catalog_snap_put(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err);
