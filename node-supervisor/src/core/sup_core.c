@@ -43,7 +43,7 @@ enum exec_result { EXEC_EXITED, EXEC_SIGNALED, EXEC_TIMED_OUT, EXEC_FAILED };
 const char *const sup_core_exec_results[SUP_CORE_EXEC_RESULTS] = { "exited", "signaled",
 								   "timed_out", "failed" };
 
-typedef enum sup_op_kind { OP_CREATE = 1, OP_EXEC, OP_DELETE, OP_CALL } sup_op_kind;
+typedef enum sup_op_kind { OP_CREATE = 1, OP_EXEC, OP_DELETE, OP_CALL, OP_FETCH } sup_op_kind;
 
 typedef struct sup_bytes {
 	uint8_t *p;
@@ -83,6 +83,17 @@ struct sup_op {
 			sup_agent_call *call;
 			const sup_core_call_cbs *cbs;
 		} call;
+		/* a restore from the object store: its archive fetched, then
+		 * the create (create) */
+		struct {
+			sup_snaps_job *job;
+			sup_op *create;
+			sup_create_req req;
+			sup_core_sandbox_cb cb;
+			const sup_tenant *who;
+			char snap[SUP_ID_MAX];
+			bool held; /* a downloaded archive to drop at the end */
+		} fetch;
 	} u;
 };
 
@@ -535,12 +546,87 @@ static int allow_volumes(const sup_core *c, const sup_tenant *who, const sup_cre
 	return sup_volumes_check(c->cfg.volumes, who->name, &req->volumes, err);
 }
 
+/* ---- a restore from an object store: its archive fetched off the loop
+ * (sup_snaps_fetch), then the create; the download is dropped once the
+ * create is over ---- */
+
+static void fetch_end(sup_op *op)
+{
+	if (op->u.fetch.held)
+		sup_snaps_fetched_drop(op->core->snaps, op->u.fetch.snap);
+	sup_create_req_free(&op->u.fetch.req);
+	free(op);
+}
+
+static void fetch_created(int rc, const sup_sandbox_view *v, const sbx_err *err, void *ud)
+{
+	sup_op *op = ud;
+	sup_core_sandbox_cb cb = op->u.fetch.cb;
+	void *cud = op->ud;
+	op->u.fetch.create = NULL;
+	fetch_end(op);
+	cb(rc, v, err, cud);
+}
+
+/* The archive is here: the create proper. */
+static int fetch_go(sup_op *op, sbx_err *err)
+{
+	op->u.fetch.held = true;
+	op->u.fetch.req.snapshot_fetched = true;
+	return sup_core_create(op->core, op->u.fetch.who, &op->u.fetch.req, fetch_created, op,
+			       &op->u.fetch.create, err);
+}
+
+static void fetched(int rc, const sbx_err *err, void *ud)
+{
+	sup_op *op = ud;
+	op->u.fetch.job = NULL;
+	sbx_err e;
+	if (rc == 0 && fetch_go(op, &e) == 0)
+		return;
+	sup_core_sandbox_cb cb = op->u.fetch.cb;
+	void *cud = op->ud;
+	fetch_end(op);
+	cb(rc < 0 ? rc : e.code, NULL, rc < 0 ? err : &e, cud);
+}
+
+static int create_from_store(sup_core *c, const sup_tenant *who, sup_create_req *req,
+			     sup_core_sandbox_cb cb, void *ud, sup_op **opp, sbx_err *err)
+{
+	if (strlen(req->snapshot) >= SUP_ID_MAX)
+		return sbx_err_set(err, -EINVAL, "field \"snapshot\": not a snapshot id");
+	sup_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	op->core = c;
+	op->kind = OP_FETCH;
+	op->ud = ud;
+	op->u.fetch.cb = cb;
+	op->u.fetch.who = who;
+	snprintf(op->u.fetch.snap, sizeof(op->u.fetch.snap), "%s", req->snapshot);
+	op->u.fetch.req = *req;
+	int rc = sup_snaps_fetch(c->snaps, who, op->u.fetch.snap, fetched, op, &op->u.fetch.job, err);
+	if (rc == 1)
+		rc = fetch_go(op, err);
+	if (rc < 0) {
+		*req = op->u.fetch.req; /* the caller's again */
+		memset(&op->u.fetch.req, 0, sizeof(op->u.fetch.req));
+		fetch_end(op);
+		return rc;
+	}
+	memset(req, 0, sizeof(*req));
+	*opp = op;
+	return 0;
+}
+
 int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 		    sup_core_sandbox_cb cb, void *ud, sup_op **opp, sbx_err *err)
 {
 	*opp = NULL;
 	if (c->shutting_down)
 		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	if (req->snapshot && !req->snapshot_fetched && sup_snaps_remote(c->snaps))
+		return create_from_store(c, who, req, cb, ud, opp, err);
 	int rc = req->snapshot ? sup_snaps_seed(c->snaps, who, req, err) : 0;
 	if (rc == 0)
 		rc = apply_tenant(who, req, err);
@@ -1099,6 +1185,13 @@ void sup_op_cancel(sup_op *op)
 		/* The destroy goes on; only the answer is not wanted. */
 		TAILQ_REMOVE(&op->sb->delete_waiters, op, link);
 		break;
+	case OP_FETCH:
+		if (op->u.fetch.job)
+			sup_snaps_job_cancel(op->u.fetch.job);
+		if (op->u.fetch.create)
+			sup_op_cancel(op->u.fetch.create);
+		fetch_end(op);
+		return;
 	}
 	free(op);
 }

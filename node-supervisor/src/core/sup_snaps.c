@@ -20,6 +20,7 @@
 #include "sup_layer_tar.h"
 #include "sup_log.h"
 #include "sup_snap_store.h"
+#include "sup_snaps_store.h"
 #include "sup_token.h"
 
 #define COPY_TIMEOUT_MS 120000u
@@ -68,7 +69,18 @@ struct sup_snaps {
 	bool sweeping;
 	bool stopped;        /* no sweep is started any more */
 	struct event *sweep_timer;
+	sup_snaps_fetched *fetched; /* archives downloaded for restores */
 };
+
+const sup_snaps_cfg *sup_snaps_cfg_of(const sup_snaps *s)
+{
+	return &s->cfg;
+}
+
+sup_snaps_fetched **sup_snaps_fetched_of(sup_snaps *s)
+{
+	return &s->fetched;
+}
 
 /* ---- helpers ---- */
 
@@ -173,7 +185,7 @@ static void take_run(sup_job *job)
 		return;
 	}
 	sup_info("snapshot %s of %s: frozen %.1f ms", op->id, op->box.id, frozen);
-	op->rc = sup_snap_store_commit(op->s->cfg.store, op->id, op->staged, &op->row.size, &op->err);
+	op->rc = sup_snap_store_commit(op->s->cfg.store, &op->row, op->staged, &op->err);
 }
 
 static void take_done(sup_job *job)
@@ -183,8 +195,7 @@ static void take_done(sup_job *job)
 	live_remove(s, op);
 	if (op->rc == 0 && sup_catalog_snap_put(s->cfg.catalog, &op->row, &op->err) < 0) {
 		op->rc = op->err.code;
-		sbx_err ignored;
-		sup_snap_store_remove(s->cfg.store, op->id, &ignored);
+		sup_snaps_unstore(s, &op->row);
 	}
 	if (op->rc < 0)
 		sup_warn("snapshot of %s: %s", op->box.id, op->err.msg);
@@ -330,14 +341,16 @@ int sup_snaps_list(sup_snaps *s, const sup_tenant *who,
 int sup_snaps_delete(sup_snaps *s, const sup_tenant *who, const char *snap_id, sbx_err *err)
 {
 	SBX_AUTO_FREE sup_snap_view *v = malloc(sizeof(*v));
-	if (!v)
+	SBX_AUTO_FREE sup_catalog_snap *row = malloc(sizeof(*row));
+	if (!v || !row)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	int r = sup_snaps_get(s, who, snap_id, v, err);
+	r = r ?: sup_catalog_snap_get(s->cfg.catalog, snap_id, row, err);
 	r = r ?: sup_catalog_snap_remove(s->cfg.catalog, snap_id, err);
 	if (r < 0)
 		return r;
 	sbx_err e;
-	if (sup_snap_store_remove(s->cfg.store, snap_id, &e) < 0)
+	if (sup_snap_store_remove(s->cfg.store, row, &e) < 0)
 		sup_warn("snapshot %s: %s", snap_id, e.msg);
 	return 0;
 }
@@ -359,8 +372,7 @@ int sup_snaps_seed(sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx
 		return sbx_err_set(err, -EINVAL,
 				   "field \"image\": snapshot %s is of image \"%.200s\", not \"%.200s\"",
 				   v->id, v->image, req->image);
-	bool temp;
-	r = sup_snap_store_fetch(s->cfg.store, v->id, seed->archive, &temp, err);
+	r = sup_snaps_archive_of(s, v->id, seed->archive, err);
 	if (r < 0)
 		return r;
 	free(req->image);
@@ -754,5 +766,6 @@ void sup_snaps_free(sup_snaps *s)
 	if (!s)
 		return;
 	event_free(s->sweep_timer);
+	sup_snaps_fetched_free(&s->fetched);
 	free(s);
 }

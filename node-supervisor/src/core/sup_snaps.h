@@ -24,6 +24,7 @@
 #ifndef SUP_SNAPS_H
 #define SUP_SNAPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,5 +104,45 @@ int sup_snaps_seed(sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx
 
 /* Remove the fork layers no mount names (a worker job). */
 void sup_snaps_sweep(sup_snaps *s);
+
+/* ---- an object store (sup_snaps_store.c) ----
+ * With --snapshot-store s3://... every node reading the bucket and prefix
+ * sees the same snapshots: before a snapshot is read, listed, deleted or
+ * restored the store is asked (a worker job) and the catalog's rows of it
+ * brought up to date. Store failures are -EHOSTUNREACH (unreachable, 503)
+ * and -EBADE (refused or failed, 502), a corrupt download -EILSEQ. */
+
+typedef struct sup_snaps_job sup_snaps_job;
+typedef void (*sup_snaps_done_cb)(int rc, const sbx_err *err, void *ud);
+
+/* An object store is configured (s may be NULL: no). */
+bool sup_snaps_remote(const sup_snaps *s);
+
+/* The catalog brought up to date with the store: snap_id's manifest, or
+ * (snap_id NULL) every manifest; cb then. 1 (cb not called): nothing to
+ * wait for (no object store). */
+int sup_snaps_refresh(sup_snaps *s, const char *snap_id, sup_snaps_done_cb cb, void *ud,
+		      sup_snaps_job **job, sbx_err *err);
+
+/* Delete who's snapshot snap_id: in an object store its objects go (the
+ * manifest first), then its row, and cb runs; a local one goes at once
+ * (sup_snaps_delete) and 1 is returned, cb not called. The store failing
+ * leaves the snapshot whole. */
+int sup_snaps_remove(sup_snaps *s, const sup_tenant *who, const char *snap_id,
+		     sup_snaps_done_cb cb, void *ud, sup_snaps_job **job, sbx_err *err);
+
+/* For a create restoring snap_id (who's): its manifest read and its
+ * archive downloaded and checked (size, sha256) on a worker; cb then, and
+ * sup_snaps_seed finds the archive until sup_snaps_fetched_drop(snap_id),
+ * which the create calls once it is over (after cb's rc 0, or a return
+ * of 1). 1 (cb not called): ready now (a local snapshot, no object store,
+ * or an archive another create downloaded). */
+int sup_snaps_fetch(sup_snaps *s, const sup_tenant *who, const char *snap_id,
+		    sup_snaps_done_cb cb, void *ud, sup_snaps_job **job, sbx_err *err);
+void sup_snaps_fetched_drop(sup_snaps *s, const char *snap_id);
+
+/* The requester went away: cb will not run (what the job learnt is still
+ * mirrored into the catalog; a download is removed). */
+void sup_snaps_job_cancel(sup_snaps_job *job);
 
 #endif

@@ -87,6 +87,9 @@ typedef struct sup_create_req {
 	 * the tenant's rights are checked against). NULL: none. */
 	struct sup_runc_seed *seed;
 	char *acquire;
+	/* Set by the core: the snapshot's archive is local now (fetched from
+	 * the object store, sup_snaps_fetch). */
+	bool snapshot_fetched;
 } sup_create_req;
 enum { SUP_CREATE_GIVEN_ISOLATION = 1u << 8, SUP_CREATE_GIVEN_TIMEOUT = 1u << 9 };
 

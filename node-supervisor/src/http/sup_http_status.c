@@ -51,6 +51,10 @@ static const struct status_row {
 	{ -ETIMEDOUT, 504, "timeout", NULL },
 	{ -ETIME, 504, "agent_timeout", NULL },
 	{ -ENOSPC, 507, "no_space", NULL },
+	/* the snapshot store (sup_snap_store.h): it cannot be reached, or it
+	 * refused or failed */
+	{ -EHOSTUNREACH, 503, "store_unavailable", NULL },
+	{ -EBADE, 502, "store_error", NULL },
 	/* a snapshot archive refused: corrupt or hostile */
 	{ -EILSEQ, 422, "bad_archive", NULL },
 };

@@ -359,7 +359,7 @@ int main(int argc, char **argv)
 	sup_catalog *catalog = NULL;
 	sup_volumes *volumes = NULL;
 	sup_restore *restore = NULL;
-	sup_snap_store snapstore;
+	sup_snap_store snapstore = {0};
 	sup_snaps *snaps = NULL;
 	char *token = NULL;
 	char agent[PATH_MAX];
@@ -531,7 +531,7 @@ int main(int argc, char **argv)
 	sup_restore_adopt(restore, &rcfg, m.core);
 	restore = NULL;
 	sup_volumes_restored(volumes);
-	if (sup_snap_store_open(state_real, &snapstore, &err) < 0)
+	if (sup_snap_store_open(state_real, cfg.snapshot_store, cfg.s3_endpoint, &snapstore, &err) < 0)
 		goto fail;
 	sup_snaps_cfg sncfg = { .core = m.core, .runc = &rcfg, .workers = workers,
 				.catalog = catalog, .store = &snapstore };
@@ -722,6 +722,7 @@ cleanup:
 	 * before the pools it points into go away. */
 	sup_workers_free(workers);
 	sup_snaps_free(snaps);
+	sup_snap_store_close(&snapstore);
 	/* an import or pull the edge's end cancelled: its job ends and frees
 	 * itself (a pull's skopeo is killed within 0.1 s) */
 	sup_workers_finish(image_worker);

@@ -6,19 +6,24 @@
 
 #include "sup_api.h"
 
-typedef struct snap_req {
+typedef struct snap_req snap_req;
+struct snap_req {
 	sup_http_req *r;
 	sup_snapshots_ctx *x;
 	char name[SUP_SNAPS_NAME_MAX + 1];
 	unsigned count;
 	sup_snaps_op *op;
-} snap_req;
+	sup_snaps_job *job; /* the object store asked (sup_snaps_refresh, _remove) */
+	int (*then)(sup_http_req *r, snap_req *q, sbx_err *err); /* after a refresh */
+};
 
 static void snap_release(void *state)
 {
 	snap_req *q = state;
 	if (q->op)
 		sup_snaps_op_cancel(q->op);
+	if (q->job)
+		sup_snaps_job_cancel(q->job);
 }
 
 static json_t *render(const sup_snap_view *v)
@@ -84,6 +89,16 @@ static int parse_ctx(const sup_http_in *in, void *ctx, void *state, sbx_err *err
 
 /* ---- act ---- */
 
+static void removed(int rc, const sbx_err *err, void *ud)
+{
+	snap_req *q = ud;
+	q->job = NULL;
+	if (rc < 0)
+		sup_http_fail(q->r, err);
+	else
+		sup_http_json(q->r, 204, NULL);
+}
+
 static void take_done(int rc, const sup_snap_view *v, const sbx_err *err, void *ud)
 {
 	snap_req *q = ud;
@@ -107,9 +122,8 @@ static void add_view(const sup_snap_view *v, void *ud)
 	json_array_append_new(ud, render(v));
 }
 
-static int act_list(sup_http_req *r, void *state, sbx_err *err)
+static int answer_list(sup_http_req *r, snap_req *q, sbx_err *err)
 {
-	snap_req *q = state;
 	json_t *arr = json_array();
 	if (!arr)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
@@ -122,9 +136,8 @@ static int act_list(sup_http_req *r, void *state, sbx_err *err)
 	return 0;
 }
 
-static int act_get(sup_http_req *r, void *state, sbx_err *err)
+static int answer_get(sup_http_req *r, snap_req *q, sbx_err *err)
 {
-	snap_req *q = state;
 	sup_snap_view v;
 	const sup_http_in *in = sup_http_input(r);
 	int rc = sup_snaps_get(q->x->snaps, in->who, in->pid, &v, err);
@@ -133,14 +146,54 @@ static int act_get(sup_http_req *r, void *state, sbx_err *err)
 	return rc;
 }
 
+static int answer_delete(sup_http_req *r, snap_req *q, sbx_err *err)
+{
+	const sup_http_in *in = sup_http_input(r);
+	int rc = sup_snaps_remove(q->x->snaps, in->who, in->pid, removed, q, &q->job, err);
+	if (rc == 1)
+		sup_http_json(r, 204, NULL);
+	return rc < 0 ? rc : 0;
+}
+
+/* The object store answered (or there is none): the answer from the
+ * catalog, brought up to date. */
+static void refreshed(int rc, const sbx_err *err, void *ud)
+{
+	snap_req *q = ud;
+	q->job = NULL;
+	sbx_err e;
+	if (rc < 0)
+		sup_http_fail(q->r, err);
+	else if (q->then(q->r, q, &e) < 0)
+		sup_http_fail(q->r, &e);
+}
+
+/* then() after the object store's manifests are read: of the path's
+ * snapshot, or (GET /v1/snapshots) all. */
+static int after_refresh(sup_http_req *r, snap_req *q, int (*then)(sup_http_req *, snap_req *, sbx_err *),
+			 sbx_err *err)
+{
+	q->r = r;
+	q->then = then;
+	const sup_http_in *in = sup_http_input(r);
+	int rc = sup_snaps_refresh(q->x->snaps, then == answer_list ? NULL : in->pid, refreshed, q,
+				   &q->job, err);
+	return rc == 1 ? then(r, q, err) : rc;
+}
+
+static int act_list(sup_http_req *r, void *state, sbx_err *err)
+{
+	return after_refresh(r, state, answer_list, err);
+}
+
+static int act_get(sup_http_req *r, void *state, sbx_err *err)
+{
+	return after_refresh(r, state, answer_get, err);
+}
+
 static int act_delete(sup_http_req *r, void *state, sbx_err *err)
 {
-	snap_req *q = state;
-	const sup_http_in *in = sup_http_input(r);
-	int rc = sup_snaps_delete(q->x->snaps, in->who, in->pid, err);
-	if (rc == 0)
-		sup_http_json(r, 204, NULL);
-	return rc;
+	return after_refresh(r, state, answer_delete, err);
 }
 
 static void fork_done(int rc, const char *const *ids, size_t n, const sbx_err *err, void *ud)

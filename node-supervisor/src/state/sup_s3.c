@@ -311,6 +311,35 @@ int sup_s3_get_fd(sup_s3 *s, const char *key, int fd, sbx_err *err)
 	return sup_s3_req_run(s, &r, err);
 }
 
+typedef struct buf_sink {
+	char *buf;
+	size_t cap, len;
+} buf_sink;
+
+static int buf_write(void *ud, const char *p, size_t n, sbx_err *err)
+{
+	buf_sink *b = ud;
+	if (n > b->cap - b->len)
+		return sbx_err_set(err, -E2BIG, "over %zu bytes", b->cap);
+	memcpy(b->buf + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+int sup_s3_get_buf(sup_s3 *s, const char *key, char *buf, size_t cap, size_t *len, sbx_err *err)
+{
+	int rc = sup_s3_check_key(s, key, err);
+	if (rc < 0)
+		return rc;
+	buf_sink b = {.buf = buf, .cap = cap};
+	/* retried only until a body arrives (no resume: small objects) */
+	sup_s3_req r = {.method = "GET", .what = "get", .key = key, .idempotent = true,
+			.sink = buf_write, .sink_ud = &b};
+	rc = sup_s3_req_run(s, &r, err);
+	*len = b.len;
+	return rc;
+}
+
 /* One ListObjectsV2 page, read as it arrives. */
 typedef struct list_page {
 	sup_s3 *s;

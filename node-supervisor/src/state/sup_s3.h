@@ -75,6 +75,13 @@ int sup_s3_put_fd(sup_s3 *s, const char *key, int fd, sbx_err *err);
  * transfer cut part way is resumed with a Range request where it stopped. */
 int sup_s3_get_fd(sup_s3 *s, const char *key, int fd, sbx_err *err);
 
+/* A small object (at most one part) from memory, in one PUT. */
+int sup_s3_put_buf(sup_s3 *s, const char *key, const void *buf, size_t len, sbx_err *err);
+
+/* A small object into buf: *len its bytes; one over cap bytes -> -E2BIG,
+ * 404 -> -ENOENT. */
+int sup_s3_get_buf(sup_s3 *s, const char *key, char *buf, size_t cap, size_t *len, sbx_err *err);
+
 /* The object's size in *size (may be NULL). 404 -> -ENOENT. */
 int sup_s3_head(sup_s3 *s, const char *key, uint64_t *size, sbx_err *err);
 

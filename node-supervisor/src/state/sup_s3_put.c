@@ -211,3 +211,15 @@ int sup_s3_put_fd(sup_s3 *s, const char *key, int fd, sbx_err *err)
 	}
 	return put_multipart(s, key, fd, buf, (size_t)n, err);
 }
+
+int sup_s3_put_buf(sup_s3 *s, const char *key, const void *buf, size_t len, sbx_err *err)
+{
+	int rc = sup_s3_check_key(s, key, err);
+	if (rc < 0)
+		return rc;
+	if (len > s->o.part_size)
+		return sbx_err_set(err, -E2BIG, "put %s: %zu bytes, over one part", key, len);
+	sup_s3_req r = {.method = "PUT", .what = "put", .key = key, .idempotent = true,
+			.body = buf, .body_len = len};
+	return sup_s3_req_run(s, &r, err);
+}

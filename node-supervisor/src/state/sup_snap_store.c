@@ -10,6 +10,7 @@
 
 #include "sbx/cleanup.h"
 #include "sup_fsutil.h"
+#include "sup_snap_store_s3.h"
 
 #define ID_PREFIX "sn-"
 #define ID_HEX 12
@@ -37,7 +38,8 @@ static int path_of(const char *dir, const char *id, char *out, sbx_err *err)
 	return 0;
 }
 
-int sup_snap_store_open(const char *state_dir, sup_snap_store *s, sbx_err *err)
+int sup_snap_store_open(const char *state_dir, const char *s3_url, const char *s3_endpoint,
+			sup_snap_store *s, sbx_err *err)
 {
 	memset(s, 0, sizeof(*s));
 	if (snprintf(s->dir, sizeof(s->dir), "%s/snapshots", state_dir) >= (int)sizeof(s->dir) ||
@@ -50,7 +52,19 @@ int sup_snap_store_open(const char *state_dir, sup_snap_store *s, sbx_err *err)
 	int r = sup_fs_mkdir(AT_FDCWD, s->dir, 0700, 0, 0, 1, err);
 	r = r ?: sup_fs_mkdir(AT_FDCWD, s->stage, 0700, 0, 0, 1, err);
 	r = r ?: sup_fs_mkdir(AT_FDCWD, s->layers, 0700, 0, 0, 1, err);
+	if (r == 0 && s3_url)
+		r = sup_snap_s3_open(s, s3_url, s3_endpoint, err);
 	return r < 0 ? sbx_err_wrap(err, "snapshot store") : 0;
+}
+
+void sup_snap_store_close(sup_snap_store *s)
+{
+	sup_snap_s3_close(s);
+}
+
+bool sup_snap_store_remote(const sup_snap_store *s)
+{
+	return s->remote != NULL;
 }
 
 int sup_snap_store_stage(const sup_snap_store *s, const char *id, char *out, sbx_err *err)
@@ -58,10 +72,13 @@ int sup_snap_store_stage(const sup_snap_store *s, const char *id, char *out, sbx
 	return path_of(s->stage, id, out, err);
 }
 
-int sup_snap_store_commit(const sup_snap_store *s, const char *id, const char *staged,
-			  uint64_t *size, sbx_err *err)
+int sup_snap_store_commit(const sup_snap_store *s, sup_catalog_snap *row, const char *staged,
+			  sbx_err *err)
 {
+	if (s->remote)
+		return sup_snap_s3_commit(s, row, staged, err);
 	char dest[PATH_MAX];
+	const char *id = row->id;
 	int r = path_of(s->dir, id, dest, err);
 	SBX_AUTO_CLOSE int fd = r < 0 ? -1 : open(staged, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st = {0};
@@ -73,27 +90,32 @@ int sup_snap_store_commit(const sup_snap_store *s, const char *id, const char *s
 		unlink(staged);
 		return r;
 	}
-	*size = (uint64_t)st.st_size;
+	row->size = (uint64_t)st.st_size;
+	row->location[0] = '\0';
 	return 0;
 }
 
-int sup_snap_store_fetch(const sup_snap_store *s, const char *id, char *out, bool *temp,
-			 sbx_err *err)
+int sup_snap_store_fetch(const sup_snap_store *s, const sup_catalog_snap *row, char *out,
+			 bool *temp, sbx_err *err)
 {
 	*temp = false;
-	int r = path_of(s->dir, id, out, err);
+	if (row->location[0])
+		return sup_snap_s3_fetch(s, row, out, temp, err);
+	int r = path_of(s->dir, row->id, out, err);
 	if (r < 0)
 		return r;
 	if (access(out, R_OK) < 0)
-		return sbx_err_sys(err, -errno, "snapshot %s: its archive", id);
+		return sbx_err_sys(err, -errno, "snapshot %s: its archive", row->id);
 	return 0;
 }
 
-int sup_snap_store_remove(const sup_snap_store *s, const char *id, sbx_err *err)
+int sup_snap_store_remove(const sup_snap_store *s, const sup_catalog_snap *row, sbx_err *err)
 {
+	if (row->location[0])
+		return sup_snap_s3_remove(s, row, err);
 	char path[PATH_MAX];
-	int r = path_of(s->dir, id, path, err);
+	int r = path_of(s->dir, row->id, path, err);
 	if (r == 0 && unlink(path) < 0 && errno != ENOENT)
-		r = sbx_err_sys(err, -errno, "snapshot %s: remove its archive", id);
+		r = sbx_err_sys(err, -errno, "snapshot %s: remove its archive", row->id);
 	return r;
 }

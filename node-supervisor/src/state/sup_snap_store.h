@@ -1,15 +1,29 @@
 /* Where snapshot archives live: the one seam between taking or restoring
- * a snapshot and its storage. Today a folder of the state folder,
- * <state>/snapshots/<id>.tar.zst; an object store (--snapshot-store
- * s3://...) would upload in commit, download in fetch and delete in
- * remove behind the same four calls.
+ * a snapshot and its storage. Either a folder of the state folder,
+ * <state>/snapshots/<id>.tar.zst, or (--snapshot-store s3://bucket/prefix)
+ * an S3-compatible object store that every supervisor reading the same
+ * bucket and prefix shares (sup_snap_store_s3.c):
+ *   <prefix>archives/<id>.tar.zst   the archive
+ *   <prefix>manifests/<id>.json     its manifest: the snapshot's row (id,
+ *                                   name, tenant, source, image, digest,
+ *                                   isolation, size, sha256, created_at)
+ * A snapshot is in an object store once its manifest is: the archive goes
+ * up first, the manifest last; a removal takes the manifest first.
  *
  * An archive is written whole into a staged file (stage), then made the
- * snapshot's (commit: synced and renamed in, so a crash leaves either no
- * archive or a whole one); a restore reads a local file (fetch). Owns the
- * folder and its files; it must not know archives' contents, sandboxes or
- * the catalog. Blocking calls (worker threads); thread-safe, no state but
- * the folder's path. */
+ * snapshot's (commit: synced and renamed in, or uploaded, so a crash
+ * leaves either no snapshot or a whole one); a restore reads a local file
+ * (fetch: an object store's is downloaded and its digest checked).
+ *
+ * Owns the folder, its files and the object store's keys; the manifest's
+ * fields are the catalog's snapshot row (sup_catalog_snap), but it must not
+ * touch the catalog, know archives' contents or sandboxes, and must not
+ * log credentials. Blocking calls (worker threads); thread-safe: the
+ * object store's connections are taken from a small pool. Store failures
+ * come back as -EHOSTUNREACH (the store cannot be reached or timed out:
+ * 503 store_unavailable) or -EBADE (it refused or failed: 502
+ * store_error); a missing snapshot -ENOENT, an archive whose size or
+ * digest is not the manifest's -EILSEQ. */
 #ifndef SUP_SNAP_STORE_H
 #define SUP_SNAP_STORE_H
 
@@ -18,36 +32,63 @@
 #include <stdint.h>
 
 #include "sbx/err.h"
+#include "sup_catalog.h"
+
+typedef struct sup_snap_remote sup_snap_remote;
 
 typedef struct sup_snap_store {
 	char dir[PATH_MAX];   /* <state>/snapshots */
-	char stage[PATH_MAX]; /* <state>/snapshots/tmp: staged archives */
+	char stage[PATH_MAX]; /* <state>/snapshots/tmp: staged and fetched archives */
 	char layers[PATH_MAX]; /* <state>/layers: forks' read-only layers */
+	/* "" the state folder, else "s3://bucket/prefix/": what commit writes
+	 * into a row's location */
+	char location[sizeof(((sup_catalog_snap *)0)->location)];
+	sup_snap_remote *remote; /* the object store, NULL: none */
 } sup_snap_store;
 
 /* Make (or keep) the folders below state_dir, and remove staged files an
- * earlier run left. */
-int sup_snap_store_open(const char *state_dir, sup_snap_store *s, sbx_err *err);
+ * earlier run left. s3_url ("s3://bucket[/prefix]", NULL: none) makes the
+ * object store the one new snapshots go to; s3_endpoint as sup_s3_opts'
+ * endpoint. Makes no request. */
+int sup_snap_store_open(const char *state_dir, const char *s3_url, const char *s3_endpoint,
+			sup_snap_store *s, sbx_err *err);
+void sup_snap_store_close(sup_snap_store *s);
+
+/* An object store is configured. */
+bool sup_snap_store_remote(const sup_snap_store *s);
 
 /* A snapshot id ("sn-" and 12 hex digits): 0, or -EINVAL. Ids are the
- * store's names: nothing else ever becomes a path. */
+ * store's names: nothing else ever becomes a path or a key. */
 int sup_snap_store_check_id(const char *id, sbx_err *err);
 
 /* The path of a new staged archive for snapshot id (out: PATH_MAX). */
 int sup_snap_store_stage(const sup_snap_store *s, const char *id, char *out, sbx_err *err);
 
-/* Make the staged file the archive of id (synced, renamed in); *size its
- * bytes. On failure the staged file is removed. */
-int sup_snap_store_commit(const sup_snap_store *s, const char *id, const char *staged,
-			  uint64_t *size, sbx_err *err);
+/* Make the staged file the archive of row->id (local: synced, renamed in;
+ * object store: uploaded, multipart past a part, then the manifest), and
+ * fill row's size, sha256 (object store) and location. The staged file is
+ * gone afterwards, whatever the outcome; on failure nothing is stored. */
+int sup_snap_store_commit(const sup_snap_store *s, sup_catalog_snap *row, const char *staged,
+			  sbx_err *err);
 
-/* A local file holding the archive of id (out: PATH_MAX), -ENOENT when
- * the store has none. *temp: the caller removes out after use (an object
- * store's download); false for the local store. */
-int sup_snap_store_fetch(const sup_snap_store *s, const char *id, char *out, bool *temp,
-			 sbx_err *err);
+/* A local file holding the archive of row (out: PATH_MAX), -ENOENT when
+ * the store has none. *temp: the caller removes out after use (a download,
+ * its size and digest checked against row's); false for the local store. */
+int sup_snap_store_fetch(const sup_snap_store *s, const sup_catalog_snap *row, char *out,
+			 bool *temp, sbx_err *err);
 
-/* Remove the archive of id; none is not an error. */
-int sup_snap_store_remove(const sup_snap_store *s, const char *id, sbx_err *err);
+/* Remove the archive of row (and its manifest first); none is not an
+ * error. */
+int sup_snap_store_remove(const sup_snap_store *s, const sup_catalog_snap *row, sbx_err *err);
+
+/* The object store's manifest of id as a row (location set); -ENOENT none,
+ * -EBADE one that is not a manifest of id. Object store only. */
+int sup_snap_store_manifest(const sup_snap_store *s, const char *id, sup_catalog_snap *out,
+			    sbx_err *err);
+
+/* Every snapshot id the object store has a manifest of, in key order. A
+ * non-zero return of fn stops the listing and is returned. */
+int sup_snap_store_ids(const sup_snap_store *s, int (*fn)(void *ud, const char *id), void *ud,
+		       sbx_err *err);
 
 #endif

@@ -1,0 +1,322 @@
+/* sup_snap_store_s3: the snapshot store's object-store half (see
+ * sup_snap_store.h for the keys and the order they are written in). */
+#include "sup_snap_store_s3.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sbx/cleanup.h"
+#include "sup_img_digest.h"
+#include "sup_s3.h"
+#include "sup_snap_manifest.h"
+
+#define IDLE_MAX 4            /* connections kept between calls */
+#define HASH_CHUNK (1u << 20) /* bytes read at a time for the digest */
+#define KEY_CAP 80 /* "manifests/" + an id (at most 47 bytes) + ".json" */
+
+struct sup_snap_remote {
+	char url[sizeof(((sup_snap_store *)0)->location)];
+	char endpoint[1024];
+	bool has_endpoint;
+	pthread_mutex_t mu;
+	sup_s3 *idle[IDLE_MAX];
+	size_t nidle;
+};
+
+/* sup_s3's errors as the store's two kinds (sup_snap_store.h); a missing
+ * object and this node's own failures (memory, its disk) stay as they are. */
+static int store_err(sbx_err *err)
+{
+	switch (err->code) {
+	case -ECONNREFUSED:
+	case -ETIMEDOUT:
+		err->code = -EHOSTUNREACH;
+		break;
+	case -EACCES:
+	case -EINVAL:
+	case -EEXIST:
+	case -EIO:
+	case -EPROTO:
+	case -E2BIG:
+		err->code = -EBADE;
+		break;
+	default:
+		break;
+	}
+	return err->code;
+}
+
+/* A connection of the pool, or a new one. */
+static int take(sup_snap_remote *r, sup_s3 **out, sbx_err *err)
+{
+	pthread_mutex_lock(&r->mu);
+	*out = r->nidle ? r->idle[--r->nidle] : NULL;
+	pthread_mutex_unlock(&r->mu);
+	if (*out)
+		return 0;
+	sup_s3_opts o = {.endpoint = r->has_endpoint ? r->endpoint : NULL};
+	return sup_s3_open(r->url, &o, out, err);
+}
+
+static void give(sup_snap_remote *r, sup_s3 *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&r->mu);
+	if (r->nidle < IDLE_MAX) {
+		r->idle[r->nidle++] = h;
+		h = NULL;
+	}
+	pthread_mutex_unlock(&r->mu);
+	sup_s3_close(h);
+}
+
+static void keys_of(const char *id, char akey[KEY_CAP], char mkey[KEY_CAP])
+{
+	snprintf(akey, KEY_CAP, "archives/%s.tar.zst", id);
+	snprintf(mkey, KEY_CAP, "manifests/%s.json", id);
+}
+
+int sup_snap_s3_open(sup_snap_store *s, const char *url, const char *endpoint, sbx_err *err)
+{
+	size_t n = strlen(url);
+	if (n + 2 > sizeof(s->location) || (endpoint && strlen(endpoint) >= 1024))
+		return sbx_err_set(err, -ENAMETOOLONG, "--snapshot-store: too long");
+	sup_snap_remote *r = calloc(1, sizeof(*r));
+	if (!r)
+		return sbx_err_set(err, -ENOMEM, "snapshot store");
+	memcpy(r->url, url, n + 1);
+	r->has_endpoint = endpoint != NULL;
+	if (endpoint)
+		snprintf(r->endpoint, sizeof(r->endpoint), "%s", endpoint);
+	pthread_mutex_init(&r->mu, NULL);
+	/* one connection now: the URL and the credentials are checked here */
+	sup_s3 *h;
+	int rc = take(r, &h, err);
+	if (rc < 0) {
+		pthread_mutex_destroy(&r->mu);
+		free(r);
+		return rc;
+	}
+	give(r, h);
+	/* the location rows name: the URL, ending in one '/' */
+	snprintf(s->location, sizeof(s->location), "%s%s", url, url[n - 1] == '/' ? "" : "/");
+	s->remote = r;
+	return 0;
+}
+
+void sup_snap_s3_close(sup_snap_store *s)
+{
+	sup_snap_remote *r = s->remote;
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nidle; i++)
+		sup_s3_close(r->idle[i]);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+	s->remote = NULL;
+}
+
+/* fd's bytes from its start: their count and sha256; fd is left at 0. */
+static int digest_of(int fd, uint64_t *size, char hex[SUP_IMG_HEX_LEN + 1], sbx_err *err)
+{
+	SBX_AUTO_FREE char *buf = malloc(HASH_CHUNK);
+	if (!buf)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return sbx_err_sys(err, -errno, "seek");
+	sup_img_sha sha;
+	sup_img_sha_init(&sha);
+	*size = 0;
+	for (;;) {
+		ssize_t got = read(fd, buf, HASH_CHUNK);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return sbx_err_sys(err, -errno, "read");
+		if (got == 0)
+			break;
+		sup_img_sha_update(&sha, buf, (size_t)got);
+		*size += (uint64_t)got;
+	}
+	sup_img_sha_hex(&sha, hex);
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return sbx_err_sys(err, -errno, "seek");
+	return 0;
+}
+
+int sup_snap_s3_commit(const sup_snap_store *s, sup_catalog_snap *row, const char *staged,
+		       sbx_err *err)
+{
+	int r = sup_snap_store_check_id(row->id, err);
+	SBX_AUTO_CLOSE int fd = r < 0 ? -1 : open(staged, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (r == 0 && fd < 0)
+		r = sbx_err_sys(err, -errno, "snapshot %s: its staged archive", row->id);
+	r = r ?: digest_of(fd, &row->size, row->sha256, err);
+	snprintf(row->location, sizeof(row->location), "%s", s->location);
+	char akey[KEY_CAP], mkey[KEY_CAP];
+	keys_of(row->id, akey, mkey);
+	SBX_AUTO_FREE char *man = NULL;
+	size_t mlen = 0;
+	r = r ?: sup_snap_manifest_render(row, &man, &mlen, err);
+	sup_s3 *h = NULL;
+	r = r ?: take(s->remote, &h, err);
+	/* the archive first (multipart past a part, streamed from the file),
+	 * the manifest last: a snapshot is there once its manifest is */
+	r = r ?: sup_s3_put_fd(h, akey, fd, err);
+	if (r == 0 && sup_s3_put_buf(h, mkey, man, mlen, err) < 0) {
+		r = err->code;
+		/* a manifest that went up though its answer did not, then the
+		 * archive: nothing half-stored */
+		sbx_err ignored;
+		sup_s3_delete(h, mkey, &ignored);
+		sup_s3_delete(h, akey, &ignored);
+	}
+	give(s->remote, h);
+	unlink(staged);
+	if (r < 0) {
+		store_err(err);
+		return sbx_err_wrap(err, "snapshot %s: into %s", row->id, s->location);
+	}
+	return 0;
+}
+
+int sup_snap_s3_fetch(const sup_snap_store *s, const sup_catalog_snap *row, char *out, bool *temp,
+		      sbx_err *err)
+{
+	*temp = false;
+	if (!s->remote || strcmp(row->location, s->location) != 0)
+		return sbx_err_set(err, -ENOENT, "snapshot %s is kept in %s, which this supervisor does not read",
+				   row->id, row->location);
+	int r = sup_snap_store_check_id(row->id, err);
+	if (r < 0)
+		return r;
+	if (snprintf(out, PATH_MAX, "%s/%s-XXXXXX", s->stage, row->id) >= PATH_MAX)
+		return sbx_err_set(err, -ENAMETOOLONG, "snapshot store: path too long");
+	SBX_AUTO_CLOSE int fd = mkostemp(out, O_CLOEXEC);
+	if (fd < 0)
+		return sbx_err_sys(err, -errno, "snapshot %s: a file to fetch into", row->id);
+	char akey[KEY_CAP], mkey[KEY_CAP];
+	keys_of(row->id, akey, mkey);
+	sup_s3 *h = NULL;
+	r = take(s->remote, &h, err);
+	r = r ?: sup_s3_get_fd(h, akey, fd, err);
+	give(s->remote, h);
+	if (r < 0)
+		store_err(err);
+	uint64_t size = 0;
+	char hex[SUP_IMG_HEX_LEN + 1];
+	r = r ?: digest_of(fd, &size, hex, err);
+	if (r == 0 && (size != row->size || (row->sha256[0] && strcmp(hex, row->sha256) != 0)))
+		r = sbx_err_set(err, -EILSEQ,
+				"the store's archive is not the one its manifest names (%" PRIu64
+				" bytes, sha256 %.12s..., where the manifest says %" PRIu64 " bytes, %.12s...)",
+				size, hex, row->size, row->sha256);
+	if (r < 0) {
+		unlink(out);
+		out[0] = '\0';
+		return sbx_err_wrap(err, "snapshot %s: fetch from %s", row->id, s->location);
+	}
+	*temp = true;
+	return 0;
+}
+
+int sup_snap_s3_remove(const sup_snap_store *s, const sup_catalog_snap *row, sbx_err *err)
+{
+	/* a row of a store this supervisor does not read (it was started with
+	 * another --snapshot-store): its objects are that store's to keep */
+	if (!s->remote || strcmp(row->location, s->location) != 0)
+		return 0;
+	int r = sup_snap_store_check_id(row->id, err);
+	if (r < 0)
+		return r;
+	char akey[KEY_CAP], mkey[KEY_CAP];
+	keys_of(row->id, akey, mkey);
+	sup_s3 *h = NULL;
+	r = take(s->remote, &h, err);
+	/* the manifest first: no node finds it from now on */
+	r = r ?: sup_s3_delete(h, mkey, err);
+	r = r ?: sup_s3_delete(h, akey, err);
+	give(s->remote, h);
+	if (r < 0) {
+		store_err(err);
+		return sbx_err_wrap(err, "snapshot %s: remove from %s", row->id, s->location);
+	}
+	return 0;
+}
+
+int sup_snap_store_manifest(const sup_snap_store *s, const char *id, sup_catalog_snap *out,
+			    sbx_err *err)
+{
+	int r = sup_snap_store_check_id(id, err);
+	if (r < 0)
+		return r;
+	if (!s->remote)
+		return sbx_err_set(err, -ENOENT, "no snapshot %s", id);
+	SBX_AUTO_FREE char *buf = malloc(SUP_SNAP_MANIFEST_MAX);
+	if (!buf)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	char akey[KEY_CAP], mkey[KEY_CAP];
+	keys_of(id, akey, mkey);
+	sup_s3 *h = NULL;
+	size_t len = 0;
+	r = take(s->remote, &h, err);
+	r = r ?: sup_s3_get_buf(h, mkey, buf, SUP_SNAP_MANIFEST_MAX, &len, err);
+	give(s->remote, h);
+	if (r == -ENOENT)
+		return sbx_err_set(err, -ENOENT, "no snapshot %s", id);
+	if (r < 0) {
+		store_err(err);
+		return sbx_err_wrap(err, "snapshot %s: its manifest in %s", id, s->location);
+	}
+	r = sup_snap_manifest_parse(buf, len, id, out, err);
+	if (r == 0)
+		snprintf(out->location, sizeof(out->location), "%s", s->location);
+	return r;
+}
+
+typedef struct ids_ctx {
+	int (*fn)(void *ud, const char *id);
+	void *ud;
+} ids_ctx;
+
+static int id_of_key(void *ud, const char *key, uint64_t size)
+{
+	(void)size;
+	ids_ctx *c = ud;
+	const char *name = key + strlen("manifests/");
+	size_t n = strlen(name);
+	char id[KEY_CAP];
+	sbx_err ignored;
+	/* "<id>.json"; anything else under the folder is not ours to read */
+	if (n < 6 || n - 5 >= sizeof(id) || strcmp(name + n - 5, ".json") != 0)
+		return 0;
+	memcpy(id, name, n - 5);
+	id[n - 5] = '\0';
+	if (sup_snap_store_check_id(id, &ignored) < 0)
+		return 0;
+	return c->fn(c->ud, id);
+}
+
+int sup_snap_store_ids(const sup_snap_store *s, int (*fn)(void *ud, const char *id), void *ud,
+		       sbx_err *err)
+{
+	if (!s->remote)
+		return 0;
+	ids_ctx c = {.fn = fn, .ud = ud};
+	sup_s3 *h = NULL;
+	int r = take(s->remote, &h, err);
+	r = r ?: sup_s3_list(h, "manifests/", id_of_key, &c, err);
+	give(s->remote, h);
+	if (r < 0) {
+		store_err(err);
+		return sbx_err_wrap(err, "snapshots in %s", s->location);
+	}
+	return r;
+}
