@@ -8,7 +8,9 @@
 // OpenSSL 3 offers only from its legacy provider: without the flag a
 // truncated listing answers 500.)
 // Listens on 127.0.0.1 only; prints {"port": N} once it accepts requests.
-// The account is s3rver's built-in one: S3RVER / S3RVER.
+// The account is s3rver's built-in one: S3RVER / S3RVER; $S3_SECRET, when
+// set, is the secret this server takes for S3RVER instead (a test's way to
+// make a running client's credentials wrong).
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 
@@ -17,7 +19,7 @@ const S3rver = require('s3rver');
 const { SignatureV4 } = require('@smithy/signature-v4');
 const { Hash } = require('@smithy/hash-node');
 
-const KEYS = { S3RVER: 'S3RVER' };
+const KEYS = { S3RVER: process.env.S3_SECRET || 'S3RVER' };
 const SKEW_MS = 15 * 60 * 1000; // AWS's bound on a request's clock
 
 const { values } = parseArgs({
