@@ -581,13 +581,13 @@ static void fetched(int rc, const sbx_err *err, void *ud)
 {
 	sup_op *op = ud;
 	op->u.fetch.job = NULL;
-	sbx_err e;
+	sbx_err e = *err;
 	if (rc == 0 && fetch_go(op, &e) == 0)
 		return;
 	sup_core_sandbox_cb cb = op->u.fetch.cb;
 	void *cud = op->ud;
 	fetch_end(op);
-	cb(rc < 0 ? rc : e.code, NULL, rc < 0 ? err : &e, cud);
+	cb(e.code, NULL, &e, cud);
 }
 
 static int create_from_store(sup_core *c, const sup_tenant *who, sup_create_req *req,

@@ -151,7 +151,8 @@ static void all_run(sup_snaps_job *j, const sup_snap_store *st)
 		else
 			j->rc = sbx_err_set(&j->err, r, "%s", e.msg);
 	}
-	qsort(j->listed, j->nlisted, sizeof(*j->listed), id_cmp);
+	if (j->nlisted)
+		qsort(j->listed, j->nlisted, sizeof(*j->listed), id_cmp);
 }
 
 /* The snapshot's row: the catalog's, or its manifest's; who's. */
@@ -322,7 +323,8 @@ int sup_snaps_refresh(sup_snaps *s, const char *snap_id, sup_snaps_done_cb cb, v
 			free(j);
 			return r;
 		}
-		qsort(k.v, k.n, sizeof(*k.v), id_cmp);
+		if (k.n)
+			qsort(k.v, k.n, sizeof(*k.v), id_cmp);
 		j->known = k.v;
 		j->nknown = k.n;
 	}
