@@ -72,7 +72,8 @@ images: build
 # 3's 1 GiB of command output through SSE, its sha256 checked; then the
 # port proxy beside the same server reached directly (bench/bench_ports.py).
 # Snapshot, restore and fork of a 100 MiB layer beside tar | zstd, zstd -d |
-# tar -x and cp -a of the same folder (bench/bench_snapshots.py).
+# tar -x and cp -a of the same folder (bench/bench_snapshots.py); the same
+# layer through the S3 store beside the local one (bench/bench_snapshots_s3.py).
 bench: build
 	$(REL_DIR)/bench/sbx-bench --build-dir $(REL_DIR) --stream-runs 5 $(if $(BEFORE),--before $(BEFORE))
 	/usr/bin/python3 bench/bench_restart.py --build-dir $(REL_DIR) $(if $(BEFORE),--before $(BEFORE))
@@ -97,6 +98,10 @@ bench: build
 	SBX_SUPERVISOR=$(CURDIR)/$(REL_DIR)/node-supervisor/sandbox-supervisor \
 	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent \
 	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_snapshots.py
+	SBX_SUPERVISOR=$(CURDIR)/$(REL_DIR)/node-supervisor/sandbox-supervisor \
+	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent \
+	  SBX_S3_TOOL=$(CURDIR)/$(REL_DIR)/node-supervisor/sup-s3-tool \
+	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_snapshots_s3.py
 
 clean:
 	rm -rf build
