@@ -28,6 +28,7 @@ test fails.
 
 Env: SBX_S3_TOOL; SBX_SUPERVISOR and SBX_AGENT for the start check.
 """
+import contextlib
 import hashlib
 import json
 import os
@@ -67,6 +68,26 @@ def _on_signal(signum, frame):
 
 for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(_sig, _on_signal)
+
+
+@contextlib.contextmanager
+def environ(**values):
+    """os.environ with values set (None: unset) for the block, then as it was:
+    the supervisors and servers started inside inherit them."""
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 class S3Server:
@@ -334,22 +355,15 @@ class S3Store(unittest.TestCase):
     def start_supervisor(self, store, secret="S3RVER"):
         """A supervisor of no pool with --snapshot-store store; the AWS_*
         variables are the environment it inherits."""
-        saved = {k: os.environ.get(k) for k in CREDS}
-        os.environ.update(CREDS, AWS_SECRET_ACCESS_KEY=secret)
         sup = Supervisor(SUP, AGENT, pool_size=0,
                          extra=["--snapshot-store", store, "--s3-endpoint", self.srv.endpoint()])
-        try:
-            sup.start()
-            return sup, None
-        except RuntimeError:
-            sup.wait(10)
-            return sup, sup.log()
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        with environ(**dict(CREDS, AWS_SECRET_ACCESS_KEY=secret)):
+            try:
+                sup.start()
+                return sup, None
+            except RuntimeError:
+                sup.wait(10)
+                return sup, sup.log()
 
     def test_supervisor_checks_the_store_at_start(self):
         if not SUP or not AGENT:

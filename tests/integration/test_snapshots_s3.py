@@ -36,7 +36,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sbx_harness import Supervisor, remove_everything_under, stop_clean  # noqa: E402
-from test_s3_store import BUCKET, CREDS, S3Server  # noqa: E402
+from test_s3_store import BUCKET, CREDS, S3Server, environ  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -98,9 +98,7 @@ class SnapshotsS3(unittest.TestCase):
             cls.tenants = os.path.join(cls.root, "tenants.json")
             with open(cls.tenants, "w") as f:
                 json.dump(tenants_doc(), f)
-            saved = {k: os.environ.get(k) for k in CREDS}
-            os.environ.update(CREDS)
-            try:
+            with environ(**CREDS):
                 for name in ("a", "b"):
                     s = Supervisor(SUP, AGENT, state_dir=os.path.join(cls.root, name, "state"),
                                    pool_size=1, token=TOK["admin"],
@@ -111,12 +109,6 @@ class SnapshotsS3(unittest.TestCase):
                     os.makedirs(os.path.dirname(s.state_dir), exist_ok=True)
                     cls.nodes.append(s)
                     s.start()
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
             cls.a, cls.b = cls.nodes
         except Exception:
             cls.tearDownClass()
@@ -186,16 +178,8 @@ class SnapshotsS3(unittest.TestCase):
         """The same port and folder; secret: the one it takes from now."""
         port = self.srv.port
         self.srv.stop()
-        saved = os.environ.get("S3_SECRET")
-        if secret:
-            os.environ["S3_SECRET"] = secret
-        try:
+        with environ(S3_SECRET=secret):
             self.srv = type(self).srv = S3Server(self.srv.folder, port).start()
-        finally:
-            if saved is None:
-                os.environ.pop("S3_SECRET", None)
-            else:
-                os.environ["S3_SECRET"] = saved
 
     # ---- tests ----
     def test_a_round_trip_across_nodes(self):

@@ -470,6 +470,10 @@ int sup_snaps_archive_of(sup_snaps *s, const char *id, char *out, sbx_err *err)
 			snprintf(out, PATH_MAX, "%s", f->path);
 			return 0;
 		}
+	if (strcmp(row->location, cfg->store->location) != 0)
+		return sbx_err_set(err, -ENOENT,
+				   "snapshot %s is kept in %s, which this supervisor does not read", id,
+				   row->location);
 	return sbx_err_set(err, -EAGAIN, "snapshot %s: its archive in %s is not fetched", id,
 			   row->location);
 }
