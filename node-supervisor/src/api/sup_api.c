@@ -292,36 +292,55 @@ static int parse_exec_timeout(json_t *v, uint64_t *ms, sbx_err *err)
 	return 0;
 }
 
-static int parse_stdin(json_t *v, bool b64, sup_exec_spec *out, sbx_err *err)
+int sup_api_parse_bytes(json_t *v, const char *field, bool b64, uint8_t **data, size_t *len, sbx_err *err)
 {
-	const char *field = b64 ? "stdin_b64" : "stdin";
-	if (out->x.stdin_pipe)
-		return sbx_err_set(err, -EINVAL, "give at most one of \"stdin\" and \"stdin_b64\"");
 	if (!json_is_string(v))
-		return sbx_err_set(err, -EINVAL, "field \"%s\": want a string", field);
+		return sbx_err_set(err, -EINVAL, "field \"%s%s\": want a string", field, b64 ? "_b64" : "");
 	const char *s = json_string_value(v);
 	size_t n = json_string_length(v);
 	if (b64) {
 		size_t bad;
-		out->stdin_data = sup_base64_decode(s, n, &out->stdin_len, &bad);
-		if (!out->stdin_data && bad == SIZE_MAX)
+		*data = sup_base64_decode(s, n, len, &bad);
+		if (!*data && bad == SIZE_MAX)
 			return sbx_err_set(err, -ENOMEM, "out of memory");
-		if (!out->stdin_data && bad == n)
+		if (!*data && bad == n)
 			return sbx_err_set(err, -EINVAL,
-					   "field \"stdin_b64\": invalid base64 (length %zu is not a multiple of 4)",
-					   n);
-		if (!out->stdin_data)
+					   "field \"%s_b64\": invalid base64 (length %zu is not a multiple of 4)",
+					   field, n);
+		if (!*data)
 			return sbx_err_set(err, -EINVAL,
-					   "field \"stdin_b64\": invalid base64 at offset %zu (standard alphabet, padded)",
-					   bad);
-	} else {
-		out->stdin_data = malloc(n ? n : 1);
-		if (!out->stdin_data)
-			return sbx_err_set(err, -ENOMEM, "out of memory");
-		memcpy(out->stdin_data, s, n);
-		out->stdin_len = n;
+					   "field \"%s_b64\": invalid base64 at offset %zu (standard alphabet, padded)",
+					   field, bad);
+		return 0;
 	}
-	out->x.stdin_pipe = true;
+	*data = malloc(n ? n : 1);
+	if (!*data)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	memcpy(*data, s, n);
+	*len = n;
+	return 0;
+}
+
+static int parse_stdin(json_t *v, bool b64, sup_exec_spec *out, sbx_err *err)
+{
+	if (out->x.stdin_pipe)
+		return sbx_err_set(err, -EINVAL, "give at most one of \"stdin\" and \"stdin_b64\"");
+	int rc = sup_api_parse_bytes(v, "stdin", b64, &out->stdin_data, &out->stdin_len, err);
+	if (rc == 0)
+		out->x.stdin_pipe = true;
+	return rc;
+}
+
+/* "0644", "644": octal, no setuid, setgid or sticky bit. */
+int sup_api_parse_mode(const char *s, uint64_t *mode)
+{
+	size_t n = strlen(s);
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v = s[i] >= '0' && s[i] <= '7' ? v * 8 + (uint64_t)(s[i] - '0') : 01000;
+	if (n == 0 || n > 4 || v > 0777)
+		return -EINVAL;
+	*mode = v;
 	return 0;
 }
 
@@ -503,9 +522,9 @@ json_t *sup_api_render_sandbox(const sup_sandbox_view *v)
 	return o;
 }
 
-/* Add name (text) and, when the bytes are not UTF-8, name_b64. */
-static int add_output(json_t *o, const char *name, const uint8_t *p, size_t n)
+int sup_api_set_bytes(json_t *o, const char *name, const char *bytes, size_t n)
 {
+	const uint8_t *p = (const uint8_t *)bytes;
 	if (!p || n == 0)
 		return json_object_set_new_nocheck(o, name, json_string(""));
 	if (sup_utf8_valid(p, n))
@@ -557,8 +576,8 @@ json_t *sup_api_render_exec(const sup_exec_result *r)
 	if (!o)
 		return NULL;
 	int rc = add_status(o, &r->st);
-	rc |= add_output(o, "stdout", r->out, r->out_len);
-	rc |= add_output(o, "stderr", r->err, r->err_len);
+	rc |= sup_api_set_bytes(o, "stdout", (const char *)r->out, r->out_len);
+	rc |= sup_api_set_bytes(o, "stderr", (const char *)r->err, r->err_len);
 	rc |= json_object_set_new_nocheck(o, "truncated",
 					  json_boolean(r->out_truncated || r->err_truncated));
 	if (r->st.kill_unconfirmed)
@@ -591,4 +610,22 @@ json_t *sup_api_render_pool(const sup_pool_stats *s)
 			 sup_isolation_names[s->isolation], "size", (json_int_t)s->size, "ready",
 			 (json_int_t)s->ready, "creating", (json_int_t)s->creating, "waiting",
 			 (json_int_t)s->waiting);
+}
+
+json_t *sup_api_render_snapshot(const sup_snap_view *v)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "id", v->id, "name", v->name,
+			 "tenant", v->tenant, "sandbox", v->source, "image", v->image, "digest",
+			 v->digest, "isolation", sup_isolation_names[v->isolation], "size",
+			 (json_int_t)v->size, "created_at", (json_int_t)v->created_at);
+}
+
+int sup_api_parse_snapshot_name(const json_t *name, char out[SUP_SNAPS_NAME_MAX + 1], sbx_err *err)
+{
+	if (name && (!json_is_string(name) || json_string_length(name) > SUP_SNAPS_NAME_MAX ||
+		     strlen(json_string_value(name)) != json_string_length(name)))
+		return sbx_err_set(err, -EINVAL, "field \"name\": want a string of at most %d bytes",
+				   SUP_SNAPS_NAME_MAX);
+	snprintf(out, SUP_SNAPS_NAME_MAX + 1, "%s", name ? json_string_value(name) : "");
+	return 0;
 }

@@ -1,19 +1,22 @@
 /* HTTP API bodies: parse and validate request JSON into plain structs,
  * render results and errors as JSON, map error codes to HTTP statuses.
- * Pure (jansson only): no I/O, no event loop, no knowledge of sandboxes
+ * Pure (jansson; msgpack for the agent's answers it renders): no I/O, no event loop, no knowledge of sandboxes
  * beyond the views handed in. Strict: unknown fields and wrong types are
  * errors (-EINVAL with a message naming the field). */
 #ifndef SUP_API_H
 #define SUP_API_H
 
 #include <jansson.h>
+#include <msgpack.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
 #include "sbx/err.h"
+#include "sbx/proto_args.h"
 #include "sup_pool.h"
 #include "sup_resources.h"
+#include "sup_snaps.h"
 #include "sup_types.h"
 #include "sup_volumes.h"
 
@@ -24,6 +27,7 @@
 #define SUP_API_MAX_EXEC_TIMEOUT_S (24.0 * 3600)
 #define SUP_API_MAX_USER 64
 #define SUP_API_MAX_OUTPUT (1ull << 30)
+#define SUP_API_MAX_TAG 256
 
 typedef struct sup_api_limits {
 	unsigned default_timeout_s; /* sandbox lifetime when none is given */
@@ -45,6 +49,12 @@ int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err
  * or NULL) to the caller: POST .../processes adds its own. */
 int sup_api_parse_exec_obj(json_t *obj, const char *const *skip, sup_exec_spec *out, sbx_err *err);
 
+/* A string field's bytes (malloc'd into *data, *len): as they are, or
+ * decoded from base64 (b64: the field is named field + "_b64"). */
+int sup_api_parse_bytes(json_t *v, const char *field, bool b64, uint8_t **data, size_t *len, sbx_err *err);
+/* A file mode as octal digits ("0644", "644"), at most 0777: 0, or -EINVAL. */
+int sup_api_parse_mode(const char *s, uint64_t *mode);
+
 /* One MCP server as in "mcp.servers" (PUT /v1/sandboxes/{id}/mcp/{name}). */
 int sup_api_parse_mcp_server(const char *name, json_t *v, sup_mcp_server *out, sbx_err *err);
 
@@ -57,6 +67,11 @@ json_t *sup_api_render_exec(const sup_exec_result *r);
 /* The end of a streamed exec: exit_code / signal, duration_ms, timed_out
  * and the byte counts streamed. */
 json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint64_t err_bytes);
+/* A snapshot's "name" (NULL: none, ""): at most SUP_SNAPS_NAME_MAX bytes
+ * without NUL, into out. */
+int sup_api_parse_snapshot_name(const json_t *name, char out[SUP_SNAPS_NAME_MAX + 1], sbx_err *err);
+/* A snapshot as /v1/snapshots shows it. */
+json_t *sup_api_render_snapshot(const sup_snap_view *v);
 /* A pool as GET /v1/pools and PUT /v1/pools/{image} show it. */
 json_t *sup_api_render_pool(const sup_pool_stats *s);
 
@@ -73,5 +88,45 @@ int sup_api_parse_volume_mounts(json_t *v, sup_vol_mounts *out, sbx_err *err);
 json_t *sup_api_render_volume_mounts(const sup_vol_mount *m, size_t n);
 /* A volume as /v1/volumes shows it. */
 json_t *sup_api_render_volume(const sup_volume_view *v);
+
+/* The OpenAPI 3.1 document of this API (node-supervisor/openapi.json),
+ * built in by cmake/embed.cmake (NUL-terminated): served as it is by
+ * GET /v1/openapi.json, and the source of the MCP tools' input schemas. */
+extern const char sup_openapi_json[];
+extern const size_t sup_openapi_json_len;
+
+/* Bytes p[0..n) at key as text; when they are not UTF-8 the text has
+ * U+FFFD for what is not, and key_b64 the exact bytes. 0 or -1 (memory). */
+int sup_api_set_bytes(json_t *o, const char *key, const char *p, size_t n);
+
+/* ---- files (sup_api_files.c): the agent's answers ---- */
+
+/* Stat keys of an agent map -> JSON fields of o. -EPROTO when a key is
+ * missing or of the wrong type. */
+int sup_api_stat_json(const msgpack_object *map, json_t *o, sbx_err *err);
+/* base (a normalised absolute path) joined with rel[0..rl) below it
+ * (rl 0: base); malloc'd, NULL without memory. */
+char *sup_api_path_join(const char *base, const char *rel, size_t rl);
+/* fs.list / fs.search's result of folder base -> {"path", "entries":
+ * [stat + "path", "name"], "count", "truncated"}; NULL with err (-EPROTO:
+ * an entry that is not a relative path below base). */
+json_t *sup_api_render_listing(const char *base, const msgpack_object *res, sbx_err *err);
+
+/* ---- background processes (sup_api_procs.c, sup_api.c) ---- */
+
+/* POST .../processes: the exec body plus "tag", "buffer" and "stdin" (a
+ * bool: stdin stays open for POST .../stdin) into spec and the agent's
+ * extra arguments (tag, buffer) into args. */
+int sup_api_parse_process_start(json_t *j, sup_exec_spec *spec, sbx_proto_args *args, sbx_err *err);
+/* An unsigned integer at key of an agent's map (at most max): 0, or -EPROTO. */
+int sup_api_mp_uint(const msgpack_object *map, const char *key, uint64_t max, uint64_t *out,
+		    sbx_err *err);
+/* A process description from the agent as JSON; full adds what proc.get
+ * tells. NULL with err when it breaks the protocol. want_pid > 0: it must
+ * be of that process. */
+json_t *sup_api_proc_json(const msgpack_object *m, bool full, long want_pid, sbx_err *err);
+/* The end of proc.output: the description plus next_offset, which must be
+ * off (where the data ended); NULL with err otherwise. */
+json_t *sup_api_proc_end_json(const msgpack_object *result, long pid, uint64_t off, sbx_err *err);
 
 #endif

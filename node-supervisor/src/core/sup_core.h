@@ -27,6 +27,7 @@
 #include "sbx/err.h"
 #include "sbx/proto_args.h"
 #include "sup_metrics.h"
+#include "sup_policy.h"
 #include "sup_pool.h"
 #include "sup_tenants.h"
 #include "sup_types.h"
@@ -108,6 +109,12 @@ int sup_core_delete(sup_core *c, const sup_tenant *who, const char *id, sup_core
  * The HTTP edge asks it once for every request naming a sandbox, before
  * its route runs; the operations below then take the id alone. */
 int sup_core_check_owner(sup_core *c, const sup_tenant *who, const char *id, sbx_err *err);
+/* A file path p[0..len) who names in sandbox id, for need: a volume the
+ * sandbox mounts there decides (read-only: -EPERM for a write), else who's
+ * path policy (sup_policy_check); *m then holds the root and the part
+ * below it the agent gets. -EPERM without a tenant. */
+int sup_core_check_path(sup_core *c, const sup_tenant *who, const char *id, const char *p,
+			size_t len, sup_policy_access need, sup_policy_match *m, sbx_err *err);
 /* Run spec (consumed) and capture its output (bounded by max_output). */
 int sup_core_exec(sup_core *c, const char *id, sup_exec_spec *spec, sup_core_exec_cb cb,
 		  void *ud, sup_op **op, sbx_err *err);

@@ -1,5 +1,7 @@
 #include "sup_files.h"
 
+#include "sup_api.h"
+
 #include <errno.h>
 #include <event2/buffer.h>
 #include <stdio.h>
@@ -50,34 +52,6 @@ static const char *fq_subject(void *state, const sbx_err *err, size_t *len)
 	return q->subj;
 }
 
-/* A path at or below one of the sandbox's volume mounts is allowed by the
- * mount (read-write unless mounted read-only), whatever the tenant's
- * policy says: the tenant asked for the volume there. 0 with *m filled,
- * 1 when no volume holds the path (the policy decides), or an error. */
-static int volume_match(sup_fq *q, const char *p, size_t len, sup_policy_access need,
-			sup_policy_match *m, sbx_err *err)
-{
-	sup_volumes *v = q->id && q->f && q->f->core ? sup_core_volumes(q->f->core) : NULL;
-	if (!v)
-		return 1;
-	sbx_err e;
-	bool dir = false;
-	int n = sup_path_normalize(p, len, m->path, sizeof(m->path), &dir, &e);
-	const sup_vol_mount *vm = n < 0 ? NULL : sup_volumes_mount_at(v, q->id, m->path, (size_t)n);
-	if (!vm)
-		return 1;
-	if (need == SUP_POLICY_WRITE && vm->read_only)
-		return sbx_err_set(err, -EPERM, "path %.300s: volume %s is mounted read-only", m->path,
-				   vm->name);
-	size_t rl = strlen(vm->path);
-	snprintf(m->root, sizeof(m->root), "%s", vm->path);
-	snprintf(m->rel, sizeof(m->rel), "%s", (size_t)n > rl ? m->path + rl + 1 : "");
-	m->mode = vm->read_only ? SUP_POLICY_RO : SUP_POLICY_RW;
-	m->is_root = (size_t)n == rl;
-	m->dir = dir;
-	return 0;
-}
-
 int sup_fq_check(sup_fq *q, const char *p, size_t len, sup_policy_access need,
 		 sup_policy_match *m, sbx_err *err)
 {
@@ -90,11 +64,7 @@ int sup_fq_check(sup_fq *q, const char *p, size_t len, sup_policy_access need,
 	q->raw_len = len;
 	q->subj = q->raw;
 	q->subj_len = len;
-	if (!q->who)
-		return sbx_err_set(err, -EPERM, "no tenant: no file access");
-	int rc = volume_match(q, p, len, need, m, err);
-	if (rc == 1)
-		rc = sup_policy_check(sup_tenant_policy(q->who), q->who->name, p, len, need, m, err);
+	int rc = sup_core_check_path(q->f ? q->f->core : NULL, q->who, q->id, p, len, need, m, err);
 	if (rc < 0)
 		return rc;
 	q->subj = m->path;
@@ -131,57 +101,12 @@ int sup_fq_call(sup_fq *q, const sup_core_call_cbs *cbs, sbx_err *err)
 
 /* ---- rendering the agent's answers ---- */
 
-static const char *const stat_types[] = { "file",   "dir",  "symlink", "fifo",
-					  "socket", "char", "block",   "other" };
-
-int sup_files_stat_json(const msgpack_object *map, json_t *o, sbx_err *err)
-{
-	const char *t;
-	size_t tl;
-	if (!map || map->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_str(map, "type", &t, &tl))
-		return sbx_err_set(err, -EPROTO, "agent: stat without a type");
-	const char *type = NULL;
-	for (size_t i = 0; i < sizeof(stat_types) / sizeof(stat_types[0]); i++)
-		if (strlen(stat_types[i]) == tl && memcmp(stat_types[i], t, tl) == 0)
-			type = stat_types[i];
-	if (!type)
-		return sbx_err_set(err, -EPROTO, "agent: stat with an unknown type");
-	static const char *const keys[] = { "size", "mode", "mtime_ns", "uid", "gid", "nlink", "ino" };
-	uint64_t v[7];
-	for (size_t i = 0; i < 7; i++)
-		if (!sbx_proto_get_uint(map, keys[i], &v[i]) || v[i] > (1ull << 62))
-			return sbx_err_set(err, -EPROTO, "agent: stat key %s missing or not a uint",
-					   keys[i]);
-	if (v[1] > 07777)
-		return sbx_err_set(err, -EPROTO, "agent: stat mode out of range");
-	json_object_set_new(o, "type", json_string(type));
-	for (size_t i = 0; i < 7; i++)
-		json_object_set_new(o, keys[i], json_integer((json_int_t)v[i]));
-	char ts[40];
-	sup_rfc3339((time_t)(v[2] / 1000000000ull), ts, sizeof(ts));
-	json_object_set_new(o, "mtime", json_string(ts));
-	const char *tg;
-	size_t tgl;
-	if (sbx_proto_get_str(map, "target", &tg, &tgl) && tgl <= 4096)
-		sup_http_set_bytes(o, "target", tg, tgl);
-	return 0;
-}
-
 static json_t *path_obj(const char *key, const char *path)
 {
 	json_t *o = json_object();
 	if (o)
 		sup_http_set_bytes(o, key, path, strlen(path));
 	return o;
-}
-
-char *sup_files_join(const char *base, const char *rel, size_t rl)
-{
-	char *out = NULL;
-	const char *sep = strcmp(base, "/") != 0 && rl ? "/" : "";
-	if (asprintf(&out, "%s%s%.*s", base, sep, (int)rl, rel) < 0)
-		return NULL;
-	return out;
 }
 
 static json_t *render_path(sup_fq *q, const msgpack_object *res, sbx_err *err)
@@ -200,63 +125,17 @@ static json_t *render_move(sup_fq *q, const msgpack_object *res, sbx_err *err)
 static json_t *render_stat(sup_fq *q, const msgpack_object *res, sbx_err *err)
 {
 	json_t *o = path_obj("path", q->m.path);
-	if (o && sup_files_stat_json(res, o, err) < 0) {
+	if (o && sup_api_stat_json(res, o, err) < 0) {
 		json_decref(o);
 		return NULL;
 	}
 	return o;
-}
-
-/* One entry of a listing, checked: a relative path below the folder and a
- * name without '/' or NUL. */
-static json_t *render_entry(sup_fq *q, const msgpack_object *e, sbx_err *err)
-{
-	const char *rel, *name;
-	size_t rl, nl;
-	if (e->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_str(e, "path", &rel, &rl) ||
-	    !sbx_proto_get_str(e, "name", &name, &nl) || rl == 0 || rl >= 4096 ||
-	    memchr(rel, '\0', rl) || memchr(name, '\0', nl) || memchr(name, '/', nl) || rel[0] == '/') {
-		sbx_err_set(err, -EPROTO, "agent: a listing entry without a valid path or name");
-		return NULL;
-	}
-	SBX_AUTO_FREE char *full = sup_files_join(q->m.path, rel, rl);
-	json_t *je = full ? path_obj("path", full) : NULL;
-	if (!je || sup_http_set_bytes(je, "name", name, nl) < 0 || sup_files_stat_json(e, je, err) < 0) {
-		json_decref(je);
-		if (!err->code)
-			sbx_err_set(err, -ENOMEM, "out of memory");
-		return NULL;
-	}
-	return je;
 }
 
 /* fs.list / fs.search -> {"path","entries":[...],"count","truncated"}. */
 static json_t *render_entries(sup_fq *q, const msgpack_object *res, sbx_err *err)
 {
-	const msgpack_object *ents = sbx_proto_map_get(res, "entries");
-	bool trunc = false;
-	if (!ents || ents->type != MSGPACK_OBJECT_ARRAY) {
-		sbx_err_set(err, -EPROTO, "agent: listing without entries");
-		return NULL;
-	}
-	sbx_proto_get_bool(res, "truncated", &trunc);
-	json_t *arr = json_array();
-	json_t *o = path_obj("path", q->m.path);
-	if (!arr || !o || json_object_set_new(o, "entries", arr) < 0) {
-		json_decref(o);
-		sbx_err_set(err, -ENOMEM, "out of memory");
-		return NULL;
-	}
-	for (uint32_t i = 0; i < ents->via.array.size; i++) {
-		json_t *je = render_entry(q, &ents->via.array.ptr[i], err);
-		if (!je || json_array_append_new(arr, je) < 0) {
-			json_decref(o);
-			return NULL;
-		}
-	}
-	json_object_set_new(o, "count", json_integer((json_int_t)json_array_size(arr)));
-	json_object_set_new(o, "truncated", json_boolean(trunc));
-	return o;
+	return sup_api_render_listing(q->m.path, res, err);
 }
 
 /* ---- parsers: request -> checked paths and the agent's arguments ---- */

@@ -118,7 +118,7 @@ static void on_event(const msgpack_object *map, size_t cost, void *ud)
 	sbx_err e;
 	sbx_err_clear(&e);
 	uint64_t size = 0, mt = 0, ino = 0, off = 0, len = 0;
-	int rc = st ? sup_files_stat_json(map, st, &e) : sbx_err_set(&e, -ENOMEM, "out of memory");
+	int rc = st ? sup_api_stat_json(map, st, &e) : sbx_err_set(&e, -ENOMEM, "out of memory");
 	const char *type = st ? json_string_value(json_object_get(st, "type")) : NULL;
 	if (rc == 0 && (!type || strcmp(type, "file") != 0))
 		rc = sbx_err_set(&e, -EPROTO, "agent: file.read opened something not a file");

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "sbx/proto_args.h"
+#include "sup_api.h"
 #include "sup_files.h"
 #include "sup_query.h"
 #include "sup_stream.h"
@@ -68,13 +69,6 @@ int sup_fq_query(sup_fq *q, const sup_http_in *in, const char *const *keys,
 		 sup_policy_access need, sup_query *qs, sbx_err *err);
 /* Start q->aop with q->args, answered by cbs. */
 int sup_fq_call(sup_fq *q, const sup_core_call_cbs *cbs, sbx_err *err);
-
-/* Stat keys of an agent map -> JSON fields of o. -EPROTO when a key is
- * missing or of the wrong type. */
-int sup_files_stat_json(const msgpack_object *map, json_t *o, sbx_err *err);
-/* base (a normalised absolute path) joined with rel[0..rl) below it
- * (rl 0: base); malloc'd, NULL without memory. */
-char *sup_files_join(const char *base, const char *rel, size_t rl);
 
 /* The routes in their own files. */
 int sup_files_parse_get(const sup_http_in *in, void *ctx, void *state, sbx_err *err);

@@ -18,19 +18,6 @@
 /* Largest piece handed to the agent at once (its window is 256 KiB). */
 #define PUT_STEP (256 * 1024)
 
-/* "0644", "644": octal, no setuid, setgid or sticky bit. */
-static int parse_mode(const char *s, uint64_t *mode)
-{
-	size_t n = strlen(s);
-	uint64_t v = 0;
-	for (size_t i = 0; i < n; i++)
-		v = s[i] >= '0' && s[i] <= '7' ? v * 8 + (uint64_t)(s[i] - '0') : 01000;
-	if (n == 0 || n > 4 || v > 0777)
-		return -EINVAL;
-	*mode = v;
-	return 0;
-}
-
 int sup_files_parse_put(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
 	static const char *const keys[] = { "path", "mode", "parents", "overwrite", NULL };
@@ -47,7 +34,7 @@ int sup_files_parse_put(const sup_http_in *in, void *ctx, void *state, sbx_err *
 		return sbx_err_set(err, -EINVAL, "the path names a folder");
 	uint64_t mode = 0644, max = q->f->max_upload;
 	const char *ms = sup_query_get(&qs, "mode", NULL);
-	if (ms && parse_mode(ms, &mode) < 0)
+	if (ms && sup_api_parse_mode(ms, &mode) < 0)
 		return sbx_err_set(err, -EINVAL, "query parameter \"mode\": want octal 0..0777 (e.g. 0644)");
 	if (max && in->body_expect != UINT64_MAX && in->body_expect > max)
 		return sbx_err_set(err, -E2BIG, "upload of %" PRIu64 " bytes over the limit of %" PRIu64 " bytes",

@@ -52,7 +52,7 @@ static int set_path(const sup_fq *q, json_t *o, const char *key, const msgpack_o
 		return json_object_set_new(o, key, json_null());
 	if (!v || v->type != MSGPACK_OBJECT_STR || !rel_ok(v->via.str.ptr, v->via.str.size))
 		return -1;
-	SBX_AUTO_FREE char *full = sup_files_join(q->m.path, v->via.str.ptr, v->via.str.size);
+	SBX_AUTO_FREE char *full = sup_api_path_join(q->m.path, v->via.str.ptr, v->via.str.size);
 	return full ? sup_http_set_bytes(o, key, full, strlen(full)) : -1;
 }
 

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <event2/buffer.h>
 
+#include "sup_api.h"
+
 static int act_get(sup_http_req *r, void *state, sbx_err *err)
 {
 	(void)state;

@@ -1,6 +1,7 @@
 /* GET /v1/openapi.json: the OpenAPI 3.1 document of this API
  * (node-supervisor/openapi.json), built into the binary by
- * cmake/embed.cmake, served as it is kept in the repository. It owns that
+ * cmake/embed.cmake (sup_api.h: sup_openapi_json), served as it is kept
+ * in the repository. It owns that
  * one answer; it must not build or change the document at run time (so
  * the file, its test and the answer never differ). */
 #ifndef SUP_OPENAPI_H
@@ -11,9 +12,5 @@
 #include "sup_http.h"
 
 extern const sup_http_family sup_openapi_family;
-
-/* The document's bytes (NUL-terminated) and length, from the build. */
-extern const char sup_openapi_json[];
-extern const size_t sup_openapi_json_len;
 
 #endif

@@ -45,7 +45,7 @@ static void desc_done(int rc, const msgpack_object *result, const sbx_err *err, 
 	sbx_err e;
 	sbx_err_clear(&e);
 	q->op = NULL;
-	json_t *o = rc < 0 ? NULL : sup_procs_desc_json(result, q->full, q->pid, &e);
+	json_t *o = rc < 0 ? NULL : sup_api_proc_json(result, q->full, q->pid, &e);
 	if (!o) {
 		sup_core_blame(q->p->core, q->id, &e);
 		sup_http_fail(q->r, rc < 0 ? err : &e);
@@ -83,7 +83,7 @@ static void list_done(int rc, const msgpack_object *result, const sbx_err *err, 
 	else if (!body)
 		sbx_err_set(&e, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; arr && !e.code && i < arr->via.array.size; i++) {
-		json_t *o = sup_procs_desc_json(&arr->via.array.ptr[i], false, 0, &e);
+		json_t *o = sup_api_proc_json(&arr->via.array.ptr[i], false, 0, &e);
 		if (o)
 			json_array_append_new(a, o);
 	}
@@ -161,38 +161,14 @@ int sup_pq_pid(sup_pq *q, const sup_http_in *in, sbx_err *err)
 	return 0;
 }
 
-/* The exec body plus tag, buffer and stdin (a bool here). */
 static int parse_start(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
-	static const char *const extras[] = { "tag", "buffer", "stdin", NULL };
 	sup_pq *q = state;
 	SUP_AUTO_JSON json_t *j = NULL;
 	sup_pq_init(q, in, ctx, SBX_OP_PROC_START, &desc_cbs);
 	if (sup_http_in_json(in, NULL, &j, err) < 0)
 		return err->code;
-	json_t *tag = json_object_get(j, "tag");
-	json_t *buf = json_object_get(j, "buffer");
-	json_t *sin = json_object_get(j, "stdin");
-	if (json_object_get(j, "max_output") || json_object_get(j, "stdin_b64"))
-		return sbx_err_set(err, -EINVAL,
-				   "max_output and stdin_b64 do not apply to background processes (see buffer; stdin: true and POST .../stdin)");
-	if (sin && !json_is_boolean(sin))
-		return sbx_err_set(err, -EINVAL,
-				   "field \"stdin\": want true (then write with POST .../stdin) or false");
-	if (tag && !json_is_null(tag) && (!json_is_string(tag) || json_string_length(tag) > PQ_MAX_TAG))
-		return sbx_err_set(err, -EINVAL, "field \"tag\": want a string of at most 256 bytes");
-	if (buf && (!json_is_integer(buf) || json_integer_value(buf) < 4096 ||
-		    json_integer_value(buf) > 67108864))
-		return sbx_err_set(err, -EINVAL, "field \"buffer\": want 4096..67108864 (bytes)");
-	int rc = sup_api_parse_exec_obj(j, extras, &q->spec, err);
-	if (rc < 0)
-		return rc;
-	q->spec.x.stdin_pipe = sin && json_is_true(sin);
-	if (json_is_string(tag))
-		sbx_proto_args_str(&q->args, "tag", json_string_value(tag), json_string_length(tag));
-	if (buf)
-		sbx_proto_args_uint(&q->args, "buffer", (uint64_t)json_integer_value(buf));
-	return 0;
+	return sup_api_parse_process_start(j, &q->spec, &q->args, err);
 }
 
 static int parse_list(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
@@ -204,7 +180,7 @@ static int parse_list(const sup_http_in *in, void *ctx, void *state, sbx_err *er
 	sup_pq_init(q, in, ctx, SBX_OP_PROC_LIST, &list_cbs);
 	int rc = sup_query_parse(in->query, keys, &qs, err);
 	const char *tag = rc < 0 ? NULL : sup_query_get(&qs, "tag", &len);
-	if (tag && len > PQ_MAX_TAG)
+	if (tag && len > SUP_API_MAX_TAG)
 		return sbx_err_set(err, -EINVAL, "tag: at most 256 bytes");
 	if (tag)
 		sbx_proto_args_str(&q->args, "tag", tag, len);
@@ -303,7 +279,7 @@ static void in_done(int rc, const msgpack_object *result, const sbx_err *err, vo
 	sbx_err e;
 	sbx_err_clear(&e);
 	q->op = NULL;
-	if (rc == 0 && (rc = sup_procs_mp_uint(result, "written", q->in_len, &w, &e)) < 0)
+	if (rc == 0 && (rc = sup_api_mp_uint(result, "written", q->in_len, &w, &e)) < 0)
 		sup_core_blame(q->p->core, q->id, &e);
 	else if (rc < 0)
 		e = *err;

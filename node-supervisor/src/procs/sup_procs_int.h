@@ -12,10 +12,10 @@
 
 #include "sbx/err.h"
 #include "sbx/proto_args.h"
+#include "sup_api.h"
 #include "sup_procs.h"
 #include "sup_stream.h"
 
-#define PQ_MAX_TAG 256
 #define PQ_MAX_ARGV 4096
 
 typedef struct sup_pq {
@@ -55,18 +55,6 @@ void sup_pq_init(sup_pq *q, const sup_http_in *in, void *ctx, const char *aop,
 /* The {pid} segment into q->pid (and the arguments): 0, -EINVAL not a
  * number, -ENOENT out of range. */
 int sup_pq_pid(sup_pq *q, const sup_http_in *in, sbx_err *err);
-
-/* An unsigned integer at key (at most max): 0, or -EPROTO. */
-int sup_procs_mp_uint(const msgpack_object *map, const char *key, uint64_t max, uint64_t *out,
-		      sbx_err *err);
-/* A process description from the agent as JSON; full adds what proc.get
- * tells. NULL with err when it breaks the protocol. want_pid > 0: it must
- * be of that process. */
-json_t *sup_procs_desc_json(const msgpack_object *m, bool full, long want_pid, sbx_err *err);
-
-/* The end of proc.output: the description plus next_offset, which must be
- * off (where the data ended); NULL with err otherwise. */
-json_t *sup_procs_end_json(const msgpack_object *result, long pid, uint64_t off, sbx_err *err);
 
 /* A proc.output event: {"from","to"} of a gap that follows q->off (which
  * moves to its end); NULL without a gap, or with err (-EPROTO) when it does

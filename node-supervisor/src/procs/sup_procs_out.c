@@ -76,7 +76,7 @@ static void out_done(int rc, const msgpack_object *result, const sbx_err *err, v
 	sbx_err e;
 	sbx_err_clear(&e);
 	q->op = NULL;
-	json_t *o = rc < 0 ? NULL : sup_procs_end_json(result, q->pid, q->off, &e);
+	json_t *o = rc < 0 ? NULL : sup_api_proc_end_json(result, q->pid, q->off, &e);
 	if (o) {
 		out_end(q, "end", o);
 		return;
@@ -101,7 +101,7 @@ static void out_checked(int rc, const msgpack_object *result, const sbx_err *err
 	sbx_err e;
 	sbx_err_clear(&e);
 	q->op = NULL;
-	json_t *d = rc < 0 ? NULL : sup_procs_desc_json(result, true, q->pid, &e);
+	json_t *d = rc < 0 ? NULL : sup_api_proc_json(result, true, q->pid, &e);
 	json_int_t end = d ? json_integer_value(json_object_get(json_object_get(d, "output"), "end")) : 0;
 	json_decref(d);
 	if (rc == 0 && d && q->off > (uint64_t)end)

@@ -89,7 +89,7 @@ static void out_done(int rc, const msgpack_object *result, const sbx_err *err, v
 	sbx_err e;
 	sbx_err_clear(&e);
 	q->op = NULL;
-	json_t *d = rc < 0 ? NULL : sup_procs_end_json(result, q->pid, q->off, &e);
+	json_t *d = rc < 0 ? NULL : sup_api_proc_end_json(result, q->pid, q->off, &e);
 	const char *name;
 	if (d) {
 		finish(q, json_pack("{s:o}", "exit", d), 1000);
@@ -214,7 +214,7 @@ static void ws_checked(int rc, const msgpack_object *result, const sbx_err *err,
 	sbx_err e;
 	sbx_err_clear(&e);
 	q->op = NULL;
-	json_t *d = rc < 0 ? NULL : sup_procs_desc_json(result, true, q->pid, &e);
+	json_t *d = rc < 0 ? NULL : sup_api_proc_json(result, true, q->pid, &e);
 	json_int_t end = json_integer_value(json_object_get(json_object_get(d, "output"), "end"));
 	bool pty = json_is_true(json_object_get(d, "pty"));
 	bool running = d && strcmp(json_string_value(json_object_get(d, "state")), "running") == 0;

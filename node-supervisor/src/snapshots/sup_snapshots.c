@@ -26,14 +26,6 @@ static void snap_release(void *state)
 		sup_snaps_job_cancel(q->job);
 }
 
-static json_t *render(const sup_snap_view *v)
-{
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "id", v->id, "name", v->name,
-			 "tenant", v->tenant, "sandbox", v->source, "image", v->image, "digest",
-			 v->digest, "isolation", sup_isolation_names[v->isolation], "size",
-			 (json_int_t)v->size, "created_at", (json_int_t)v->created_at);
-}
-
 /* ---- parse ---- */
 
 /* The body's one optional field key (NULL when absent or no body). */
@@ -55,12 +47,7 @@ static int parse_take(const sup_http_in *in, void *ctx, void *state, sbx_err *er
 	int r = body_field(in, ctx, state, "name", &j, &name, err);
 	if (r < 0)
 		return r;
-	if (name && (!json_is_string(name) || json_string_length(name) > SUP_SNAPS_NAME_MAX ||
-		     strlen(json_string_value(name)) != json_string_length(name)))
-		return sbx_err_set(err, -EINVAL, "field \"name\": want a string of at most %d bytes",
-				   SUP_SNAPS_NAME_MAX);
-	snprintf(q->name, sizeof(q->name), "%s", name ? json_string_value(name) : "");
-	return 0;
+	return sup_api_parse_snapshot_name(name, q->name, err);
 }
 
 static int parse_fork(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
@@ -106,7 +93,7 @@ static void take_done(int rc, const sup_snap_view *v, const sbx_err *err, void *
 	if (rc < 0)
 		sup_http_fail(q->r, err);
 	else
-		sup_http_json(q->r, 201, render(v));
+		sup_http_json(q->r, 201, sup_api_render_snapshot(v));
 }
 
 static int act_take(sup_http_req *r, void *state, sbx_err *err)
@@ -119,7 +106,7 @@ static int act_take(sup_http_req *r, void *state, sbx_err *err)
 
 static void add_view(const sup_snap_view *v, void *ud)
 {
-	json_array_append_new(ud, render(v));
+	json_array_append_new(ud, sup_api_render_snapshot(v));
 }
 
 static int answer_list(sup_http_req *r, snap_req *q, sbx_err *err)
@@ -142,7 +129,7 @@ static int answer_get(sup_http_req *r, snap_req *q, sbx_err *err)
 	const sup_http_in *in = sup_http_input(r);
 	int rc = sup_snaps_get(q->x->snaps, in->who, in->pid, &v, err);
 	if (rc == 0)
-		sup_http_json(r, 200, render(&v));
+		sup_http_json(r, 200, sup_api_render_snapshot(&v));
 	return rc;
 }
 

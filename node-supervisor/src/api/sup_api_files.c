@@ -1,0 +1,111 @@
+/* The agent's file answers (stat keys, fs.list and fs.search entries)
+ * checked and rendered as the API shows them: the files routes and the
+ * MCP tools answer with the same shapes. Pure: nothing but the maps given. */
+#include "sup_api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx/cleanup.h"
+#include "sbx/proto.h"
+#include "sup_text.h"
+
+static const char *const stat_types[] = { "file",   "dir",  "symlink", "fifo",
+					  "socket", "char", "block",   "other" };
+
+int sup_api_stat_json(const msgpack_object *map, json_t *o, sbx_err *err)
+{
+	const char *t;
+	size_t tl;
+	if (!map || map->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_str(map, "type", &t, &tl))
+		return sbx_err_set(err, -EPROTO, "agent: stat without a type");
+	const char *type = NULL;
+	for (size_t i = 0; i < sizeof(stat_types) / sizeof(stat_types[0]); i++)
+		if (strlen(stat_types[i]) == tl && memcmp(stat_types[i], t, tl) == 0)
+			type = stat_types[i];
+	if (!type)
+		return sbx_err_set(err, -EPROTO, "agent: stat with an unknown type");
+	static const char *const keys[] = { "size", "mode", "mtime_ns", "uid", "gid", "nlink", "ino" };
+	uint64_t v[7];
+	for (size_t i = 0; i < 7; i++)
+		if (!sbx_proto_get_uint(map, keys[i], &v[i]) || v[i] > (1ull << 62))
+			return sbx_err_set(err, -EPROTO, "agent: stat key %s missing or not a uint",
+					   keys[i]);
+	if (v[1] > 07777)
+		return sbx_err_set(err, -EPROTO, "agent: stat mode out of range");
+	json_object_set_new(o, "type", json_string(type));
+	for (size_t i = 0; i < 7; i++)
+		json_object_set_new(o, keys[i], json_integer((json_int_t)v[i]));
+	char ts[40];
+	sup_rfc3339((time_t)(v[2] / 1000000000ull), ts, sizeof(ts));
+	json_object_set_new(o, "mtime", json_string(ts));
+	const char *tg;
+	size_t tgl;
+	if (sbx_proto_get_str(map, "target", &tg, &tgl) && tgl <= 4096)
+		sup_api_set_bytes(o, "target", tg, tgl);
+	return 0;
+}
+
+char *sup_api_path_join(const char *base, const char *rel, size_t rl)
+{
+	char *out = NULL;
+	const char *sep = strcmp(base, "/") != 0 && rl ? "/" : "";
+	if (asprintf(&out, "%s%s%.*s", base, sep, (int)rl, rel) < 0)
+		return NULL;
+	return out;
+}
+
+/* One entry of a listing, checked: a relative path below the folder and a
+ * name without '/' or NUL. */
+static json_t *render_entry(const char *base, const msgpack_object *e, sbx_err *err)
+{
+	const char *rel, *name;
+	size_t rl, nl;
+	if (e->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_str(e, "path", &rel, &rl) ||
+	    !sbx_proto_get_str(e, "name", &name, &nl) || rl == 0 || rl >= 4096 ||
+	    memchr(rel, '\0', rl) || memchr(name, '\0', nl) || memchr(name, '/', nl) || rel[0] == '/') {
+		sbx_err_set(err, -EPROTO, "agent: a listing entry without a valid path or name");
+		return NULL;
+	}
+	SBX_AUTO_FREE char *full = sup_api_path_join(base, rel, rl);
+	json_t *je = full ? json_object() : NULL;
+	if (!je || sup_api_set_bytes(je, "path", full, strlen(full)) < 0 ||
+	    sup_api_set_bytes(je, "name", name, nl) < 0 || sup_api_stat_json(e, je, err) < 0) {
+		json_decref(je);
+		if (!err->code)
+			sbx_err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	return je;
+}
+
+json_t *sup_api_render_listing(const char *base, const msgpack_object *res, sbx_err *err)
+{
+	const msgpack_object *ents = sbx_proto_map_get(res, "entries");
+	bool trunc = false;
+	if (!ents || ents->type != MSGPACK_OBJECT_ARRAY) {
+		sbx_err_set(err, -EPROTO, "agent: listing without entries");
+		return NULL;
+	}
+	sbx_proto_get_bool(res, "truncated", &trunc);
+	json_t *arr = json_array();
+	json_t *o = json_object();
+	if (!arr || !o || sup_api_set_bytes(o, "path", base, strlen(base)) < 0 || json_object_set_new(o, "entries", arr) < 0) {
+		json_decref(o);
+		sbx_err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (uint32_t i = 0; i < ents->via.array.size; i++) {
+		json_t *je = render_entry(base, &ents->via.array.ptr[i], err);
+		if (!je || json_array_append_new(arr, je) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	json_object_set_new(o, "count", json_integer((json_int_t)json_array_size(arr)));
+	json_object_set_new(o, "truncated", json_boolean(trunc));
+	return o;
+}
+
