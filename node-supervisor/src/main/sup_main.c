@@ -570,7 +570,10 @@ int main(int argc, char **argv)
 				  .pull_timeout_ms = cfg.image_pull_timeout_ms };
 	sup_procs_ctx procs = { .core = m.core };
 	sup_volroutes_ctx volroutes = { .core = m.core };
-	mcp = (sup_mcp_ctx){ .core = m.core, .idle_ms = cfg.mcp_idle_ms, .origins = cfg.mcp_origins };
+	mcp = (sup_mcp_ctx){ .core = m.core, .idle_ms = cfg.mcp_idle_ms, .origins = cfg.mcp_origins,
+			     .limits = sandboxes.limits, .snaps = snaps, .max_upload = cfg.max_upload };
+	if (sup_mcp_api_check(&err) < 0)
+		goto fail;
 	sup_ports_ctx ports;
 	if (sup_ports_init(&ports, m.core, cfg.ports_domain, &err) < 0)
 		goto fail;
@@ -589,6 +592,7 @@ int main(int argc, char **argv)
 		{ &sup_files_family, &files },
 		{ &sup_procs_family, &procs },
 		{ &sup_mcp_family, &mcp },
+		{ &sup_mcp_api_family, &mcp },
 		{ &sup_ports_family, &ports },
 		{ &sup_scrape_family, &scrape },
 		{ &sup_images_family, &images },

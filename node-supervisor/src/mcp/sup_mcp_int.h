@@ -81,6 +81,13 @@ void sup_mcp_sess_get(mx_sess *m, mq *q);
 /* The request is over (released): unlink q from its session. */
 void sup_mcp_sess_unlink(mq *q);
 
+/* /v1/mcp's sessions and tools are freed (sup_mcp_api.c). */
+void sup_mcp_own_free(sup_mcp_ctx *x);
+
+/* Answer r with data as application/json. */
+void sup_mcp_reply_raw(sup_http_req *r, int status, const char *data, size_t len);
+/* Answer r with a JSON-RPC error body (id: NULL for null). */
+void sup_mcp_rpc_error(sup_http_req *r, const json_t *id, int status, int code, const char *msg);
 /* Answer q with a JSON-RPC error body (id: the message's, or null). */
 void sup_mcp_rpc_fail(mq *q, int status, int code, const char *msg);
 

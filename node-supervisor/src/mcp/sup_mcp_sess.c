@@ -139,7 +139,7 @@ static void host_maybe_free(mx_host *h)
 
 /* ---- answers ---- */
 
-static void reply_raw(sup_http_req *r, int status, const char *data, size_t len)
+void sup_mcp_reply_raw(sup_http_req *r, int status, const char *data, size_t len)
 {
 	struct evbuffer *b = evbuffer_new();
 
@@ -154,18 +154,23 @@ static void reply_raw(sup_http_req *r, int status, const char *data, size_t len)
 	sup_http_end(r);
 }
 
-void sup_mcp_rpc_fail(mq *q, int status, int code, const char *msg)
+void sup_mcp_rpc_error(sup_http_req *r, const json_t *id, int status, int code, const char *msg)
 {
 	size_t len = 0;
-	char *body = mcp_rpc_error_body(q->msg_ok ? q->msg.id : NULL, code, msg, &len);
+	char *body = mcp_rpc_error_body(id, code, msg, &len);
 
-	sup_http_note(q->r, "%s", msg);
+	sup_http_note(r, "%s", msg);
 	if (!body) {
-		sup_http_json(q->r, 500, NULL);
+		sup_http_json(r, 500, NULL);
 		return;
 	}
-	reply_raw(q->r, status, body, len);
+	sup_mcp_reply_raw(r, status, body, len);
 	free(body);
+}
+
+void sup_mcp_rpc_fail(mq *q, int status, int code, const char *msg)
+{
+	sup_mcp_rpc_error(q->r, q->msg_ok ? q->msg.id : NULL, status, code, msg);
 }
 
 static void maybe_resume(mx_sess *m)
@@ -345,7 +350,7 @@ static void deliver(mx_sess *m, const char *line, size_t len)
 	}
 	if (q && q->reply == MCP_TX_JSON) {
 		sup_mcp_sess_unlink(q);
-		reply_raw(q->r, 200, line, len);
+		sup_mcp_reply_raw(q->r, 200, line, len);
 		return;
 	}
 	if (mcp_replay_push(mcp_session_replay(m->ms), stream, line, len, id, &e) < 0)
@@ -630,7 +635,7 @@ static void answer_gone(mq *q, const char *why, const sbx_err *err)
 	if (!body) {
 		sup_http_cut(q->r, "out of memory");
 	} else if (q->reply == MCP_TX_JSON && !q->s) {
-		reply_raw(q->r, 200, body, len);
+		sup_mcp_reply_raw(q->r, 200, body, len);
 	} else if (sse_open(q) == 0) {
 		sup_stream *s = q->s;
 
@@ -744,6 +749,7 @@ void sup_mcp_ctx_release(sup_mcp_ctx *x)
 {
 	struct sup_mcp_hosts *hs = x->hosts;
 
+	sup_mcp_own_free(x);
 	if (!hs)
 		return;
 	while (hs->list) {
