@@ -240,7 +240,7 @@ static void initialize(ma_req *q, const char *asked)
 
 static void dispatch(ma_req *q)
 {
-	const char *m = q->msg.method;
+	const char *m = q->msg.method ? q->msg.method : "";
 	sbx_err e = { 0 };
 	const json_t *list;
 	char why[160];

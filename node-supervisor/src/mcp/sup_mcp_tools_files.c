@@ -253,7 +253,7 @@ static const sup_core_call_cbs listing_cbs = { .on_done = listing_done };
 int sup_mcp_op_ls(mt_call *c, sbx_err *err)
 {
 	SUP_AUTO_QUERY sup_query qs = { 0 };
-	uint64_t depth;
+	uint64_t depth = 1;
 	int rc = query_path(c, "list", &qs, SUP_POLICY_READ, err);
 	if (rc == 0)
 		rc = sup_query_uint(&qs, "depth", 1, 32, 1, &depth, err);
