@@ -214,7 +214,7 @@ sup_dir_static *sup_dir_static_new(struct event_base *base, const char *self,
 		peer *pr = &d->peers[i];
 		const char *eq = strchr(peers[i], '=');
 		char host[256];
-		uint16_t port;
+		uint16_t port = 0;
 		pr->d = d;
 		snprintf(pr->name, sizeof(pr->name), "%.*s", eq ? (int)(eq - peers[i]) : 0, peers[i]);
 		if (!eq || sup_relay_url(eq + 1, host, sizeof(host), &port, err) < 0 ||

@@ -61,7 +61,7 @@ struct bufferevent *sup_relay_connect(struct event_base *base, struct evdns_base
 				      sbx_err *err)
 {
 	char host[256];
-	uint16_t port;
+	uint16_t port = 0;
 	if (sup_relay_url(url, host, sizeof(host), &port, err) < 0)
 		return NULL;
 	struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
