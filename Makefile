@@ -73,6 +73,8 @@ images: build
 # port proxy beside the same server reached directly (bench/bench_ports.py).
 # Snapshot, restore and fork of a 100 MiB layer beside tar | zstd, zstd -d |
 # tar -x and cp -a of the same folder (bench/bench_snapshots.py).
+# Exec on another node's sandbox, relayed, beside the same exec on the node
+# itself (bench/bench_relay.py: two supervisors as two nodes).
 bench: build
 	$(REL_DIR)/bench/sbx-bench --build-dir $(REL_DIR) --stream-runs 5 $(if $(BEFORE),--before $(BEFORE))
 	/usr/bin/python3 bench/bench_restart.py --build-dir $(REL_DIR) $(if $(BEFORE),--before $(BEFORE))
@@ -97,6 +99,9 @@ bench: build
 	SBX_SUPERVISOR=$(CURDIR)/$(REL_DIR)/node-supervisor/sandbox-supervisor \
 	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent \
 	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_snapshots.py
+	SBX_SUPERVISOR=$(CURDIR)/$(REL_DIR)/node-supervisor/sandbox-supervisor \
+	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent \
+	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_relay.py
 
 clean:
 	rm -rf build
