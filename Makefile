@@ -74,6 +74,8 @@ images: build
 # Snapshot, restore and fork of a 100 MiB layer beside tar | zstd, zstd -d |
 # tar -x and cp -a of the same folder (bench/bench_snapshots.py); the same
 # layer through the S3 store beside the local one (bench/bench_snapshots_s3.py).
+# Exec on another node's sandbox, relayed, beside the same exec on the node
+# itself (bench/bench_relay.py: two supervisors as two nodes).
 bench: build
 	$(REL_DIR)/bench/sbx-bench --build-dir $(REL_DIR) --stream-runs 5 $(if $(BEFORE),--before $(BEFORE))
 	/usr/bin/python3 bench/bench_restart.py --build-dir $(REL_DIR) $(if $(BEFORE),--before $(BEFORE))
@@ -102,6 +104,7 @@ bench: build
 	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent \
 	  SBX_S3_TOOL=$(CURDIR)/$(REL_DIR)/node-supervisor/sup-s3-tool \
 	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_snapshots_s3.py
+	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_relay.py
 
 clean:
 	rm -rf build

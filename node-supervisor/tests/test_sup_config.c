@@ -85,6 +85,39 @@ static void test_snapshot_store_flags(void **state)
 	}
 }
 
+/* The relay's flags: a node name (the host name's by default), peers as
+ * NAME=URL, the cluster key's file. */
+static void test_relay_flags(void **state)
+{
+	(void)state;
+	sup_config c;
+	sbx_err e;
+	const char *none[] = { "sup", NULL };
+	const char *argv[] = { "sup", "--node-name", "n1", "--peer", "n2=http://10.0.0.2:7070", "--peer",
+			       "n3=http://[::1]:7071", "--cluster-key-file", "/run/key", NULL };
+	assert_int_equal(parse(&c, &e, 1, none), 0);
+	assert_int_equal(sup_nodeid_name_check(c.node_name, &e), 0);
+	assert_int_equal(c.npeers, 0);
+	assert_null(c.cluster_key_file);
+	sup_config_release(&c);
+	assert_int_equal(parse(&c, &e, 9, argv), 0);
+	assert_string_equal(c.node_name, "n1");
+	assert_int_equal(c.npeers, 2);
+	assert_string_equal(c.peers[1], "n3=http://[::1]:7071");
+	assert_string_equal(c.cluster_key_file, "/run/key");
+	sup_config_release(&c);
+	const char *bad[][3] = { { "sup", "--node-name", "N1" },
+				 { "sup", "--node-name", "a-name-longer-than-twenty" },
+				 { "sup", "--peer", "n2" },
+				 { "sup", "--peer", "N2=http://h:1" } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *a[] = { bad[i][0], bad[i][1], bad[i][2], NULL };
+		assert_int_equal(parse(&c, &e, 3, a), -EINVAL);
+		assert_non_null(strstr(e.msg, i < 2 ? "--node-name" : "--peer"));
+		sup_config_release(&c);
+	}
+}
+
 /* MCP sessions: ten minutes idle by default, no browser Origin allowed. */
 static void test_mcp_flags(void **state)
 {
@@ -326,6 +359,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_all_flags),
 		cmocka_unit_test(test_mcp_flags),
+		cmocka_unit_test(test_relay_flags),
 		cmocka_unit_test(test_snapshot_store_flags),
 		cmocka_unit_test(test_bad_flags),
 		cmocka_unit_test(test_pools),

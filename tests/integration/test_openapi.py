@@ -193,6 +193,11 @@ class DocumentTest(unittest.TestCase):
         for path, rows in tables.items():
             self.assertTrue(rows, "%s defines a family but no route row was read from it" % path)
             for method, pattern in rows:
+                # The relay's takeover row ("*" "{*}") is matched by no
+                # path: the edge hands it a request for another node's
+                # sandbox, whose own operation is the document's.
+                if (method, pattern) == ("*", "{*}"):
+                    continue
                 n += 1
                 self.assertIn(method, METHODS, (path, method, pattern))
                 # {*} ends a pattern taking the rest of the path: the

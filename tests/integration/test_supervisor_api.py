@@ -75,7 +75,7 @@ class SupervisorAPI(unittest.TestCase):
 
     def test_create_fields(self):
         sb = self.sup.create(image="host", timeout=120, env={})
-        self.assertRegex(sb["id"], r"^sb-[0-9a-f]{12}$")
+        self.assertRegex(sb["id"], r"^sb-[a-z0-9]([a-z0-9-]*[a-z0-9])?-[0-9a-f]{12}$")
         self.assertEqual(sb["state"], "running")
         self.assertEqual(sb["image"], "host")
         self.assertRegex(sb["created_at"], RFC3339)

@@ -13,6 +13,7 @@
 #include "sup_img_store.h"
 #include "sup_log.h"
 #include "sup_net.h"
+#include "sup_nodeid.h"
 #include "sup_rtnl.h"
 #include "sup_token.h"
 
@@ -544,11 +545,11 @@ static void create_done(sup_job *job)
 static int new_id(sup_pools *p, char *id, size_t size)
 {
 	for (int tries = 0; tries < 8; tries++) {
-		char hex[13];
 		sbx_err e;
-		if (sup_random_hex(hex, 6, &e) < 0)
-			return -EIO;
-		snprintf(id, size, "sb-%s", hex);
+		/* The node's name in the id: any supervisor of the cluster
+		 * knows from it where the sandbox is (sup_nodeid.h). */
+		if (sup_nodeid_make(p->cfg.node, id, size, &e) < 0)
+			return e.code == -ENAMETOOLONG ? -ENAMETOOLONG : -EIO;
 		bool clash = false;
 		sup_sandbox *sb;
 		TAILQ_FOREACH(sb, &p->all, all_link)

@@ -439,6 +439,28 @@ static int check(sup_http_req *r)
 			return -1;
 		}
 	}
+	r->route = match(h, r->in.method, r->in.path, &r->mount, r->id, r->pid, allow,
+			 sizeof(allow), &why);
+	if (h->cfg.relay) {
+		bool named = r->route && strstr(r->route->pattern, "{id}") && valid_id(r->id);
+		int rc = h->cfg.relay(h->cfg.relay_ud, &r->in, named ? r->id : NULL, &err);
+		if (rc < 0) {
+			const char *code;
+			int status = sup_http_status(NULL, rc, &code);
+			r->route = NULL;
+			r->id[0] = '\0';
+			sup_http_refuse(r, status, code, err.msg);
+			return -1;
+		}
+		if (rc == 1) {
+			/* Every byte of it is the owner's to read: its route too. */
+			r->mount = h->cfg.relay_mount;
+			r->route = &r->mount->family->routes[0];
+			r->in.id = r->id;
+			r->in.pid = NULL;
+			return 0;
+		}
+	}
 	const char *tok = NULL;
 	size_t tok_len = 0;
 	const char *auth = request_token(&r->in, &tok, &tok_len);
@@ -447,13 +469,13 @@ static int check(sup_http_req *r)
 		r->release = h->cfg.release;
 	}
 	if (h->cfg.auth && !r->in.who && !vouched && needs_auth(r->in.path)) {
+		r->route = NULL; /* logged and counted as before any route */
+		r->id[0] = '\0';
 		sup_http_header(r, "WWW-Authenticate", "Bearer realm=\"sbx\"");
 		sup_http_refuse(r, 401, "unauthorized",
 				auth ? "wrong token" : "missing Authorization: Bearer <token>");
 		return -1;
 	}
-	r->route = match(h, r->in.method, r->in.path, &r->mount, r->id, r->pid, allow,
-			 sizeof(allow), &why);
 	if (!r->route) {
 		r->id[0] = '\0';
 		if (why == -EPERM) {

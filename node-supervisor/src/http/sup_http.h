@@ -48,6 +48,13 @@ typedef enum sup_http_body_mode {
 #define SUP_HTTP_ID_MAX 48
 #define SUP_HTTP_SEG_MAX 800
 
+/* Headers between the nodes of a cluster (the relay's, DESIGN.md "Relay"):
+ * the node-to-node credential, the hops a request has made, the node it
+ * came from. Nothing passes them on to a sandbox. */
+#define SUP_HTTP_CLUSTER_KEY "Sbx-Cluster-Key"
+#define SUP_HTTP_RELAY_HOPS "Sbx-Relay-Hops"
+#define SUP_HTTP_RELAY_FROM "Sbx-Relay-From"
+
 /* A request as a parser sees it: plain data, valid while the request is. */
 typedef struct sup_http_hdr {
 	const char *name;
@@ -133,6 +140,15 @@ typedef struct sup_http_cfg {
 	 * 1 (vouched for), or an error answered as sup_http_status says. */
 	int (*gate)(void *ud, const sup_http_in *in, char **path, sbx_err *err);
 	void *gate_ud;
+	/* After the gate and before authentication (NULL: none; the relay's):
+	 * given each request and the sandbox id its route names (NULL when
+	 * none, or no route matched), it returns 0 (served here, as usual),
+	 * 1 (taken over by relay_mount's one route: no token is asked here,
+	 * the node that holds the sandbox asks it), or an error answered as
+	 * sup_http_status says (a relayed request without the cluster's key). */
+	int (*relay)(void *ud, const sup_http_in *in, const char *id, sbx_err *err);
+	void *relay_ud;
+	const sup_http_mount *relay_mount;
 	/* Every answered request: its route's name ("unmatched" when no route
 	 * took it) and status (metrics). NULL: none. */
 	void (*on_answered)(void *ud, const char *route, int status);
@@ -248,5 +264,18 @@ void sup_http_raw_pause(sup_http_req *r, bool paused);
  * when a write to it fails. */
 void sup_http_raw_half_close(sup_http_req *r);
 bool sup_http_raw_ended(sup_http_req *r);
+
+/* ---- takeover (a relay) ---- */
+
+/* The connection becomes the act's, as after an upgrade but with no head
+ * written: the reply is the bytes it writes (sup_http_write, verbatim),
+ * the client's bytes after the request head are sup_http_raw_input's
+ * (reading paused until sup_http_raw_pause(r, false)), half-close as
+ * sup_http_raw_half_close says, and the connection closes after the
+ * reply. Until sup_http_raw_status the act may still answer with
+ * sup_http_json/_fail (its own error, before any byte of the reply). */
+void sup_http_takeover(sup_http_req *r, void (*on_read)(void *ud), void *ud);
+/* The reply written from here on carries status (the log's). */
+void sup_http_raw_status(sup_http_req *r, int status);
 
 #endif

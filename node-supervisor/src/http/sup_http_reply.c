@@ -41,6 +41,7 @@ static const char *reason(int status)
 	case 503: return "Service Unavailable";
 	case 504: return "Gateway Timeout";
 	case 507: return "Insufficient Storage";
+	case 508: return "Loop Detected";
 	default: return "Status";
 	}
 }
@@ -299,6 +300,25 @@ void sup_http_upgrade(sup_http_req *r, const char *proto, const char *const *hea
 		r->ready_pending = true;
 		sup_conn_kick(c);
 	}
+}
+
+void sup_http_takeover(sup_http_req *r, void (*on_read)(void *ud), void *ud)
+{
+	sup_conn *c = r->c;
+	if (r->done || r->started)
+		return;
+	r->raw = true;
+	c->close_after = true;
+	r->on_ready = on_read;
+	r->ready_ud = ud;
+	sup_conn_reading(c, false);
+	sup_conn_watch(c, !r->raw_half);
+}
+
+void sup_http_raw_status(sup_http_req *r, int status)
+{
+	r->status = status;
+	r->started = true;
 }
 
 struct evbuffer *sup_http_raw_input(sup_http_req *r)

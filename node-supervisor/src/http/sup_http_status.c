@@ -21,6 +21,11 @@ static const struct status_row {
 	{ -EBADMSG, 400, "bad_image", "images" },
 	{ -EPROTONOSUPPORT, 415, "unsupported_media_type", "images" },
 	{ -EREMOTEIO, 502, "pull_failed", "images" },
+	/* relay: the node holding the sandbox cannot be reached (refused,
+	 * no connection in time, gone before its answer); a relayed request
+	 * that would be relayed again */
+	{ -EHOSTUNREACH, 502, "node_unreachable", NULL },
+	{ -ELOOP, 508, "loop_detected", NULL },
 	{ -EINVAL, 400, "bad_request", NULL },
 	{ -ENAMETOOLONG, 400, "bad_request", NULL },
 	{ -ENODATA, 400, "bad_request", NULL }, /* a request body cut short */

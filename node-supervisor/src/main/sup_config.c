@@ -16,6 +16,7 @@ void sup_config_defaults(sup_config *c)
 	memset(c, 0, sizeof(*c));
 	snprintf(c->listen_host, sizeof(c->listen_host), "127.0.0.1");
 	c->listen_port = 7070;
+	sup_nodeid_default(c->node_name);
 	c->state_dir = "/var/lib/sbx";
 	c->pool_size = 4;
 	c->images[0] = "host";
@@ -174,6 +175,12 @@ void sup_config_usage(const char *prog)
 	       "                         AWS_REGION); the bucket is checked at start\n"
 	       "  --s3-endpoint URL      the store's endpoint, addressed path-style (default\n"
 	       "                         AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS)\n"
+	       "  --node-name NAME       this node's name, in every sandbox id it makes: 1-20\n"
+	       "                         of [a-z0-9-] (default: the host name's)\n"
+	       "  --peer NAME=URL        another node's supervisor (http://HOST:PORT), requests\n"
+	       "                         for its sandboxes relayed there (repeatable)\n"
+	       "  --cluster-key-file PATH  the cluster's node-to-node key (a Secret's file):\n"
+	       "                         sent with relayed requests, asked of the ones received\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
@@ -392,6 +399,7 @@ enum {
 	OPT_IMAGE_MAX_LAYER, OPT_IMAGE_MAX_IMPORT, OPT_IMAGE_ALLOW_SETID, OPT_REMOVE_IMAGE,
 	OPT_SKOPEO, OPT_IMAGE_PULL_DIR, OPT_IMAGE_PULL_TIMEOUT,
 	OPT_MCP_IDLE, OPT_MCP_ORIGIN, OPT_PORTS_DOMAIN, OPT_PORTS_ANSWER, OPT_SNAPSHOT_STORE, OPT_S3_ENDPOINT,
+	OPT_NODE_NAME, OPT_PEER, OPT_CLUSTER_KEY_FILE,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -455,6 +463,9 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "ports-answer-timeout", required_argument, NULL, OPT_PORTS_ANSWER },
 		{ "snapshot-store", required_argument, NULL, OPT_SNAPSHOT_STORE },
 		{ "s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT },
+		{ "node-name", required_argument, NULL, OPT_NODE_NAME },
+		{ "peer", required_argument, NULL, OPT_PEER },
+		{ "cluster-key-file", required_argument, NULL, OPT_CLUSTER_KEY_FILE },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -722,6 +733,28 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			if (strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0)
 				return sbx_err_set(err, -EINVAL, "--s3-endpoint %s: want an http:// or https:// URL", optarg);
 			c->s3_endpoint = optarg;
+			break;
+		case OPT_NODE_NAME:
+			if (sup_nodeid_name_check(optarg, err) < 0)
+				return sbx_err_wrap(err, "--node-name");
+			snprintf(c->node_name, sizeof(c->node_name), "%s", optarg);
+			break;
+		/* The URL is checked where the directory is made (sup_dir_static). */
+		case OPT_PEER: {
+			const char *eq = strchr(optarg, '=');
+			char name[SUP_NODE_NAME_MAX + 2];
+			if (!eq || (size_t)(eq - optarg) >= sizeof(name))
+				return sbx_err_set(err, -EINVAL, "--peer %.64s: want NAME=http://HOST:PORT", optarg);
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - optarg), optarg);
+			if (sup_nodeid_name_check(name, err) < 0)
+				return sbx_err_wrap(err, "--peer");
+			if (c->npeers == SUP_MAX_PEERS)
+				return sbx_err_set(err, -EINVAL, "--peer: at most %d", SUP_MAX_PEERS);
+			c->peers[c->npeers++] = optarg;
+			break;
+		}
+		case OPT_CLUSTER_KEY_FILE:
+			c->cluster_key_file = optarg;
 			break;
 		case OPT_LOG_LEVEL: {
 			sup_log_level l;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "sbx/err.h"
+#include "sup_nodeid.h"
 #include "sup_resources.h"
 #include "sup_types.h"
 
@@ -16,6 +17,7 @@
 /* Pools: every (image, isolation) pair of SUP_MAX_IMAGES images. */
 #define SUP_MAX_POOLS (SUP_MAX_IMAGES * SUP_ISO_N)
 #define SUP_POOL_SIZE_UNSET 0xffffffffu
+#define SUP_MAX_PEERS 64
 
 typedef struct sup_config {
 	char listen_host[256];     /* "127.0.0.1", "::1" */
@@ -79,6 +81,10 @@ typedef struct sup_config {
 	const char *deny_cidrs;      /* always refused, whatever a policy says */
 	const char *snapshot_store;  /* --snapshot-store s3://bucket[/prefix]; NULL: the state folder */
 	const char *s3_endpoint;     /* --s3-endpoint URL (path-style); NULL: AWS_ENDPOINT_URL*, else AWS */
+	char node_name[SUP_NODE_NAME_MAX + 1]; /* --node-name; default: the host name's */
+	const char *peers[SUP_MAX_PEERS]; /* --peer NAME=URL: the static node directory */
+	size_t npeers;
+	const char *cluster_key_file; /* --cluster-key-file: node-to-node credential; NULL: none */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */

@@ -34,6 +34,7 @@
 #include "sup_openapi.h"
 #include "sup_policy.h"
 #include "sup_pool.h"
+#include "sup_relay.h"
 #include "sup_mcp.h"
 #include "sup_procs.h"
 #include "sup_restore.h"
@@ -361,6 +362,8 @@ int main(int argc, char **argv)
 	sup_restore *restore = NULL;
 	sup_snap_store snapstore = {0};
 	sup_snaps *snaps = NULL;
+	sup_relay relay = { 0 };
+	sup_dir_static *directory = NULL;
 	char *token = NULL;
 	char agent[PATH_MAX];
 	char token_path[PATH_MAX];
@@ -522,6 +525,7 @@ int main(int argc, char **argv)
 		.agent = cfg.agent,
 		.net = m.net,
 		.catalog = catalog,
+		.node = cfg.node_name,
 	};
 	sup_pools_hooks hooks = sup_core_pool_hooks(m.core);
 	pools = sup_pools_new(base, workers, &pcfg, &hooks, &err);
@@ -550,6 +554,29 @@ int main(int argc, char **argv)
 			    .res_default = cfg.res_default,
 			    .res_max = cfg.res_max },
 	};
+	/* The relay: the cluster key, the directory of the other nodes (the
+	 * static one of --peer; the lead wires the Leases' one for Kubernetes). */
+	{
+		char *key = NULL;
+		sup_directory dir = { 0 };
+		if (cfg.cluster_key_file && sup_relay_key_load(cfg.cluster_key_file, &key, &err) < 0)
+			goto fail;
+		if (cfg.npeers) {
+			directory = sup_dir_static_new(base, cfg.node_name, cfg.peers, cfg.npeers, key,
+						       &err);
+			if (!directory) {
+				free(key);
+				goto fail;
+			}
+			dir = (sup_directory){ &sup_dir_static_ops, directory };
+		}
+		if (sup_relay_init(&relay, base, m.core, cfg.node_name, key, dir, &err) < 0)
+			goto fail;
+	}
+	sandboxes.elsewhere = sup_relay_create_elsewhere;
+	sandboxes.elsewhere_free = sup_relay_handle_free;
+	sandboxes.elsewhere_ud = &relay;
+	const sup_http_mount relay_mount = { &sup_relay_family, &relay };
 	osbx.core = m.core;
 	osbx.limits = sandboxes.limits;
 	sup_files_ctx files = { .core = m.core, .max_upload = cfg.max_upload };
@@ -600,6 +627,7 @@ int main(int argc, char **argv)
 		{ &sup_snapshots_family, &snapshots },
 		{ &sup_openapi_family, NULL },
 		{ &sup_osbx_family, &osbx },
+		{ &sup_relay_door_family, &relay },
 	};
 	const sup_http_mount metrics_mounts[] = { { &sup_scrape_family, &scrape_open } };
 	fit_fd_limit(&cfg);
@@ -615,6 +643,9 @@ int main(int argc, char **argv)
 		.check_ud = m.core,
 		.gate = sup_ports_gate,
 		.gate_ud = &ports,
+		.relay = sup_relay_admit,
+		.relay_ud = &relay,
+		.relay_mount = &relay_mount,
 		.on_answered = sup_scrape_count,
 		.answered_ud = m.requests,
 		.flat_errors_under = "/opensandbox/",
@@ -633,6 +664,7 @@ int main(int argc, char **argv)
 		mcfg.auth = NULL;
 		mcfg.check_id = NULL;
 		mcfg.gate = NULL;
+		mcfg.relay = NULL;
 		mcfg.max_conns = 64;
 		mcfg.mounts = metrics_mounts;
 		mcfg.nmounts = 1;
@@ -692,6 +724,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nspecs; i++)
 		sup_info("pool %s (%s): %u ready", specs[i].image,
 			 sup_isolation_names[specs[i].isolation], specs[i].size);
+	sup_info("node %s; %zu peer(s)%s", cfg.node_name, cfg.npeers,
+		 relay.key ? ", cluster key loaded" : "");
 	sup_info("runtimes: runc %s, gvisor %s; agent %s, state %s", cfg.runtime,
 		 offered[SUP_ISO_GVISOR] ? cfg.runsc : "not offered", agent, cfg.state_dir);
 
@@ -712,6 +746,9 @@ cleanup:
 		sup_http_free(m.metrics);
 	sup_mcp_ctx_release(&mcp);
 	sup_osbx_ctx_release(&osbx);
+	/* after the edge: no relayed request is left */
+	sup_dir_static_free(directory);
+	sup_relay_release(&relay);
 	if (m.sig_term)
 		event_free(m.sig_term);
 	if (m.sig_int)

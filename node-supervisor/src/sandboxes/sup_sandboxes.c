@@ -19,6 +19,8 @@ typedef struct sb_req {
 	sup_op *op;
 	sup_stream *stream;
 	uint64_t streamed[2]; /* stdout, stderr bytes */
+	void (*elsewhere_free)(void *handle);
+	void *elsewhere;      /* a create sent to another node */
 } sb_req;
 
 static void sb_release(void *state)
@@ -30,6 +32,8 @@ static void sb_release(void *state)
 	sup_create_req_free(&q->create);
 	sup_netpol_free(&q->network);
 	sup_exec_spec_free(&q->spec);
+	if (q->elsewhere)
+		q->elsewhere_free(q->elsewhere);
 }
 
 /* ---- parse ---- */
@@ -167,9 +171,15 @@ static void create_done(int rc, const sup_sandbox_view *v, const sbx_err *err, v
 static int act_create(sup_http_req *r, void *state, sbx_err *err)
 {
 	sb_req *q = state;
+	sup_sandboxes_ctx *x = sup_http_ctx(r);
 	q->r = r;
-	sup_core *core = ((sup_sandboxes_ctx *)sup_http_ctx(r))->core;
-	return sup_core_create(core, sup_http_input(r)->who, &q->create, create_done, q, &q->op,
+	if (x->elsewhere) {
+		int rc = x->elsewhere(x->elsewhere_ud, r, &q->create, &q->elsewhere, err);
+		q->elsewhere_free = x->elsewhere_free;
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+	}
+	return sup_core_create(x->core, sup_http_input(r)->who, &q->create, create_done, q, &q->op,
 			       err);
 }
 

@@ -12,6 +12,13 @@
 typedef struct sup_sandboxes_ctx {
 	sup_core *core;
 	sup_api_limits limits;
+	/* A create that may go to another node (the relay's, wired in main):
+	 * 1 taken (it answers r; *handle freed by elsewhere_free when the
+	 * request ends), 0 made here, < 0 an error. NULL: always here. */
+	int (*elsewhere)(void *ud, sup_http_req *r, const sup_create_req *req, void **handle,
+			 sbx_err *err);
+	void (*elsewhere_free)(void *handle);
+	void *elsewhere_ud;
 } sup_sandboxes_ctx;
 
 extern const sup_http_family sup_sandboxes_family;

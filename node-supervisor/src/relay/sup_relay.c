@@ -1,0 +1,237 @@
+/* The relay's decisions: which requests go to another node (admit), the
+ * door peers come in by (the cluster key, the capacity they poll), and a
+ * create sent where sandboxes are ready. The bytes are sup_relay_pipe.c's. */
+#include "sup_relay.h"
+
+#include <errno.h>
+#include <event2/dns.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sbx/cleanup.h"
+#include "sup_log.h"
+#include "sup_relay_int.h"
+#include "sup_token.h"
+
+#define KEY_MIN 16
+#define KEY_MAX 4096
+
+int sup_relay_key_load(const char *path, char **out, sbx_err *err)
+{
+	*out = NULL;
+	SBX_AUTO_CLOSE int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return sbx_err_sys(err, -errno, "--cluster-key-file %s", path);
+	char *buf = malloc(KEY_MAX + 2);
+	if (!buf)
+		return sbx_err_set(err, -ENOMEM, "--cluster-key-file");
+	size_t n = 0;
+	for (;;) {
+		ssize_t k = read(fd, buf + n, KEY_MAX + 1 - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			free(buf);
+			return sbx_err_sys(err, -errno, "--cluster-key-file %s", path);
+		}
+		if (k == 0 || (n += (size_t)k) > KEY_MAX)
+			break;
+	}
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	bool ok = n >= KEY_MIN && n <= KEY_MAX;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = buf[i] > ' ' && buf[i] < 0x7f;
+	if (!ok) {
+		free(buf);
+		return sbx_err_set(err, -EINVAL,
+				   "--cluster-key-file %s: want %d-%d visible ASCII bytes "
+				   "(openssl rand -hex 32)", path, KEY_MIN, KEY_MAX);
+	}
+	buf[n] = '\0';
+	*out = buf;
+	return 0;
+}
+
+int sup_relay_init(sup_relay *x, struct event_base *base, sup_core *core, const char *node,
+		   char *key, sup_directory dir, sbx_err *err)
+{
+	memset(x, 0, sizeof(*x));
+	x->base = base;
+	x->core = core;
+	x->dir = dir;
+	x->key = key;
+	x->connect_ms = SUP_RELAY_CONNECT_MS;
+	snprintf(x->node, sizeof(x->node), "%s", node);
+	if (dir.ops && !x->key)
+		return sbx_err_set(err, -EINVAL, "--peer needs --cluster-key-file");
+	/* Names (a Service's, a host's) resolved off the loop; /etc/hosts too. */
+	x->dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+					      EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+	if (!x->dns)
+		x->dns = evdns_base_new(base, 0);
+	if (x->dns)
+		evdns_base_load_hosts(x->dns, NULL);
+	return 0;
+}
+
+void sup_relay_release(sup_relay *x)
+{
+	if (x->dns)
+		evdns_base_free(x->dns, 0);
+	x->dns = NULL;
+	if (x->key) {
+		explicit_bzero(x->key, strlen(x->key));
+		free(x->key);
+	}
+	x->key = NULL;
+}
+
+/* ---- the door ---- */
+
+/* A request that says it was relayed (or carries a key) is a peer's. */
+static bool from_peer(const sup_http_in *in)
+{
+	return sup_http_in_header(in, SUP_HTTP_RELAY_HOPS) ||
+	       sup_http_in_header(in, SUP_HTTP_CLUSTER_KEY);
+}
+
+int sup_relay_admit(void *ud, const sup_http_in *in, const char *id, sbx_err *err)
+{
+	sup_relay *x = ud;
+	char node[SUP_NODE_NAME_MAX + 1];
+	bool peer = from_peer(in);
+	if (peer) {
+		const char *key = sup_http_in_header(in, SUP_HTTP_CLUSTER_KEY);
+		if (!x->key)
+			return sbx_err_set(err, -EACCES, "relayed request refused: this node has no "
+							 "cluster key");
+		if (!key || !sup_token_equal(x->key, key, strlen(key)))
+			return sbx_err_set(err, -EACCES, "relayed request refused: %s cluster key",
+					   key ? "wrong" : "no");
+	}
+	if (!id || !sup_nodeid_node(id, node, sizeof(node)) || strcmp(node, x->node) == 0)
+		return 0;
+	if (peer)
+		return sbx_err_set(err, -ELOOP, "sandbox %s is on node %s, not here: a relayed "
+						"request is not relayed again", id, node);
+	if (!x->dir.ops || !x->key)
+		return sbx_err_set(err, -ENOENT, "no sandbox %s: node %s is not known here", id, node);
+	return 1;
+}
+
+/* ---- the relay route: every request for another node's sandbox ---- */
+
+static int act_relay(sup_http_req *r, void *state, sbx_err *err)
+{
+	sup_relay_pipe *p = state;
+	char node[SUP_NODE_NAME_MAX + 1];
+	const sup_http_in *in = sup_http_input(r);
+	if (!in->id || !sup_nodeid_node(in->id, node, sizeof(node)))
+		return sbx_err_set(err, -ENOENT, "no sandbox");
+	return sup_relay_pipe_start(p, sup_http_ctx(r), r, node, false, err);
+}
+
+static void relay_release(void *state)
+{
+	sup_relay_pipe_release(state);
+}
+
+static const sup_http_route relay_routes[] = {
+	{ "*", "{*}", "relay", SUP_BODY_STREAMED, 0, NULL, act_relay },
+};
+
+const sup_http_family sup_relay_family = {
+	.name = "relay",
+	.routes = relay_routes,
+	.nroutes = 1,
+	.state_size = sizeof(sup_relay_pipe),
+	.release = relay_release,
+};
+
+/* ---- GET /relay/v1/capacity ---- */
+
+static int act_capacity(sup_http_req *r, void *state, sbx_err *err)
+{
+	sup_relay *x = sup_http_ctx(r);
+	/* The door is for peers: admit has checked the key of one that came
+	 * with it; one that came without is no peer. */
+	if (!from_peer(sup_http_input(r)))
+		return sbx_err_set(err, -EACCES, "the relay door asks for the cluster key");
+	json_t *pools = json_array();
+	for (size_t i = 0; pools && i < sup_core_pool_count(x->core); i++) {
+		sup_pool_stats st;
+		sup_core_pool_stats(x->core, i, &st);
+		json_array_append_new(pools, json_pack("{s:s, s:s, s:i, s:i}", "image", st.image,
+						       "isolation",
+						       sup_isolation_names[st.isolation], "size",
+						       (int)st.size, "ready", (int)st.ready));
+	}
+	sup_http_json(r, 200, json_pack("{s:s, s:o*}", "node", x->node, "pools", pools));
+	return 0;
+}
+
+static const sup_http_route door_routes[] = {
+	{ "GET", "/relay/v1/capacity", "GET relay capacity", SUP_BODY_NONE, 0, NULL, act_capacity },
+};
+
+const sup_http_family sup_relay_door_family = {
+	.name = "relay",
+	.routes = door_routes,
+	.nroutes = 1,
+};
+
+/* ---- a create sent where sandboxes are ready ---- */
+
+static unsigned ready_here(sup_core *core, const sup_create_req *req)
+{
+	const char *image = req->image ? req->image : "host";
+	unsigned ready = 0;
+	for (size_t i = 0; i < sup_core_pool_count(core); i++) {
+		sup_pool_stats st;
+		sup_core_pool_stats(core, i, &st);
+		if (strcmp(st.image, image) == 0 &&
+		    (!(req->given & SUP_CREATE_GIVEN_ISOLATION) || st.isolation == req->isolation))
+			ready += st.ready;
+	}
+	return ready;
+}
+
+int sup_relay_create_elsewhere(void *ud, sup_http_req *r, const sup_create_req *req,
+			       void **handle, sbx_err *err)
+{
+	sup_relay *x = ud;
+	char node[SUP_NODE_NAME_MAX + 1];
+	*handle = NULL;
+	/* A snapshot's files and a volume are this node's; a relayed create
+	 * is served where it was sent. */
+	if (!x->dir.ops || !x->key || from_peer(sup_http_input(r)) || req->snapshot ||
+	    req->volumes.n || ready_here(x->core, req) > 0)
+		return 0;
+	const char *image = req->image ? req->image : "host";
+	if (x->dir.ops->pick(x->dir.ud, image, node, sizeof(node)) < 0 || strcmp(node, x->node) == 0)
+		return 0;
+	sup_relay_pipe *p = calloc(1, sizeof(*p));
+	if (!p)
+		return sbx_err_set(err, -ENOMEM, "relay: out of memory");
+	if (sup_relay_pipe_start(p, x, r, node, true, err) < 0) {
+		sup_relay_handle_free(p);
+		/* The pick is gone meanwhile: this node makes one itself. */
+		sup_info("create: node %s picked but not reached (%s); made here", node, err->msg);
+		sbx_err_clear(err);
+		return 0;
+	}
+	*handle = p;
+	return 1;
+}
+
+void sup_relay_handle_free(void *handle)
+{
+	if (!handle)
+		return;
+	sup_relay_pipe_release(handle);
+	free(handle);
+}

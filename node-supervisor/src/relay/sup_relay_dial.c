@@ -1,0 +1,101 @@
+/* A TCP connection to a peer's supervisor: the URL read, the address
+ * numeric or resolved off the loop (evdns), keep-alive and a deadline for
+ * the connection, so an unreachable peer is an answer, never a hang. */
+#include <errno.h>
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/util.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "sup_relay_int.h"
+
+int sup_relay_url(const char *url, char *host, size_t cap, uint16_t *port, sbx_err *err)
+{
+	static const char scheme[] = "http://";
+	const char *h = url, *end, *colon;
+	if (strncmp(url, scheme, sizeof(scheme) - 1) != 0)
+		return sbx_err_set(err, -EINVAL, "%.128s: want http://HOST:PORT", url);
+	h += sizeof(scheme) - 1;
+	if (*h == '[') {
+		end = strchr(h, ']');
+		if (!end || end[1] != ':')
+			return sbx_err_set(err, -EINVAL, "%.128s: want http://[V6]:PORT", url);
+		colon = end + 1;
+		h++;
+	} else {
+		colon = strchr(h, ':');
+		end = colon;
+	}
+	if (!colon || end == h || (size_t)(end - h) >= cap)
+		return sbx_err_set(err, -EINVAL, "%.128s: want http://HOST:PORT", url);
+	char *stop = NULL;
+	unsigned long p = strtoul(colon + 1, &stop, 10);
+	if (stop == colon + 1 || p == 0 || p > 65535 || (*stop && strcmp(stop, "/") != 0))
+		return sbx_err_set(err, -EINVAL, "%.128s: want http://HOST:PORT", url);
+	memcpy(host, h, (size_t)(end - h));
+	host[end - h] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static void keepalive(evutil_socket_t fd)
+{
+	int on = 1, idle = 10, intvl = 5, cnt = 3;
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+}
+
+struct bufferevent *sup_relay_connect(struct event_base *base, struct evdns_base *dns,
+				      const char *url, unsigned connect_ms, bufferevent_data_cb rd,
+				      bufferevent_data_cb wr, bufferevent_event_cb ev, void *ud,
+				      sbx_err *err)
+{
+	char host[256];
+	uint16_t port = 0;
+	if (sup_relay_url(url, host, sizeof(host), &port, err) < 0)
+		return NULL;
+	struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (!bev) {
+		sbx_err_set(err, -ENOMEM, "relay: out of memory");
+		return NULL;
+	}
+	bufferevent_setcb(bev, rd, wr, ev, ud);
+	/* A connect in flight waits on writing: the write timeout is its deadline. */
+	struct timeval tv = { (time_t)(connect_ms / 1000), (suseconds_t)(connect_ms % 1000) * 1000 };
+	bufferevent_set_timeouts(bev, NULL, &tv);
+	struct sockaddr_storage ss;
+	int sl = (int)sizeof(ss);
+	char spec[300];
+	snprintf(spec, sizeof(spec), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, (unsigned)port);
+	int rc;
+	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &sl) == 0)
+		rc = bufferevent_socket_connect(bev, (struct sockaddr *)&ss, sl);
+	else if (dns)
+		rc = bufferevent_socket_connect_hostname(bev, dns, AF_UNSPEC, host, port);
+	else
+		rc = -1;
+	if (rc < 0) {
+		bufferevent_free(bev);
+		sbx_err_set(err, -EHOSTUNREACH, "relay: cannot connect to %.128s", url);
+		return NULL;
+	}
+	keepalive(bufferevent_getfd(bev));
+	return bev;
+}
+
+void sup_relay_connected(struct bufferevent *bev)
+{
+	/* A name resolved meanwhile: the socket is new. */
+	keepalive(bufferevent_getfd(bev));
+	bufferevent_set_timeouts(bev, NULL, NULL);
+}

@@ -1,0 +1,305 @@
+"""Every supervisor answers for every sandbox: three real supervisors as
+three nodes on this machine (three state folders, three ports, --peer each
+other, one cluster key, one tenants file), real runc sandboxes, real HTTP.
+A sandbox made on n1 is used through n2: exec (captured and streamed as
+SSE), a 64 MiB file up and down (sha256 checked, also by the sandbox), a
+background process's output, a WebSocket terminal; the tenant's token is
+checked by the owner. A create on n3 (pool size 0) lands on a node with
+ready sandboxes. The relay door refuses a wrong or missing cluster key, a
+relayed request is never relayed again, an id of an unknown node is 404.
+n1 killed (SIGKILL): its sandboxes are 502 through n2 at once; restarted on
+the same state folder, they are served through n2 again. Everything made
+is removed, also when a test fails.
+
+Env: SBX_SUPERVISOR, SBX_AGENT.
+"""
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+import unittest
+
+import websockets
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from test_exec_stream import Stream  # noqa: E402
+from test_processes import Output  # noqa: E402
+
+SUP = os.environ.get("SBX_SUPERVISOR")
+AGENT = os.environ.get("SBX_AGENT")
+MB = 1 << 20
+BIG_MB = 64
+NODES = ("n1", "n2", "n3")
+POOL = {"n1": 2, "n2": 1, "n3": 0}
+TOKEN = secrets.token_hex(32)
+OTHER = secrets.token_hex(32)
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Relay(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.root = tempfile.mkdtemp(prefix="sbx-it-relay-")
+        cls.addClassCleanup(shutil.rmtree, cls.root, True)
+        cls.key = secrets.token_hex(32)
+        cls.key_file = os.path.join(cls.root, "cluster-key")
+        with open(cls.key_file, "w") as f:
+            f.write(cls.key + "\n")  # as a Secret's file may hold it
+        cls.tenants = os.path.join(cls.root, "tenants.json")
+        h = lambda t: "sha256:" + hashlib.sha256(t.encode()).hexdigest()  # noqa: E731
+        with open(cls.tenants, "w") as f:
+            json.dump({"tenants": {"alice": {"tokens": [h(TOKEN)], "max_timeout": 3600},
+                                   "bob": {"tokens": [h(OTHER)]}}}, f)
+        cls.ports = dict(zip(NODES, free_ports(3)))
+        cls.sups = {}
+        for n in NODES:
+            cls.sups[n] = cls.node(n)
+            cls.addClassCleanup(cls.sups[n].cleanup)
+            cls.sups[n].start()
+        for n in NODES:
+            if POOL[n]:
+                cls.sups[n].wait_ready()
+        cls.sb = cls.sups["n1"].create(timeout=900)
+
+    @classmethod
+    def node(cls, name):
+        peers = []
+        for p in NODES:
+            if p != name:
+                peers += ["--peer", "%s=http://127.0.0.1:%d" % (p, cls.ports[p])]
+        return Supervisor(SUP, AGENT, state_dir=os.path.join(cls.root, name), pool_size=POOL[name],
+                          token=TOKEN,
+                          extra=["--listen", "127.0.0.1:%d" % cls.ports[name], "--node-name", name,
+                                 "--cluster-key-file", cls.key_file, "--tenants", cls.tenants]
+                          + peers)
+
+    @classmethod
+    def tearDownClass(cls):
+        for n in NODES:
+            if cls.sups[n].alive():
+                stop_clean(cls.sups[n])
+
+    def via(self, node, method, path, body=None, **kw):
+        return self.sups[node].request(method, path, body, **kw)
+
+    def sid(self):
+        return self.sb["id"]
+
+    # ---- ids ----
+    def test_ids_name_their_node(self):
+        self.assertRegex(self.sid(), r"^sb-n1-[0-9a-f]{12}$")
+        st, _, b = self.via("n3", "GET", "/v1/sandboxes/" + self.sid())
+        self.assertEqual((st, b["id"], b["state"]), (200, self.sid(), "running"), b)
+        st, _, b = self.via("n2", "GET", "/v1/sandboxes/sb-nowhere-0123456789ab")
+        self.assertEqual((st, b["error"]["code"]), (404, "not_found"), b)
+        # An id of no node (an earlier version's) is this node's own.
+        st, _, b = self.via("n2", "GET", "/v1/sandboxes/sb-000000000000")
+        self.assertEqual(st, 404, b)
+
+    # ---- requests relayed ----
+    def test_exec_relayed(self):
+        st, _, b = self.via("n2", "POST", "/v1/sandboxes/%s/exec" % self.sid(),
+                            {"cmd": "echo relayed-$((6*7)); hostname >&2; exit 3"})
+        self.assertEqual((st, b["stdout"], b["exit_code"]), (200, "relayed-42\n", 3), b)
+        # The tenant's token is the owner's to check.
+        st, _, b = self.via("n2", "POST", "/v1/sandboxes/%s/exec" % self.sid(), {"cmd": "true"},
+                            token="Bearer " + "0" * 64)
+        self.assertEqual((st, b["error"]["code"]), (401, "unauthorized"), b)
+        st, _, b = self.via("n2", "GET", "/v1/sandboxes/" + self.sid(), token="Bearer " + OTHER)
+        self.assertEqual(st, 404, b)  # bob does not see alice's sandbox
+
+    def test_exec_streamed_relayed(self):
+        s = Stream(self.sups["n2"], self.sid(),
+                   {"cmd": "for i in 1 2 3; do echo line-$i; sleep 0.2; done; exit 5"})
+        try:
+            self.assertEqual(s.resp.status, 200)
+            self.assertEqual(s.resp.getheader("Content-Type"), "text/event-stream")
+            out, exit_code, t = b"", None, []
+            for ev, data in s.events():
+                if ev == "stdout":
+                    out += base64.b64decode(data, validate=True)
+                    t.append(time.monotonic())
+                elif ev == "exit":
+                    exit_code = json.loads(data)["exit_code"]
+        finally:
+            s.close()
+        self.assertEqual((out, exit_code), (b"line-1\nline-2\nline-3\n", 5))
+        # Event by event, not held until the end.
+        self.assertGreater(t[-1] - t[0], 0.3, t)
+
+    def test_files_large_relayed(self):
+        size = BIG_MB * MB
+        path = "/v1/sandboxes/%s/files?path=/workspace/big.bin" % self.sid()
+        block = os.urandom(MB)
+        up = hashlib.sha256()
+        c = self.sups["n2"].conn(600)
+        try:
+            c.putrequest("PUT", path)
+            c.putheader("Authorization", "Bearer " + TOKEN)
+            c.putheader("Content-Length", str(size))
+            c.endheaders()
+            for i in range(BIG_MB):
+                piece = i.to_bytes(8, "little") + block[8:]
+                up.update(piece)
+                c.send(piece)
+            r = c.getresponse()
+            b = json.loads(r.read())
+            self.assertEqual((r.status, b.get("size")), (200, size), b)
+        finally:
+            c.close()
+        try:
+            # Down through n3, hashed as it comes.
+            c = self.sups["n3"].conn(600)
+            try:
+                c.request("GET", path, headers={"Authorization": "Bearer " + TOKEN})
+                r = c.getresponse()
+                self.assertEqual(r.status, 200)
+                down, got = hashlib.sha256(), 0
+                while True:
+                    chunk = r.read(MB)
+                    if not chunk:
+                        break
+                    down.update(chunk)
+                    got += len(chunk)
+            finally:
+                c.close()
+            self.assertEqual((got, down.hexdigest()), (size, up.hexdigest()))
+            st, _, b = self.via("n2", "POST", "/v1/sandboxes/%s/exec" % self.sid(),
+                                {"cmd": "sha256sum /workspace/big.bin", "timeout": 300},
+                                timeout=300)
+            self.assertEqual(b["stdout"].split()[0], up.hexdigest(), b)
+        finally:
+            self.via("n1", "POST", "/v1/sandboxes/%s/exec" % self.sid(),
+                     {"cmd": "rm -f /workspace/big.bin"})
+
+    def test_background_output_relayed(self):
+        base = "/v1/sandboxes/%s/processes" % self.sid()
+        st, _, b = self.via("n2", "POST", base,
+                            {"argv": ["sh", "-c", "echo bg-one; sleep 0.3; echo bg-two"]})
+        self.assertEqual(st, 201, b)
+        o = Output(self.sups["n2"], "%s/%d/output?offset=0&follow=1" % (base, b["pid"]))
+        data, ended = b"", False
+        try:
+            self.assertEqual(o.resp.status, 200)
+            for ev, d in o.events():
+                if ev in ("stdout", "stderr"):
+                    data += base64.b64decode(d["data"])
+                elif ev == "end":
+                    ended = d["state"] == "exited"
+                    break
+        finally:
+            o.close()
+        self.assertTrue(ended)
+        self.assertEqual(data, b"bg-one\nbg-two\n")
+
+    def test_terminal_relayed(self):
+        base = "/v1/sandboxes/%s/processes" % self.sid()
+        st, _, b = self.via("n2", "POST", base,
+                            {"argv": ["/bin/sh", "-i"], "pty": {"cols": 80, "rows": 24}})
+        self.assertEqual(st, 201, b)
+        url = "ws://127.0.0.1:%d%s/%d/ws" % (self.ports["n2"], base, b["pid"])
+
+        async def session():
+            async with websockets.connect(url, extra_headers={"Authorization": "Bearer " + TOKEN},
+                                          max_size=1 << 22) as ws:
+                await ws.send(b"echo term-$((6*7))\n")
+                out, deadline = b"", time.monotonic() + 20
+                while b"term-42" not in out:
+                    m = await asyncio.wait_for(ws.recv(), deadline - time.monotonic())
+                    if isinstance(m, bytes):
+                        out += m
+                await ws.send(b"exit 4\n")
+                last = None
+                try:
+                    while True:
+                        m = await asyncio.wait_for(ws.recv(), 20)
+                        if isinstance(m, str):
+                            last = json.loads(m)
+                except websockets.exceptions.ConnectionClosedOK:
+                    pass
+                return last
+
+        last = asyncio.run(session())
+        self.assertEqual(last["exit"]["exit_code"], 4, last)
+
+    # ---- create sent elsewhere ----
+    def test_create_on_an_empty_node(self):
+        # n3 keeps no sandbox ready; its directory polls the others each second.
+        time.sleep(1.5)
+        st, _, b = self.via("n3", "POST", "/v1/sandboxes", {"timeout": 120})
+        self.assertEqual(st, 201, b)
+        try:
+            self.assertRegex(b["id"], r"^sb-n[12]-[0-9a-f]{12}$")
+            st, _, e = self.via("n3", "POST", "/v1/sandboxes/%s/exec" % b["id"], {"cmd": "echo ok"})
+            self.assertEqual((st, e.get("stdout")), (200, "ok\n"), e)
+        finally:
+            st, _, _ = self.via("n3", "DELETE", "/v1/sandboxes/" + b["id"])
+            self.assertEqual(st, 204)
+
+    # ---- the door ----
+    def test_door_refuses_without_the_key(self):
+        path = "/v1/sandboxes/%s" % self.sid()
+        for hdrs in ({"Sbx-Relay-Hops": "1"},
+                     {"Sbx-Relay-Hops": "1", "Sbx-Cluster-Key": "x" * 64},
+                     {"Sbx-Cluster-Key": self.key[:-1]}):
+            st, _, b = self.via("n1", "GET", path, headers=hdrs)
+            self.assertEqual((st, b["error"]["code"]), (403, "permission_denied"), (hdrs, b))
+        st, _, b = self.via("n1", "GET", "/relay/v1/capacity", token=False)
+        self.assertEqual(st, 403, b)
+        st, _, b = self.via("n1", "GET", "/relay/v1/capacity", token=False,
+                            headers={"Sbx-Cluster-Key": self.key})
+        self.assertEqual((st, b["node"]), (200, "n1"), b)
+        # With the key, still the tenant's token is asked.
+        st, _, b = self.via("n1", "GET", path, token=False,
+                            headers={"Sbx-Relay-Hops": "1", "Sbx-Cluster-Key": self.key})
+        self.assertEqual(st, 401, b)
+        # A relayed request for a sandbox of another node: a loop, refused.
+        st, _, b = self.via("n2", "GET", path,
+                            headers={"Sbx-Relay-Hops": "1", "Sbx-Cluster-Key": self.key})
+        self.assertEqual((st, b["error"]["code"]), (508, "loop_detected"), b)
+
+    # ---- a node down and back (last: it restarts n1) ----
+    def test_zz_node_killed_and_back(self):
+        sid = self.sid()
+        n1 = self.sups["n1"]
+        n1.signal(signal.SIGKILL)
+        n1.wait(30)
+        t0 = time.monotonic()
+        st, _, b = self.via("n2", "GET", "/v1/sandboxes/" + sid)
+        dt = time.monotonic() - t0
+        self.assertEqual((st, b["error"]["code"]), (502, "node_unreachable"), b)
+        self.assertLess(dt, 2.0)
+        again = Supervisor(SUP, AGENT, state_dir=n1.state_dir, pool_size=POOL["n1"], token=TOKEN,
+                           extra=n1.extra)
+        self.sups["n1"] = again
+        type(self).addClassCleanup(again.cleanup)
+        again.start()
+        deadline = time.monotonic() + 60
+        while True:
+            st, _, b = self.via("n2", "POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": "echo back"})
+            if st == 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual((st, b.get("stdout")), (200, "back\n"), b)
+
+
+if __name__ == "__main__":
+    unittest.main()
