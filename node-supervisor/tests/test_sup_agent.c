@@ -628,10 +628,10 @@ static void test_guest_faults(void **state)
 	sbx_proto_writer_reset(&w);
 	sbx_proto_encode_end(&w, 99, NULL, 0, 0, NULL);
 	expect_fault(w.buf.data, w.buf.size, "never opened");
-	/* data beyond the credit we granted (the supervisor's window is 256 KiB) */
+	/* data beyond the credit we granted (SUP_AGENT_RECV_WINDOW) */
 	sbx_proto_writer_reset(&w);
 	static uint8_t big[64 * 1024];
-	for (int i = 0; i < 5; i++)
+	for (size_t i = 0; i <= SUP_AGENT_RECV_WINDOW / sizeof(big); i++)
 		sbx_proto_encode_data(&w, 1, SBX_CH_STDOUT, big, sizeof(big), false, 0, NULL);
 	expect_fault(w.buf.data, w.buf.size, "flow_control");
 	sbx_proto_writer_destroy(&w);

@@ -658,15 +658,6 @@ static int agent_new(struct event_base *base, const char *name, unsigned handsha
 	return 0;
 }
 
-/* What the agent may send on one stream before the supervisor credits it
- * back: 1 MiB, as the agent grants for uploads. With the library's 256 KiB
- * a download through the port proxy or GET /files waited on a credit round
- * trip every quarter MiB; 1 MiB cut the supervisor's context switches per
- * GiB of GET /files from about 4,200 to 1,200 (BENCHMARKS.md). The cost is
- * bounded: at most one window per open stream, and streams are opened only
- * by the supervisor for its clients. */
-#define SUP_AGENT_RECV_WINDOW (1u << 20)
-
 /* The protocol over a connected socket (taken): whatever the transport
  * below, from here on the same. */
 static int agent_attach(sup_agent *a, int fd, sbx_err *err)

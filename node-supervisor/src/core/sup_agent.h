@@ -43,6 +43,15 @@
 
 struct event_base;
 struct evbuffer;
+/* What the agent may send on one stream before the supervisor credits it
+ * back: 1 MiB, as the agent grants for uploads. With the library's 256 KiB
+ * a download through the port proxy or GET /files waited on a credit round
+ * trip every quarter MiB; 1 MiB cut the supervisor's context switches per
+ * GiB of GET /files from about 4,200 to 1,200 (BENCHMARKS.md). The cost is
+ * bounded: at most one window per open stream, and streams are opened only
+ * by the supervisor for its clients. */
+#define SUP_AGENT_RECV_WINDOW (1u << 20)
+
 typedef struct sup_agent sup_agent;
 typedef struct sup_exec_call sup_exec_call;
 
