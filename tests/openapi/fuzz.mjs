@@ -146,7 +146,11 @@ try {
         // errors under /opensandbox are flat, as OpenSandbox's SDKs read them
         const j = JSON.parse(a.text);
         const e = req.path.startsWith("/opensandbox/") ? j : j.error;
-        if (!e || typeof e.code !== "string" || typeof e.message !== "string")
+        // /v1/mcp is an MCP transport: its refusals of a message are
+        // JSON-RPC errors (an integer code), as the MCP spec has them
+        const rpc = req.path === "/v1/mcp" && j.jsonrpc === "2.0" && e && Number.isInteger(e.code) &&
+          typeof e.message === "string";
+        if (!rpc && (!e || typeof e.code !== "string" || typeof e.message !== "string"))
           throw new Error(`${req.method} ${a.url} -> ${a.status} without the error shape: ${a.text.slice(0, 300)}`);
       }
     }),
