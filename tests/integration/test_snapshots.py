@@ -353,6 +353,35 @@ class SnapshotsTest(unittest.TestCase):
         self.assertEqual(st, 201, body)
         self.assertEqual(self.run_in(body["id"], "print(open('/fine').read())").strip(), "fine")
 
+    def test_restore_disk(self):
+        """A restore's disk is the one asked for: a layer over it is 507,
+        one under it restores with that room."""
+        src = self.make()
+        digest = self.run_in(src, "import hashlib, os\nb = os.urandom(48 << 20)\n"
+                                  "open('/workspace/big', 'wb').write(b)\n"
+                                  "print(hashlib.sha256(b).hexdigest())").strip()
+        snap = self.snapshot(src)
+        before = set(os.listdir(os.path.join(self.sup.state_dir, "sandboxes")))
+        st, _, body = self.sup.request("POST", "/v1/sandboxes", {
+            "snapshot": snap["id"], "resources": {"disk": "32M"}}, timeout=120)
+        self.assertEqual(st, 507, body)
+        self.assertEqual(body["error"]["code"], "no_space", body)
+        self.assertEqual(set(os.listdir(os.path.join(self.sup.state_dir, "sandboxes"))), before)
+        st, _, body = self.sup.request("POST", "/v1/sandboxes", {
+            "snapshot": snap["id"], "resources": {"disk": "96M"}}, timeout=120)
+        self.assertEqual(st, 201, body)
+        self.addCleanup(self.sup.request, "DELETE", "/v1/sandboxes/" + body["id"])
+        self.assertEqual(body["resources"]["disk"], 96 << 20)
+        out = self.run_in(body["id"], "import hashlib, os\n"
+                                      "print(hashlib.sha256(open('/workspace/big','rb').read())"
+                                      ".hexdigest())\n"
+                                      "v = os.statvfs('/workspace')\n"
+                                      "print((v.f_blocks - v.f_bfree + v.f_bavail) * v.f_frsize)")
+        got, room = out.split()
+        self.assertEqual(got, digest)
+        # df inside: what is used and the figure's room, about 96 MiB
+        self.assertLess(abs(int(room) - (96 << 20)), 16 << 20, room)
+
     # ---- fork ----
     def fork(self, src, count):
         st, _, body = self.sup.request("POST", "/v1/sandboxes/%s/fork" % src, {"count": count},

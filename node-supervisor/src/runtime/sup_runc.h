@@ -105,6 +105,9 @@ typedef struct sup_runc_seed {
 	 * folder before the container starts; "": none. Refused archives are
 	 * -EILSEQ, a layer over the sandbox's disk -ENOSPC. */
 	char archive[PATH_MAX];
+	/* The figure its disk is made with (the archive is unpacked against
+	 * it); 0: cfg->res->disk. */
+	uint64_t disk;
 } sup_runc_seed;
 
 /* Below a sandbox's folder: the fork slot, an empty folder every
