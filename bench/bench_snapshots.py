@@ -72,6 +72,16 @@ def fork_log(sup, res, frozen, copy, filled):
     return log
 
 
+def fork(sup, sid):
+    """Seconds a fork of FORKS took; the forks are deleted."""
+    dt, (st, _, fk) = timed(lambda: sup.request(
+        "POST", "/v1/sandboxes/%s/fork" % sid, {"count": FORKS}, timeout=300))
+    assert st == 201, fk
+    for sb in fk["sandboxes"]:
+        sup.request("DELETE", "/v1/sandboxes/" + sb["id"])
+    return dt
+
+
 def pooled(res):
     """Fork of FORKS into a pool of FORKS ready sandboxes, beside FORKS plain
     creates out of the same pool."""
@@ -81,12 +91,7 @@ def pooled(res):
         sid, _ = source(sup)
         for _ in range(ROUNDS):
             sup.wait_ready(timeout=300)
-            dt, (st, _, fk) = timed(lambda: sup.request(
-                "POST", "/v1/sandboxes/%s/fork" % sid, {"count": FORKS}, timeout=300))
-            assert st == 201, fk
-            res["pfork"].append(dt)
-            for sb in fk["sandboxes"]:
-                sup.request("DELETE", "/v1/sandboxes/" + sb["id"])
+            res["pfork"].append(fork(sup, sid))
             sup.wait_ready(timeout=300)
             dt, made = timed(lambda: [sup.create() for _ in range(FORKS)])
             res["acquire"].append(dt)
@@ -131,12 +136,7 @@ def main():
             for i in (nb["id"], cold["id"]):
                 sup.request("DELETE", "/v1/sandboxes/" + i)
             sup.request("DELETE", "/v1/snapshots/" + snap["id"])
-            dt, (st, _, fk) = timed(lambda: sup.request(
-                "POST", "/v1/sandboxes/%s/fork" % sid, {"count": FORKS}, timeout=300))
-            assert st == 201, fk
-            res["fork"].append(dt)
-            for sb in fk["sandboxes"]:
-                sup.request("DELETE", "/v1/sandboxes/" + sb["id"])
+            res["fork"].append(fork(sup, sid))
             dst = os.path.join(tmp, "cpa")
             dt, _ = timed(lambda: subprocess.run(["cp", "-a", upper + "/.", dst], check=True))
             res["cpa"].append(dt)

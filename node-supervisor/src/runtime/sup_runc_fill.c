@@ -54,18 +54,27 @@ static int stale(sbx_err *err, const char *what, const char *name)
 			   name, what);
 }
 
+/* A stream of folder dirfd's names, on a descriptor of its own; NULL
+ * with err set. */
+static DIR *read_dir(int dirfd, sbx_err *err)
+{
+	int fd = openat(dirfd, ".", OPEN_DIR);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		sbx_err_sys(err, -errno, "fork fill: read a folder");
+		if (fd >= 0)
+			close(fd);
+	}
+	return d;
+}
+
 /* Every name the merged folder shows is the layer's or the sandbox's own
  * upper's: nothing of the image shows through an opaque folder. */
 static int check_opaque(int layer, int upper, int merged, sbx_err *err)
 {
-	int fd = openat(merged, ".", OPEN_DIR);
-	if (fd < 0)
-		return sbx_err_sys(err, -errno, "fork fill: open a folder");
-	SBX_AUTO_CLOSEDIR DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return sbx_err_sys(err, -errno, "fork fill: read a folder");
-	}
+	SBX_AUTO_CLOSEDIR DIR *d = read_dir(merged, err);
+	if (!d)
+		return err->code;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		struct stat st;
@@ -124,14 +133,9 @@ static int check_dir(int layer, int upper, int merged, unsigned depth, sbx_err *
 	int r = opaque(layer) ? check_opaque(layer, upper, merged, err) : 0;
 	if (r < 0)
 		return r;
-	int fd = openat(layer, ".", OPEN_DIR);
-	if (fd < 0)
-		return sbx_err_sys(err, -errno, "fork fill: open a folder of the layer");
-	SBX_AUTO_CLOSEDIR DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return sbx_err_sys(err, -errno, "fork fill: read a folder of the layer");
-	}
+	SBX_AUTO_CLOSEDIR DIR *d = read_dir(layer, err);
+	if (!d)
+		return err->code;
 	struct dirent *de;
 	while (r == 0 && (de = readdir(d)))
 		if (!dotdot(de->d_name))
