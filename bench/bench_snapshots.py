@@ -53,11 +53,12 @@ def row(what, secs, role, mb=MIB):
 def source(sup):
     """A sandbox whose writable layer holds MIB files of 1 MiB of random bytes."""
     sid = sup.create()["id"]
-    st, _, r = sup.exec(sid, argv=["python3", "-c",
-                                   "import os\nos.makedirs('/workspace/l')\n"
-                                   "for i in range(%d):\n"
-                                   "  open('/workspace/l/f%%d' %% i, 'wb').write(os.urandom(1 << 20))"
-                                   % MIB], timeout=300)
+    # the HTTP wait as long as the command's (1 GiB of writes under load)
+    st, _, r = sup.request("POST", "/v1/sandboxes/%s/exec" % sid, {
+        "argv": ["python3", "-c", "import os\nos.makedirs('/workspace/l')\n"
+                 "for i in range(%d):\n"
+                 "  open('/workspace/l/f%%d' %% i, 'wb').write(os.urandom(1 << 20))" % MIB],
+        "timeout": 900}, timeout=960)
     assert st == 200 and r["exit_code"] == 0, r
     return sid, os.path.join(sup.state_dir, "sandboxes", sid, "disk", "upper")
 
