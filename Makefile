@@ -71,9 +71,9 @@ images: build
 # the disk space for it below the test's temporary state folder); and issue
 # 3's 1 GiB of command output through SSE, its sha256 checked; then the
 # port proxy beside the same server reached directly (bench/bench_ports.py).
-# Snapshot, restore and fork of a 100 MiB layer beside tar | zstd, zstd -d |
-# tar -x and cp -a of the same folder (bench/bench_snapshots.py); the same
-# layer through the S3 store beside the local one (bench/bench_snapshots_s3.py).
+# Snapshot, restore and fork of a 100 MiB and a 1 GiB layer beside tar |
+# zstd, zstd -d | tar -x and cp -a of the same folder (bench/bench_snapshots.py);
+# the same layer through the S3 store beside the local one (bench/bench_snapshots_s3.py).
 # Exec on another node's sandbox, relayed, beside the same exec on the node
 # itself (bench/bench_relay.py: two supervisors as two nodes).
 bench: build
@@ -104,6 +104,11 @@ bench: build
 	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent \
 	  SBX_S3_TOOL=$(CURDIR)/$(REL_DIR)/node-supervisor/sup-s3-tool \
 	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_snapshots_s3.py
+	SBX_SUPERVISOR=$(CURDIR)/$(REL_DIR)/node-supervisor/sandbox-supervisor \
+	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent SBX_SNAP_MIB=1024 SBX_SNAP_ROUNDS=1 \
+	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_snapshots.py
+	SBX_SUPERVISOR=$(CURDIR)/$(REL_DIR)/node-supervisor/sandbox-supervisor \
+	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent \
 	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_relay.py
 
 clean:

@@ -353,21 +353,84 @@ class SnapshotsTest(unittest.TestCase):
         self.assertEqual(st, 201, body)
         self.assertEqual(self.run_in(body["id"], "print(open('/fine').read())").strip(), "fine")
 
-    # ---- fork ----
-    def test_fork(self):
+    def test_restore_disk(self):
+        """A restore's disk is the one asked for: a layer over it is 507,
+        one under it restores with that room."""
         src = self.make()
-        self.run_in(src, "open('/workspace/f','w').write('source')\n"
-                         "open('/workspace/keep','w').write('k' * 100000)", user="sandbox")
-        st, _, body = self.sup.request("POST", "/v1/sandboxes/%s/fork" % src, {"count": 3},
+        digest = self.run_in(src, "import hashlib, os\nb = os.urandom(48 << 20)\n"
+                                  "open('/workspace/big', 'wb').write(b)\n"
+                                  "print(hashlib.sha256(b).hexdigest())").strip()
+        snap = self.snapshot(src)
+        before = set(os.listdir(os.path.join(self.sup.state_dir, "sandboxes")))
+        st, _, body = self.sup.request("POST", "/v1/sandboxes", {
+            "snapshot": snap["id"], "resources": {"disk": "32M"}}, timeout=120)
+        self.assertEqual(st, 507, body)
+        self.assertEqual(body["error"]["code"], "no_space", body)
+        self.assertEqual(set(os.listdir(os.path.join(self.sup.state_dir, "sandboxes"))), before)
+        st, _, body = self.sup.request("POST", "/v1/sandboxes", {
+            "snapshot": snap["id"], "resources": {"disk": "96M"}}, timeout=120)
+        self.assertEqual(st, 201, body)
+        self.addCleanup(self.sup.request, "DELETE", "/v1/sandboxes/" + body["id"])
+        self.assertEqual(body["resources"]["disk"], 96 << 20)
+        out = self.run_in(body["id"], "import hashlib, os\n"
+                                      "print(hashlib.sha256(open('/workspace/big','rb').read())"
+                                      ".hexdigest())\n"
+                                      "v = os.statvfs('/workspace')\n"
+                                      "print((v.f_blocks - v.f_bfree + v.f_bavail) * v.f_frsize)")
+        got, room = out.split()
+        self.assertEqual(got, digest)
+        # df inside: what is used and the figure's room, about 96 MiB
+        self.assertLess(abs(int(room) - (96 << 20)), 16 << 20, room)
+
+    # ---- fork ----
+    def fork(self, src, count):
+        st, _, body = self.sup.request("POST", "/v1/sandboxes/%s/fork" % src, {"count": count},
                                        timeout=120)
         self.assertEqual(st, 201, body)
         forks = [sb["id"] for sb in body["sandboxes"]]
         for f in forks:
             self.addCleanup(self.sup.request, "DELETE", "/v1/sandboxes/" + f)
-        self.assertEqual(len(set(forks)), 3)
+        self.assertEqual(len(set(forks)), count)
         self.assertNotIn(src, forks)
-        # each starts with the source's files, then goes its own way
+        return forks
+
+    def fork_log(self, src):
+        with open(self.sup.log_path, errors="replace") as f:
+            return [l for l in f if ("fork of %s:" % src) in l]
+
+    def layers_gone(self):
+        layers = os.path.join(self.sup.state_dir, "layers")
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline and os.listdir(layers):
+            time.sleep(0.2)
+        self.assertEqual(os.listdir(layers), [])
+
+    @staticmethod
+    def without_nlink(m):
+        # a fork's unwritten files are hard links of one layer's: their
+        # link count counts the other forks' links
+        return {k: ({a: b for a, b in v.items() if a != "nlink"} if isinstance(v, dict) else v)
+                for k, v in m.items()}
+
+    def test_fork(self):
+        src = self.make()
+        self.run_in(src, "open('/workspace/f','w').write('source')\n"
+                         "open('/workspace/keep','w').write('k' * 100000)", user="sandbox")
+        # the tree, but for the deleted image file: the pooled sandboxes'
+        # start looked at /etc/nsswitch.conf already (test_fork_fill_checked)
+        self.assertEqual(self.run_in(src, MAKE_TREE.replace('os.remove("/etc/nsswitch.conf")',
+                                                            'os.rmdir("/var/tmp")')).strip(), "ok")
+        want = self.without_nlink(self.manifest(src))
+        self.sup.wait_ready()
+        forks = self.fork(src, 3)
+        # made in made sandboxes (the pooled one, then cold ones), filled
+        self.assertIn("3 filled", self.fork_log(src)[-1])
+        # each starts with the source's files (every kind, the image file
+        # deleted and the folder replaced), then goes its own way
         for i, f in enumerate(forks):
+            self.assertEqual(self.without_nlink(self.manifest(f)), want)
+            self.assertEqual(self.run_in(f, "import os; print(os.path.exists('/var/tmp'))").strip(),
+                             "False")
             self.assertEqual(self.run_in(f, "print(open('/workspace/f').read())").strip(), "source")
             self.run_in(f, "open('/workspace/f','w').write('fork%d')" % i, user="sandbox")
         self.run_in(src, "open('/workspace/f','w').write('source2')\n"
@@ -379,21 +442,54 @@ class SnapshotsTest(unittest.TestCase):
                              .strip(), "False")
             self.assertEqual(self.run_in(f, "print(len(open('/workspace/keep').read()))").strip(),
                              "100000")
+            # a file written in place is the fork's own copy
+            self.run_in(f, "open('/workspace/t/plain','r+').write('F%d')" % i)
         self.assertEqual(self.run_in(src, "print(open('/workspace/f').read())").strip(), "source2")
-        # the shared layer goes once the last fork is gone
-        layers = os.path.join(self.sup.state_dir, "layers")
-        self.assertEqual(len(os.listdir(layers)), 1)
+        self.assertEqual(self.run_in(src, "print(open('/workspace/t/plain').read())"), "plain\n\n")
+        for i, f in enumerate(forks):
+            self.assertEqual(self.run_in(f, "print(open('/workspace/t/plain').read()[:2])").strip(),
+                             "F%d" % i)
+        # the filled forks hold links of their own: the layer goes at once
+        self.layers_gone()
+        self.assertEqual(self.manifest(forks[0])["/workspace/t/big"]["sha256"],
+                         want["/workspace/t/big"]["sha256"])
         for f in forks:
             self.assertEqual(self.sup.request("DELETE", "/v1/sandboxes/" + f)[0], 204)
-        # the next fork's end sweeps; a fork of 1 then deleted
+
+    def test_fork_fill_checked(self):
+        """A ready sandbox whose tree looked at a path the fork changes
+        (here: the test holds the image file the source deleted open
+        through it) is not used: the fork is made cold, stacking the
+        layer, and shows the deletion all the same."""
+        src = self.make()
+        self.run_in(src, "import os; os.remove('/etc/nsswitch.conf')\n"
+                         "open('/workspace/g','w').write('g')")
+        self.sup.wait_ready()
+        held = []
+        try:
+            for sb in os.listdir(os.path.join(self.sup.state_dir, "sandboxes")):
+                p = os.path.join(self.sup.state_dir, "sandboxes", sb, "bundle/rootfs/etc/nsswitch.conf")
+                if sb != src and os.path.exists(p):
+                    held.append(open(p))
+            self.assertTrue(held)
+            forks = self.fork(src, 1)
+        finally:
+            for f in held:
+                f.close()
+        log = self.fork_log(src)
+        self.assertTrue(any("not filled, made cold instead" in l for l in log), log)
+        self.assertIn("0 filled", log[-1])
+        self.assertEqual(self.run_in(forks[0], "import os; print(os.path.exists('/etc/nsswitch.conf'),"
+                                               " open('/workspace/g').read())").strip(), "False g")
+        # the cold fork's overlay names the layer: it stays until that goes
+        layers = os.path.join(self.sup.state_dir, "layers")
+        self.assertEqual(len(os.listdir(layers)), 1)
+        self.assertEqual(self.sup.request("DELETE", "/v1/sandboxes/" + forks[0])[0], 204)
         st, _, body = self.sup.request("POST", "/v1/sandboxes/%s/fork" % src, {}, timeout=120)
         self.assertEqual(st, 201, body)
         self.assertEqual(self.sup.request("DELETE", "/v1/sandboxes/" + body["sandboxes"][0]["id"])[0],
                          204)
-        deadline = time.monotonic() + 45
-        while time.monotonic() < deadline and len(os.listdir(layers)) > 1:
-            time.sleep(0.5)
-        self.assertLessEqual(len(os.listdir(layers)), 1, os.listdir(layers))
+        self.layers_gone()
 
 
 if __name__ == "__main__":

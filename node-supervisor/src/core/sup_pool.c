@@ -505,6 +505,8 @@ static void create_done(sup_job *job)
 	}
 	sb->box = cj->box;
 	sb->res = *p->cfg.runc->res;
+	if (cj->seed && cj->seed->disk)
+		sb->res.disk = cj->seed->disk; /* made with it already */
 	sup_rtnl *nl = cj->nl;
 	free(cj->seed);
 	free(cj);
@@ -1162,6 +1164,8 @@ int sup_pools_acquire_seeded(sup_pools *p, const char *image, sup_isolation isol
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	}
 	*copy = *seed;
+	/* the layer is unpacked against the disk asked for, not the pool's */
+	copy->disk = res->disk;
 	a->pool = pool;
 	a->res = *res;
 	clock_gettime(CLOCK_MONOTONIC, &a->t0);

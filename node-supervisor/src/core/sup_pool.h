@@ -86,8 +86,10 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 /* A sandbox made for this request alone, its writable layer from seed
  * (copied; sup_runc.h): always a cold create, queued at the front, never
  * pooled nor given to another request (destroyed when the requester
- * withdrew). cb runs once: with the sandbox (RUNNING, limits res), or the
- * create's own error (-EILSEQ a refused archive, -ENOSPC over its disk,
+ * withdrew). Its disk is made with res->disk (seed->disk is ignored: the
+ * layer is unpacked against the figure asked for). cb runs once: with the
+ * sandbox (RUNNING, limits res), or the create's own error (-EILSEQ a
+ * refused archive, -ENOSPC over its disk,
  * -ESHUTDOWN). -EINVAL / -EAGAIN as sup_pools_acquire. */
 int sup_pools_acquire_seeded(sup_pools *p, const char *image, sup_isolation isolation,
 			     const sup_resources *res, const sup_runc_seed *seed, sup_acquire_cb cb,

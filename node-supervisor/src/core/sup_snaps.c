@@ -51,7 +51,11 @@ struct sup_snaps_op {
 	sup_snaps_fork_cb fork_cb;
 	const sup_tenant *who;
 	sup_create_req tmpl;
+	sup_tenant owner;  /* who's name alone: its forks' deletes after the request ended */
 	unsigned count, answered, failed;
+	unsigned filling;  /* fill jobs queued or running: the op outlives a cancel */
+	unsigned filled;   /* forks made in a made sandbox (the others: seeded) */
+	bool starting;     /* the creates are being asked for: not finished meanwhile */
 	sbx_err first_err;
 	sup_op **creates;
 	char (*ids)[SUP_ID_MAX];
@@ -421,8 +425,8 @@ static void fork_finish(sup_snaps_op *op)
 		const char *ids[SUP_SNAPS_FORK_MAX];
 		for (unsigned i = 0; i < op->count; i++)
 			ids[i] = op->ids[i];
-		sup_info("fork of %s: %u sandbox(es), source frozen %.1f ms (copy %.1f ms)",
-			 op->box.id, op->count, op->freeze_ms, op->copy_ms);
+		sup_info("fork of %s: %u sandbox(es), %u filled, source frozen %.1f ms (copy %.1f ms)",
+			 op->box.id, op->count, op->filled, op->freeze_ms, op->copy_ms);
 		op->fork_cb(0, ids, op->count, NULL, op->ud);
 	} else {
 		delete_made(op);
@@ -433,19 +437,30 @@ static void fork_finish(sup_snaps_op *op)
 	sup_snaps_sweep(s);
 }
 
-/* The made forks go (who is still the requester's: cancel runs before its
- * request ends). */
+static void delete_one(sup_snaps_op *op, unsigned i)
+{
+	sup_op *d;
+	sbx_err e;
+	if (sup_core_delete(op->s->cfg.core, &op->owner, op->ids[i], deleted, NULL, &d, &e) < 0)
+		sup_warn("fork: %s", e.msg);
+	op->ids[i][0] = '\0';
+}
+
+/* The made forks go. */
 static void delete_made(sup_snaps_op *op)
 {
-	for (unsigned i = 0; i < op->count; i++) {
-		if (!op->ids[i][0])
-			continue;
-		sup_op *d;
-		sbx_err e;
-		if (sup_core_delete(op->s->cfg.core, op->who, op->ids[i], deleted, NULL, &d, &e) < 0)
-			sup_warn("fork: %s", e.msg);
-		op->ids[i][0] = '\0';
-	}
+	for (unsigned i = 0; i < op->count; i++)
+		if (op->ids[i][0])
+			delete_one(op, i);
+}
+
+/* A cancelled fork with no job left: what it made goes, and it. */
+static void fork_abandon(sup_snaps_op *op)
+{
+	delete_made(op);
+	sup_snaps *s = op->s;
+	fork_free(op);
+	sup_snaps_sweep(s);
 }
 
 void sup_snaps_op_cancel(sup_snaps_op *op)
@@ -458,33 +473,102 @@ void sup_snaps_op_cancel(sup_snaps_op *op)
 			sup_op_cancel(op->creates[i]);
 			op->creates[i] = NULL;
 		}
-	delete_made(op);
-	sup_snaps *s = op->s;
-	fork_free(op);
-	sup_snaps_sweep(s);
+	/* a sandbox being filled goes after its fill (the last one's done()) */
+	if (op->filling == 0)
+		fork_abandon(op);
 }
 
+/* One fork's create: into a made sandbox whose fork slot is then filled
+ * (runc sandboxes: a pooled one when one is ready), or seeded with the
+ * layer (a cold create that mounts it: gVisor's, and any whose fill
+ * failed). */
 typedef struct fork_slot {
+	sup_job job;       /* the fill, on a worker */
 	sup_snaps_op *op;
 	unsigned i;
+	bool seeded;
+	sup_runc_box box;  /* what the fill reads */
+	int rc;
+	sbx_err err;
 } fork_slot;
+
+static void fork_start(sup_snaps_op *op, unsigned i, bool seeded);
+
+/* Fork i is answered: made (ids[i]) or failed with err. */
+static void fork_answered(sup_snaps_op *op, int rc, const sbx_err *err)
+{
+	op->answered++;
+	if (rc < 0 && op->failed++ == 0)
+		op->first_err = *err;
+	if (op->answered == op->count && !op->starting)
+		fork_finish(op);
+}
+
+/* Fork i's sandbox goes and a seeded create stands in for it. */
+static void fork_fallback(sup_snaps_op *op, unsigned i, const sbx_err *why)
+{
+	sup_info("fork of %s: sandbox %s not filled, made cold instead: %s", op->box.id, op->ids[i],
+		 why->msg);
+	delete_one(op, i);
+	fork_start(op, i, true);
+}
+
+static void fill_run(sup_job *job)
+{
+	fork_slot *slot = (fork_slot *)job;
+	sbx_err_clear(&slot->err);
+	slot->rc = sup_runc_fill(&slot->box, slot->op->layer, &slot->err);
+}
+
+static void fill_done(sup_job *job)
+{
+	fork_slot *slot = (fork_slot *)job;
+	sup_snaps_op *op = slot->op;
+	unsigned i = slot->i;
+	int rc = slot->rc;
+	sbx_err err = slot->err;
+	free(slot);
+	op->filling--;
+	if (op->cancelled) {
+		if (op->filling == 0)
+			fork_abandon(op);
+		return;
+	}
+	if (rc < 0) {
+		fork_fallback(op, i, &err);
+		return;
+	}
+	op->filled++;
+	fork_answered(op, 0, NULL);
+}
 
 static void fork_created(int rc, const sup_sandbox_view *v, const sbx_err *err, void *ud)
 {
 	fork_slot *slot = ud;
 	sup_snaps_op *op = slot->op;
 	unsigned i = slot->i;
-	free(slot);
 	op->creates[i] = NULL;
-	op->answered++;
-	if (rc < 0) {
-		if (op->failed++ == 0)
-			op->first_err = *err;
-	} else {
+	if (rc == 0)
 		snprintf(op->ids[i], sizeof(op->ids[i]), "%s", v->id);
+	if (rc < 0 || slot->seeded) {
+		free(slot);
+		fork_answered(op, rc, err);
+		return;
 	}
-	if (op->answered == op->count)
-		fork_finish(op);
+	/* not handed to anyone yet: its files are put in place before the
+	 * requester learns its id */
+	sbx_err e;
+	const sup_sandbox *sb = sup_core_find(op->s->cfg.core, op->who, v->id, &e);
+	if (!sb) {
+		free(slot);
+		fork_fallback(op, i, &e);
+		return;
+	}
+	slot->box = sb->box;
+	slot->job.run = fill_run;
+	slot->job.done = fill_done;
+	op->filling++;
+	sup_workers_submit(op->s->cfg.workers, &slot->job, true);
 }
 
 /* What each fork's create asks: the template's fields. */
@@ -499,6 +583,31 @@ static int tmpl_copy(const sup_create_req *t, sup_create_req *req, sbx_err *err)
 	if (!req->image || (t->acquire && !req->acquire) || sup_env_copy(&t->env, &req->env) < 0)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	return 0;
+}
+
+/* Ask for fork i's sandbox; a create that cannot start answers it. */
+static void fork_start(sup_snaps_op *op, unsigned i, bool seeded)
+{
+	sbx_err e;
+	sup_create_req req = {0};
+	fork_slot *slot = calloc(1, sizeof(*slot));
+	int r = slot ? tmpl_copy(&op->tmpl, &req, &e) : sbx_err_set(&e, -ENOMEM, "out of memory");
+	if (r == 0 && seeded) {
+		req.seed = calloc(1, sizeof(*req.seed));
+		if (req.seed)
+			snprintf(req.seed->layer, sizeof(req.seed->layer), "%s", op->layer);
+		else
+			r = sbx_err_set(&e, -ENOMEM, "out of memory");
+	}
+	if (r == 0 && slot) {
+		*slot = (fork_slot){.op = op, .i = i, .seeded = seeded};
+		r = sup_core_create(op->s->cfg.core, op->who, &req, fork_created, slot, &op->creates[i], &e);
+	}
+	sup_create_req_free(&req);
+	if (r < 0) {
+		free(slot);
+		fork_answered(op, r, &e);
+	}
 }
 
 static int copy_upper(sup_snaps_op *op)
@@ -555,32 +664,12 @@ static void fork_copy_done(sup_job *job)
 		sup_snaps_sweep(s);
 		return;
 	}
-	unsigned started = 0;
-	for (unsigned i = 0; i < op->count; i++) {
-		sbx_err e;
-		sup_create_req req = {0};
-		int r = tmpl_copy(&op->tmpl, &req, &e);
-		req.seed = r == 0 ? calloc(1, sizeof(*req.seed)) : NULL;
-		fork_slot *slot = r == 0 ? malloc(sizeof(*slot)) : NULL;
-		if (r == 0 && (!req.seed || !slot)) {
-			sbx_err_set(&e, -ENOMEM, "out of memory");
-			r = -ENOMEM;
-		}
-		if (r == 0 && req.seed && slot) {
-			snprintf(req.seed->layer, sizeof(req.seed->layer), "%s", op->layer);
-			*slot = (fork_slot){.op = op, .i = i};
-			r = sup_core_create(s->cfg.core, op->who, &req, fork_created, slot, &op->creates[i], &e);
-		}
-		sup_create_req_free(&req);
-		if (r < 0) {
-			free(slot);
-			op->answered++;
-			if (op->failed++ == 0)
-				op->first_err = e;
-		} else {
-			started++;
-		}
-	}
+	/* the creates of runc sandboxes take ready ones from the pool */
+	bool seeded = op->tmpl.isolation != SUP_ISO_RUNC;
+	op->starting = true;
+	for (unsigned i = 0; i < op->count; i++)
+		fork_start(op, i, seeded);
+	op->starting = false;
 	/* every create answered already (or none could start) */
 	if (op->answered == op->count)
 		fork_finish(op);
@@ -598,6 +687,8 @@ int sup_snaps_fork(sup_snaps *s, const sup_tenant *who, const char *id, unsigned
 		return err->code;
 	op->fork_cb = cb;
 	op->who = who;
+	snprintf(op->owner.name, sizeof(op->owner.name), "%s", who->name);
+	op->owner.admin = who->admin;
 	op->count = count;
 	op->creates = calloc(count, sizeof(sup_op *));
 	op->ids = calloc(count, sizeof(*op->ids));

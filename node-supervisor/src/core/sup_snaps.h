@@ -12,11 +12,16 @@
  * is unpacked from the archive before the container starts.
  *
  * A fork copies the frozen source's upper folder once (cp -a, on a worker)
- * into a read-only layer <state>/layers/<fk-id> and makes count seeded
- * sandboxes that stack it over the image under their own empty upper:
- * their files start as the source's, their writes are their own. A layer
- * goes once no overlay mount names it (a sweep after forks and deletes,
- * and at start).
+ * into a read-only layer <state>/layers/<fk-id>, then takes count sandboxes
+ * of the source's image as any create does (ready ones from the pool
+ * first) and, before anyone learns their ids, fills each one's fork slot
+ * (a lower layer under its upper, empty until then) with hard links to
+ * the layer's files (sup_runc_fill, on a worker): their files start as
+ * the source's, their writes are their own (copied up). A sandbox whose
+ * mounted tree does not show the fill, and every gVisor fork, is made
+ * instead by a seeded cold create stacking the layer itself over the
+ * image. A layer goes once no overlay mount names it (a sweep after forks
+ * and deletes, and at start); filled slots hold links of their own.
  *
  * Owns the snapshot operations in flight and the fork layers; the archive
  * format is sup_layer_tar's, the files the store's, the rows the

@@ -5,6 +5,8 @@
  *                                               (sup_disk), holding
  *   <state>/sandboxes/<id>/disk/upper, disk/work overlay upper and work folders
  *   <state>/sandboxes/<id>/run                  /run/sandbox inside: agent.sock
+ *   <state>/sandboxes/<id>/fork                 the fork slot: a lower layer,
+ *                                               empty until sup_runc_fill
  *   <state>/sandboxes/<id>/agent.log            the agent's stdout and stderr
  *   <state>/sandboxes/<id>/runtime.log          the runtime's own log
  *   <state>/sandboxes/<id>/init.pid             host pid of the agent */
@@ -438,6 +440,7 @@ static int make_dirs(const box_paths *p, const sup_runc_image *img, sbx_err *err
 	r = r ?: sup_fs_mkdir(d, SUP_DISK_UPPER, st.st_mode & 07777, st.st_uid, st.st_gid, 0, err);
 	r = r ?: sup_fs_mkdir(d, SUP_DISK_WORK, 0700, 0, 0, 0, err);
 	r = r ?: sup_fs_mkdir(d, "run", 0755, 0, 0, 0, err);
+	r = r ?: sup_fs_mkdir(d, SUP_RUNC_FORK_SLOT, 0755, 0, 0, 0, err);
 	if (r < 0 || img->host)
 		return r;
 	/* every sandbox has /workspace (the sandbox user's) and /tmp, also
@@ -508,8 +511,7 @@ static int protect_agent(pid_t pid, sbx_err *err)
 
 /* A snapshot's layer into the new upper folder, held to the sandbox's
  * disk by the layer's own file system (ENOSPC). */
-static int unpack_seed(const sup_runc_cfg *cfg, const box_paths *p, const char *archive,
-		       sbx_err *err)
+static int unpack_seed(uint64_t disk, const box_paths *p, const char *archive, sbx_err *err)
 {
 	SBX_AUTO_CLOSE int in = open(archive, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (in < 0)
@@ -520,7 +522,7 @@ static int unpack_seed(const sup_runc_cfg *cfg, const box_paths *p, const char *
 	sup_layer_tar_info info;
 	/* past the disk the layer's file system says ENOSPC first; the bound
 	 * on bytes stops a stream that claims more than twice that */
-	int r = sup_layer_tar_unpack(in, up, 2 * cfg->res->disk, SEED_MAX_ENTRIES, &info, err);
+	int r = sup_layer_tar_unpack(in, up, 2 * disk, SEED_MAX_ENTRIES, &info, err);
 	if (r < 0)
 		return sbx_err_wrap(err, "restore the snapshot");
 	return 0;
@@ -530,15 +532,17 @@ static int create_in(const sup_runc_cfg *cfg, const sup_runtime *rt, const char 
 		     const box_paths *p, const sup_runc_image *img, const sup_runc_seed *seed,
 		     pid_t *pid, bool *started, sbx_err *err)
 {
-	int r = sup_disk_make(p->state, p->dir, cfg->res->disk, err);
+	uint64_t disk = seed && seed->disk ? seed->disk : cfg->res->disk;
+	int r = sup_disk_make(p->state, p->dir, disk, err);
 	r = r ?: make_dirs(p, img, err);
 	if (r == 0 && seed && seed->archive[0])
-		r = unpack_seed(cfg, p, seed->archive, err);
+		r = unpack_seed(disk, p, seed->archive, err);
 	if (r == 0 && img->etc_dir)
 		r = write_etc(p, img, id, cfg->resolv_conf, err);
-	char lower[2 * PATH_MAX];
-	if (r == 0 && fmt(lower, sizeof(lower), "%s%s%s", seed && seed->layer[0] ? seed->layer : "",
-			  seed && seed->layer[0] ? ":" : "", img->lower) < 0)
+	char lower[3 * PATH_MAX];
+	if (r == 0 && fmt(lower, sizeof(lower), "%s/" SUP_RUNC_FORK_SLOT ":%s%s%s", p->dir,
+			  seed && seed->layer[0] ? seed->layer : "", seed && seed->layer[0] ? ":" : "",
+			  img->lower) < 0)
 		r = sbx_err_set(err, -ENAMETOOLONG, "layers: paths too long");
 	if (r == 0)
 		r = sup_overlay_mount(lower, p->upper, p->work, p->rootfs, err);

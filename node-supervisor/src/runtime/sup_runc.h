@@ -105,7 +105,25 @@ typedef struct sup_runc_seed {
 	 * folder before the container starts; "": none. Refused archives are
 	 * -EILSEQ, a layer over the sandbox's disk -ENOSPC. */
 	char archive[PATH_MAX];
+	/* The figure its disk is made with (the archive is unpacked against
+	 * it); 0: cfg->res->disk. */
+	uint64_t disk;
 } sup_runc_seed;
+
+/* Below a sandbox's folder: the fork slot, an empty folder every
+ * sandbox's overlay stacks right under its upper layer, filled at most
+ * once by sup_runc_fill. */
+#define SUP_RUNC_FORK_SLOT "fork"
+
+/* A sandbox made and not handed out yet (nothing but its agent has run)
+ * gets layer's files (a fork's frozen copy of its source's upper folder,
+ * on the state folder's file system) in its fork slot as hard links, and
+ * every path of layer is then checked through its mounted tree (the
+ * overlay keeps what it looked up before the fill: sup_runc_fill.c).
+ * -ESTALE: the tree does not show the layer (the sandbox must not be
+ * used as a fork), -EBUSY: filled already. Blocking (a cp process and a
+ * walk): a worker's. */
+int sup_runc_fill(const sup_runc_box *box, const char *layer, sbx_err *err);
 
 /* sup_runc_create, whose writable layer starts from seed (NULL: empty). */
 int sup_runc_create_seeded(const sup_runc_cfg *cfg, const char *id, const char *image,
