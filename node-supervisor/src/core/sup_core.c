@@ -285,8 +285,9 @@ static void on_destroyed(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
 	}
 }
 
-/* Release the core's fields and hand the sandbox to the pools' destroy.
- * It stays listed (state destroying) until the container is gone. */
+/* Release the core's fields and hand the sandbox back to the pools, which
+ * destroy it (it stays listed, state destroying, until the container is
+ * gone) or reset it for the next owner (unlisted at once). */
 static void core_destroy(sup_core *c, sup_sandbox *sb, bool urgent, int exec_code,
 			 const char *exec_why)
 {
@@ -296,7 +297,11 @@ static void core_destroy(sup_core *c, sup_sandbox *sb, bool urgent, int exec_cod
 	}
 	fail_execs(sb, exec_code, exec_why);
 	sup_env_free(&sb->env);
-	sup_pools_destroy(c->pools, sb, urgent, on_destroyed, c);
+	/* one with volumes mounted into it is never another's (the pools
+	 * reuse a sandbox only when asked to, and only a clean one) */
+	sup_vol_mount v[1];
+	bool no_volumes = !c->cfg.volumes || sup_volumes_of(c->cfg.volumes, sb->id, v, 1) == 0;
+	sup_pools_release(c->pools, sb, no_volumes, urgent, on_destroyed, c);
 }
 
 static void on_expiry(evutil_socket_t fd, short what, void *ud)
