@@ -60,10 +60,12 @@ int sup_agent_reset(sup_agent *a, const char *const *paths, size_t npaths, uint6
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	rc = sbx_proto_reset_pack_args(&pk, &args, err);
-	x = rc == 0 ? calloc(1, sizeof(*x)) : NULL;
-	if (rc == 0 && !x)
-		rc = sbx_err_set(err, -ENOMEM, "reset: out of memory");
 	if (rc == 0) {
+		x = calloc(1, sizeof(*x));
+		if (!x) {
+			msgpack_sbuffer_destroy(&sb);
+			return sbx_err_set(err, -ENOMEM, "reset: out of memory");
+		}
 		x->cb = cb;
 		x->ud = ud;
 		/* the agent's own deadline for its kills and the emptying,

@@ -223,7 +223,7 @@ static int read_layer(const sup_runc_box *box, sup_runc_baseline *b, sbx_err *er
 		return sbx_err_sys(err, -errno, "open %s", upper);
 	walk w = { .b = b, .err = err };
 	int r = walk_dir(&w, fd, 0);
-	if (r == 0)
+	if (r == 0 && b->n > 1)
 		qsort(b->e, b->n, sizeof(*b->e), by_rel);
 	return r;
 }
@@ -276,31 +276,36 @@ static bool pm_has(const sup_runc_baseline *b, const char *rel, size_t len)
 	return false;
 }
 
-/* Every reset folder and every folder above it, once each. */
+static int pm_add(sup_runc_baseline *b, size_t *cap, const char *rel, size_t len, sbx_err *err)
+{
+	if (b->npm == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		pmeta *pm = realloc(b->pm, ncap * sizeof(*pm));
+		if (!pm)
+			return sbx_err_set(err, -ENOMEM, "out of memory");
+		b->pm = pm;
+		*cap = ncap;
+	}
+	memset(&b->pm[b->npm], 0, sizeof(b->pm[b->npm]));
+	if (!(b->pm[b->npm].rel = strndup(rel, len)))
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	b->npm++;
+	return 0;
+}
+
+/* The root, every reset folder and every folder above one, once each. */
 static int collect_pm(sup_runc_baseline *b, sbx_err *err)
 {
-	size_t cap = 1; /* the root */
-	for (size_t i = 0; i < b->npaths; i++)
-		for (const char *c = b->paths[i]; *c; c++)
-			cap += *c == '/';
-	cap += b->npaths;
-	b->pm = calloc(cap, sizeof(*b->pm));
-	if (!b->pm || !(b->pm[0].rel = strdup("")))
-		return sbx_err_set(err, -ENOMEM, "out of memory");
-	b->npm = 1;
-	for (size_t i = 0; i < b->npaths; i++) {
+	size_t cap = 0;
+	int r = pm_add(b, &cap, "", 0, err);
+	for (size_t i = 0; r == 0 && i < b->npaths; i++) {
 		const char *p = b->paths[i];
-		for (size_t len = 1; len <= strlen(p); len++) {
-			if (p[len] != '/' && p[len] != '\0')
-				continue;
-			if (pm_has(b, p, len))
-				continue;
-			if (!(b->pm[b->npm].rel = strndup(p, len)))
-				return sbx_err_set(err, -ENOMEM, "out of memory");
-			b->npm++;
-		}
+		size_t n = strlen(p);
+		for (size_t len = 1; r == 0 && len <= n; len++)
+			if ((p[len] == '/' || p[len] == '\0') && !pm_has(b, p, len))
+				r = pm_add(b, &cap, p, len, err);
 	}
-	return 0;
+	return r;
 }
 
 void sup_runc_baseline_free(sup_runc_baseline *b)
@@ -329,11 +334,18 @@ int sup_runc_baseline_take(const sup_runc_cfg *cfg, const sup_runc_box *box, con
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	}
 	int r = 0;
-	for (size_t i = 0; i < npaths && r == 0; i++) {
-		if (paths[i][0] != '/' || !(b->paths[i] = strdup(paths[i] + 1)))
-			r = sbx_err_set(err, -EINVAL, "reset folder %s: not absolute", paths[i]);
-		else
-			b->npaths++;
+	for (size_t i = 0; i < npaths; i++) {
+		if (paths[i][0] != '/') {
+			r = -EINVAL;
+			sbx_err_set(err, r, "reset folder %s: not absolute", paths[i]);
+			break;
+		}
+		if (!(b->paths[i] = strdup(paths[i] + 1))) {
+			r = -ENOMEM;
+			sbx_err_set(err, r, "out of memory");
+			break;
+		}
+		b->npaths++;
 	}
 	r = r ?: collect_pm(b, err);
 	r = r ?: read_layer(box, b, err);
