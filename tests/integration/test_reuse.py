@@ -8,7 +8,8 @@ System V shared memory segment) and deletes its sandbox; tenant B gets the
 same sandbox (same id, same container, no new one made) and finds none of
 them, from inside and from the host. A sandbox whose reset cannot finish (a
 process the host froze, so the agent cannot kill it) or whose tenant wrote
-outside the folders a reset empties is destroyed and replaced instead.
+outside the folders a reset empties is destroyed and replaced instead, and
+one whose id went out in a signed URL is destroyed.
 Everything made is removed at the end, also when a test fails.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
@@ -232,6 +233,18 @@ class Reuse(unittest.TestCase):
         self.log_wait(s, "sandbox %s: not reused, destroyed and replaced" % a, timeout=60)
         self.assertIn("was written to the writable layer", self.full_log(s))
         self.log_wait(s, "sandbox %s: destroyed" % a, timeout=60)
+        stop_clean(s)
+
+    def test_signed_url_means_destroyed(self):
+        # a signed URL names the id until it expires: the sandbox is never
+        # another tenant's, so it is destroyed as without --pool-reuse
+        s = self.new()
+        a = s.create(timeout=600)["id"]
+        st, _, u = s.request("GET", "/v1/sandboxes/%s/ports/8000/url" % a)
+        self.assertEqual(st, 200, u)
+        self.assertEqual(s.request("DELETE", "/v1/sandboxes/%s" % a)[0], 204)
+        self.log_wait(s, "sandbox %s: destroyed" % a, timeout=60)
+        self.assertNotIn("sandbox %s: reset" % a, self.full_log(s))
         stop_clean(s)
 
 

@@ -297,11 +297,13 @@ static void core_destroy(sup_core *c, sup_sandbox *sb, bool urgent, int exec_cod
 	}
 	fail_execs(sb, exec_code, exec_why);
 	sup_env_free(&sb->env);
-	/* one with volumes mounted into it is never another's (the pools
-	 * reuse a sandbox only when asked to, and only a clean one) */
+	/* one with volumes mounted into it, or whose id went out in a
+	 * signed URL, is never another's (the pools reuse a sandbox only when
+	 * asked to, and only a clean one) */
 	sup_vol_mount v[1];
-	bool no_volumes = !c->cfg.volumes || sup_volumes_of(c->cfg.volumes, sb->id, v, 1) == 0;
-	sup_pools_release(c->pools, sb, no_volumes, urgent, on_destroyed, c);
+	bool reusable = (!c->cfg.volumes || sup_volumes_of(c->cfg.volumes, sb->id, v, 1) == 0) &&
+			!sb->id_given_out;
+	sup_pools_release(c->pools, sb, reusable, urgent, on_destroyed, c);
 }
 
 static void on_expiry(evutil_socket_t fd, short what, void *ud)
@@ -1162,6 +1164,13 @@ void sup_core_blame(sup_core *c, const char *id, const sbx_err *err)
 	sup_sandbox *sb = err->code == -EPROTO ? lookup(c, id) : NULL;
 	if (sb && sb->agent)
 		sup_agent_blame(sb->agent, "%s", err->msg);
+}
+
+void sup_core_id_given_out(sup_core *c, const char *id)
+{
+	sup_sandbox *sb = lookup(c, id);
+	if (sb)
+		sb->id_given_out = true;
 }
 
 /* ---- cancel ---- */

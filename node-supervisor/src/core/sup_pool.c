@@ -895,6 +895,7 @@ static void clear_owner(sup_sandbox *sb)
 	memset(&sb->env, 0, sizeof(sb->env));
 	sb->expiry = NULL;
 	sb->agent_timeouts = 0;
+	sb->id_given_out = false;
 	sb->listed = false;
 	TAILQ_INIT(&sb->execs);
 	TAILQ_INIT(&sb->delete_waiters);

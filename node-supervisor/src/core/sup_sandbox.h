@@ -68,6 +68,7 @@ struct sup_sandbox {
 	sup_env env;
 	struct event *expiry;
 	unsigned agent_timeouts;              /* calls the agent let pass their deadline */
+	bool id_given_out;                    /* its id is in a signed URL: never reused */
 	bool listed;                          /* in the core's registry */
 	TAILQ_ENTRY(sup_sandbox) reg_link;    /* core's registry, creation order */
 	TAILQ_HEAD(, sup_op) execs;           /* execs in flight */
