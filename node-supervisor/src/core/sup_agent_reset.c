@@ -10,7 +10,8 @@
  * time (a tree of 100,000 files about a second here). */
 #define EMPTY_MS 30000u
 
-typedef struct reset_call {
+typedef struct sup_agent_reset_call {
+	sup_agent_call *call;
 	sup_agent_reset_cb cb;
 	void *ud;
 } reset_call;
@@ -45,7 +46,7 @@ static const sup_agent_call_cbs reset_cbs = {
 };
 
 int sup_agent_reset(sup_agent *a, const char *const *paths, size_t npaths, uint64_t timeout_ms,
-		    sup_agent_reset_cb cb, void *ud, sup_agent_call **out, sbx_err *err)
+		    sup_agent_reset_cb cb, void *ud, sup_agent_reset_call **out, sbx_err *err)
 {
 	sbx_proto_reset_args args = { .npaths = npaths, .timeout_ms = timeout_ms };
 	msgpack_sbuffer sb;
@@ -73,10 +74,18 @@ int sup_agent_reset(sup_agent *a, const char *const *paths, size_t npaths, uint6
 		 * timeout */
 		rc = sup_agent_call_start(a, SBX_OP_RESET, sb.data, sb.size, SUP_AGENT_WAIT_ANSWER,
 					  (timeout_ms ? timeout_ms : SBX_RESET_DEFAULT_TIMEOUT_MS) + EMPTY_MS, &reset_cbs, x,
-					  out, err);
+					  &x->call, err);
 		if (rc < 0)
 			free(x);
+		else
+			*out = x;
 	}
 	msgpack_sbuffer_destroy(&sb);
 	return rc;
+}
+
+void sup_agent_reset_cancel(sup_agent_reset_call *x)
+{
+	sup_agent_call_cancel(x->call);
+	free(x);
 }

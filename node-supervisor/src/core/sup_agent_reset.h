@@ -18,8 +18,13 @@
  * a folder it could not empty, -EPROTO a broken answer). */
 typedef void (*sup_agent_reset_cb)(int rc, const sbx_proto_reset_result *r, const sbx_err *err, void *ud);
 
-/* paths: absolute, normalised (sbx_proto_reset_path_ok), 1..16. */
+typedef struct sup_agent_reset_call sup_agent_reset_call;
+
+/* paths: absolute, normalised (sbx_proto_reset_path_ok), 1..16. *out is
+ * valid until cb ran or sup_agent_reset_cancel. */
 int sup_agent_reset(sup_agent *a, const char *const *paths, size_t npaths, uint64_t timeout_ms,
-		    sup_agent_reset_cb cb, void *ud, sup_agent_call **out, sbx_err *err);
+		    sup_agent_reset_cb cb, void *ud, sup_agent_reset_call **out, sbx_err *err);
+/* Abandon it: cb does not run (the agent's reset goes on). */
+void sup_agent_reset_cancel(sup_agent_reset_call *x);
 
 #endif

@@ -1458,7 +1458,7 @@ static void shutdown_pools(sup_pools *p, bool handover, void (*done)(void *ud), 
 			sb->pool->creating--;
 			start_destroy(p, sb, false, NULL, NULL);
 		} else if (sb->state == SUP_SB_RESETTING && sb->reset_call) {
-			sup_agent_call_cancel(sb->reset_call);
+			sup_agent_reset_cancel(sb->reset_call);
 			sb->reset_call = NULL;
 			reset_failed(sb, "the supervisor is shutting down");
 		}
@@ -1485,7 +1485,7 @@ void sup_pools_free(sup_pools *p)
 	while ((sb = TAILQ_FIRST(&p->all)) != NULL) {
 		TAILQ_REMOVE(&p->all, sb, all_link);
 		if (sb->reset_call)
-			sup_agent_call_cancel(sb->reset_call);
+			sup_agent_reset_cancel(sb->reset_call);
 		if (sb->agent)
 			sup_agent_free(sb->agent);
 		sb_free(sb);

@@ -20,7 +20,7 @@ struct event;
 struct sup_op;
 struct sup_core;
 struct sup_runc_baseline;
-struct sup_agent_call;
+struct sup_agent_reset_call;
 
 typedef enum sup_sb_state {
 	SUP_SB_CREATING,   /* runtime create queued or running on a worker */
@@ -54,7 +54,7 @@ struct sup_sandbox {
 	struct timespec queued_at;             /* its create was queued (cold-create latency) */
 	struct sup_runc_baseline *baseline;    /* what it was when new, for the check after a
 						* reset (sup_runc_clean.h); NULL: never reused */
-	struct sup_agent_call *reset_call;     /* RESETTING: the agent's reset in flight */
+	struct sup_agent_reset_call *reset_call; /* RESETTING: the agent's reset in flight */
 	struct timespec reset_at;              /* RESETTING: released at */
 	TAILQ_ENTRY(sup_sandbox) ready_link; /* pool's ready list */
 	TAILQ_ENTRY(sup_sandbox) all_link;   /* every sandbox alive */
