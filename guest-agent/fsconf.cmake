@@ -22,7 +22,7 @@ add_library(agent_fsconf_nosan STATIC ${AGENT_FSCONF_SOURCES})
 target_include_directories(agent_fsconf_nosan PUBLIC
   ${CMAKE_CURRENT_SOURCE_DIR}/src
   $<TARGET_PROPERTY:sbx_proto_nosan,INTERFACE_INCLUDE_DIRECTORIES>)
-target_compile_options(agent_fsconf_nosan PRIVATE -O2 -ffunction-sections -fdata-sections)
+target_compile_options(agent_fsconf_nosan PRIVATE ${AGENT_COLD_OPT} -ffunction-sections -fdata-sections)
 sbx_target(agent_fsconf_nosan NOSAN)
 
 # The unsanitized library in a -static link that fails on any linker warning

@@ -34,7 +34,7 @@ target_include_directories(agent_jail_nosan PUBLIC
   ${CMAKE_CURRENT_SOURCE_DIR}/src
   $<TARGET_PROPERTY:sbx_proto_nosan,INTERFACE_INCLUDE_DIRECTORIES>
   ${SECCOMP_INCLUDE_DIRS} ${JANSSON_INCLUDE_DIRS})
-target_compile_options(agent_jail_nosan PRIVATE -O2 -ffunction-sections -fdata-sections)
+target_compile_options(agent_jail_nosan PRIVATE ${AGENT_COLD_OPT} -ffunction-sections -fdata-sections)
 add_dependencies(agent_jail_nosan agent_jail_builtin)
 sbx_target(agent_jail_nosan NOSAN)
 

@@ -17,6 +17,7 @@ typedef struct agent_ctx {
 	struct event_base *base;
 	uint64_t start_ns;  /* CLOCK_MONOTONIC at start, for uptime */
 	bool shutting_down; /* new requests get shutting_down */
+	bool resetting;     /* a reset runs: new requests are refused */
 } agent_ctx;
 
 #endif

@@ -130,6 +130,11 @@ static inline int agent_fsconf_mkdir(const agent_fsconf_root *root, const char *
 int agent_fsconf_remove(const agent_fsconf_root *root, const char *rel, bool recursive,
 			sbx_err *err);
 
+/* Remove everything in the root folder itself (hidden entries too), as a
+ * recursive removal does (no mount crossed: -EBUSY); the folder stays.
+ * Adds the entries removed to *removed. */
+int agent_fsconf_empty(const agent_fsconf_root *root, uint64_t *removed, sbx_err *err);
+
 /* Move from_rel to to_rel (roots may differ); the entry itself moves, a
  * symlink is not followed. !overwrite: -EEXIST when to_rel exists. -EXDEV
  * when the two are on different file systems (the caller may copy). */

@@ -34,6 +34,7 @@ typedef struct rm_walk {
 	rm_ident *up; /* identities of the folders above the current one */
 	size_t depth, cap;
 	unsigned descents;
+	uint64_t removed; /* entries unlinked */
 } rm_walk;
 
 static int rm_fail(rm_walk *w, int code, const char *name, const char *msg)
@@ -76,7 +77,11 @@ static int rm_scan(rm_walk *w, DIR *d)
 		int dir = is_dir(d, de);
 		if (dir < 0)
 			return rm_fail(w, dir, n, NULL);
-		if (unlinkat(dirfd(d), n, dir ? AT_REMOVEDIR : 0) == 0 || errno == ENOENT) {
+		if (unlinkat(dirfd(d), n, dir ? AT_REMOVEDIR : 0) == 0) {
+			w->removed++;
+			continue;
+		}
+		if (errno == ENOENT) {
 			errno = 0;
 			continue;
 		}
@@ -217,4 +222,14 @@ int agent_fsconf_remove(const agent_fsconf_root *root, const char *rel, bool rec
 		return agent_fsconf_fail(err, -ENOTEMPTY, root, rel, "remove",
 					 "folder not empty; remove it recursively");
 	return rm_tree(root, rel, pfd, leaf, err);
+}
+
+int agent_fsconf_empty(const agent_fsconf_root *root, uint64_t *removed, sbx_err *err)
+{
+	rm_walk w = { .root = root, .rel = "", .err = err };
+	int fd = openat(root->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r = fd < 0 ? rm_fail(&w, -errno, ".", "open") : rm_empty(&w, fd);
+	free(w.up);
+	*removed += w.removed;
+	return r;
 }

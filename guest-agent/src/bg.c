@@ -406,6 +406,15 @@ size_t agent_bg_count(void)
 	return nall;
 }
 
+int agent_bg_forget_all(void)
+{
+	if (nrunning)
+		return -EBUSY;
+	while (all)
+		drop(all);
+	return 0;
+}
+
 void agent_bg_discard_all(void)
 {
 	while (all) {

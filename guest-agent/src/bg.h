@@ -98,6 +98,9 @@ int agent_bg_stdin_write(agent_bg *b, const void *data, size_t len, sbx_err *err
 void agent_bg_stdin_close(agent_bg *b);
 
 size_t agent_bg_count(void);
+/* Reset: drop every entry, each watcher told (gone). -EBUSY (nothing
+ * dropped) while one still runs. */
+int agent_bg_forget_all(void);
 /* At exit: drop every entry (their procs are discarded by proc.c). */
 void agent_bg_discard_all(void);
 

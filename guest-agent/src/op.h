@@ -67,6 +67,8 @@ void agent_op_mcp_open(agent_session *s, uint64_t id, const msgpack_object *args
 /* op_port.c: port.open (a TCP byte stream on loopback), port.list. */
 void agent_op_port_open(agent_session *s, uint64_t id, const msgpack_object *args);
 void agent_op_port_list(agent_session *s, uint64_t id, const msgpack_object *args);
+/* op_reset.c: reset (back to a fresh sandbox; PID 1 only). */
+void agent_op_reset(agent_session *s, uint64_t id, const msgpack_object *args);
 /* op_watch.c: fs.watch (a stream of events). */
 void agent_op_fs_watch(agent_session *s, uint64_t id, const msgpack_object *args);
 

@@ -20,7 +20,7 @@ struct agent_session {
 
 static const char *const caps[] = {
 	"exec", "exec.stdin", "exec.signal", "exec.pty", "exec.user", "exec.rlimits", "exec.rusage",
-	"exec.tree_kill", "proc", "file", "fs", "fs.watch", "mcp", "port",
+	"exec.tree_kill", "proc", "file", "fs", "fs.watch", "mcp", "port", "reset",
 };
 
 static const struct {
@@ -54,6 +54,7 @@ static const struct {
 	{ SBX_OP_MCP_OPEN, agent_op_mcp_open },
 	{ SBX_OP_PORT_OPEN, agent_op_port_open },
 	{ SBX_OP_PORT_LIST, agent_op_port_list },
+	{ SBX_OP_RESET, agent_op_reset },
 };
 
 static agent_session *sessions;
@@ -112,6 +113,10 @@ static void handle_req(agent_session *s, const sbx_proto_frame *f)
 
 	if (s->ctx->shutting_down) {
 		fail(s, f->id, SBX_PROTO_E_SHUTTING_DOWN, "the agent is shutting down");
+		return;
+	}
+	if (s->ctx->resetting) {
+		fail(s, f->id, SBX_PROTO_E_SHUTTING_DOWN, "the sandbox is being reset");
 		return;
 	}
 	for (size_t i = 0; i < sizeof(ops_table) / sizeof(ops_table[0]); i++) {
@@ -269,6 +274,25 @@ bool agent_session_all_flushed(void)
 		if (!s->closed && sbx_proto_conn_pending_output(s->conn) > 0)
 			return false;
 	return true;
+}
+
+void agent_session_end_ops(const agent_op *keep, sbx_proto_code code, const char *msg)
+{
+	for (agent_session *s = sessions; s; s = s->next) {
+		if (s->closed)
+			continue;
+		/* abort() frees the op and may not touch the list: take the
+		 * next one first, and skip the one to keep */
+		for (agent_op *op = s->ops, *next; op; op = next) {
+			next = op->next;
+			if (op == keep)
+				continue;
+			uint64_t id = op->id;
+			agent_session_detach(s, op);
+			op->vt->abort(op);
+			fail(s, id, code, msg);
+		}
+	}
 }
 
 void agent_session_close_all(void)

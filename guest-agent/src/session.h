@@ -36,5 +36,8 @@ size_t agent_session_count(void);
 bool agent_session_all_flushed(void);
 /* Abort every operation and close every connection (shutdown). */
 void agent_session_close_all(void);
+/* Abort every operation of every connection but keep (reset): each
+ * stream ends with an err frame of code and msg; connections stay. */
+void agent_session_end_ops(const agent_op *keep, sbx_proto_code code, const char *msg);
 
 #endif

@@ -118,9 +118,11 @@ int agent_ns_start_ex(agent_ns *ns, unsigned grace_ms, unsigned flags)
 	if (!mkdtemp(ns->dir))
 		return -errno;
 	snprintf(ns->sock, sizeof(ns->sock), "%s/run/agent.sock", ns->dir);
-	/* Like fork(), into new PID, mount and network namespaces: the child
-	 * is PID 1 of its namespace. */
-	pid = syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | SIGCHLD, NULL, NULL, NULL, 0);
+	/* Like fork(), into new PID, mount, network and IPC namespaces (as a
+	 * sandbox's: a reset removes the System V IPC objects of its own): the
+	 * child is PID 1 of its namespace. */
+	pid = syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | SIGCHLD, NULL, NULL,
+		      NULL, 0);
 	if (pid < 0) {
 		int e = -errno;
 		test_rm_rf(ns->dir);

@@ -1,5 +1,5 @@
-/* Test harness: the real sandbox-agent as PID 1 of fresh PID, mount and
- * network namespaces, listening on a unix socket in a temporary folder.
+/* Test harness: the real sandbox-agent as PID 1 of fresh PID, mount,
+ * network and IPC namespaces, listening on a unix socket in a temporary folder.
  *
  * The agent dies with the test process (PR_SET_PDEATHSIG) and
  * agent_ns_stop() kills it, which as the namespace's init takes every

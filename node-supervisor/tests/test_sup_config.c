@@ -191,6 +191,25 @@ static void test_all_flags(void **state)
 	sup_config_release(&c);
 }
 
+static void test_reuse(void **state)
+{
+	(void)state;
+	sup_config c;
+	sbx_err e;
+	const char *none[] = { "sup", NULL };
+	const char *argv[] = { "sup", "--pool-reuse", "--reuse-paths", "/workspace,/home/u", NULL };
+	assert_int_equal(parse(&c, &e, 1, none), 0);
+	assert_false(c.pool_reuse);
+	assert_int_equal(c.nreuse_paths, 6); /* the defaults, used once reuse is asked for */
+	assert_string_equal(c.reuse_paths[4], "/dev/shm");
+	sup_config_release(&c);
+	assert_int_equal(parse(&c, &e, 4, argv), 0);
+	assert_true(c.pool_reuse);
+	assert_int_equal(c.nreuse_paths, 2);
+	assert_string_equal(c.reuse_paths[1], "/home/u");
+	sup_config_release(&c);
+}
+
 static void test_bad_flags(void **state)
 {
 	(void)state;
@@ -219,6 +238,10 @@ static void test_bad_flags(void **state)
 		{ "--runsc-platform", "kvm2" },
 		{ "--runsc-root", "relative" },
 		{ "--image-pull-dir", "relative" }, { "--image-pull-timeout", "0" },
+		{ "--reuse-paths", "" },            { "--reuse-paths", "/" },
+		{ "--reuse-paths", "tmp" },         { "--reuse-paths", "/tmp/../etc" },
+		{ "--reuse-paths", "/tmp,,/x/" },
+		{ "--reuse-paths", "/a,/b,/c,/d,/e,/f,/g,/h,/i,/j,/k,/l,/m,/n,/o,/p,/q" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		sup_config c;
@@ -361,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_mcp_flags),
 		cmocka_unit_test(test_relay_flags),
 		cmocka_unit_test(test_snapshot_store_flags),
+		cmocka_unit_test(test_reuse),
 		cmocka_unit_test(test_bad_flags),
 		cmocka_unit_test(test_pools),
 		cmocka_unit_test(test_resources),

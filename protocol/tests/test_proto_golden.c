@@ -16,6 +16,7 @@
 
 #include "sbx/proto.h"
 #include "sbx/proto_mcp.h"
+#include "sbx/proto_reset.h"
 #include "test_msgpack.h"
 
 static const char *golden_dir;
@@ -194,6 +195,36 @@ static int g_err_mcp_crashed(sbx_proto_writer *w)
 				    "the MCP server exited with status 1; its last stderr lines:\nboom", 0, NULL);
 }
 
+static int g_req_reset(sbx_proto_writer *w)
+{
+	sbx_proto_reset_args a = { .paths = { "/workspace", "/tmp", "/home/sandbox", "/dev/shm" }, .npaths = 4,
+				   .timeout_ms = 3000 };
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int rc;
+
+	tm_init(&sb, &pk);
+	rc = sbx_proto_reset_pack_args(&pk, &a, NULL);
+	if (rc == 0)
+		rc = sbx_proto_encode_req(w, 13, SBX_OP_RESET, sb.data, sb.size, 0, NULL);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+static int g_end_reset(sbx_proto_writer *w)
+{
+	sbx_proto_reset_result r = { .killed = 7, .removed = 70000, .ipc_removed = 1, .duration_us = 4321 };
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int rc;
+
+	tm_init(&sb, &pk);
+	sbx_proto_reset_pack_result(&pk, &r);
+	rc = sbx_proto_encode_end(w, 13, sb.data, sb.size, 0, NULL);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
 static const struct golden {
 	const char *name;
 	int (*build)(sbx_proto_writer *w);
@@ -214,6 +245,8 @@ static const struct golden {
 	{ "req_mcp_configure", g_req_mcp_configure, SBX_PROTO_REQ },
 	{ "end_mcp_list", g_end_mcp_list, SBX_PROTO_END },
 	{ "err_mcp_crashed", g_err_mcp_crashed, SBX_PROTO_ERR },
+	{ "req_reset", g_req_reset, SBX_PROTO_REQ },
+	{ "end_reset", g_end_reset, SBX_PROTO_END },
 };
 
 static char *path_of(const char *name)

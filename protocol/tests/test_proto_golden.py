@@ -31,7 +31,7 @@ def check(path):
     return None
 
 
-# What the MCP goldens must say, read by this independent decoder: the keys
+# What the MCP and reset goldens must say, read by this independent decoder: the keys
 # PROTOCOL.md's "MCP servers" names, with their values.
 MCP = {
     "req_mcp_configure.bin": lambda o: o["op"] == "mcp.configure" and o["a"] == {
@@ -44,6 +44,11 @@ MCP = {
         ("lint", "crashed", 0, 0, {"exit_code": 1, "signal": 0},
          ["Error: Cannot find module 'x'", "    at node:internal"])],
     "err_mcp_crashed.bin": lambda o: o["code"] == "crashed" and o["msg"].endswith("\nboom"),
+    # reset (PROTOCOL.md "reset")
+    "req_reset.bin": lambda o: o["op"] == "reset" and o["id"] == 13 and o["a"] == {
+        "paths": ["/workspace", "/tmp", "/home/sandbox", "/dev/shm"], "timeout_ms": 3000},
+    "end_reset.bin": lambda o: o["r"] == {"killed": 7, "removed": 70000, "ipc_removed": 1,
+                                          "duration_us": 4321},
 }
 
 

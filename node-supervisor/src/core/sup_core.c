@@ -176,6 +176,13 @@ const sup_sandbox *sup_core_find(sup_core *c, const sup_tenant *who, const char 
 	return lookup_for(c, who, id, err);
 }
 
+void sup_core_mark_forked(sup_core *c, const char *id)
+{
+	sup_sandbox *sb = lookup(c, id);
+	if (sb)
+		sb->forked = true;
+}
+
 sup_pools *sup_core_pools(sup_core *c)
 {
 	return c->pools;
@@ -285,8 +292,9 @@ static void on_destroyed(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
 	}
 }
 
-/* Release the core's fields and hand the sandbox to the pools' destroy.
- * It stays listed (state destroying) until the container is gone. */
+/* Release the core's fields and hand the sandbox back to the pools, which
+ * destroy it (it stays listed, state destroying, until the container is
+ * gone) or reset it for the next owner (unlisted at once). */
 static void core_destroy(sup_core *c, sup_sandbox *sb, bool urgent, int exec_code,
 			 const char *exec_why)
 {
@@ -296,7 +304,13 @@ static void core_destroy(sup_core *c, sup_sandbox *sb, bool urgent, int exec_cod
 	}
 	fail_execs(sb, exec_code, exec_why);
 	sup_env_free(&sb->env);
-	sup_pools_destroy(c->pools, sb, urgent, on_destroyed, c);
+	/* one with volumes mounted into it, or whose id went out in a
+	 * signed URL, is never another's (the pools reuse a sandbox only when
+	 * asked to, and only a clean one) */
+	sup_vol_mount v[1];
+	bool reusable = (!c->cfg.volumes || sup_volumes_of(c->cfg.volumes, sb->id, v, 1) == 0) &&
+			!sb->id_given_out;
+	sup_pools_release(c->pools, sb, reusable, urgent, on_destroyed, c);
 }
 
 static void on_expiry(evutil_socket_t fd, short what, void *ud)
@@ -1157,6 +1171,13 @@ void sup_core_blame(sup_core *c, const char *id, const sbx_err *err)
 	sup_sandbox *sb = err->code == -EPROTO ? lookup(c, id) : NULL;
 	if (sb && sb->agent)
 		sup_agent_blame(sb->agent, "%s", err->msg);
+}
+
+void sup_core_id_given_out(sup_core *c, const char *id)
+{
+	sup_sandbox *sb = lookup(c, id);
+	if (sb)
+		sb->id_given_out = true;
 }
 
 /* ---- cancel ---- */

@@ -186,6 +186,10 @@ int sup_core_call_send_from(sup_op *op, const char *ch, struct evbuffer *src, si
  * (out of memory) and blames nobody; nothing either when the sandbox has
  * no agent any more. */
 void sup_core_blame(sup_core *c, const char *id, const sbx_err *err);
+/* Sandbox id went out in something that outlives its owner's use of it
+ * (a signed URL naming the id): with --pool-reuse it is then destroyed,
+ * never reset for another owner, who would be reached by it. */
+void sup_core_id_given_out(sup_core *c, const char *id);
 /* The agent of a running sandbox (for the typed calls of sup_agent_*.h),
  * or NULL with err as for any operation on it. */
 struct sup_agent *sup_core_agent(sup_core *c, const char *id, sbx_err *err);

@@ -26,5 +26,8 @@ const sup_sandbox *sup_core_next(const sup_sandbox *sb);
  * err -ENOENT, otherwise), and the pools. */
 const sup_sandbox *sup_core_find(sup_core *c, const sup_tenant *who, const char *id, sbx_err *err);
 sup_pools *sup_core_pools(sup_core *c);
+/* Sandbox id's fork slot is (being) filled with a fork's layer: a lower
+ * layer that a reset cannot empty, so it is never reused after one. */
+void sup_core_mark_forked(sup_core *c, const char *id);
 
 #endif

@@ -97,6 +97,24 @@ static void render_pools(const sup_core_figs *f, sup_prom *w)
 			sup_prom_hist(w, name, l, k ? s.cold_create : s.acquire);
 		}
 	}
+	/* reuse after reset (--pool-reuse); each family's samples together */
+	static const char *const reuse[][2] = {
+		{ "sbx_pool_reset_seconds", "A released sandbox reset and checked until it was ready in its pool again." },
+		{ "sbx_pool_reused_total", "Released sandboxes reset and pooled again." },
+		{ "sbx_pool_reset_failed_total", "Resets or host checks that failed: the sandbox was destroyed and replaced." },
+	};
+	for (int k = 0; k < 3; k++) {
+		family(w, reuse[k][0], k ? "counter" : "histogram", reuse[k][1]);
+		for (size_t i = 0; i < n; i++) {
+			sup_pool_stats s;
+			sup_pools_stats(f->pools, i, &s);
+			const char *l[] = { "image", s.image, "isolation", sup_isolation_names[s.isolation], NULL };
+			if (k == 0)
+				sup_prom_hist(w, reuse[k][0], l, s.reset);
+			else
+				sup_prom_sample(w, reuse[k][0], l, (double)(k == 1 ? s.reused : s.reset_failed));
+		}
+	}
 }
 
 static void render_execs(const sup_core_figs *f, sup_prom *w)

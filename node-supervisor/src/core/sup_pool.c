@@ -9,12 +9,14 @@
 #include <time.h>
 
 #include "sup_agent.h"
+#include "sup_agent_reset.h"
 #include "sup_catalog.h"
 #include "sup_img_store.h"
 #include "sup_log.h"
 #include "sup_net.h"
 #include "sup_nodeid.h"
 #include "sup_rtnl.h"
+#include "sup_runc_clean.h"
 #include "sup_token.h"
 
 /* Pools made at run time, of size 0, for store images without one. */
@@ -48,6 +50,8 @@ typedef struct sup_pool {
 	struct event *backoff_timer;
 	sup_hist acquire;    /* latencies, for /metrics */
 	sup_hist cold_create;
+	sup_hist reset;      /* a release until ready again */
+	unsigned long reused, reset_failed;
 } sup_pool;
 
 struct sup_acquire {
@@ -90,6 +94,8 @@ typedef struct create_job {
 	sup_runc_box box;
 	unsigned slot;   /* network slot to plumb, 0: none */
 	sup_rtnl *nl;    /* plumbed: a socket in the sandbox's namespace */
+	bool baseline;   /* take the baseline for reuse */
+	sup_runc_baseline *base;
 	int rc;
 	sbx_err err;
 } create_job;
@@ -127,6 +133,14 @@ static void unpin(sup_sandbox *sb)
 		sup_img_store_pin(sb->pool->owner->cfg.store, sb->pool->digest, -1);
 }
 
+/* The end of a sandbox's memory (its image unpinned). */
+static void sb_free(sup_sandbox *sb)
+{
+	unpin(sb);
+	sup_runc_baseline_free(sb->baseline);
+	free(sb);
+}
+
 const char *sup_sb_state_name(sup_sb_state s)
 {
 	switch (s) {
@@ -142,6 +156,8 @@ const char *sup_sb_state_name(sup_sb_state s)
 		return "failed";
 	case SUP_SB_DESTROYING:
 		return "destroying";
+	case SUP_SB_RESETTING:
+		return "resetting";
 	}
 	return "unknown";
 }
@@ -292,18 +308,11 @@ static void seeded_ready(sup_sandbox *sb)
 	cb(sb, 0, NULL, ud);
 }
 
-/* A sandbox's agent is connected: give it to the oldest waiter, or keep it. */
-static void sandbox_ready(sup_sandbox *sb)
+/* A ready sandbox (new, or reset): to the oldest waiter, or kept. */
+static void offer(sup_sandbox *sb)
 {
 	sup_pool *pool = sb->pool;
 	sb->state = SUP_SB_READY;
-	pool->creating--;
-	observe_since(&pool->cold_create, &sb->queued_at);
-	pool->fail_streak = 0;
-	if (sb->seeded) {
-		seeded_ready(sb);
-		return;
-	}
 	sup_acquire *a = TAILQ_FIRST(&pool->waiters);
 	if (a) {
 		waiter_remove(a);
@@ -329,6 +338,21 @@ static void sandbox_ready(sup_sandbox *sb)
 		pool->nready++;
 		sup_debug("sandbox %s: ready in pool %s (%u ready)", sb->id, pool->image, pool->nready);
 	}
+}
+
+/* A sandbox's agent is connected: give it to the oldest waiter, or keep it. */
+static void sandbox_ready(sup_sandbox *sb)
+{
+	sup_pool *pool = sb->pool;
+	sb->state = SUP_SB_READY;
+	pool->creating--;
+	observe_since(&pool->cold_create, &sb->queued_at);
+	pool->fail_streak = 0;
+	if (sb->seeded) {
+		seeded_ready(sb);
+		return;
+	}
+	offer(sb);
 }
 
 /* ---- failures of creation ---- */
@@ -469,6 +493,13 @@ static void create_run(sup_job *job)
 	}
 	cj->rc = sup_runc_create_seeded(cj->pools->cfg.runc, cj->id, cj->image, cj->isolation,
 					cj->seed, &cj->box, &cj->err);
+	if (cj->rc == 0 && cj->baseline) {
+		/* without one it is still served, only never reused */
+		sbx_err e;
+		if (sup_runc_baseline_take(cj->pools->cfg.runc, &cj->box, cj->pools->cfg.reset_paths,
+					   cj->pools->cfg.nreset_paths, &cj->base, &e) < 0)
+			sup_warn("sandbox %s: will not be reused: %s", cj->id, e.msg);
+	}
 	if (cj->rc < 0 || !cj->slot)
 		return;
 	cj->rc = sup_net_plumb(cj->pools->cfg.net, cj->slot, cj->box.init_pid, &cj->nl, &cj->err);
@@ -496,14 +527,15 @@ static void create_done(sup_job *job)
 		free(cj->seed);
 		TAILQ_REMOVE(&p->all, sb, all_link);
 		p->nalive--;
-		unpin(sb);
-		free(sb);
+		sb_free(sb);
+		sup_runc_baseline_free(cj->base);
 		free(cj);
 		ensure_fill(pool);
 		maybe_shutdown_done(p);
 		return;
 	}
 	sb->box = cj->box;
+	sb->baseline = cj->base;
 	sb->res = *p->cfg.runc->res;
 	if (cj->seed && cj->seed->disk)
 		sb->res.disk = cj->seed->disk; /* made with it already */
@@ -637,6 +669,7 @@ static int start_create_for(sup_pool *pool, bool front, sup_runc_seed *seed, sup
 	cj->isolation = pool->isolation;
 	cj->seed = seed;
 	cj->slot = sb->net_slot;
+	cj->baseline = p->cfg.reuse && pool->isolation == SUP_ISO_RUNC && !seed && !sb->net_slot;
 	memcpy(cj->id, sb->id, sizeof(cj->id));
 	sup_debug("sandbox %s: create queued for image %s (%s)%s", sb->id, pool->image,
 		  sup_isolation_names[pool->isolation], front ? " (a request waits)" : "");
@@ -699,8 +732,7 @@ static void destroy_done(sup_job *job)
 	if (dj->cb)
 		dj->cb(sb, dj->rc, dj->rc < 0 ? &dj->err : NULL, dj->ud);
 	sup_pool *pool = sb->pool;
-	unpin(sb);
-	free(sb);
+	sb_free(sb);
 	free(dj);
 	ensure_fill(pool); /* capacity came back */
 	maybe_shutdown_done(p);
@@ -733,8 +765,7 @@ static void start_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destro
 		sbx_err_set(&e, -ENOMEM, "out of memory");
 		if (cb)
 			cb(sb, -ENOMEM, &e, ud);
-		unpin(sb);
-		free(sb);
+		sb_free(sb);
 		maybe_shutdown_done(p);
 		return;
 	}
@@ -758,6 +789,182 @@ void sup_pools_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_c
 		sb->pool->nready--;
 	}
 	start_destroy(p, sb, urgent, cb, ud);
+}
+
+/* ---- reuse after reset ---- */
+
+typedef struct check_job {
+	sup_job job;
+	sup_pools *pools;
+	sup_sandbox *sb;
+	sup_runc_box box;
+	sup_resources from; /* the last owner's limits, back to the pools' */
+	int rc;
+	sbx_err err;
+} check_job;
+
+/* A reset or its check failed (or the pools stop): destroyed, and the
+ * pool makes another. */
+static void reset_failed(sup_sandbox *sb, const char *why)
+{
+	sup_pool *pool = sb->pool;
+	sup_pools *p = pool->owner;
+	pool->creating--;
+	if (!p->shutting_down) {
+		pool->reset_failed++;
+		sup_warn("sandbox %s: not reused, destroyed and replaced: %s", sb->id, why);
+	}
+	start_destroy(p, sb, false, NULL, NULL);
+	ensure_fill(pool);
+}
+
+static void check_run(sup_job *job)
+{
+	check_job *cj = (check_job *)job;
+	const sup_runc_cfg *runc = cj->pools->cfg.runc;
+	sbx_err_clear(&cj->err);
+	cj->rc = sup_runc_check_clean(runc, &cj->box, cj->sb->baseline, &cj->err);
+	if (cj->rc == 0 && (cj->rc = sup_runc_set_limits(runc, &cj->box, &cj->from, runc->res, &cj->err)) < 0)
+		sbx_err_wrap(&cj->err, "limits back to the pools'");
+}
+
+static void check_done(sup_job *job)
+{
+	check_job *cj = (check_job *)job;
+	sup_sandbox *sb = cj->sb;
+	sup_pools *p = cj->pools;
+	sup_pool *pool = sb->pool;
+	int rc = cj->rc;
+	sbx_err e = cj->err;
+	free(cj);
+	if (rc == 0 && !sb->agent)
+		rc = sbx_err_set(&e, -ECONNRESET, "its agent went away during the check");
+	if (rc == 0 && p->shutting_down)
+		rc = sbx_err_set(&e, -ESHUTDOWN, "the supervisor is shutting down");
+	if (rc == 0 && p->cfg.catalog &&
+	    (sup_catalog_intent(p->cfg.catalog, sb->id, pool->image, pool->digest, pool->isolation, &e) < 0 ||
+	     sup_catalog_made(p->cfg.catalog, sb->id, sb->box.container_id, sb->net_slot, &sb->res, &e) < 0))
+		rc = e.code;
+	if (rc < 0) {
+		reset_failed(sb, e.msg);
+		return;
+	}
+	pool->creating--;
+	pool->reused++;
+	observe_since(&pool->reset, &sb->reset_at);
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	sup_info("sandbox %s: reset and checked in %ld us, back in pool %s", sb->id, us_between(&sb->reset_at, &now),
+		 pool->image);
+	offer(sb);
+	ensure_fill(pool);
+}
+
+static void on_reset(int rc, const sbx_proto_reset_result *r, const sbx_err *err, void *ud)
+{
+	sup_sandbox *sb = ud;
+	sup_pools *p = sb->pool->owner;
+	sb->reset_call = NULL;
+	if (rc < 0) {
+		reset_failed(sb, err ? err->msg : "the agent's reset failed");
+		return;
+	}
+	sup_debug("sandbox %s: agent reset: %llu processes killed, %llu entries removed in %llu us", sb->id,
+		  (unsigned long long)r->killed, (unsigned long long)r->removed,
+		  (unsigned long long)r->duration_us);
+	check_job *cj = calloc(1, sizeof(*cj));
+	if (!cj) {
+		reset_failed(sb, "out of memory");
+		return;
+	}
+	cj->job.run = check_run;
+	cj->job.done = check_done;
+	cj->pools = p;
+	cj->sb = sb;
+	cj->box = sb->box;
+	cj->from = sb->res;
+	sb->res = *p->cfg.runc->res;
+	/* ahead of refills: a ready sandbox is what they would make */
+	sup_workers_submit(p->workers, &cj->job, true);
+}
+
+/* The owner's fields, as a sandbox never handed out has them. */
+static void clear_owner(sup_sandbox *sb)
+{
+	sb->core = NULL;
+	memset(sb->tenant, 0, sizeof(sb->tenant));
+	sb->allow_root = false;
+	sb->created_at = sb->expires_at = 0;
+	memset(&sb->env, 0, sizeof(sb->env));
+	sb->expiry = NULL;
+	sb->agent_timeouts = 0;
+	sb->id_given_out = false;
+	sb->listed = false;
+	TAILQ_INIT(&sb->execs);
+	TAILQ_INIT(&sb->delete_waiters);
+}
+
+/* The owner hears on the next turn of the loop, never inside its own
+ * call (it may still be holding the request that released it). */
+typedef struct release {
+	sup_sandbox *sb;
+	sup_destroy_cb cb;
+	void *ud;
+	struct event *ev;
+} release;
+
+static void release_cb(evutil_socket_t fd, short what, void *arg)
+{
+	release *r = arg;
+	sup_sandbox *sb = r->sb;
+	sup_pools *p = sb->pool->owner;
+	(void)fd;
+	(void)what;
+	event_free(r->ev);
+	if (r->cb)
+		r->cb(sb, 0, NULL, r->ud);
+	free(r);
+	clear_owner(sb);
+	sb->state = SUP_SB_RESETTING;
+	sbx_err e;
+	if (p->shutting_down)
+		reset_failed(sb, "the supervisor is shutting down");
+	else if (!sb->agent)
+		reset_failed(sb, "its agent went away");
+	else if (sup_agent_reset(sb->agent, p->cfg.reset_paths, p->cfg.nreset_paths, p->cfg.reset_timeout_ms,
+				 on_reset, sb, &sb->reset_call, &e) < 0)
+		reset_failed(sb, e.msg);
+}
+
+void sup_pools_release(sup_pools *p, sup_sandbox *sb, bool reusable_by_owner, bool urgent, sup_destroy_cb cb,
+		       void *ud)
+{
+	sup_pool *pool = sb->pool;
+	/* A pool refills as soon as one of its sandboxes is handed out, so
+	 * when that one comes back it is one too many: up to twice its size
+	 * is kept ready (plus its waiters), so that under churn the sandboxes
+	 * go round (acquire, release, reset) and nothing is made or destroyed;
+	 * a cold pool (size 0) reuses nothing. */
+	bool wanted = pool->nready + pool->creating < 2 * pool->size + pool->nwaiters;
+	release *r = NULL;
+	if (!p->cfg.reuse || !reusable_by_owner || !wanted || p->shutting_down || sb->state != SUP_SB_RUNNING ||
+	    !sb->agent || !sb->baseline || sb->seeded || sb->forked || sb->paused || sb->net_slot || sb->allow_root ||
+	    pool->isolation != SUP_ISO_RUNC || !(r = calloc(1, sizeof(*r))) ||
+	    !(r->ev = event_new(p->base, -1, 0, release_cb, r))) {
+		free(r);
+		sup_pools_destroy(p, sb, urgent, cb, ud);
+		return;
+	}
+	/* out of the catalog: a crash from here on leaves it to the sweep */
+	catalog_remove(p, sb->id);
+	/* the owner's until cb: being destroyed, as far as it knows */
+	sb->state = SUP_SB_DESTROYING;
+	pool->creating++; /* it will be ready: refills count it */
+	clock_gettime(CLOCK_MONOTONIC, &sb->reset_at);
+	r->sb = sb;
+	r->cb = cb;
+	r->ud = ud;
+	event_active(r->ev, EV_TIMEOUT, 0);
 }
 
 /* ---- pools of store images ---- */
@@ -1246,13 +1453,19 @@ static void shutdown_pools(sup_pools *p, bool handover, void (*done)(void *ud), 
 			start_destroy(p, sb, false, NULL, NULL);
 		}
 	}
-	/* Connecting ones: their create is done, only the handshake is left. */
+	/* Connecting ones: their create is done, only the handshake is left.
+	 * Resetting ones whose agent still resets (no longer in the catalog:
+	 * none is handed over); those being checked go when the check ends. */
 	sup_sandbox *sb, *next;
-	for (sb = handover ? NULL : TAILQ_FIRST(&p->all); sb; sb = next) {
+	for (sb = TAILQ_FIRST(&p->all); sb; sb = next) {
 		next = TAILQ_NEXT(sb, all_link);
-		if (sb->state == SUP_SB_CONNECTING) {
+		if (sb->state == SUP_SB_CONNECTING && !handover) {
 			sb->pool->creating--;
 			start_destroy(p, sb, false, NULL, NULL);
+		} else if (sb->state == SUP_SB_RESETTING && sb->reset_call) {
+			sup_agent_reset_cancel(sb->reset_call);
+			sb->reset_call = NULL;
+			reset_failed(sb, "the supervisor is shutting down");
 		}
 	}
 	maybe_shutdown_done(p);
@@ -1276,10 +1489,11 @@ void sup_pools_free(sup_pools *p)
 	sup_sandbox *sb;
 	while ((sb = TAILQ_FIRST(&p->all)) != NULL) {
 		TAILQ_REMOVE(&p->all, sb, all_link);
+		if (sb->reset_call)
+			sup_agent_reset_cancel(sb->reset_call);
 		if (sb->agent)
 			sup_agent_free(sb->agent);
-		unpin(sb);
-		free(sb);
+		sb_free(sb);
 	}
 	for (size_t i = 0; p->pools && i < p->npools; i++)
 		pool_release(&p->pools[i]);
@@ -1305,6 +1519,9 @@ void sup_pools_stats(const sup_pools *p, size_t i, sup_pool_stats *out)
 	out->cold_create = &pool->cold_create;
 	out->creating = pool->creating;
 	out->waiting = pool->nwaiters;
+	out->reset = &pool->reset;
+	out->reused = pool->reused;
+	out->reset_failed = pool->reset_failed;
 }
 
 unsigned sup_pools_alive(const sup_pools *p)

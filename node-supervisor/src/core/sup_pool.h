@@ -47,6 +47,12 @@ typedef struct sup_pools_cfg {
 	struct sup_net *net;           /* egress plumbing for every sandbox; NULL: loopback only */
 	struct sup_catalog *catalog;   /* what is made is recorded (sup_catalog.h); NULL: nothing */
 	const char *node;              /* --node-name: in every new sandbox id (sup_nodeid.h) */
+	/* Reuse after reset (sup_pools_release): runc sandboxes a pool needs
+	 * again are reset and checked instead of destroyed and made anew. */
+	bool reuse;
+	const char *const *reset_paths; /* the folders reset empties (absolute) */
+	size_t nreset_paths;
+	unsigned reset_timeout_ms;     /* the agent's kills; 0: the protocol's default */
 } sup_pools_cfg;
 
 typedef struct sup_pools_hooks {
@@ -104,6 +110,19 @@ typedef void (*sup_destroy_cb)(sup_sandbox *sb, int rc, const sbx_err *err, void
  * fields of sb. The sandbox must be READY, RUNNING or FAILED. */
 void sup_pools_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_cb cb, void *ud);
 
+/* The owner is done with a handed-out sandbox (RUNNING or FAILED). With
+ * cfg->reuse, a runc sandbox of a pool with fewer than twice its size
+ * ready or coming (plus its waiters), made for no request alone, paused by nobody, without
+ * egress plumbing or a root owner, and reusable_by_owner (the owner's own
+ * reasons: volumes mounted into it) is reset instead of destroyed: cb
+ * runs at once (rc 0: it is no longer the owner's; the caller must have
+ * released its fields), then the agent's reset and the host's check
+ * (sup_runc_clean.h) run, and the sandbox joins its pool's ready ones, or
+ * on any doubt is destroyed and another made. Anything else goes to
+ * sup_pools_destroy. */
+void sup_pools_release(sup_pools *p, sup_sandbox *sb, bool reusable_by_owner, bool urgent, sup_destroy_cb cb,
+		       void *ud);
+
 /* Freeze (frozen: sb->paused) or thaw a RUNNING sandbox: its processes
  * (sup_runc_freeze) and its agent connection's clocks (sup_agent_hold)
  * together, so that a paused sandbox is not taken for dead. Idempotent.
@@ -146,6 +165,9 @@ typedef struct sup_pool_stats {
 	unsigned waiting;  /* acquires waiting */
 	const sup_hist *acquire;     /* an acquire until its sandbox was handed out */
 	const sup_hist *cold_create; /* a create queued until its agent was ready */
+	const sup_hist *reset;       /* a release until the sandbox was ready again */
+	unsigned long reused;        /* sandboxes handed out again after a reset */
+	unsigned long reset_failed;  /* resets or checks that failed: destroyed instead */
 } sup_pool_stats;
 
 /* Keep size ready sandboxes of image and isolation from now on (a pool

@@ -19,6 +19,8 @@ struct sup_agent;
 struct event;
 struct sup_op;
 struct sup_core;
+struct sup_runc_baseline;
+struct sup_agent_reset_call;
 
 typedef enum sup_sb_state {
 	SUP_SB_CREATING,   /* runtime create queued or running on a worker */
@@ -28,6 +30,8 @@ typedef enum sup_sb_state {
 	SUP_SB_FAILED,     /* handed out, and the agent connection was lost
 			    * (it went away, broke the protocol, missed a ping) */
 	SUP_SB_DESTROYING, /* runtime destroy queued or running */
+	SUP_SB_RESETTING,  /* released by its owner, being reset for the next one
+			    * (the agent's reset, then the host's check) */
 } sup_sb_state;
 
 const char *sup_sb_state_name(sup_sb_state s);
@@ -46,8 +50,14 @@ struct sup_sandbox {
 				    * never pooled, destroyed when its requester left */
 	struct sup_acquire *dedicated; /* seeded: that request, NULL once gone */
 	bool paused;               /* RUNNING: frozen (sup_pools_freeze); its agent held */
+	bool forked;               /* its fork slot was filled (sup_snaps): a lower layer
+				    * with a tenant's files, never reset for reuse */
 	char reason[SBX_ERR_MSG_MAX];          /* FAILED: why the agent connection was lost */
 	struct timespec queued_at;             /* its create was queued (cold-create latency) */
+	struct sup_runc_baseline *baseline;    /* what it was when new, for the check after a
+						* reset (sup_runc_clean.h); NULL: never reused */
+	struct sup_agent_reset_call *reset_call; /* RESETTING: the agent's reset in flight */
+	struct timespec reset_at;              /* RESETTING: released at */
 	TAILQ_ENTRY(sup_sandbox) ready_link; /* pool's ready list */
 	TAILQ_ENTRY(sup_sandbox) all_link;   /* every sandbox alive */
 
@@ -60,6 +70,7 @@ struct sup_sandbox {
 	sup_env env;
 	struct event *expiry;
 	unsigned agent_timeouts;              /* calls the agent let pass their deadline */
+	bool id_given_out;                    /* its id is in a signed URL: never reused */
 	bool listed;                          /* in the core's registry */
 	TAILQ_ENTRY(sup_sandbox) reg_link;    /* core's registry, creation order */
 	TAILQ_HEAD(, sup_op) execs;           /* execs in flight */

@@ -565,6 +565,7 @@ static void fork_created(int rc, const sup_sandbox_view *v, const sbx_err *err, 
 		return;
 	}
 	slot->box = sb->box;
+	sup_core_mark_forked(op->s->cfg.core, v->id);
 	slot->job.run = fill_run;
 	slot->job.done = fill_done;
 	op->filling++;

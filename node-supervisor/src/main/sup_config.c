@@ -1,5 +1,7 @@
 #include "sup_config.h"
 
+#include "sbx/proto_reset.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -22,6 +24,12 @@ void sup_config_defaults(sup_config *c)
 	c->images[0] = "host";
 	c->image_sizes[0] = SUP_POOL_SIZE_UNSET;
 	c->nimages = 1;
+	/* what a sandbox user can write in a fresh sandbox; anything else
+	 * written shows in the host's check and the sandbox is replaced */
+	static const char *const reuse_paths[] = { "/workspace", "/tmp", "/var/tmp", "/home/sandbox",
+						   "/dev/shm", "/dev/mqueue" };
+	for (size_t i = 0; i < sizeof(reuse_paths) / sizeof(reuse_paths[0]); i++)
+		c->reuse_paths[c->nreuse_paths++] = reuse_paths[i];
 	c->image_max_layer = 8ull << 30;
 	c->image_max_import = 16ull << 30;
 	c->skopeo = "skopeo";
@@ -74,6 +82,8 @@ void sup_config_release(sup_config *c)
 {
 	free(c->images_buf);
 	c->images_buf = NULL;
+	free(c->reuse_paths_buf);
+	c->reuse_paths_buf = NULL;
 	for (size_t i = 0; i < c->npools; i++)
 		free((char *)c->pools[i].image);
 	c->npools = 0;
@@ -92,6 +102,11 @@ void sup_config_usage(const char *prog)
 	       "                         (default host)\n"
 	       "  --pool ISO:IMAGE=N     N ready sandboxes of IMAGE with isolation ISO (runc or\n"
 	       "                         gvisor), e.g. gvisor:host=2 (repeatable; other pairs: 0)\n"
+	       "  --pool-reuse           a released runc sandbox its pool needs is reset (processes\n"
+	       "                         killed, --reuse-paths emptied) and checked from the host,\n"
+	       "                         then pooled again instead of destroyed and made anew\n"
+	       "  --reuse-paths LIST     comma-separated folders a reset empties (default /workspace,\n"
+	       "                         /tmp,/var/tmp,/home/sandbox,/dev/shm,/dev/mqueue)\n"
 	       "  --import-image [NAME=]PATH  import an OCI layout folder, oci-archive or docker save\n"
 	       "                         tarball into the image store at start (repeatable)\n"
 	       "  --remove-image NAME    delete an image of the store at start (after the imports);\n"
@@ -292,6 +307,29 @@ static int parse_images(sup_config *c, const char *list, sbx_err *err)
 	return 0;
 }
 
+/* --reuse-paths /a,/b: reset's folders (sbx_proto_reset_path_ok) */
+static int parse_reuse_paths(sup_config *c, const char *arg, sbx_err *err)
+{
+	free(c->reuse_paths_buf);
+	c->nreuse_paths = 0;
+	if (!(c->reuse_paths_buf = strdup(arg)))
+		return sbx_err_sys(err, -ENOMEM, "--reuse-paths");
+	char *save = NULL;
+	for (char *tok = strtok_r(c->reuse_paths_buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!sbx_proto_reset_path_ok(tok, strlen(tok)))
+			return sbx_err_set(err, -EINVAL,
+					   "--reuse-paths: %.200s is not an absolute, normalised folder other than /",
+					   tok);
+		if (c->nreuse_paths == sizeof(c->reuse_paths) / sizeof(c->reuse_paths[0]))
+			return sbx_err_set(err, -EINVAL, "--reuse-paths: more than %zu folders",
+					   sizeof(c->reuse_paths) / sizeof(c->reuse_paths[0]));
+		c->reuse_paths[c->nreuse_paths++] = tok;
+	}
+	if (c->nreuse_paths == 0)
+		return sbx_err_set(err, -EINVAL, "--reuse-paths: empty");
+	return 0;
+}
+
 /* --pool ISOLATION:IMAGE=N */
 static int parse_pool(sup_config *c, const char *arg, sbx_err *err)
 {
@@ -400,6 +438,7 @@ enum {
 	OPT_SKOPEO, OPT_IMAGE_PULL_DIR, OPT_IMAGE_PULL_TIMEOUT,
 	OPT_MCP_IDLE, OPT_MCP_ORIGIN, OPT_PORTS_DOMAIN, OPT_PORTS_ANSWER, OPT_SNAPSHOT_STORE, OPT_S3_ENDPOINT,
 	OPT_NODE_NAME, OPT_PEER, OPT_CLUSTER_KEY_FILE,
+	OPT_POOL_REUSE, OPT_REUSE_PATHS,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -410,6 +449,8 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "pool-size", required_argument, NULL, OPT_POOL_SIZE },
 		{ "pool-images", required_argument, NULL, OPT_POOL_IMAGES },
 		{ "pool", required_argument, NULL, OPT_POOL },
+		{ "pool-reuse", no_argument, NULL, OPT_POOL_REUSE },
+		{ "reuse-paths", required_argument, NULL, OPT_REUSE_PATHS },
 		{ "import-image", required_argument, NULL, OPT_IMPORT_IMAGE },
 		{ "image-max-layer", required_argument, NULL, OPT_IMAGE_MAX_LAYER },
 		{ "image-max-import", required_argument, NULL, OPT_IMAGE_MAX_IMPORT },
@@ -499,6 +540,13 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			break;
 		case OPT_POOL:
 			if (parse_pool(c, optarg, err) < 0)
+				return err->code;
+			break;
+		case OPT_POOL_REUSE:
+			c->pool_reuse = true;
+			break;
+		case OPT_REUSE_PATHS:
+			if (parse_reuse_paths(c, optarg, err) < 0)
 				return err->code;
 			break;
 		case OPT_IMPORT_IMAGE:

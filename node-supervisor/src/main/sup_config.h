@@ -29,6 +29,10 @@ typedef struct sup_config {
 	size_t nimages;
 	sup_pool_spec pools[SUP_MAX_POOLS]; /* --pool ISOLATION:IMAGE=N (image owned) */
 	size_t npools;
+	bool pool_reuse;           /* --pool-reuse: released runc sandboxes reset, not remade */
+	const char *reuse_paths[16]; /* --reuse-paths: the folders a reset empties */
+	size_t nreuse_paths;
+	char *reuse_paths_buf;     /* owns reuse_paths when given */
 	const char *imports[SUP_MAX_IMAGES]; /* --import-image [NAME=]PATH, in order */
 	size_t nimports;
 	const char *removes[SUP_MAX_IMAGES]; /* --remove-image NAME, after the imports */

@@ -526,6 +526,9 @@ int main(int argc, char **argv)
 		.net = m.net,
 		.catalog = catalog,
 		.node = cfg.node_name,
+		.reuse = cfg.pool_reuse,
+		.reset_paths = cfg.reuse_paths,
+		.nreset_paths = cfg.nreuse_paths,
 	};
 	sup_pools_hooks hooks = sup_core_pool_hooks(m.core);
 	pools = sup_pools_new(base, workers, &pcfg, &hooks, &err);

@@ -457,6 +457,8 @@ static int answer_url(sup_pp *pp, const sup_http_in *in, sbx_err *err)
 		host = "localhost";
 	if (sup_ports_sign(pp->ctx, pp->id, pp->port, exp, sig) < 0)
 		return sbx_err_set(err, -EINVAL, "cannot sign for sandbox %s", pp->id);
+	/* the URL names the id until it expires: never another owner's */
+	sup_core_id_given_out(pp->ctx->core, pp->id);
 	if (pp->ctx->domain) {
 		const char *end = strrchr(host, ']'), *colon = strrchr(end ? end : host, ':');
 		snprintf(url, sizeof(url), "http://%u-%s.%s%s/?%s=%llu&%s=%s", (unsigned)pp->port,

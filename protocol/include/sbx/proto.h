@@ -107,7 +107,8 @@ sbx_proto_code sbx_proto_code_from_errno(int neg_errno);
 /* TCP ports inside the sandbox: a byte stream to one, the listening ones. */
 #define SBX_OP_PORT_OPEN "port.open"
 #define SBX_OP_PORT_LIST "port.list"
-/* reserved: "reset" */
+/* Back to a fresh sandbox (sbx/proto_reset.h has its keys). */
+#define SBX_OP_RESET "reset"
 /* Channel of file.read and file.write data frames. */
 #define SBX_CH_FILE "file"
 
