@@ -97,6 +97,37 @@ async function lifecycle(sbx) {
   await mgr.close();
 }
 
+// Snapshots: their manager's calls onto sbx's snapshots; a sandbox
+// restored from one has its files.
+async function snapshots(sbx) {
+  await sbx.files.writeFiles([{ path: "/tmp/snap.txt", data: `kept ${run}` }]);
+  const mgr = SandboxManager.create({ connectionConfig: conn });
+  const snap = await mgr.createSnapshot(sbx.id, { name: `it-${run}` });
+  check(snap.status.state === "Ready" && snap.sandboxId === sbx.id && snap.name === `it-${run}` &&
+    snap.createdAt instanceof Date, "createSnapshot: Ready, of the sandbox, named", snap);
+  const got = await mgr.getSnapshot(snap.id);
+  check(got.id === snap.id && got.status.state === "Ready", "getSnapshot", got);
+  const listed = await mgr.listSnapshots({ sandboxId: sbx.id, states: ["Ready"] });
+  check(listed.items.length === 1 && listed.items[0].id === snap.id &&
+    listed.pagination.totalItems === 1, "listSnapshots: by sandbox and state", listed);
+  const byName = await mgr.listSnapshots({ name: "no-such-name" });
+  check(byName.items.length === 0, "listSnapshots: another name finds none", byName.items.length);
+  await sbx.files.writeFiles([{ path: "/tmp/snap.txt", data: "changed later" }]);
+  const restored = await Sandbox.create({ connectionConfig: conn, snapshotId: snap.id,
+    timeoutSeconds: 120, metadata: { suite: "it_opensandbox-restored", run } });
+  made.push(restored);
+  const text = await restored.files.readFile("/tmp/snap.txt");
+  check(text === `kept ${run}`, "Sandbox.create({snapshotId}): the snapshot's files", text);
+  const rinfo = await restored.getInfo();
+  check(rinfo.snapshotId === snap.id, "getInfo: snapshotId", rinfo.snapshotId);
+  await restored.kill();
+  made.pop();
+  await mgr.deleteSnapshot(snap.id);
+  await rejects(mgr.getSnapshot(snap.id), 404, "getSnapshot after delete");
+  await rejects(mgr.createSnapshot("sb-000000000000", {}), 404, "createSnapshot of an unknown sandbox");
+  await mgr.close();
+}
+
 async function commands(sbx) {
   const seen = { init: null, out: [], err: [], complete: 0 };
   const ex = await sbx.commands.run("echo hello; echo $GREETING; echo oops >&2; printf tail", {}, {
@@ -224,6 +255,7 @@ async function main() {
   made.push(sbx);
   check(typeof sbx.id === "string" && sbx.id.length > 0, "create: Running and healthy", sbx.id);
   await lifecycle(sbx);
+  await snapshots(sbx);
   await commands(sbx);
   await files(sbx);
 

@@ -551,7 +551,10 @@ int main(int argc, char **argv)
 			    .res_max = cfg.res_max },
 	};
 	osbx.core = m.core;
+	osbx.snaps = snaps;
 	osbx.limits = sandboxes.limits;
+	if (sup_osbx_ctx_open(&osbx, catalog, &err) < 0)
+		goto fail;
 	sup_files_ctx files = { .core = m.core, .max_upload = cfg.max_upload };
 	char pull_dir[PATH_MAX];
 	if (cfg.image_pull_dir && !realpath(cfg.image_pull_dir, pull_dir)) {
