@@ -175,6 +175,28 @@ class OpenSandbox(unittest.TestCase):
         st, _, body = self.osbx("POST", "/sandboxes/%s/snapshots" % sb["id"], {"name": 5})
         self.assertEqual(st, 400, body)
 
+    def test_metrics_from_sbx_usage(self):
+        st, _, sb = self.create()
+        self.assertEqual(st, 202, sb)
+        path = "/opensandbox/execd/%s/metrics" % sb["id"]
+        st, _, m = self.sup.request("GET", path, token=False, headers=self.key())
+        self.assertEqual(st, 200, m)
+        self.assertEqual(sorted(m), ["cpu_count", "cpu_used_pct", "mem_total_mib", "mem_used_mib",
+                                     "timestamp"])
+        self.assertEqual((m["cpu_count"], m["mem_total_mib"]), (0.25, 256.0))
+        self.assertTrue(0 < m["mem_used_mib"] < 256, m)
+        self.assertLess(abs(m["timestamp"] - time.time() * 1000), 5000, m)
+        st, _, own = self.sup.request("GET", "/v1/sandboxes/" + sb["id"])
+        self.assertLess(abs(own["usage"]["memory_bytes"] / 1048576.0 - m["mem_used_mib"]), 16, (own, m))
+        # a paused sandbox answers too (the agent is not asked)
+        self.assertEqual(self.sup.request("POST", "/v1/sandboxes/%s/pause" % sb["id"])[0], 200)
+        st, _, m2 = self.sup.request("GET", path, token=False, headers=self.key())
+        self.assertEqual(st, 200, m2)
+        self.assertLess(m2["cpu_used_pct"], 5, m2)  # frozen: no CPU since the last call
+        st, _, body = self.sup.request("GET", "/opensandbox/execd/sb-000000000000/metrics",
+                                       token=False, headers=self.key())
+        self.assertEqual((st, sorted(body)), (404, ["code", "message"]), body)
+
     def test_metadata_kept_across_a_restart(self):
         root = tempfile.mkdtemp(prefix="sbx-it-osbx-")
         state = os.path.join(root, "state")

@@ -92,6 +92,17 @@ async function lifecycle(sbx) {
     "resume: Running again", resumed.id);
   await mgr.pauseSandbox(sbx.id);
   await mgr.resumeSandbox(sbx.id);
+
+  // Metrics: sbx's limits and cgroup figures; CPU as the share of the
+  // limit used since the previous call.
+  const m0 = await sbx.getMetrics();
+  check(m0.cpuCount === 0.5 && m0.memoryTotalMiB === 512 && m0.memoryUsedMiB > 0 &&
+    m0.memoryUsedMiB < 512 && Math.abs(m0.timestamp - Date.now()) < 5000,
+    "getMetrics: the limits and memory in use", m0);
+  await sbx.commands.run("i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done");
+  const m1 = await sbx.getMetrics();
+  check(m1.cpuUsedPercentage > 1 && m1.cpuUsedPercentage <= 100 && m1.timestamp >= m0.timestamp,
+    "getMetrics: CPU used by a busy loop since the last call", m1);
   const ran = await sbx.commands.run("echo back");
   check(ran.exitCode === 0, "a command after pause and resume", ran.exitCode);
   await mgr.close();

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "sbx/cleanup.h"
 #include "sbx/proto.h"
@@ -28,6 +29,8 @@ void sup_osbx_ctx_release(sup_osbx_ctx *x)
 {
 	json_decref(x->kept);
 	x->kept = NULL;
+	json_decref(x->cpu_last);
+	x->cpu_last = NULL;
 }
 
 static void oq_release(void *state)
@@ -56,19 +59,23 @@ static const json_t *kept_of(sup_osbx_ctx *x, const char *id)
 }
 
 /* Drop what was kept of who's sandboxes that are gone (expired, or
- * deleted through /v1), so the table holds no more than who has. */
+ * deleted through /v1), and their metrics' samples, so the tables hold no
+ * more than who has. */
 static void prune(sup_osbx_ctx *x, const sup_tenant *who)
 {
 	const char *id;
 	json_t *k, *tmp;
 	sbx_err e;
 	sup_sandbox_view v;
-	if (!x->kept)
-		return;
 	json_object_foreach_safe(x->kept, tmp, id, k) {
 		const char *t = json_string_value(json_object_get(k, "tenant"));
 		if (t && strcmp(t, who->name) == 0 && sup_core_get(x->core, who, id, &v, &e) < 0)
 			sup_osbx_kept_drop(x, id);
+	}
+	json_object_foreach_safe(x->cpu_last, tmp, id, k) {
+		const char *t = json_string_value(json_object_get(k, "tenant"));
+		if (t && strcmp(t, who->name) == 0 && sup_core_get(x->core, who, id, &v, &e) < 0)
+			json_object_del(x->cpu_last, id);
 	}
 }
 
@@ -541,6 +548,49 @@ static int act_endpoint(sup_http_req *r, void *state, sbx_err *err)
 	return 0;
 }
 
+/* GET .../metrics: their Metrics from sbx's own figures (the limits in
+ * force and the cgroup's usage, as GET /v1/sandboxes/{id} reads them):
+ * cpu_count the CPU limit, mem_total_mib the memory limit, mem_used_mib
+ * the memory charged now, cpu_used_pct the CPU time used since the
+ * previous metrics call of this sandbox (its creation for the first) as a
+ * share of its limit. The agent is not asked: a paused sandbox answers. */
+static int act_metrics(sup_http_req *r, void *state, sbx_err *err)
+{
+	sup_osbx_ctx *x = ctx_of(r);
+	const sup_http_in *in = sup_http_input(r);
+	sup_sandbox_view v;
+	(void)state;
+	if (sup_core_get(x->core, in->who, in->id, &v, err) < 0)
+		return err->code;
+	if (!v.has_usage || !(v.usage.known & SUP_USAGE_CPU) || !(v.usage.known & SUP_USAGE_MEMORY))
+		return sbx_err_set(err, -EBUSY, "sandbox %s: its usage cannot be read now (%s)", v.id, v.state);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	uint64_t since_ms = (uint64_t)v.created_at * 1000u, since_cpu = 0;
+	if (!x->cpu_last)
+		x->cpu_last = json_object();
+	json_t *last = x->cpu_last ? json_object_get(x->cpu_last, v.id) : NULL;
+	if (last) {
+		since_cpu = (uint64_t)json_integer_value(json_object_get(last, "cpu_ns"));
+		since_ms = (uint64_t)json_integer_value(json_object_get(last, "ms"));
+	}
+	if (x->cpu_last)
+		json_object_set_new(x->cpu_last, v.id,
+				    json_pack("{s:I, s:I, s:s}", "cpu_ns", (json_int_t)v.usage.cpu_ns, "ms",
+					      (json_int_t)now_ms, "tenant", in->who->name));
+	double cpus = v.resources.cpu_milli / 1000.0;
+	double wall_ns = now_ms > since_ms ? (double)(now_ms - since_ms) * 1e6 : 0;
+	double used = v.usage.cpu_ns > since_cpu ? (double)(v.usage.cpu_ns - since_cpu) : 0;
+	double pct = wall_ns > 0 ? used / (wall_ns * cpus) * 100.0 : 0;
+	sup_http_json(r, 200,
+		      json_pack("{s:f, s:f, s:f, s:f, s:I}", "cpu_count", cpus, "cpu_used_pct",
+				pct > 100.0 ? 100.0 : pct, "mem_total_mib",
+				(double)v.resources.memory / 1048576.0, "mem_used_mib",
+				(double)v.usage.memory / 1048576.0, "timestamp", (json_int_t)now_ms));
+	return 0;
+}
+
 /* GET .../ping: 200 while the sandbox runs. */
 static int act_ping(sup_http_req *r, void *state, sbx_err *err)
 {
@@ -576,6 +626,7 @@ static const sup_http_route routes[] = {
 	{ "GET", V1 "/sandboxes/{id}/endpoints/{pid}", "GET osbx endpoint", SUP_BODY_NONE, 0,
 	  parse_endpoint, act_endpoint },
 	{ "GET", EXECD "/ping", "GET osbx ping", SUP_BODY_NONE, 0, NULL, act_ping },
+	{ "GET", EXECD "/metrics", "GET osbx metrics", SUP_BODY_NONE, 0, NULL, act_metrics },
 	{ "POST", EXECD "/command", "POST osbx command", SUP_BODY_BUFFERED, 0, sup_osbx_parse_cmd,
 	  sup_osbx_act_cmd },
 	{ "DELETE", EXECD "/command", "DELETE osbx command", SUP_BODY_NONE, 0,

@@ -31,6 +31,9 @@ typedef struct sup_osbx_ctx {
 	 * through to the catalog and read back by sup_osbx_ctx_open. Freed by
 	 * sup_osbx_ctx_release. */
 	json_t *kept;
+	/* The metrics' last CPU sample per sandbox: id -> {"cpu_ns", "ms",
+	 * "tenant"}, pruned as kept is. */
+	json_t *cpu_last;
 	/* Foreground commands streaming now, for an interrupt by their id
 	 * ("fg-<seq>"); each leaves the list when its request ends. */
 	struct sup_oq *fg;
