@@ -175,6 +175,36 @@ class OpenSandbox(unittest.TestCase):
         st, _, body = self.osbx("POST", "/sandboxes/%s/snapshots" % sb["id"], {"name": 5})
         self.assertEqual(st, 400, body)
 
+    def test_files_replace(self):
+        st, _, sb = self.create()
+        self.assertEqual(st, 202, sb)
+        sid = sb["id"]
+        st, _, r = self.sup.exec(sid, cmd="printf 'a.b.a.b' > /workspace/r; chmod 600 /workspace/r; "
+                                           "head -c 17000000 /dev/zero > /workspace/huge; mkdir /workspace/dir")
+        self.assertEqual(st, 200, r)
+
+        def replace(body, query=""):
+            return self.sup.request("POST", "/opensandbox/execd/%s/files/replace%s" % (sid, query), body,
+                                    token=False, headers=self.key())
+        st, _, out = replace({"/workspace/r": {"old": "a.", "new": "XYZ"}}, "?verbose=true")
+        self.assertEqual((st, out), (200, {"/workspace/r": {"replacedCount": 2}}), out)
+        st, _, out = self.sup.exec(sid, cmd="cat /workspace/r; stat -c ' %a' /workspace/r")
+        self.assertEqual(out["stdout"], "XYZb.XYZb 600\n", out)
+        st, _, out = replace({"/workspace/r": {"old": "b", "new": ""}})
+        self.assertEqual(st, 200, out)
+        st, _, out = self.sup.exec(sid, argv=["cat", "/workspace/r"])
+        self.assertEqual(out["stdout"], "XYZ.XYZ", out)
+        for body, want in (({"/workspace/r": {"old": "", "new": "x"}}, 400),
+                           ({"/workspace/r": {"old": "a"}}, 400),
+                           ({}, 400),
+                           ({"/workspace/dir": {"old": "a", "new": "b"}}, 400),
+                           ({"/workspace/huge": {"old": "a", "new": "b"}}, 413),
+                           ({"/workspace/nope": {"old": "a", "new": "b"}}, 404),
+                           ({"/etc/passwd": {"old": "root", "new": "toor"}}, 403)):
+            st, _, out = replace(body)
+            self.assertEqual(st, want, (body, out))
+            self.assertEqual(sorted(out), ["code", "message"], out)
+
     def test_metrics_from_sbx_usage(self):
         st, _, sb = self.create()
         self.assertEqual(st, 202, sb)

@@ -232,6 +232,23 @@ async function files(sbx) {
   const found = await f.search({ path: "/workspace", pattern: "*.txt" });
   check(found.length === 1 && found[0].path === "/workspace/b.txt", "files: search", found);
 
+  // Replace: every occurrence, the mode kept; the counts when asked.
+  await f.replaceContents([{ path: "/workspace/b.txt", oldContent: "o", newContent: "0" }]);
+  check(await f.readFile("/workspace/b.txt") === "hell0\nw0rld\n", "files: replace", null);
+  const counts = await f.replaceContentsDetailed([
+    { path: "/workspace/b.txt", oldContent: "l", newContent: "LL" },
+    { path: "/workspace/big.bin", oldContent: "no such text in random bytes? ", newContent: "x" }]);
+  const byPath = Object.fromEntries(counts.map((c) => [c.path, c.replacedCount]));
+  check(byPath["/workspace/b.txt"] === 3 && byPath["/workspace/big.bin"] === 0,
+    "files: replace with counts", counts);
+  check(await f.readFile("/workspace/b.txt") === "heLLLL0\nw0rLLd\n" &&
+    (await f.getFileInfo(["/workspace/b.txt"]))["/workspace/b.txt"].mode === 640,
+    "files: replaced, its mode kept", null);
+  await rejects(f.replaceContents([{ path: "/etc/hostname", oldContent: "a", newContent: "b" }]), 403,
+    "files: replace outside the policy");
+  await rejects(f.replaceContents([{ path: "/workspace/none", oldContent: "a", newContent: "b" }]), 404,
+    "files: replace in a missing file");
+
   await f.createDirectories([{ path: "/workspace/d1/d2", mode: 755 }]);
   await f.writeFiles([{ path: "/workspace/d1/d2/x", data: "x" }]);
   const ls = await f.listDirectory({ path: "/workspace/d1", depth: 2 });

@@ -44,6 +44,7 @@ static void oq_release(void *state)
 	q->snap_op = NULL;
 	sup_osbx_cmd_release(q);
 	sup_osbx_files_release(q);
+	sup_osbx_replace_release(q);
 	sup_create_req_free(&q->create);
 	json_decref(q->kept);
 }
@@ -645,6 +646,8 @@ static const sup_http_route routes[] = {
 	  sup_osbx_act_fs },
 	{ "POST", EXECD "/files/mv", "POST osbx files mv", SUP_BODY_BUFFERED, SUP_OSBX_MAX_BODY,
 	  sup_osbx_parse_fs, sup_osbx_act_fs },
+	{ "POST", EXECD "/files/replace", "POST osbx files replace", SUP_BODY_BUFFERED, SUP_OSBX_MAX_BODY,
+	  sup_osbx_parse_replace, sup_osbx_act_replace },
 	{ "POST", EXECD "/files/permissions", "POST osbx files permissions", SUP_BODY_BUFFERED,
 	  SUP_OSBX_MAX_BODY, sup_osbx_parse_fs, sup_osbx_act_fs },
 	{ "POST", EXECD "/directories", "POST osbx directories", SUP_BODY_BUFFERED, SUP_OSBX_MAX_BODY,

@@ -47,6 +47,7 @@ struct sup_oq {
 	struct sup_oq *fg_next, **fg_prev; /* in x->fg while it streams */
 	char target[24];       /* interrupt: the id asked for */
 	struct osbx_files *fx; /* a files or directories request (sup_osbx_files.c) */
+	struct osbx_replace *rx; /* a files replace (sup_osbx_replace.c) */
 	sup_snaps_op *snap_op; /* a snapshot being taken (sup_osbx_snap.c) */
 	char snap_name[SUP_SNAPS_NAME_MAX + 1];
 };
@@ -129,6 +130,11 @@ int sup_osbx_act_download(sup_http_req *r, void *state, sbx_err *err);
 int sup_osbx_parse_upload(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
 int sup_osbx_act_upload(sup_http_req *r, void *state, sbx_err *err);
 void sup_osbx_files_release(sup_oq *q);
+
+/* ---- sup_osbx_replace.c: files/replace on stat, read and write ---- */
+int sup_osbx_parse_replace(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_replace(sup_http_req *r, void *state, sbx_err *err);
+void sup_osbx_replace_release(sup_oq *q);
 
 /* ---- sup_osbx_snap.c: their snapshot calls, onto sbx's snapshots ---- */
 int sup_osbx_parse_snap(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
