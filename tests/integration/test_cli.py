@@ -101,6 +101,12 @@ class CliTest(SupervisorCase):
         self.assertEqual(rc, 1)
         self.assertIn("400 bad_request", err)
         self.assertIn("uplink", err)
+        rc, _, err = self.sbx("network", self.sid, "--allow", "pypi.org:443")
+        self.assertEqual(rc, 1)
+        self.assertIn("uplink", err)
+        rc, _, err = self.sbx("network", self.sid, "--policy", os.path.join(self.tmp, "none.json"))
+        self.assertEqual(rc, 1)
+        self.assertIn("none.json", err)
         rc, out, err = self.sbx("rm", "--json", "sb-nosuch1")
         self.assertEqual((rc, json.loads(out)), (1, {"deleted": []}))
 

@@ -6,9 +6,10 @@ scripts/install-npm-pinned) runs its flows through its public API
 wire format it parses is checked byte for byte here with Python's stdlib
 client: the OPEN-SANDBOX-API-KEY header as the token, flat {"code",
 "message"} errors, the command stream as one bare JSON object per event
-followed by a blank line, their snapshot calls onto sbx's snapshots, and
-their metadata kept across a restart of the supervisor (SIGKILL: the
-catalog's row). Every sandbox is removed at the end, also when a test
+followed by a blank line, their snapshot calls onto sbx's snapshots,
+files/replace and metrics onto sbx's own operations and figures, and their
+metadata kept across a restart of the supervisor (SIGKILL: the catalog's
+row). Every sandbox is removed at the end, also when a test
 fails.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
