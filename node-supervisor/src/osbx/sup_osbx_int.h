@@ -108,7 +108,8 @@ int sup_osbx_page(sup_http_req *r, json_t *all, const sup_osbx_listq *lq, sbx_er
 /* ---- sup_osbx_kept.c: what is kept, written through to the catalog ---- */
 /* x->kept[id] into the catalog (nothing without one, or without a row). */
 int sup_osbx_kept_save(sup_osbx_ctx *x, const char *id, sbx_err *err);
-/* x->kept[id] and its row go (a failed delete of the row is logged). */
+/* x->kept[id] and its row go (a failed delete of the row is logged); id may
+ * be x->kept's own key. */
 void sup_osbx_kept_drop(sup_osbx_ctx *x, const char *id);
 
 /* ---- sup_osbx_cmd.c: the execd command routes ---- */

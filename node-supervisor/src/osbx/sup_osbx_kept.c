@@ -56,8 +56,9 @@ int sup_osbx_kept_save(sup_osbx_ctx *x, const char *id, sbx_err *err)
 void sup_osbx_kept_drop(sup_osbx_ctx *x, const char *id)
 {
 	sbx_err e;
-	if (x->kept)
-		json_object_del(x->kept, id);
+	/* the row first: id may be the object's own key, freed by the del */
 	if (x->catalog && sup_catalog_osbx_remove(x->catalog, id, &e) < 0)
 		sup_warn("osbx: %s", e.msg);
+	if (x->kept)
+		json_object_del(x->kept, id);
 }
