@@ -394,6 +394,9 @@ class SdkTest(SupervisorCase):
     def test_pause_resume(self):
         with Sandbox.create(timeout=120) as sb:
             p = sb.processes.start("while :; do date +%s%N >> /tmp/ticks; sleep 0.05; done")
+            deadline = time.monotonic() + 20
+            while not sb.files.exists("/tmp/ticks") and time.monotonic() < deadline:
+                time.sleep(0.05)
             self.assertEqual(sb.pause()["state"], "paused")
             self.assertEqual((sb.state, sb.pause()["state"]), ("paused", "paused"))  # idempotent
             with self.assertRaises(sbx.Paused) as cm:
@@ -405,7 +408,9 @@ class SdkTest(SupervisorCase):
             self.assertEqual(Sandbox.connect(sb.id).state, "paused")
             self.assertEqual(sb.resume()["state"], "running")
             n = len(sb.files.read("/tmp/ticks").split())
-            time.sleep(0.5)
+            deadline = time.monotonic() + 20
+            while len(sb.files.read("/tmp/ticks").split()) <= n and time.monotonic() < deadline:
+                time.sleep(0.1)
             self.assertGreater(len(sb.files.read("/tmp/ticks").split()), n)  # it goes on
             sb.processes.kill(p["pid"])
 
