@@ -247,7 +247,7 @@ static void test_volumes(void **state)
 	sup_catalog *c;
 	sbx_err err;
 	/* a schema-1 file has none of the later steps either */
-	one_row_then(f, "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots;"
+	one_row_then(f, "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots; DROP TABLE osbx_kept;"
 			"ALTER TABLE sandboxes DROP COLUMN paused; ALTER TABLE sandboxes DROP COLUMN network;"
 			"DROP TABLE pools; PRAGMA user_version = 1");
 
@@ -308,7 +308,7 @@ static void test_snapshots_step(void **state)
 	sup_catalog_close(c);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE snapshots; PRAGMA user_version = 3", NULL, NULL,
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE osbx_kept; DROP TABLE snapshots; PRAGMA user_version = 3", NULL, NULL,
 				      NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
@@ -363,6 +363,60 @@ static int collect_pool(const char *image, sup_isolation isolation, unsigned siz
 
 /* Step 3: a paused sandbox, its policy and pool sizes kept; a schema-1 file (no such
  * column nor table) upgraded with its rows. */
+typedef struct osbx_rows {
+	int n;
+	char last[64];
+} osbx_rows;
+
+static int count_osbx(const char *id, const char *tenant, const char *kept, void *ud, sbx_err *err)
+{
+	osbx_rows *r = ud;
+	(void)err;
+	r->n++;
+	snprintf(r->last, sizeof(r->last), "%s %s %s", id, tenant, kept);
+	return 0;
+}
+
+/* A schema-4 file gains the OpenSandbox layer's table; a row is replaced
+ * in place, kept across a reopen, and goes with its sandbox. */
+static void test_osbx_step(void **state)
+{
+	fixture *f = *state;
+	sup_catalog *c;
+	sbx_err err;
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	assert_int_equal(sup_catalog_intent(c, "sb-a", "host", "", SUP_ISO_RUNC, &err), 0);
+	assert_int_equal(sup_catalog_intent(c, "sb-b", "host", "", SUP_ISO_RUNC, &err), 0);
+	sup_catalog_close(c);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE osbx_kept; PRAGMA user_version = 4", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	assert_int_equal(sup_catalog_osbx_put(c, "sb-a", "t1", "{\"metadata\":{}}", &err), 0);
+	assert_int_equal(sup_catalog_osbx_put(c, "sb-a", "t1", "{\"metadata\":{\"k\":\"v\"}}", &err), 0);
+	assert_int_equal(sup_catalog_osbx_put(c, "sb-b", "t2", "{}", &err), 0);
+	/* a sandbox the catalog does not have: refused */
+	assert_int_equal(sup_catalog_osbx_put(c, "sb-none", "t1", "{}", &err), -EIO);
+	sup_catalog_close(c);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	osbx_rows r = { 0 };
+	assert_int_equal(sup_catalog_osbx_each(c, count_osbx, &r, &err), 0);
+	assert_int_equal(r.n, 2);
+	assert_int_equal(sup_catalog_remove(c, "sb-b", &err), 0);
+	assert_int_equal(sup_catalog_osbx_remove(c, "sb-none", &err), 0);
+	r = (osbx_rows){ 0 };
+	assert_int_equal(sup_catalog_osbx_each(c, count_osbx, &r, &err), 0);
+	assert_int_equal(r.n, 1);
+	assert_string_equal(r.last, "sb-a t1 {\"metadata\":{\"k\":\"v\"}}");
+	assert_int_equal(sup_catalog_osbx_remove(c, "sb-a", &err), 0);
+	r = (osbx_rows){ 0 };
+	assert_int_equal(sup_catalog_osbx_each(c, count_osbx, &r, &err), 0);
+	assert_int_equal(r.n, 0);
+	sup_catalog_close(c);
+}
+
 static void test_paused_and_pool_sizes(void **state)
 {
 	fixture *f = *state;
@@ -410,7 +464,7 @@ static void test_paused_and_pool_sizes(void **state)
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, "ALTER TABLE sandboxes DROP COLUMN paused;"
 					  "ALTER TABLE sandboxes DROP COLUMN network; DROP TABLE pools;"
-					  "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots;"
+					  "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots; DROP TABLE osbx_kept;"
 					  "PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
@@ -466,6 +520,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_volumes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshots_step, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_osbx_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paused_and_pool_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_refused, setup, teardown),

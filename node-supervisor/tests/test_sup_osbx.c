@@ -109,6 +109,16 @@ static void test_create(void **unused)
 	sup_create_req_free(&r);
 	json_decref(kept);
 
+	/* a restore: sbx's "snapshot", the id kept to show as theirs */
+	assert_int_equal(create("{\"snapshotId\":\"sn-0123456789ab\",\"entrypoint\":[\"tail\",\"-f\",\"/dev/null\"]}",
+				&r, &kept, &e),
+			 0);
+	assert_string_equal(r.snapshot, "sn-0123456789ab");
+	assert_null(r.image);
+	assert_string_equal(json_string_value(json_object_get(kept, "snapshotId")), "sn-0123456789ab");
+	sup_create_req_free(&r);
+	json_decref(kept);
+
 	struct {
 		const char *body;
 		int rc;
@@ -121,7 +131,8 @@ static void test_create(void **unused)
 		{ "{\"image\":{\"uri\":\"host\"},\"resourceLimits\":{\"memory\":\"lots\"}}", -EINVAL, "memory" },
 		{ "{\"image\":{\"uri\":\"host\"},\"timeout\":999999999}", -EINVAL, "timeout" },
 		{ "{\"image\":{\"uri\":\"host\"},\"env\":{\"K\":1}}", -EINVAL, "env.K" },
-		{ "{\"image\":{\"uri\":\"host\"},\"snapshotId\":\"s\"}", -ENOSYS, "snapshot" },
+		{ "{\"image\":{\"uri\":\"host\"},\"snapshotId\":\"sn-1\"}", -EINVAL, "one of" },
+		{ "{\"snapshotId\":7}", -EINVAL, "snapshotId" },
 		{ "{\"image\":{\"uri\":\"host\"},\"secureAccess\":true}", -EINVAL, "secureAccess" },
 		{ "{\"image\":{\"uri\":\"host\",\"auth\":{\"username\":\"u\"}}}", -EINVAL, "credentials" },
 		{ "{\"image\":{\"uri\":\"host\"},\"platform\":{\"os\":\"windows\",\"arch\":\"amd64\"}}", -EINVAL,

@@ -7,8 +7,9 @@ progress bar seen on a real terminal), background processes with logs -f,
 typed, its output read from the pane, the window resized and `stty size`
 changed inside, Ctrl-C going to the sandbox, the local terminal's modes
 restored at exit), `sbx mcp` driven by the MCP SDK's own stdio client
-(tests/mcp-servers/stdio_client.mjs), config from a file, --help on every
-command. Everything made (sandboxes, the supervisor, tmux servers) is
+(tests/mcp-servers/stdio_client.mjs), snapshot / create --snapshot / fork /
+pause / resume, volumes with create --volume (volume_busy), images imported
+and removed, config from a file, --help on every command and action. Everything made (sandboxes, the supervisor, tmux servers) is
 removed, also on failure.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
@@ -30,7 +31,10 @@ AGENT = os.environ.get("SBX_AGENT")
 PY = "/usr/bin/python3"
 STDIO_CLIENT = os.path.join(ROOT, "tests", "mcp-servers", "stdio_client.mjs")
 COMMANDS = ["create", "ls", "info", "rm", "renew", "exec", "shell", "ps", "kill", "logs", "cp",
-            "ports", "mcp"]
+            "ports", "mcp", "pause", "resume", "fork", "network", "snapshot", "volume", "image"]
+ACTIONS = {"snapshot": ["create", "ls", "info", "rm"], "volume": ["create", "ls", "info", "rm"],
+           "image": ["import", "pull", "ls", "info", "rm"]}
+MAKE_IMAGES = os.path.join(ROOT, "tests", "images", "make-test-images")
 
 
 class CliTest(SupervisorCase):
@@ -97,6 +101,12 @@ class CliTest(SupervisorCase):
         self.assertEqual(rc, 1)
         self.assertIn("400 bad_request", err)
         self.assertIn("uplink", err)
+        rc, _, err = self.sbx("network", self.sid, "--allow", "pypi.org:443")
+        self.assertEqual(rc, 1)
+        self.assertIn("uplink", err)
+        rc, _, err = self.sbx("network", self.sid, "--policy", os.path.join(self.tmp, "none.json"))
+        self.assertEqual(rc, 1)
+        self.assertIn("none.json", err)
         rc, out, err = self.sbx("rm", "--json", "sb-nosuch1")
         self.assertEqual((rc, json.loads(out)), (1, {"deleted": []}))
 
@@ -108,6 +118,110 @@ class CliTest(SupervisorCase):
             rc, out2, err = self.sbx(c, "--help")
             self.assertEqual(rc, 0, (c, err))
             self.assertIn("usage: sbx " + c, out2)
+            for act in ACTIONS.get(c, []):
+                self.assertIn(act, out2)
+                rc, out3, err = self.sbx(c, act, "--help")
+                self.assertEqual(rc, 0, (c, act, err))
+                self.assertIn("usage: sbx %s %s" % (c, act), out3)
+        rc, _, err = self.sbx("snapshot")
+        self.assertEqual(rc, 2)
+        self.assertIn("ACTION", err)
+
+    # ---- snapshots, fork, pause ----
+    def test_snapshot_restore_fork_pause(self):
+        rc, out, err = self.sbx("create", "--timeout", "300")
+        self.assertEqual(rc, 0, err)
+        sid, made = out.strip(), []
+        try:
+            made.append(sid)
+            self.assertEqual(self.sbx("exec", sid, "-c", "--", "echo kept > /workspace/f")[0], 0)
+            rc, out, err = self.sbx("snapshot", "create", sid, "--name", "cli-snap", "--json")
+            self.assertEqual(rc, 0, err)
+            snap = json.loads(out)
+            self.assertEqual((snap["name"], snap["sandbox"]), ("cli-snap", sid))
+            rc, out, _ = self.sbx("snapshot", "ls", "--json")
+            self.assertIn(snap["id"], [s["id"] for s in json.loads(out)])
+            rc, out, _ = self.sbx("snapshot", "ls")
+            self.assertTrue(out.startswith("ID"), out)
+            self.assertIn("cli-snap", out)
+            self.assertEqual(json.loads(self.sbx("snapshot", "info", snap["id"])[1])["id"], snap["id"])
+            self.sbx("exec", sid, "-c", "--", "echo later > /workspace/f")
+            rc, out, err = self.sbx("create", "--snapshot", snap["id"], "--timeout", "120")
+            self.assertEqual(rc, 0, err)
+            made.append(out.strip())
+            self.assertEqual(self.sbx("exec", made[-1], "--", "cat", "/workspace/f")[:2], (0, "kept\n"))
+            rc, out, err = self.sbx("fork", sid, "-n", "2")
+            self.assertEqual(rc, 0, err)
+            forks = out.split()
+            made += forks
+            self.assertEqual(len(forks), 2)
+            for f in forks:
+                self.assertEqual(self.sbx("exec", f, "--", "cat", "/workspace/f")[:2], (0, "later\n"))
+            rc, out, err = self.sbx("pause", sid)
+            self.assertEqual((rc, out), (0, "%s paused\n" % sid), err)
+            rc, _, err = self.sbx("exec", sid, "--", "true")
+            self.assertEqual(rc, 1)
+            self.assertIn("409 paused", err)
+            rc, out, err = self.sbx("resume", sid, "--json")
+            self.assertEqual((rc, json.loads(out)["state"]), (0, "running"), err)
+            self.assertEqual(self.sbx("exec", sid, "--", "true")[0], 0)
+            rc, out, err = self.sbx("snapshot", "rm", snap["id"], "sn-000000000000", "--json")
+            self.assertEqual((rc, json.loads(out)), (1, {"deleted": [snap["id"]]}))
+            self.assertIn("sbx snapshot rm sn-000000000000: 404", err)
+            rc, _, err = self.sbx("create", "--snapshot", snap["id"])
+            self.assertEqual(rc, 1)
+            self.assertIn("404", err)
+        finally:
+            self.sbx("rm", *made)
+
+    def test_volumes_and_images(self):
+        rc, out, err = self.sbx("volume", "create", "clivol", "64M", "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["size"], 64 << 20)
+        sid = None
+        try:
+            rc, out, _ = self.sbx("volume", "ls")
+            self.assertIn("clivol", out)
+            self.assertEqual(self.sbx("volume", "create", "clivol", "64M")[0], 1)
+            rc, out, err = self.sbx("create", "--volume", "clivol:/workspace/v", "--timeout", "120")
+            self.assertEqual(rc, 0, err)
+            sid = out.strip()
+            self.assertEqual(self.sbx("exec", sid, "-c", "--", "echo v > /workspace/v/x")[0], 0)
+            rc, _, err = self.sbx("create", "--volume", "clivol:/data/v:ro")
+            self.assertEqual(rc, 1)
+            self.assertIn("409 volume_busy", err)
+            rc, _, err = self.sbx("volume", "rm", "clivol")
+            self.assertEqual(rc, 1)
+            self.assertIn("volume_busy", err)
+            rc, _, err = self.sbx("create", "--volume", "clivol")
+            self.assertEqual(rc, 2)  # no mount path: usage
+            info = json.loads(self.sbx("volume", "info", "clivol")[1])
+            self.assertEqual(info["mounted"]["writer"], sid)
+        finally:
+            if sid:
+                self.sbx("rm", sid)
+            rc, out, err = self.sbx("volume", "rm", "clivol")
+        self.assertEqual((rc, out), (0, "clivol\n"), err)
+        # images: import (an oci-archive), ls, info, a sandbox of it, rm
+        imgs = os.path.join(self.tmp, "images")
+        subprocess.run([MAKE_IMAGES, imgs], check=True, stdout=subprocess.DEVNULL, timeout=120)
+        rc, out, err = self.sbx("image", "import", os.path.join(imgs, "tiny.oci.tar"), "--json")
+        self.assertEqual(rc, 0, err)
+        (tiny,) = json.loads(out)
+        self.assertEqual(tiny["refs"], ["tiny"])
+        rc, out, _ = self.sbx("image", "ls")
+        self.assertIn("tiny", out)
+        self.assertEqual(json.loads(self.sbx("image", "info", "tiny")[1])["digest"], tiny["digest"])
+        rc, out, err = self.sbx("create", "--image", "tiny", "--timeout", "60")
+        self.assertEqual(rc, 0, err)
+        try:
+            self.assertEqual(self.sbx("exec", out.strip(), "-c", "--", "echo $GREETING")[:2],
+                             (0, "hello-from-image\n"))
+        finally:
+            self.sbx("rm", out.strip())
+        rc, out, err = self.sbx("image", "rm", "tiny")
+        self.assertEqual((rc, out), (0, "tiny\n"), err)
+        self.assertEqual(self.sbx("image", "info", "tiny")[0], 1)
 
     def test_config_file(self):
         cfg = os.path.join(self.tmp, "config.json")

@@ -6,21 +6,26 @@ scripts/install-npm-pinned) runs its flows through its public API
 wire format it parses is checked byte for byte here with Python's stdlib
 client: the OPEN-SANDBOX-API-KEY header as the token, flat {"code",
 "message"} errors, the command stream as one bare JSON object per event
-followed by a blank line. Every sandbox is removed at the end, also when a
-test fails.
+followed by a blank line, their snapshot calls onto sbx's snapshots,
+files/replace and metrics onto sbx's own operations and figures, and their
+metadata kept across a restart of the supervisor (SIGKILL: the catalog's
+row). Every sandbox is removed at the end, also when a test
+fails.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_harness import Supervisor, remove_everything_under, stop_clean  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -97,7 +102,7 @@ class OpenSandbox(unittest.TestCase):
         for bad, why in (({"entrypoint": []}, 400),
                          ({"resourceLimits": {"cpu": "lots"}}, 400),
                          ({"resourceLimits": {"memory": "1Ti"}}, 400),
-                         ({"snapshotId": "snap-1"}, 501),
+                         ({"snapshotId": "sn-000000000000"}, 400),  # and an image
                          ({"volumes": [{"name": "v", "host": {"path": "/"}, "mountPath": "/m"}]}, 400),
                          ({"nonsense": 1}, 400)):
             st, _, body = self.create(**bad)
@@ -124,6 +129,151 @@ class OpenSandbox(unittest.TestCase):
                 break
             time.sleep(0.1)
         self.assertEqual(procs["processes"][0].get("exit_code"), 127, procs)
+
+    def osbx(self, method, path, body=None):
+        return self.sup.request(method, "/opensandbox/v1" + path, body, token=False,
+                                headers=self.key())
+
+    def test_snapshots_onto_sbx_snapshots(self):
+        st, _, sb = self.create()
+        self.assertEqual(st, 202, sb)
+        st, _, r = self.sup.exec(sb["id"], cmd="echo one > /workspace/f")
+        self.assertEqual(st, 200, r)
+        st, _, snap = self.osbx("POST", "/sandboxes/%s/snapshots" % sb["id"], {"name": "wire"})
+        self.assertEqual(st, 202, snap)
+        self.assertEqual((snap["sandboxId"], snap["name"], snap["status"]["state"]),
+                         (sb["id"], "wire", "Ready"))
+        # the same snapshot as sbx's own routes show it
+        st, _, own = self.sup.request("GET", "/v1/snapshots/" + snap["id"])
+        self.assertEqual((st, own["sandbox"], own["name"]), (200, sb["id"], "wire"), own)
+        st, _, anon = self.osbx("POST", "/sandboxes/%s/snapshots" % sb["id"])  # no body
+        self.assertEqual(st, 202, anon)
+        self.assertNotIn("name", anon)
+        st, _, page = self.osbx("GET", "/snapshots?sandboxId=%s&pageSize=1&page=2" % sb["id"])
+        self.assertEqual(st, 200, page)
+        self.assertEqual([i["id"] for i in page["items"]], [anon["id"]])
+        self.assertEqual((page["pagination"]["totalItems"], page["pagination"]["hasNextPage"]), (2, False))
+        st, _, page = self.osbx("GET", "/snapshots?name=wire&state=Ready&state=Creating")
+        self.assertEqual([i["id"] for i in page["items"]], [snap["id"]], page)
+        st, _, page = self.osbx("GET", "/snapshots?state=Failed")
+        self.assertEqual(page["items"], [], page)
+        st, _, body = self.osbx("GET", "/snapshots?metadata=a%3Db")
+        self.assertEqual((st, sorted(body)), (400, ["code", "message"]), body)
+        # restore: a create with snapshotId alone
+        st, _, r2 = self.osbx("POST", "/sandboxes", {"snapshotId": snap["id"], "timeout": 60,
+                                                     "entrypoint": ["tail", "-f", "/dev/null"]})
+        self.assertEqual(st, 202, r2)
+        self.assertEqual(r2["snapshotId"], snap["id"])
+        st, _, out = self.sup.exec(r2["id"], argv=["cat", "/workspace/f"])
+        self.assertEqual(out["stdout"], "one\n", out)
+        for sid in (snap["id"], anon["id"]):
+            st, _, _ = self.osbx("DELETE", "/snapshots/" + sid)
+            self.assertEqual(st, 204)
+        st, _, body = self.osbx("GET", "/snapshots/" + snap["id"])
+        self.assertEqual((st, sorted(body)), (404, ["code", "message"]), body)
+        st, _, body = self.osbx("POST", "/sandboxes", {"snapshotId": snap["id"]})
+        self.assertEqual(st, 404, body)
+        st, _, body = self.osbx("POST", "/sandboxes/%s/snapshots" % sb["id"], {"name": 5})
+        self.assertEqual(st, 400, body)
+
+    def test_files_replace(self):
+        st, _, sb = self.create()
+        self.assertEqual(st, 202, sb)
+        sid = sb["id"]
+        st, _, r = self.sup.exec(sid, cmd="printf 'a.b.a.b' > /workspace/r; chmod 600 /workspace/r; "
+                                           "head -c 17000000 /dev/zero > /workspace/huge; mkdir /workspace/dir")
+        self.assertEqual(st, 200, r)
+
+        def replace(body, query=""):
+            return self.sup.request("POST", "/opensandbox/execd/%s/files/replace%s" % (sid, query), body,
+                                    token=False, headers=self.key())
+        st, _, out = replace({"/workspace/r": {"old": "a.", "new": "XYZ"}}, "?verbose=true")
+        self.assertEqual((st, out), (200, {"/workspace/r": {"replacedCount": 2}}), out)
+        st, _, out = self.sup.exec(sid, cmd="cat /workspace/r; stat -c ' %a' /workspace/r")
+        self.assertEqual(out["stdout"], "XYZb.XYZb 600\n", out)
+        st, _, out = replace({"/workspace/r": {"old": "b", "new": ""}})
+        self.assertEqual(st, 200, out)
+        st, _, out = self.sup.exec(sid, argv=["cat", "/workspace/r"])
+        self.assertEqual(out["stdout"], "XYZ.XYZ", out)
+        for body, want in (({"/workspace/r": {"old": "", "new": "x"}}, 400),
+                           ({"/workspace/r": {"old": "a"}}, 400),
+                           ({}, 400),
+                           ({"/workspace/dir": {"old": "a", "new": "b"}}, 400),
+                           ({"/workspace/huge": {"old": "a", "new": "b"}}, 413),
+                           ({"/workspace/nope": {"old": "a", "new": "b"}}, 404),
+                           ({"/etc/passwd": {"old": "root", "new": "toor"}}, 403)):
+            st, _, out = replace(body)
+            self.assertEqual(st, want, (body, out))
+            self.assertEqual(sorted(out), ["code", "message"], out)
+
+    def test_metrics_from_sbx_usage(self):
+        st, _, sb = self.create()
+        self.assertEqual(st, 202, sb)
+        path = "/opensandbox/execd/%s/metrics" % sb["id"]
+        st, _, m = self.sup.request("GET", path, token=False, headers=self.key())
+        self.assertEqual(st, 200, m)
+        self.assertEqual(sorted(m), ["cpu_count", "cpu_used_pct", "mem_total_mib", "mem_used_mib",
+                                     "timestamp"])
+        self.assertEqual((m["cpu_count"], m["mem_total_mib"]), (0.25, 256.0))
+        self.assertTrue(0 < m["mem_used_mib"] < 256, m)
+        self.assertLess(abs(m["timestamp"] - time.time() * 1000), 5000, m)
+        st, _, own = self.sup.request("GET", "/v1/sandboxes/" + sb["id"])
+        self.assertLess(abs(own["usage"]["memory_bytes"] / 1048576.0 - m["mem_used_mib"]), 16, (own, m))
+        # a paused sandbox answers too (the agent is not asked)
+        self.assertEqual(self.sup.request("POST", "/v1/sandboxes/%s/pause" % sb["id"])[0], 200)
+        st, _, m2 = self.sup.request("GET", path, token=False, headers=self.key())
+        self.assertEqual(st, 200, m2)
+        self.assertLess(m2["cpu_used_pct"], 5, m2)  # frozen: no CPU since the last call
+        st, _, body = self.sup.request("GET", "/opensandbox/execd/sb-000000000000/metrics",
+                                       token=False, headers=self.key())
+        self.assertEqual((st, sorted(body)), (404, ["code", "message"]), body)
+
+    def test_metadata_kept_across_a_restart(self):
+        root = tempfile.mkdtemp(prefix="sbx-it-osbx-")
+        state = os.path.join(root, "state")
+        self.addCleanup(shutil.rmtree, root, True)
+        self.addCleanup(remove_everything_under, state)
+
+        def start():
+            s = Supervisor(SUP, AGENT, state_dir=state, pool_size=0)
+            self.addCleanup(s.cleanup)
+            return s.start()
+        s1 = start()
+        key = {"OPEN-SANDBOX-API-KEY": s1.token}
+        body = {"image": {"uri": "host"}, "timeout": 300, "metadata": {"team": "a", "gone": "x"},
+                "extensions": {"e": "1"}, "entrypoint": ["/bin/sh", "-c", "exec sleep 600"]}
+        st, _, sb = s1.request("POST", "/opensandbox/v1/sandboxes", body, token=False, headers=key)
+        self.assertEqual(st, 202, sb)
+        st, _, p = s1.request("PATCH", "/opensandbox/v1/sandboxes/%s/metadata" % sb["id"],
+                              {"stage": "two", "gone": None}, token=False, headers=key)
+        self.assertEqual((st, p["metadata"]), (200, {"team": "a", "stage": "two"}), p)
+        s1.signal(signal.SIGKILL)
+        s1.wait(30)
+        s2 = start()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            st, _, got = s2.request("GET", "/opensandbox/v1/sandboxes/" + sb["id"], token=False,
+                                    headers=key)
+            if st == 200:
+                break
+            time.sleep(0.05)
+        self.assertEqual(st, 200, got)
+        self.assertEqual(got["metadata"], {"team": "a", "stage": "two"})
+        self.assertEqual(got["extensions"], {"e": "1"})
+        self.assertEqual(got["entrypoint"], body["entrypoint"])
+        st, _, lst = s2.request("GET", "/opensandbox/v1/sandboxes?metadata=stage%3Dtwo", token=False,
+                                headers=key)
+        self.assertEqual([i["id"] for i in lst["items"]], [sb["id"]], lst)
+        # deleted: its row goes with it (a third start has nothing of it)
+        st, _, _ = s2.request("DELETE", "/opensandbox/v1/sandboxes/" + sb["id"], token=False, headers=key)
+        self.assertEqual(st, 204)
+        stop_clean(s2)
+        import sqlite3
+        db = sqlite3.connect(os.path.join(state, "catalog.db"))
+        try:
+            self.assertEqual(db.execute("SELECT COUNT(*) FROM osbx_kept").fetchone()[0], 0)
+        finally:
+            db.close()
 
     def test_command_stream_wire_format(self):
         st, _, sb = self.create()

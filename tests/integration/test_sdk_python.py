@@ -2,11 +2,14 @@
 sandbox-supervisor with real runc sandboxes: every SDK call (create as a
 context manager, connect, list, renew, run with streaming callbacks and
 exit codes, files with a 20 MiB round trip by sha256, watch, background
-processes, the WebSocket terminal, ports, MCP, the async wrappers), the
+processes, the WebSocket terminal, ports, MCP, snapshots and restore,
+fork, pause/resume, volumes with their reader/writer rule, images imported
+from an OCI archive and deleted, the async wrappers), the
 SDK's RFC 6455 client against python3-websockets' server (fragments, ping,
 masking, the size bound), the typed exceptions
 (unknown sandbox NotFound, bad token Unauthorized, a path outside the
-policy Forbidden, QuotaExceeded from a tenant's quota, ...), and that
+policy Forbidden, QuotaExceeded from a tenant's quota, Paused, VolumeBusy,
+BadArchive from a snapshot archive damaged on disk, ...), and that
 `pip install ./sdk/python` works offline (into a temporary folder, from a
 copy of the tree). Everything made is removed, also on failure.
 
@@ -30,10 +33,12 @@ from sbx_clients import MCP_CONFIG, MCP_ECHO, SDK, SupervisorCase, random_file, 
 from sbx_harness import Supervisor, stop_clean  # noqa: E402 (a second one, for a quota)
 
 import sbx  # noqa: E402  (from the source tree, see sbx_clients)
-from sbx import Sandbox  # noqa: E402
+from sbx import Image, Sandbox, Snapshot, Volume  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
+MAKE_IMAGES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "images",
+                           "make-test-images")
 
 
 class SdkTest(SupervisorCase):
@@ -339,6 +344,158 @@ class SdkTest(SupervisorCase):
         self.assertTrue(issubclass(sbx.QuotaExceeded, sbx.ApiError))
         self.assertTrue(issubclass(sbx.ApiError, sbx.SbxError))
 
+    def test_snapshot_restore_fork(self):
+        with Sandbox.create(timeout=300, env={"K": "v"}) as sb:
+            sb.files.write("/workspace/a.txt", "state\n")
+            sb.run("mkdir -p /tmp/d && echo x > /tmp/d/y && rm -f /workspace/gone")
+            snap = sb.snapshot(name="sdk-test")
+            self.assertTrue(snap.id.startswith("sn-"), snap.info)
+            self.assertEqual((snap.name, snap["sandbox"]), ("sdk-test", sb.id))
+            self.assertGreater(snap["size"], 0)
+            self.assertIn(snap, Snapshot.list())
+            self.assertEqual(Snapshot.get(snap.id).info, snap.info)
+            sb.files.write("/workspace/a.txt", "changed after\n")
+            try:
+                with Sandbox.create(snapshot=snap, timeout=120) as r:
+                    self.assertNotEqual(r.id, sb.id)
+                    self.assertEqual(r.files.read("/workspace/a.txt"), b"state\n")
+                    self.assertEqual(r.run("cat /tmp/d/y").stdout, "x\n")
+                with Sandbox.create(snapshot=snap.id, timeout=120) as r:  # by id too
+                    self.assertEqual(r.files.read("/workspace/a.txt"), b"state\n")
+                forks = sb.fork(2)
+                try:
+                    self.assertEqual(len(forks), 2)
+                    for f in forks:
+                        self.assertEqual(f.files.read("/workspace/a.txt"), b"changed after\n")
+                        self.assertEqual(f.run("echo $K").stdout, "v\n")
+                    forks[0].files.write("/workspace/a.txt", "fork 0\n")
+                    self.assertEqual(forks[1].files.read("/workspace/a.txt"), b"changed after\n")
+                finally:
+                    for f in forks:
+                        f.delete()
+                # An archive damaged on disk: the restore is refused, typed.
+                bad = sb.snapshot()
+                path = os.path.join(self.sup.state_dir, "snapshots", bad.id + ".tar.zst")
+                with open(path, "r+b") as fh:
+                    fh.seek(0)
+                    fh.write(b"\0" * 64)
+                with self.assertRaises(sbx.BadArchive) as cm:
+                    Sandbox.create(snapshot=bad, timeout=60)
+                self.assertEqual((cm.exception.status, cm.exception.code), (422, "bad_archive"))
+                bad.delete()
+            finally:
+                snap.delete()
+            with self.assertRaises(sbx.NotFound):
+                Snapshot.get(snap.id)
+            with self.assertRaises(sbx.NotFound):
+                Sandbox.create(snapshot=snap, timeout=60)
+            self.assertNotIn(snap, Snapshot.list())
+
+    def test_pause_resume(self):
+        with Sandbox.create(timeout=120) as sb:
+            p = sb.processes.start("while :; do date +%s%N >> /tmp/ticks; sleep 0.05; done")
+            deadline = time.monotonic() + 20
+            while not sb.files.exists("/tmp/ticks") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(sb.pause()["state"], "paused")
+            self.assertEqual((sb.state, sb.pause()["state"]), ("paused", "paused"))  # idempotent
+            with self.assertRaises(sbx.Paused) as cm:
+                sb.run("true")
+            self.assertEqual((cm.exception.status, cm.exception.code), (409, "paused"))
+            self.assertIsInstance(cm.exception, sbx.Conflict)
+            with self.assertRaises(sbx.Paused):
+                sb.files.read("/tmp/ticks")
+            self.assertEqual(Sandbox.connect(sb.id).state, "paused")
+            self.assertEqual(sb.resume()["state"], "running")
+            n = len(sb.files.read("/tmp/ticks").split())
+            deadline = time.monotonic() + 20
+            while len(sb.files.read("/tmp/ticks").split()) <= n and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertGreater(len(sb.files.read("/tmp/ticks").split()), n)  # it goes on
+            sb.processes.kill(p["pid"])
+
+    def test_volumes(self):
+        vol = Volume.create("sdkvol", "64M")
+        try:
+            self.assertEqual((vol.name, vol["size"], vol["state"]), ("sdkvol", 64 << 20, "ready"))
+            self.assertIn(vol, Volume.list())
+            with self.assertRaises(sbx.Exists):
+                Volume.create("sdkvol", "64M")
+            with self.assertRaises(sbx.BadRequest):
+                Volume.create("Bad Name", "64M")
+            mount = [{"name": "sdkvol", "mount": "/workspace/v"}]
+            with Sandbox.create(timeout=120, volumes=mount) as w:
+                w.files.write("/workspace/v/kept", "across sandboxes")
+                self.assertEqual(Volume.get("sdkvol")["mounted"]["writer"], w.id)
+                with self.assertRaises(sbx.VolumeBusy) as cm:
+                    Sandbox.create(timeout=60, volumes=mount)
+                self.assertEqual((cm.exception.status, cm.exception.code), (409, "volume_busy"))
+                with self.assertRaises(sbx.VolumeBusy):
+                    vol.delete()
+            ro = [{"name": "sdkvol", "mount": "/data/v", "read_only": True}]
+            with Sandbox.create(timeout=120, volumes=ro) as r:
+                self.assertEqual(r.files.read("/data/v/kept"), b"across sandboxes")
+                self.assertNotEqual(r.run("echo x > /data/v/new").exit_code, 0)
+            self.assertGreater(vol.refresh()["used"], 0)
+        finally:
+            vol.delete()
+        with self.assertRaises(sbx.NotFound):
+            Volume.get("sdkvol")
+
+    def test_images(self):
+        out = os.path.join(self.tmp, "images")
+        subprocess.run([MAKE_IMAGES, out], check=True, stdout=subprocess.DEVNULL, timeout=120)
+        seen = []
+        (tiny,) = Image.import_archive(os.path.join(out, "tiny.oci.tar"),
+                                       progress=lambda d, t: seen.append((d, t)))
+        try:
+            self.assertEqual(tiny.refs, ["tiny"])
+            self.assertTrue(tiny.digest.startswith("sha256:"))
+            self.assertEqual(seen[-1][0], os.path.getsize(os.path.join(out, "tiny.oci.tar")))
+            self.assertIn(tiny, Image.list())
+            self.assertEqual(Image.get("tiny").digest, tiny.digest)
+            self.assertEqual(Image.get(tiny.digest).refs, ["tiny"])
+            self.assertGreaterEqual(Image.store()["images"], 1)
+            # a docker save, under a name of ours holding '/' and ':'
+            with open(os.path.join(out, "multi.docker.tar"), "rb") as fh:
+                (multi,) = Image.import_archive(fh, name="team/multi:v1")
+            self.assertEqual(Image.get("team/multi:v1").digest, multi.digest)
+            self.assertEqual(Image.remove("team/multi:v1")["deleted"], "team/multi:v1")
+            with Sandbox.create(image="tiny", timeout=60) as sb:
+                self.assertEqual(sb.run("echo $GREETING").stdout, "hello-from-image\n")
+                self.assertIn("tiny", [p["image"] for p in sbx.pools()])
+                with self.assertRaises(sbx.Conflict):
+                    tiny.delete()
+            with self.assertRaises(sbx.BadRequest):
+                Image.import_archive(os.path.join(out, "tiny", "index.json"))
+        finally:
+            try:
+                tiny.delete()
+            except sbx.NotFound:
+                pass
+        with self.assertRaises(sbx.NotFound):
+            Image.get("tiny")
+
+    def test_readme_seed_example(self):
+        # sdk/python/README.md's seed article example, the block exactly as
+        # written, run by a fresh Python against this supervisor; what it
+        # prints must be what the README says it prints, and it leaves no
+        # sandbox or snapshot behind.
+        with open(os.path.join(SDK, "README.md"), encoding="utf-8") as fh:
+            text = fh.read()
+        section = text[text.index("## The seed article's example"):]
+        code = section.split("```python\n", 1)[1].split("```", 1)[0]
+        shown = section.split("```text\n", 1)[1].split("```", 1)[0]
+        before_sb = {b["id"] for b in Sandbox.list()}
+        before_sn = {s.id for s in Snapshot.list()}
+        env = dict(self.env, PYTHONPATH=SDK)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=120, cwd=self.tmp)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, shown)
+        self.assertEqual({b["id"] for b in Sandbox.list()}, before_sb)
+        self.assertEqual({s.id for s in Snapshot.list()}, before_sn)
+
     def test_quota_exceeded(self):
         # A supervisor of its own whose one tenant may hold 1 sandbox.
         token = "t" * 64
@@ -360,6 +517,7 @@ class SdkTest(SupervisorCase):
             sup.cleanup()
 
     def test_async(self):
+        from sbx import aio
         from sbx.aio import AsyncSandbox
 
         async def main():
@@ -373,6 +531,20 @@ class SdkTest(SupervisorCase):
                 p = await sb.processes.start("echo bg; exit 2")
                 evs = [ev async for ev in sb.processes.output(p["pid"], follow=True)]
                 self.assertEqual((evs[0]["data"], evs[-1]["exit_code"]), (b"bg\n", 2))
+                self.assertEqual((await sb.pause())["state"], "paused")
+                with self.assertRaises(sbx.Paused):
+                    await sb.run("true")
+                await sb.resume()
+                snap = await sb.snapshot(name="async")
+                self.assertIn(snap.info["id"], [s.info["id"] for s in await aio.Snapshots.list()])
+                try:
+                    async with await AsyncSandbox.create(snapshot=snap, timeout=60) as r:
+                        self.assertEqual(await r.files.read("/workspace/x"), b"async")
+                    (f,) = await sb.fork(1)
+                    async with f:
+                        self.assertEqual(await f.files.read("/workspace/x"), b"async")
+                finally:
+                    await snap.delete()
                 return sb.id
         sid = asyncio.run(main())
         with self.assertRaises(sbx.NotFound):

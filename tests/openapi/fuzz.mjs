@@ -31,14 +31,14 @@ const SKIP = {
   "GET /v1/sandboxes/{id}/processes/{pid}/output": "a followed stream stays open",
   // The OpenSandbox layer: the same reasons as sbx's own create and delete;
   // a command is arbitrary shell text whose stream may stay open; pause
-  // freezes the sandbox under test; snapshots through their API answer 501
+  // freezes the sandbox under test; a snapshot stores an archive per draw
   // (it_opensandbox checks them).
   "POST /opensandbox/v1/sandboxes": "every valid draw is a cold create kept until the end",
   "DELETE /opensandbox/v1/sandboxes/{id}": "would delete the sandbox every other draw runs against",
   "POST /opensandbox/execd/{id}/command": "runs drawn shell text; a foreground stream may stay open",
   "POST /opensandbox/v1/sandboxes/{id}/pause": "freezes the fuzz's own sandbox: the rest would be 409 (it_opensandbox checks it)",
   "POST /opensandbox/v1/sandboxes/{id}/resume": "pairs with pause (it_opensandbox checks it)",
-  "POST /opensandbox/v1/sandboxes/{id}/snapshots": "501 until sbx has snapshots (it_opensandbox checks it)",
+  "POST /opensandbox/v1/sandboxes/{id}/snapshots": "every valid draw stores an archive of the sandbox kept until the end (it_opensandbox checks it)",
 };
 const SKIP_PREFIX = ["/v1/sandboxes/{id}/ports/{port}", "/v1/sandboxes/{id}/mcp/"];
 

@@ -92,8 +92,50 @@ async function lifecycle(sbx) {
     "resume: Running again", resumed.id);
   await mgr.pauseSandbox(sbx.id);
   await mgr.resumeSandbox(sbx.id);
+
+  // Metrics: sbx's limits and cgroup figures; CPU as the share of the
+  // limit used since the previous call.
+  const m0 = await sbx.getMetrics();
+  check(m0.cpuCount === 0.5 && m0.memoryTotalMiB === 512 && m0.memoryUsedMiB > 0 &&
+    m0.memoryUsedMiB < 512 && Math.abs(m0.timestamp - Date.now()) < 5000,
+    "getMetrics: the limits and memory in use", m0);
+  await sbx.commands.run("i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done");
+  const m1 = await sbx.getMetrics();
+  check(m1.cpuUsedPercentage > 1 && m1.cpuUsedPercentage <= 100 && m1.timestamp >= m0.timestamp,
+    "getMetrics: CPU used by a busy loop since the last call", m1);
   const ran = await sbx.commands.run("echo back");
   check(ran.exitCode === 0, "a command after pause and resume", ran.exitCode);
+  await mgr.close();
+}
+
+// Snapshots: their manager's calls onto sbx's snapshots; a sandbox
+// restored from one has its files.
+async function snapshots(sbx) {
+  await sbx.files.writeFiles([{ path: "/tmp/snap.txt", data: `kept ${run}` }]);
+  const mgr = SandboxManager.create({ connectionConfig: conn });
+  const snap = await mgr.createSnapshot(sbx.id, { name: `it-${run}` });
+  check(snap.status.state === "Ready" && snap.sandboxId === sbx.id && snap.name === `it-${run}` &&
+    snap.createdAt instanceof Date, "createSnapshot: Ready, of the sandbox, named", snap);
+  const got = await mgr.getSnapshot(snap.id);
+  check(got.id === snap.id && got.status.state === "Ready", "getSnapshot", got);
+  const listed = await mgr.listSnapshots({ sandboxId: sbx.id, states: ["Ready"] });
+  check(listed.items.length === 1 && listed.items[0].id === snap.id &&
+    listed.pagination.totalItems === 1, "listSnapshots: by sandbox and state", listed);
+  const byName = await mgr.listSnapshots({ name: "no-such-name" });
+  check(byName.items.length === 0, "listSnapshots: another name finds none", byName.items.length);
+  await sbx.files.writeFiles([{ path: "/tmp/snap.txt", data: "changed later" }]);
+  const restored = await Sandbox.create({ connectionConfig: conn, snapshotId: snap.id,
+    timeoutSeconds: 120, metadata: { suite: "it_opensandbox-restored", run } });
+  made.push(restored);
+  const text = await restored.files.readFile("/tmp/snap.txt");
+  check(text === `kept ${run}`, "Sandbox.create({snapshotId}): the snapshot's files", text);
+  const rinfo = await restored.getInfo();
+  check(rinfo.snapshotId === snap.id, "getInfo: snapshotId", rinfo.snapshotId);
+  await restored.kill();
+  made.pop();
+  await mgr.deleteSnapshot(snap.id);
+  await rejects(mgr.getSnapshot(snap.id), 404, "getSnapshot after delete");
+  await rejects(mgr.createSnapshot("sb-000000000000", {}), 404, "createSnapshot of an unknown sandbox");
   await mgr.close();
 }
 
@@ -190,6 +232,23 @@ async function files(sbx) {
   const found = await f.search({ path: "/workspace", pattern: "*.txt" });
   check(found.length === 1 && found[0].path === "/workspace/b.txt", "files: search", found);
 
+  // Replace: every occurrence, the mode kept; the counts when asked.
+  await f.replaceContents([{ path: "/workspace/b.txt", oldContent: "o", newContent: "0" }]);
+  check(await f.readFile("/workspace/b.txt") === "hell0\nw0rld\n", "files: replace", null);
+  const counts = await f.replaceContentsDetailed([
+    { path: "/workspace/b.txt", oldContent: "l", newContent: "LL" },
+    { path: "/workspace/big.bin", oldContent: "no such text in random bytes? ", newContent: "x" }]);
+  const byPath = Object.fromEntries(counts.map((c) => [c.path, c.replacedCount]));
+  check(byPath["/workspace/b.txt"] === 3 && byPath["/workspace/big.bin"] === 0,
+    "files: replace with counts", counts);
+  check(await f.readFile("/workspace/b.txt") === "heLLLL0\nw0rLLd\n" &&
+    (await f.getFileInfo(["/workspace/b.txt"]))["/workspace/b.txt"].mode === 640,
+    "files: replaced, its mode kept", null);
+  await rejects(f.replaceContents([{ path: "/etc/hostname", oldContent: "a", newContent: "b" }]), 403,
+    "files: replace outside the policy");
+  await rejects(f.replaceContents([{ path: "/workspace/none", oldContent: "a", newContent: "b" }]), 404,
+    "files: replace in a missing file");
+
   await f.createDirectories([{ path: "/workspace/d1/d2", mode: 755 }]);
   await f.writeFiles([{ path: "/workspace/d1/d2/x", data: "x" }]);
   const ls = await f.listDirectory({ path: "/workspace/d1", depth: 2 });
@@ -224,6 +283,7 @@ async function main() {
   made.push(sbx);
   check(typeof sbx.id === "string" && sbx.id.length > 0, "create: Running and healthy", sbx.id);
   await lifecycle(sbx);
+  await snapshots(sbx);
   await commands(sbx);
   await files(sbx);
 

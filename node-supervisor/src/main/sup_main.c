@@ -581,7 +581,10 @@ int main(int argc, char **argv)
 	sandboxes.elsewhere_ud = &relay;
 	const sup_http_mount relay_mount = { &sup_relay_family, &relay };
 	osbx.core = m.core;
+	osbx.snaps = snaps;
 	osbx.limits = sandboxes.limits;
+	if (sup_osbx_ctx_open(&osbx, catalog, &err) < 0)
+		goto fail;
 	sup_files_ctx files = { .core = m.core, .max_upload = cfg.max_upload };
 	char pull_dir[PATH_MAX];
 	if (cfg.image_pull_dir && !realpath(cfg.image_pull_dir, pull_dir)) {

@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "sbx/cleanup.h"
 #include "sbx/proto.h"
 #include "sup_agent.h"
+#include "sup_log.h"
 #include "sup_query.h"
 #include "sup_text.h"
 
@@ -27,6 +29,8 @@ void sup_osbx_ctx_release(sup_osbx_ctx *x)
 {
 	json_decref(x->kept);
 	x->kept = NULL;
+	json_decref(x->cpu_last);
+	x->cpu_last = NULL;
 }
 
 static void oq_release(void *state)
@@ -35,8 +39,12 @@ static void oq_release(void *state)
 	if (q->op)
 		sup_op_cancel(q->op);
 	q->op = NULL;
+	if (q->snap_op)
+		sup_snaps_op_cancel(q->snap_op);
+	q->snap_op = NULL;
 	sup_osbx_cmd_release(q);
 	sup_osbx_files_release(q);
+	sup_osbx_replace_release(q);
 	sup_create_req_free(&q->create);
 	json_decref(q->kept);
 }
@@ -52,19 +60,23 @@ static const json_t *kept_of(sup_osbx_ctx *x, const char *id)
 }
 
 /* Drop what was kept of who's sandboxes that are gone (expired, or
- * deleted through /v1), so the table holds no more than who has. */
+ * deleted through /v1), and their metrics' samples, so the tables hold no
+ * more than who has. */
 static void prune(sup_osbx_ctx *x, const sup_tenant *who)
 {
 	const char *id;
 	json_t *k, *tmp;
 	sbx_err e;
 	sup_sandbox_view v;
-	if (!x->kept)
-		return;
 	json_object_foreach_safe(x->kept, tmp, id, k) {
 		const char *t = json_string_value(json_object_get(k, "tenant"));
 		if (t && strcmp(t, who->name) == 0 && sup_core_get(x->core, who, id, &v, &e) < 0)
-			json_object_del(x->kept, id);
+			sup_osbx_kept_drop(x, id);
+	}
+	json_object_foreach_safe(x->cpu_last, tmp, id, k) {
+		const char *t = json_string_value(json_object_get(k, "tenant"));
+		if (t && strcmp(t, who->name) == 0 && sup_core_get(x->core, who, id, &v, &e) < 0)
+			json_object_del(x->cpu_last, id);
 	}
 }
 
@@ -169,8 +181,7 @@ static void entry_started(int rc, const msgpack_object *res, const sbx_err *err,
 		q->entry_err = *err;
 		sbx_err_wrap(&q->entry_err, "entrypoint");
 	}
-	if (x->kept)
-		json_object_del(x->kept, q->sid);
+	sup_osbx_kept_drop(x, q->sid);
 	if (sup_core_delete(x->core, sup_http_input(q->r)->who, q->sid, entry_gone, q, &q->op, &e) < 0)
 		sup_http_fail(q->r, &q->entry_err);
 }
@@ -211,12 +222,16 @@ static void create_done(int rc, const sup_sandbox_view *v, const sbx_err *err, v
 	snprintf(q->sid, sizeof(q->sid), "%s", v->id);
 	if (!x->kept)
 		x->kept = json_object();
+	sbx_err e;
 	if (x->kept && q->kept) {
 		json_object_set_new(q->kept, "tenant", json_string(sup_http_input(q->r)->who->name));
 		json_object_set(x->kept, v->id, q->kept);
+		/* the sandbox is made: a catalog that fails here costs only the
+		 * metadata's surviving a restart */
+		if (sup_osbx_kept_save(x, v->id, &e) < 0)
+			sup_warn("osbx: sandbox %s: %s", v->id, e.msg);
 	}
 	json_t *entry = json_object_get(q->kept, "entrypoint");
-	sbx_err e;
 	if (entry && !sup_osbx_entry_is_default(entry)) {
 		/* entry_started answers, now or later */
 		if (start_entry(q, entry, &e) < 0)
@@ -250,9 +265,7 @@ static int act_get(sup_http_req *r, void *state, sbx_err *err)
 typedef struct list_walk {
 	sup_osbx_ctx *x;
 	json_t *items;
-	char **states; /* their state names asked for (OR); NULL: any */
-	size_t nstates;
-	const char *meta; /* k=v&... (AND); NULL: any */
+	const sup_osbx_listq *lq;
 	int bad;
 } list_walk;
 
@@ -260,11 +273,9 @@ static void list_one(const sup_sandbox_view *v, void *ud)
 {
 	list_walk *w = ud;
 	const json_t *k = kept_of(w->x, v->id);
-	bool ok = w->nstates == 0;
-	for (size_t i = 0; i < w->nstates; i++)
-		ok |= strcasecmp(w->states[i], sup_osbx_state(v->state)) == 0;
-	if (ok && w->meta) {
-		int m = sup_osbx_meta_match(w->meta, k ? json_object_get(k, "metadata") : NULL);
+	bool ok = sup_osbx_listq_state(w->lq, sup_osbx_state(v->state));
+	if (ok && w->lq->meta) {
+		int m = sup_osbx_meta_match(w->lq->meta, k ? json_object_get(k, "metadata") : NULL);
 		if (m < 0)
 			w->bad = m;
 		ok = m > 0;
@@ -273,18 +284,44 @@ static void list_one(const sup_sandbox_view *v, void *ud)
 		json_array_append_new(w->items, sup_osbx_sandbox_json(v, k));
 }
 
-/* ?state=A&state=B&metadata=...&page=1&pageSize=20: state repeats, which
- * sup_query refuses, so the pairs are walked here. */
-static int act_list(sup_http_req *r, void *state, sbx_err *err)
+void sup_osbx_listq_free(sup_osbx_listq *lq)
 {
-	sup_osbx_ctx *x = ctx_of(r);
-	const sup_http_in *in = sup_http_input(r);
-	list_walk w = { .x = x };
-	char *states[16];
-	SBX_AUTO_FREE char *meta = NULL;
-	uint64_t page = 1, size = 20;
+	for (size_t i = 0; i < lq->nstates; i++)
+		free(lq->states[i]);
+	lq->nstates = 0;
+	free(lq->meta);
+	free(lq->sandbox);
+	free(lq->name);
+	lq->meta = lq->sandbox = lq->name = NULL;
+}
+
+bool sup_osbx_listq_state(const sup_osbx_listq *lq, const char *state)
+{
+	bool ok = lq->nstates == 0;
+	for (size_t i = 0; i < lq->nstates; i++)
+		ok |= strcasecmp(lq->states[i], state) == 0;
+	return ok;
+}
+
+/* A string parameter of the list's: the last one given counts. */
+static bool take_str(const char *p, size_t kl, const char *key, char **slot, char **val)
+{
+	if (kl != strlen(key) || memcmp(p, key, kl) != 0)
+		return false;
+	free(*slot);
+	*slot = *val;
+	*val = NULL;
+	return true;
+}
+
+/* ?state=A&state=B&page=1&pageSize=20 and the filters of the list (their
+ * sandboxes: metadata; their snapshots: sandboxId, name): state repeats,
+ * which sup_query refuses, so the pairs are walked here. */
+int sup_osbx_listq_parse(const char *query, bool snapshots, sup_osbx_listq *lq, sbx_err *err)
+{
 	int rc = 0;
-	const char *p = in->query ? in->query : "";
+	const char *p = query ? query : "";
+	*lq = (sup_osbx_listq){ .page = 1, .size = 20 };
 	while (*p && rc == 0) {
 		size_t n = strcspn(p, "&");
 		const char *eq = memchr(p, '=', n);
@@ -296,20 +333,20 @@ static int act_list(sup_http_req *r, void *state, sbx_err *err)
 			rc = sbx_err_set(err, eq ? -ENOMEM : -EINVAL, "query parameter \"%.*s\" without a value",
 					 (int)(kl > 64 ? 64 : kl), p);
 		} else if (kl == 5 && memcmp(p, "state", 5) == 0) {
-			if (w.nstates == 16)
+			if (lq->nstates == 16)
 				rc = sbx_err_set(err, -EINVAL, "query: at most 16 states");
 			else
-				states[w.nstates++] = val, val = NULL;
-		} else if (kl == 8 && memcmp(p, "metadata", 8) == 0) {
-			free(meta);
-			meta = val, val = NULL;
+				lq->states[lq->nstates++] = val, val = NULL;
+		} else if (!snapshots && take_str(p, kl, "metadata", &lq->meta, &val)) {
+		} else if (snapshots && take_str(p, kl, "sandboxId", &lq->sandbox, &val)) {
+		} else if (snapshots && take_str(p, kl, "name", &lq->name, &val)) {
 		} else if (kl == 4 && memcmp(p, "page", 4) == 0) {
-			page = strtoull(val, &end, 10);
-			if (!*val || *end || page < 1 || page > 1000000)
+			lq->page = strtoull(val, &end, 10);
+			if (!*val || *end || lq->page < 1 || lq->page > 1000000)
 				rc = sbx_err_set(err, -EINVAL, "query parameter \"page\": want 1 or more");
 		} else if (kl == 8 && memcmp(p, "pageSize", 8) == 0) {
-			size = strtoull(val, &end, 10);
-			if (!*val || *end || size < 1 || size > MAX_PAGE_SIZE)
+			lq->size = strtoull(val, &end, 10);
+			if (!*val || *end || lq->size < 1 || lq->size > MAX_PAGE_SIZE)
 				rc = sbx_err_set(err, -EINVAL, "query parameter \"pageSize\": want 1..%d", MAX_PAGE_SIZE);
 		} else {
 			rc = sbx_err_set(err, -EINVAL, "unknown query parameter \"%.*s\"", (int)(kl > 64 ? 64 : kl), p);
@@ -317,29 +354,20 @@ static int act_list(sup_http_req *r, void *state, sbx_err *err)
 		free(val);
 		p += n + (p[n] == '&');
 	}
-	w.states = states;
-	w.meta = meta;
-	w.items = rc == 0 ? json_array() : NULL;
-	if (rc == 0 && !w.items)
-		rc = sbx_err_set(err, -ENOMEM, "out of memory");
-	if (rc == 0) {
-		prune(x, in->who);
-		sup_core_list(x->core, in->who, list_one, &w);
-		if (w.bad < 0)
-			rc = sbx_err_set(err, -EINVAL, "query parameter \"metadata\": want k=v pairs joined by &");
-	}
-	for (size_t i = 0; i < w.nstates; i++)
-		free(states[i]);
-	if (rc < 0) {
-		json_decref(w.items);
-		return rc;
-	}
-	size_t total = json_array_size(w.items);
+	if (rc < 0)
+		sup_osbx_listq_free(lq);
+	return rc;
+}
+
+int sup_osbx_page(sup_http_req *r, json_t *all, const sup_osbx_listq *lq, sbx_err *err)
+{
+	uint64_t page = lq->page, size = lq->size;
+	size_t total = json_array_size(all);
 	size_t pages = size ? (total + size - 1) / size : 0; /* size is 1.. once parsed */
 	json_t *items = json_array();
 	for (size_t i = (size_t)((page - 1) * size); items && i < total && i < page * size; i++)
-		json_array_append(items, json_array_get(w.items, i));
-	json_decref(w.items);
+		json_array_append(items, json_array_get(all, i));
+	json_decref(all);
 	if (!items)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	sup_http_json(r, 200,
@@ -350,6 +378,31 @@ static int act_list(sup_http_req *r, void *state, sbx_err *err)
 	return 0;
 }
 
+static int act_list(sup_http_req *r, void *state, sbx_err *err)
+{
+	sup_osbx_ctx *x = ctx_of(r);
+	const sup_http_in *in = sup_http_input(r);
+	sup_osbx_listq lq;
+	int rc = sup_osbx_listq_parse(in->query, false, &lq, err);
+	if (rc < 0)
+		return rc;
+	list_walk w = { .x = x, .lq = &lq, .items = json_array() };
+	if (!w.items)
+		rc = sbx_err_set(err, -ENOMEM, "out of memory");
+	if (rc == 0) {
+		prune(x, in->who);
+		sup_core_list(x->core, in->who, list_one, &w);
+		if (w.bad < 0)
+			rc = sbx_err_set(err, -EINVAL, "query parameter \"metadata\": want k=v pairs joined by &");
+	}
+	sup_osbx_listq_free(&lq);
+	if (rc < 0) {
+		json_decref(w.items);
+		return rc;
+	}
+	return sup_osbx_page(r, w.items, &lq, err);
+}
+
 static void delete_done(int rc, const sbx_err *err, void *ud)
 {
 	sup_oq *q = ud;
@@ -358,8 +411,7 @@ static void delete_done(int rc, const sbx_err *err, void *ud)
 		sup_http_fail(q->r, err);
 		return;
 	}
-	if (q->x->kept)
-		json_object_del(q->x->kept, q->id);
+	sup_osbx_kept_drop(q->x, q->id);
 	sup_http_json(q->r, 204, NULL);
 }
 
@@ -425,8 +477,10 @@ static int act_metadata(sup_http_req *r, void *state, sbx_err *err)
 		else
 			json_object_set(meta, k, val);
 	}
-	sup_http_json(r, 200, sandbox_json(x, &v));
-	return 0;
+	rc = sup_osbx_kept_save(x, in->id, err);
+	if (rc == 0)
+		sup_http_json(r, 200, sandbox_json(x, &v));
+	return rc;
 }
 
 /* Pause and resume: sbx's own (the cgroup freezer), answered 202 with the
@@ -454,16 +508,6 @@ static int act_resume(sup_http_req *r, void *state, sbx_err *err)
 {
 	(void)state;
 	return pause_or_resume(r, false, err);
-}
-
-/* Snapshots through their API are not mapped yet (sbx's own are). */
-static int act_not_built(sup_http_req *r, void *state, sbx_err *err)
-{
-	const sup_http_in *in = sup_http_input(r);
-	sup_sandbox_view v;
-	if (in->id && sup_core_get(ctx_of(r)->core, in->who, in->id, &v, err) < 0)
-		return err->code;
-	return sbx_err_set(err, -ENOSYS, "%s is not built on this server yet", sup_http_input(r)->path);
 }
 
 /* A header value that may go back in a JSON answer and a Host. */
@@ -505,6 +549,49 @@ static int act_endpoint(sup_http_req *r, void *state, sbx_err *err)
 	return 0;
 }
 
+/* GET .../metrics: their Metrics from sbx's own figures (the limits in
+ * force and the cgroup's usage, as GET /v1/sandboxes/{id} reads them):
+ * cpu_count the CPU limit, mem_total_mib the memory limit, mem_used_mib
+ * the memory charged now, cpu_used_pct the CPU time used since the
+ * previous metrics call of this sandbox (its creation for the first) as a
+ * share of its limit. The agent is not asked: a paused sandbox answers. */
+static int act_metrics(sup_http_req *r, void *state, sbx_err *err)
+{
+	sup_osbx_ctx *x = ctx_of(r);
+	const sup_http_in *in = sup_http_input(r);
+	sup_sandbox_view v;
+	(void)state;
+	if (sup_core_get(x->core, in->who, in->id, &v, err) < 0)
+		return err->code;
+	if (!v.has_usage || !(v.usage.known & SUP_USAGE_CPU) || !(v.usage.known & SUP_USAGE_MEMORY))
+		return sbx_err_set(err, -EBUSY, "sandbox %s: its usage cannot be read now (%s)", v.id, v.state);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	uint64_t since_ms = (uint64_t)v.created_at * 1000u, since_cpu = 0;
+	if (!x->cpu_last)
+		x->cpu_last = json_object();
+	json_t *last = x->cpu_last ? json_object_get(x->cpu_last, v.id) : NULL;
+	if (last) {
+		since_cpu = (uint64_t)json_integer_value(json_object_get(last, "cpu_ns"));
+		since_ms = (uint64_t)json_integer_value(json_object_get(last, "ms"));
+	}
+	if (x->cpu_last)
+		json_object_set_new(x->cpu_last, v.id,
+				    json_pack("{s:I, s:I, s:s}", "cpu_ns", (json_int_t)v.usage.cpu_ns, "ms",
+					      (json_int_t)now_ms, "tenant", in->who->name));
+	double cpus = v.resources.cpu_milli / 1000.0;
+	double wall_ns = now_ms > since_ms ? (double)(now_ms - since_ms) * 1e6 : 0;
+	double used = v.usage.cpu_ns > since_cpu ? (double)(v.usage.cpu_ns - since_cpu) : 0;
+	double pct = wall_ns > 0 ? used / (wall_ns * cpus) * 100.0 : 0;
+	sup_http_json(r, 200,
+		      json_pack("{s:f, s:f, s:f, s:f, s:I}", "cpu_count", cpus, "cpu_used_pct",
+				pct > 100.0 ? 100.0 : pct, "mem_total_mib",
+				(double)v.resources.memory / 1048576.0, "mem_used_mib",
+				(double)v.usage.memory / 1048576.0, "timestamp", (json_int_t)now_ms));
+	return 0;
+}
+
 /* GET .../ping: 200 while the sandbox runs. */
 static int act_ping(sup_http_req *r, void *state, sbx_err *err)
 {
@@ -530,11 +617,17 @@ static const sup_http_route routes[] = {
 	  SUP_OSBX_MAX_BODY, NULL, act_metadata },
 	{ "POST", V1 "/sandboxes/{id}/pause", "POST osbx pause", SUP_BODY_NONE, 0, NULL, act_pause },
 	{ "POST", V1 "/sandboxes/{id}/resume", "POST osbx resume", SUP_BODY_NONE, 0, NULL, act_resume },
-	{ "POST", V1 "/sandboxes/{id}/snapshots", "POST osbx snapshots", SUP_BODY_NONE, 0, NULL,
-	  act_not_built },
+	{ "POST", V1 "/sandboxes/{id}/snapshots", "POST osbx snapshots", SUP_BODY_BUFFERED, 4096,
+	  sup_osbx_parse_snap, sup_osbx_act_snap_take },
+	{ "GET", V1 "/snapshots", "GET osbx snapshots", SUP_BODY_NONE, 0, NULL, sup_osbx_act_snap_list },
+	{ "GET", V1 "/snapshots/{pid}", "GET osbx snapshot", SUP_BODY_NONE, 0, NULL,
+	  sup_osbx_act_snap_get },
+	{ "DELETE", V1 "/snapshots/{pid}", "DELETE osbx snapshot", SUP_BODY_NONE, 0, NULL,
+	  sup_osbx_act_snap_delete },
 	{ "GET", V1 "/sandboxes/{id}/endpoints/{pid}", "GET osbx endpoint", SUP_BODY_NONE, 0,
 	  parse_endpoint, act_endpoint },
 	{ "GET", EXECD "/ping", "GET osbx ping", SUP_BODY_NONE, 0, NULL, act_ping },
+	{ "GET", EXECD "/metrics", "GET osbx metrics", SUP_BODY_NONE, 0, NULL, act_metrics },
 	{ "POST", EXECD "/command", "POST osbx command", SUP_BODY_BUFFERED, 0, sup_osbx_parse_cmd,
 	  sup_osbx_act_cmd },
 	{ "DELETE", EXECD "/command", "DELETE osbx command", SUP_BODY_NONE, 0,
@@ -553,6 +646,8 @@ static const sup_http_route routes[] = {
 	  sup_osbx_act_fs },
 	{ "POST", EXECD "/files/mv", "POST osbx files mv", SUP_BODY_BUFFERED, SUP_OSBX_MAX_BODY,
 	  sup_osbx_parse_fs, sup_osbx_act_fs },
+	{ "POST", EXECD "/files/replace", "POST osbx files replace", SUP_BODY_BUFFERED, SUP_OSBX_MAX_BODY,
+	  sup_osbx_parse_replace, sup_osbx_act_replace },
 	{ "POST", EXECD "/files/permissions", "POST osbx files permissions", SUP_BODY_BUFFERED,
 	  SUP_OSBX_MAX_BODY, sup_osbx_parse_fs, sup_osbx_act_fs },
 	{ "POST", EXECD "/directories", "POST osbx directories", SUP_BODY_BUFFERED, SUP_OSBX_MAX_BODY,

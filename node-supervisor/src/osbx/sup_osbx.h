@@ -15,22 +15,34 @@
 
 #include "sup_api.h"
 #include "sup_core.h"
+#include "sup_snaps.h"
 #include "sup_http.h"
+
+struct sup_catalog;
 
 typedef struct sup_osbx_ctx {
 	sup_core *core;
+	sup_snaps *snaps;             /* their snapshot calls: sbx's snapshots */
+	struct sup_catalog *catalog;  /* where kept is written through (NULL: nowhere) */
 	sup_api_limits limits; /* as POST /v1/sandboxes takes them */
 	/* What OpenSandbox keeps of a sandbox that sbx does not: id ->
-	 * {"metadata", "entrypoint", "extensions"}, held while the sandbox is
-	 * listed (dropped when a lookup finds it gone; not kept across a
-	 * restart). Made on first use, freed by sup_osbx_ctx_release. */
+	 * {"tenant", "metadata", "entrypoint", "extensions"}, held while the
+	 * sandbox is listed (dropped when a lookup finds it gone), written
+	 * through to the catalog and read back by sup_osbx_ctx_open. Freed by
+	 * sup_osbx_ctx_release. */
 	json_t *kept;
+	/* The metrics' last CPU sample per sandbox: id -> {"cpu_ns", "ms",
+	 * "tenant"}, pruned as kept is. */
+	json_t *cpu_last;
 	/* Foreground commands streaming now, for an interrupt by their id
 	 * ("fg-<seq>"); each leaves the list when its request ends. */
 	struct sup_oq *fg;
 	uint64_t fg_seq;
 } sup_osbx_ctx;
 
+/* After core, snaps and limits are set: what was kept before a restart,
+ * read back from catalog (NULL: nothing is kept across restarts). */
+int sup_osbx_ctx_open(sup_osbx_ctx *x, struct sup_catalog *catalog, sbx_err *err);
 void sup_osbx_ctx_release(sup_osbx_ctx *x);
 
 extern const sup_http_family sup_osbx_family;

@@ -47,6 +47,9 @@ struct sup_oq {
 	struct sup_oq *fg_next, **fg_prev; /* in x->fg while it streams */
 	char target[24];       /* interrupt: the id asked for */
 	struct osbx_files *fx; /* a files or directories request (sup_osbx_files.c) */
+	struct osbx_replace *rx; /* a files replace (sup_osbx_replace.c) */
+	sup_snaps_op *snap_op; /* a snapshot being taken (sup_osbx_snap.c) */
+	char snap_name[SUP_SNAPS_NAME_MAX + 1];
 };
 typedef struct sup_oq sup_oq;
 
@@ -63,8 +66,8 @@ int sup_osbx_parse_time(const char *s, time_t *out);
 /* Their CreateSandboxRequest into sbx's create (through sup_api's own
  * parser, so sbx's checks hold) and *kept, what sbx does not keep
  * (metadata, entrypoint, extensions; the caller decrefs it, also on
- * failure). What sbx cannot do is -EINVAL naming it, or -ENOSYS (a
- * snapshot, not built yet). */
+ * failure). What sbx cannot do is -EINVAL naming it. A snapshotId is
+ * sbx's restore ("snapshot"), kept to be shown back. */
 int sup_osbx_parse_create(const char *body, size_t len, const sup_api_limits *lim,
 			  sup_create_req *out, json_t **kept, sbx_err *err);
 /* Whether argv is their keep-alive default (tail -f /dev/null): an sbx
@@ -81,8 +84,33 @@ int sup_osbx_meta_match(const char *filter, const json_t *metadata);
  * "envs", "uid", "gid"}) into an exec spec (sh -c command). */
 int sup_osbx_parse_command(const char *body, size_t len, sup_exec_spec *out, bool *background,
 			   sbx_err *err);
+/* Their Snapshot for sbx's (state Ready: sbx answers once it is stored). */
+json_t *sup_osbx_snapshot_json(const sup_snap_view *v);
 /* An ISO time with milliseconds ("2026-12-01T22:00:00.123Z"). */
 void sup_osbx_time_ms(uint64_t ms, char *buf, size_t size);
+
+/* ---- sup_osbx.c: what both lists share ---- */
+typedef struct sup_osbx_listq {
+	char *states[16]; /* their state names asked for (OR); none: any */
+	size_t nstates;
+	char *meta;       /* sandboxes: k=v&... (AND); NULL: any */
+	char *sandbox;    /* snapshots: of this sandbox only */
+	char *name;       /* snapshots: of this name only */
+	uint64_t page, size;
+} sup_osbx_listq;
+int sup_osbx_listq_parse(const char *query, bool snapshots, sup_osbx_listq *lq, sbx_err *err);
+void sup_osbx_listq_free(sup_osbx_listq *lq);
+/* Whether state is one asked for (any, when none was). */
+bool sup_osbx_listq_state(const sup_osbx_listq *lq, const char *state);
+/* The page lq asks for of all (taken) as {"items", "pagination"}, 200. */
+int sup_osbx_page(sup_http_req *r, json_t *all, const sup_osbx_listq *lq, sbx_err *err);
+
+/* ---- sup_osbx_kept.c: what is kept, written through to the catalog ---- */
+/* x->kept[id] into the catalog (nothing without one, or without a row). */
+int sup_osbx_kept_save(sup_osbx_ctx *x, const char *id, sbx_err *err);
+/* x->kept[id] and its row go (a failed delete of the row is logged); id may
+ * be x->kept's own key. */
+void sup_osbx_kept_drop(sup_osbx_ctx *x, const char *id);
 
 /* ---- sup_osbx_cmd.c: the execd command routes ---- */
 int sup_osbx_parse_cmd(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
@@ -103,6 +131,18 @@ int sup_osbx_act_download(sup_http_req *r, void *state, sbx_err *err);
 int sup_osbx_parse_upload(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
 int sup_osbx_act_upload(sup_http_req *r, void *state, sbx_err *err);
 void sup_osbx_files_release(sup_oq *q);
+
+/* ---- sup_osbx_replace.c: files/replace on stat, read and write ---- */
+int sup_osbx_parse_replace(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_replace(sup_http_req *r, void *state, sbx_err *err);
+void sup_osbx_replace_release(sup_oq *q);
+
+/* ---- sup_osbx_snap.c: their snapshot calls, onto sbx's snapshots ---- */
+int sup_osbx_parse_snap(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_snap_take(sup_http_req *r, void *state, sbx_err *err);
+int sup_osbx_act_snap_list(sup_http_req *r, void *state, sbx_err *err);
+int sup_osbx_act_snap_get(sup_http_req *r, void *state, sbx_err *err);
+int sup_osbx_act_snap_delete(sup_http_req *r, void *state, sbx_err *err);
 /* "Range: bytes=a-b" / "bytes=a-": 0 with *off and *len (UINT64_MAX: to
  * the end), or -EINVAL (a suffix or several ranges are not served). */
 int sup_osbx_range(const char *h, uint64_t *off, uint64_t *len);

@@ -263,8 +263,13 @@ int sup_osbx_parse_create(const char *body, size_t len, const sup_api_limits *li
 			else
 				json_object_set(sbx, "image", uri);
 		} else if (strcmp(k, "snapshotId") == 0) {
-			if (!json_is_null(v))
-				rc = sbx_err_set(err, -ENOSYS, "field \"snapshotId\": restoring a snapshot is not built on this server yet");
+			/* sbx's restore: the snapshot's image, its files */
+			if (json_is_string(v)) {
+				json_object_set(sbx, "snapshot", v);
+				json_object_set(*kept, "snapshotId", v);
+			} else if (!json_is_null(v)) {
+				rc = sbx_err_set(err, -EINVAL, "field \"snapshotId\": want a string");
+			}
 		} else if (strcmp(k, "entrypoint") == 0) {
 			size_t i;
 			json_t *a;
@@ -306,8 +311,8 @@ int sup_osbx_parse_create(const char *body, size_t len, const sup_api_limits *li
 		}
 	}
 	json_decref(j);
-	if (rc == 0 && !json_object_get(sbx, "image"))
-		rc = sbx_err_set(err, -EINVAL, "field \"image\": required (with \"uri\")");
+	if (rc == 0 && !json_object_get(sbx, "image") == !json_object_get(sbx, "snapshot"))
+		rc = sbx_err_set(err, -EINVAL, "want one of \"image\" (with \"uri\") and \"snapshotId\"");
 	char *s = rc == 0 ? json_dumps(sbx, JSON_COMPACT) : NULL;
 	json_decref(sbx);
 	if (rc == 0 && !s)
@@ -340,6 +345,7 @@ json_t *sup_osbx_sandbox_json(const sup_sandbox_view *v, const json_t *kept)
 	json_t *entry = kept ? json_object_get(kept, "entrypoint") : NULL;
 	json_t *meta = kept ? json_object_get(kept, "metadata") : NULL;
 	json_t *ext = kept ? json_object_get(kept, "extensions") : NULL;
+	json_t *snap = kept ? json_object_get(kept, "snapshotId") : NULL;
 	const char *why = v->reason ? v->reason : "";
 	json_t *o = json_pack("{s:s, s:{s:s}, s:{s:s, s:s, s:s}, s:o, s:o, s:s, s:s}", "id", v->id,
 			      "image", "uri", v->image, "status", "state", state, "reason",
@@ -350,6 +356,20 @@ json_t *sup_osbx_sandbox_json(const sup_sandbox_view *v, const json_t *kept)
 			      "expiresAt", expires);
 	if (o && ext)
 		json_object_set(o, "extensions", ext);
+	if (o && snap)
+		json_object_set(o, "snapshotId", snap);
+	return o;
+}
+
+json_t *sup_osbx_snapshot_json(const sup_snap_view *v)
+{
+	char created[32];
+	sup_rfc3339((time_t)v->created_at, created, sizeof(created));
+	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:s}", "id", v->id, "sandboxId", v->source,
+			      "status", "state", "Ready", "reason", "snapshot_ready", "lastTransitionAt",
+			      created, "createdAt", created);
+	if (o && v->name[0])
+		json_object_set_new(o, "name", json_string(v->name));
 	return o;
 }
 

@@ -109,6 +109,15 @@ static const char schema_snap_store[] =
 	"ALTER TABLE snapshots ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
 	"PRAGMA user_version = 5;";
 
+/* Step 6: the OpenSandbox layer's own table (sdkcli's step). */
+static const char schema_osbx[] =
+	"CREATE TABLE IF NOT EXISTS osbx_kept ("
+	" seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" id TEXT NOT NULL UNIQUE REFERENCES sandboxes(id) ON DELETE CASCADE,"
+	" tenant TEXT NOT NULL,"
+	" kept TEXT NOT NULL);"
+	"PRAGMA user_version = 6;";
+
 void sup_catalog_rec_free(sup_catalog_rec *r)
 {
 	for (size_t i = 0; i < r->env.n; i++) {
@@ -214,6 +223,9 @@ int sup_catalog_open(const char *dir, sup_catalog **out, sbx_err *err)
 								 ?: exec_sql(c, "COMMIT;", err);
 	if (r == 0 && version < 5)
 		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_snap_store, err)
+								 ?: exec_sql(c, "COMMIT;", err);
+	if (r == 0 && version < 6)
+		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_osbx, err)
 								 ?: exec_sql(c, "COMMIT;", err);
 	if (r < 0) {
 		sqlite3_close(c->db);
@@ -685,6 +697,55 @@ int sup_catalog_each_pool(sup_catalog *c,
 	}
 	if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
 		r = db_err(c, err, "read pools");
+	sqlite3_finalize(st);
+	return r;
+}
+
+int sup_catalog_osbx_put(sup_catalog *c, const char *id, const char *tenant, const char *kept,
+			 sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c,
+			"INSERT INTO osbx_kept (id, tenant, kept) VALUES (?1, ?2, ?3)"
+			" ON CONFLICT(id) DO UPDATE SET tenant = ?2, kept = ?3",
+			&st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, kept, -1, SQLITE_STATIC);
+	return step_done(c, st, "record what the OpenSandbox layer keeps", err);
+}
+
+int sup_catalog_osbx_remove(sup_catalog *c, const char *id, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c, "DELETE FROM osbx_kept WHERE id = ?1", &st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	return step_done(c, st, "remove what the OpenSandbox layer kept", err);
+}
+
+int sup_catalog_osbx_each(sup_catalog *c,
+			  int (*fn)(const char *id, const char *tenant, const char *kept, void *ud,
+				    sbx_err *err),
+			  void *ud, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	int r = prepare(c, "SELECT id, tenant, kept FROM osbx_kept ORDER BY seq", &st, err);
+	if (r < 0)
+		return r;
+	int rc = SQLITE_DONE;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *id = (const char *)sqlite3_column_text(st, 0);
+		const char *tenant = (const char *)sqlite3_column_text(st, 1);
+		const char *kept = (const char *)sqlite3_column_text(st, 2);
+		if (id && tenant && kept)
+			r = fn(id, tenant, kept, ud, err);
+	}
+	if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+		r = db_err(c, err, "read the OpenSandbox layer's rows");
 	sqlite3_finalize(st);
 	return r;
 }

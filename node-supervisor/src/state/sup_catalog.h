@@ -27,7 +27,7 @@
 #include "sup_volspec.h"
 
 /* The schema this build reads and writes. */
-#define SUP_CATALOG_SCHEMA 5
+#define SUP_CATALOG_SCHEMA 6
 #define SUP_CATALOG_FILE "catalog.db"
 
 typedef struct sup_catalog sup_catalog;
@@ -151,5 +151,19 @@ int sup_catalog_snap_remove(sup_catalog *c, const char *id, sbx_err *err);
 /* Every row of tenant (NULL: all), oldest first. */
 int sup_catalog_snap_each(sup_catalog *c, const char *tenant,
 			  void (*fn)(const sup_catalog_snap *s, void *ud), void *ud, sbx_err *err);
+
+/* ---- the OpenSandbox layer's rows (schema step 6) ----
+ * What that layer keeps of a sandbox beside sbx's own record (their
+ * metadata, entrypoint, extensions), as its JSON text, so that it
+ * outlives a restart. The catalog stores the text; it does not read it.
+ * A row names a sandbox's row and goes with it. */
+int sup_catalog_osbx_put(sup_catalog *c, const char *id, const char *tenant, const char *kept,
+			 sbx_err *err);
+int sup_catalog_osbx_remove(sup_catalog *c, const char *id, sbx_err *err);
+/* Every row, oldest first; fn's error stops the walk. */
+int sup_catalog_osbx_each(sup_catalog *c,
+			  int (*fn)(const char *id, const char *tenant, const char *kept, void *ud,
+				    sbx_err *err),
+			  void *ud, sbx_err *err);
 
 #endif

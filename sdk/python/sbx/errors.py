@@ -63,6 +63,16 @@ class Exists(Conflict):
     terminal session)."""
 
 
+class Paused(Conflict):
+    """409 `paused`: exec, files, processes, ports or MCP on a paused
+    sandbox (`resume()` it first)."""
+
+
+class VolumeBusy(Conflict):
+    """409 `volume_busy`: a volume mounted in a way that excludes the
+    request (one writer or many readers), or deleted while mounted."""
+
+
 class TooLarge(ApiError):
     """413 / 431 `too_large`."""
 
@@ -75,12 +85,22 @@ class UnsupportedMediaType(ApiError):
     """415."""
 
 
+class BadArchive(ApiError):
+    """422 `bad_archive`: a restore whose snapshot archive is refused
+    (corrupt or hostile; the message names the member)."""
+
+
 class QuotaExceeded(ApiError):
     """429 `quota_exceeded`: a create over the tenant's quota."""
 
 
 class Internal(ApiError):
     """500 `internal`."""
+
+
+class Unimplemented(ApiError):
+    """501 `not_implemented`: a call sbx does not serve (the OpenSandbox
+    layer's few)."""
 
 
 class BadGateway(ApiError):
@@ -112,7 +132,8 @@ _BY_CODE = {
     "not_found": NotFound,
     "method_not_allowed": MethodNotAllowed,
     "request_timeout": Timeout, "agent_timeout": Timeout, "timeout": Timeout,
-    "conflict": Conflict, "exists": Exists,
+    "conflict": Conflict, "exists": Exists, "paused": Paused, "volume_busy": VolumeBusy,
+    "bad_archive": BadArchive, "not_implemented": Unimplemented,
     "too_large": TooLarge,
     "range_not_satisfiable": RangeNotSatisfiable,
     "unsupported_media_type": UnsupportedMediaType,
@@ -127,8 +148,8 @@ _BY_CODE = {
 _BY_STATUS = {
     400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound,
     405: MethodNotAllowed, 408: Timeout, 409: Conflict, 413: TooLarge,
-    415: UnsupportedMediaType, 416: RangeNotSatisfiable, 429: QuotaExceeded,
-    431: TooLarge, 500: Internal, 502: BadGateway, 503: Unavailable,
+    415: UnsupportedMediaType, 416: RangeNotSatisfiable, 422: BadArchive, 429: QuotaExceeded,
+    431: TooLarge, 500: Internal, 501: Unimplemented, 502: BadGateway, 503: Unavailable,
     504: Timeout, 507: NoSpace,
 }
 

@@ -1,6 +1,6 @@
 """The SDK's object model over the HTTP API (node-supervisor/API.md):
-Sandbox (create, connect, list, get, renew, delete, run), and per sandbox
-its files, background processes, ports, terminal and MCP URLs. Calls map
+Sandbox (create, from a snapshot too, connect, list, renew, pause, resume,
+snapshot, fork, delete, run), and per sandbox its files, background processes, ports, terminal and MCP URLs. Calls map
 one to one onto routes that exist; streamed routes (exec, process output,
 file bodies, watch) are read as they come, never whole unless asked."""
 import base64
@@ -74,13 +74,21 @@ class Sandbox:
     # ---- life ----
     @classmethod
     def create(cls, image=None, timeout=None, resources=None, env=None, network=None,
-               isolation=None, mcp=None, url=None, token=None, client=None):
+               isolation=None, mcp=None, volumes=None, snapshot=None, url=None, token=None,
+               client=None):
         """POST /v1/sandboxes. `resources` {"cpus","memory","pids","disk"},
-        `network` an egress policy, `mcp` {"servers": {...}}."""
+        `network` an egress policy, `mcp` {"servers": {...}}, `volumes`
+        [{"name","mount","read_only"}], `snapshot` a Snapshot (or its id)
+        to restore: the new sandbox starts with its files."""
         c = client or Client(url, token)
+        if snapshot is not None and not isinstance(snapshot, str):
+            snapshot = snapshot.id
         body = _opts(image=image, timeout=timeout, resources=resources, env=env,
-                     network=network, isolation=isolation, mcp=mcp)
-        return cls(c.call("POST", "/v1/sandboxes", json_body=body, ok=(201,)), c)
+                     network=network, isolation=isolation, mcp=mcp, volumes=volumes,
+                     snapshot=snapshot)
+        # A restore is a cold create that unpacks the layer first.
+        return cls(c.call("POST", "/v1/sandboxes", json_body=body, ok=(201,),
+                          timeout=-1 if snapshot is None else 300), c)
 
     @classmethod
     def connect(cls, sandbox_id, url=None, token=None, client=None):
@@ -104,19 +112,52 @@ class Sandbox:
         self.info = self.client.call("POST", self.base + "/timeout", json_body={"timeout": timeout})
         return self.info
 
+    @property
+    def state(self):
+        """`running`, `paused`, `failed` or `destroying`, as last seen."""
+        return self.info.get("state")
+
+    def pause(self):
+        """Freeze every process of the sandbox (its cgroup's freezer);
+        calls that need its agent answer Paused until resume(). Idempotent."""
+        self.info = self.client.call("POST", self.base + "/pause")
+        return self.info
+
+    def resume(self):
+        """Thaw it; everything goes on where it stood. Idempotent."""
+        self.info = self.client.call("POST", self.base + "/resume")
+        return self.info
+
+    def snapshot(self, name=None):
+        """Its writable layer (every file it changed) as a Snapshot; the
+        sandbox is frozen while the layer is read, then goes on."""
+        from .resources import Snapshot
+        info = self.client.call("POST", self.base + "/snapshots", json_body=_opts(name=name),
+                                ok=(201,), timeout=600)
+        return Snapshot(info, self.client)
+
+    def fork(self, count=1):
+        """`count` (1..32) new sandboxes whose files start as a copy of
+        this one's now (same image, limits, env, remaining lifetime);
+        returns them as Sandbox objects (delete each, or use each as a
+        context manager)."""
+        res = self.client.call("POST", self.base + "/fork", json_body={"count": count},
+                               ok=(201,), timeout=600)
+        return [type(self)(i, self.client) for i in res["sandboxes"]]
+
     def set_network(self, policy):
         """Replace the sandbox's egress policy (PATCH .../network; needs a
         supervisor started with --uplink, else BadRequest)."""
         self.info = self.client.call("PATCH", self.base + "/network", json_body=policy)
         return self.info
 
-    def delete(self):
+    def delete(self, missing_ok=True):
         """DELETE, answered once the container is gone; a sandbox already
-        gone is not an error."""
+        gone is not an error (unless missing_ok=False: NotFound)."""
         try:
             self.client.call("DELETE", self.base, ok=(204,), timeout=120)
         except ApiError as e:
-            if e.status != 404:
+            if e.status != 404 or not missing_ok:
                 raise
 
     kill = delete
