@@ -377,7 +377,7 @@ static int count_osbx(const char *id, const char *tenant, const char *kept, void
 	return 0;
 }
 
-/* A schema-4 file gains the OpenSandbox layer's table; a row is replaced
+/* A schema-5 file gains the OpenSandbox layer's table; a row is replaced
  * in place, kept across a reopen, and goes with its sandbox. */
 static void test_osbx_step(void **state)
 {
@@ -390,7 +390,7 @@ static void test_osbx_step(void **state)
 	sup_catalog_close(c);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE osbx_kept; PRAGMA user_version = 4", NULL, NULL, NULL),
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE osbx_kept; PRAGMA user_version = 5", NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
