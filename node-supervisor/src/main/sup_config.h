@@ -79,6 +79,15 @@ typedef struct sup_config {
 	const char *deny_cidrs;      /* always refused, whatever a policy says */
 	const char *snapshot_store;  /* --snapshot-store s3://bucket[/prefix]; NULL: the state folder */
 	const char *s3_endpoint;     /* --s3-endpoint URL (path-style); NULL: AWS_ENDPOINT_URL*, else AWS */
+	/* Kubernetes (sup_kube): this node's Lease, Events, the node directory */
+	const char *node_name;       /* --node-name; NULL: the host name */
+	const char *kubeconfig;      /* --kubeconfig FILE */
+	const char *kube_context;    /* --kube-context NAME; NULL: the file's current one */
+	bool kube_in_cluster;        /* --kube-in-cluster: the pod's service account */
+	const char *kube_namespace;  /* NULL: the pod's (in-cluster), else sbx-system */
+	const char *advertise_url;   /* NULL: http://<--listen> unless it is a wildcard */
+	unsigned lease_s;            /* --lease-duration */
+	unsigned kube_queue;         /* --kube-queue: Events held while the server is away */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */

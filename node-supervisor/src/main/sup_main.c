@@ -21,6 +21,7 @@
 #include "sbx/cleanup.h"
 #include "sbx/proto_conn.h"
 #include "sup_cgroup.h"
+#include "sup_cluster.h"
 #include "sup_config.h"
 #include "sup_core.h"
 #include "sup_disk.h"
@@ -31,6 +32,7 @@
 #include "sup_img_store.h"
 #include "sup_log.h"
 #include "sup_net.h"
+#include "sup_nodes.h"
 #include "sup_openapi.h"
 #include "sup_policy.h"
 #include "sup_pool.h"
@@ -361,6 +363,8 @@ int main(int argc, char **argv)
 	sup_restore *restore = NULL;
 	sup_snap_store snapstore;
 	sup_snaps *snaps = NULL;
+	sup_cluster *cluster = NULL; /* --kubeconfig, --kube-in-cluster */
+	sup_kube *kube = NULL;       /* its connection, once started (GET /v1/nodes) */
 	char *token = NULL;
 	char agent[PATH_MAX];
 	char token_path[PATH_MAX];
@@ -412,6 +416,11 @@ int main(int argc, char **argv)
 		goto fail;
 	if (check_snapshot_store(&cfg, &err) < 0)
 		goto fail;
+	/* a kubeconfig that cannot be read fails the start, before any sandbox */
+	if (sup_cluster_new(&cfg, &cluster, &err) < 0) {
+		sbx_err_wrap(&err, "kubernetes");
+		goto fail;
+	}
 
 	/* Every sandbox is made with the default limits; acquire gives it its
 	 * request's (sup_pools_acquire). */
@@ -501,6 +510,8 @@ int main(int argc, char **argv)
 		.net = m.net,
 		.catalog = catalog,
 		.volumes = volumes,
+		.on_life = sup_cluster_on_life,
+		.life_ud = cluster,
 	};
 	m.core = sup_core_new(base, NULL, &ccfg, &err);
 	if (!m.core)
@@ -570,6 +581,7 @@ int main(int argc, char **argv)
 				  .pull_timeout_ms = cfg.image_pull_timeout_ms };
 	sup_procs_ctx procs = { .core = m.core };
 	sup_volroutes_ctx volroutes = { .core = m.core };
+	sup_nodes_ctx nodes = { .kube = &kube };
 	mcp = (sup_mcp_ctx){ .core = m.core, .idle_ms = cfg.mcp_idle_ms, .origins = cfg.mcp_origins };
 	sup_ports_ctx ports;
 	if (sup_ports_init(&ports, m.core, cfg.ports_domain, &err) < 0)
@@ -594,6 +606,7 @@ int main(int argc, char **argv)
 		{ &sup_images_family, &images },
 		{ &sup_volumes_family, &volroutes },
 		{ &sup_snapshots_family, &snapshots },
+		{ &sup_nodes_family, &nodes },
 		{ &sup_openapi_family, NULL },
 		{ &sup_osbx_family, &osbx },
 	};
@@ -654,6 +667,12 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	sup_pools_start(pools);
+	/* the API listens: its URL goes into this node's Lease */
+	if (cluster) {
+		if (sup_cluster_start(cluster, base, m.core, sup_http_port(m.http), &err) < 0)
+			goto fail;
+		kube = sup_cluster_kube(cluster);
+	}
 
 	const char *h = cfg.listen_host;
 	bool v6 = strchr(h, ':') != NULL;
@@ -733,6 +752,8 @@ cleanup:
 	sup_catalog_close(catalog);
 	sup_img_store_free(store);
 	sup_core_free(m.core);
+	/* after the core, whose hook tells it; its threads end within a second */
+	sup_cluster_free(cluster);
 	/* after the pools: their sandboxes' slots are put back (or, when the
 	 * grace ran out, their links go with the router) */
 	sup_net_free(m.net);
