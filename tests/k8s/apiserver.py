@@ -130,7 +130,7 @@ class ControlPlane:
         self.ca = os.path.join(p, "ca.crt")
 
     def _spawn(self, name, argv):
-        log = open(os.path.join(self.root, name + ".log"), "wb")
+        log = open(os.path.join(self.root, name + ".log"), "ab")
         try:
             self.procs[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
                                                 stderr=log, preexec_fn=_die_with_parent)
@@ -170,6 +170,7 @@ class ControlPlane:
 
     def _apiserver(self, etcd_port, deadline):
         p = os.path.join(self.root, "pki")
+        self._etcd_port = etcd_port
         self._spawn("kube-apiserver", [
             os.path.join(self.bin, "kube-apiserver"),
             "--etcd-servers", "http://127.0.0.1:%d" % etcd_port,
@@ -221,6 +222,22 @@ class ControlPlane:
         fd = os.open(self.kubeconfig, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump(cfg, f)
+
+    # ---- an outage ----
+    def stop_apiserver(self):
+        """Stops kube-apiserver alone (etcd and its store stay): clients
+        see connections refused until start_apiserver()."""
+        p = self.procs.pop("kube-apiserver")
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=10)
+
+    def start_apiserver(self, timeout=60):
+        """The same API server again, on the same port, over the same store."""
+        self._apiserver(self._etcd_port, time.monotonic() + timeout)
 
     # ---- use ----
     def api(self, method, path, body=None, timeout=30):
