@@ -268,6 +268,40 @@ class Nodes(unittest.TestCase):
         finally:
             s.cleanup()
 
+    def test_7_in_cluster(self):
+        # What a pod sees: KUBERNETES_SERVICE_HOST/PORT, and the service
+        # account's token, ca.crt and namespace in the folder the kubelet
+        # mounts, given here in a mount namespace of the supervisor's own
+        # (a tmpfs over /run, /var/run's target): the machine's /run is
+        # untouched.
+        sa = os.path.join(self.tmp, "sa")
+        os.mkdir(sa)
+        for name, text in (("token", self.sa_token), ("namespace", NS)):
+            with open(os.path.join(sa, name), "w") as f:
+                f.write(text)
+        shutil.copy(self.cp.ca, os.path.join(sa, "ca.crt"))
+        mount = ("mount -t tmpfs -o size=1m sbx-test /run && "
+                 "mkdir -p /run/secrets/kubernetes.io/serviceaccount && "
+                 "cp %s/* /run/secrets/kubernetes.io/serviceaccount/ && exec \"$@\"" % sa)
+        sup, agent = binaries()
+        s = Supervisor(sup, agent, pool_size=0,
+                       wrap=["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh"],
+                       extra=["--kube-in-cluster", "--node-name", "pod-node",
+                              "--lease-duration", str(LEASE_S)])
+        saved = dict(os.environ)
+        os.environ["KUBERNETES_SERVICE_HOST"] = "127.0.0.1"
+        os.environ["KUBERNETES_SERVICE_PORT"] = str(self.cp.port)
+        try:
+            s.start()
+            l = wait_for("lease of pod-node", lambda: self.lease("pod-node"), 15)
+            self.assertEqual(l["metadata"]["annotations"]["sbx.dev/url"],
+                             "http://127.0.0.1:%d" % s.port)
+            stop_clean(s)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+            s.cleanup()
+
 
 class StartErrors(unittest.TestCase):
     def run_sup(self, extra, pool=0):
