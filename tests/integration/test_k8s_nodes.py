@@ -12,7 +12,7 @@ narrowing of it fails here.
 - each supervisor's node directory (GET /v1/nodes, read back from the Leases
   by a watch) lists the three with their URLs and capacity, and follows a
   capacity change;
-- sandbox lifecycle Events (created, deleted, expired) appear as core/v1
+- sandbox lifecycle Events (created, OOM, deleted, expired) appear as core/v1
   Events about the node's Lease;
 - the API server stopped for 30 s: the supervisors keep answering their API
   without delay, queue their Events, and once it is back every Lease is
@@ -189,6 +189,10 @@ class Nodes(unittest.TestCase):
             e = {x["name"]: x for x in self.directory("n2")["nodes"]}.get("n1")
             return e and e["leased"] == 1
         wait_for("n1's leased count in n2's directory", leased_seen, 10)
+        # a command over the sandbox's memory (--default-resources memory=256M)
+        st, _, r = n1.exec(sb["id"], argv=["python3", "-c", "x = b'y' * (768 << 20)"], timeout=60)
+        self.assertEqual(st, 200, r)
+        self.assertTrue(r["oom_killed"], r)
         st, _, body = n1.request("DELETE", "/v1/sandboxes/" + sb["id"])
         self.assertIn(st, (200, 204), body)
         short = n1.create(image="host", timeout=1)
@@ -198,6 +202,8 @@ class Nodes(unittest.TestCase):
         self.assertEqual(created["type"], "Normal")
         self.assertEqual(created["source"]["host"], "n1")
         wait_for("SandboxDeleted", lambda: self.event_for("SandboxDeleted", sb["id"]), 10)
+        oom = wait_for("SandboxOOM", lambda: self.event_for("SandboxOOM", sb["id"]), 10)
+        self.assertEqual(oom["type"], "Warning")
         wait_for("SandboxExpired", lambda: self.event_for("SandboxExpired", short["id"]), 15)
 
     def test_4_api_server_away_30s(self):
