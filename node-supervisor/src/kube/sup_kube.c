@@ -306,7 +306,7 @@ void sup_kube_set_capacity(sup_kube *k, const sup_kube_capacity *c)
 	if (!k)
 		return;
 	pthread_mutex_lock(&k->mu);
-	if (memcmp(&k->cap, c, sizeof(*c)) != 0) {
+	if (!sup_kube_capacity_equal(&k->cap, c)) {
 		k->cap = *c;
 		k->cap_dirty = true;
 		pthread_cond_signal(&k->cond);
@@ -322,7 +322,8 @@ typedef struct watch_ctx {
 	bool gone; /* 410: list again */
 } watch_ctx;
 
-static void dir_apply(sup_kube *k, const char *type, json_t *obj)
+/* One Lease event into d (the caller holds dmu, or d is not shared yet). */
+static void dir_apply(sup_kube_dir *d, const char *type, json_t *obj)
 {
 	sup_kube_node n;
 	sbx_err err;
@@ -330,12 +331,10 @@ static void dir_apply(sup_kube *k, const char *type, json_t *obj)
 		sup_debug("kube: %s", err.msg);
 		return;
 	}
-	pthread_mutex_lock(&k->dmu);
 	if (strcmp(type, "DELETED") == 0)
-		sup_kube_dir_remove(&k->dir, n.name);
-	else if (sup_kube_dir_put(&k->dir, &n) < 0)
+		sup_kube_dir_remove(d, n.name);
+	else if (sup_kube_dir_put(d, &n) < 0)
 		sup_warn("kube: node directory full (%u nodes): %s left out", SUP_KUBE_DIR_MAX, n.name);
-	pthread_mutex_unlock(&k->dmu);
 }
 
 static void keep_rv(watch_ctx *w, json_t *obj)
@@ -357,8 +356,11 @@ static int on_watch_event(void *ud, const char *type, json_t *obj)
 		}
 		return -EPROTO;
 	}
-	if (strcmp(type, "BOOKMARK") != 0)
-		dir_apply(w->k, type, obj);
+	if (strcmp(type, "BOOKMARK") != 0) {
+		pthread_mutex_lock(&w->k->dmu);
+		dir_apply(&w->k->dir, type, obj);
+		pthread_mutex_unlock(&w->k->dmu);
+	}
 	keep_rv(w, obj);
 	return 0;
 }
@@ -377,21 +379,25 @@ static int relist(sup_kube *k, watch_ctx *w, sbx_err *err)
 		sup_kube_resp_release(&r);
 		return sbx_err_set(err, -EPROTO, "list leases: %s", why);
 	}
+	/* built aside, then swapped: readers never see it half made */
+	sup_kube_dir fresh;
+	sup_kube_dir_init(&fresh, k->node);
 	json_t *items = json_object_get(r.body, "items");
-	pthread_mutex_lock(&k->dmu);
-	sup_kube_dir_clear(&k->dir);
-	pthread_mutex_unlock(&k->dmu);
 	size_t i;
 	json_t *it;
-	json_array_foreach(items, i, it)
-		dir_apply(k, "ADDED", it);
+	json_array_foreach(items, i, it) {
+		dir_apply(&fresh, "ADDED", it);
+	}
 	w->rv[0] = '\0';
 	keep_rv(w, r.body);
 	sup_kube_resp_release(&r);
 	pthread_mutex_lock(&k->dmu);
+	sup_kube_dir old = k->dir;
+	k->dir = fresh;
 	k->relists++;
 	size_t n = k->dir.n;
 	pthread_mutex_unlock(&k->dmu);
+	sup_kube_dir_release(&old);
 	sup_info("kube: node directory listed: %zu node(s) (resourceVersion %s)", n, w->rv);
 	return 0;
 }

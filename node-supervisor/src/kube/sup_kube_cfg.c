@@ -404,7 +404,7 @@ int sup_kube_cfg_in_cluster(const char *host, const char *port, const char *sa_d
 		snprintf(path, sizeof(path), "%s/namespace", sa_dir);
 		rc = read_file(path, &ns, err);
 	}
-	if (rc == 0) {
+	if (rc == 0 && ns.p) {
 		cut_space(&ns);
 		rc = set_ns(out, ns.p, ns.len, err);
 	}

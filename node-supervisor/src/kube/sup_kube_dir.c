@@ -8,6 +8,17 @@
 
 #include "sup_kube_dir.h"
 
+bool sup_kube_capacity_equal(const sup_kube_capacity *a, const sup_kube_capacity *b)
+{
+	if (a->nimages != b->nimages || a->leased != b->leased)
+		return false;
+	for (size_t i = 0; i < a->nimages; i++)
+		if (a->images[i].ready != b->images[i].ready ||
+		    strcmp(a->images[i].image, b->images[i].image) != 0)
+			return false;
+	return true;
+}
+
 json_t *sup_kube_capacity_json(const sup_kube_capacity *c)
 {
 	json_t *ready = json_object();
@@ -147,11 +158,6 @@ void sup_kube_dir_remove(sup_kube_dir *d, const char *name)
 	size_t i = (size_t)(e - d->v);
 	memmove(d->v + i, d->v + i + 1, (d->n - i - 1) * sizeof(*d->v));
 	d->n--;
-}
-
-void sup_kube_dir_clear(sup_kube_dir *d)
-{
-	d->n = 0;
 }
 
 static bool live(const sup_kube_node *n, time_t now)

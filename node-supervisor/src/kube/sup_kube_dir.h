@@ -10,6 +10,7 @@
 #define SUP_KUBE_DIR_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -51,6 +52,7 @@ typedef struct sup_kube_dir {
 	char self[SUP_KUBE_NODE_MAX]; /* pick never answers this one */
 } sup_kube_dir;
 
+bool sup_kube_capacity_equal(const sup_kube_capacity *a, const sup_kube_capacity *b);
 /* The capacity annotation's JSON: {"ready":{"IMAGE":N,...},"leased":N}. */
 json_t *sup_kube_capacity_json(const sup_kube_capacity *c);
 /* Its inverse; images beyond SUP_KUBE_CAP_IMAGES are left out. */
@@ -69,7 +71,6 @@ void sup_kube_dir_release(sup_kube_dir *d);
 /* Add or replace the node's entry: -ENOSPC past SUP_KUBE_DIR_MAX, -ENOMEM. */
 int sup_kube_dir_put(sup_kube_dir *d, const sup_kube_node *n);
 void sup_kube_dir_remove(sup_kube_dir *d, const char *name);
-void sup_kube_dir_clear(sup_kube_dir *d);
 
 /* A lease is live until renewed + duration (wall clock: a node whose lease
  * ran out is taken for gone, as Kubernetes takes a node). */

@@ -28,7 +28,7 @@ int sup_kube_queue_init(sup_kube_queue *q, size_t cap)
 {
 	memset(q, 0, sizeof(*q));
 	q->cap = cap ? cap : 1;
-	q->v = calloc(q->cap, sizeof(*q->v));
+	q->v = calloc(q->cap, sizeof(sup_kube_write *));
 	return q->v ? 0 : -ENOMEM;
 }
 
@@ -78,7 +78,7 @@ sup_kube_push sup_kube_queue_push(sup_kube_queue *q, const char *key, const char
 			memcpy(dropped_key, old->key, sizeof(old->key));
 		free(old->body);
 		free(old);
-		memmove(q->v, q->v + 1, (q->n - 1) * sizeof(*q->v));
+		memmove(q->v, q->v + 1, (q->n - 1) * sizeof(sup_kube_write *));
 		q->n--;
 		q->dropped++;
 		rc = SUP_KUBE_PUSH_DROPPED;
@@ -105,7 +105,7 @@ void sup_kube_queue_done(sup_kube_queue *q, const char *key, uint64_t gen)
 			return;
 		free(q->v[i]->body);
 		free(q->v[i]);
-		memmove(q->v + i, q->v + i + 1, (q->n - i - 1) * sizeof(*q->v));
+		memmove(q->v + i, q->v + i + 1, (q->n - i - 1) * sizeof(sup_kube_write *));
 		q->n--;
 		return;
 	}
