@@ -286,10 +286,5 @@ class Server(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    missing = apiserver.missing_binaries()
-    if missing:
-        # A clear failure, not a skip: make test installs them.
-        print("%s missing under %s: run scripts/install-k8s (make test does)"
-              % (", ".join(missing), apiserver.BIN))
-        sys.exit(1)
+    apiserver.require_binaries()
     unittest.main()

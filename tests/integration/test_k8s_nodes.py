@@ -372,9 +372,5 @@ class StartErrors(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    missing = apiserver.missing_binaries()
-    if missing:
-        print("%s missing under %s: run scripts/install-k8s (make test does)"
-              % (", ".join(missing), apiserver.BIN))
-        sys.exit(1)
+    apiserver.require_binaries()
     unittest.main()

@@ -54,6 +54,27 @@ def missing_binaries():
             if not os.access(os.path.join(BIN, b), os.X_OK)]
 
 
+def require_binaries():
+    """Exit 1 with a clear message when install-k8s has not run: a clear
+    failure, not a skip (make test installs them)."""
+    missing = missing_binaries()
+    if missing:
+        print("%s missing under %s: run scripts/install-k8s (make test does)"
+              % (", ".join(missing), BIN))
+        sys.exit(1)
+
+
+def _end(p):
+    """SIGTERM, then SIGKILL after 10 s; reaped."""
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=10)
+
+
 def _free_ports(n):
     socks, ports = [], []
     try:
@@ -227,13 +248,7 @@ class ControlPlane:
     def stop_apiserver(self):
         """Stops kube-apiserver alone (etcd and its store stay): clients
         see connections refused until start_apiserver()."""
-        p = self.procs.pop("kube-apiserver")
-        p.terminate()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(timeout=10)
+        _end(self.procs.pop("kube-apiserver"))
 
     def start_apiserver(self, timeout=60):
         """The same API server again, on the same port, over the same store."""
@@ -278,15 +293,8 @@ class ControlPlane:
         sbx_harness._live.discard(self)
         for name in ("kube-apiserver", "etcd"):
             p = self.procs.pop(name, None)
-            if p is None:
-                continue
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(timeout=10)
+            if p is not None:
+                _end(p)
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
             self.root = None
