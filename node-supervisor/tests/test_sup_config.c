@@ -118,6 +118,54 @@ static void test_relay_flags(void **state)
 	}
 }
 
+/* The Kubernetes flags, and the node name they share with the relay. */
+static void test_kube_flags(void **state)
+{
+	(void)state;
+	sup_config c;
+	sbx_err e;
+	const char *argv[] = { "sup", "--kubeconfig", "/etc/sbx/kc", "--kube-context", "prod",
+			       "--node-name", "node-a", "--kube-namespace", "sbx",
+			       "--advertise-url", "http://10.0.0.5:7070", "--lease-duration", "8",
+			       "--kube-queue", "16", NULL };
+	assert_int_equal(parse(&c, &e, 15, argv), 0);
+	assert_string_equal(c.kubeconfig, "/etc/sbx/kc");
+	assert_string_equal(c.kube_context, "prod");
+	assert_string_equal(c.node_name, "node-a");
+	assert_string_equal(c.kube_namespace, "sbx");
+	assert_string_equal(c.advertise_url, "http://10.0.0.5:7070");
+	assert_int_equal(c.lease_s, 8);
+	assert_int_equal(c.kube_queue, 16);
+	assert_false(c.kube_in_cluster);
+	sup_config_release(&c);
+	const char *in[] = { "sup", "--kube-in-cluster", NULL };
+	assert_int_equal(parse(&c, &e, 2, in), 0);
+	assert_true(c.kube_in_cluster);
+	assert_int_equal(c.lease_s, 40);
+	assert_int_equal(c.kube_queue, 256);
+	assert_true(c.node_name[0] != '\0'); /* the host name's */
+	sup_config_release(&c);
+	const char *bad[][5] = {
+		{ "sup", "--kubeconfig", "kc", "--kube-in-cluster", "one or the other" },
+		{ "sup", "--node-name", "Node_A", "", "--node-name" },
+		{ "sup", "--kube-namespace", "x", "", "need --kubeconfig" },
+		{ "sup", "--kube-in-cluster", "--kube-context", "c", "needs --kubeconfig" },
+		{ "sup", "--kube-in-cluster", "--lease-duration", "2", "lease-duration" },
+		{ "sup", "--kube-in-cluster", "--kube-queue", "0", "kube-queue" },
+		{ "sup", "--kube-in-cluster", "--advertise-url", "10.0.0.5:7070", "--advertise-url" },
+		{ "sup", "--kube-in-cluster", "--kube-namespace", "Sbx", "--kube-namespace" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *a[5] = { bad[i][0], bad[i][1], bad[i][2], bad[i][3], NULL };
+		int n = bad[i][3][0] ? 4 : 3;
+		a[n] = NULL;
+		assert_int_equal(parse(&c, &e, n, a), -EINVAL);
+		if (!strstr(e.msg, bad[i][4]))
+			fail_msg("%zu: '%s' not in '%s'", i, bad[i][4], e.msg);
+		sup_config_release(&c);
+	}
+}
+
 /* MCP sessions: ten minutes idle by default, no browser Origin allowed. */
 static void test_mcp_flags(void **state)
 {
@@ -385,6 +433,7 @@ int main(void)
 		cmocka_unit_test(test_relay_flags),
 		cmocka_unit_test(test_snapshot_store_flags),
 		cmocka_unit_test(test_reuse),
+		cmocka_unit_test(test_kube_flags),
 		cmocka_unit_test(test_bad_flags),
 		cmocka_unit_test(test_pools),
 		cmocka_unit_test(test_resources),

@@ -15,7 +15,8 @@
 - applied for real, the supervisors' ServiceAccount may do what the
   Kubernetes backend will need (pods and events of sbx-sandboxes, leases of
   sbx-system) and nothing else it was checked for (`kubectl auth can-i`
-  as the ServiceAccount).
+  as the ServiceAccount); the supervisors' own use of them is
+  test_k8s_nodes's, which runs three of them as that ServiceAccount.
 
 Env: SBX_SUPERVISOR, SBX_AGENT. Needs scripts/install-k8s's cache (make test installs it) and
 tests/k8s/node_modules (scripts/install-deps). Never the machine's kubectl
@@ -254,8 +255,10 @@ class Server(unittest.TestCase):
             ("create", "pods", "sbx-sandboxes"), ("watch", "pods", "sbx-sandboxes"),
             ("patch", "pods", "sbx-sandboxes"), ("delete", "pods", "sbx-sandboxes"),
             ("create", "events", "sbx-sandboxes"),
-            ("update", "leases.coordination.k8s.io", "sbx-system"),
+            ("patch", "leases.coordination.k8s.io", "sbx-system"),
             ("create", "leases.coordination.k8s.io", "sbx-system"),
+            ("watch", "leases.coordination.k8s.io", "sbx-system"),
+            ("create", "events", "sbx-system"),
         ]
         denied = [
             ("create", "pods", "sbx-system"), ("list", "pods", "default"),
@@ -263,6 +266,9 @@ class Server(unittest.TestCase):
             ("get", "secrets", "sbx-system"), ("get", "configmaps", "sbx-system"),
             ("update", "daemonsets.apps", "sbx-system"), ("list", "nodes", ""),
             ("update", "leases.coordination.k8s.io", "kube-system"),
+            ("update", "leases.coordination.k8s.io", "sbx-system"),
+            ("delete", "leases.coordination.k8s.io", "sbx-system"),
+            ("patch", "events", "sbx-system"),
             ("create", "events", "default"), ("delete", "namespaces", ""),
             ("update", "roles.rbac.authorization.k8s.io", "sbx-sandboxes"),
         ]
@@ -280,10 +286,5 @@ class Server(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    missing = apiserver.missing_binaries()
-    if missing:
-        # A clear failure, not a skip: make test installs them.
-        print("%s missing under %s: run scripts/install-k8s (make test does)"
-              % (", ".join(missing), apiserver.BIN))
-        sys.exit(1)
+    apiserver.require_binaries()
     unittest.main()

@@ -54,6 +54,27 @@ def missing_binaries():
             if not os.access(os.path.join(BIN, b), os.X_OK)]
 
 
+def require_binaries():
+    """Exit 1 with a clear message when install-k8s has not run: a clear
+    failure, not a skip (make test installs them)."""
+    missing = missing_binaries()
+    if missing:
+        print("%s missing under %s: run scripts/install-k8s (make test does)"
+              % (", ".join(missing), BIN))
+        sys.exit(1)
+
+
+def _end(p):
+    """SIGTERM, then SIGKILL after 10 s; reaped."""
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=10)
+
+
 def _free_ports(n):
     socks, ports = [], []
     try:
@@ -130,7 +151,7 @@ class ControlPlane:
         self.ca = os.path.join(p, "ca.crt")
 
     def _spawn(self, name, argv):
-        log = open(os.path.join(self.root, name + ".log"), "wb")
+        log = open(os.path.join(self.root, name + ".log"), "ab")
         try:
             self.procs[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
                                                 stderr=log, preexec_fn=_die_with_parent)
@@ -170,6 +191,7 @@ class ControlPlane:
 
     def _apiserver(self, etcd_port, deadline):
         p = os.path.join(self.root, "pki")
+        self._etcd_port = etcd_port
         self._spawn("kube-apiserver", [
             os.path.join(self.bin, "kube-apiserver"),
             "--etcd-servers", "http://127.0.0.1:%d" % etcd_port,
@@ -222,6 +244,16 @@ class ControlPlane:
         with os.fdopen(fd, "w") as f:
             json.dump(cfg, f)
 
+    # ---- an outage ----
+    def stop_apiserver(self):
+        """Stops kube-apiserver alone (etcd and its store stay): clients
+        see connections refused until start_apiserver()."""
+        _end(self.procs.pop("kube-apiserver"))
+
+    def start_apiserver(self, timeout=60):
+        """The same API server again, on the same port, over the same store."""
+        self._apiserver(self._etcd_port, time.monotonic() + timeout)
+
     # ---- use ----
     def api(self, method, path, body=None, timeout=30):
         """One HTTPS request with the admin token; (status, raw bytes)."""
@@ -261,15 +293,8 @@ class ControlPlane:
         sbx_harness._live.discard(self)
         for name in ("kube-apiserver", "etcd"):
             p = self.procs.pop(name, None)
-            if p is None:
-                continue
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(timeout=10)
+            if p is not None:
+                _end(p)
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
             self.root = None

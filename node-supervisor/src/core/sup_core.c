@@ -313,6 +313,12 @@ static void core_destroy(sup_core *c, sup_sandbox *sb, bool urgent, int exec_cod
 	sup_pools_release(c->pools, sb, reusable, urgent, on_destroyed, c);
 }
 
+static void tell(sup_core *c, sup_core_life what, const sup_sandbox *sb)
+{
+	if (c->cfg.on_life)
+		c->cfg.on_life(c->cfg.life_ud, what, sb->id, sup_pools_image_of(sb), sb->tenant);
+}
+
 static void on_expiry(evutil_socket_t fd, short what, void *ud)
 {
 	sup_sandbox *sb = ud;
@@ -320,6 +326,7 @@ static void on_expiry(evutil_socket_t fd, short what, void *ud)
 	(void)what;
 	sup_core *c = sb->core;
 	sup_info("sandbox %s: lifetime over, destroying", sb->id);
+	tell(c, SUP_LIFE_EXPIRED, sb);
 	core_destroy(c, sb, false, -EBUSY, "the sandbox reached its timeout and is being destroyed");
 }
 
@@ -425,6 +432,7 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 		 sb->id, sb->tenant, sup_pools_image_of(sb), sup_isolation_names[sup_pools_isolation_of(sb)],
 		 req->timeout_s, sb->env.n, cpus, mem, (unsigned)sb->res.pids, disk,
 		 req->network ? "network by policy" : "loopback only");
+	tell(c, SUP_LIFE_CREATED, sb);
 	return 0;
 }
 
@@ -845,6 +853,7 @@ int sup_core_delete(sup_core *c, const sup_tenant *who, const char *id, sup_core
 	TAILQ_INSERT_TAIL(&sb->delete_waiters, op, link);
 	if (sb->state != SUP_SB_DESTROYING) {
 		sup_info("sandbox %s: delete requested", sb->id);
+		tell(c, SUP_LIFE_DELETED, sb);
 		core_destroy(c, sb, true, -EBUSY, "the sandbox was deleted while the command ran");
 	}
 	*opp = op;
@@ -898,6 +907,8 @@ static void exec_on_done(sup_exec_call *call, int rc, const sup_exec_status *st,
 	if (rc == -ETIME)
 		count_timeout(op->sb, err);
 	count_exec(op->core, rc, st, elapsed_us(&op->u.exec.start));
+	if (st && st->oom_killed)
+		tell(op->core, SUP_LIFE_OOM, op->sb);
 	if (op->u.exec.scb) {
 		sup_exec_status s2;
 		if (rc == 0) {
@@ -1345,6 +1356,15 @@ void sup_core_figures(const sup_core *c, sup_core_figs *out)
 const sup_sandbox *sup_core_next(const sup_sandbox *sb)
 {
 	return TAILQ_NEXT(sb, reg_link);
+}
+
+size_t sup_core_listed_count(const sup_core *c)
+{
+	size_t n = 0;
+	const sup_sandbox *sb;
+	TAILQ_FOREACH(sb, &c->listed, reg_link)
+		n += sb->state != SUP_SB_DESTROYING;
+	return n;
 }
 
 size_t sup_core_pool_count(const sup_core *c)

@@ -41,6 +41,14 @@ struct sup_catalog_rec;
 typedef struct sup_core sup_core;
 typedef struct sup_op sup_op;
 
+/* What the core tells of a sandbox's life (sup_core_cfg.on_life). */
+typedef enum sup_core_life {
+	SUP_LIFE_CREATED,  /* handed out to its tenant */
+	SUP_LIFE_EXPIRED,  /* its lifetime ran out: being destroyed */
+	SUP_LIFE_DELETED,  /* a DELETE: being destroyed */
+	SUP_LIFE_OOM,      /* a command of it was killed for memory */
+} sup_core_life;
+
 typedef struct sup_core_cfg {
 	size_t max_output;       /* captured bytes per stream of an exec */
 	size_t max_output_total; /* captured bytes of all execs in flight together */
@@ -50,6 +58,10 @@ typedef struct sup_core_cfg {
 				      * NULL: nothing outlives the process */
 	sup_volumes *volumes;    /* the node's volumes, mounted by creates that name them;
 				  * NULL: none (a create naming one is -EINVAL) */
+	/* Told on the loop thread as it happens (must not block); NULL: nobody. */
+	void (*on_life)(void *ud, sup_core_life what, const char *id, const char *image,
+			const char *tenant);
+	void *life_ud;
 } sup_core_cfg;
 
 sup_core *sup_core_new(struct event_base *base, sup_pools *pools, const sup_core_cfg *cfg,
@@ -213,6 +225,8 @@ void sup_op_cancel(sup_op *op);
 void sup_core_metrics(sup_core *c, const sup_tenants *ts, sup_prom *w);
 
 size_t sup_core_pool_count(const sup_core *c);
+/* Sandboxes handed out (listed), every tenant's. */
+size_t sup_core_listed_count(const sup_core *c);
 void sup_core_pool_stats(const sup_core *c, size_t i, sup_pool_stats *out);
 /* PUT /v1/pools/{image}: the pool's size from now on (sup_pools_set_size),
  * kept in the catalog so that the next start sizes it so again. */

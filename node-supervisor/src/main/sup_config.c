@@ -67,6 +67,8 @@ void sup_config_defaults(sup_config *c)
 		.max_queued = 8u << 20,
 	};
 	c->log_level = SUP_LOG_INFO;
+	c->lease_s = 40;
+	c->kube_queue = 256;
 	sup_resources_default(&c->res_default);
 	/* The ceiling: the machine's CPUs and memory; the disk images are
 	 * sparse files of this size (see sup_disk.h). */
@@ -196,6 +198,19 @@ void sup_config_usage(const char *prog)
 	       "                         for its sandboxes relayed there (repeatable)\n"
 	       "  --cluster-key-file PATH  the cluster's node-to-node key (a Secret's file):\n"
 	       "                         sent with relayed requests, asked of the ones received\n"
+	       "  --kubeconfig FILE      join the cluster of this kubeconfig (its current context):\n"
+	       "                         this node's Lease sbx-node-NAME renewed as a heartbeat with\n"
+	       "                         its URL and capacity, sandbox Events, the other nodes read\n"
+	       "                         back from their Leases\n"
+	       "  --kube-context NAME    the kubeconfig's context to use (default: its current one)\n"
+	       "  --kube-in-cluster      the same with the pod's service account (in a DaemonSet)\n"
+	       "  --kube-namespace NS    the Leases' and Events' namespace (default: the pod's\n"
+	       "                         in-cluster, else sbx-system)\n"
+	       "  --advertise-url URL    this supervisor's API for the other nodes (default\n"
+	       "                         http://<--listen>; required when listening on 0.0.0.0)\n"
+	       "  --lease-duration SEC   the Lease's duration, renewed every quarter of it (default 40)\n"
+	       "  --kube-queue N         Events held while the API server is away; the oldest is\n"
+	       "                         dropped (and counted) beyond (default 256)\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
@@ -439,6 +454,8 @@ enum {
 	OPT_MCP_IDLE, OPT_MCP_ORIGIN, OPT_PORTS_DOMAIN, OPT_PORTS_ANSWER, OPT_SNAPSHOT_STORE, OPT_S3_ENDPOINT,
 	OPT_NODE_NAME, OPT_PEER, OPT_CLUSTER_KEY_FILE,
 	OPT_POOL_REUSE, OPT_REUSE_PATHS,
+	OPT_KUBECONFIG, OPT_KUBE_CONTEXT, OPT_KUBE_IN_CLUSTER, OPT_KUBE_NAMESPACE,
+	OPT_ADVERTISE_URL, OPT_LEASE_DURATION, OPT_KUBE_QUEUE,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -507,6 +524,13 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "node-name", required_argument, NULL, OPT_NODE_NAME },
 		{ "peer", required_argument, NULL, OPT_PEER },
 		{ "cluster-key-file", required_argument, NULL, OPT_CLUSTER_KEY_FILE },
+		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+		{ "kube-context", required_argument, NULL, OPT_KUBE_CONTEXT },
+		{ "kube-in-cluster", no_argument, NULL, OPT_KUBE_IN_CLUSTER },
+		{ "kube-namespace", required_argument, NULL, OPT_KUBE_NAMESPACE },
+		{ "advertise-url", required_argument, NULL, OPT_ADVERTISE_URL },
+		{ "lease-duration", required_argument, NULL, OPT_LEASE_DURATION },
+		{ "kube-queue", required_argument, NULL, OPT_KUBE_QUEUE },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -804,6 +828,35 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		case OPT_CLUSTER_KEY_FILE:
 			c->cluster_key_file = optarg;
 			break;
+		case OPT_KUBECONFIG:
+			c->kubeconfig = optarg;
+			break;
+		case OPT_KUBE_CONTEXT:
+			c->kube_context = optarg;
+			break;
+		case OPT_KUBE_IN_CLUSTER:
+			c->kube_in_cluster = true;
+			break;
+		case OPT_KUBE_NAMESPACE:
+			if (!optarg[0] || strlen(optarg) > 63 || optarg[0] == '-' ||
+			    strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(optarg))
+				return sbx_err_set(err, -EINVAL, "--kube-namespace %s: want a DNS label", optarg);
+			c->kube_namespace = optarg;
+			break;
+		case OPT_ADVERTISE_URL:
+			if ((strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0) ||
+			    strlen(optarg) > 200)
+				return sbx_err_set(err, -EINVAL, "--advertise-url %s: want an http:// or https:// URL", optarg);
+			c->advertise_url = optarg;
+			break;
+		case OPT_LEASE_DURATION:
+			if (parse_uint("lease-duration", optarg, 4, 3600, &c->lease_s, err) < 0)
+				return -EINVAL;
+			break;
+		case OPT_KUBE_QUEUE:
+			if (parse_uint("kube-queue", optarg, 1, 65536, &c->kube_queue, err) < 0)
+				return -EINVAL;
+			break;
 		case OPT_LOG_LEVEL: {
 			sup_log_level l;
 			if (sup_log_level_parse(optarg, &l) < 0)
@@ -836,6 +889,14 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		return err->code;
 	if ((c->uplink_dns || c->deny_cidrs) && !c->uplink)
 		return sbx_err_set(err, -EINVAL, "--uplink-dns and --deny-cidrs need --uplink");
+	if (c->kubeconfig && c->kube_in_cluster)
+		return sbx_err_set(err, -EINVAL, "--kubeconfig and --kube-in-cluster: one or the other");
+	if ((c->kube_context || c->kube_namespace || c->advertise_url) && !c->kubeconfig &&
+	    !c->kube_in_cluster)
+		return sbx_err_set(err, -EINVAL,
+				   "--kube-context, --kube-namespace and --advertise-url need --kubeconfig or --kube-in-cluster");
+	if (c->kube_context && !c->kubeconfig)
+		return sbx_err_set(err, -EINVAL, "--kube-context needs --kubeconfig");
 	if (c->s3_endpoint && !c->snapshot_store)
 		return sbx_err_set(err, -EINVAL, "--s3-endpoint needs --snapshot-store s3://...");
 	if (c->default_timeout_s > c->max_timeout_s)

@@ -89,6 +89,14 @@ typedef struct sup_config {
 	const char *peers[SUP_MAX_PEERS]; /* --peer NAME=URL: the static node directory */
 	size_t npeers;
 	const char *cluster_key_file; /* --cluster-key-file: node-to-node credential; NULL: none */
+	/* Kubernetes (sup_kube): this node's Lease, Events, the node directory */
+	const char *kubeconfig;      /* --kubeconfig FILE */
+	const char *kube_context;    /* --kube-context NAME; NULL: the file's current one */
+	bool kube_in_cluster;        /* --kube-in-cluster: the pod's service account */
+	const char *kube_namespace;  /* NULL: the pod's (in-cluster), else sbx-system */
+	const char *advertise_url;   /* NULL: http://<--listen> unless it is a wildcard */
+	unsigned lease_s;            /* --lease-duration */
+	unsigned kube_queue;         /* --kube-queue: Events held while the server is away */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */

@@ -21,6 +21,7 @@
 #include "sbx/cleanup.h"
 #include "sbx/proto_conn.h"
 #include "sup_cgroup.h"
+#include "sup_cluster.h"
 #include "sup_config.h"
 #include "sup_core.h"
 #include "sup_disk.h"
@@ -31,6 +32,7 @@
 #include "sup_img_store.h"
 #include "sup_log.h"
 #include "sup_net.h"
+#include "sup_nodes.h"
 #include "sup_openapi.h"
 #include "sup_policy.h"
 #include "sup_pool.h"
@@ -55,6 +57,9 @@
 #define SHUTDOWN_GRACE_S 120
 /* entries of one layer: a tar bomb of empty files stops here */
 #define IMAGE_MAX_ENTRIES 1000000
+
+/* The relay's directory in a cluster: the nodes' Leases (sup_kube). */
+static const sup_directory_ops kube_directory = { sup_kube_nodes_url, sup_kube_nodes_pick };
 
 /* --import-image [NAME=]PATH and --remove-image NAME at start, then the GC
  * of layers no image uses (the routes import and delete at run time). */
@@ -364,6 +369,8 @@ int main(int argc, char **argv)
 	sup_snaps *snaps = NULL;
 	sup_relay relay = { 0 };
 	sup_dir_static *directory = NULL;
+	sup_cluster *cluster = NULL; /* --kubeconfig, --kube-in-cluster */
+	sup_kube *kube = NULL;       /* its connection, once started (GET /v1/nodes) */
 	char *token = NULL;
 	char agent[PATH_MAX];
 	char token_path[PATH_MAX];
@@ -415,6 +422,11 @@ int main(int argc, char **argv)
 		goto fail;
 	if (check_snapshot_store(&cfg, &err) < 0)
 		goto fail;
+	/* a kubeconfig that cannot be read fails the start, before any sandbox */
+	if (sup_cluster_new(&cfg, &cluster, &err) < 0) {
+		sbx_err_wrap(&err, "kubernetes");
+		goto fail;
+	}
 
 	/* Every sandbox is made with the default limits; acquire gives it its
 	 * request's (sup_pools_acquire). */
@@ -504,6 +516,8 @@ int main(int argc, char **argv)
 		.net = m.net,
 		.catalog = catalog,
 		.volumes = volumes,
+		.on_life = sup_cluster_on_life,
+		.life_ud = cluster,
 	};
 	m.core = sup_core_new(base, NULL, &ccfg, &err);
 	if (!m.core)
@@ -603,6 +617,7 @@ int main(int argc, char **argv)
 				  .pull_timeout_ms = cfg.image_pull_timeout_ms };
 	sup_procs_ctx procs = { .core = m.core };
 	sup_volroutes_ctx volroutes = { .core = m.core };
+	sup_nodes_ctx nodes = { .kube = &kube };
 	mcp = (sup_mcp_ctx){ .core = m.core, .idle_ms = cfg.mcp_idle_ms, .origins = cfg.mcp_origins,
 			     .limits = sandboxes.limits, .snaps = snaps, .max_upload = cfg.max_upload };
 	if (sup_mcp_api_check(&err) < 0)
@@ -631,6 +646,7 @@ int main(int argc, char **argv)
 		{ &sup_images_family, &images },
 		{ &sup_volumes_family, &volroutes },
 		{ &sup_snapshots_family, &snapshots },
+		{ &sup_nodes_family, &nodes },
 		{ &sup_openapi_family, NULL },
 		{ &sup_osbx_family, &osbx },
 		{ &sup_relay_door_family, &relay },
@@ -696,6 +712,16 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	sup_pools_start(pools);
+	/* the API listens: its URL goes into this node's Lease */
+	if (cluster) {
+		if (sup_cluster_start(cluster, base, m.core, sup_http_port(m.http), &err) < 0)
+			goto fail;
+		kube = sup_cluster_kube(cluster);
+		/* the relay's directory: the nodes' Leases (a --peer list given
+		 * stands); without a cluster key nothing is relayed either way */
+		if (!directory && relay.key)
+			relay.dir = (sup_directory){ &kube_directory, kube };
+	}
 
 	const char *h = cfg.listen_host;
 	bool v6 = strchr(h, ':') != NULL;
@@ -781,6 +807,8 @@ cleanup:
 	sup_catalog_close(catalog);
 	sup_img_store_free(store);
 	sup_core_free(m.core);
+	/* after the core, whose hook tells it; its threads end within a second */
+	sup_cluster_free(cluster);
 	/* after the pools: their sandboxes' slots are put back (or, when the
 	 * grace ran out, their links go with the router) */
 	sup_net_free(m.net);

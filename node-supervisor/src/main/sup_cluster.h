@@ -1,0 +1,34 @@
+/* The supervisor in a Kubernetes cluster (--kubeconfig, --kube-in-cluster):
+ * reads the settings, starts the kube module (sup_kube) once the API
+ * listens, hands it this node's capacity (a timer on the loop, every
+ * second: ready sandboxes per image, handed-out count) and the core's
+ * sandbox lifecycle as Events (the core's on_life hook). Wiring only, for
+ * main: the kube module knows no core, the core no Kubernetes. */
+#ifndef SUP_CLUSTER_H
+#define SUP_CLUSTER_H
+
+#include <stdint.h>
+
+#include "sbx/err.h"
+#include "sup_config.h"
+#include "sup_core.h"
+#include "sup_kube.h"
+
+struct event_base;
+typedef struct sup_cluster sup_cluster;
+
+/* Reads the kubeconfig or the service account (a bad one fails here);
+ * *out NULL when no cluster flag was given. Nothing is sent yet. */
+int sup_cluster_new(const sup_config *cfg, sup_cluster **out, sbx_err *err);
+/* The core's on_life hook (ud: the sup_cluster, may be NULL). */
+void sup_cluster_on_life(void *ud, sup_core_life what, const char *id, const char *image,
+			 const char *tenant);
+/* Start: the Lease, Events and the directory (sup_kube_start: refused
+ * credentials fail it), and the capacity timer. port: the API's. */
+int sup_cluster_start(sup_cluster *cl, struct event_base *base, sup_core *core, uint16_t port,
+		      sbx_err *err);
+/* NULL until started (and without a cluster). */
+sup_kube *sup_cluster_kube(const sup_cluster *cl);
+void sup_cluster_free(sup_cluster *cl);
+
+#endif
