@@ -154,7 +154,10 @@ static int add_entry(walk *w, int dirfd, const char *name, const struct stat *st
 	e->uid = st->st_uid;
 	e->gid = st->st_gid;
 	e->size = S_ISDIR(st->st_mode) ? 0 : st->st_size;
-	e->mtime = S_ISDIR(st->st_mode) ? (struct timespec){ 0 } : st->st_mtim;
+	if (S_ISDIR(st->st_mode))
+		memset(&e->mtime, 0, sizeof(e->mtime));
+	else
+		e->mtime = st->st_mtim;
 	e->rdev = st->st_rdev;
 	b->n++;
 	return 0;
