@@ -116,7 +116,13 @@ class OpenSandbox(unittest.TestCase):
         st, _, procs = self.sup.request("GET", "/v1/sandboxes/%s/processes?tag=entrypoint" % sb["id"])
         self.assertEqual(st, 200, procs)
         self.assertEqual(len(procs["processes"]), 1, procs)
-        st, _, out = self.sup.exec(sb["id"], argv=["cat", "/tmp/entry"])
+        # started in the background: its first line may come a little later
+        deadline = time.monotonic() + 10
+        while True:
+            st, _, out = self.sup.exec(sb["id"], argv=["cat", "/tmp/entry"])
+            if out["stdout"] == "started\n" or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         self.assertEqual(out["stdout"], "started\n", out)
         # the sandbox lives by its expiry, not by the process: one that
         # fails after it started leaves it Running, its exit code to see
@@ -223,7 +229,12 @@ class OpenSandbox(unittest.TestCase):
         self.assertEqual(self.sup.request("POST", "/v1/sandboxes/%s/pause" % sb["id"])[0], 200)
         st, _, m2 = self.sup.request("GET", path, token=False, headers=self.key())
         self.assertEqual(st, 200, m2)
-        self.assertLess(m2["cpu_used_pct"], 5, m2)  # frozen: no CPU since the last call
+        # frozen: no CPU between two calls made while it stands (the first
+        # call's figure still counts what ran before the pause)
+        time.sleep(0.5)
+        st, _, m2 = self.sup.request("GET", path, token=False, headers=self.key())
+        self.assertEqual(st, 200, m2)
+        self.assertLess(m2["cpu_used_pct"], 5, m2)
         st, _, body = self.sup.request("GET", "/opensandbox/execd/sb-000000000000/metrics",
                                        token=False, headers=self.key())
         self.assertEqual((st, sorted(body)), (404, ["code", "message"]), body)

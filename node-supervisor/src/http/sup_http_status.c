@@ -23,8 +23,9 @@ static const struct status_row {
 	{ -EREMOTEIO, 502, "pull_failed", "images" },
 	/* relay: the node holding the sandbox cannot be reached (refused,
 	 * no connection in time, gone before its answer); a relayed request
-	 * that would be relayed again */
-	{ -EHOSTUNREACH, 502, "node_unreachable", NULL },
+	 * that would be relayed again (-ENETUNREACH: -EHOSTUNREACH is the
+	 * snapshot store's, below) */
+	{ -ENETUNREACH, 502, "node_unreachable", NULL },
 	{ -ELOOP, 508, "loop_detected", NULL },
 	{ -EINVAL, 400, "bad_request", NULL },
 	{ -ENAMETOOLONG, 400, "bad_request", NULL },

@@ -86,7 +86,7 @@ struct bufferevent *sup_relay_connect(struct event_base *base, struct evdns_base
 		rc = -1;
 	if (rc < 0) {
 		bufferevent_free(bev);
-		sbx_err_set(err, -EHOSTUNREACH, "relay: cannot connect to %.128s", url);
+		sbx_err_set(err, -ENETUNREACH, "relay: cannot connect to %.128s", url);
 		return NULL;
 	}
 	keepalive(bufferevent_getfd(bev));

@@ -84,7 +84,7 @@ static void finish(sup_relay_pipe *p)
 static void fail(sup_relay_pipe *p, const char *why)
 {
 	sbx_err e;
-	sbx_err_set(&e, -EHOSTUNREACH, "node %s %s", p->node, why);
+	sbx_err_set(&e, -ENETUNREACH, "node %s %s", p->node, why);
 	finish(p);
 	if (p->answered)
 		sup_http_cut(p->r, e.msg);
