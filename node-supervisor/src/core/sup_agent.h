@@ -38,19 +38,19 @@
 #include <msgpack.h>
 
 #include "sbx/err.h"
+#include "sbx/proto.h"
 #include "sbx/proto_args.h"
 #include "sup_types.h"
 
 struct event_base;
 struct evbuffer;
 /* What the agent may send on one stream before the supervisor credits it
- * back: 1 MiB, as the agent grants for uploads. With the library's 256 KiB
- * a download through the port proxy or GET /files waited on a credit round
- * trip every quarter MiB; 1 MiB cut the supervisor's context switches per
- * GiB of GET /files from about 4,200 to 1,200 (BENCHMARKS.md). The cost is
- * bounded: at most one window per open stream, and streams are opened only
- * by the supervisor for its clients. */
-#define SUP_AGENT_RECV_WINDOW (1u << 20)
+ * back: the library's 256 KiB. 1 MiB (as the agent grants for uploads) cut
+ * the supervisor's context switches per GiB of GET /files from about 4,200
+ * to 1,200, but a stalled client then held more of the supervisor's memory
+ * than it_ports and it_ws_terminal allow under the sanitizers; it waits
+ * until the edge's bound counts the window in. */
+#define SUP_AGENT_RECV_WINDOW SBX_PROTO_DEFAULT_WINDOW
 
 typedef struct sup_agent sup_agent;
 typedef struct sup_exec_call sup_exec_call;
