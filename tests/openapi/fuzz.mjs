@@ -4,7 +4,8 @@
 // ignore them), sent over real HTTP. The property: no answer is a 5xx, and
 // every answer the API gives as an error has the error body shape.
 //   node fuzz.mjs DOCUMENT  with SBX_URL, SBX_TOKEN, SBX_SANDBOX (a live
-//   sandbox's id for {id}), SBX_FUZZ_SECONDS (default 5), SBX_FUZZ_SEED.
+//   sandbox's id for {id}), SBX_VICTIM (a second one, for the draws that
+//   end or freeze a sandbox), SBX_FUZZ_SECONDS (default 5), SBX_FUZZ_SEED.
 // Prints the counterexample fast-check shrank to and exits 1 when the
 // property fails; 0 with the count of requests when it held.
 import { readFileSync } from "node:fs";
@@ -14,7 +15,12 @@ const doc = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const base = process.env.SBX_URL;
 const token = process.env.SBX_TOKEN;
 const sandbox = process.env.SBX_SANDBOX;
+const victim = process.env.SBX_VICTIM;
 const seconds = Number(process.env.SBX_FUZZ_SECONDS || "5");
+if (!sandbox || !victim) {
+  console.log("fuzz: SBX_SANDBOX and SBX_VICTIM name two live sandboxes");
+  process.exit(2);
+}
 const seed = process.env.SBX_FUZZ_SEED ? Number(process.env.SBX_FUZZ_SEED) : Date.now() ^ 0x5bd1e995;
 
 // Left out, each for a reason of its own (API.md has their 5xx and their
@@ -23,23 +29,28 @@ const seed = process.env.SBX_FUZZ_SEED ? Number(process.env.SBX_FUZZ_SEED) : Dat
 const SKIP = {
   "POST /v1/images": "a pull reaches a registry (nothing may leave the machine); uploads: it_images_api",
   "POST /v1/sandboxes": "every valid draw is a cold create kept until the end",
-  "DELETE /v1/sandboxes/{id}": "would delete the sandbox every other draw runs against",
   "PUT /v1/pools/{ref}": "would size pools: sandboxes made in the background",
   "POST /v1/volumes": "every valid draw makes a file system (mkfs, up to 1 TiB) kept until the end; it_volumes",
   "GET /v1/sandboxes/{id}/fs/watch": "a stream that stays open",
   "GET /v1/sandboxes/{id}/processes/{pid}/ws": "a WebSocket upgrade",
   "GET /v1/sandboxes/{id}/processes/{pid}/output": "a followed stream stays open",
-  // The OpenSandbox layer: the same reasons as sbx's own create and delete;
-  // a command is arbitrary shell text whose stream may stay open; pause
-  // freezes the sandbox under test; a snapshot stores an archive per draw
-  // (it_opensandbox checks them).
+  // The OpenSandbox layer: the same reason as sbx's own create; a command
+  // is arbitrary shell text whose stream may stay open; a snapshot stores
+  // an archive per draw (it_opensandbox checks them).
   "POST /opensandbox/v1/sandboxes": "every valid draw is a cold create kept until the end",
-  "DELETE /opensandbox/v1/sandboxes/{id}": "would delete the sandbox every other draw runs against",
   "POST /opensandbox/execd/{id}/command": "runs drawn shell text; a foreground stream may stay open",
-  "POST /opensandbox/v1/sandboxes/{id}/pause": "freezes the fuzz's own sandbox: the rest would be 409 (it_opensandbox checks it)",
-  "POST /opensandbox/v1/sandboxes/{id}/resume": "pairs with pause (it_opensandbox checks it)",
   "POST /opensandbox/v1/sandboxes/{id}/snapshots": "every valid draw stores an archive of the sandbox kept until the end (it_opensandbox checks it)",
 };
+// Drawn against the second sandbox, not the one every other draw runs
+// against: each can end it (a delete; a timeout or an expiry a second
+// away, which fast-check draws often, as it favours a range's ends) or
+// freeze it (the rest would be 409).
+const VICTIM = new Set([
+  "DELETE /v1/sandboxes/{id}", "POST /v1/sandboxes/{id}/timeout", "POST /v1/sandboxes/{id}/pause",
+  "POST /v1/sandboxes/{id}/resume", "DELETE /opensandbox/v1/sandboxes/{id}",
+  "POST /opensandbox/v1/sandboxes/{id}/renew-expiration", "POST /opensandbox/v1/sandboxes/{id}/pause",
+  "POST /opensandbox/v1/sandboxes/{id}/resume",
+]);
 const SKIP_PREFIX = ["/v1/sandboxes/{id}/ports/{port}", "/v1/sandboxes/{id}/mcp/"];
 
 function resolve(s) {
@@ -104,7 +115,8 @@ for (const [path, item] of Object.entries(doc.paths)) {
     const values = {};
     for (const p of params) {
       let a = arb(p.schema);
-      if (p.in === "path" && p.name === "id") a = fc.oneof({ weight: 9, arbitrary: fc.constant(sandbox) }, { weight: 1, arbitrary: a });
+      if (p.in === "path" && p.name === "id")
+        a = fc.oneof({ weight: 9, arbitrary: fc.constant(VICTIM.has(key) ? victim : sandbox) }, { weight: 1, arbitrary: a });
       const any = fc.oneof({ weight: 2, arbitrary: a.map(String) }, { weight: 1, arbitrary: fc.string({ maxLength: 16 }) });
       values[p.in + ":" + p.name] = p.required ? any : fc.option(any, { nil: undefined });
     }
