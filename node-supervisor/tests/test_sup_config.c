@@ -106,8 +106,15 @@ static void test_relay_flags(void **state)
 	assert_string_equal(c.peers[1], "n3=http://[::1]:7071");
 	assert_string_equal(c.cluster_key_file, "/run/key");
 	sup_config_release(&c);
+	/* a cloud's node names, for this node and its peers */
+	const char *cloud[] = { "sup", "--node-name", "ip-10-0-1-23.eu-west-1.compute.internal",
+				"--peer", "ip-10-0-1-24.eu-west-1.compute.internal=http://10.0.1.24:7070",
+				NULL };
+	assert_int_equal(parse(&c, &e, 5, cloud), 0);
+	assert_string_equal(c.node_name, "ip-10-0-1-23.eu-west-1.compute.internal");
+	sup_config_release(&c);
 	const char *bad[][3] = { { "sup", "--node-name", "N1" },
-				 { "sup", "--node-name", "a-name-longer-than-twenty" },
+				 { "sup", "--node-name", "a.name.ending.in.a.dot." },
 				 { "sup", "--peer", "n2" },
 				 { "sup", "--peer", "N2=http://h:1" } };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -144,6 +151,15 @@ static void test_kube_flags(void **state)
 	assert_int_equal(c.lease_s, 40);
 	assert_int_equal(c.kube_queue, 256);
 	assert_true(c.node_name[0] != '\0'); /* the host name's */
+	assert_null(c.kube_token_file);
+	assert_null(c.node_account);
+	sup_config_release(&c);
+	const char *auth[] = { "sup", "--kube-in-cluster", "--kube-token-file", "/run/sa/token",
+			       "--node-account", "system:serviceaccount:sbx-system:sbx-supervisor",
+			       NULL };
+	assert_int_equal(parse(&c, &e, 6, auth), 0);
+	assert_string_equal(c.kube_token_file, "/run/sa/token");
+	assert_string_equal(c.node_account, "system:serviceaccount:sbx-system:sbx-supervisor");
 	sup_config_release(&c);
 	const char *bad[][5] = {
 		{ "sup", "--kubeconfig", "kc", "--kube-in-cluster", "one or the other" },
@@ -154,6 +170,10 @@ static void test_kube_flags(void **state)
 		{ "sup", "--kube-in-cluster", "--kube-queue", "0", "kube-queue" },
 		{ "sup", "--kube-in-cluster", "--advertise-url", "10.0.0.5:7070", "--advertise-url" },
 		{ "sup", "--kube-in-cluster", "--kube-namespace", "Sbx", "--kube-namespace" },
+		{ "sup", "--kube-token-file", "/t", "", "need --kubeconfig" },
+		{ "sup", "--kube-in-cluster", "--node-account", "sbx-supervisor", "--node-account" },
+		{ "sup", "--kube-in-cluster", "--node-account", "system:serviceaccount:ns",
+		  "--node-account" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *a[5] = { bad[i][0], bad[i][1], bad[i][2], bad[i][3], NULL };

@@ -2,7 +2,8 @@
  * status table, queries, routing, and bytes in, bytes out: keep-alive and
  * pipelining, HEAD, bodies (Content-Length, chunked, 100-continue,
  * streamed), framing that could be read two ways, every limit, timeouts,
- * --max-connections, upgrade, graceful stop. */
+ * --max-connections, upgrade, graceful stop, a request held by the relay
+ * hook and resumed or cancelled. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -58,6 +59,8 @@ static void test_status_table(void **state)
 	assert_string_equal(code, "bad_request");
 	assert_int_equal(sup_http_status(NULL, -EPERM, &code), 403);
 	assert_string_equal(code, "forbidden");
+	assert_int_equal(sup_http_status(NULL, -ENOKEY, &code), 401); /* a peer's node token */
+	assert_string_equal(code, "unauthorized");
 	assert_int_equal(sup_http_status(NULL, -EACCES, &code), 403);
 	assert_string_equal(code, "permission_denied");
 	assert_int_equal(sup_http_status(NULL, -ENOENT, &code), 404);
@@ -433,6 +436,93 @@ static void test_timeouts(void **state)
 	free(out);
 }
 
+/* ---- held by the relay hook ---- */
+
+/* The hook holds every request with X-Hold; a timer resumes the one held
+ * with the verdict its header asks ("ok": go on, else 401). */
+static struct {
+	sup_http_req *r;
+	int verdict;
+	int cancelled;
+	struct event *ev;
+} held;
+
+static void held_cancel(void *ud)
+{
+	held.cancelled++;
+	held.r = NULL;
+}
+
+static void held_resume(evutil_socket_t fd, short what, void *ud)
+{
+	sbx_err e;
+	sbx_err_set(&e, held.verdict, "the test refuses it");
+	sup_http_req *r = held.r;
+	held.r = NULL;
+	if (r)
+		sup_http_resume(r, held.verdict, &e);
+}
+
+static int hold_hook(void *ud, sup_http_req *r, const char *id, sbx_err *err)
+{
+	const char *v = sup_http_in_header(sup_http_input(r), "X-Hold");
+	if (!v)
+		return 0;
+	held.r = r;
+	held.verdict = strcmp(v, "ok") == 0 ? 0 : -ENOKEY;
+	sup_http_hold(r, held_cancel, NULL);
+	struct timeval tv = { 0, 200000 };
+	evtimer_add(held.ev, &tv);
+	return 2;
+}
+
+static void test_held_and_resumed(void **state)
+{
+	th_server s;
+	sup_http_cfg cfg;
+	th_default_cfg(&cfg);
+	cfg.relay = hold_hook;
+	assert_int_equal(th_start(&s, &cfg), 0);
+	held.ev = evtimer_new(s.base, held_resume, NULL);
+	/* Go on: the token, the route and its body as for any request, and the
+	 * connection kept for the next one. */
+	static const char ok[] = "POST /body HTTP/1.1\r\nHost: x\r\nX-Hold: ok\r\n" AUTH
+				 "Content-Length: 5\r\n\r\nhelloGET /echo HTTP/1.1\r\nHost: x\r\n"
+				 "Connection: close\r\n\r\n";
+	size_t n;
+	bool closed;
+	char *out = th_talk(&s, ok, sizeof(ok) - 1, 0, false, 1500, &n, &closed);
+	assert_int_equal(count(out, "HTTP/1.1 200 "), 2);
+	assert_non_null(strstr(out, "hello"));
+	free(out);
+	/* Refused: answered as the status table says, the body not taken for a
+	 * request. */
+	static const char no[] = "POST /body HTTP/1.1\r\nHost: x\r\nX-Hold: no\r\n" AUTH
+				 "Content-Length: 5\r\n\r\nhello";
+	out = th_talk(&s, no, sizeof(no) - 1, 0, false, 1500, &n, &closed);
+	assert_non_null(strstr(out, "HTTP/1.1 401 "));
+	assert_non_null(strstr(out, "the test refuses it"));
+	assert_true(closed);
+	free(out);
+	/* Still checked after: no token is 401 from the edge itself. */
+	static const char notoken[] = "GET /v1/x HTTP/1.1\r\nHost: x\r\nX-Hold: ok\r\n\r\n";
+	out = th_talk(&s, notoken, sizeof(notoken) - 1, 0, false, 1500, &n, &closed);
+	assert_non_null(strstr(out, "HTTP/1.1 401 "));
+	assert_non_null(strstr(out, "missing Authorization"));
+	free(out);
+	/* The client gone while held: the wait is cancelled, nothing resumed. */
+	static const char gone[] = "GET /echo HTTP/1.1\r\nHost: x\r\nX-Hold: ok\r\n\r\n";
+	held.cancelled = 0;
+	out = th_talk(&s, gone, sizeof(gone) - 1, 0, true, 100, &n, &closed);
+	free(out);
+	th_pump(&s, 400);
+	assert_int_equal(held.cancelled, 1);
+	assert_null(held.r);
+	assert_int_equal(th_conns(&s), 0);
+	event_free(held.ev);
+	th_stop(&s);
+}
+
 static void stopped(void *ud)
 {
 	(*(int *)ud)++;
@@ -483,6 +573,7 @@ int main(void)
 		cmocka_unit_test(test_websocket),
 		cmocka_unit_test(test_timeouts),
 		cmocka_unit_test(test_max_connections_and_stop),
+		cmocka_unit_test(test_held_and_resumed),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

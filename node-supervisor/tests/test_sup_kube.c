@@ -323,12 +323,50 @@ static void directory(void **state)
 	assert_int_equal(sup_kube_node_from_lease(l, &n, &e), -EINVAL);
 	json_decref(l);
 
-	char out[SUP_KUBE_URL_MAX];
-	assert_int_equal(sup_kube_dir_url(&d, "n2", t0 + 7, out, sizeof(out)), 0);
+	char out[SUP_KUBE_URL_MAX], name[SUP_KUBE_NODE_MAX];
+	assert_int_equal(sup_kube_dir_find(&d, "n2", t0 + 7, name, sizeof(name), out, sizeof(out)), 0);
 	assert_string_equal(out, "http://127.0.0.1:7001");
-	assert_int_equal(sup_kube_dir_url(&d, "n9", t0, out, sizeof(out)), -ENOENT);
+	assert_string_equal(name, "n2");
+	assert_int_equal(sup_kube_dir_find(&d, "n9", t0, name, sizeof(name), out, sizeof(out)),
+			 -ENOENT);
 	/* ran out: renewed at t0, 8 s */
-	assert_int_equal(sup_kube_dir_url(&d, "n2", t0 + 8, out, sizeof(out)), -ENOENT);
+	assert_int_equal(sup_kube_dir_find(&d, "n2", t0 + 8, name, sizeof(name), out, sizeof(out)),
+			 -ENOENT);
+	/* a cloud's node name: found by its tag, which its ids carry */
+	const char *cloud = "ip-10-0-1-23.eu-west-1.compute.internal";
+	char tag[SUP_NODEID_TAG_MAX + 1];
+	sup_nodeid_tag(cloud, tag);
+	l = lease(cloud, "http://10.0.1.23:7070", "2026-12-02T01:00:10Z", 8, caps[2]);
+	assert_int_equal(sup_kube_node_from_lease(l, &n, &e), 0);
+	json_decref(l);
+	assert_string_equal(n.tag, tag);
+	assert_null(sup_kube_dir_clash(&d, &n));
+	assert_int_equal(sup_kube_dir_put(&d, &n), 0);
+	assert_int_equal(sup_kube_dir_find(&d, tag, t0, name, sizeof(name), out, sizeof(out)), 0);
+	assert_string_equal(name, cloud);
+	assert_string_equal(out, "http://10.0.1.23:7070");
+	/* a node named as the other's tag: its ids could not be told apart;
+	 * named as a clash, and lookups of the tag refused while both live */
+	l = lease(tag, "http://10.0.9.9:7070", "2026-12-02T01:00:10Z", 8, caps[2]);
+	sup_kube_node twin;
+	assert_int_equal(sup_kube_node_from_lease(l, &twin, &e), 0);
+	json_decref(l);
+	assert_string_equal(twin.tag, tag);
+	assert_string_equal(sup_kube_dir_clash(&d, &twin), cloud);
+	assert_int_equal(sup_kube_dir_put(&d, &twin), 0);
+	assert_int_equal(sup_kube_dir_find(&d, tag, t0, name, sizeof(name), out, sizeof(out)),
+			 -ENOTUNIQ);
+	sup_kube_dir_remove(&d, tag);
+	sup_kube_dir_remove(&d, cloud);
+	/* this node's own tag under another name */
+	l = lease("n1", "http://10.0.9.9:7070", "2026-12-02T01:00:10Z", 8, caps[2]);
+	assert_int_equal(sup_kube_node_from_lease(l, &twin, &e), 0);
+	json_decref(l);
+	assert_null(sup_kube_dir_clash(&d, &twin)); /* itself */
+	/* a node name that is no DNS name is no node of ours */
+	l = lease("Bad_Name", "http://10.0.9.9:7070", "2026-12-02T01:00:10Z", 8, caps[2]);
+	assert_int_equal(sup_kube_node_from_lease(l, &twin, &e), -EINVAL);
+	json_decref(l);
 	/* never self (5 ready), the most ready first, each pick counted */
 	assert_int_equal(sup_kube_dir_pick(&d, "host", t0, out, sizeof(out)), 0);
 	assert_string_equal(out, "n3");
@@ -341,7 +379,8 @@ static void directory(void **state)
 	assert_string_equal(out, "n2");
 	assert_int_equal(sup_kube_dir_pick(&d, "busybox", t0, out, sizeof(out)), -ENOENT);
 	sup_kube_dir_remove(&d, "n2");
-	assert_int_equal(sup_kube_dir_url(&d, "n2", t0, out, sizeof(out)), -ENOENT);
+	assert_int_equal(sup_kube_dir_find(&d, "n2", t0, name, sizeof(name), out, sizeof(out)),
+			 -ENOENT);
 	assert_int_equal(d.n, 2);
 	sup_kube_dir_release(&d);
 }

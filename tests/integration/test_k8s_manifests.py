@@ -259,6 +259,7 @@ class Server(unittest.TestCase):
             ("create", "leases.coordination.k8s.io", "sbx-system"),
             ("watch", "leases.coordination.k8s.io", "sbx-system"),
             ("create", "events", "sbx-system"),
+            ("create", "tokenreviews.authentication.k8s.io", ""),
         ]
         denied = [
             ("create", "pods", "sbx-system"), ("list", "pods", "default"),
@@ -271,6 +272,8 @@ class Server(unittest.TestCase):
             ("patch", "events", "sbx-system"),
             ("create", "events", "default"), ("delete", "namespaces", ""),
             ("update", "roles.rbac.authorization.k8s.io", "sbx-sandboxes"),
+            ("create", "subjectaccessreviews.authorization.k8s.io", ""),
+            ("create", "serviceaccounts/token", "sbx-system"),
         ]
         for verb, res, ns in allowed + denied:
             # a subresource goes as --subresource: kubectl 1.20 reads

@@ -7,9 +7,13 @@ background process's output, a WebSocket terminal; the tenant's token is
 checked by the owner. A create on n3 (pool size 0) lands on a node with
 ready sandboxes. The relay door refuses a wrong or missing cluster key, a
 relayed request is never relayed again, an id of an unknown node is 404.
-n1 killed (SIGKILL): its sandboxes are 502 through n2 at once; restarted on
-the same state folder, they are served through n2 again. Everything made
-is removed, also when a test fails.
+Connections are kept alive: relayed requests on one client connection
+stay on it, and n2 reuses its connection to n1 (its log says so).
+GET /v1/sandboxes?scope=cluster through any node lists every node's.
+n1 killed (SIGKILL): its sandboxes are 502 through n2 at once, and the
+cluster-wide list names n1 as unanswered within its deadline; restarted
+on the same state folder, they are served through n2 again. Everything
+made is removed, also when a test fails.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
@@ -240,6 +244,77 @@ class Relay(unittest.TestCase):
         last = asyncio.run(session())
         self.assertEqual(last["exit"]["exit_code"], 4, last)
 
+    # ---- kept alive ----
+    def test_kept_alive_both_ways(self):
+        path = "/v1/sandboxes/%s/exec" % self.sid()
+        hdrs = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
+        c = self.sups["n2"].conn(60)
+        try:
+            for i in range(4):
+                c.request("POST", path, body=json.dumps({"cmd": "echo kept-%d" % i}),
+                          headers=hdrs)
+                r = c.getresponse()
+                b = json.loads(r.read())
+                self.assertEqual((r.status, b.get("stdout")), (200, "kept-%d\n" % i), b)
+                self.assertNotEqual((r.getheader("Connection") or "").lower(), "close")
+            # a GET without a body and a HEAD-less 404 from the owner on it too
+            c.request("GET", "/v1/sandboxes/" + self.sid(), headers=hdrs)
+            r = c.getresponse()
+            self.assertEqual(json.loads(r.read())["id"], self.sid())
+        finally:
+            c.close()
+        with open(self.sups["n2"].log_path, errors="replace") as f:
+            kept = f.read().count("via node n1 (kept)")
+        self.assertGreaterEqual(kept, 3, "n2 reused its connection to n1 %d times" % kept)
+
+    def test_expect_continue_then_more_on_one_connection(self):
+        # The owner's 100 Continue passes through, then its 200; then a
+        # HEAD-less GET and a 404 on the same client connection.
+        path = "/v1/sandboxes/%s/files?path=/workspace/cont.txt" % self.sid()
+        s = socket.create_connection(("127.0.0.1", self.ports["n2"]), timeout=30)
+        try:
+            s.sendall(("PUT %s HTTP/1.1\r\nHost: n2\r\nAuthorization: Bearer %s\r\n"
+                       "Content-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+                       % (path, TOKEN)).encode())
+            got = b""
+            while b"\r\n\r\n" not in got:
+                got += s.recv(4096)
+            self.assertTrue(got.startswith(b"HTTP/1.1 100 "), got)
+            s.sendall(b"hello")
+            f = s.makefile("rb")
+            got = got[got.index(b"\r\n\r\n") + 4:]
+            s.sendall(("GET %s HTTP/1.1\r\nHost: n2\r\nAuthorization: Bearer %s\r\n\r\n"
+                       "GET /v1/sandboxes/sb-n1-000000000000 HTTP/1.1\r\nHost: n2\r\n"
+                       "Authorization: Bearer %s\r\nConnection: close\r\n\r\n"
+                       % (path, TOKEN, TOKEN)).encode())
+            data = got + f.read()
+        finally:
+            s.close()
+        self.assertEqual(data.count(b"HTTP/1.1 200 "), 2, data)
+        self.assertIn(b"\r\n\r\nhello", data)
+        self.assertEqual(data.count(b"HTTP/1.1 404 "), 1, data)
+        self.assertTrue(data.rstrip().endswith(b"}"), data[-200:])
+
+    # ---- every node's list ----
+    def test_list_cluster_wide(self):
+        for via in NODES:
+            st, _, b = self.via(via, "GET", "/v1/sandboxes?scope=cluster")
+            self.assertEqual(st, 200, b)
+            self.assertIn(self.sid(), [x["id"] for x in b["sandboxes"]], b)
+            self.assertEqual(sorted(b["nodes"]["answered"]), list(NODES), b)
+            self.assertEqual(b["nodes"]["unanswered"], [], b)
+            self.assertEqual(b["nodes"]["answered"][0], via)
+        # another tenant's list holds none of alice's, on any node
+        st, _, b = self.via("n3", "GET", "/v1/sandboxes?scope=cluster", token="Bearer " + OTHER)
+        self.assertEqual(st, 200, b)
+        self.assertNotIn(self.sid(), [x["id"] for x in b["sandboxes"]])
+        # this node's alone, as before; a scope it does not know is 400
+        st, _, b = self.via("n3", "GET", "/v1/sandboxes?scope=node")
+        self.assertEqual((st, "nodes" in b), (200, False), b)
+        self.assertNotIn(self.sid(), [x["id"] for x in b["sandboxes"]])
+        st, _, b = self.via("n3", "GET", "/v1/sandboxes?scope=everywhere")
+        self.assertEqual((st, b["error"]["code"]), (400, "bad_request"), b)
+
     # ---- create sent elsewhere ----
     def test_create_on_an_empty_node(self):
         # n3 keeps no sandbox ready; its directory polls the others each second.
@@ -287,6 +362,14 @@ class Relay(unittest.TestCase):
         dt = time.monotonic() - t0
         self.assertEqual((st, b["error"]["code"]), (502, "node_unreachable"), b)
         self.assertLess(dt, 2.0)
+        # the cluster-wide list: n1 named, the others' still given
+        t0 = time.monotonic()
+        st, _, b = self.via("n2", "GET", "/v1/sandboxes?scope=cluster")
+        dt = time.monotonic() - t0
+        self.assertEqual(st, 200, b)
+        self.assertEqual(sorted(b["nodes"]["answered"]), ["n2", "n3"], b)
+        self.assertEqual([u["name"] for u in b["nodes"]["unanswered"]], ["n1"], b)
+        self.assertLess(dt, 3.0)
         again = Supervisor(SUP, AGENT, state_dir=n1.state_dir, pool_size=POOL["n1"], token=TOKEN,
                            extra=n1.extra)
         self.sups["n1"] = again

@@ -46,7 +46,7 @@ typedef struct sup_pools_cfg {
 	sup_agent_opts agent;          /* deadlines, ping and limits of every agent connection */
 	struct sup_net *net;           /* egress plumbing for every sandbox; NULL: loopback only */
 	struct sup_catalog *catalog;   /* what is made is recorded (sup_catalog.h); NULL: nothing */
-	const char *node;              /* --node-name: in every new sandbox id (sup_nodeid.h) */
+	const char *node;              /* --node-name's tag: in every new sandbox id (sup_nodeid.h) */
 	/* Reuse after reset (sup_pools_release): runc sandboxes a pool needs
 	 * again are reset and checked instead of destroyed and made anew. */
 	bool reuse;

@@ -320,6 +320,8 @@ void sup_http_log(const sup_http_req *r)
 
 void sup_http_req_free(sup_http_req *r)
 {
+	if (r->hold_cancel)
+		r->hold_cancel(r->hold_ud);
 	if (r->state) {
 		if (r->mount->family->release)
 			r->mount->family->release(r->state);
@@ -401,14 +403,16 @@ static const char *request_token(const sup_http_in *in, const char **tok, size_t
 	return n ? key : auth;
 }
 
-/* Everything a head must pass before its route runs; 0 or answered. */
+static int check_auth(sup_http_req *r);
+
+/* Everything a head must pass before its route runs: 0, answered (-1), or
+ * held by the relay (1: sup_http_resume goes on from check_auth). */
 static int check(sup_http_req *r)
 {
 	sup_conn *c = r->c;
 	sup_http *h = c->h;
 	sup_httpin_head *ph = &r->ph;
-	char msg[256], allow[64];
-	int why;
+	char msg[256];
 	/* A request we could read otherwise than its sender: nothing after it
 	 * on the connection is trusted. */
 	const char *bad = ph->bad ? ph->bad
@@ -427,9 +431,8 @@ static int check(sup_http_req *r)
 	}
 	sbx_err err;
 	sbx_err_clear(&err);
-	int vouched = 0;
 	if (h->cfg.gate) {
-		vouched = h->cfg.gate(h->cfg.gate_ud, &r->in, &r->vpath, &err);
+		int vouched = h->cfg.gate(h->cfg.gate_ud, &r->in, &r->vpath, &err);
 		if (r->vpath)
 			r->in.path = r->vpath;
 		if (vouched < 0) {
@@ -438,12 +441,13 @@ static int check(sup_http_req *r)
 			sup_http_refuse(r, status, code, err.msg);
 			return -1;
 		}
+		r->vouched = vouched > 0;
 	}
-	r->route = match(h, r->in.method, r->in.path, &r->mount, r->id, r->pid, allow,
-			 sizeof(allow), &why);
+	r->route = match(h, r->in.method, r->in.path, &r->mount, r->id, r->pid, r->allow,
+			 sizeof(r->allow), &r->why);
 	if (h->cfg.relay) {
 		bool named = r->route && strstr(r->route->pattern, "{id}") && valid_id(r->id);
-		int rc = h->cfg.relay(h->cfg.relay_ud, &r->in, named ? r->id : NULL, &err);
+		int rc = h->cfg.relay(h->cfg.relay_ud, r, named ? r->id : NULL, &err);
 		if (rc < 0) {
 			const char *code;
 			int status = sup_http_status(NULL, rc, &code);
@@ -460,7 +464,20 @@ static int check(sup_http_req *r)
 			r->in.pid = NULL;
 			return 0;
 		}
+		if (rc == 2)
+			return 1;
 	}
+	return check_auth(r);
+}
+
+/* The tenant's token, the route and the sandbox the route names. */
+static int check_auth(sup_http_req *r)
+{
+	sup_http *h = r->c->h;
+	char msg[256];
+	sbx_err err;
+	sbx_err_clear(&err);
+	bool vouched = r->vouched;
 	const char *tok = NULL;
 	size_t tok_len = 0;
 	const char *auth = request_token(&r->in, &tok, &tok_len);
@@ -478,10 +495,10 @@ static int check(sup_http_req *r)
 	}
 	if (!r->route) {
 		r->id[0] = '\0';
-		if (why == -EPERM) {
-			sup_http_header(r, "Allow", allow);
+		if (r->why == -EPERM) {
+			sup_http_header(r, "Allow", r->allow);
 			snprintf(msg, sizeof(msg), "%s is not allowed on %.120s (allowed: %s)",
-				 r->in.method, r->in.path, allow);
+				 r->in.method, r->in.path, r->allow);
 			sup_http_refuse(r, 405, "method_not_allowed", msg);
 		} else {
 			snprintf(msg, sizeof(msg), "no route %s %.120s", r->in.method, r->in.path);
@@ -507,6 +524,8 @@ static int check(sup_http_req *r)
 	return 0;
 }
 
+static void proceed(sup_http_req *r);
+
 /* A head arrived whole (parsed into r): check it, then read its body or run
  * its route. */
 void sup_http_dispatch(sup_http_req *r)
@@ -521,11 +540,57 @@ void sup_http_dispatch(sup_http_req *r)
 	r->cont_owed = ph->expect_continue && ph->minor >= 1 && has_body;
 	r->in.body_expect = r->chunked ? UINT64_MAX : ph->cl;
 	sup_httpin_chunked_init(&r->dec);
-	if (check(r) < 0) {
+	int rc = check(r);
+	if (rc < 0) {
 		/* A body nobody read must not be taken for the next request. */
 		c->close_after |= has_body;
 		return;
 	}
+	if (rc > 0) {
+		/* Held: nothing read meanwhile; the client's end still seen. */
+		sup_conn_reading(c, false);
+		sup_conn_watch(c, true);
+		return;
+	}
+	proceed(r);
+}
+
+void sup_http_hold(sup_http_req *r, void (*cancel)(void *ud), void *ud)
+{
+	r->hold_cancel = cancel;
+	r->hold_ud = ud;
+}
+
+void sup_http_resume(sup_http_req *r, int rc, const sbx_err *err)
+{
+	sup_conn *c = r->c;
+	bool has_body = r->ph.te_chunked || r->ph.cl > 0;
+	r->hold_cancel = NULL;
+	r->hold_ud = NULL;
+	sup_conn_watch(c, false);
+	sup_conn_reading(c, true);
+	if (rc < 0) {
+		const char *code;
+		int status = sup_http_status(NULL, rc, &code);
+		r->route = NULL;
+		r->id[0] = '\0';
+		c->close_after |= has_body;
+		sup_http_refuse(r, status, code, err ? err->msg : "refused");
+		return;
+	}
+	if (check_auth(r) < 0) {
+		c->close_after |= has_body;
+		return;
+	}
+	proceed(r);
+}
+
+/* Checked: the route's state, then its body read or the route run. */
+static void proceed(sup_http_req *r)
+{
+	sup_conn *c = r->c;
+	sup_httpin_head *ph = &r->ph;
+	bool has_body = ph->te_chunked || ph->cl > 0;
 	const sup_http_family *f = r->mount->family;
 	r->state = calloc(1, f->state_size ? f->state_size : 1);
 	if (!r->state) {

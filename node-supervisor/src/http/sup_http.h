@@ -54,6 +54,8 @@ typedef enum sup_http_body_mode {
 #define SUP_HTTP_CLUSTER_KEY "Sbx-Cluster-Key"
 #define SUP_HTTP_RELAY_HOPS "Sbx-Relay-Hops"
 #define SUP_HTTP_RELAY_FROM "Sbx-Relay-From"
+/* The relaying node's service-account token, for a TokenReview (cluster) */
+#define SUP_HTTP_NODE_TOKEN "Sbx-Node-Token"
 
 /* A request as a parser sees it: plain data, valid while the request is. */
 typedef struct sup_http_hdr {
@@ -144,9 +146,11 @@ typedef struct sup_http_cfg {
 	 * given each request and the sandbox id its route names (NULL when
 	 * none, or no route matched), it returns 0 (served here, as usual),
 	 * 1 (taken over by relay_mount's one route: no token is asked here,
-	 * the node that holds the sandbox asks it), or an error answered as
-	 * sup_http_status says (a relayed request without the cluster's key). */
-	int (*relay)(void *ud, const sup_http_in *in, const char *id, sbx_err *err);
+	 * the node that holds the sandbox asks it), 2 (held, having called
+	 * sup_http_hold: a peer's credential is being checked elsewhere), or
+	 * an error answered as sup_http_status says (a relayed request
+	 * without the cluster's key). */
+	int (*relay)(void *ud, sup_http_req *r, const char *id, sbx_err *err);
 	void *relay_ud;
 	const sup_http_mount *relay_mount;
 	/* Every answered request: its route's name ("unmatched" when no route
@@ -265,6 +269,17 @@ void sup_http_raw_pause(sup_http_req *r, bool paused);
 void sup_http_raw_half_close(sup_http_req *r);
 bool sup_http_raw_ended(sup_http_req *r);
 
+/* ---- held (a relay's check of a peer) ---- */
+
+/* r waits between its head and its checks (nothing is read; the client's
+ * end is still seen): cancel(ud) runs if r ends meanwhile (the client
+ * gone, the server stopped), and must forget r. */
+void sup_http_hold(sup_http_req *r, void (*cancel)(void *ud), void *ud);
+/* The wait is over (loop thread): rc 0 goes on with the tenant's token,
+ * the route and its body as for any request; rc < 0 is answered as
+ * sup_http_status says, with err's message. */
+void sup_http_resume(sup_http_req *r, int rc, const sbx_err *err);
+
 /* ---- takeover (a relay) ---- */
 
 /* The connection becomes the act's, as after an upgrade but with no head
@@ -272,10 +287,15 @@ bool sup_http_raw_ended(sup_http_req *r);
  * the client's bytes after the request head are sup_http_raw_input's
  * (reading paused until sup_http_raw_pause(r, false)), half-close as
  * sup_http_raw_half_close says, and the connection closes after the
- * reply. Until sup_http_raw_status the act may still answer with
+ * reply (sup_http_end; sup_http_takeover_end keeps it for the next
+ * request). Until sup_http_raw_status the act may still answer with
  * sup_http_json/_fail (its own error, before any byte of the reply). */
 void sup_http_takeover(sup_http_req *r, void (*on_read)(void *ud), void *ud);
 /* The reply written from here on carries status (the log's). */
 void sup_http_raw_status(sup_http_req *r, int status);
+/* The act read exactly this request's bytes (its head's framing) and wrote
+ * a whole answer: the request ends and the connection goes on to the next
+ * one, unless the client asked to close it (sup_http_end closes it). */
+void sup_http_takeover_end(sup_http_req *r);
 
 #endif

@@ -78,6 +78,12 @@ struct sup_http_req {
 	sup_http_in in;
 	char id[SUP_HTTP_ID_MAX], pid[SUP_HTTP_SEG_MAX];
 	struct timespec t0;
+	/* checks: what routing said, for the answer once authenticated */
+	bool vouched;                  /* by the gate */
+	int why;                       /* no route: -EPERM (another method) or -ENOENT */
+	char allow[64];
+	void (*hold_cancel)(void *ud); /* held by the relay (sup_http_hold) */
+	void *hold_ud;
 	/* the body */
 	bool chunked, body_done, cont_owed, timed_out, ready_pending;
 	uint64_t body_left;
@@ -91,6 +97,7 @@ struct sup_http_req {
 	int status;
 	bool started, chunked_out, raw, done, cut, gone;
 	bool raw_half;                 /* raw: the client's end of input is not the end */
+	bool close_asked;              /* a takeover: the client's own Connection: close */
 	uint64_t out_len, out_sent;
 	void (*on_drained)(void *ud);
 	void *drained_ud;

@@ -308,11 +308,21 @@ void sup_http_takeover(sup_http_req *r, void (*on_read)(void *ud), void *ud)
 	if (r->done || r->started)
 		return;
 	r->raw = true;
+	r->close_asked = c->close_after;
 	c->close_after = true;
 	r->on_ready = on_read;
 	r->ready_ud = ud;
 	sup_conn_reading(c, false);
 	sup_conn_watch(c, !r->raw_half);
+}
+
+void sup_http_takeover_end(sup_http_req *r)
+{
+	if (r->done)
+		return;
+	r->body_done = true;
+	r->c->close_after = r->close_asked || r->c->rd_eof;
+	sup_http_done(r);
 }
 
 void sup_http_raw_status(sup_http_req *r, int status)

@@ -27,6 +27,9 @@ static const struct status_row {
 	 * snapshot store's, below) */
 	{ -ENETUNREACH, 502, "node_unreachable", NULL },
 	{ -ELOOP, 508, "loop_detected", NULL },
+	/* a peer's node token missing, or not authenticated by the cluster's
+	 * API server (its TokenReview) */
+	{ -ENOKEY, 401, "unauthorized", NULL },
 	{ -EINVAL, 400, "bad_request", NULL },
 	{ -ENAMETOOLONG, 400, "bad_request", NULL },
 	{ -ENODATA, 400, "bad_request", NULL }, /* a request body cut short */

@@ -27,6 +27,7 @@ struct sup_kube {
 	char ns[SUP_KUBE_NS_MAX];
 	char node[SUP_KUBE_NODE_MAX];
 	char lease[SUP_KUBE_NODE_MAX + 16]; /* sbx-node-<node> */
+	char short_lease[SUP_NODEID_TAG_MAX + 16]; /* sbx-node-<tag>: Event names start so */
 	char url[SUP_KUBE_URL_MAX];
 	unsigned lease_s;
 	atomic_bool stop;
@@ -179,7 +180,8 @@ void sup_kube_event(sup_kube *k, sup_kube_ev_type type, const char *reason, cons
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	/* unique, as client-go names them: the object, then the time */
 	char name[SUP_KUBE_KEY_MAX];
-	snprintf(name, sizeof(name), "%s.%" PRIx64 "%08" PRIx32, k->lease,
+	snprintf(name, sizeof(name), "%s.%" PRIx64 "%08" PRIx32,
+		 strlen(k->lease) + 26 <= SUP_KUBE_NODE_MAX - 1 ? k->lease : k->short_lease,
 		 (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, rnd32());
 	json_t *ev = json_pack(
 		"{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s,s:s},s:s,s:s,s:s,s:{s:s,s:s},s:s,s:s,s:i}",
@@ -331,9 +333,19 @@ static void dir_apply(sup_kube_dir *d, const char *type, json_t *obj)
 		sup_debug("kube: %s", err.msg);
 		return;
 	}
-	if (strcmp(type, "DELETED") == 0)
+	if (strcmp(type, "DELETED") == 0) {
 		sup_kube_dir_remove(d, n.name);
-	else if (sup_kube_dir_put(d, &n) < 0)
+		return;
+	}
+	/* said once, when the node appears: lookups of the tag are refused */
+	const char *clash = sup_kube_dir_clash(d, &n);
+	bool known = false;
+	for (size_t i = 0; i < d->n && !known; i++)
+		known = strcmp(d->v[i].name, n.name) == 0;
+	if (clash && !known)
+		sup_warn("kube: nodes %s and %s have one id tag (%s): requests for their sandboxes "
+			 "are refused until one is renamed", n.name, clash, n.tag);
+	if (sup_kube_dir_put(d, &n) < 0)
 		sup_warn("kube: node directory full (%u nodes): %s left out", SUP_KUBE_DIR_MAX, n.name);
 }
 
@@ -465,11 +477,12 @@ static void *watcher_main(void *ud)
 	return NULL;
 }
 
-int sup_kube_nodes_url(void *ud, const char *node, char *url, size_t cap)
+int sup_kube_nodes_find(void *ud, const char *tag, char *name, size_t name_cap, char *url,
+			size_t url_cap)
 {
 	sup_kube *k = ud;
 	pthread_mutex_lock(&k->dmu);
-	int rc = sup_kube_dir_url(&k->dir, node, time(NULL), url, cap);
+	int rc = sup_kube_dir_find(&k->dir, tag, time(NULL), name, name_cap, url, url_cap);
 	pthread_mutex_unlock(&k->dmu);
 	return rc;
 }
@@ -481,6 +494,15 @@ int sup_kube_nodes_pick(void *ud, const char *image, char *node, size_t cap)
 	int rc = sup_kube_dir_pick(&k->dir, image, time(NULL), node, cap);
 	pthread_mutex_unlock(&k->dmu);
 	return rc;
+}
+
+void sup_kube_nodes_each(void *ud, void (*fn)(void *fn_ud, const char *name, const char *url),
+			 void *fn_ud)
+{
+	sup_kube *k = ud;
+	pthread_mutex_lock(&k->dmu);
+	sup_kube_dir_each(&k->dir, time(NULL), fn, fn_ud);
+	pthread_mutex_unlock(&k->dmu);
 }
 
 int sup_kube_nodes_list(sup_kube *k, sup_kube_node **out, size_t *n)
@@ -560,7 +582,7 @@ static int probe(sup_kube *k, sbx_err *err)
 
 sup_kube *sup_kube_start(const sup_kube_opts *o, sbx_err *err)
 {
-	if (!dns_name(o->node, SUP_KUBE_NODE_MAX - 1 - 9) || !dns_name(o->ns, SUP_KUBE_NS_MAX - 1)) {
+	if (!dns_name(o->node, SUP_KUBE_NODE_MAX - 1) || !dns_name(o->ns, SUP_KUBE_NS_MAX - 1)) {
 		sbx_err_set(err, -EINVAL, "node name '%.80s' or namespace '%.80s' is not a lowercase DNS name",
 			    o->node, o->ns);
 		return NULL;
@@ -576,7 +598,13 @@ sup_kube *sup_kube_start(const sup_kube_opts *o, sbx_err *err)
 	}
 	snprintf(k->ns, sizeof(k->ns), "%s", o->ns);
 	snprintf(k->node, sizeof(k->node), "%s", o->node);
-	snprintf(k->lease, sizeof(k->lease), "sbx-node-%s", o->node);
+	/* A Lease's name is a DNS subdomain too: a node name too long for the
+	 * prefix names its Lease by its tag (the annotation keeps the name). */
+	char tag[SUP_NODEID_TAG_MAX + 1];
+	sup_nodeid_tag(o->node, tag);
+	snprintf(k->lease, sizeof(k->lease), "sbx-node-%s",
+		 strlen(o->node) + 9 <= SUP_KUBE_NODE_MAX - 1 ? o->node : tag);
+	snprintf(k->short_lease, sizeof(k->short_lease), "sbx-node-%s", tag);
 	snprintf(k->url, sizeof(k->url), "%s", o->url);
 	k->lease_s = o->lease_s ? o->lease_s : 40;
 	pthread_mutex_init(&k->mu, NULL);

@@ -29,7 +29,7 @@ typedef struct sup_kube sup_kube;
 typedef struct sup_kube_opts {
 	const sup_kube_cfg *cfg;  /* read at start */
 	const char *ns;           /* the Leases' and Events' namespace */
-	const char *node;         /* this node's name: Lease sbx-node-<node> */
+	const char *node;         /* this node's name: Lease sbx-node-<node> (<tag> if too long) */
 	const char *url;          /* this supervisor's API, for the other nodes */
 	unsigned lease_s;         /* leaseDurationSeconds; renewed every quarter of it */
 	size_t queue_max;         /* Events held while the server is away */
@@ -56,12 +56,19 @@ void sup_kube_event(sup_kube *k, sup_kube_ev_type type, const char *reason, cons
 	__attribute__((format(printf, 4, 5)));
 
 /* The node directory interface (sup_directory_ops of the relay): ud is the
- * sup_kube. "http://host:port" of node's supervisor, -ENOENT for a node
- * with no Lease or whose Lease ran out. */
-int sup_kube_nodes_url(void *ud, const char *node, char *url, size_t cap);
+ * sup_kube. The name and "http://host:port" of the node whose tag
+ * (sup_nodeid_tag) is tag; -ENOENT for none with a live Lease, -ENOTUNIQ
+ * for two (their names clash: refused). */
+int sup_kube_nodes_find(void *ud, const char *tag, char *name, size_t name_cap, char *url,
+			size_t url_cap);
 /* A node other than this one, its Lease live, with a ready sandbox of
  * image: -ENOENT none. */
 int sup_kube_nodes_pick(void *ud, const char *image, char *node, size_t cap);
+
+/* Each other node with a live Lease, in turn (under the directory's lock:
+ * fn must not call back): fn(fn_ud, name, url). */
+void sup_kube_nodes_each(void *ud, void (*fn)(void *fn_ud, const char *name, const char *url),
+			 void *fn_ud);
 
 /* A copy of the directory as it is (for GET /v1/nodes): *out malloc'd,
  * *n entries; self: this node's name. */

@@ -100,7 +100,10 @@ int sup_kube_node_from_lease(json_t *lease, sup_kube_node *out, sbx_err *err)
 	if (strlen(node) >= sizeof(out->name) || strlen(url) >= sizeof(out->url) || dur <= 0 ||
 	    dur > 86400 || sup_kube_parse_time(renew, &out->renewed) < 0)
 		return sbx_err_set(err, -EINVAL, "lease %s: malformed node, URL or times", lname ? lname : "?");
+	if (sup_nodeid_name_check(node, err) < 0)
+		return sbx_err_wrap(err, "lease %s", lname ? lname : "?");
 	snprintf(out->name, sizeof(out->name), "%s", node);
+	sup_nodeid_tag(out->name, out->tag);
 	snprintf(out->url, sizeof(out->url), "%s", url);
 	out->duration_s = (unsigned)dur;
 	/* a capacity we cannot read offers nothing, but the node still answers */
@@ -165,14 +168,43 @@ static bool live(const sup_kube_node *n, time_t now)
 	return n->renewed + (time_t)n->duration_s > now;
 }
 
-int sup_kube_dir_url(const sup_kube_dir *d, const char *node, time_t now, char *url, size_t cap)
+const char *sup_kube_dir_clash(const sup_kube_dir *d, const sup_kube_node *n)
 {
-	const sup_kube_node *e = find(d, node);
-	if (!e || !live(e, now))
+	char self_tag[SUP_NODEID_TAG_MAX + 1];
+	sup_nodeid_tag(d->self, self_tag);
+	if (d->self[0] && strcmp(n->name, d->self) != 0 && strcmp(n->tag, self_tag) == 0)
+		return d->self;
+	for (size_t i = 0; i < d->n; i++)
+		if (strcmp(d->v[i].tag, n->tag) == 0 && strcmp(d->v[i].name, n->name) != 0)
+			return d->v[i].name;
+	return NULL;
+}
+
+int sup_kube_dir_find(const sup_kube_dir *d, const char *tag, time_t now, char *name,
+		      size_t name_cap, char *url, size_t url_cap)
+{
+	const sup_kube_node *hit = NULL;
+	for (size_t i = 0; i < d->n; i++) {
+		if (strcmp(d->v[i].tag, tag) != 0 || !live(&d->v[i], now))
+			continue;
+		if (hit)
+			return -ENOTUNIQ;
+		hit = &d->v[i];
+	}
+	if (!hit)
 		return -ENOENT;
-	if (snprintf(url, cap, "%s", e->url) >= (int)cap)
+	if ((size_t)snprintf(name, name_cap, "%s", hit->name) >= name_cap ||
+	    (size_t)snprintf(url, url_cap, "%s", hit->url) >= url_cap)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+void sup_kube_dir_each(const sup_kube_dir *d, time_t now,
+		       void (*fn)(void *fn_ud, const char *name, const char *url), void *fn_ud)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (strcmp(d->v[i].name, d->self) != 0 && live(&d->v[i], now))
+			fn(fn_ud, d->v[i].name, d->v[i].url);
 }
 
 int sup_kube_dir_pick(sup_kube_dir *d, const char *image, time_t now, char *node, size_t cap)

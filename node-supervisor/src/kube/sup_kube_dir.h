@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "sbx/err.h"
+#include "sup_nodeid.h"
 
 #define SUP_KUBE_NODE_MAX 254  /* a node name: a DNS subdomain (253) */
 #define SUP_KUBE_URL_MAX 256
@@ -40,6 +41,7 @@ typedef struct sup_kube_capacity {
 
 typedef struct sup_kube_node {
 	char name[SUP_KUBE_NODE_MAX];
+	char tag[SUP_NODEID_TAG_MAX + 1]; /* its name's (sup_nodeid_tag), as its ids carry */
 	char url[SUP_KUBE_URL_MAX];
 	time_t renewed;       /* the Lease's renewTime (wall clock, seconds) */
 	unsigned duration_s;  /* its leaseDurationSeconds */
@@ -72,9 +74,19 @@ void sup_kube_dir_release(sup_kube_dir *d);
 int sup_kube_dir_put(sup_kube_dir *d, const sup_kube_node *n);
 void sup_kube_dir_remove(sup_kube_dir *d, const char *name);
 
+/* Another entry of n's tag under another name (self counted, as an entry
+ * named d->self), or NULL: two such nodes' ids cannot be told apart. */
+const char *sup_kube_dir_clash(const sup_kube_dir *d, const sup_kube_node *n);
+
 /* A lease is live until renewed + duration (wall clock: a node whose lease
- * ran out is taken for gone, as Kubernetes takes a node). */
-int sup_kube_dir_url(const sup_kube_dir *d, const char *node, time_t now, char *url, size_t cap);
+ * ran out is taken for gone, as Kubernetes takes a node). The live node
+ * of this tag: its name and URL; -ENOENT none, -ENOTUNIQ two live nodes
+ * of the tag (refused: a request could reach the wrong one). */
+int sup_kube_dir_find(const sup_kube_dir *d, const char *tag, time_t now, char *name,
+		      size_t name_cap, char *url, size_t url_cap);
+/* Each live node other than self, in turn: fn(fn_ud, name, url). */
+void sup_kube_dir_each(const sup_kube_dir *d, time_t now,
+		       void (*fn)(void *fn_ud, const char *name, const char *url), void *fn_ud);
 /* The live node other than self with the most ready sandboxes of image;
  * its count is lowered by one here, so that creates sent before its next
  * renewal spread over the nodes. -ENOENT: none has one ready. */

@@ -154,6 +154,16 @@ sup_kube *sup_cluster_kube(const sup_cluster *cl)
 	return cl ? cl->kube : NULL;
 }
 
+const sup_kube_cfg *sup_cluster_kube_cfg(const sup_cluster *cl)
+{
+	return &cl->kcfg;
+}
+
+const char *sup_cluster_namespace(const sup_cluster *cl)
+{
+	return cl->ns;
+}
+
 void sup_cluster_free(sup_cluster *cl)
 {
 	if (!cl)

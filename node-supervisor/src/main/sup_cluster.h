@@ -29,6 +29,9 @@ int sup_cluster_start(sup_cluster *cl, struct event_base *base, sup_core *core, 
 		      sbx_err *err);
 /* NULL until started (and without a cluster). */
 sup_kube *sup_cluster_kube(const sup_cluster *cl);
+/* The credentials read, and the Leases' namespace (for the node auth). */
+const sup_kube_cfg *sup_cluster_kube_cfg(const sup_cluster *cl);
+const char *sup_cluster_namespace(const sup_cluster *cl);
 void sup_cluster_free(sup_cluster *cl);
 
 #endif

@@ -192,8 +192,10 @@ void sup_config_usage(const char *prog)
 	       "                         AWS_REGION); the bucket is checked at start\n"
 	       "  --s3-endpoint URL      the store's endpoint, addressed path-style (default\n"
 	       "                         AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS)\n"
-	       "  --node-name NAME       this node's name, in every sandbox id it makes: 1-20\n"
-	       "                         of [a-z0-9-] (default: the host name's)\n"
+	       "  --node-name NAME       this node's name, a DNS-1123 subdomain (its Kubernetes\n"
+	       "                         name); every sandbox id it makes carries its tag: the\n"
+	       "                         name itself if 1-20 of [a-z0-9-], else a short hash of it\n"
+	       "                         (default: the host name up to its first '.')\n"
 	       "  --peer NAME=URL        another node's supervisor (http://HOST:PORT), requests\n"
 	       "                         for its sandboxes relayed there (repeatable)\n"
 	       "  --cluster-key-file PATH  the cluster's node-to-node key (a Secret's file):\n"
@@ -211,6 +213,11 @@ void sup_config_usage(const char *prog)
 	       "  --lease-duration SEC   the Lease's duration, renewed every quarter of it (default 40)\n"
 	       "  --kube-queue N         Events held while the API server is away; the oldest is\n"
 	       "                         dropped (and counted) beyond (default 256)\n"
+	       "  --kube-token-file FILE the service-account token this node sends with the requests\n"
+	       "                         it relays (default: the kubeconfig user's, or the pod's)\n"
+	       "  --node-account USER    the one account a relayed request's token must review as\n"
+	       "                         (TokenReview; default system:serviceaccount:NS:sbx-supervisor,\n"
+	       "                         NS the Leases' namespace)\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
@@ -456,6 +463,8 @@ enum {
 	OPT_POOL_REUSE, OPT_REUSE_PATHS,
 	OPT_KUBECONFIG, OPT_KUBE_CONTEXT, OPT_KUBE_IN_CLUSTER, OPT_KUBE_NAMESPACE,
 	OPT_ADVERTISE_URL, OPT_LEASE_DURATION, OPT_KUBE_QUEUE,
+	/* node-to-node auth in a cluster (nodeauth) */
+	OPT_KUBE_TOKEN_FILE, OPT_NODE_ACCOUNT,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -531,6 +540,9 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "advertise-url", required_argument, NULL, OPT_ADVERTISE_URL },
 		{ "lease-duration", required_argument, NULL, OPT_LEASE_DURATION },
 		{ "kube-queue", required_argument, NULL, OPT_KUBE_QUEUE },
+		/* node-to-node auth in a cluster */
+		{ "kube-token-file", required_argument, NULL, OPT_KUBE_TOKEN_FILE },
+		{ "node-account", required_argument, NULL, OPT_NODE_ACCOUNT },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -857,6 +869,18 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			if (parse_uint("kube-queue", optarg, 1, 65536, &c->kube_queue, err) < 0)
 				return -EINVAL;
 			break;
+		/* node-to-node auth in a cluster */
+		case OPT_KUBE_TOKEN_FILE:
+			c->kube_token_file = optarg;
+			break;
+		case OPT_NODE_ACCOUNT:
+			if (strncmp(optarg, "system:serviceaccount:", 22) != 0 || strlen(optarg) > 255 ||
+			    !strchr(optarg + 22, ':'))
+				return sbx_err_set(err, -EINVAL,
+						   "--node-account %.64s: want system:serviceaccount:NS:NAME",
+						   optarg);
+			c->node_account = optarg;
+			break;
 		case OPT_LOG_LEVEL: {
 			sup_log_level l;
 			if (sup_log_level_parse(optarg, &l) < 0)
@@ -897,6 +921,9 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 				   "--kube-context, --kube-namespace and --advertise-url need --kubeconfig or --kube-in-cluster");
 	if (c->kube_context && !c->kubeconfig)
 		return sbx_err_set(err, -EINVAL, "--kube-context needs --kubeconfig");
+	if ((c->kube_token_file || c->node_account) && !c->kubeconfig && !c->kube_in_cluster)
+		return sbx_err_set(err, -EINVAL,
+				   "--kube-token-file and --node-account need --kubeconfig or --kube-in-cluster");
 	if (c->s3_endpoint && !c->snapshot_store)
 		return sbx_err_set(err, -EINVAL, "--s3-endpoint needs --snapshot-store s3://...");
 	if (c->default_timeout_s > c->max_timeout_s)

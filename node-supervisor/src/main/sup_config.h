@@ -85,7 +85,7 @@ typedef struct sup_config {
 	const char *deny_cidrs;      /* always refused, whatever a policy says */
 	const char *snapshot_store;  /* --snapshot-store s3://bucket[/prefix]; NULL: the state folder */
 	const char *s3_endpoint;     /* --s3-endpoint URL (path-style); NULL: AWS_ENDPOINT_URL*, else AWS */
-	char node_name[SUP_NODE_NAME_MAX + 1]; /* --node-name; default: the host name's */
+	char node_name[SUP_NODE_NAME_MAX + 1]; /* --node-name (its tag in ids); default: the host name's */
 	const char *peers[SUP_MAX_PEERS]; /* --peer NAME=URL: the static node directory */
 	size_t npeers;
 	const char *cluster_key_file; /* --cluster-key-file: node-to-node credential; NULL: none */
@@ -97,6 +97,9 @@ typedef struct sup_config {
 	const char *advertise_url;   /* NULL: http://<--listen> unless it is a wildcard */
 	unsigned lease_s;            /* --lease-duration */
 	unsigned kube_queue;         /* --kube-queue: Events held while the server is away */
+	/* node-to-node auth in a cluster (sup_cluster_auth) */
+	const char *kube_token_file; /* --kube-token-file: the token sent to peers; NULL: the kube credentials' */
+	const char *node_account;    /* --node-account: the peers' account; NULL: NS:sbx-supervisor */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */

@@ -37,6 +37,7 @@
 #include "sup_policy.h"
 #include "sup_pool.h"
 #include "sup_relay.h"
+#include "sup_cluster_auth.h"
 #include "sup_mcp.h"
 #include "sup_procs.h"
 #include "sup_restore.h"
@@ -59,7 +60,8 @@
 #define IMAGE_MAX_ENTRIES 1000000
 
 /* The relay's directory in a cluster: the nodes' Leases (sup_kube). */
-static const sup_directory_ops kube_directory = { sup_kube_nodes_url, sup_kube_nodes_pick };
+static const sup_directory_ops kube_directory = { sup_kube_nodes_find, sup_kube_nodes_pick,
+						   sup_kube_nodes_each };
 
 /* --import-image [NAME=]PATH and --remove-image NAME at start, then the GC
  * of layers no image uses (the routes import and delete at run time). */
@@ -372,12 +374,14 @@ int main(int argc, char **argv)
 	sup_cluster *cluster = NULL; /* --kubeconfig, --kube-in-cluster */
 	sup_kube *kube = NULL;       /* its connection, once started (GET /v1/nodes) */
 	char *token = NULL;
+	char node_tag[SUP_NODEID_TAG_MAX + 1]; /* --node-name's, in this node's ids */
 	char agent[PATH_MAX];
 	char token_path[PATH_MAX];
 	char runsc_root[PATH_MAX];
 	sup_pool_spec specs[SUP_MAX_POOLS];
 	int nspecs;
 
+	sup_nodeid_tag(cfg.node_name, node_tag);
 	if (cfg.policy_file ? sup_policy_load_file(cfg.policy_file, &policy, &err) < 0
 			    : sup_policy_new_default(&policy, &err) < 0) {
 		sbx_err_wrap(&err, "file access policy");
@@ -539,7 +543,7 @@ int main(int argc, char **argv)
 		.agent = cfg.agent,
 		.net = m.net,
 		.catalog = catalog,
-		.node = cfg.node_name,
+		.node = node_tag,
 		.reuse = cfg.pool_reuse,
 		.reset_paths = cfg.reuse_paths,
 		.nreset_paths = cfg.nreuse_paths,
@@ -576,7 +580,8 @@ int main(int argc, char **argv)
 	{
 		char *key = NULL;
 		sup_directory dir = { 0 };
-		if (cfg.cluster_key_file && sup_relay_key_load(cfg.cluster_key_file, &key, &err) < 0)
+		if (cfg.cluster_key_file &&
+		    sup_relay_secret_load("--cluster-key-file", cfg.cluster_key_file, &key, &err) < 0)
 			goto fail;
 		if (cfg.npeers) {
 			directory = sup_dir_static_new(base, cfg.node_name, cfg.peers, cfg.npeers, key,
@@ -589,10 +594,15 @@ int main(int argc, char **argv)
 		}
 		if (sup_relay_init(&relay, base, m.core, cfg.node_name, key, dir, &err) < 0)
 			goto fail;
+		/* in a cluster: peers' service-account tokens reviewed, ours sent */
+		if (cluster && sup_cluster_auth_wire(&cfg, cluster, &relay, base, &err) < 0)
+			goto fail;
 	}
 	sandboxes.elsewhere = sup_relay_create_elsewhere;
 	sandboxes.elsewhere_free = sup_relay_handle_free;
 	sandboxes.elsewhere_ud = &relay;
+	sandboxes.list_elsewhere = sup_relay_list_elsewhere;
+	sandboxes.list_free = sup_relay_list_free;
 	const sup_http_mount relay_mount = { &sup_relay_family, &relay };
 	osbx.core = m.core;
 	osbx.snaps = snaps;
@@ -718,8 +728,8 @@ int main(int argc, char **argv)
 			goto fail;
 		kube = sup_cluster_kube(cluster);
 		/* the relay's directory: the nodes' Leases (a --peer list given
-		 * stands); without a cluster key nothing is relayed either way */
-		if (!directory && relay.key)
+		 * stands); without a node credential nothing is relayed */
+		if (!directory && (relay.key || relay.node_token))
 			relay.dir = (sup_directory){ &kube_directory, kube };
 	}
 
@@ -756,7 +766,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nspecs; i++)
 		sup_info("pool %s (%s): %u ready", specs[i].image,
 			 sup_isolation_names[specs[i].isolation], specs[i].size);
-	sup_info("node %s; %zu peer(s)%s", cfg.node_name, cfg.npeers,
+	sup_info("node %s (ids sb-%s-...); %zu peer(s)%s", cfg.node_name, node_tag, cfg.npeers,
 		 relay.key ? ", cluster key loaded" : "");
 	sup_info("runtimes: runc %s, gvisor %s; agent %s, state %s", cfg.runtime,
 		 offered[SUP_ISO_GVISOR] ? cfg.runsc : "not offered", agent, cfg.state_dir);

@@ -18,7 +18,7 @@ static const mt_tool tools[] = {
 	  "image, resources (cpus, memory, pids, disk), network (egress policy; none: no network), "
 	  "timeout (seconds it lives), env. Answers the sandbox; pass its id to the other tools.",
 	  NULL, sup_mcp_op_create },
-	{ "list_sandboxes", "listSandboxes", "sandboxes", "List your sandboxes, oldest first.", NULL,
+	{ "list_sandboxes", "listSandboxes", "sandboxes", "List your sandboxes, oldest first.", "scope",
 	  sup_mcp_op_list },
 	{ "delete_sandbox", "deleteSandbox", "sandboxes",
 	  "Destroy a sandbox and everything in it (snapshots of it stay).", NULL, sup_mcp_op_delete },

@@ -14,8 +14,8 @@ static json_t *node_json(const sup_kube_node *n, time_t now)
 	json_t *ready = json_object();
 	for (size_t i = 0; ready && i < n->cap.nimages; i++)
 		json_object_set_new(ready, n->cap.images[i].image, json_integer(n->cap.images[i].ready));
-	return json_pack("{s:s,s:s,s:s,s:i,s:b,s:o?,s:i}", "name", n->name, "url", n->url,
-			 "renewed_at", renewed, "lease_seconds", (int)n->duration_s, "live",
+	return json_pack("{s:s,s:s,s:s,s:s,s:i,s:b,s:o?,s:i}", "name", n->name, "tag", n->tag,
+			 "url", n->url, "renewed_at", renewed, "lease_seconds", (int)n->duration_s, "live",
 			 n->renewed + (time_t)n->duration_s > now, "ready", ready, "leased",
 			 (int)n->cap.leased);
 }

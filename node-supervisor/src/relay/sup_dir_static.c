@@ -28,6 +28,7 @@ typedef struct peer_image {
 typedef struct peer {
 	struct sup_dir_static *d;
 	char name[SUP_NODE_NAME_MAX + 1];
+	char tag[SUP_NODEID_TAG_MAX + 1];
 	char url[256];
 	struct bufferevent *poll; /* in flight */
 	bool up;                  /* its last poll answered */
@@ -74,20 +75,14 @@ static void poll_over(peer *pr, bool ok, const char *why)
 /* The whole answer is in: its head, then {"node","pools":[...]}. */
 static void poll_answer(peer *pr, struct evbuffer *in)
 {
-	size_t n = evbuffer_get_length(in);
-	const char *b = (const char *)evbuffer_pullup(in, -1);
-	const char *end = b ? memmem(b, n, "\r\n\r\n", 4) : NULL;
-	sup_httpin_head *h = calloc(1, sizeof(*h));
 	json_t *j = NULL, *pools, *v;
+	int status;
 	size_t i;
-	if (!h || !end || sup_httpin_parse_response(b, (size_t)(end - b) + 4, h) < 0 ||
-	    h->status != 200) {
-		poll_over(pr, false, h && end ? "not a 200" : "no answer");
-		free(h);
+	if (sup_relay_answer(in, &status, &j) < 0 || status != 200) {
+		json_decref(j);
+		poll_over(pr, false, status ? "not a 200" : "no answer");
 		return;
 	}
-	free(h);
-	j = json_loadb(end + 4, n - (size_t)(end + 4 - b), 0, NULL);
 	pools = json_object_get(j, "pools");
 	if (!json_is_array(pools) ||
 	    strcmp(json_string_value(json_object_get(j, "node")) ?: "", pr->name) != 0) {
@@ -163,12 +158,17 @@ static void on_tick(evutil_socket_t fd, short what, void *ud)
 	}
 }
 
-static int dir_node_url(void *ud, const char *node, char *url, size_t cap)
+/* Tags are told apart at start: one peer at most has this one. */
+static int dir_find(void *ud, const char *tag, char *name, size_t name_cap, char *url,
+		    size_t url_cap)
 {
 	sup_dir_static *d = ud;
 	for (size_t i = 0; i < d->npeers; i++)
-		if (strcmp(d->peers[i].name, node) == 0)
-			return (size_t)snprintf(url, cap, "%s", d->peers[i].url) < cap ? 0 : -ENAMETOOLONG;
+		if (strcmp(d->peers[i].tag, tag) == 0)
+			return (size_t)snprintf(name, name_cap, "%s", d->peers[i].name) < name_cap &&
+					       (size_t)snprintf(url, url_cap, "%s", d->peers[i].url) < url_cap
+				       ? 0
+				       : -ENAMETOOLONG;
 	return -ENOENT;
 }
 
@@ -192,8 +192,19 @@ static int dir_pick(void *ud, const char *image, char *node, size_t cap)
 	return 0;
 }
 
+/* Every peer given (one whose door does not answer is asked too: its
+ * caller says it did not answer). */
+static void dir_each(void *ud, void (*fn)(void *fn_ud, const char *name, const char *url),
+		     void *fn_ud)
+{
+	sup_dir_static *d = ud;
+	for (size_t i = 0; i < d->npeers; i++)
+		fn(fn_ud, d->peers[i].name, d->peers[i].url);
+}
+
 const sup_directory_ops sup_dir_static_ops = {
-	.node_url = dir_node_url,
+	.find = dir_find,
+	.each = dir_each,
 	.pick = dir_pick,
 };
 
@@ -210,6 +221,8 @@ sup_dir_static *sup_dir_static_new(struct event_base *base, const char *self,
 	}
 	d->base = base;
 	snprintf(d->self, sizeof(d->self), "%s", self);
+	char self_tag[SUP_NODEID_TAG_MAX + 1];
+	sup_nodeid_tag(self, self_tag);
 	for (size_t i = 0; i < npeers; i++) {
 		peer *pr = &d->peers[i];
 		const char *eq = strchr(peers[i], '=');
@@ -224,11 +237,17 @@ sup_dir_static *sup_dir_static_new(struct event_base *base, const char *self,
 			return NULL;
 		}
 		snprintf(pr->url, sizeof(pr->url), "%s", eq + 1);
-		bool twice = strcmp(pr->name, self) == 0;
-		for (size_t k = 0; k < i; k++)
-			twice |= strcmp(d->peers[k].name, pr->name) == 0;
-		if (twice) {
-			sbx_err_set(err, -EINVAL, "--peer %s: given twice, or this node", pr->name);
+		sup_nodeid_tag(pr->name, pr->tag);
+		/* The same name twice, or two names whose ids would look alike. */
+		const char *clash = strcmp(pr->tag, self_tag) == 0 ? self : NULL;
+		for (size_t k = 0; !clash && k < i; k++)
+			if (strcmp(d->peers[k].tag, pr->tag) == 0)
+				clash = d->peers[k].name;
+		if (clash) {
+			sbx_err_set(err, -EINVAL, "--peer %.100s: %s", pr->name,
+				    strcmp(clash, pr->name) == 0
+					    ? "given twice, or this node"
+					    : "its id tag is another node's (rename one of them)");
 			sup_dir_static_free(d);
 			return NULL;
 		}

@@ -1,10 +1,12 @@
 /* The relay's decisions: which requests go to another node (admit), the
- * door peers come in by (the cluster key, the capacity they poll), and a
- * create sent where sandboxes are ready. The bytes are sup_relay_pipe.c's. */
+ * door peers come in by (the cluster key, the node token reviewed, the
+ * capacity they poll), and a create sent where sandboxes are ready. The
+ * bytes are sup_relay_pipe.c's. */
 #include "sup_relay.h"
 
 #include <errno.h>
 #include <event2/dns.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,40 +18,41 @@
 #include "sup_relay_int.h"
 #include "sup_token.h"
 
-#define KEY_MIN 16
-#define KEY_MAX 4096
+#define SECRET_MIN 16
+#define SECRET_MAX 8192
 
-int sup_relay_key_load(const char *path, char **out, sbx_err *err)
+int sup_relay_secret_load(const char *what, const char *path, char **out, sbx_err *err)
 {
 	*out = NULL;
 	SBX_AUTO_CLOSE int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return sbx_err_sys(err, -errno, "--cluster-key-file %s", path);
-	char *buf = malloc(KEY_MAX + 2);
+		return sbx_err_sys(err, -errno, "%s %s", what, path);
+	char *buf = malloc(SECRET_MAX + 2);
 	if (!buf)
-		return sbx_err_set(err, -ENOMEM, "--cluster-key-file");
+		return sbx_err_set(err, -ENOMEM, "%s", what);
 	size_t n = 0;
 	for (;;) {
-		ssize_t k = read(fd, buf + n, KEY_MAX + 1 - n);
+		ssize_t k = read(fd, buf + n, SECRET_MAX + 1 - n);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
 			free(buf);
-			return sbx_err_sys(err, -errno, "--cluster-key-file %s", path);
+			return sbx_err_sys(err, -errno, "%s %s", what, path);
 		}
-		if (k == 0 || (n += (size_t)k) > KEY_MAX)
+		if (k == 0 || (n += (size_t)k) > SECRET_MAX)
 			break;
 	}
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		n--;
-	bool ok = n >= KEY_MIN && n <= KEY_MAX;
+	bool ok = n >= SECRET_MIN && n <= SECRET_MAX;
 	for (size_t i = 0; ok && i < n; i++)
 		ok = buf[i] > ' ' && buf[i] < 0x7f;
 	if (!ok) {
+		explicit_bzero(buf, n);
 		free(buf);
 		return sbx_err_set(err, -EINVAL,
-				   "--cluster-key-file %s: want %d-%d visible ASCII bytes "
-				   "(openssl rand -hex 32)", path, KEY_MIN, KEY_MAX);
+				   "%s %s: want %d-%d visible ASCII bytes (a key: openssl rand -hex 32)",
+				   what, path, SECRET_MIN, SECRET_MAX);
 	}
 	buf[n] = '\0';
 	*out = buf;
@@ -65,7 +68,9 @@ int sup_relay_init(sup_relay *x, struct event_base *base, sup_core *core, const 
 	x->dir = dir;
 	x->key = key;
 	x->connect_ms = SUP_RELAY_CONNECT_MS;
+	TAILQ_INIT(&x->kept);
 	snprintf(x->node, sizeof(x->node), "%s", node);
+	sup_nodeid_tag(x->node, x->tag);
 	if (dir.ops && !x->key)
 		return sbx_err_set(err, -EINVAL, "--peer needs --cluster-key-file");
 	/* Names (a Service's, a host's) resolved off the loop; /etc/hosts too. */
@@ -78,48 +83,115 @@ int sup_relay_init(sup_relay *x, struct event_base *base, sup_core *core, const 
 	return 0;
 }
 
+static void secret_free(char **s)
+{
+	if (*s) {
+		explicit_bzero(*s, strlen(*s));
+		free(*s);
+	}
+	*s = NULL;
+}
+
+/* The kubelet writes a new token well before the old one expires. */
+static void on_token_tick(evutil_socket_t fd, short what, void *ud)
+{
+	sup_relay *x = ud;
+	char *fresh = NULL;
+	sbx_err e;
+	(void)fd;
+	(void)what;
+	if (sup_relay_secret_load("node token", x->node_token_file, &fresh, &e) < 0) {
+		sup_warn("relay: %s; the last one read is still sent", e.msg);
+		return;
+	}
+	secret_free(&x->node_token);
+	x->node_token = fresh;
+}
+
+int sup_relay_node_auth(sup_relay *x, sup_relay_auth *auth, const char *token_file,
+			const char *token, sbx_err *err)
+{
+	x->auth = auth;
+	if (token_file) {
+		if (!(x->node_token_file = strdup(token_file)))
+			return sbx_err_set(err, -ENOMEM, "node token");
+		if (sup_relay_secret_load("node token", token_file, &x->node_token, err) < 0)
+			return err->code;
+		x->token_tick = event_new(x->base, -1, EV_PERSIST, on_token_tick, x);
+		struct timeval tv = { SUP_RELAY_TOKEN_RELOAD_MS / 1000, 0 };
+		if (!x->token_tick || event_add(x->token_tick, &tv) < 0)
+			return sbx_err_set(err, -ENOMEM, "node token timer");
+	} else if (token && !(x->node_token = strdup(token))) {
+		return sbx_err_set(err, -ENOMEM, "node token");
+	}
+	return 0;
+}
+
 void sup_relay_release(sup_relay *x)
 {
+	if (x->base)
+		sup_relay_keep_clear(x);
+	if (x->token_tick)
+		event_free(x->token_tick);
+	x->token_tick = NULL;
+	secret_free(&x->node_token);
+	free(x->node_token_file);
+	x->node_token_file = NULL;
+	sup_relay_auth_free(x->auth);
+	x->auth = NULL;
 	if (x->dns)
 		evdns_base_free(x->dns, 0);
 	x->dns = NULL;
-	if (x->key) {
-		explicit_bzero(x->key, strlen(x->key));
-		free(x->key);
-	}
-	x->key = NULL;
+	secret_free(&x->key);
 }
 
 /* ---- the door ---- */
 
-/* A request that says it was relayed (or carries a key) is a peer's. */
+/* A request that says it was relayed (or carries a node credential) is a
+ * peer's. */
 static bool from_peer(const sup_http_in *in)
 {
 	return sup_http_in_header(in, SUP_HTTP_RELAY_HOPS) ||
-	       sup_http_in_header(in, SUP_HTTP_CLUSTER_KEY);
+	       sup_http_in_header(in, SUP_HTTP_CLUSTER_KEY) ||
+	       sup_http_in_header(in, SUP_HTTP_NODE_TOKEN);
 }
 
-int sup_relay_admit(void *ud, const sup_http_in *in, const char *id, sbx_err *err)
+/* This node sends a node credential: it may relay. */
+static bool relays(const sup_relay *x)
+{
+	return x->dir.ops && (x->key || x->node_token);
+}
+
+int sup_relay_admit(void *ud, sup_http_req *r, const char *id, sbx_err *err)
 {
 	sup_relay *x = ud;
-	char node[SUP_NODE_NAME_MAX + 1];
+	const sup_http_in *in = sup_http_input(r);
+	char tag[SUP_NODEID_TAG_MAX + 1];
 	bool peer = from_peer(in);
 	if (peer) {
 		const char *key = sup_http_in_header(in, SUP_HTTP_CLUSTER_KEY);
-		if (!x->key)
+		if (!x->key && !x->auth)
 			return sbx_err_set(err, -EACCES, "relayed request refused: this node has no "
-							 "cluster key");
-		if (!key || !sup_token_equal(x->key, key, strlen(key)))
+							 "cluster key and reviews no node token");
+		if (x->key && (!key || !sup_token_equal(x->key, key, strlen(key))))
 			return sbx_err_set(err, -EACCES, "relayed request refused: %s cluster key",
 					   key ? "wrong" : "no");
 	}
-	if (!id || !sup_nodeid_node(id, node, sizeof(node)) || strcmp(node, x->node) == 0)
-		return 0;
-	if (peer)
+	bool here = !id || !sup_nodeid_tag_of(id, tag, sizeof(tag)) || strcmp(tag, x->tag) == 0;
+	if (peer && !here)
 		return sbx_err_set(err, -ELOOP, "sandbox %s is on node %s, not here: a relayed "
-						"request is not relayed again", id, node);
-	if (!x->dir.ops || !x->key)
-		return sbx_err_set(err, -ENOENT, "no sandbox %s: node %s is not known here", id, node);
+						"request is not relayed again", id, tag);
+	if (peer && x->auth) {
+		const char *tok = sup_http_in_header(in, SUP_HTTP_NODE_TOKEN);
+		if (!tok)
+			return sbx_err_set(err, -ENOKEY, "relayed request refused: no node token (%s)",
+					   SUP_HTTP_NODE_TOKEN);
+		return sup_relay_auth_check(x->auth, r, tok, err);
+	}
+	if (here)
+		return 0;
+	if (!relays(x))
+		return sbx_err_set(err, -ENOENT, "no sandbox %s: node %s is not known here", id, tag);
 	return 1;
 }
 
@@ -128,11 +200,11 @@ int sup_relay_admit(void *ud, const sup_http_in *in, const char *id, sbx_err *er
 static int act_relay(sup_http_req *r, void *state, sbx_err *err)
 {
 	sup_relay_pipe *p = state;
-	char node[SUP_NODE_NAME_MAX + 1];
+	char tag[SUP_NODEID_TAG_MAX + 1];
 	const sup_http_in *in = sup_http_input(r);
-	if (!in->id || !sup_nodeid_node(in->id, node, sizeof(node)))
+	if (!in->id || !sup_nodeid_tag_of(in->id, tag, sizeof(tag)))
 		return sbx_err_set(err, -ENOENT, "no sandbox");
-	return sup_relay_pipe_start(p, sup_http_ctx(r), r, node, false, err);
+	return sup_relay_pipe_start(p, sup_http_ctx(r), r, tag, false, err);
 }
 
 static void relay_release(void *state)
@@ -204,20 +276,23 @@ int sup_relay_create_elsewhere(void *ud, sup_http_req *r, const sup_create_req *
 			       void **handle, sbx_err *err)
 {
 	sup_relay *x = ud;
-	char node[SUP_NODE_NAME_MAX + 1];
+	char node[SUP_NODE_NAME_MAX + 1], tag[SUP_NODEID_TAG_MAX + 1];
 	*handle = NULL;
 	/* A snapshot's files and a volume are this node's; a relayed create
 	 * is served where it was sent. */
-	if (!x->dir.ops || !x->key || from_peer(sup_http_input(r)) || req->snapshot ||
+	if (!relays(x) || from_peer(sup_http_input(r)) || req->snapshot ||
 	    req->volumes.n || ready_here(x->core, req) > 0)
 		return 0;
 	const char *image = req->image ? req->image : "host";
-	if (x->dir.ops->pick(x->dir.ud, image, node, sizeof(node)) < 0 || strcmp(node, x->node) == 0)
+	if (x->dir.ops->pick(x->dir.ud, image, node, sizeof(node)) < 0)
+		return 0;
+	sup_nodeid_tag(node, tag);
+	if (strcmp(tag, x->tag) == 0)
 		return 0;
 	sup_relay_pipe *p = calloc(1, sizeof(*p));
 	if (!p)
 		return sbx_err_set(err, -ENOMEM, "relay: out of memory");
-	if (sup_relay_pipe_start(p, x, r, node, true, err) < 0) {
+	if (sup_relay_pipe_start(p, x, r, tag, true, err) < 0) {
 		sup_relay_handle_free(p);
 		/* The pick is gone meanwhile: this node makes one itself. */
 		sup_info("create: node %s picked but not reached (%s); made here", node, err->msg);

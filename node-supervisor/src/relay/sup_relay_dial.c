@@ -1,7 +1,9 @@
 /* A TCP connection to a peer's supervisor: the URL read, the address
  * numeric or resolved off the loop (evdns), keep-alive and a deadline for
- * the connection, so an unreachable peer is an answer, never a hang. */
+ * the connection, so an unreachable peer is an answer, never a hang; and
+ * a peer's whole JSON answer read back. */
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/util.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "sup_httpin_parse.h"
 #include "sup_relay_int.h"
 
 int sup_relay_url(const char *url, char *host, size_t cap, uint16_t *port, sbx_err *err)
@@ -98,4 +101,22 @@ void sup_relay_connected(struct bufferevent *bev)
 	/* A name resolved meanwhile: the socket is new. */
 	keepalive(bufferevent_getfd(bev));
 	bufferevent_set_timeouts(bev, NULL, NULL);
+}
+
+int sup_relay_answer(struct evbuffer *in, int *status, json_t **body)
+{
+	size_t n = evbuffer_get_length(in);
+	const char *b = (const char *)evbuffer_pullup(in, -1);
+	const char *end = b ? memmem(b, n, "\r\n\r\n", 4) : NULL;
+	*status = 0;
+	*body = NULL;
+	sup_httpin_head *h = end ? calloc(1, sizeof(*h)) : NULL;
+	if (!h || sup_httpin_parse_response(b, (size_t)(end - b) + 4, h) < 0) {
+		free(h);
+		return -EBADMSG;
+	}
+	*status = h->status;
+	free(h);
+	*body = json_loadb(end + 4, n - (size_t)(end + 4 - b), 0, NULL);
+	return 0;
 }

@@ -5,9 +5,11 @@
 #define SUP_RELAY_INT_H
 
 #include <event2/bufferevent.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sup_httpin_parse.h"
 #include "sup_relay.h"
 
 struct evdns_base;
@@ -27,6 +29,30 @@ struct bufferevent *sup_relay_connect(struct event_base *base, struct evdns_base
 				      sbx_err *err);
 /* Connected: the connect deadline off. */
 void sup_relay_connected(struct bufferevent *bev);
+/* A peer's answer read whole to the connection's end (Connection: close):
+ * its status and JSON body (*body NULL when it is not JSON). -EBADMSG:
+ * no head that can be read. */
+int sup_relay_answer(struct evbuffer *in, int *status, json_t **body);
+
+/* Connections to peers kept between requests (sup_relay_keep.c): at most
+ * SUP_RELAY_KEEP_PER_NODE idle per URL and SUP_RELAY_KEEP_MAX in all, each
+ * closed after SUP_RELAY_KEEP_IDLE_MS idle (below a supervisor's
+ * --idle-timeout, so the peer never closes one first), or when the peer
+ * closes or sends anything. */
+#define SUP_RELAY_KEEP_PER_NODE 8
+#define SUP_RELAY_KEEP_MAX 256
+#define SUP_RELAY_KEEP_IDLE_MS 15000
+
+typedef struct sup_relay_kept sup_relay_kept;
+
+/* An idle connection to url that still stands (its callbacks the
+ * caller's to set), or NULL. */
+struct bufferevent *sup_relay_keep_take(sup_relay *x, const char *url);
+/* bev (between answers: nothing read or written pending) kept for url,
+ * or freed past the bounds. */
+void sup_relay_keep_put(sup_relay *x, const char *url, struct bufferevent *bev);
+/* Every kept connection closed. */
+void sup_relay_keep_clear(sup_relay *x);
 
 /* One relayed request (the state of sup_relay_family's route; the handle
  * of a create sent elsewhere). */
@@ -35,17 +61,30 @@ typedef struct sup_relay_pipe {
 	sup_http_req *r;
 	struct bufferevent *up;  /* to the owner */
 	struct evbuffer *head;   /* the request head (and a buffered body) for it */
+	struct evbuffer *out;    /* the answer's bytes on their way to the client */
 	char node[SUP_NODE_NAME_MAX + 1];
+	char tag[SUP_NODEID_TAG_MAX + 1];
+	char url[256];           /* the owner's */
 	bool body_only;          /* a buffered request: nothing more is read from the client */
+	bool keep;               /* framed by its head: both connections may go on after it */
+	uint64_t body_left;      /* keep: the client's body bytes still to pass on */
 	bool answered;           /* the owner's first bytes went to the client */
-	bool up_shut;            /* the client's half-close passed on */
+	bool up_shut;            /* the client's half-close passed on (not keep) */
 	bool over;
+	/* the owner's answer, followed (RFC 9112 6.3) */
+	int resp;                /* where in it: head, body by length or chunks, to the end, done */
+	int status;              /* its (last) head's */
+	uint64_t resp_left;      /* of a Content-Length body */
+	sup_httpin_chunked dec;
+	bool head_req;           /* a HEAD request: no body follows */
+	bool resp_close;         /* the connection cannot carry another request */
 } sup_relay_pipe;
 
-/* Relay r to node (its url from the directory): the head is built from r
+/* Relay r to the node of tag (its name and url from the directory): the
+ * head is built from r
  * (a buffered body after it when body_only), then bytes both ways. 0, or
  * an error for the caller to answer (nothing sent yet). */
-int sup_relay_pipe_start(sup_relay_pipe *p, sup_relay *x, sup_http_req *r, const char *node,
+int sup_relay_pipe_start(sup_relay_pipe *p, sup_relay *x, sup_http_req *r, const char *tag,
 			 bool body_only, sbx_err *err);
 void sup_relay_pipe_release(sup_relay_pipe *p);
 

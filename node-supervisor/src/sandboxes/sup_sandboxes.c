@@ -6,6 +6,7 @@
 
 #include "sup_log.h"
 #include "sup_netpol_json.h"
+#include "sup_query.h"
 #include "sup_stream.h"
 
 typedef struct sb_req {
@@ -79,13 +80,28 @@ static void add_view(const sup_sandbox_view *v, void *ud)
 	json_array_append_new(ud, sup_api_render_sandbox(v));
 }
 
+/* ?scope=node (the default) or cluster: every node's (the relay's). */
 static int act_list(sup_http_req *r, void *state, sbx_err *err)
 {
+	static const char *const keys[] = { "scope", NULL };
+	sb_req *q = state;
 	sup_sandboxes_ctx *x = sup_http_ctx(r);
+	SUP_AUTO_QUERY sup_query qs = { 0 };
+	if (sup_query_parse(sup_http_input(r)->query, keys, &qs, err) < 0)
+		return err->code;
+	const char *scope = sup_query_get(&qs, "scope", NULL);
+	bool cluster = scope && strcmp(scope, "cluster") == 0;
+	if (scope && !cluster && strcmp(scope, "node") != 0)
+		return sbx_err_set(err, -EINVAL, "scope: node or cluster");
 	json_t *arr = json_array();
 	if (!arr)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	sup_core_list(x->core, sup_http_input(r)->who, add_view, arr);
+	if (cluster && x->list_elsewhere) {
+		q->elsewhere_free = x->list_free;
+		int rc = x->list_elsewhere(x->elsewhere_ud, r, arr, &q->elsewhere, err);
+		return rc < 0 ? rc : 0;
+	}
 	sup_http_json(r, 200, json_pack("{s:o}", "sandboxes", arr));
 	return 0;
 }

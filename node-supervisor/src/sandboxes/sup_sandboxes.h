@@ -19,6 +19,13 @@ typedef struct sup_sandboxes_ctx {
 			 sbx_err *err);
 	void (*elsewhere_free)(void *handle);
 	void *elsewhere_ud;
+	/* GET /v1/sandboxes?scope=cluster (the relay's, ud elsewhere_ud):
+	 * mine (this node's list, the hook's from here on) with every other
+	 * node's: 1 taken (it answers r; *handle freed by list_free when the
+	 * request ends), < 0 an error. NULL: this node's list alone. */
+	int (*list_elsewhere)(void *ud, sup_http_req *r, json_t *mine, void **handle,
+			      sbx_err *err);
+	void (*list_free)(void *handle);
 } sup_sandboxes_ctx;
 
 extern const sup_http_family sup_sandboxes_family;

@@ -97,10 +97,21 @@ class Sandbox:
         return cls(c.call("GET", "/v1/sandboxes/" + urllib.parse.quote(sandbox_id, safe="")), c)
 
     @classmethod
-    def list(cls, url=None, token=None, client=None):
-        """Every sandbox of the token's tenant, oldest first (dicts)."""
+    def list(cls, url=None, token=None, client=None, cluster=False):
+        """Every sandbox of the token's tenant, oldest first (dicts): this
+        node's, or with cluster=True every node's (GET ?scope=cluster; the
+        nodes that did not answer are left out, see Sandbox.list_cluster)."""
+        if cluster:
+            return cls.list_cluster(url, token, client)["sandboxes"]
         c = client or Client(url, token)
         return c.call("GET", "/v1/sandboxes")["sandboxes"]
+
+    @classmethod
+    def list_cluster(cls, url=None, token=None, client=None):
+        """GET /v1/sandboxes?scope=cluster whole: {"sandboxes": [...],
+        "nodes": {"answered": [names], "unanswered": [{"name", "error"}]}}."""
+        c = client or Client(url, token)
+        return c.call("GET", "/v1/sandboxes?scope=cluster")
 
     def refresh(self):
         """GET the sandbox again (with `usage`); returns and keeps the dict."""
