@@ -3,6 +3,8 @@
 #   make test   install deps, sanitizer build, every test (ctest)
 #   make bench  install deps, release build, benchmarks (BEFORE=<another
 #               build's sandbox-supervisor>: its HTTP edge rows beside ours)
+#   make fuzz   sanitizer build, the libFuzzer targets for FUZZ_SECONDS each
+#               (make test runs each for a fixed count of inputs)
 #   make agent-image  the agent layer as an OCI layout and oci-archive
 #   make images the supervisor's image and the agent layer (OCI layouts and
 #               oci-archives in build/release/images)
@@ -17,7 +19,7 @@ POOL_SIZE ?= 4
 # UPLINK=IFACE (or netns:NAME): egress by policy through it (API.md, "Network")
 UPLINK    ?=
 
-.PHONY: all deps build build-san run test bench lint clean agent-image k8s-deps images
+.PHONY: all deps build build-san run test bench lint fuzz clean agent-image k8s-deps images
 
 all: build
 
@@ -50,6 +52,13 @@ test: build build-san k8s-deps
 
 lint: build
 	scripts/lint $(REL_DIR)
+
+# The fuzz tests of make test (ctest -R _fuzz_), each for FUZZ_SECONDS
+# instead of its count of inputs (protocol/fuzz/run_fuzz.cmake). At most
+# 240: the tests' timeout is 300 s.
+FUZZ_SECONDS ?= 240
+fuzz: build-san
+	cd $(SAN_DIR) && SBX_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure -j$(JOBS) -R '_fuzz_'
 
 # The agent layer: OCI layout and oci-archive FROM scratch holding only
 # /.sbx/sandbox-agent (see guest-agent/Dockerfile.example).
