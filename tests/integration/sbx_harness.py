@@ -396,6 +396,19 @@ def sanitized(binary):
         return b"__asan_init" in f.read()
 
 
+def small_asan_quarantine(binary, mb=8):
+    """For a test that bounds a process's memory by its RSS: ASan keeps freed
+    memory in quarantine (256 MiB by default), and RSS counts it, so that
+    what grows is what went through, not what is held. Make it mb for the
+    sanitized processes started from here on. Whether binary is sanitized."""
+    if not sanitized(binary):
+        return False
+    opts = os.environ.get("ASAN_OPTIONS", "")
+    if "quarantine_size_mb" not in opts:
+        os.environ["ASAN_OPTIONS"] = (opts + ":" if opts else "") + "quarantine_size_mb=%d" % mb
+    return True
+
+
 def rss_kb(pid):
     """VmRSS of pid in KiB (0 when it has none)."""
     with open("/proc/%d/status" % pid) as f:
@@ -409,3 +422,4 @@ def percentile(values, p):
     v = sorted(values)
     k = min(len(v) - 1, max(0, int(round(p / 100.0 * (len(v) - 1)))))
     return v[k]
+

@@ -32,7 +32,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, containers_under, stop_clean  # noqa: E402
+from sbx_harness import Supervisor, containers_under, small_asan_quarantine, stop_clean  # noqa: E402
 from test_exec_options import agent_pid  # noqa: E402
 from test_exec_stream import Stream, rss_kb, sanitized  # noqa: E402
 
@@ -161,9 +161,7 @@ class AgentDistrust(unittest.TestCase):
     def setUpClass(cls):
         if not os.path.exists("/bin/busybox"):
             raise unittest.SkipTest("needs Debian's busybox-static (scripts/install-deps)")
-        if sanitized(SUP):  # keep ASan's quarantine from hiding what is measured
-            opts = os.environ.get("ASAN_OPTIONS", "")
-            os.environ["ASAN_OPTIONS"] = (opts + ":" if opts else "") + "quarantine_size_mb=8"
+        small_asan_quarantine(SUP)
         cls.sup = Supervisor(SUP, "/nonexistent", pool_size=2)
         cls.addClassCleanup(cls.sup.cleanup)
         cls.img = make_image(cls.sup.root)

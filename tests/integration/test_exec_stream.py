@@ -17,7 +17,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import RUNTIME, Supervisor, containers_under, rss_kb, sanitized, stop_clean  # noqa: E402
+from sbx_harness import (RUNTIME, Supervisor, containers_under, rss_kb, sanitized,  # noqa: E402
+                         small_asan_quarantine, stop_clean)
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -74,12 +75,7 @@ class Stream:
 class ExecStream(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        # ASan keeps freed memory in quarantine (256 MiB by default), which
-        # would hide what this test measures: keep it small.
-        cls.asan = sanitized(SUP)
-        if cls.asan:
-            opts = os.environ.get("ASAN_OPTIONS", "")
-            os.environ["ASAN_OPTIONS"] = (opts + ":" if opts else "") + "quarantine_size_mb=8"
+        cls.asan = small_asan_quarantine(SUP)
         cls.sup = Supervisor(SUP, AGENT, pool_size=1)
         cls.addClassCleanup(cls.sup.cleanup)
         cls.sup.start()

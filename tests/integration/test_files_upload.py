@@ -24,7 +24,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_harness import Supervisor, small_asan_quarantine, stop_clean  # noqa: E402
 from test_exec_options import agent_pid  # noqa: E402
 from test_exec_stream import rss_kb, sanitized  # noqa: E402
 from test_files_api import load_corpus, q, unescape  # noqa: E402
@@ -151,12 +151,7 @@ class UploadBase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        # ASan keeps freed memory in quarantine (256 MiB by default), which
-        # would hide what the big upload measures: keep it small.
-        cls.asan = sanitized(SUP)
-        if cls.asan and "quarantine_size_mb" not in os.environ.get("ASAN_OPTIONS", ""):
-            opts = os.environ.get("ASAN_OPTIONS", "")
-            os.environ["ASAN_OPTIONS"] = (opts + ":" if opts else "") + "quarantine_size_mb=8"
+        cls.asan = small_asan_quarantine(SUP)
         cls.sup = Supervisor(SUP, AGENT, pool_size=1, extra=cls.EXTRA)
         cls.addClassCleanup(cls.sup.cleanup)
         cls.sup.start()

@@ -21,7 +21,7 @@ import unittest
 import websockets
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_harness import Supervisor, small_asan_quarantine, stop_clean  # noqa: E402
 from test_exec_stream import rss_kb  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
@@ -31,6 +31,8 @@ AGENT = os.environ.get("SBX_AGENT")
 class Terminal(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        # test_output_backpressure bounds what the supervisor holds by its RSS.
+        small_asan_quarantine(SUP)
         cls.sup = Supervisor(SUP, AGENT, pool_size=1)
         cls.addClassCleanup(cls.sup.cleanup)
         cls.sup.start()
@@ -50,9 +52,9 @@ class Terminal(unittest.TestCase):
     def url(self, pid, query=""):
         return "ws://127.0.0.1:%d%s/%d/ws%s" % (self.sup.port, self.base, pid, query)
 
-    def connect(self, pid, query=""):
+    def connect(self, pid, query="", **kw):
         return websockets.connect(self.url(pid, query), max_size=1 << 22,
-                                  extra_headers={"Authorization": "Bearer " + self.sup.token})
+                                  extra_headers={"Authorization": "Bearer " + self.sup.token}, **kw)
 
     @staticmethod
     async def read_until(ws, needle, timeout=20):
@@ -126,7 +128,10 @@ class Terminal(unittest.TestCase):
 
         async def session():
             before = rss_kb(sup_pid)
-            async with self.connect(pid) as ws:
+            # A client that reads nothing: the library's own reader stops at
+            # one message waiting (its default takes 32, up to 4 MiB each,
+            # and the supervisor streams on until they are taken).
+            async with self.connect(pid, max_queue=1) as ws:
                 peak = 0
                 for _ in range(20):
                     await asyncio.sleep(0.1)
