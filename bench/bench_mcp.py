@@ -20,12 +20,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 import sbx_harness as h  # noqa: E402
-from test_mcp_http import node_modules_tar  # noqa: E402
 
 SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
-NPM = os.path.realpath(os.path.join(HERE, "..", "tests", "mcp-servers", "node_modules"))
-EVERYTHING = os.path.join(NPM, "@modelcontextprotocol", "server-everything", "dist", "index.js")
-GATEWAY = os.path.join(NPM, "supergateway", "dist", "index.js")
+EVERYTHING = h.mcp_npm("node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+GATEWAY = h.mcp_npm("node_modules", "supergateway", "dist", "index.js")
 CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 SESSIONS = 20
 INITS = 10
@@ -193,14 +191,10 @@ def main():
         sup.start()
         sup.wait_ready()
         sid = sup.create()["id"]
-        st, _, b = sup.request("PUT", "/v1/sandboxes/%s/files?path=/workspace/nm.tar" % sid, node_modules_tar(),
-                               timeout=120)
-        assert st in (200, 201), b
-        st, _, b = sup.exec(sid, cmd="cd /workspace && tar xf nm.tar && rm nm.tar")
-        assert b["exit_code"] == 0, b
+        h.mcp_modules_into(sup, sid)
         path = "/v1/sandboxes/%s/mcp/everything" % sid
         st, _, b = sup.request("PUT", path, {"command": "node", "args": [
-            "/workspace/node_modules/@modelcontextprotocol/server-everything/dist/index.js"]})
+            h.MCP_SANDBOX_MODULES + "server-everything/dist/index.js"]})
         assert st == 200, b
         auth = {"Authorization": "Bearer " + sup.token, "Content-Type": "application/json",
                 "Accept": "application/json, text/event-stream"}

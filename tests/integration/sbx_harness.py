@@ -423,3 +423,52 @@ def percentile(values, p):
     k = min(len(v) - 1, max(0, int(round(p / 100.0 * (len(v) - 1)))))
     return v[k]
 
+
+# ---- the MCP parts from npm ----
+# The MCP SDK's client scripts, @modelcontextprotocol/inspector-cli, the
+# servers (server-everything, server-filesystem) and supergateway, pinned in
+# tests/mcp-servers/package-lock.json and installed there by
+# scripts/install-mcp-servers; used by test_mcp_api, test_mcp_http and
+# bench/bench_mcp.py.
+MCP_NPM = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mcp-servers"))
+# Where mcp_modules_into() puts the servers' packages in a sandbox.
+MCP_SANDBOX_MODULES = "/workspace/node_modules/@modelcontextprotocol/"
+
+
+def mcp_npm(*parts):
+    """A path in tests/mcp-servers: ours (sdk_client.mjs, ...) or, below
+    node_modules, a package's."""
+    return os.path.join(MCP_NPM, *parts)
+
+
+def mcp_inspector(url, token, *args, timeout=120):
+    """The inspector's command-line client against url (Streamable HTTP,
+    the bearer token), args its own (--method ...): the CompletedProcess."""
+    return subprocess.run(["node", "index.js", url, "--transport", "http", "--header",
+                           "Authorization: Bearer " + token] + list(args),
+                          cwd=mcp_npm("node_modules", "@modelcontextprotocol", "inspector-cli", "build"),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def mcp_modules_tar():
+    """The servers' node_modules (not the bridges', not needed inside) as
+    one uncompressed tar."""
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    skip = ("node_modules/supergateway", "node_modules/rxjs", "node_modules/.bin")
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        tf.add(mcp_npm("node_modules"), arcname="node_modules",
+               filter=lambda ti: None if ti.name.startswith(skip) else ti)
+    return buf.getvalue()
+
+
+def mcp_modules_into(sup, sid, then=None):
+    """The servers' node_modules into sandbox sid's /workspace (one tar over
+    the files API, unpacked there), then the shell command then if given."""
+    st, _, body = sup.request("PUT", "/v1/sandboxes/%s/files?path=/workspace/nm.tar" % sid,
+                              mcp_modules_tar(), timeout=120)
+    assert st in (200, 201), body
+    cmd = "cd /workspace && tar xf nm.tar && rm nm.tar" + (" && " + then if then else "")
+    st, _, body = sup.exec(sid, cmd=cmd)
+    assert st == 200 and body["exit_code"] == 0, body

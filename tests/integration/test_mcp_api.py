@@ -30,14 +30,12 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_harness import Supervisor, mcp_inspector, mcp_npm, stop_clean  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
 HERE = os.path.dirname(os.path.abspath(__file__))
-NPM = os.path.join(HERE, "..", "mcp-servers")
-BRIDGE = os.path.join(NPM, "sbx_mcp_bridge.mjs")
-INSPECTOR = os.path.join(NPM, "node_modules", "@modelcontextprotocol", "inspector-cli", "build")
+BRIDGE = mcp_npm("sbx_mcp_bridge.mjs")
 OPENAPI = os.path.join(HERE, "..", "..", "node-supervisor", "openapi.json")
 TOK = {name: secrets.token_hex(32) for name in ("admin", "alice", "bob")}
 
@@ -116,7 +114,7 @@ class Bridge:
     """One SDK client session on /v1/mcp (sbx_mcp_bridge.mjs)."""
 
     def __init__(self, url, token):
-        self.p = subprocess.Popen(["node", BRIDGE, url, token], cwd=NPM, stdin=subprocess.PIPE,
+        self.p = subprocess.Popen(["node", BRIDGE, url, token], cwd=mcp_npm(), stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True)
         first = self.read()
         assert first.get("ok") == "connected", first
@@ -412,9 +410,7 @@ class McpApi(unittest.TestCase):
 
     # ---- the inspector's command-line client ----
     def inspector(self, *args):
-        p = subprocess.run(["node", "index.js", self.url, "--transport", "http", "--header",
-                            "Authorization: Bearer " + TOK["bob"]] + list(args),
-                           cwd=INSPECTOR, capture_output=True, text=True, timeout=120)
+        p = mcp_inspector(self.url, TOK["bob"], *args)
         self.assertEqual(p.returncode, 0, p.stderr[-2000:])
         return json.loads(p.stdout)
 

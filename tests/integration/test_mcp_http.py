@@ -13,25 +13,20 @@ a test fails.
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
 import http.client
-import io
 import json
 import os
 import subprocess
 import sys
-import tarfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, rss_kb, sanitized, stop_clean  # noqa: E402
+from sbx_harness import (MCP_SANDBOX_MODULES as NM, Supervisor, mcp_inspector,  # noqa: E402
+                         mcp_modules_into, mcp_npm, rss_kb, sanitized, stop_clean)
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
-HERE = os.path.dirname(os.path.abspath(__file__))
-NPM = os.path.join(HERE, "..", "mcp-servers")
-CLIENT = os.path.join(NPM, "sdk_client.mjs")
-INSPECTOR = os.path.join(NPM, "node_modules", "@modelcontextprotocol", "inspector-cli", "build")
-NM = "/workspace/node_modules/@modelcontextprotocol/"
+CLIENT = mcp_npm("sdk_client.mjs")
 IDLE_S = 2.0
 SANITIZED = bool(SUP) and sanitized(SUP)
 
@@ -70,17 +65,6 @@ for line in sys.stdin:
 """
 
 
-def node_modules_tar():
-    """The servers' node_modules (not the bridges', not needed inside) as
-    one uncompressed tar."""
-    buf = io.BytesIO()
-    skip = ("node_modules/supergateway", "node_modules/rxjs", "node_modules/.bin")
-    with tarfile.open(fileobj=buf, mode="w") as tf:
-        tf.add(os.path.join(NPM, "node_modules"), arcname="node_modules",
-               filter=lambda ti: None if ti.name.startswith(skip) else ti)
-    return buf.getvalue()
-
-
 class McpHttp(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -92,12 +76,7 @@ class McpHttp(unittest.TestCase):
         cls.sup.wait_ready()
         sb = cls.sup.create()
         cls.sid = sb["id"]
-        st, _, body = cls.sup.request("PUT", "/v1/sandboxes/%s/files?path=/workspace/nm.tar" % cls.sid,
-                                      node_modules_tar(), timeout=120)
-        assert st in (200, 201), body
-        st, _, body = cls.sup.exec(cls.sid, cmd="cd /workspace && tar xf nm.tar && rm nm.tar && "
-                                   "mkdir -p data && echo hello > data/hello.txt && ln -s /etc data/link")
-        assert st == 200 and body["exit_code"] == 0, body
+        mcp_modules_into(cls.sup, cls.sid, "mkdir -p data && echo hello > data/hello.txt && ln -s /etc data/link")
         for name, server in {
             "everything": {"command": "node", "args": [NM + "server-everything/dist/index.js"]},
             "fs": {"command": "node", "args": [NM + "server-filesystem/dist/index.js", "/workspace/data"]},
@@ -183,9 +162,7 @@ class McpHttp(unittest.TestCase):
         self.assertLess(out["cancel_ms"], 5000)
 
     def test_inspector_cli_lists_tools(self):
-        p = subprocess.run(["node", "index.js", self.url("everything"), "--transport", "http", "--header",
-                            "Authorization: Bearer " + self.sup.token, "--method", "tools/list"],
-                           cwd=INSPECTOR, capture_output=True, text=True, timeout=60)
+        p = mcp_inspector(self.url("everything"), self.sup.token, "--method", "tools/list", timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr[-2000:])
         names = [t["name"] for t in json.loads(p.stdout)["tools"]]
         self.assertIn("echo", names)
