@@ -9,8 +9,12 @@
 # goes first, so one slot runs it from the start and the other takes the rest
 # beside it; the lint parts next (the longest of the rest), then the other
 # integration tests, then the unit tests (a second or less each) that fill
-# the end. A test with its own COST keeps it.
+# the end. Before all of them the RUN_SERIAL tests, one at a time with
+# nothing beside them: ctest starts one only while no other test runs, so
+# left in the order it would wait for whatever long test ran beside it, or
+# for the end of the run. A test with its own COST keeps it.
 
+set(SBX_COST_ALONE 2000)  # RUN_SERIAL
 set(SBX_COST_CHAIN 1000)  # holds sbx_supervisor
 set(SBX_COST_LINT 500)    # scripts/lint's parts
 set(SBX_COST_LONG 100)    # tests/: each tens of seconds
@@ -30,7 +34,10 @@ function(_sbx_test_costs)
       continue()
     endif()
     get_test_property(${t} RESOURCE_LOCK locks)
-    if(locks MATCHES "(^|;)sbx_supervisor(;|$)")
+    get_test_property(${t} RUN_SERIAL alone)
+    if(alone)
+      set(cost ${SBX_COST_ALONE})
+    elseif(locks MATCHES "(^|;)sbx_supervisor(;|$)")
       set(cost ${SBX_COST_CHAIN})
     elseif(t MATCHES "^lint_")
       set(cost ${SBX_COST_LINT})
