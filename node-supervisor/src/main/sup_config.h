@@ -97,6 +97,14 @@ typedef struct sup_config {
 	const char *advertise_url;   /* NULL: http://<--listen> unless it is a wildcard */
 	unsigned lease_s;            /* --lease-duration */
 	unsigned kube_queue;         /* --kube-queue: Events held while the server is away */
+	/* The pools' backend (--backend): local runc sandboxes, or pods of
+	 * this node (sup_kube_pods) with a cluster flag */
+	bool backend_kube;
+	const char *pod_templates[SUP_MAX_IMAGES]; /* --pod-template FILE, in order */
+	size_t npod_templates;
+	const char *agent_dir;       /* --agent-dir: the sandbox pods' socket folder */
+	const char *sandbox_namespace; /* --sandbox-namespace */
+	unsigned pod_ready_ms;       /* --pod-ready-timeout: a pod until its agent listens */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */
