@@ -2,9 +2,9 @@
 against a real kube-apiserver + etcd (tests/k8s/apiserver.py): one
 supervisor as node kp1, authenticated as the DaemonSet's ServiceAccount
 (daemonset/rbac.yaml applied, so RBAC allows what it uses), its pool made
-from the repository's daemonset/templates/default.yaml. Nothing runs the
-pods here (no kubelet: tests/k8s's harness and it_k8s_pods play one); this
-test plays the agents' folder itself:
+from the repository's daemonset/templates/default.yaml. In KubePool nothing
+runs the pods (no kubelet: tests/k8s's harness and it_k8s_pods play one);
+the test plays the agents' folder itself:
 
 - the pool's pods are created in sbx-sandboxes, bound to the node
   (spec.nodeName), named after their sandbox ids, with the contract's labels
@@ -21,6 +21,12 @@ test plays the agents' folder itself:
 - a pod whose labels no longer say it is this node's is not served and is
   deleted, its socket never dialled;
 - a stop (SIGINT) deletes every pod of the node.
+
+KubeAgents (node kp2) runs the real sandbox-agent as each pod's, the test
+playing the kubelet (FakeKubelet): the positive path, from a ready pod to a
+lease, a reset and check back into the pool, and a restart taking the
+node's pods back. Each class starts its own API server; ctest runs them as
+it_k8s_pool and it_k8s_pool_agents.
 
 Env: SBX_SUPERVISOR, SBX_AGENT. Needs scripts/install-k8s's cache.
 """
@@ -50,6 +56,9 @@ NS = "sbx-sandboxes"
 PODS = "/api/v1/namespaces/%s/pods" % NS
 TEMPLATE = os.path.join(TOP, "daemonset", "templates", "default.yaml")
 POOL = 2
+# where a pod's agent gets its own cgroup: the pids controller's (v1 or a
+# hybrid host), else the unified hierarchy
+CGROUP = "/sys/fs/cgroup/pids" if os.path.isdir("/sys/fs/cgroup/pids") else "/sys/fs/cgroup"
 
 
 class KubePool(unittest.TestCase):
@@ -290,7 +299,7 @@ class FakeKubelet:
     def _spawn(self, uid):
         d = os.path.join(self.agents, uid)
         os.makedirs(d, exist_ok=True)
-        cg = "/sys/fs/cgroup/pids/sbx-kp-%s" % uid
+        cg = os.path.join(CGROUP, "sbx-kp-%s" % uid)
         os.makedirs(cg, exist_ok=True)
         mounts = ["mount -t tmpfs tmpfs /run", "mkdir /run/sandbox",
                   "mount --bind %s /run/sandbox" % d,
@@ -335,7 +344,7 @@ class FakeKubelet:
         shutil.rmtree(d, ignore_errors=True)
 
     def agent_pid(self, uid):
-        with open("/sys/fs/cgroup/pids/sbx-kp-%s/cgroup.procs" % uid) as f:
+        with open(os.path.join(CGROUP, "sbx-kp-%s" % uid, "cgroup.procs")) as f:
             return [int(x) for x in f.read().split()]
 
     def stop(self):
