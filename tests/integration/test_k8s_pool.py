@@ -222,7 +222,7 @@ class KubePool(unittest.TestCase):
         name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
         s = self.listen(uid)
         wait_for("pod %s deleted" % name, lambda: self.gone(name), 15)
-        self.assertIn("not the pod's agent", self.log_all())
+        wait_for("the refusal logged", lambda: "not the pod's agent" in self.log_all(), 10)
         # it was connected to, then dropped before a byte of the protocol
         conn, _ = s.accept()
         conn.settimeout(5)
@@ -236,7 +236,8 @@ class KubePool(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         s = self.listen(uid)
         wait_for("pod %s deleted" % name, lambda: self.gone(name), 15)
-        self.assertIn("does not carry this node's sandbox labels", self.log_all())
+        wait_for("the refusal logged",
+                 lambda: "does not carry this node's sandbox labels" in self.log_all(), 10)
         self.never_dialled(s)
 
     def test_7_stop_deletes_pods(self):

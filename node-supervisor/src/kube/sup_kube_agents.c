@@ -101,7 +101,12 @@ static entry *get(sup_kube_agents *a, const char *uid)
  * is not for two threads at once) */
 static void drop(sup_kube_agents *a, entry *e)
 {
-	if (e->wd > 0)
+	/* a folder gone already took its watch with it (the library would
+	 * only print that it cannot remove it) */
+	char path[4096 + SUP_KUBE_UID_MAX + 2];
+	snprintf(path, sizeof(path), "%s/%s", a->dir, e->uid);
+	struct stat st;
+	if (e->wd > 0 && lstat(path, &st) == 0)
 		inotifytools_remove_watch_by_wd(e->wd);
 	*e = a->v[--a->n];
 }
