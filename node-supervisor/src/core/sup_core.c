@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sbx/cleanup.h"
 #include "sup_agent.h"
@@ -332,9 +333,11 @@ static void on_expiry(evutil_socket_t fd, short what, void *ud)
 
 /* ---- create ---- */
 
-/* What the catalog keeps of a handed-out sandbox, all of it from here. */
+/* What the catalog keeps of a handed-out sandbox, all of it from here
+ * (and what the pools' backend shows of it: sup_pools_note). */
 static int record(sup_core *c, const sup_sandbox *sb, sbx_err *err)
 {
+	sup_pools_note(c->pools, sb);
 	if (!c->cfg.catalog)
 		return 0;
 	SBX_AUTO_FREE sup_catalog_rec *r = calloc(1, sizeof(*r));
@@ -647,6 +650,9 @@ int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 	*opp = NULL;
 	if (c->shutting_down)
 		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	if (c->cfg.backend && (req->volumes.n || req->snapshot))
+		return sbx_err_set(err, -ENOSYS, "%s not offered with the %s backend",
+				   req->volumes.n ? "volumes are" : "a sandbox from a snapshot is", c->cfg.backend);
 	if (req->snapshot && !req->snapshot_fetched && sup_snaps_remote(c->snaps))
 		return create_from_store(c, who, req, cb, ud, opp, err);
 	int rc = req->snapshot ? sup_snaps_seed(c->snaps, who, req, err) : 0;
@@ -1263,14 +1269,17 @@ sup_pools_hooks sup_core_pool_hooks(sup_core *c)
 	return h;
 }
 
-int sup_core_restore(sup_core *c, const sup_catalog_rec *rec, const sup_runc_box *box,
+int sup_core_restore(sup_core *c, const sup_catalog_rec *rec, const sup_runc_box *box, int fd,
 		     sbx_err *err)
 {
 	sup_sandbox *sb;
 	if (c->cfg.volumes &&
-	    sup_volumes_restore(c->cfg.volumes, rec->id, rec->phase == SUP_CAT_RUNNING, err) < 0)
+	    sup_volumes_restore(c->cfg.volumes, rec->id, rec->phase == SUP_CAT_RUNNING, err) < 0) {
+		if (fd >= 0)
+			close(fd);
 		return err->code;
-	int rc = sup_pools_adopt(c->pools, rec, box, &sb, err);
+	}
+	int rc = sup_pools_adopt(c->pools, rec, box, fd, &sb, err);
 	if (rc < 0 && c->cfg.volumes)
 		sup_volumes_release(c->cfg.volumes, rec->id);
 	if (rc < 0 || rec->phase != SUP_CAT_RUNNING)

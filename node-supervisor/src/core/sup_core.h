@@ -58,6 +58,9 @@ typedef struct sup_core_cfg {
 				      * NULL: nothing outlives the process */
 	sup_volumes *volumes;    /* the node's volumes, mounted by creates that name them;
 				  * NULL: none (a create naming one is -EINVAL) */
+	/* The pools' backend when not the local runtime ("kubernetes"): a
+	 * create naming volumes or a snapshot is then -ENOSYS. NULL: runc. */
+	const char *backend;
 	/* Told on the loop thread as it happens (must not block); NULL: nobody. */
 	void (*on_life)(void *ud, sup_core_life what, const char *id, const char *image,
 			const char *tenant);
@@ -234,12 +237,13 @@ int sup_core_pool_set_size(sup_core *c, const char *image, sup_isolation isolati
 			   sup_pool_stats *out, sbx_err *err);
 
 /* Take back a sandbox of an earlier run (its catalog row, and its box
- * from sup_runc_adopt), before the pools start: a pooled one returns to
+ * from sup_runc_adopt or the pools' backend, fd its agent's connected
+ * socket, taken, or -1), before the pools start: a pooled one returns to
  * its pool, a handed-out one to its tenant with its lifetime, limits,
  * env, pause and egress policy (loaded into its plumbing made again),
  * listed again once its agent answers the new connection (or destroyed,
  * when it does not). < 0: not taken back (err says why). */
-int sup_core_restore(sup_core *c, const struct sup_catalog_rec *rec, const sup_runc_box *box,
+int sup_core_restore(sup_core *c, const struct sup_catalog_rec *rec, const sup_runc_box *box, int fd,
 		     sbx_err *err);
 
 /* Stop for a successor on the same state folder: what is in flight fails

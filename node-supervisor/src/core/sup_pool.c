@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sbx/cleanup.h"
 #include "sup_agent.h"
 #include "sup_agent_reset.h"
 #include "sup_catalog.h"
@@ -96,6 +97,7 @@ typedef struct create_job {
 	sup_rtnl *nl;    /* plumbed: a socket in the sandbox's namespace */
 	bool baseline;   /* take the baseline for reuse */
 	sup_runc_baseline *base;
+	int fd;          /* a backend's: the agent's connected socket, -1: none */
 	int rc;
 	sbx_err err;
 } create_job;
@@ -124,6 +126,14 @@ static void catalog_remove(sup_pools *p, const char *id)
 	sbx_err e;
 	if (p->cfg.catalog && sup_catalog_remove(p->cfg.catalog, id, &e) < 0)
 		sup_warn("sandbox %s: %s", id, e.msg);
+}
+
+/* The backend hears of a sandbox's state (its pod's labels). */
+static void mark(sup_pools *p, const sup_sandbox *sb, const char *state)
+{
+	const sup_pool_backend *be = p->cfg.backend;
+	if (be && be->mark)
+		be->mark(be->ud, sb, state);
 }
 
 /* A sandbox of a store image pins it from its create to its destroy. */
@@ -245,7 +255,9 @@ static int hand_out(sup_sandbox *sb, const sup_resources *res, sbx_err *err)
 	sup_pools *p = sb->pool->owner;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int r = sup_runc_set_limits(p->cfg.runc, &sb->box, &sb->res, res, err);
+	/* a backend's sandboxes keep the limits they were made with (the
+	 * acquire refused any other) */
+	int r = p->cfg.backend ? 0 : sup_runc_set_limits(p->cfg.runc, &sb->box, &sb->res, res, err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (r < 0) {
 		sup_error("%s", err->msg);
@@ -336,6 +348,7 @@ static void offer(sup_sandbox *sb)
 	} else {
 		TAILQ_INSERT_TAIL(&pool->ready, sb, ready_link);
 		pool->nready++;
+		mark(pool->owner, sb, "ready");
 		sup_debug("sandbox %s: ready in pool %s (%u ready)", sb->id, pool->image, pool->nready);
 	}
 }
@@ -491,6 +504,11 @@ static void create_run(sup_job *job)
 		cj->rc = sbx_err_set(&cj->err, -ECANCELED, "supervisor is shutting down");
 		return;
 	}
+	const sup_pool_backend *be = cj->pools->cfg.backend;
+	if (be) {
+		cj->rc = be->make(be->ud, cj->id, cj->image, &cj->box, &cj->fd, &cj->err);
+		return;
+	}
 	cj->rc = sup_runc_create_seeded(cj->pools->cfg.runc, cj->id, cj->image, cj->isolation,
 					cj->seed, &cj->box, &cj->err);
 	if (cj->rc == 0 && cj->baseline) {
@@ -540,6 +558,7 @@ static void create_done(sup_job *job)
 	if (cj->seed && cj->seed->disk)
 		sb->res.disk = cj->seed->disk; /* made with it already */
 	sup_rtnl *nl = cj->nl;
+	SBX_AUTO_CLOSE int fd = cj->fd;
 	free(cj->seed);
 	free(cj);
 	sb->state = SUP_SB_CONNECTING;
@@ -567,13 +586,19 @@ static void create_done(sup_job *job)
 		start_destroy(p, sb, false, NULL, NULL);
 		return;
 	}
-	if (sup_agent_connect(p->base, sb->box.socket_path, sb->id, p->cfg.handshake_timeout_ms,
-			      &p->cfg.agent, &agent_cbs, sb, &sb->agent, &e) < 0) {
+	/* a backend dialled already (and checked who listens) */
+	int rc = fd >= 0 ? sup_agent_open(p->base, sbx_steal_fd(&fd), sb->id, p->cfg.handshake_timeout_ms,
+					  &p->cfg.agent, &agent_cbs, sb, &sb->agent, &e)
+			 : sup_agent_connect(p->base, sb->box.socket_path, sb->id, p->cfg.handshake_timeout_ms,
+					     &p->cfg.agent, &agent_cbs, sb, &sb->agent, &e);
+	if (rc < 0) {
 		pool->creating--;
 		create_failed_sb(sb, &e);
 		start_destroy(p, sb, false, NULL, NULL);
 		ensure_fill(pool);
 	}
+	/* a handover waits for the workers alone: this was one */
+	maybe_shutdown_done(p);
 }
 
 static int new_id(sup_pools *p, char *id, size_t size)
@@ -669,7 +694,9 @@ static int start_create_for(sup_pool *pool, bool front, sup_runc_seed *seed, sup
 	cj->isolation = pool->isolation;
 	cj->seed = seed;
 	cj->slot = sb->net_slot;
-	cj->baseline = p->cfg.reuse && pool->isolation == SUP_ISO_RUNC && !seed && !sb->net_slot;
+	cj->baseline = p->cfg.reuse && !p->cfg.backend && pool->isolation == SUP_ISO_RUNC && !seed &&
+		       !sb->net_slot;
+	cj->fd = -1;
 	memcpy(cj->id, sb->id, sizeof(cj->id));
 	sup_debug("sandbox %s: create queued for image %s (%s)%s", sb->id, pool->image,
 		  sup_isolation_names[pool->isolation], front ? " (a request waits)" : "");
@@ -707,7 +734,8 @@ static void destroy_run(sup_job *job)
 	destroy_job *dj = (destroy_job *)job;
 	clock_gettime(CLOCK_MONOTONIC, &dj->started);
 	sbx_err_clear(&dj->err);
-	dj->rc = sup_runc_destroy(dj->pools->cfg.runc, &dj->box, &dj->err);
+	const sup_pool_backend *be = dj->pools->cfg.backend;
+	dj->rc = be ? be->unmake(be->ud, &dj->box, &dj->err) : sup_runc_destroy(dj->pools->cfg.runc, &dj->box, &dj->err);
 	sbx_err e;
 	if (dj->slot && sup_net_unplumb(dj->pools->cfg.net, dj->slot, dj->nl, &e) < 0 && dj->rc == 0)
 		dj->rc = sbx_err_set(&dj->err, e.code, "%s", e.msg);
@@ -797,6 +825,7 @@ typedef struct check_job {
 	sup_job job;
 	sup_pools *pools;
 	sup_sandbox *sb;
+	const char *image;  /* its pool's (pools never move) */
 	sup_runc_box box;
 	sup_resources from; /* the last owner's limits, back to the pools' */
 	int rc;
@@ -822,7 +851,12 @@ static void check_run(sup_job *job)
 {
 	check_job *cj = (check_job *)job;
 	const sup_runc_cfg *runc = cj->pools->cfg.runc;
+	const sup_pool_backend *be = cj->pools->cfg.backend;
 	sbx_err_clear(&cj->err);
+	if (be) {
+		cj->rc = be->check(be->ud, cj->image, &cj->box, &cj->err);
+		return;
+	}
 	cj->rc = sup_runc_check_clean(runc, &cj->box, cj->sb->baseline, &cj->err);
 	if (cj->rc == 0 && (cj->rc = sup_runc_set_limits(runc, &cj->box, &cj->from, runc->res, &cj->err)) < 0)
 		sbx_err_wrap(&cj->err, "limits back to the pools'");
@@ -858,6 +892,7 @@ static void check_done(sup_job *job)
 		 pool->image);
 	offer(sb);
 	ensure_fill(pool);
+	maybe_shutdown_done(p);
 }
 
 static void on_reset(int rc, const sbx_proto_reset_result *r, const sbx_err *err, void *ud)
@@ -881,6 +916,7 @@ static void on_reset(int rc, const sbx_proto_reset_result *r, const sbx_err *err
 	cj->job.done = check_done;
 	cj->pools = p;
 	cj->sb = sb;
+	cj->image = sb->pool->image;
 	cj->box = sb->box;
 	cj->from = sb->res;
 	sb->res = *p->cfg.runc->res;
@@ -926,13 +962,19 @@ static void release_cb(evutil_socket_t fd, short what, void *arg)
 	free(r);
 	clear_owner(sb);
 	sb->state = SUP_SB_RESETTING;
+	const sup_pool_backend *be = p->cfg.backend;
+	const char *const *paths = p->cfg.reset_paths;
+	size_t npaths = be ? be->reset_paths(be->ud, sb->pool->image, &paths) : p->cfg.nreset_paths;
 	sbx_err e;
-	if (p->shutting_down)
+	if (p->shutting_down) {
 		reset_failed(sb, "the supervisor is shutting down");
-	else if (!sb->agent)
+		return;
+	}
+	mark(p, sb, "resetting");
+	if (!sb->agent)
 		reset_failed(sb, "its agent went away");
-	else if (sup_agent_reset(sb->agent, p->cfg.reset_paths, p->cfg.nreset_paths, p->cfg.reset_timeout_ms,
-				 on_reset, sb, &sb->reset_call, &e) < 0)
+	else if (sup_agent_reset(sb->agent, paths, npaths, p->cfg.reset_timeout_ms, on_reset, sb, &sb->reset_call,
+				 &e) < 0)
 		reset_failed(sb, e.msg);
 }
 
@@ -947,9 +989,11 @@ void sup_pools_release(sup_pools *p, sup_sandbox *sb, bool reusable_by_owner, bo
 	 * a cold pool (size 0) reuses nothing. */
 	bool wanted = pool->nready + pool->creating < 2 * pool->size + pool->nwaiters;
 	release *r = NULL;
+	/* a backend's sandbox has no baseline: its check needs none */
+	bool checkable = p->cfg.backend || (sb->baseline && pool->isolation == SUP_ISO_RUNC);
 	if (!p->cfg.reuse || !reusable_by_owner || !wanted || p->shutting_down || sb->state != SUP_SB_RUNNING ||
-	    !sb->agent || !sb->baseline || sb->seeded || sb->forked || sb->paused || sb->net_slot || sb->allow_root ||
-	    pool->isolation != SUP_ISO_RUNC || !(r = calloc(1, sizeof(*r))) ||
+	    !sb->agent || !checkable || sb->seeded || sb->forked || sb->paused || sb->net_slot || sb->allow_root ||
+	    !(r = calloc(1, sizeof(*r))) ||
 	    !(r->ev = event_new(p->base, -1, 0, release_cb, r))) {
 		free(r);
 		sup_pools_destroy(p, sb, urgent, cb, ud);
@@ -1204,9 +1248,23 @@ sup_isolation sup_pools_isolation_of(const sup_sandbox *sb)
 	return sb->pool->isolation;
 }
 
+/* What a backend does not offer: -ENOSYS, said the same way everywhere. */
+static int not_offered(const sup_pools *p, const char *what, sbx_err *err)
+{
+	return sbx_err_set(err, -ENOSYS, "%s is not offered with the %s backend", what, p->cfg.backend->name);
+}
+
 int sup_pools_usage(const sup_pools *p, const sup_sandbox *sb, sup_usage *u, sbx_err *err)
 {
+	if (p->cfg.backend)
+		return not_offered(p, "a sandbox's usage", err);
 	return sup_runc_usage(p->cfg.runc, &sb->box, u, err);
+}
+
+void sup_pools_note(sup_pools *p, const sup_sandbox *sb)
+{
+	if (sb->state == SUP_SB_RUNNING)
+		mark(p, sb, "leased");
 }
 
 int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
@@ -1222,6 +1280,10 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 	sup_pool *pool = pool_for(p, image, isolation, err);
 	if (!pool)
 		return err->code;
+	const sup_resources *d = p->cfg.runc->res;
+	if (p->cfg.backend && (res->cpu_milli != d->cpu_milli || res->memory != d->memory || res->pids != d->pids ||
+			       res->disk != d->disk))
+		return not_offered(p, "limits other than the template's", err);
 	sup_sandbox *sb = take_ready(pool);
 	if (sb) {
 		int r = hand_out(sb, res, err);
@@ -1283,9 +1345,10 @@ static int replumb(sup_pools *p, sup_sandbox *sb, unsigned slot, sbx_err *err)
 	return 0;
 }
 
-int sup_pools_adopt(sup_pools *p, const sup_catalog_rec *rec, const sup_runc_box *box,
+int sup_pools_adopt(sup_pools *p, const sup_catalog_rec *rec, const sup_runc_box *box, int agent_fd,
 		    sup_sandbox **out, sbx_err *err)
 {
+	SBX_AUTO_CLOSE int fd = agent_fd;
 	*out = NULL;
 	if (rec->net_slot && !p->cfg.net)
 		return sbx_err_set(err, -EOPNOTSUPP,
@@ -1331,8 +1394,11 @@ int sup_pools_adopt(sup_pools *p, const sup_catalog_rec *rec, const sup_runc_box
 	clock_gettime(CLOCK_MONOTONIC, &sb->queued_at);
 	TAILQ_INIT(&sb->delete_waiters);
 	TAILQ_INIT(&sb->execs);
-	if (sup_agent_connect(p->base, sb->box.socket_path, sb->id, p->cfg.handshake_timeout_ms,
-			      &p->cfg.agent, &agent_cbs, sb, &sb->agent, err) < 0) {
+	int rc = fd >= 0 ? sup_agent_open(p->base, sbx_steal_fd(&fd), sb->id, p->cfg.handshake_timeout_ms,
+					  &p->cfg.agent, &agent_cbs, sb, &sb->agent, err)
+			 : sup_agent_connect(p->base, sb->box.socket_path, sb->id, p->cfg.handshake_timeout_ms,
+					     &p->cfg.agent, &agent_cbs, sb, &sb->agent, err);
+	if (rc < 0) {
 		if (sb->net_slot) {
 			sbx_err e;
 			if (sup_net_unplumb(p->cfg.net, sb->net_slot,
@@ -1358,6 +1424,8 @@ int sup_pools_acquire_seeded(sup_pools *p, const char *image, sup_isolation isol
 	*wait = NULL;
 	if (p->shutting_down)
 		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
+	if (p->cfg.backend)
+		return not_offered(p, "a sandbox made from a snapshot or fork", err);
 	sup_pool *pool = pool_for(p, image, isolation, err);
 	if (!pool)
 		return err->code;
@@ -1391,6 +1459,8 @@ int sup_pools_acquire_seeded(sup_pools *p, const char *image, sup_isolation isol
 
 int sup_pools_freeze(sup_pools *p, sup_sandbox *sb, bool frozen, sbx_err *err)
 {
+	if (p->cfg.backend)
+		return not_offered(p, "pause and resume", err);
 	if (sb->state != SUP_SB_RUNNING || !sb->agent)
 		return sbx_err_set(err, -EBUSY, "sandbox %s is %s", sb->id, sup_sb_state_name(sb->state));
 	int r = sup_runc_freeze(p->cfg.runc, &sb->box, frozen, err);
@@ -1432,6 +1502,8 @@ static void shutdown_pools(sup_pools *p, bool handover, void (*done)(void *ud), 
 	p->shutting_down = true;
 	p->handover = handover;
 	atomic_store(&p->stopping, true);
+	if (p->cfg.backend && p->cfg.backend->stop)
+		p->cfg.backend->stop(p->cfg.backend->ud);
 	p->shutdown_done = done;
 	p->shutdown_ud = ud;
 	sbx_err stop;

@@ -34,6 +34,35 @@ struct sup_catalog_rec;
 typedef struct sup_pools sup_pools;
 typedef struct sup_acquire sup_acquire;
 
+/* A backend other than the local runtime (sup_runc) for every pool: the
+ * Kubernetes backend's pods (sup_kube_pods, wired by sup_cluster). An
+ * image is then a backend's template name; make, unmake and check run on
+ * the workers (they block), mark on the loop (it must not). Reuse after
+ * reset is the only release: the pools' cfg.reuse is set with it. */
+typedef struct sup_pool_backend {
+	/* A new sandbox id of image: box (socket_path, init_pid, container_id
+	 * filled) and *fd, the agent's connected socket (taken). */
+	int (*make)(void *ud, const char *id, const char *image, sup_runc_box *box, int *fd, sbx_err *err);
+	int (*unmake)(void *ud, const sup_runc_box *box, sbx_err *err);
+	/* Take back sandbox id, named name by the backend (the catalog's
+	 * container_id), an earlier run made: box and *fd as make's. Start-up
+	 * only (it blocks). */
+	int (*adopt)(void *ud, const char *id, const char *name, sup_runc_box *box, int *fd, sbx_err *err);
+	/* The host's check after the agent's reset (0: nothing of the last
+	 * tenant is left). */
+	int (*check)(void *ud, const char *image, const sup_runc_box *box, sbx_err *err);
+	/* The folders the agent's reset empties in a sandbox of image. */
+	size_t (*reset_paths)(void *ud, const char *image, const char *const **paths);
+	/* Its state changed ("ready", "leased", "resetting"): sb's owner
+	 * fields (tenant, expires_at) are set when leased. Never blocks. */
+	void (*mark)(void *ud, const sup_sandbox *sb, const char *state);
+	/* The pools stop: makes still waiting end (-ECANCELED) soon. */
+	void (*stop)(void *ud);
+	/* A name for messages ("kubernetes"). */
+	const char *name;
+	void *ud;
+} sup_pool_backend;
+
 typedef struct sup_pools_cfg {
 	const sup_runc_cfg *runc;
 	struct sup_img_store *store;   /* NULL: host and rootfs folders only */
@@ -53,6 +82,10 @@ typedef struct sup_pools_cfg {
 	const char *const *reset_paths; /* the folders reset empties (absolute) */
 	size_t nreset_paths;
 	unsigned reset_timeout_ms;     /* the agent's kills; 0: the protocol's default */
+	/* NULL: runc sandboxes (sup_runc). Else every pool's sandboxes are
+	 * the backend's: no store, no network, no seeds, no freeze, no
+	 * usage, no limits but the pools' own (-ENOSYS for each). */
+	const sup_pool_backend *backend;
 } sup_pools_cfg;
 
 typedef struct sup_pools_hooks {
@@ -123,6 +156,11 @@ void sup_pools_destroy(sup_pools *p, sup_sandbox *sb, bool urgent, sup_destroy_c
 void sup_pools_release(sup_pools *p, sup_sandbox *sb, bool reusable_by_owner, bool urgent, sup_destroy_cb cb,
 		       void *ud);
 
+/* The owner's fields of a handed-out sandbox changed (its tenant and
+ * lifetime at create, a new timeout): told to the backend (mark
+ * "leased"); nothing without one. */
+void sup_pools_note(sup_pools *p, const sup_sandbox *sb);
+
 /* Freeze (frozen: sb->paused) or thaw a RUNNING sandbox: its processes
  * (sup_runc_freeze) and its agent connection's clocks (sup_agent_hold)
  * together, so that a paused sandbox is not taken for dead. Idempotent.
@@ -130,7 +168,9 @@ void sup_pools_release(sup_pools *p, sup_sandbox *sb, bool reusable_by_owner, bo
 int sup_pools_freeze(sup_pools *p, sup_sandbox *sb, bool frozen, sbx_err *err);
 
 /* Take back a sandbox an earlier run made (rec from the catalog, box from
- * sup_runc_adopt), before sup_pools_start: into the pool of its image and
+ * sup_runc_adopt or the backend's adopt, with fd its agent's connected
+ * socket, taken, or -1: dialled at box->socket_path), before
+ * sup_pools_start: into the pool of its image and
  * isolation (a cold pool of its digest when none serves it now), its agent
  * connected again. A pooled one (MADE) joins the ready list once its agent
  * answers; a handed-out one (RUNNING) goes to the owner through on_adopted,
@@ -142,7 +182,7 @@ int sup_pools_freeze(sup_pools *p, sup_sandbox *sb, bool frozen, sbx_err *err);
  * failed): nothing is kept and the container is the sweep's. A paused
  * one (rec->paused) is thawed for its agent's handshake and frozen again
  * as it answers. */
-int sup_pools_adopt(sup_pools *p, const struct sup_catalog_rec *rec, const sup_runc_box *box,
+int sup_pools_adopt(sup_pools *p, const struct sup_catalog_rec *rec, const sup_runc_box *box, int fd,
 		    sup_sandbox **out, sbx_err *err);
 
 /* Stop refilling, fail waiters with -ESHUTDOWN, destroy every sandbox the

@@ -63,10 +63,10 @@ static void blob_free(sup_kube_blob *b)
 
 /* ---- YAML -> JSON ---- */
 
-static json_t *yaml_node(yaml_parser_t *ps, yaml_event_t *ev, int depth, sbx_err *err);
+static json_t *yaml_node(yaml_parser_t *ps, yaml_event_t *ev, int depth, bool typed, sbx_err *err);
 
 /* The children of a mapping or sequence until its end event. */
-static json_t *yaml_children(yaml_parser_t *ps, bool mapping, int depth, sbx_err *err)
+static json_t *yaml_children(yaml_parser_t *ps, bool mapping, int depth, bool typed, sbx_err *err)
 {
 	json_t *j = mapping ? json_object() : json_array();
 	if (!j) {
@@ -86,7 +86,7 @@ static json_t *yaml_children(yaml_parser_t *ps, bool mapping, int depth, sbx_err
 			return j;
 		}
 		if (!mapping) {
-			json_t *v = yaml_node(ps, &ev, depth + 1, err);
+			json_t *v = yaml_node(ps, &ev, depth + 1, typed, err);
 			if (!v || json_array_append_new(j, v) < 0) {
 				json_decref(j);
 				return NULL;
@@ -111,7 +111,7 @@ static json_t *yaml_children(yaml_parser_t *ps, bool mapping, int depth, sbx_err
 			json_decref(j);
 			return NULL;
 		}
-		json_t *v = yaml_node(ps, &ev, depth + 1, err);
+		json_t *v = yaml_node(ps, &ev, depth + 1, typed, err);
 		if (!v || json_object_set_new(j, key, v) < 0) {
 			json_decref(j);
 			return NULL;
@@ -119,9 +119,29 @@ static json_t *yaml_children(yaml_parser_t *ps, bool mapping, int depth, sbx_err
 	}
 }
 
+/* A plain (unquoted) scalar as YAML 1.2's core schema types it: null,
+ * true/false, a decimal integer; anything else stays a string. */
+static json_t *plain_scalar(const char *s, size_t n)
+{
+	if (n == 0 || (n == 1 && s[0] == '~') || (n == 4 && memcmp(s, "null", 4) == 0))
+		return json_null();
+	if (n == 4 && memcmp(s, "true", 4) == 0)
+		return json_true();
+	if (n == 5 && memcmp(s, "false", 5) == 0)
+		return json_false();
+	size_t i = s[0] == '-' || s[0] == '+' ? 1 : 0;
+	if (i < n && n - i <= 18 && strspn(s + i, "0123456789") == n - i) {
+		char buf[24];
+		memcpy(buf, s, n);
+		buf[n] = '\0';
+		return json_integer(strtoll(buf, NULL, 10));
+	}
+	return json_stringn(s, n);
+}
+
 /* One node starting at ev (consumed). Aliases are refused: a kubeconfig
  * needs none, and they are how a small file expands without bound. */
-static json_t *yaml_node(yaml_parser_t *ps, yaml_event_t *ev, int depth, sbx_err *err)
+static json_t *yaml_node(yaml_parser_t *ps, yaml_event_t *ev, int depth, bool typed, sbx_err *err)
 {
 	size_t line = ev->start_mark.line + 1;
 	if (depth > YAML_DEPTH_MAX) {
@@ -132,7 +152,10 @@ static json_t *yaml_node(yaml_parser_t *ps, yaml_event_t *ev, int depth, sbx_err
 	json_t *j = NULL;
 	switch (ev->type) {
 	case YAML_SCALAR_EVENT:
-		j = json_stringn((const char *)ev->data.scalar.value, ev->data.scalar.length);
+		if (typed && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+			j = plain_scalar((const char *)ev->data.scalar.value, ev->data.scalar.length);
+		else
+			j = json_stringn((const char *)ev->data.scalar.value, ev->data.scalar.length);
 		if (!j)
 			sbx_err_set(err, -EINVAL, "YAML line %zu: a scalar that is not UTF-8", line);
 		break;
@@ -140,7 +163,7 @@ static json_t *yaml_node(yaml_parser_t *ps, yaml_event_t *ev, int depth, sbx_err
 	case YAML_SEQUENCE_START_EVENT: {
 		bool mapping = ev->type == YAML_MAPPING_START_EVENT;
 		yaml_event_delete(ev);
-		return yaml_children(ps, mapping, depth, err);
+		return yaml_children(ps, mapping, depth, typed, err);
 	}
 	case YAML_ALIAS_EVENT:
 		sbx_err_set(err, -EINVAL, "YAML line %zu: aliases are not accepted", line);
@@ -153,7 +176,7 @@ static json_t *yaml_node(yaml_parser_t *ps, yaml_event_t *ev, int depth, sbx_err
 	return j;
 }
 
-json_t *sup_kube_yaml_to_json(const char *text, size_t len, sbx_err *err)
+static json_t *yaml_to_json(const char *text, size_t len, bool typed, sbx_err *err)
 {
 	yaml_parser_t ps;
 	if (!yaml_parser_initialize(&ps)) {
@@ -182,13 +205,23 @@ json_t *sup_kube_yaml_to_json(const char *text, size_t len, sbx_err *err)
 			yaml_event_delete(&ev);
 			continue;
 		}
-		root = yaml_node(&ps, &ev, 0, err);
+		root = yaml_node(&ps, &ev, 0, typed, err);
 		if (!root)
 			break;
 	}
 	json_decref(root);
 	yaml_parser_delete(&ps);
 	return NULL;
+}
+
+json_t *sup_kube_yaml_to_json(const char *text, size_t len, sbx_err *err)
+{
+	return yaml_to_json(text, len, false, err);
+}
+
+json_t *sup_kube_yaml_to_json_typed(const char *text, size_t len, sbx_err *err)
+{
+	return yaml_to_json(text, len, true, err);
 }
 
 /* ---- kubeconfig ---- */

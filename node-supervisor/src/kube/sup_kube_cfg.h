@@ -60,5 +60,9 @@ void sup_kube_cfg_release(sup_kube_cfg *c);
  * (mappings as objects, sequences as arrays, every scalar a string). */
 struct json_t;
 struct json_t *sup_kube_yaml_to_json(const char *text, size_t len, sbx_err *err);
+/* The same with plain (unquoted) scalars typed as YAML 1.2's core schema
+ * has them (null, true/false, integers): what a Pod manifest needs
+ * (runAsUser: 0 is a number to the API server). */
+struct json_t *sup_kube_yaml_to_json_typed(const char *text, size_t len, sbx_err *err);
 
 #endif

@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include "sup_cluster.h"
+#include "sup_kube_pods.h"
+#include "sup_kube_tmpl.h"
 #include "sup_log.h"
+#include "sup_sandbox.h"
 
 #define DEFAULT_NAMESPACE "sbx-system"
 
@@ -22,6 +25,10 @@ struct sup_cluster {
 	sup_kube *kube;
 	sup_core *core;
 	struct event *tick;
+	/* --backend kubernetes */
+	sup_kube_tmpl tmpls[SUP_MAX_IMAGES];
+	size_t ntmpls;
+	sup_kube_pods *pods;
 };
 
 int sup_cluster_new(const sup_config *cfg, sup_cluster **out, sbx_err *err)
@@ -149,6 +156,102 @@ int sup_cluster_start(sup_cluster *cl, struct event_base *base, sup_core *core, 
 	return 0;
 }
 
+/* ---- the pools' seam, for the pods (sup_pool.h: sup_pool_backend) ---- */
+
+static int be_make(void *ud, const char *id, const char *image, sup_runc_box *box, int *fd, sbx_err *err)
+{
+	return sup_kube_pods_make(ud, id, image, box, fd, err);
+}
+
+static int be_unmake(void *ud, const sup_runc_box *box, sbx_err *err)
+{
+	return sup_kube_pods_unmake(ud, box, err);
+}
+
+static int be_adopt(void *ud, const char *id, const char *name, sup_runc_box *box, int *fd, sbx_err *err)
+{
+	return sup_kube_pods_adopt(ud, id, name, box, fd, err);
+}
+
+static int be_check(void *ud, const char *image, const sup_runc_box *box, sbx_err *err)
+{
+	return sup_kube_pods_check(ud, image, box, err);
+}
+
+static size_t be_reset_paths(void *ud, const char *image, const char *const **paths)
+{
+	return sup_kube_pods_reset_paths(ud, image, paths);
+}
+
+static void be_stop(void *ud)
+{
+	sup_kube_pods_stop_makes(ud);
+}
+
+static void be_mark(void *ud, const sup_sandbox *sb, const char *state)
+{
+	sup_kube_mark m = { .state = state };
+	if (strcmp(state, "leased") == 0) {
+		m.tenant = sb->tenant;
+		m.sandbox = sb->id;
+		m.expires_at = sb->expires_at;
+	}
+	sup_kube_pods_mark(ud, sb->box.container_id, &m);
+}
+
+int sup_cluster_pods_start(sup_cluster *cl, const sup_config *cfg, const sup_cgroup_host *cgroup,
+			   sup_pool_backend *be, sup_pool_spec *specs, size_t *nspecs, sbx_err *err)
+{
+	*nspecs = 0;
+	for (size_t i = 0; i < cfg->npod_templates; i++) {
+		if (sup_kube_tmpl_load(cfg->pod_templates[i], &cl->tmpls[i], err) < 0)
+			return sbx_err_wrap(err, "--pod-template");
+		cl->ntmpls++;
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(cl->tmpls[k].name, cl->tmpls[i].name) == 0)
+				return sbx_err_set(err, -EINVAL, "--pod-template: two templates named %s",
+						   cl->tmpls[i].name);
+		unsigned size = cfg->pool_size;
+		for (size_t k = 0; k < cfg->nimages; k++)
+			if (strcmp(cfg->images[k], cl->tmpls[i].name) == 0)
+				size = cfg->image_sizes[k];
+		specs[(*nspecs)++] = (sup_pool_spec){ .image = cl->tmpls[i].name, .isolation = SUP_ISO_RUNC,
+						      .size = size };
+	}
+	sup_kube_pods_opts o = { .cfg = &cl->kcfg,
+				 .ns = cfg->sandbox_namespace,
+				 .node = cl->node,
+				 .agent_dir = cfg->agent_dir,
+				 .tmpls = cl->tmpls,
+				 .ntmpls = cl->ntmpls,
+				 .ready_timeout_ms = cfg->pod_ready_ms,
+				 .cgroup = cgroup,
+				 .queue_max = cfg->kube_queue ? cfg->kube_queue * 4 : 0 };
+	cl->pods = sup_kube_pods_start(&o, err);
+	if (!cl->pods)
+		return sbx_err_wrap(err, "kubernetes backend");
+	*be = (sup_pool_backend){ .make = be_make,
+				  .unmake = be_unmake,
+				  .adopt = be_adopt,
+				  .check = be_check,
+				  .reset_paths = be_reset_paths,
+				  .mark = be_mark,
+				  .stop = be_stop,
+				  .name = "kubernetes",
+				  .ud = cl->pods };
+	return 0;
+}
+
+void sup_cluster_pods_sweep(sup_cluster *cl, const char *const *keep, size_t nkeep)
+{
+	unsigned swept;
+	sbx_err e;
+	if (sup_kube_pods_sweep(cl->pods, keep, nkeep, &swept, &e) < 0)
+		sup_warn("kube: %s (left for the next start)", e.msg);
+	else if (swept || nkeep)
+		sup_info("kube: %zu pod(s) of an earlier run taken back, %u deleted", nkeep, swept);
+}
+
 sup_kube *sup_cluster_kube(const sup_cluster *cl)
 {
 	return cl ? cl->kube : NULL;
@@ -170,6 +273,9 @@ void sup_cluster_free(sup_cluster *cl)
 		return;
 	if (cl->tick)
 		event_free(cl->tick);
+	sup_kube_pods_free(cl->pods);
+	for (size_t i = 0; i < cl->ntmpls; i++)
+		sup_kube_tmpl_release(&cl->tmpls[i]);
 	sup_kube_free(cl->kube);
 	sup_kube_cfg_release(&cl->kcfg);
 	free(cl);

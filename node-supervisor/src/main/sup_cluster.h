@@ -10,9 +10,11 @@
 #include <stdint.h>
 
 #include "sbx/err.h"
+#include "sup_cgroup.h"
 #include "sup_config.h"
 #include "sup_core.h"
 #include "sup_kube.h"
+#include "sup_pool.h"
 
 struct event_base;
 typedef struct sup_cluster sup_cluster;
@@ -27,6 +29,17 @@ void sup_cluster_on_life(void *ud, sup_core_life what, const char *id, const cha
  * credentials fail it), and the capacity timer. port: the API's. */
 int sup_cluster_start(sup_cluster *cl, struct event_base *base, sup_core *core, uint16_t port,
 		      sbx_err *err);
+/* --backend kubernetes, before the catalog is read: the --pod-template
+ * files read (a bad one fails here), the pods module started
+ * (sup_kube_pods: the agents' folder watched, the label writer), *be
+ * filled for the pools' seam and the restore, and specs[] (*nspecs,
+ * at most SUP_MAX_POOLS) a pool per template, sized by --pool-images
+ * NAME=N, else --pool-size. */
+int sup_cluster_pods_start(sup_cluster *cl, const sup_config *cfg, const sup_cgroup_host *cgroup,
+			   sup_pool_backend *be, sup_pool_spec *specs, size_t *nspecs, sbx_err *err);
+/* Delete this node's pods an earlier run left but those named in keep
+ * (taken back from the catalog); a failure is only logged. */
+void sup_cluster_pods_sweep(sup_cluster *cl, const char *const *keep, size_t nkeep);
 /* NULL until started (and without a cluster). */
 sup_kube *sup_cluster_kube(const sup_cluster *cl);
 /* The credentials read, and the Leases' namespace (for the node auth). */

@@ -54,6 +54,9 @@ void sup_config_defaults(sup_config *c)
 	c->drain_timeout_s = 10;
 	c->mcp_idle_ms = 600000;
 	c->ports_answer_ms = 60000;
+	c->agent_dir = "/run/sbx/agents";
+	c->sandbox_namespace = "sbx-sandboxes";
+	c->pod_ready_ms = 60000;
 	c->agent = (sup_agent_opts){
 		.grace_ms = 2000,
 		.idle_ms = 30000,
@@ -218,6 +221,17 @@ void sup_config_usage(const char *prog)
 	       "  --node-account USER    the one account a relayed request's token must review as\n"
 	       "                         (TokenReview; default system:serviceaccount:NS:sbx-supervisor,\n"
 	       "                         NS the Leases' namespace)\n"
+	       "  --backend NAME         runc (default): sandboxes are local runc containers;\n"
+	       "                         kubernetes: sandboxes are pods of this node made from\n"
+	       "                         --pod-template files (needs --kubeconfig or\n"
+	       "                         --kube-in-cluster; a pool per template, its size from\n"
+	       "                         --pool-images NAME=N or --pool-size)\n"
+	       "  --pod-template FILE    a sandbox pod template (YAML or JSON, a Pod; its name the\n"
+	       "                         label sbx.dev/template or the file's name) (repeatable)\n"
+	       "  --agent-dir DIR        where the pods' agents put their sockets, DIR/<pod UID>/\n"
+	       "                         agent.sock (default /run/sbx/agents)\n"
+	       "  --sandbox-namespace NS the sandbox pods' namespace (default sbx-sandboxes)\n"
+	       "  --pod-ready-timeout SEC  a pod created until its agent listens (default 60)\n"
 	       "  --log-level LEVEL      debug, info, warn, error (default info)\n"
 	       "  --print-example        print the token and a working curl example at start\n"
 	       "  --help, --version\n",
@@ -465,6 +479,7 @@ enum {
 	OPT_ADVERTISE_URL, OPT_LEASE_DURATION, OPT_KUBE_QUEUE,
 	/* node-to-node auth in a cluster (nodeauth) */
 	OPT_KUBE_TOKEN_FILE, OPT_NODE_ACCOUNT,
+	OPT_BACKEND, OPT_POD_TEMPLATE, OPT_AGENT_DIR, OPT_SANDBOX_NAMESPACE, OPT_POD_READY_TIMEOUT,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -543,6 +558,11 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		/* node-to-node auth in a cluster */
 		{ "kube-token-file", required_argument, NULL, OPT_KUBE_TOKEN_FILE },
 		{ "node-account", required_argument, NULL, OPT_NODE_ACCOUNT },
+		{ "backend", required_argument, NULL, OPT_BACKEND },
+		{ "pod-template", required_argument, NULL, OPT_POD_TEMPLATE },
+		{ "agent-dir", required_argument, NULL, OPT_AGENT_DIR },
+		{ "sandbox-namespace", required_argument, NULL, OPT_SANDBOX_NAMESPACE },
+		{ "pod-ready-timeout", required_argument, NULL, OPT_POD_READY_TIMEOUT },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "print-example", no_argument, NULL, OPT_PRINT_EXAMPLE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -881,6 +901,33 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 						   optarg);
 			c->node_account = optarg;
 			break;
+		case OPT_BACKEND:
+			if (strcmp(optarg, "runc") != 0 && strcmp(optarg, "kubernetes") != 0)
+				return sbx_err_set(err, -EINVAL, "--backend %s: runc or kubernetes", optarg);
+			c->backend_kube = strcmp(optarg, "kubernetes") == 0;
+			break;
+		case OPT_POD_TEMPLATE:
+			if (c->npod_templates == SUP_MAX_IMAGES)
+				return sbx_err_set(err, -EINVAL, "--pod-template: at most %d", SUP_MAX_IMAGES);
+			c->pod_templates[c->npod_templates++] = optarg;
+			break;
+		case OPT_AGENT_DIR:
+			if (optarg[0] != '/' || strlen(optarg) > 60)
+				return sbx_err_set(err, -EINVAL,
+						   "--agent-dir: an absolute path of at most 60 bytes (a socket path "
+						   "below it must fit in 108)");
+			c->agent_dir = optarg;
+			break;
+		case OPT_SANDBOX_NAMESPACE:
+			if (!optarg[0] || strlen(optarg) > 63 || optarg[0] == '-' ||
+			    strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(optarg))
+				return sbx_err_set(err, -EINVAL, "--sandbox-namespace %s: want a DNS label", optarg);
+			c->sandbox_namespace = optarg;
+			break;
+		case OPT_POD_READY_TIMEOUT:
+			if (parse_ms("pod-ready-timeout", optarg, 100, 3600000, &c->pod_ready_ms, err) < 0)
+				return -EINVAL;
+			break;
 		case OPT_LOG_LEVEL: {
 			sup_log_level l;
 			if (sup_log_level_parse(optarg, &l) < 0)
@@ -924,6 +971,17 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 	if ((c->kube_token_file || c->node_account) && !c->kubeconfig && !c->kube_in_cluster)
 		return sbx_err_set(err, -EINVAL,
 				   "--kube-token-file and --node-account need --kubeconfig or --kube-in-cluster");
+	if (c->backend_kube && !c->kubeconfig && !c->kube_in_cluster)
+		return sbx_err_set(err, -EINVAL, "--backend kubernetes needs --kubeconfig or --kube-in-cluster");
+	if (c->backend_kube && !c->npod_templates)
+		return sbx_err_set(err, -EINVAL, "--backend kubernetes needs a --pod-template");
+	if (!c->backend_kube && c->npod_templates)
+		return sbx_err_set(err, -EINVAL, "--pod-template needs --backend kubernetes");
+	/* what a pod cannot have (API.md, "Kubernetes backend") */
+	if (c->backend_kube && (c->uplink || c->npools || c->snapshot_store || c->runsc_given))
+		return sbx_err_set(err, -EINVAL,
+				   "--backend kubernetes: --uplink, --pool, --snapshot-store and --runsc are the "
+				   "runc backend's (a pod's network and runtime are its template's)");
 	if (c->s3_endpoint && !c->snapshot_store)
 		return sbx_err_set(err, -EINVAL, "--s3-endpoint needs --snapshot-store s3://...");
 	if (c->default_timeout_s > c->max_timeout_s)

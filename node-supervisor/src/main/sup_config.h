@@ -100,6 +100,14 @@ typedef struct sup_config {
 	/* node-to-node auth in a cluster (sup_cluster_auth) */
 	const char *kube_token_file; /* --kube-token-file: the token sent to peers; NULL: the kube credentials' */
 	const char *node_account;    /* --node-account: the peers' account; NULL: NS:sbx-supervisor */
+	/* The pools' backend (--backend): local runc sandboxes, or pods of
+	 * this node (sup_kube_pods) with a cluster flag */
+	bool backend_kube;
+	const char *pod_templates[SUP_MAX_IMAGES]; /* --pod-template FILE, in order */
+	size_t npod_templates;
+	const char *agent_dir;       /* --agent-dir: the sandbox pods' socket folder */
+	const char *sandbox_namespace; /* --sandbox-namespace */
+	unsigned pod_ready_ms;       /* --pod-ready-timeout: a pod until its agent listens */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
 	char *images_buf;          /* owns the strings in images[] */

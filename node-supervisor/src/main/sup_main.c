@@ -28,6 +28,7 @@
 #include "sup_files.h"
 #include "sup_http.h"
 #include "sup_images.h"
+#include "sup_kubemode.h"
 #include "sup_img_import.h"
 #include "sup_img_store.h"
 #include "sup_log.h"
@@ -380,6 +381,7 @@ int main(int argc, char **argv)
 	char runsc_root[PATH_MAX];
 	sup_pool_spec specs[SUP_MAX_POOLS];
 	int nspecs;
+	sup_pool_backend pods = { 0 }; /* --backend kubernetes: the pools' seam */
 
 	sup_nodeid_tag(cfg.node_name, node_tag);
 	if (cfg.policy_file ? sup_policy_load_file(cfg.policy_file, &policy, &err) < 0
@@ -444,6 +446,10 @@ int main(int argc, char **argv)
 	sup_info("limits: cgroup v%d%s; disk: %s", (int)cgroups.mode,
 		 cgroups.swap ? ", swap held to the memory figure" : ", swap not accounted (not held)",
 		 disk_how);
+	size_t npods = 0;
+	if (cfg.backend_kube &&
+	    sup_cluster_pods_start(cluster, &cfg, &cgroups, &pods, specs, &npods, &err) < 0)
+		goto fail;
 	sup_net_cfg ncfg = {
 		.uplink = cfg.uplink,
 		.dns = cfg.uplink_dns,
@@ -475,8 +481,20 @@ int main(int argc, char **argv)
 		sbx_err_wrap(&err, "runtime backend");
 		goto fail;
 	}
-	if (sup_restore_prepare(&rcfg, &catalog, &restore, &err) < 0)
+	if (sup_restore_prepare(&rcfg, cfg.backend_kube ? &pods : NULL, &catalog, &restore, &err) < 0)
 		goto fail;
+	if (cfg.backend_kube) {
+		/* this node's pods an earlier run left and the catalog does not
+		 * take back */
+		const char **keep;
+		size_t nkeep;
+		if (sup_restore_names(restore, &keep, &nkeep) < 0) {
+			sbx_err_set(&err, -ENOMEM, "out of memory");
+			goto fail;
+		}
+		sup_cluster_pods_sweep(cluster, keep, nkeep);
+		free(keep);
+	}
 	char state_real[PATH_MAX];
 	if (!realpath(cfg.state_dir, state_real)) {
 		sbx_err_sys(&err, -errno, "state folder %s", cfg.state_dir);
@@ -507,6 +525,19 @@ int main(int argc, char **argv)
 		if (!m.net)
 			goto fail;
 	}
+	if (cfg.backend_kube) {
+		/* a make holds its worker while its pod starts (seconds): one
+		 * each for a whole pool's refill, two left for destroys and
+		 * checks */
+		unsigned want = 2;
+		for (size_t i = 0; i < npods; i++)
+			want += specs[i].size;
+		want = want > 64 ? 64 : want;
+		if (cfg.workers < want) {
+			sup_info("workers: %u (a pod's make waits for its agent on one)", want);
+			cfg.workers = want;
+		}
+	}
 	workers = sup_workers_new(base, cfg.workers, &err);
 	if (!workers)
 		goto fail;
@@ -522,6 +553,7 @@ int main(int argc, char **argv)
 		.volumes = volumes,
 		.on_life = sup_cluster_on_life,
 		.life_ud = cluster,
+		.backend = cfg.backend_kube ? pods.name : NULL,
 	};
 	m.core = sup_core_new(base, NULL, &ccfg, &err);
 	if (!m.core)
@@ -529,7 +561,8 @@ int main(int argc, char **argv)
 	bool offered[SUP_ISO_N];
 	for (int i = 0; i < SUP_ISO_N; i++)
 		offered[i] = rcfg.runtimes[i].binary != NULL;
-	nspecs = sup_config_pool_specs(&cfg, offered, specs, &err);
+	/* the pods' pools are their templates' (sup_cluster_pods_start) */
+	nspecs = cfg.backend_kube ? (int)npods : sup_config_pool_specs(&cfg, offered, specs, &err);
 	if (nspecs < 0)
 		goto fail;
 	sup_pools_cfg pcfg = {
@@ -548,6 +581,13 @@ int main(int argc, char **argv)
 		.reset_paths = cfg.reuse_paths,
 		.nreset_paths = cfg.nreuse_paths,
 	};
+	if (cfg.backend_kube) {
+		/* a pod is reset, never remade for nothing; its image is its
+		 * template's, not the store's */
+		pcfg.backend = &pods;
+		pcfg.reuse = true;
+		pcfg.store = NULL;
+	}
 	sup_pools_hooks hooks = sup_core_pool_hooks(m.core);
 	pools = sup_pools_new(base, workers, &pcfg, &hooks, &err);
 	if (!pools)
@@ -645,7 +685,10 @@ int main(int argc, char **argv)
 				  .store = store };
 	sup_scrape_ctx scrape_open = scrape;
 	scrape_open.open = true;
+	/* the first row only with --backend kubernetes: its refusals come
+	 * before the routes they refuse */
 	const sup_http_mount mounts[] = {
+		{ &sup_kubemode_family, NULL },
 		{ &sup_sandboxes_family, &sandboxes },
 		{ &sup_files_family, &files },
 		{ &sup_procs_family, &procs },
@@ -686,8 +729,8 @@ int main(int argc, char **argv)
 		.head_timeout_s = cfg.head_timeout_s,
 		.body_timeout_s = cfg.body_timeout_s,
 		.idle_timeout_s = cfg.idle_timeout_s,
-		.mounts = mounts,
-		.nmounts = sizeof(mounts) / sizeof(mounts[0]),
+		.mounts = cfg.backend_kube ? mounts : mounts + 1,
+		.nmounts = sizeof(mounts) / sizeof(mounts[0]) - (cfg.backend_kube ? 0 : 1),
 	};
 	if (cfg.metrics_listen) {
 		sup_http_cfg mcfg = hcfg;
@@ -768,6 +811,8 @@ int main(int argc, char **argv)
 			 sup_isolation_names[specs[i].isolation], specs[i].size);
 	sup_info("node %s (ids sb-%s-...); %zu peer(s)%s", cfg.node_name, node_tag, cfg.npeers,
 		 relay.key ? ", cluster key loaded" : "");
+	if (cfg.backend_kube)
+		sup_info("backend: kubernetes (pods in %s, agents' folder %s)", cfg.sandbox_namespace, cfg.agent_dir);
 	sup_info("runtimes: runc %s, gvisor %s; agent %s, state %s", cfg.runtime,
 		 offered[SUP_ISO_GVISOR] ? cfg.runsc : "not offered", agent, cfg.state_dir);
 

@@ -4,16 +4,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sup_log.h"
 
 typedef struct kept {
 	sup_catalog_rec rec;
 	sup_runc_box box;
+	int fd;        /* the backend's: its agent's connected socket, -1: none */
 } kept;
 
 struct sup_restore {
 	const sup_runc_cfg *rcfg;
+	const sup_pool_backend *be;
 	sup_catalog *cat;
 	kept *v;
 	size_t n, cap;
@@ -52,7 +55,9 @@ static int check_row(const sup_catalog_rec *rec, void *ud, sbx_err *err)
 	}
 	kept *k = &r->v[r->n];
 	memset(k, 0, sizeof(*k));
-	if (sup_runc_adopt(r->rcfg, rec->id, rec->isolation, &k->box, &why) < 0) {
+	k->fd = -1;
+	if (r->be ? r->be->adopt(r->be->ud, rec->id, rec->container_id, &k->box, &k->fd, &why) < 0
+		  : sup_runc_adopt(r->rcfg, rec->id, rec->isolation, &k->box, &why) < 0) {
 		forget(r, rec->id, why.msg);
 		return 0;
 	}
@@ -69,14 +74,28 @@ void sup_restore_free(sup_restore *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->n; i++)
+	for (size_t i = 0; i < r->n; i++) {
 		sup_catalog_rec_free(&r->v[i].rec);
+		if (r->v[i].fd >= 0)
+			close(r->v[i].fd);
+	}
 	free(r->v);
 	free(r);
 }
 
-int sup_restore_prepare(const sup_runc_cfg *rcfg, sup_catalog **cat, sup_restore **out,
-			sbx_err *err)
+int sup_restore_names(const sup_restore *r, const char ***out, size_t *n)
+{
+	*n = r->n;
+	*out = calloc(r->n + 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->n; i++)
+		(*out)[i] = r->v[i].box.container_id;
+	return 0;
+}
+
+int sup_restore_prepare(const sup_runc_cfg *rcfg, const sup_pool_backend *be, sup_catalog **cat,
+			sup_restore **out, sbx_err *err)
 {
 	*out = NULL;
 	int rc = sup_catalog_open(rcfg->state_dir, cat, err);
@@ -86,6 +105,7 @@ int sup_restore_prepare(const sup_runc_cfg *rcfg, sup_catalog **cat, sup_restore
 	if (!r)
 		return sbx_err_set(err, -ENOMEM, "restore");
 	r->rcfg = rcfg;
+	r->be = be;
 	r->cat = *cat;
 	/* first: no runtime call of the dead supervisor may go on (a `run`
 	 * finishing after the sweep would leave a container nobody holds) */
@@ -144,10 +164,12 @@ void sup_restore_adopt(sup_restore *r, const sup_runc_cfg *rcfg, sup_core *core)
 	for (size_t i = 0; i < r->n; i++) {
 		kept *k = &r->v[i];
 		sbx_err e;
-		if (sup_core_restore(core, &k->rec, &k->box, &e) == 0)
+		int fd = k->fd;
+		k->fd = -1; /* the core's now, on every path */
+		if (sup_core_restore(core, &k->rec, &k->box, fd, &e) == 0)
 			continue;
 		sup_warn("sandbox %s: not re-adopted, destroying it: %s", k->rec.id, e.msg);
-		if (sup_runc_destroy(rcfg, &k->box, &e) < 0)
+		if ((r->be ? r->be->unmake(r->be->ud, &k->box, &e) : sup_runc_destroy(rcfg, &k->box, &e)) < 0)
 			sup_error("sandbox %s: %s", k->rec.id, e.msg);
 		if (sup_catalog_remove(r->cat, k->rec.id, &e) < 0)
 			sup_warn("sandbox %s: %s", k->rec.id, e.msg);

@@ -387,27 +387,34 @@ static int read_small(const char *path, char *buf, size_t cap, sbx_err *err)
 	return (int)have;
 }
 
-static int check_procs(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *err)
+/* The cgroup whose cgroup.procs is procs holds agent alone, and the agent
+ * has no child. */
+static int check_procs_at(const char *procs, pid_t agent, sbx_err *err)
 {
-	char path[PATH_MAX], buf[4096];
-	const sup_cgroup_host *h = cfg->cgroup;
-	snprintf(path, sizeof(path), "%s%s%s/cgroup.procs", h->root, h->mode == SUP_CGROUP_V1 ? "/pids" : "",
-		 box->cgroup);
-	int r = read_small(path, buf, sizeof(buf), err);
+	char path[64], buf[4096];
+	int r = read_small(procs, buf, sizeof(buf), err);
 	if (r < 0)
 		return r;
 	char *end;
 	long pid = strtol(buf, &end, 10);
-	if (pid != box->init_pid || strspn(end, "\n") != strlen(end))
-		return doubt(err, "its cgroup holds other processes than the agent (%d): %.60s", (int)box->init_pid,
-			     buf);
+	if (pid != agent || strspn(end, "\n") != strlen(end))
+		return doubt(err, "its cgroup holds other processes than the agent (%d): %.60s", (int)agent, buf);
 	/* the agent's children: every process of the namespace descends from it */
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)box->init_pid, (int)box->init_pid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)agent, (int)agent);
 	if ((r = read_small(path, buf, sizeof(buf), err)) < 0)
 		return r;
 	if (r > 0 && strspn(buf, " \n") != (size_t)r)
 		return doubt(err, "the agent still has children: %.60s", buf);
 	return 0;
+}
+
+static int check_procs(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *err)
+{
+	char path[PATH_MAX];
+	const sup_cgroup_host *h = cfg->cgroup;
+	snprintf(path, sizeof(path), "%s%s%s/cgroup.procs", h->root, h->mode == SUP_CGROUP_V1 ? "/pids" : "",
+		 box->cgroup);
+	return check_procs_at(path, box->init_pid, err);
 }
 
 static int agent_sockets(pid_t pid, unsigned long *ino, size_t cap, size_t *n, sbx_err *err)
@@ -640,4 +647,59 @@ int sup_runc_check_clean(const sup_runc_cfg *cfg, const sup_runc_box *box, const
 	if (r == 0)
 		r = check_procs(cfg, box, err);
 	return r;
+}
+
+/* ---- a pod's agent (the Kubernetes backend) ---- */
+
+/* The cgroup.procs of pid's own cgroup, from /proc/<pid>/cgroup: the pids
+ * controller's line on v1, the unified line ("0::") on v2. */
+static int pod_procs(const sup_cgroup_host *h, pid_t pid, char *out, size_t cap, sbx_err *err)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	int r = read_small(path, buf, sizeof(buf), err);
+	if (r < 0)
+		return r;
+	for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2 || c2[1] != '/')
+			continue;
+		*c2 = '\0';
+		bool want = false;
+		if (h->mode == SUP_CGROUP_V1) {
+			for (char *s2 = NULL, *ctl = strtok_r(c1 + 1, ",", &s2); ctl && !want; ctl = strtok_r(NULL, ",", &s2))
+				want = strcmp(ctl, "pids") == 0;
+		} else {
+			want = c1[1] == '\0' && strncmp(line, "0:", 2) == 0;
+		}
+		if (!want)
+			continue;
+		/* a path with ".." would leave the hierarchy */
+		if (strstr(c2 + 1, "/..") || snprintf(out, cap, "%s%s%s/cgroup.procs", h->root,
+						       h->mode == SUP_CGROUP_V1 ? "/pids" : "", c2 + 1) >= (int)cap)
+			return sbx_err_set(err, -EINVAL, "%s: a cgroup path that cannot be used", path);
+		return 0;
+	}
+	return sbx_err_set(err, -ENOENT, "%s: no %s cgroup", path, h->mode == SUP_CGROUP_V1 ? "pids" : "unified");
+}
+
+int sup_runc_check_pod(const sup_cgroup_host *h, pid_t pid, const char *const *paths, size_t npaths, sbx_err *err)
+{
+	static const char *const always[] = { "dev/shm", "dev/mqueue" };
+	sup_runc_box box = { .init_pid = pid };
+	snprintf(box.id, sizeof(box.id), "agent %d", (int)pid);
+	char procs[PATH_MAX];
+	int r = pod_procs(h, pid, procs, sizeof(procs), err);
+	r = r ?: check_procs_at(procs, pid, err);
+	r = r ?: check_sockets(&box, err);
+	r = r ?: check_ipc(&box, err);
+	SBX_AUTO_CLOSE int root = r ? -1 : open_root(&box, err);
+	if (r == 0 && root < 0)
+		r = root;
+	for (size_t i = 0; r == 0 && i < npaths; i++)
+		r = check_empty(root, paths[i][0] == '/' ? paths[i] + 1 : paths[i], err);
+	for (size_t i = 0; r == 0 && i < sizeof(always) / sizeof(always[0]); i++)
+		r = check_empty(root, always[i], err);
+	/* the agent may have died meanwhile, its pid reused (as above) */
+	return r ?: check_procs_at(procs, pid, err);
 }

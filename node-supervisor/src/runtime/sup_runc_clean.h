@@ -52,4 +52,16 @@ void sup_runc_baseline_free(sup_runc_baseline *b);
 int sup_runc_check_clean(const sup_runc_cfg *cfg, const sup_runc_box *box, const sup_runc_baseline *b,
 			 sbx_err *err);
 
+/* The same look at a pod's agent (the Kubernetes backend) after its reset,
+ * its pid from the host's side of its socket (SO_PEERCRED): its own
+ * cgroup (read from /proc/<pid>/cgroup: the pids controller's on v1, the
+ * unified one on v2, below h->root) holds the agent alone and it has no
+ * child; its namespaces' sockets and System V objects as above; each of
+ * paths (the pod's emptyDirs, absolute) and /dev/shm, /dev/mqueue empty
+ * through its root. No baseline: a pod's root filesystem is read-only, so
+ * the emptyDirs are all a tenant could write. 0, -EBUSY (err says what was
+ * found first), or the -errno of a read. */
+int sup_runc_check_pod(const sup_cgroup_host *h, pid_t pid, const char *const *paths, size_t npaths,
+		       sbx_err *err);
+
 #endif
