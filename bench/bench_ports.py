@@ -5,7 +5,9 @@ the proxy beside the same download direct (curl). Release build, real
 runc; python3 -m http.server inside (HTTP/1.0: a connection per request
 both ways).
   SBX_SUPERVISOR=... SBX_AGENT=... python3 bench/bench_ports.py
-Env: SBX_PORTS_BIG_MIB (default 1024), SBX_PORTS_SECS (default 5).
+Env: SBX_PORTS_BIG_MIB (default 1024), SBX_PORTS_SECS (default 5),
+SBX_PORTS_SMALL=0 to leave out the small GETs' rows, SBX_PORTS_ROUNDS
+(default 1): the large downloads' rows that many times.
 """
 import os
 import re
@@ -20,6 +22,8 @@ import sbx_harness as h  # noqa: E402
 SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
 BIG_MIB = int(os.environ.get("SBX_PORTS_BIG_MIB", "1024"))
 SECS = int(os.environ.get("SBX_PORTS_SECS", "5"))
+SMALL = os.environ.get("SBX_PORTS_SMALL", "1") != "0"
+ROUNDS = int(os.environ.get("SBX_PORTS_ROUNDS", "1"))
 PORT = 8000
 # http.server's handler and threading server, with a backlog for 16
 # connections at once (its default of 5 drops SYNs: 1 s retries).
@@ -81,12 +85,25 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def switches(pid):
+    """Context switches of one process so far (voluntary: it waited for
+    something, a wake-up each; involuntary: it was preempted)."""
+    n = 0
+    with open("/proc/%s/status" % pid) as f:
+        for line in f:
+            if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                n += int(line.split()[1])
+    return n
+
+
 def costed(fn, pids):
-    """fn()'s result and the CPU seconds per GiB moved of each of pids."""
-    before = [cpu_s(p) for p in pids]
+    """fn()'s result, the CPU seconds per GiB moved of each of pids, then
+    their context switches per GiB."""
+    before = [(cpu_s(p), switches(p)) for p in pids]
     r = fn()
     gib = BIG_MIB / 1024
-    return r, ["%.2f" % ((cpu_s(p) - b) / gib) for p, b in zip(pids, before)]
+    return r, (["%.2f" % ((cpu_s(p) - b[0]) / gib) for p, b in zip(pids, before)] +
+               ["%.0f" % ((switches(p) - b[1]) / gib) for p, b in zip(pids, before)])
 
 
 def main():
@@ -113,26 +130,31 @@ def main():
         proxy = "http://127.0.0.1:%d/v1/sandboxes/%s/ports/%d" % (sup.port, sid, PORT)
         direct = "http://127.0.0.1:%d" % PORT
         print("load before: %s" % open("/proc/loadavg").read().strip())
-        print("| what | p50 ms | p99 ms | req/s |")
-        print("|---|---|---|---|")
+        if SMALL:
+            print("| what | p50 ms | p99 ms | req/s |")
+            print("|---|---|---|---|")
         for name, url, hd, pre in (("direct in the sandbox's netns", direct, (), ns),
                                    ("through the proxy", proxy, auth, ())):
+            if not SMALL:
+                break
             p50, p99, _ = wrk(url + "/small", 1, hd, pre)
             _, _, rps = wrk(url + "/small", 16, hd, pre)
             print("| GET 100 B, %s (1 conn for p50/p99, 16 for req/s) | %.3f | %.3f | %.0f |"
                   % (name, p50, p99, rps))
-        # CPU per GiB: the supervisor, and the agent (PID 1 of the sandbox).
+        # CPU and context switches per GiB: the supervisor, and the agent
+        # (PID 1 of the sandbox).
         pids = (sup.proc.pid, pid)
-        print("| what | GB/s | CPU s per GiB: supervisor | agent |")
-        print("|---|---|---|---|")
-        for name, url, hd, pre in (("direct in the sandbox's netns", direct, (), ns),
-                                   ("through the proxy", proxy, auth, ())):
-            gbs, cpu = costed(lambda: curl(url + "/big", hd, pre), pids)
-            print("| GET %d MiB, %s | %.2f | %s | %s |" % ((BIG_MIB, name, gbs) + tuple(cpu)))
+        print("| what | GB/s | CPU s per GiB: supervisor | agent | context switches per GiB: "
+              "supervisor | agent |")
+        print("|---|---|---|---|---|---|")
         files = "http://127.0.0.1:%d/v1/sandboxes/%s/files?path=/tmp/www/big" % (sup.port, sid)
-        gbs, cpu = costed(lambda: curl(files, auth), pids)
-        print("| GET %d MiB, the same file with GET /files (the agent's file.read) | %.2f | %s | %s |"
-              % ((BIG_MIB, gbs) + tuple(cpu)))
+        for _ in range(ROUNDS):
+            for name, url, hd, pre in (("direct in the sandbox's netns", direct + "/big", (), ns),
+                                       ("through the proxy", proxy + "/big", auth, ()),
+                                       ("the same file with GET /files (the agent's file.read)",
+                                        files, auth, ())):
+                gbs, cost = costed(lambda: curl(url, hd, pre), pids)
+                print("| GET %d MiB, %s | %.2f | %s |" % (BIG_MIB, name, gbs, " | ".join(cost)))
         print("load after: %s" % open("/proc/loadavg").read().strip())
         h.stop_clean(sup)
     finally:

@@ -22,6 +22,8 @@ typedef struct th_req {
 	sup_ws *ws;
 	char accept[32];
 	uint64_t got;
+	size_t in_flight;    /* /produce: charged, not given back */
+	bool producing;
 	struct event *timer;
 	struct evbuffer *tmp;
 } th_req;
@@ -150,6 +152,52 @@ static int act_ws(sup_http_req *r, void *state, sbx_err *err)
 	return q->ws ? 0 : sbx_err_set(err, -ENOMEM, "out of memory");
 }
 
+th_produce_stats th_produced;
+
+/* Pieces while the window allows; credit that comes back during a charge
+ * is only counted (the loop below goes on). */
+static void produce_more(th_req *q)
+{
+	static const uint8_t piece[TH_PIECE];
+	size_t window = q->r->c->h->cfg.credit_window;
+	if (q->producing)
+		return;
+	q->producing = true;
+	while (th_produced.sent < TH_PRODUCE_LEN && q->in_flight + TH_PIECE <= window) {
+		evbuffer_add(q->tmp, piece, TH_PIECE);
+		sup_http_write(q->r, q->tmp);
+		th_produced.sent += TH_PIECE;
+		q->in_flight += TH_PIECE;
+		if (sup_http_backlog(q->r) > th_produced.max_backlog)
+			th_produced.max_backlog = sup_http_backlog(q->r);
+		sup_http_charge(q->r, TH_PIECE);
+	}
+	q->producing = false;
+	if (th_produced.sent == TH_PRODUCE_LEN)
+		sup_http_end(q->r);
+}
+
+static void produce_credit(size_t cost, void *ud)
+{
+	th_req *q = ud;
+	q->in_flight -= cost;
+	produce_more(q);
+}
+
+static int act_produce(sup_http_req *r, void *state, sbx_err *err)
+{
+	th_req *q = state;
+	q->r = r;
+	if (!(q->tmp = evbuffer_new()))
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	th_produced = (th_produce_stats){ 0 };
+	sup_http_on_credit(r, produce_credit, q);
+	sup_http_start(r, 200, TH_PRODUCE_LEN);
+	th_produced.head = sup_http_backlog(r);
+	produce_more(q);
+	return 0;
+}
+
 static void slow_fire(evutil_socket_t fd, short what, void *ud)
 {
 	th_req *q = ud;
@@ -180,6 +228,7 @@ static const sup_http_route routes[] = {
 	{ "GET", "/raw", "GET raw", SUP_BODY_UPGRADE, 0, NULL, act_raw },
 	{ "GET", "/ws", "GET ws", SUP_BODY_UPGRADE, 0, parse_ws, act_ws },
 	{ "GET", "/slow", "GET slow", SUP_BODY_NONE, 0, NULL, act_slow },
+	{ "GET", "/produce", "GET produce", SUP_BODY_NONE, 0, NULL, act_produce },
 	{ "GET", "/fail", "GET fail", SUP_BODY_NONE, 0, NULL, act_fail },
 	{ "GET", "/v1/sandboxes/{id}/x/{pid}", "GET x", SUP_BODY_NONE, 0, parse_x, act_echo },
 };

@@ -22,6 +22,19 @@ typedef struct th_server {
 	uint16_t port;
 } th_server;
 
+/* GET /produce: a producer that charges its reply as an agent's stream
+ * does (sup_http_charge): TH_PRODUCE_LEN bytes in pieces of TH_PIECE,
+ * never more sent and not given back than the server's credit_window.
+ * What it saw, for the test to check. */
+#define TH_PRODUCE_LEN (16u << 20)
+#define TH_PIECE (64u << 10)
+typedef struct th_produce_stats {
+	size_t sent;        /* bytes written to the reply */
+	size_t head;        /* the reply's head, in the backlog before the body */
+	size_t max_backlog; /* the largest backlog after a write, the head's too */
+} th_produce_stats;
+extern th_produce_stats th_produced;
+
 /* cfg: NULL for the defaults (max_body 4096, head/body timeouts 2 s). */
 int th_start(th_server *s, const sup_http_cfg *cfg);
 void th_stop(th_server *s);

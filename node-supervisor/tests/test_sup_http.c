@@ -3,7 +3,8 @@
  * pipelining, HEAD, bodies (Content-Length, chunked, 100-continue,
  * streamed), framing that could be read two ways, every limit, timeouts,
  * --max-connections, upgrade, graceful stop, a request held by the relay
- * hook and resumed or cancelled. */
+ * hook and resumed or cancelled, and the budget of what a charged reply
+ * holds (the producer's window counted in). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -477,6 +478,11 @@ static int hold_hook(void *ud, sup_http_req *r, const char *id, sbx_err *err)
 }
 
 static void test_held_and_resumed(void **state)
+/* A client that reads nothing for a while, then the whole answer: what
+ * the server held of the producer's bytes for it (beside the head, which
+ * is the edge's) stayed within SUP_HTTP_HWM, the producer's window
+ * included, and every byte came. */
+static void produce_stalled(size_t window)
 {
 	th_server s;
 	sup_http_cfg cfg;
@@ -521,6 +527,49 @@ static void test_held_and_resumed(void **state)
 	assert_int_equal(th_conns(&s), 0);
 	event_free(held.ev);
 	th_stop(&s);
+}
+
+	cfg.credit_window = window;
+	assert_int_equal(th_start(&s, &cfg), 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(s.port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), small = 4096;
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	static const char req[] = "GET /produce HTTP/1.1\r\nHost: x\r\n\r\n";
+	assert_int_equal(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(req) - 1));
+	th_pump(&s, 300);
+	/* stalled: the producer stopped, the backlog never past the budget */
+	assert_true(th_produced.sent < TH_PRODUCE_LEN);
+	assert_in_range(th_produced.max_backlog, th_produced.head + 1, SUP_HTTP_HWM + th_produced.head);
+	size_t got = 0;
+	char buf[65536];
+	for (int idle = 0; idle < 200;) { /* until quiet for 200 rounds */
+		event_base_loop(s.base, EVLOOP_NONBLOCK);
+		ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (r > 0) {
+			got += (size_t)r;
+			idle = 0;
+		} else {
+			assert_true(r < 0 && errno == EAGAIN);
+			th_pump(&s, 1);
+			idle++;
+		}
+	}
+	/* the head, then every byte of the body */
+	assert_in_range(got, TH_PRODUCE_LEN + 1, TH_PRODUCE_LEN + 255);
+	assert_in_range(th_produced.max_backlog, th_produced.head + 1, SUP_HTTP_HWM + th_produced.head);
+	close(fd);
+	th_stop(&s);
+}
+
+static void test_credit_window(void **state)
+{
+	produce_stalled(256u << 10);
+	/* a window as large as the budget: cost goes back once the backlog
+	 * is empty, and the stream still flows */
+	produce_stalled(SUP_HTTP_HWM);
 }
 
 static void stopped(void *ud)
@@ -574,6 +623,7 @@ int main(void)
 		cmocka_unit_test(test_timeouts),
 		cmocka_unit_test(test_max_connections_and_stop),
 		cmocka_unit_test(test_held_and_resumed),
+		cmocka_unit_test(test_credit_window),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -162,6 +162,13 @@ typedef struct sup_http_cfg {
 	 * NULL: every error is {"error":{...}}. */
 	const char *flat_errors_under;
 	size_t max_body;          /* default body bound of a row */
+	/* The most cost a producer charging a reply (sup_http_charge) may
+	 * still bring once it is given none back: the window of the agent's
+	 * stream that feeds it (bytes already on their way in sockets and
+	 * buffers). Cost goes back only while the backlog plus this fit in
+	 * SUP_HTTP_HWM, so the window is part of a connection's budget, not
+	 * on top of it. 0: cost goes back while the backlog is under it. */
+	size_t credit_window;
 	unsigned max_conns;       /* connections held at once */
 	unsigned head_timeout_s;  /* from a head's first byte to its end */
 	unsigned body_timeout_s;  /* a buffered body whole, a streamed one per byte */
@@ -227,8 +234,12 @@ void sup_http_write(sup_http_req *r, struct evbuffer *data);
 size_t sup_http_backlog(const sup_http_req *r);
 /* cb(ud) whenever the connection's output has drained. */
 void sup_http_on_drained(sup_http_req *r, void (*cb)(void *ud), void *ud);
-/* Hold cost until the client has read what was written (the backlog is
- * under SUP_HTTP_HWM), then give it back through cb (at once when it is). */
+/* Hold cost until the client has read what was written, then give it
+ * back through cb (at once when it has): while the backlog plus the
+ * producer's window (sup_http_cfg.credit_window) fit in SUP_HTTP_HWM, or
+ * once the backlog is empty when they never do. What a connection holds
+ * of a producer's bytes, those on their way to it included, stays within
+ * SUP_HTTP_HWM (or the window, if that is larger). */
 #define SUP_HTTP_HWM (1u << 20)
 void sup_http_charge(sup_http_req *r, size_t cost);
 void sup_http_on_credit(sup_http_req *r, void (*cb)(size_t cost, void *ud), void *ud);

@@ -227,10 +227,18 @@ void sup_http_on_credit(sup_http_req *r, void (*cb)(size_t cost, void *ud), void
 	r->credit_ud = ud;
 }
 
+/* Whether cost may go back now: the backlog and all the producer may
+ * still send on the credit it has (its window) fit the budget together. */
+static bool credit_fits(const sup_http_req *r)
+{
+	size_t backlog = sup_http_backlog(r), window = r->c->h->cfg.credit_window;
+	return backlog == 0 || (backlog < SUP_HTTP_HWM && window <= SUP_HTTP_HWM - backlog);
+}
+
 void sup_http_give_credit(sup_http_req *r)
 {
 	size_t c = r->owed;
-	if (!c || sup_http_backlog(r) >= SUP_HTTP_HWM)
+	if (!c || !credit_fits(r))
 		return;
 	r->owed = 0;
 	if (r->on_credit)

@@ -725,6 +725,7 @@ int main(int argc, char **argv)
 		.answered_ud = m.requests,
 		.flat_errors_under = "/opensandbox/",
 		.max_body = cfg.max_body,
+		.credit_window = SUP_AGENT_RECV_WINDOW,
 		.max_conns = cfg.max_conns,
 		.head_timeout_s = cfg.head_timeout_s,
 		.body_timeout_s = cfg.body_timeout_s,
