@@ -85,6 +85,8 @@ typedef struct sup_config {
 	const char *deny_cidrs;      /* always refused, whatever a policy says */
 	const char *snapshot_store;  /* --snapshot-store s3://bucket[/prefix]; NULL: the state folder */
 	const char *s3_endpoint;     /* --s3-endpoint URL (path-style); NULL: AWS_ENDPOINT_URL*, else AWS */
+	unsigned snapshot_orphan_age_s;   /* --snapshot-orphan-age: an archive without a manifest this old goes */
+	unsigned snapshot_sweep_every_s;  /* --snapshot-sweep-every: the orphan sweep's period (0: at start only) */
 	char node_name[SUP_NODE_NAME_MAX + 1]; /* --node-name; default: the host name's */
 	const char *peers[SUP_MAX_PEERS]; /* --peer NAME=URL: the static node directory */
 	size_t npeers;
