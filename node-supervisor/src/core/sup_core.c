@@ -715,10 +715,15 @@ static void vols_made(int rc, const sbx_err *err, void *ud)
 	sup_create_req *req = &op->u.vols.req;
 	size_t n = 0;
 	const sup_vol_mount *m = rc == 0 ? sup_volseed_mounts(op->u.vols.vs, &n) : NULL;
-	sup_vol_mount *all = rc == 0 ? realloc(req->volumes.v, (req->volumes.n + n) * sizeof(*all)) : NULL;
-	if (rc == 0 && !all)
-		rc = sbx_err_set(&e, -ENOMEM, "out of memory");
-	if (rc == 0) {
+	sup_vol_mount *all = NULL;
+	if (m) {
+		all = realloc(req->volumes.v, (req->volumes.n + n) * sizeof(*all));
+		if (!all)
+			rc = sbx_err_set(&e, -ENOMEM, "out of memory");
+	} else if (rc == 0) {
+		rc = sbx_err_set(&e, -ENOMEM, "no volumes made");
+	}
+	if (rc == 0 && all) {
 		memcpy(all + req->volumes.n, m, n * sizeof(*all));
 		req->volumes.v = all;
 		req->volumes.n += n;
