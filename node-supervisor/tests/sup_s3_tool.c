@@ -20,10 +20,10 @@
 #include "sbx/cleanup.h"
 #include "sup_s3.h"
 
-static int print_one(void *ud, const char *key, uint64_t size)
+static int print_one(void *ud, const char *key, uint64_t size, int64_t mtime)
 {
 	(void)ud;
-	printf("%s %" PRIu64 "\n", key, size);
+	printf("%s %" PRIu64 " %" PRId64 "\n", key, size, mtime);
 	return 0;
 }
 

@@ -351,6 +351,77 @@ static void test_snapshots_step(void **state)
 	sup_catalog_close(c);
 }
 
+static void vols_of_snap(const sup_catalog_snap *s, void *ud)
+{
+	char *out = ud;
+	size_t n = strlen(out);
+	snprintf(out + n, 256 - n, "%s:%u;", s->id, s->nvols);
+}
+
+/* Step 8: a schema-6 file gains snapshot_volumes; a snapshot's volumes
+ * are written with its row, read back in order, listed, and go with it. */
+static void test_snapshot_volumes_step(void **state)
+{
+	fixture *f = *state;
+	sup_catalog *c;
+	sbx_err err;
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	sup_catalog_close(c);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE snapshot_volumes; PRAGMA user_version = 6", NULL,
+				      NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	static sup_catalog_snap s, g;
+	memset(&s, 0, sizeof(s));
+	snprintf(s.id, sizeof(s.id), "sn-v");
+	snprintf(s.tenant, sizeof(s.tenant), "t1");
+	snprintf(s.image, sizeof(s.image), "host");
+	s.nvols = 2;
+	snprintf(s.vols[0].m.name, sizeof(s.vols[0].m.name), "proj");
+	snprintf(s.vols[0].m.path, sizeof(s.vols[0].m.path), "/workspace/proj");
+	s.vols[0].vol_size = 64u << 20;
+	s.vols[0].size = 1000;
+	snprintf(s.vols[1].m.name, sizeof(s.vols[1].m.name), "ref");
+	snprintf(s.vols[1].m.path, sizeof(s.vols[1].m.path), "/data/ref");
+	s.vols[1].m.read_only = true;
+	s.vols[1].vol_size = 32u << 20;
+	snprintf(s.vols[1].sha256, sizeof(s.vols[1].sha256), "%064d", 5);
+	assert_int_equal(sup_catalog_snap_put(c, &s, &err), 0);
+	/* a second row of the id fails whole: no volume rows of it added */
+	assert_int_equal(sup_catalog_snap_put(c, &s, &err), -EIO);
+	s.nvols = 0;
+	snprintf(s.id, sizeof(s.id), "sn-w");
+	assert_int_equal(sup_catalog_snap_put(c, &s, &err), 0);
+	sup_catalog_close(c);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	assert_int_equal(sup_catalog_snap_get(c, "sn-v", &g, &err), 0);
+	assert_int_equal(g.nvols, 2);
+	assert_string_equal(g.vols[0].m.name, "proj");
+	assert_string_equal(g.vols[0].m.path, "/workspace/proj");
+	assert_false(g.vols[0].m.read_only);
+	assert_int_equal(g.vols[0].vol_size, 64u << 20);
+	assert_int_equal(g.vols[0].size, 1000);
+	assert_string_equal(g.vols[1].m.name, "ref");
+	assert_true(g.vols[1].m.read_only);
+	assert_int_equal(strlen(g.vols[1].sha256), 64);
+	char got[256] = "";
+	assert_int_equal(sup_catalog_snap_each(c, NULL, vols_of_snap, got, &err), 0);
+	assert_string_equal(got, "sn-v:2;sn-w:0;");
+	assert_int_equal(sup_catalog_snap_remove(c, "sn-v", &err), 0);
+	sup_catalog_close(c);
+	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM snapshot_volumes", -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
 static int collect_pool(const char *image, sup_isolation isolation, unsigned size, void *ud,
 			sbx_err *err)
 {
@@ -521,6 +592,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_volumes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshots_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_osbx_step, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_snapshot_volumes_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paused_and_pool_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_refused, setup, teardown),

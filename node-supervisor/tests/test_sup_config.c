@@ -68,6 +68,17 @@ static void test_snapshot_store_flags(void **state)
 	assert_int_equal(parse(&c, &e, 1, none), 0);
 	assert_null(c.snapshot_store);
 	assert_null(c.s3_endpoint);
+	assert_int_equal(c.snapshot_orphan_age_s, 3600);
+	assert_int_equal(c.snapshot_sweep_every_s, 900);
+	sup_config_release(&c);
+	/* the orphan sweep's age and period */
+	const char *sweep[] = { "sup", "--snapshot-orphan-age", "5", "--snapshot-sweep-every", "0", NULL };
+	assert_int_equal(parse(&c, &e, 5, sweep), 0);
+	assert_int_equal(c.snapshot_orphan_age_s, 5);
+	assert_int_equal(c.snapshot_sweep_every_s, 0);
+	sup_config_release(&c);
+	const char *young[] = { "sup", "--snapshot-orphan-age", "0", NULL };
+	assert_int_equal(parse(&c, &e, 3, young), -EINVAL);
 	sup_config_release(&c);
 	assert_int_equal(parse(&c, &e, 5, argv), 0);
 	assert_string_equal(c.snapshot_store, "s3://snaps/node-1");

@@ -219,7 +219,12 @@ class S3Store(unittest.TestCase):
 
     def listing(self, prefix="", url="s3://%s/node-1" % BUCKET, srv=None):
         out = self.run_ok("list", prefix, url=url, srv=srv, opts=("--list-page", "7")).out.decode()
-        return [(k, int(n)) for k, n in (line.rsplit(" ", 1) for line in out.splitlines())]
+        rows = [line.rsplit(" ", 2) for line in out.splitlines()]
+        # each object's LastModified read as seconds since the epoch: put
+        # during this run (the store's clock is this machine's)
+        for _, _, mtime in rows:
+            self.assertLessEqual(abs(int(mtime) - time.time()), 600, out)
+        return [(k, int(n)) for k, n, _ in rows]
 
     def test_small_objects_round_trip(self):
         for key, data in (("tiny/empty", b""), ("tiny/a b+c=d/\u00e9t\u00e9.txt", b"hello, store\n"),

@@ -17,7 +17,13 @@ as it_s3_store runs it), on a free loopback port and a temporary folder.
   store_unavailable with a JSON error, nothing is recorded, and once the
   store is back everything works again;
 - the store killed during a snapshot's upload: a 5xx store error, and no
-  snapshot recorded on either node nor any archive without its manifest.
+  snapshot recorded on either node nor any archive without its manifest;
+- a snapshot with include_volumes: its volume's archive beside the
+  layer's, restored on the other node into a new volume there;
+- the orphan sweep (both nodes, every 2 s, archives older than 6 s): an
+  archive and a volume's archive no manifest names (an upload cut by a
+  crash) are left while young and removed once old, counted in /metrics;
+  a key that names no snapshot and every real snapshot's objects stay.
 Every supervisor, sandbox, s3rver and folder is removed, also on failure.
 
 Env: SBX_SUPERVISOR, SBX_AGENT, SBX_S3_TOOL.
@@ -44,6 +50,7 @@ TOOL = os.environ.get("SBX_S3_TOOL")
 PREFIX = "it-snaps"
 TOK = {"admin": "tok-admin-s3", "alice": "tok-alice-s3", "bob": "tok-bob-s3"}
 DISK = 256 << 20
+ORPHAN_AGE = 6  # seconds: an archive without a manifest this old is swept
 
 MAKE_FILES = r'''
 import os
@@ -105,7 +112,9 @@ class SnapshotsS3(unittest.TestCase):
                                    extra=["--tenants", cls.tenants, "--default-resources",
                                           "disk=%d" % DISK, "--snapshot-store",
                                           "s3://%s/%s" % (BUCKET, PREFIX),
-                                          "--s3-endpoint", cls.srv.endpoint()])
+                                          "--s3-endpoint", cls.srv.endpoint(),
+                                          "--snapshot-orphan-age", str(ORPHAN_AGE),
+                                          "--snapshot-sweep-every", "2"])
                     os.makedirs(os.path.dirname(s.state_dir), exist_ok=True)
                     cls.nodes.append(s)
                     s.start()
@@ -324,6 +333,98 @@ class SnapshotsS3(unittest.TestCase):
         self.assertEqual(sorted(self.ids(self.b)), sorted(before))
         self.assertEqual(self.keys(), keys_before)
         self.assertEqual(os.listdir(os.path.join(a.state_dir, "snapshots", "tmp")), [])
+
+    def test_e_volumes_across_nodes(self):
+        """include_volumes: each volume's archive beside the layer's in the
+        store, named by the manifest; restored on the other node into a
+        new volume of that node, mounted where the source had it."""
+        a, b = self.a, self.b
+        st, _, v = self.req(a, "POST", "/v1/volumes", {"name": "vol", "size": "48M"})
+        self.assertEqual(st, 201, v)
+        self.addCleanup(self.req, a, "DELETE", "/v1/volumes/vol")
+        src = self.sandbox(a, {"volumes": [{"name": "vol", "mount": "/workspace/s3"}]})
+        self.assertEqual(self.run_in(a, src, MAKE_FILES.replace("24 << 20", "3 << 20")).strip(), "ok")
+        want = json.loads(self.run_in(a, src, LIST_FILES))
+        st, _, snap = self.req(a, "POST", "/v1/sandboxes/%s/snapshots" % src,
+                               {"name": "v", "include_volumes": True})
+        self.assertEqual(st, 201, snap)
+        self.addCleanup(self.req, self.a, "DELETE", "/v1/snapshots/" + snap["id"], None, "admin")
+        sid = snap["id"]
+        self.assertEqual([(x["name"], x["mount"], x["size"]) for x in snap["volumes"]],
+                         [("vol", "/workspace/s3", 48 << 20)])
+        self.assertIn("archives/%s.v0.tar.zst" % sid, self.keys())
+        # B knows the volumes from the manifest alone
+        st, _, got = self.req(b, "GET", "/v1/snapshots/" + sid)
+        self.assertEqual((st, got), (200, snap))
+        st, _, sb = self.req(b, "POST", "/v1/sandboxes", {"snapshot": sid})
+        self.assertEqual(st, 201, sb)
+        [nv] = sb["volumes"]
+        self.addCleanup(self.req, b, "DELETE", "/v1/volumes/" + nv["name"])
+        self.addCleanup(self.req, b, "DELETE", "/v1/sandboxes/" + sb["id"])
+        self.assertTrue(nv["name"].startswith("vol-"), nv)
+        self.assertEqual((nv["mount"], nv["read_only"]), ("/workspace/s3", False))
+        self.assertEqual(json.loads(self.run_in(b, sb["id"], LIST_FILES)), want)
+        self.assertEqual(os.listdir(os.path.join(b.state_dir, "snapshots", "tmp")), [])
+        # deleted: the volume's archive goes with the rest
+        self.assertEqual(self.req(b, "DELETE", "/v1/snapshots/" + sid)[0], 204)
+        self.assertEqual([k for k in self.keys() if sid in k], [])
+
+    def put_key(self, key, data):
+        path = os.path.join(self.root, "obj")
+        with open(path, "wb") as f:
+            f.write(data)
+        env = dict(os.environ, **CREDS)
+        r = subprocess.run([TOOL, "--endpoint", self.srv.endpoint(), "s3://%s/%s" % (BUCKET, PREFIX),
+                            "put", key, path], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def removed_total(self):
+        """sbx_snapshot_store_orphans_removed_total of both nodes."""
+        n = 0
+        for node in (self.a, self.b):
+            st, _, text = self.req(node, "GET", "/metrics", None, "admin")
+            self.assertEqual(st, 200, text)
+            for line in text.decode().splitlines():
+                if line.startswith("sbx_snapshot_store_orphans_removed_total "):
+                    n += float(line.split()[1])
+        return n
+
+    def test_f_orphan_sweep(self):
+        a = self.a
+        src = self.sandbox(a)
+        snap = self.snapshot(a, src)
+        removed0 = self.removed_total()
+        orphans = ["archives/sn-0123456789ab.tar.zst", "archives/sn-0123456789ab.v0.tar.zst"]
+        other = "archives/notes.txt"  # names no snapshot: not the sweep's
+        t0 = time.monotonic()
+        for k in orphans:
+            self.put_key(k, b"cut by a crash")
+        self.put_key(other, b"someone else's")
+        # young: left (a snapshot's archive waits for its manifest this long)
+        keys = self.keys()
+        if time.monotonic() - t0 < ORPHAN_AGE - 2:
+            for k in orphans:
+                self.assertIn(k, keys)
+        deadline = time.monotonic() + ORPHAN_AGE + 30
+        while time.monotonic() < deadline and any(k in self.keys() for k in orphans):
+            time.sleep(0.5)
+        keys = self.keys()
+        print("orphans swept %.1f s after their upload (age %d s)" % (time.monotonic() - t0, ORPHAN_AGE))
+        for k in orphans:
+            self.assertNotIn(k, keys)
+        self.assertGreaterEqual(time.monotonic() - t0, ORPHAN_AGE - 1)
+        self.assertIn(other, keys)
+        self.assertIn("archives/%s.tar.zst" % snap["id"], keys)
+        self.assertIn("manifests/%s.json" % snap["id"], keys)
+        # each node counts what it removed; two passes at the same moment
+        # may both delete (S3's DELETE of a gone key answers as well)
+        self.assertIn(self.removed_total() - removed0, (2, 3, 4))
+        st, _, sb = self.req(self.b, "POST", "/v1/sandboxes", {"snapshot": snap["id"]})
+        self.assertEqual(st, 201, sb)
+        self.addCleanup(self.req, self.b, "DELETE", "/v1/sandboxes/" + sb["id"])
+        env = dict(os.environ, **CREDS)
+        subprocess.run([TOOL, "--endpoint", self.srv.endpoint(), "s3://%s/%s" % (BUCKET, PREFIX),
+                        "delete", other], capture_output=True, env=env, timeout=60)
 
     def _uploads(self):
         """s3rver keeps a multipart upload's parts in a folder of its own

@@ -160,6 +160,14 @@ class Volumes(unittest.TestCase):
         self.assertLessEqual(used, 64 * MB)
         self.assertGreater(used, 60 * MB)
         self.sh(s, a["id"], "rm /workspace/proj/big")
+        # and through the API: an upload past the size is 507 no_space (as
+        # on a full sandbox disk), the old file stays, no temporary is left
+        st, _, body = self.req(s, "PUT", "/v1/sandboxes/%s/files?path=/workspace/proj/f" % a["id"],
+                               b"y" * (80 * MB))
+        self.assertEqual(st, 507, body)
+        self.assertEqual(body["error"]["code"], "no_space", body)
+        r = self.sh(s, a["id"], "cat /workspace/proj/f; ls -A /workspace/proj")
+        self.assertEqual(r["stdout"].split(), ["kept", "d", "f", "lost+found"])
         # the file routes reach the mount path (outside the policy's roots)
         b0 = self.sandbox(s, [])
         self.delete(s, b0["id"])

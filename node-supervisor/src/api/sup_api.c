@@ -614,10 +614,27 @@ json_t *sup_api_render_pool(const sup_pool_stats *s)
 
 json_t *sup_api_render_snapshot(const sup_snap_view *v)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "id", v->id, "name", v->name,
-			 "tenant", v->tenant, "sandbox", v->source, "image", v->image, "digest",
-			 v->digest, "isolation", sup_isolation_names[v->isolation], "size",
-			 (json_int_t)v->size, "created_at", (json_int_t)v->created_at);
+	/* the volumes it carries: where the source mounted each, how, and the
+	 * size of the volume a restore makes */
+	json_t *vols = json_array();
+	for (unsigned i = 0; vols && i < v->nvols; i++)
+		json_array_append_new(vols, json_pack("{s:s, s:s, s:b, s:I, s:I}", "name",
+						      v->vols[i].m.name, "mount", v->vols[i].m.path,
+						      "read_only", v->vols[i].m.read_only, "size",
+						      (json_int_t)v->vols[i].vol_size, "archive_size",
+						      (json_int_t)v->vols[i].size));
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o*}", "id", v->id, "name",
+			 v->name, "tenant", v->tenant, "sandbox", v->source, "image", v->image,
+			 "digest", v->digest, "isolation", sup_isolation_names[v->isolation], "size",
+			 (json_int_t)v->size, "created_at", (json_int_t)v->created_at, "volumes", vols);
+}
+
+int sup_api_parse_include_volumes(const json_t *v, bool *out, sbx_err *err)
+{
+	if (v && !json_is_boolean(v))
+		return sbx_err_set(err, -EINVAL, "field \"include_volumes\": want true or false");
+	*out = v && json_is_true(v);
+	return 0;
 }
 
 int sup_api_parse_snapshot_name(const json_t *name, char out[SUP_SNAPS_NAME_MAX + 1], sbx_err *err)

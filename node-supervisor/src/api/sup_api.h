@@ -70,6 +70,8 @@ json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint6
 /* A snapshot's "name" (NULL: none, ""): at most SUP_SNAPS_NAME_MAX bytes
  * without NUL, into out. */
 int sup_api_parse_snapshot_name(const json_t *name, char out[SUP_SNAPS_NAME_MAX + 1], sbx_err *err);
+/* "include_volumes" of a snapshot or fork (absent: false). */
+int sup_api_parse_include_volumes(const json_t *v, bool *out, sbx_err *err);
 /* A snapshot as /v1/snapshots shows it. */
 json_t *sup_api_render_snapshot(const sup_snap_view *v);
 /* A pool as GET /v1/pools and PUT /v1/pools/{image} show it. */

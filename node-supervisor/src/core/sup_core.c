@@ -18,6 +18,7 @@
 #include "sup_log.h"
 #include "sup_net.h"
 #include "sup_sandbox.h"
+#include "sup_volseed.h"
 #include "sup_volumes.h"
 #include "sup_snaps.h"
 
@@ -44,7 +45,14 @@ enum exec_result { EXEC_EXITED, EXEC_SIGNALED, EXEC_TIMED_OUT, EXEC_FAILED };
 const char *const sup_core_exec_results[SUP_CORE_EXEC_RESULTS] = { "exited", "signaled",
 								   "timed_out", "failed" };
 
-typedef enum sup_op_kind { OP_CREATE = 1, OP_EXEC, OP_DELETE, OP_CALL, OP_FETCH } sup_op_kind;
+typedef enum sup_op_kind {
+	OP_CREATE = 1,
+	OP_EXEC,
+	OP_DELETE,
+	OP_CALL,
+	OP_FETCH,
+	OP_VOLS
+} sup_op_kind;
 
 typedef struct sup_bytes {
 	uint8_t *p;
@@ -95,6 +103,15 @@ struct sup_op {
 			char snap[SUP_ID_MAX];
 			bool held; /* a downloaded archive to drop at the end */
 		} fetch;
+		/* a restore or fork with volumes: they are made (vs), then the
+		 * create (create) mounts them */
+		struct {
+			sup_volseed *vs;
+			sup_op *create;
+			sup_create_req req;
+			sup_core_sandbox_cb cb;
+			const sup_tenant *who;
+		} vols;
 	} u;
 };
 
@@ -557,6 +574,29 @@ static int check_quota(sup_core *c, const sup_tenant *who, const sup_resources *
 	return rc;
 }
 
+/* size more bytes of disk (volumes) within who's disk quota: -EDQUOT. */
+static int disk_fits(sup_core *c, const sup_tenant *who, uint64_t size, sbx_err *err)
+{
+	if (!(who->quota.set & SUP_QUOTA_DISK))
+		return 0;
+	sup_quota h;
+	tenant_held(c, who->name, &h);
+	if (h.disk + size <= who->quota.disk)
+		return 0;
+	char held[24], want[24], max[24];
+	sup_resources_format_size(h.disk, held, sizeof(held));
+	sup_resources_format_size(size, want, sizeof(want));
+	sup_resources_format_size(who->quota.disk, max, sizeof(max));
+	if (c->refusals) {
+		const char *labels[] = { who->name, "disk" };
+		sup_ctab_add(c->refusals, labels, 1);
+	}
+	return sbx_err_set(err, -EDQUOT,
+			   "tenant %s is over its quota of disk: it holds %s (sandboxes and "
+			   "volumes), asks %s more, over its %s",
+			   who->name, held, want, max);
+}
+
 /* Volumes mount into runc sandboxes (runsc's gofer would not see a mount
  * made in its sandbox's namespace): each one the tenant's, free for the
  * mode asked now (taken for good as the sandbox is handed out). */
@@ -644,6 +684,112 @@ static int create_from_store(sup_core *c, const sup_tenant *who, sup_create_req 
 	return 0;
 }
 
+/* ---- a restore or fork with volumes: they are made first (sup_volseed),
+ * then the create mounts them with the request's own; they go again if
+ * the create fails ---- */
+
+static void vols_end(sup_op *op)
+{
+	sup_create_req_free(&op->u.vols.req);
+	free(op);
+}
+
+static void vols_created(int rc, const sup_sandbox_view *v, const sbx_err *err, void *ud)
+{
+	sup_op *op = ud;
+	sup_core_sandbox_cb cb = op->u.vols.cb;
+	void *cud = op->ud;
+	op->u.vols.create = NULL;
+	if (rc == 0)
+		sup_volseed_keep(op->u.vols.vs);
+	else
+		sup_volseed_undo(op->u.vols.vs);
+	op->u.vols.vs = NULL;
+	vols_end(op);
+	cb(rc, v, err, cud);
+}
+
+static void vols_made(int rc, const sbx_err *err, void *ud)
+{
+	sup_op *op = ud;
+	sbx_err e = rc < 0 ? *err : (sbx_err){0};
+	if (rc < 0)
+		op->u.vols.vs = NULL; /* it freed itself and its volumes */
+	sup_create_req *req = &op->u.vols.req;
+	size_t n = 0;
+	const sup_vol_mount *m = rc == 0 ? sup_volseed_mounts(op->u.vols.vs, &n) : NULL;
+	sup_vol_mount *all = NULL;
+	if (m) {
+		all = realloc(req->volumes.v, (req->volumes.n + n) * sizeof(*all));
+		if (!all)
+			rc = sbx_err_set(&e, -ENOMEM, "out of memory");
+	} else if (rc == 0) {
+		rc = sbx_err_set(&e, -ENOMEM, "no volumes made");
+	}
+	if (rc == 0 && all) {
+		memcpy(all + req->volumes.n, m, n * sizeof(*all));
+		req->volumes.v = all;
+		req->volumes.n += n;
+		req->vols_seeded = true;
+		rc = sup_core_create(op->core, op->u.vols.who, req, vols_created, op, &op->u.vols.create, &e);
+		if (rc == 0)
+			return;
+	}
+	if (op->u.vols.vs)
+		sup_volseed_undo(op->u.vols.vs);
+	sup_core_sandbox_cb cb = op->u.vols.cb;
+	void *cud = op->ud;
+	vols_end(op);
+	cb(e.code, NULL, &e, cud);
+}
+
+static int create_with_volumes(sup_core *c, const sup_tenant *who, sup_create_req *req,
+			       sup_core_sandbox_cb cb, void *ud, sup_op **opp, sbx_err *err)
+{
+	if (!c->cfg.volumes)
+		return sbx_err_set(err, -EINVAL, "the snapshot carries volumes: this supervisor has none");
+	if (req->isolation != SUP_ISO_RUNC)
+		return sbx_err_set(err, -EINVAL, "the snapshot carries volumes: volumes are for runc "
+				   "sandboxes, not %s", sup_isolation_names[req->isolation]);
+	/* the request's own volumes and these, as one list (same paths in
+	 * both, or one below another, are 400), and all of it within the
+	 * tenant's disk beside the sandbox's */
+	sup_vol_mount all[SUP_VOL_MAX_MOUNTS * 2];
+	uint64_t bytes = req->resources.disk;
+	size_t n = 0;
+	for (size_t i = 0; i < req->volumes.n && n < SUP_VOL_MAX_MOUNTS * 2; i++)
+		all[n++] = req->volumes.v[i];
+	for (size_t i = 0; i < req->nvol_seeds && n < SUP_VOL_MAX_MOUNTS * 2; i++) {
+		all[n] = req->vol_seeds[i].m;
+		/* unique, and no volume's name (no '#' in those) */
+		snprintf(all[n++].name, sizeof(all[0].name), "#%zu", i);
+		bytes += req->vol_seeds[i].size;
+	}
+	sup_vol_mounts list = {.v = all, .n = n};
+	int rc = sup_volspec_mounts_ok(&list, err);
+	rc = rc ?: disk_fits(c, who, bytes, err);
+	if (rc < 0)
+		return rc;
+	sup_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	op->core = c;
+	op->kind = OP_VOLS;
+	op->ud = ud;
+	op->u.vols.cb = cb;
+	op->u.vols.who = who;
+	rc = sup_volseed_start(c->cfg.volumes, who->name, req->vol_seeds, req->nvol_seeds, vols_made,
+			       op, &op->u.vols.vs, err);
+	if (rc < 0) {
+		free(op);
+		return rc;
+	}
+	op->u.vols.req = *req;
+	memset(req, 0, sizeof(*req));
+	*opp = op;
+	return 0;
+}
+
 int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 		    sup_core_sandbox_cb cb, void *ud, sup_op **opp, sbx_err *err)
 {
@@ -655,13 +801,16 @@ int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 				   req->volumes.n ? "volumes are" : "a sandbox from a snapshot is", c->cfg.backend);
 	if (req->snapshot && !req->snapshot_fetched && sup_snaps_remote(c->snaps))
 		return create_from_store(c, who, req, cb, ud, opp, err);
-	int rc = req->snapshot ? sup_snaps_seed(c->snaps, who, req, err) : 0;
+	/* seeded once: a create with volumes to make comes here again */
+	int rc = req->snapshot && !req->seed ? sup_snaps_seed(c->snaps, who, req, err) : 0;
 	if (rc == 0)
 		rc = apply_tenant(who, req, err);
 	if (rc == 0)
 		rc = allow_isolation(c, who, req, err);
 	if (rc == 0)
 		rc = allow_network(c, req, err);
+	if (rc == 0 && req->nvol_seeds && !req->vols_seeded)
+		return create_with_volumes(c, who, req, cb, ud, opp, err);
 	if (rc == 0)
 		rc = check_quota(c, who, &req->resources, err);
 	if (rc == 0 && req->volumes.n)
@@ -1230,6 +1379,15 @@ void sup_op_cancel(sup_op *op)
 			sup_op_cancel(op->u.fetch.create);
 		fetch_end(op);
 		return;
+	case OP_VOLS:
+		/* a create not handed a sandbox yet mounts nothing: the
+		 * volumes go with the request */
+		if (op->u.vols.create)
+			sup_op_cancel(op->u.vols.create);
+		if (op->u.vols.vs)
+			sup_volseed_undo(op->u.vols.vs);
+		vols_end(op);
+		return;
 	}
 	free(op);
 }
@@ -1444,23 +1602,6 @@ int sup_core_volume_create(sup_core *c, const sup_tenant *who, const char *name,
 		return sbx_err_set(err, -ENOSYS, "this supervisor has no volumes");
 	if (c->shutting_down)
 		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
-	if (who->quota.set & SUP_QUOTA_DISK) {
-		sup_quota h;
-		tenant_held(c, who->name, &h);
-		if (h.disk + size > who->quota.disk) {
-			char held[24], want[24], max[24];
-			sup_resources_format_size(h.disk, held, sizeof(held));
-			sup_resources_format_size(size, want, sizeof(want));
-			sup_resources_format_size(who->quota.disk, max, sizeof(max));
-			if (c->refusals) {
-				const char *labels[] = { who->name, "disk" };
-				sup_ctab_add(c->refusals, labels, 1);
-			}
-			return sbx_err_set(err, -EDQUOT,
-					   "tenant %s is over its quota of disk: it holds %s (sandboxes "
-					   "and volumes), asks %s more, over its %s",
-					   who->name, held, want, max);
-		}
-	}
-	return sup_volumes_create(c->cfg.volumes, who->name, name, size, cb, ud, err);
+	int r = disk_fits(c, who, size, err);
+	return r ?: sup_volumes_create(c->cfg.volumes, who->name, name, size, cb, ud, err);
 }

@@ -22,12 +22,20 @@
 #include "sup_snap_store.h"
 #include "sup_snaps_store.h"
 #include "sup_token.h"
+#include "sup_volumes.h"
 
 #define COPY_TIMEOUT_MS 120000u
 #define SWEEP_EVERY_S 30
 #define LAYER_PREFIX "fk-"
 
 typedef enum { KIND_TAKE = 1, KIND_FORK } op_kind;
+
+/* A volume of the source carried by a snapshot or fork: its files' host
+ * folder (read while the source is frozen) and the archive made of it. */
+typedef struct op_vol {
+	char root[PATH_MAX];
+	char staged[PATH_MAX];
+} op_vol;
 
 struct sup_snaps_op {
 	sup_job job;
@@ -42,6 +50,8 @@ struct sup_snaps_op {
 	char id[48];       /* the snapshot's, or the fork layer's */
 	char staged[PATH_MAX];
 	char layer[PATH_MAX];
+	op_vol *vols;      /* include_volumes: nvols of them (else NULL) */
+	unsigned nvols;
 	int rc;
 	sbx_err err;
 	/* take */
@@ -73,8 +83,22 @@ struct sup_snaps {
 	bool sweeping;
 	bool stopped;        /* no sweep is started any more */
 	struct event *sweep_timer;
+	struct event *orphan_timer; /* the object store's orphan sweep */
+	sup_snaps_orphans orphans;
 	sup_snaps_fetched *fetched; /* archives downloaded for restores */
 };
+
+sup_snaps_orphans *sup_snaps_orphans_of(sup_snaps *s)
+{
+	return &s->orphans;
+}
+
+void sup_snaps_writing(const sup_snaps *s, void (*fn)(const char *id, void *ud), void *ud)
+{
+	for (const sup_snaps_op *op = s->live; op; op = op->next_live)
+		if (op->kind == KIND_TAKE)
+			fn(op->id, ud);
+}
 
 const sup_snaps_cfg *sup_snaps_cfg_of(const sup_snaps *s)
 {
@@ -112,6 +136,10 @@ static void view_of(const sup_catalog_snap *r, sup_snap_view *v)
 	v->isolation = r->isolation;
 	v->size = r->size;
 	v->created_at = r->created_at;
+	v->nvols = r->nvols < SUP_VOL_MAX_MOUNTS ? r->nvols : SUP_VOL_MAX_MOUNTS;
+	for (unsigned i = 0; i < v->nvols; i++)
+		v->vols[i] = (sup_snap_view_vol){.m = r->vols[i].m, .vol_size = r->vols[i].vol_size,
+						 .size = r->vols[i].size};
 }
 
 /* Freeze box, run fn, thaw: the thaw runs whatever fn did. */
@@ -155,25 +183,49 @@ static void live_remove(sup_snaps *s, sup_snaps_op *op)
 }
 
 
+/* The folder dir (the source's layer, or a volume's files) as the archive
+ * staged (a new file). */
+static int pack_dir(sup_snaps_op *op, const char *dir, const char *staged, const char *what)
+{
+	SBX_AUTO_CLOSE int up = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (up < 0)
+		return sbx_err_sys(&op->err, -errno, "sandbox %s: %s", op->box.id, what);
+	SBX_AUTO_CLOSE int out =
+		open(staged, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0)
+		return sbx_err_sys(&op->err, -errno, "%s %s: stage", op->kind == KIND_TAKE ? "snapshot" : "fork", op->id);
+	sup_layer_tar_info info;
+	int r = sup_layer_tar_pack(up, out, &info, &op->err);
+	if (r < 0)
+		return sbx_err_wrap(&op->err, "%s", what);
+	if (info.skipped)
+		sup_info("%s of %s: %llu socket(s) or device node(s) left out", op->id, what,
+			 (unsigned long long)info.skipped);
+	return 0;
+}
+
+/* The source's volumes, each as its archive (while it is frozen). */
+static int pack_vols(sup_snaps_op *op)
+{
+	int r = 0;
+	for (unsigned k = 0; r == 0 && k < op->nvols; k++)
+		r = pack_dir(op, op->vols[k].root, op->vols[k].staged, "a volume");
+	return r;
+}
+
+static void unstage_vols(sup_snaps_op *op)
+{
+	for (unsigned k = 0; k < op->nvols; k++)
+		if (op->vols[k].staged[0])
+			unlink(op->vols[k].staged);
+}
+
 static int pack_upper(sup_snaps_op *op)
 {
 	char upper[PATH_MAX];
 	int r = upper_of(&op->box, upper, &op->err);
-	if (r < 0)
-		return r;
-	SBX_AUTO_CLOSE int up = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (up < 0)
-		return sbx_err_sys(&op->err, -errno, "sandbox %s: its layer", op->box.id);
-	SBX_AUTO_CLOSE int out =
-		open(op->staged, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0)
-		return sbx_err_sys(&op->err, -errno, "snapshot %s: stage", op->id);
-	sup_layer_tar_info info;
-	r = sup_layer_tar_pack(up, out, &info, &op->err);
-	if (r == 0 && info.skipped)
-		sup_info("snapshot %s: %llu socket(s) or device node(s) left out", op->id,
-			 (unsigned long long)info.skipped);
-	return r;
+	r = r ?: pack_dir(op, upper, op->staged, "its layer");
+	return r ?: pack_vols(op);
 }
 
 static void take_run(sup_job *job)
@@ -186,9 +238,11 @@ static void take_run(sup_job *job)
 		op->rc = while_frozen(op, pack_upper, &frozen);
 	if (op->rc < 0) {
 		unlink(op->staged);
+		unstage_vols(op);
 		return;
 	}
-	sup_info("snapshot %s of %s: frozen %.1f ms", op->id, op->box.id, frozen);
+	sup_info("snapshot %s of %s: frozen %.1f ms (%u volume(s))", op->id, op->box.id, frozen,
+		 op->nvols);
 	op->rc = sup_snap_store_commit(op->s->cfg.store, &op->row, op->staged, &op->err);
 }
 
@@ -211,6 +265,7 @@ static void take_done(sup_job *job)
 		view_of(&op->row, &v);
 		op->cb(op->rc, op->rc == 0 ? &v : NULL, &op->err, op->ud);
 	}
+	free(op->vols);
 	free(op);
 }
 
@@ -269,8 +324,47 @@ static int new_id(const char *prefix, char *out, size_t cap, sbx_err *err)
 	return 0;
 }
 
+/* include_volumes: what the source mounts, into op->vols (each with its
+ * archive's staged path: stage(op, k, out)) and row's volumes (when row). */
+static int carry_vols(sup_snaps *s, sup_snaps_op *op, const sup_sandbox *sb,
+		      int (*stage)(sup_snaps *s, sup_snaps_op *op, unsigned k, char *out, sbx_err *err),
+		      sup_catalog_snap *row, sbx_err *err)
+{
+	sup_volumes *vs = sup_core_volumes(s->cfg.core);
+	sup_vol_mount m[SUP_VOL_MAX_MOUNTS];
+	size_t n = vs ? sup_volumes_of(vs, sb->id, m, SUP_VOL_MAX_MOUNTS) : 0;
+	if (n > SUP_VOL_MAX_MOUNTS)
+		n = SUP_VOL_MAX_MOUNTS;
+	if (n == 0)
+		return 0;
+	op->vols = calloc(n, sizeof(*op->vols));
+	if (!op->vols)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	op->nvols = (unsigned)n;
+	for (unsigned k = 0; k < n; k++) {
+		uint64_t size = 0;
+		int r = sup_volumes_root(vs, sb->tenant, m[k].name, op->vols[k].root, &size, err);
+		r = r ?: stage(s, op, k, op->vols[k].staged, err);
+		if (r < 0)
+			return sbx_err_wrap(err, "volume %s", m[k].name);
+		if (row) {
+			row->vols[k].m = m[k];
+			row->vols[k].vol_size = size;
+		}
+	}
+	if (row)
+		row->nvols = (unsigned)n;
+	return 0;
+}
+
+static int take_stage(sup_snaps *s, sup_snaps_op *op, unsigned k, char *out, sbx_err *err)
+{
+	return sup_snap_store_vol_stage(s->cfg.store, op->id, k, out, err);
+}
+
 int sup_snaps_take(sup_snaps *s, const sup_tenant *who, const char *id, const char *name,
-		   sup_snaps_cb cb, void *ud, sup_snaps_op **opp, sbx_err *err)
+		   bool include_volumes, sup_snaps_cb cb, void *ud, sup_snaps_op **opp,
+		   sbx_err *err)
 {
 	*opp = NULL;
 	if (strlen(name) > SUP_SNAPS_NAME_MAX)
@@ -279,13 +373,17 @@ int sup_snaps_take(sup_snaps *s, const sup_tenant *who, const char *id, const ch
 	sup_snaps_op *op = new_op(s, who, id, KIND_TAKE, ud, &sb, err);
 	if (!op)
 		return err->code;
+	sup_catalog_snap *row = &op->row;
 	int r = new_id("sn-", op->id, sizeof(op->id), err);
+	snprintf(row->id, sizeof(row->id), "%s", op->id);
+	if (r == 0 && include_volumes)
+		r = carry_vols(s, op, sb, take_stage, row, err);
 	if (r < 0) {
+		free(op->vols);
 		free(op);
 		return r;
 	}
 	op->cb = cb;
-	sup_catalog_snap *row = &op->row;
 	snprintf(row->id, sizeof(row->id), "%s", op->id);
 	snprintf(row->name, sizeof(row->name), "%s", name);
 	snprintf(row->tenant, sizeof(row->tenant), "%s", sb->tenant);
@@ -379,12 +477,26 @@ int sup_snaps_seed(sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx
 	r = sup_snaps_archive_of(s, v->id, seed->archive, err);
 	if (r < 0)
 		return r;
+	/* the volumes it carries: made by the create (sup_core_create) */
+	SBX_AUTO_FREE sup_vol_seed *vs = v->nvols ? calloc(v->nvols, sizeof(*vs)) : NULL;
+	if (v->nvols && !vs)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	for (unsigned k = 0; k < v->nvols; k++) {
+		vs[k].m = v->vols[k].m;
+		vs[k].size = v->vols[k].vol_size;
+		r = sup_snaps_vol_archive_of(s, v->id, k, vs[k].archive, err);
+		if (r < 0)
+			return r;
+	}
 	free(req->image);
 	req->image = strdup(v->image);
 	req->acquire = v->digest[0] ? strdup(v->digest) : NULL;
 	if (!req->image || (v->digest[0] && !req->acquire))
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	req->seed = sbx_steal_ptr(&seed);
+	free(req->vol_seeds);
+	req->nvol_seeds = v->nvols;
+	req->vol_seeds = sbx_steal_ptr(&vs);
 	return 0;
 }
 
@@ -402,17 +514,43 @@ static void busy_remove(sup_snaps *s, sup_snaps_op *op)
 static void fork_free(sup_snaps_op *op)
 {
 	busy_remove(op->s, op);
+	unstage_vols(op);
+	free(op->vols);
 	sup_create_req_free(&op->tmpl);
 	free(op->creates);
 	free(op->ids);
 	free(op);
 }
 
-static void deleted(int rc, const sbx_err *err, void *ud)
+/* A fork deleted after a failure, and the volumes made for it, which go
+ * once its container is (they stay mounted until then). */
+typedef struct fork_gone {
+	sup_snaps *s;
+	char tenant[SUP_TENANT_NAME_MAX + 1];
+	size_t n;
+	sup_vol_mount m[];
+} fork_gone;
+
+static void vol_deleted(int rc, const sup_volume_view *view, const sbx_err *err, void *ud)
 {
+	(void)view;
 	(void)ud;
 	if (rc < 0)
+		sup_warn("fork: a volume made for a failed fork: %s", err->msg);
+}
+
+static void deleted(int rc, const sbx_err *err, void *ud)
+{
+	fork_gone *g = ud;
+	if (rc < 0)
 		sup_warn("fork: deleting a fork after a failure: %s", err->msg);
+	sup_volumes *vs = g ? sup_core_volumes(g->s->cfg.core) : NULL;
+	for (size_t i = 0; vs && i < g->n; i++) {
+		sbx_err e;
+		if (sup_volumes_delete(vs, g->tenant, g->m[i].name, vol_deleted, NULL, &e) < 0)
+			sup_warn("fork: volume %s made for a failed fork: %s", g->m[i].name, e.msg);
+	}
+	free(g);
 }
 
 static void delete_made(sup_snaps_op *op);
@@ -441,8 +579,19 @@ static void delete_one(sup_snaps_op *op, unsigned i)
 {
 	sup_op *d;
 	sbx_err e;
-	if (sup_core_delete(op->s->cfg.core, &op->owner, op->ids[i], deleted, NULL, &d, &e) < 0)
+	/* the volumes made for it go after it */
+	sup_volumes *vs = sup_core_volumes(op->s->cfg.core);
+	size_t n = vs && op->nvols ? sup_volumes_of(vs, op->ids[i], NULL, 0) : 0;
+	fork_gone *g = n ? calloc(1, sizeof(*g) + n * sizeof(g->m[0])) : NULL;
+	if (g) {
+		g->s = op->s;
+		snprintf(g->tenant, sizeof(g->tenant), "%s", op->owner.name);
+		g->n = sup_volumes_of(vs, op->ids[i], g->m, n);
+	}
+	if (sup_core_delete(op->s->cfg.core, &op->owner, op->ids[i], deleted, g, &d, &e) < 0) {
 		sup_warn("fork: %s", e.msg);
+		free(g);
+	}
 	op->ids[i][0] = '\0';
 }
 
@@ -581,8 +730,13 @@ static int tmpl_copy(const sup_create_req *t, sup_create_req *req, sbx_err *err)
 	req->resources = t->resources;
 	req->given = t->given;
 	req->timeout_s = t->timeout_s;
-	if (!req->image || (t->acquire && !req->acquire) || sup_env_copy(&t->env, &req->env) < 0)
+	req->vol_seeds = t->nvol_seeds ? calloc(t->nvol_seeds, sizeof(*req->vol_seeds)) : NULL;
+	if (!req->image || (t->acquire && !req->acquire) || (t->nvol_seeds && !req->vol_seeds) ||
+	    sup_env_copy(&t->env, &req->env) < 0)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
+	req->nvol_seeds = t->nvol_seeds;
+	if (t->nvol_seeds)
+		memcpy(req->vol_seeds, t->vol_seeds, t->nvol_seeds * sizeof(*req->vol_seeds));
 	return 0;
 }
 
@@ -634,6 +788,13 @@ static int copy_upper(sup_snaps_op *op)
 	return r;
 }
 
+/* The layer copied, the volumes packed (the forks' volumes are unpacked
+ * from those archives after the thaw). */
+static int copy_frozen(sup_snaps_op *op)
+{
+	return copy_upper(op) ?: pack_vols(op);
+}
+
 static void fork_copy_run(sup_job *job)
 {
 	sup_snaps_op *op = (sup_snaps_op *)job;
@@ -642,13 +803,14 @@ static void fork_copy_run(sup_job *job)
 		op->rc = sbx_err_sys(&op->err, -errno, "fork layer %s", op->layer);
 		return;
 	}
-	op->rc = while_frozen(op, copy_upper, &op->freeze_ms);
+	op->rc = while_frozen(op, copy_frozen, &op->freeze_ms);
 	/* read-only from now on: the forks' overlays only read it */
 	if (op->rc == 0 && chmod(op->layer, 0555) < 0)
 		op->rc = sbx_err_sys(&op->err, -errno, "fork layer %s", op->layer);
 	if (op->rc < 0) {
 		sbx_err ignored;
 		sup_fs_rm_tree(op->layer, &ignored);
+		unstage_vols(op);
 	}
 }
 
@@ -676,8 +838,40 @@ static void fork_copy_done(sup_job *job)
 		fork_finish(op);
 }
 
+static int fork_stage(sup_snaps *s, sup_snaps_op *op, unsigned k, char *out, sbx_err *err)
+{
+	if (snprintf(out, PATH_MAX, "%s/%s.v%u.tar.zst", s->cfg.store->stage, op->id, k) >= PATH_MAX)
+		return sbx_err_set(err, -ENAMETOOLONG, "fork %s: path too long", op->id);
+	return 0;
+}
+
+/* Each fork's create makes its own copies of the source's volumes from
+ * the archives the copy job packs (sup_core_create). */
+static int fork_vol_seeds(sup_snaps *s, sup_snaps_op *op, const sup_sandbox *sb, sbx_err *err)
+{
+	SBX_AUTO_FREE sup_catalog_snap *row = calloc(1, sizeof(*row));
+	if (!row)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	int r = carry_vols(s, op, sb, fork_stage, row, err);
+	if (r < 0 || !op->nvols)
+		return r;
+	sup_create_req *t = &op->tmpl;
+	t->vol_seeds = calloc(op->nvols, sizeof(*t->vol_seeds));
+	if (!t->vol_seeds)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	t->nvol_seeds = op->nvols;
+	for (unsigned k = 0; k < op->nvols; k++) {
+		t->vol_seeds[k].m = row->vols[k].m;
+		t->vol_seeds[k].size = row->vols[k].vol_size;
+		snprintf(t->vol_seeds[k].archive, sizeof(t->vol_seeds[k].archive), "%s",
+			 op->vols[k].staged);
+	}
+	return 0;
+}
+
 int sup_snaps_fork(sup_snaps *s, const sup_tenant *who, const char *id, unsigned count,
-		   sup_snaps_fork_cb cb, void *ud, sup_snaps_op **opp, sbx_err *err)
+		   bool include_volumes, sup_snaps_fork_cb cb, void *ud, sup_snaps_op **opp,
+		   sbx_err *err)
 {
 	*opp = NULL;
 	if (count < 1 || count > SUP_SNAPS_FORK_MAX)
@@ -715,6 +909,8 @@ int sup_snaps_fork(sup_snaps *s, const sup_tenant *who, const char *id, unsigned
 		    sup_env_copy(&sb->env, &t->env) < 0)
 			r = sbx_err_set(err, -ENOMEM, "out of memory");
 	}
+	if (r == 0 && include_volumes)
+		r = fork_vol_seeds(s, op, sb, err);
 	if (r < 0) {
 		op->s = s;
 		fork_free(op);
@@ -827,6 +1023,15 @@ static void on_sweep_timer(evutil_socket_t fd, short what, void *ud)
 	sup_snaps_sweep(ud);
 }
 
+static void on_orphan_timer(evutil_socket_t fd, short what, void *ud)
+{
+	(void)fd;
+	(void)what;
+	sup_snaps *s = ud;
+	if (!s->stopped)
+		sup_snaps_sweep_store(s);
+}
+
 sup_snaps *sup_snaps_new(struct event_base *base, const sup_snaps_cfg *cfg, sbx_err *err)
 {
 	sup_snaps *s = calloc(1, sizeof(*s));
@@ -842,6 +1047,13 @@ sup_snaps *sup_snaps_new(struct event_base *base, const sup_snaps_cfg *cfg, sbx_
 	}
 	struct timeval tv = {SWEEP_EVERY_S, 0};
 	event_add(s->sweep_timer, &tv);
+	if (sup_snaps_remote(s)) {
+		s->orphan_timer = event_new(base, -1, EV_PERSIST, on_orphan_timer, s);
+		struct timeval every = {cfg->orphan_every_s, 0};
+		if (s->orphan_timer && cfg->orphan_every_s)
+			event_add(s->orphan_timer, &every);
+		sup_snaps_sweep_store(s); /* the pass at start */
+	}
 	return s;
 }
 
@@ -851,6 +1063,8 @@ void sup_snaps_stop(sup_snaps *s)
 		return;
 	s->stopped = true;
 	event_del(s->sweep_timer);
+	if (s->orphan_timer)
+		event_del(s->orphan_timer);
 }
 
 void sup_snaps_free(sup_snaps *s)
@@ -858,6 +1072,8 @@ void sup_snaps_free(sup_snaps *s)
 	if (!s)
 		return;
 	event_free(s->sweep_timer);
+	if (s->orphan_timer)
+		event_free(s->orphan_timer);
 	sup_snaps_fetched_free(&s->fetched);
 	free(s);
 }

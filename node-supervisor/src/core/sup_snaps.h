@@ -11,6 +11,15 @@
  * (sup_pools_acquire_seeded) on the snapshot's image whose new upper folder
  * is unpacked from the archive before the container starts.
  *
+ * With include_volumes, a snapshot also carries the volumes its sandbox
+ * mounts: each volume's files as an archive of its own (the same format),
+ * read while the sandbox is frozen, kept by the store beside the layer's
+ * and named in the row (step 8). A restore, and a fork with
+ * include_volumes, make a new volume of the tenant for each (the source's
+ * name and a random suffix, its size), unpack the archive into it and
+ * mount it at the source's path in the source's mode (req->vol_seeds:
+ * sup_core_create does that part); the source's volumes are only read.
+ *
  * A fork copies the frozen source's upper folder once (cp -a, on a worker)
  * into a read-only layer <state>/layers/<fk-id>, then takes count sandboxes
  * of the source's image as any create does (ready ones from the pool
@@ -52,7 +61,18 @@ typedef struct sup_snaps_cfg {
 	sup_workers *workers;         /* the archive work runs here */
 	struct sup_catalog *catalog;  /* required: a snapshot is its row */
 	const struct sup_snap_store *store;
+	/* the object store's orphan sweep: archives without a manifest at
+	 * least orphan_age_s old go, a pass at start and every
+	 * orphan_every_s (0: at start only) */
+	unsigned orphan_age_s, orphan_every_s;
 } sup_snaps_cfg;
+
+/* A volume a snapshot carries, as the API shows it. */
+typedef struct sup_snap_view_vol {
+	sup_vol_mount m;   /* the source's volume, where and how it was mounted */
+	uint64_t vol_size; /* the volume's size (a restore's new one is as big) */
+	uint64_t size;     /* bytes of its archive */
+} sup_snap_view_vol;
 
 /* A snapshot as the API shows it. */
 typedef struct sup_snap_view {
@@ -65,6 +85,8 @@ typedef struct sup_snap_view {
 	sup_isolation isolation;
 	uint64_t size;
 	int64_t created_at;
+	unsigned nvols;  /* the volumes it carries */
+	sup_snap_view_vol vols[SUP_VOL_MAX_MOUNTS];
 } sup_snap_view;
 
 sup_snaps *sup_snaps_new(struct event_base *base, const sup_snaps_cfg *cfg, sbx_err *err);
@@ -76,10 +98,12 @@ void sup_snaps_free(sup_snaps *s);
 
 typedef void (*sup_snaps_cb)(int rc, const sup_snap_view *snap, const sbx_err *err,
 			     void *ud);
-/* Snapshot sandbox id (who's, RUNNING) as name: cb with its row once the
- * archive is in the store. */
+/* Snapshot sandbox id (who's, RUNNING) as name (include_volumes: with
+ * the volumes it mounts): cb with its row once the archives are in the
+ * store. */
 int sup_snaps_take(sup_snaps *s, const sup_tenant *who, const char *id, const char *name,
-		   sup_snaps_cb cb, void *ud, sup_snaps_op **op, sbx_err *err);
+		   bool include_volumes, sup_snaps_cb cb, void *ud, sup_snaps_op **op,
+		   sbx_err *err);
 int sup_snaps_get(sup_snaps *s, const sup_tenant *who, const char *snap_id,
 		  sup_snap_view *out, sbx_err *err);
 /* who's snapshots (the admin's: all), oldest first. */
@@ -94,21 +118,28 @@ typedef void (*sup_snaps_fork_cb)(int rc, const char *const *ids, size_t n, cons
 				  void *ud);
 /* count (1..SUP_SNAPS_FORK_MAX) new sandboxes of who like sandbox id
  * (its image, isolation, limits and env; its network policy and MCP
- * servers are not carried), their files a copy of its own now. */
+ * servers are not carried), their files a copy of its own now
+ * (include_volumes: each with new volumes, copies of the ones it mounts). */
 int sup_snaps_fork(sup_snaps *s, const sup_tenant *who, const char *id, unsigned count,
-		   sup_snaps_fork_cb cb, void *ud, sup_snaps_op **op, sbx_err *err);
+		   bool include_volumes, sup_snaps_fork_cb cb, void *ud, sup_snaps_op **op,
+		   sbx_err *err);
 
 /* The requester went away: its callback will not run (the work finishes
  * and is kept: a snapshot is stored, forks are deleted). */
 void sup_snaps_op_cancel(sup_snaps_op *op);
 
 /* For sup_core_create: req->snapshot (who's) becomes req's image, acquired
- * image and seed. -ENOENT an unknown snapshot, -EINVAL an "image" that is
- * not the snapshot's; s NULL: -EINVAL. */
+ * image, seed and vol_seeds (the volumes it carries). -ENOENT an unknown
+ * snapshot, -EINVAL an "image" that is not the snapshot's; s NULL:
+ * -EINVAL. */
 int sup_snaps_seed(sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx_err *err);
 
 /* Remove the fork layers no mount names (a worker job). */
 void sup_snaps_sweep(sup_snaps *s);
+
+/* The snapshot store's series (the orphan sweep's passes and removals). */
+struct sup_prom;
+void sup_snaps_metrics(sup_snaps *s, struct sup_prom *w);
 
 /* ---- an object store (sup_snaps_store.c) ----
  * With --snapshot-store s3://... every node reading the bucket and prefix

@@ -6,18 +6,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
 #include "sbx/grow.h"
 #include "sup_catalog.h"
 #include "sup_log.h"
+#include "sup_metrics.h"
 #include "sup_snap_store.h"
 
 #define LISTED_MAX 100000u /* snapshots one listing of the store reads */
 #define FRESH_MAX 1000u    /* new manifests read per listing; the rest next time */
 
-typedef enum { JOB_ONE = 1, JOB_ALL, JOB_REMOVE, JOB_FETCH } job_kind;
+typedef enum { JOB_ONE = 1, JOB_ALL, JOB_REMOVE, JOB_FETCH, JOB_SWEEP } job_kind;
+
+#define SWEEP_REMOVE_MAX 256u /* orphans one pass removes; the rest next time */
 
 typedef char id_buf[48];
 
@@ -42,13 +46,15 @@ struct sup_snaps_job {
 	sup_catalog_snap *fresh;
 	size_t nfresh, capfresh;
 	char path[PATH_MAX]; /* JOB_FETCH: the download */
+	sup_snap_sweep sweep; /* JOB_SWEEP: known (j->known, sorted) and what it did */
 	int rc;
 	sbx_err err;
 };
 
 struct sup_snaps_fetched {
 	id_buf id;
-	char path[PATH_MAX];
+	char path[PATH_MAX]; /* and its volumes' beside it: path".v<k>" */
+	unsigned nvols;
 	unsigned refs;
 	struct sup_snaps_fetched *next;
 };
@@ -193,10 +199,26 @@ static void job_run(sup_job *job)
 		j->rc = resolve(j, st);
 		j->rc = j->rc ?: sup_snap_store_fetch(st, &j->row, j->path, &temp, &j->err);
 		break;
+	case JOB_SWEEP:
+		j->sweep.known = (const char (*)[48])j->known;
+		j->sweep.nknown = j->nknown;
+		j->rc = sup_snap_store_sweep(st, &j->sweep, &j->err);
+		break;
 	}
 }
 
 /* ---- done (loop) ---- */
+
+/* A download and its volumes' go. */
+static void unlink_fetched(const char *path, unsigned nvols)
+{
+	unlink(path);
+	for (unsigned k = 0; k < nvols; k++) {
+		char p[PATH_MAX + 16];
+		snprintf(p, sizeof(p), "%s.v%u", path, k);
+		unlink(p);
+	}
+}
 
 static void keep_fetched(sup_snaps *s, sup_snaps_job *j)
 {
@@ -204,18 +226,19 @@ static void keep_fetched(sup_snaps *s, sup_snaps_job *j)
 	for (sup_snaps_fetched *f = *list; f; f = f->next)
 		if (strcmp(f->id, j->id) == 0) {
 			/* another create fetched it meanwhile: share that one */
-			unlink(j->path);
+			unlink_fetched(j->path, j->row.nvols);
 			f->refs++;
 			return;
 		}
 	sup_snaps_fetched *f = calloc(1, sizeof(*f));
 	if (!f) {
-		unlink(j->path);
+		unlink_fetched(j->path, j->row.nvols);
 		j->rc = sbx_err_set(&j->err, -ENOMEM, "out of memory");
 		return;
 	}
 	snprintf(f->id, sizeof(f->id), "%s", j->id);
 	snprintf(f->path, sizeof(f->path), "%s", j->path);
+	f->nvols = j->row.nvols;
 	f->refs = 1;
 	f->next = *list;
 	*list = f;
@@ -253,10 +276,27 @@ static void job_done(sup_job *job)
 		if (j->rc == -ENOENT && j->have_row) /* gone from the store meanwhile */
 			mirror_one(s, j->id, NULL);
 		if (j->rc == 0 && j->cancelled)
-			unlink(j->path);
+			unlink_fetched(j->path, j->row.nvols);
 		else if (j->rc == 0)
 			keep_fetched(s, j);
 		break;
+	case JOB_SWEEP: {
+		sup_snaps_orphans *o = sup_snaps_orphans_of(s);
+		o->running = false;
+		o->passes++;
+		if (j->rc < 0) {
+			o->failed++;
+			break;
+		}
+		o->removed += j->sweep.removed;
+		o->left = j->sweep.orphans - j->sweep.removed;
+		if (j->sweep.orphans)
+			sup_info("snapshot store %s: %u orphaned archive(s) removed, %u left (younger "
+				 "than %u s, or past a pass's %u)",
+				 cfg->store->location, j->sweep.removed, o->left, j->sweep.min_age_s,
+				 SWEEP_REMOVE_MAX);
+		break;
+	}
 	}
 	if (j->rc < 0 && j->rc != -ENOENT)
 		sup_warn("snapshot store: %s", j->err.msg);
@@ -427,6 +467,71 @@ void sup_snaps_unstore(sup_snaps *s, const sup_catalog_snap *row)
 	submit(s, j, &ignored);
 }
 
+static void swept(int rc, const sbx_err *err, void *ud)
+{
+	(void)rc;
+	(void)err;
+	(void)ud; /* counted and logged by job_done */
+}
+
+static void add_writing(const char *id, void *ud)
+{
+	known_ctx *k = ud;
+	if (k->rc == 0)
+		k->rc = sbx_grow(&k->v, &k->cap, k->n, sizeof(*k->v), 64, LISTED_MAX);
+	if (k->rc == 0)
+		snprintf(k->v[k->n++], sizeof(id_buf), "%s", id);
+}
+
+void sup_snaps_sweep_store(sup_snaps *s)
+{
+	sup_snaps_orphans *o = sup_snaps_orphans_of(s);
+	if (!sup_snaps_remote(s) || o->running)
+		return;
+	const sup_snaps_cfg *cfg = sup_snaps_cfg_of(s);
+	sbx_err e;
+	sup_snaps_job *j = job_new(s, JOB_SWEEP, NULL, NULL, swept, NULL, &e);
+	/* what this node knows of: its rows of the store, and the snapshots
+	 * it is writing (their archives are up before their manifests) */
+	known_ctx k = {.location = cfg->store->location};
+	int r = j ? sup_catalog_snap_each(cfg->catalog, NULL, add_known, &k, &e) : -ENOMEM;
+	if (r == 0)
+		sup_snaps_writing(s, add_writing, &k);
+	if (r < 0 || k.rc < 0 || !j) {
+		sup_warn("snapshot store: no orphan sweep: %s", r < 0 ? e.msg : "out of memory");
+		free(k.v);
+		free(j);
+		return;
+	}
+	if (k.n)
+		qsort(k.v, k.n, sizeof(*k.v), id_cmp);
+	j->known = k.v;
+	j->nknown = k.n;
+	j->sweep.now = (int64_t)time(NULL);
+	j->sweep.min_age_s = cfg->orphan_age_s;
+	j->sweep.max_remove = SWEEP_REMOVE_MAX;
+	o->running = true;
+	sup_workers_submit(cfg->workers, &j->job, false);
+}
+
+void sup_snaps_metrics(sup_snaps *s, sup_prom *w)
+{
+	if (!sup_snaps_remote(s))
+		return;
+	const sup_snaps_orphans *o = sup_snaps_orphans_of(s);
+	sup_prom_family(w, "sbx_snapshot_store_sweeps_total", "counter",
+			"Passes of the snapshot store's orphan sweep, by result.");
+	const char *ok[] = {"result", "ok", NULL}, *failed[] = {"result", "failed", NULL};
+	sup_prom_sample(w, "sbx_snapshot_store_sweeps_total", ok, (double)(o->passes - o->failed));
+	sup_prom_sample(w, "sbx_snapshot_store_sweeps_total", failed, (double)o->failed);
+	sup_prom_family(w, "sbx_snapshot_store_orphans_removed_total", "counter",
+			"Archives in the snapshot store that no snapshot named, removed by the sweep.");
+	sup_prom_sample(w, "sbx_snapshot_store_orphans_removed_total", NULL, (double)o->removed);
+	sup_prom_family(w, "sbx_snapshot_store_orphans", "gauge",
+			"Orphaned archives the last pass saw and left (too young to judge).");
+	sup_prom_sample(w, "sbx_snapshot_store_orphans", NULL, (double)o->left);
+}
+
 void sup_snaps_fetched_drop(sup_snaps *s, const char *snap_id)
 {
 	for (sup_snaps_fetched **p = sup_snaps_fetched_of(s); *p; p = &(*p)->next) {
@@ -434,7 +539,7 @@ void sup_snaps_fetched_drop(sup_snaps *s, const char *snap_id)
 		if (strcmp(f->id, snap_id) != 0)
 			continue;
 		if (--f->refs == 0) {
-			unlink(f->path);
+			unlink_fetched(f->path, f->nvols);
 			*p = f->next;
 			free(f);
 		}
@@ -447,7 +552,7 @@ void sup_snaps_fetched_free(sup_snaps_fetched **list)
 	while (*list) {
 		sup_snaps_fetched *f = *list;
 		*list = f->next;
-		unlink(f->path);
+		unlink_fetched(f->path, f->nvols);
 		free(f);
 	}
 }
@@ -476,6 +581,26 @@ int sup_snaps_archive_of(sup_snaps *s, const char *id, char *out, sbx_err *err)
 				   row->location);
 	return sbx_err_set(err, -EAGAIN, "snapshot %s: its archive in %s is not fetched", id,
 			   row->location);
+}
+
+int sup_snaps_vol_archive_of(sup_snaps *s, const char *id, unsigned k, char *out, sbx_err *err)
+{
+	char layer[PATH_MAX];
+	int r = sup_snaps_archive_of(s, id, layer, err);
+	if (r < 0)
+		return r;
+	for (sup_snaps_fetched *f = *sup_snaps_fetched_of(s); f; f = f->next)
+		if (strcmp(f->id, id) == 0 && strcmp(f->path, layer) == 0) {
+			if (k >= f->nvols)
+				return sbx_err_set(err, -ENOENT, "snapshot %s: no volume %u", id, k);
+			if (snprintf(out, PATH_MAX, "%s.v%u", f->path, k) >= PATH_MAX)
+				return sbx_err_set(err, -ENAMETOOLONG, "snapshot store: path too long");
+			return 0;
+		}
+	r = sup_snap_store_vol_path(store_of(s), id, k, out, err);
+	if (r == 0 && access(out, R_OK) < 0)
+		r = sbx_err_sys(err, -errno, "snapshot %s: its volume's archive", id);
+	return r;
 }
 
 void sup_snaps_job_cancel(sup_snaps_job *job)

@@ -30,9 +30,25 @@ sup_snaps_fetched **sup_snaps_fetched_of(sup_snaps *s);
  * when there is none). out: PATH_MAX. */
 int sup_snaps_archive_of(sup_snaps *s, const char *id, char *out, sbx_err *err);
 
+/* The same for the archive of the k-th volume the snapshot carries. */
+int sup_snaps_vol_archive_of(sup_snaps *s, const char *id, unsigned k, char *out, sbx_err *err);
+
 /* The objects (or the local file) of a snapshot whose row could not be
  * recorded: removed, on a worker for an object store. */
 void sup_snaps_unstore(sup_snaps *s, const sup_catalog_snap *row);
+
+/* The object store's orphan sweep (sup_snap_store_sweep) as a worker job:
+ * at start and every cfg->orphan_every_s, one pass at a time; its figures
+ * for /metrics. */
+typedef struct sup_snaps_orphans {
+	bool running;
+	uint64_t passes, failed, removed;
+	unsigned left; /* orphans the last pass saw and left (young, or past its bound) */
+} sup_snaps_orphans;
+sup_snaps_orphans *sup_snaps_orphans_of(sup_snaps *s);
+void sup_snaps_sweep_store(sup_snaps *s);
+/* The ids of the snapshots this node is writing now. */
+void sup_snaps_writing(const sup_snaps *s, void (*fn)(const char *id, void *ud), void *ud);
 
 /* Remove every downloaded archive (sup_snaps_free). */
 void sup_snaps_fetched_free(sup_snaps_fetched **list);

@@ -85,6 +85,7 @@ void sup_create_req_free(sup_create_req *r)
 	free(r->snapshot);
 	free(r->seed);
 	free(r->acquire);
+	free(r->vol_seeds);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -70,6 +70,16 @@ void sup_mcp_servers_free(sup_mcp_servers *s);
 #define SUP_ID_MAX 48
 
 /* A sandbox to hand out. */
+/* A volume a restore or a fork makes for its new sandbox (sup_snaps.h):
+ * a new volume of the tenant, size bytes, filled from archive and mounted
+ * at m.path in m's mode; m.name is the source's volume's (the new one's
+ * name is made from it). */
+typedef struct sup_vol_seed {
+	sup_vol_mount m;
+	uint64_t size;
+	char archive[PATH_MAX];
+} sup_vol_seed;
+
 typedef struct sup_create_req {
 	char *image;          /* NULL: "host" */
 	sup_isolation isolation; /* "isolation": runc (default) or gvisor */
@@ -90,6 +100,12 @@ typedef struct sup_create_req {
 	/* Set by the core: the snapshot's archive is local now (fetched from
 	 * the object store, sup_snaps_fetch). */
 	bool snapshot_fetched;
+	/* Set by the core for a restore or fork with volumes: the volumes to
+	 * make (nvol_seeds, owned); vols_seeded once they are made and in
+	 * volumes. */
+	sup_vol_seed *vol_seeds;
+	size_t nvol_seeds;
+	bool vols_seeded;
 } sup_create_req;
 enum { SUP_CREATE_GIVEN_ISOLATION = 1u << 8, SUP_CREATE_GIVEN_TIMEOUT = 1u << 9 };
 

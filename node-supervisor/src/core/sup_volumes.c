@@ -54,6 +54,8 @@ typedef struct vol_job {
 	sup_volumes *vs;
 	vol *vol;
 	bool create;
+	sup_volumes_fill_fn fill; /* create: what fills it, or NULL */
+	void *fill_ud;
 	int rc;
 	sbx_err err;
 	sup_volumes_cb cb;
@@ -270,6 +272,16 @@ static void vol_job_run(sup_job *job)
 	j->rc = j->rc ?: mkdir_ok(x->dir, &j->err);
 	j->rc = j->rc ?: sup_disk_make_volume(x->dir, x->c.size, SUP_RUNC_SANDBOX_UID,
 					       SUP_RUNC_SANDBOX_GID, &j->err);
+	if (j->rc == 0 && j->fill) {
+		char root[PATH_MAX];
+		if (snprintf(root, sizeof(root), "%s/" SUP_DISK_MOUNT, x->dir) >= (int)sizeof(root))
+			j->rc = sbx_err_set(&j->err, -ENAMETOOLONG, "volume %s: path too long", x->c.name);
+		j->rc = j->rc ?: j->fill(root, j->fill_ud, &j->err);
+		if (j->rc < 0) {
+			sbx_err ignored;
+			sup_disk_unmount(x->dir, &ignored);
+		}
+	}
 	if (j->rc < 0) {
 		sbx_err ignored;
 		sup_fs_rm_tree(x->dir, &ignored);
@@ -313,7 +325,8 @@ static void vol_job_done(sup_job *job)
 	free(j);
 }
 
-static int submit(sup_volumes *v, vol *x, bool create, sup_volumes_cb cb, void *ud, sbx_err *err)
+static int submit(sup_volumes *v, vol *x, bool create, sup_volumes_fill_fn fill, void *fill_ud,
+		  sup_volumes_cb cb, void *ud, sbx_err *err)
 {
 	vol_job *j = calloc(1, sizeof(*j));
 	if (!j)
@@ -323,6 +336,8 @@ static int submit(sup_volumes *v, vol *x, bool create, sup_volumes_cb cb, void *
 	j->vs = v;
 	j->vol = x;
 	j->create = create;
+	j->fill = fill;
+	j->fill_ud = fill_ud;
 	j->cb = cb;
 	j->ud = ud;
 	sup_workers_submit(v->workers, &j->job, true);
@@ -332,6 +347,13 @@ static int submit(sup_volumes *v, vol *x, bool create, sup_volumes_cb cb, void *
 int sup_volumes_create(sup_volumes *v, const char *tenant, const char *name, uint64_t size,
 		       sup_volumes_cb cb, void *ud, sbx_err *err)
 {
+	return sup_volumes_create_filled(v, tenant, name, size, NULL, NULL, cb, ud, err);
+}
+
+int sup_volumes_create_filled(sup_volumes *v, const char *tenant, const char *name,
+			      uint64_t size, sup_volumes_fill_fn fill, void *fill_ud,
+			      sup_volumes_cb cb, void *ud, sbx_err *err)
+{
 	if (find(v, tenant, name))
 		return sbx_err_set(err, -EEXIST, "volume %.64s exists", name);
 	sup_catalog_vol c = { .size = size, .created_at = (int64_t)time(NULL) };
@@ -340,7 +362,7 @@ int sup_volumes_create(sup_volumes *v, const char *tenant, const char *name, uin
 	vol *x = add(v, &c, VOL_CREATING, err);
 	if (!x)
 		return err->code;
-	int r = submit(v, x, true, cb, ud, err);
+	int r = submit(v, x, true, fill, fill_ud, cb, ud, err);
 	if (r < 0)
 		drop(v, x);
 	return r;
@@ -396,7 +418,21 @@ int sup_volumes_delete(sup_volumes *v, const char *tenant, const char *name, sup
 	if (r < 0)
 		return r;
 	x->state = VOL_DELETING;
-	return submit(v, x, false, cb, ud, err);
+	return submit(v, x, false, NULL, NULL, cb, ud, err);
+}
+
+int sup_volumes_root(const sup_volumes *v, const char *tenant, const char *name, char *out,
+		     uint64_t *size, sbx_err *err)
+{
+	const vol *x = find(v, tenant, name);
+	if (!x)
+		return not_found(name, err);
+	if (x->state != VOL_READY)
+		return sbx_err_set(err, -ETXTBSY, "volume %s: not ready", name);
+	if (snprintf(out, PATH_MAX, "%s/" SUP_DISK_MOUNT, x->dir) >= PATH_MAX)
+		return sbx_err_set(err, -ENAMETOOLONG, "volume %s: path too long", name);
+	*size = x->c.size;
+	return 0;
 }
 
 uint64_t sup_volumes_tenant_bytes(const sup_volumes *v, const char *tenant)

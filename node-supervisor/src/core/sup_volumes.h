@@ -62,6 +62,21 @@ typedef void (*sup_volumes_cb)(int rc, const sup_volume_view *view, const sbx_er
  * when the volume is ready (or failed: nothing of it is left). */
 int sup_volumes_create(sup_volumes *v, const char *tenant, const char *name, uint64_t size,
 		       sup_volumes_cb cb, void *ud, sbx_err *err);
+/* What fills a new volume (sup_volumes_create_filled): run on the worker
+ * once its file system is made and mounted at root, before its row is
+ * recorded. A failure is the create's: nothing of the volume is left. */
+typedef int (*sup_volumes_fill_fn)(const char *root, void *ud, sbx_err *err);
+/* sup_volumes_create whose new volume is filled by fill(root, fill_ud)
+ * first (a snapshot's or a fork's copy of another volume); fill_ud stays
+ * the caller's and must live until cb. */
+int sup_volumes_create_filled(sup_volumes *v, const char *tenant, const char *name,
+			      uint64_t size, sup_volumes_fill_fn fill, void *fill_ud,
+			      sup_volumes_cb cb, void *ud, sbx_err *err);
+/* The host folder of tenant's volume name's files (its file system's
+ * root: out, PATH_MAX) and its size; -ENOENT none, -ETXTBSY not ready.
+ * A snapshot reads it while the sandbox mounting it is frozen. */
+int sup_volumes_root(const sup_volumes *v, const char *tenant, const char *name, char *out,
+		     uint64_t *size, sbx_err *err);
 /* tenant's volume name (with its use, a statfs). */
 int sup_volumes_get(sup_volumes *v, const char *tenant, const char *name, sup_volume_view *out,
 		    sbx_err *err);

@@ -50,6 +50,8 @@ void sup_config_defaults(sup_config *c)
 	c->max_conns = 16384;
 	c->head_timeout_s = 10;
 	c->body_timeout_s = 60;
+	c->snapshot_orphan_age_s = 3600;
+	c->snapshot_sweep_every_s = 900;
 	c->idle_timeout_s = 60;
 	c->drain_timeout_s = 10;
 	c->mcp_idle_ms = 600000;
@@ -199,6 +201,10 @@ void sup_config_usage(const char *prog)
 	       "                         name); every sandbox id it makes carries its tag: the\n"
 	       "                         name itself if 1-20 of [a-z0-9-], else a short hash of it\n"
 	       "                         (default: the host name up to its first '.')\n"
+	       "  --snapshot-orphan-age SEC  the store's archives no manifest names are removed\n"
+	       "                         once this old (default 3600)\n"
+	       "  --snapshot-sweep-every SEC  how often the store is swept for them, beside the\n"
+	       "                         sweep at start (default 900; 0: at start only)\n"
 	       "  --peer NAME=URL        another node's supervisor (http://HOST:PORT), requests\n"
 	       "                         for its sandboxes relayed there (repeatable)\n"
 	       "  --cluster-key-file PATH  the cluster's node-to-node key (a Secret's file):\n"
@@ -480,6 +486,7 @@ enum {
 	/* node-to-node auth in a cluster (nodeauth) */
 	OPT_KUBE_TOKEN_FILE, OPT_NODE_ACCOUNT,
 	OPT_BACKEND, OPT_POD_TEMPLATE, OPT_AGENT_DIR, OPT_SANDBOX_NAMESPACE, OPT_POD_READY_TIMEOUT,
+	OPT_SNAPSHOT_ORPHAN_AGE, OPT_SNAPSHOT_SWEEP_EVERY,
 };
 
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
@@ -545,6 +552,8 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 		{ "ports-answer-timeout", required_argument, NULL, OPT_PORTS_ANSWER },
 		{ "snapshot-store", required_argument, NULL, OPT_SNAPSHOT_STORE },
 		{ "s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT },
+		{ "snapshot-orphan-age", required_argument, NULL, OPT_SNAPSHOT_ORPHAN_AGE },
+		{ "snapshot-sweep-every", required_argument, NULL, OPT_SNAPSHOT_SWEEP_EVERY },
 		{ "node-name", required_argument, NULL, OPT_NODE_NAME },
 		{ "peer", required_argument, NULL, OPT_PEER },
 		{ "cluster-key-file", required_argument, NULL, OPT_CLUSTER_KEY_FILE },
@@ -837,6 +846,14 @@ int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err)
 			if (strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0)
 				return sbx_err_set(err, -EINVAL, "--s3-endpoint %s: want an http:// or https:// URL", optarg);
 			c->s3_endpoint = optarg;
+			break;
+		case OPT_SNAPSHOT_ORPHAN_AGE:
+			if (parse_uint("snapshot-orphan-age", optarg, 1, 30u * 86400, &c->snapshot_orphan_age_s, err) < 0)
+				return err->code;
+			break;
+		case OPT_SNAPSHOT_SWEEP_EVERY:
+			if (parse_uint("snapshot-sweep-every", optarg, 0, 86400, &c->snapshot_sweep_every_s, err) < 0)
+				return err->code;
 			break;
 		case OPT_NODE_NAME:
 			if (sup_nodeid_name_check(optarg, err) < 0)

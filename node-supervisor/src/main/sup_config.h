@@ -86,6 +86,8 @@ typedef struct sup_config {
 	const char *snapshot_store;  /* --snapshot-store s3://bucket[/prefix]; NULL: the state folder */
 	const char *s3_endpoint;     /* --s3-endpoint URL (path-style); NULL: AWS_ENDPOINT_URL*, else AWS */
 	char node_name[SUP_NODE_NAME_MAX + 1]; /* --node-name (its tag in ids); default: the host name's */
+	unsigned snapshot_orphan_age_s;   /* --snapshot-orphan-age: an archive without a manifest this old goes */
+	unsigned snapshot_sweep_every_s;  /* --snapshot-sweep-every: the orphan sweep's period (0: at start only) */
 	const char *peers[SUP_MAX_PEERS]; /* --peer NAME=URL: the static node directory */
 	size_t npeers;
 	const char *cluster_key_file; /* --cluster-key-file: node-to-node credential; NULL: none */

@@ -599,7 +599,9 @@ int main(int argc, char **argv)
 	if (sup_snap_store_open(state_real, cfg.snapshot_store, cfg.s3_endpoint, &snapstore, &err) < 0)
 		goto fail;
 	sup_snaps_cfg sncfg = { .core = m.core, .runc = &rcfg, .workers = workers,
-				.catalog = catalog, .store = &snapstore };
+				.catalog = catalog, .store = &snapstore,
+				.orphan_age_s = cfg.snapshot_orphan_age_s,
+				.orphan_every_s = cfg.snapshot_sweep_every_s };
 	snaps = sup_snaps_new(base, &sncfg, &err);
 	if (!snaps)
 		goto fail;
@@ -682,7 +684,7 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	sup_scrape_ctx scrape = { .core = m.core, .tenants = &m.tenants, .requests = m.requests,
-				  .store = store };
+				  .store = store, .snaps = snaps };
 	sup_scrape_ctx scrape_open = scrape;
 	scrape_open.open = true;
 	/* the first row only with --backend kubernetes: its refusals come

@@ -333,5 +333,5 @@ int sup_mcp_op_snapshot(mt_call *c, sbx_err *err)
 	if (!c->x->snaps)
 		return sbx_err_set(err, -ENOTSUP, "snapshots are not served here");
 	int rc = sup_api_parse_snapshot_name(json_object_get(c->body, "name"), name, err);
-	return rc < 0 ? rc : sup_snaps_take(c->x->snaps, c->who, c->id, name, snap_done, c, &c->sop, err);
+	return rc < 0 ? rc : sup_snaps_take(c->x->snaps, c->who, c->id, name, false, snap_done, c, &c->sop, err);
 }

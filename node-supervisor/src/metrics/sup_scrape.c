@@ -5,6 +5,8 @@
 #include <event2/buffer.h>
 #include <stdio.h>
 
+#include "sup_snaps.h"
+
 /* The store's figures: gauges of now (a folder read: a few hundred layers
  * at most), and what the GC gave back since start. */
 static void store_metrics(sup_img_store *s, sup_prom *w)
@@ -48,6 +50,8 @@ static int act_metrics(sup_http_req *r, void *state, sbx_err *err)
 	sup_ctab_render(x->requests, &w, "sbx_http_requests_total");
 	if (x->store)
 		store_metrics(x->store, &w);
+	if (x->snaps)
+		sup_snaps_metrics(x->snaps, &w);
 	size_t len;
 	const char *text = sup_prom_text(&w, &len);
 	struct evbuffer *buf = text ? evbuffer_new() : NULL;

@@ -3,7 +3,8 @@
  * --metrics-listen one (open). Renders what the core keeps
  * (sup_core_metrics), the edge's requests by route and status (a
  * counter table main keeps through the edge's on_answered hook) and the
- * image store's figures (what it keeps: images, layers, bytes, GC). It must
+ * image store's figures (what it keeps: images, layers, bytes, GC) and the
+ * snapshot store's (sup_snaps_metrics: its orphan sweep). It must
  * not keep figures of its own or touch sandboxes except through the core. */
 #ifndef SUP_SCRAPE_H
 #define SUP_SCRAPE_H
@@ -21,6 +22,7 @@ typedef struct sup_scrape_ctx {
 	sup_tenants *const *tenants; /* the set in force (for quota series) */
 	const sup_ctab *requests;    /* by route and status */
 	sup_img_store *store;        /* NULL: no image series */
+	struct sup_snaps *snaps;     /* NULL: no snapshot store series */
 	bool open;                   /* no token asked (the node-local listener) */
 } sup_scrape_ctx;
 

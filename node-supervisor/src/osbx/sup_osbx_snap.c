@@ -51,7 +51,7 @@ int sup_osbx_act_snap_take(sup_http_req *r, void *state, sbx_err *err)
 	const sup_http_in *in = sup_http_input(r);
 	q->r = r;
 	q->x = ctx_of(r);
-	return sup_snaps_take(q->x->snaps, in->who, in->id, q->snap_name, taken, q, &q->snap_op, err);
+	return sup_snaps_take(q->x->snaps, in->who, in->id, q->snap_name, false, taken, q, &q->snap_op, err);
 }
 
 typedef struct snap_walk {

@@ -12,6 +12,7 @@ struct snap_req {
 	sup_snapshots_ctx *x;
 	char name[SUP_SNAPS_NAME_MAX + 1];
 	unsigned count;
+	bool include_volumes;
 	sup_snaps_op *op;
 	sup_snaps_job *job; /* the object store asked (sup_snaps_refresh, _remove) */
 	int (*then)(sup_http_req *r, snap_req *q, sbx_err *err); /* after a refresh */
@@ -28,14 +29,18 @@ static void snap_release(void *state)
 
 /* ---- parse ---- */
 
-/* The body's one optional field key (NULL when absent or no body). */
+/* The body's optional field key and "include_volumes" (NULL when absent
+ * or no body); the latter into q. */
 static int body_field(const sup_http_in *in, void *ctx, void *state, const char *key,
 		      json_t **j, json_t **v, sbx_err *err)
 {
-	const char *const keys[] = { key, NULL };
-	((snap_req *)state)->x = ctx;
+	const char *const keys[] = { key, "include_volumes", NULL };
+	snap_req *q = state;
+	q->x = ctx;
 	int r = in->body_len ? sup_http_in_json(in, keys, j, err) : 0;
 	*v = r == 0 && *j ? json_object_get(*j, key) : NULL;
+	r = r ?: sup_api_parse_include_volumes(*j ? json_object_get(*j, "include_volumes") : NULL,
+					       &q->include_volumes, err);
 	return r;
 }
 
@@ -101,7 +106,8 @@ static int act_take(sup_http_req *r, void *state, sbx_err *err)
 	snap_req *q = state;
 	q->r = r;
 	const sup_http_in *in = sup_http_input(r);
-	return sup_snaps_take(q->x->snaps, in->who, in->id, q->name, take_done, q, &q->op, err);
+	return sup_snaps_take(q->x->snaps, in->who, in->id, q->name, q->include_volumes, take_done, q,
+			      &q->op, err);
 }
 
 static void add_view(const sup_snap_view *v, void *ud)
@@ -213,7 +219,8 @@ static int act_fork(sup_http_req *r, void *state, sbx_err *err)
 	snap_req *q = state;
 	q->r = r;
 	const sup_http_in *in = sup_http_input(r);
-	return sup_snaps_fork(q->x->snaps, in->who, in->id, q->count, fork_done, q, &q->op, err);
+	return sup_snaps_fork(q->x->snaps, in->who, in->id, q->count, q->include_volumes, fork_done,
+			      q, &q->op, err);
 }
 
 static const sup_http_route routes[] = {

@@ -14,7 +14,10 @@
  * Step 5 (snapshot store):
  *   snapshots.location  the store holding its archive ('' the state folder,
  *                       else "s3://bucket/prefix/")
- *   snapshots.sha256    its archive's digest ('' unknown) */
+ *   snapshots.sha256    its archive's digest ('' unknown)
+ * Step 8 (snapshots with volumes):
+ *   snapshot_volumes  the volumes a snapshot carries, in mount order
+ *                     (removed with its snapshot) */
 #include "sup_catalog.h"
 
 #include <errno.h>
@@ -117,6 +120,20 @@ static const char schema_osbx[] =
 	" tenant TEXT NOT NULL,"
 	" kept TEXT NOT NULL);"
 	"PRAGMA user_version = 6;";
+
+/* Step 8: the volumes a snapshot carries (state2's step; only its table). */
+static const char schema_snap_vols[] =
+	"CREATE TABLE IF NOT EXISTS snapshot_volumes ("
+	" snapshot TEXT NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,"
+	" pos INTEGER NOT NULL,"
+	" name TEXT NOT NULL,"
+	" mount TEXT NOT NULL,"
+	" read_only INTEGER NOT NULL,"
+	" vol_size INTEGER NOT NULL,"
+	" size INTEGER NOT NULL,"
+	" sha256 TEXT NOT NULL DEFAULT '',"
+	" PRIMARY KEY (snapshot, pos));"
+	"PRAGMA user_version = 8;";
 
 void sup_catalog_rec_free(sup_catalog_rec *r)
 {
@@ -226,6 +243,9 @@ int sup_catalog_open(const char *dir, sup_catalog **out, sbx_err *err)
 								 ?: exec_sql(c, "COMMIT;", err);
 	if (r == 0 && version < 6)
 		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_osbx, err)
+								 ?: exec_sql(c, "COMMIT;", err);
+	if (r == 0 && version < 8)
+		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_snap_vols, err)
 								 ?: exec_sql(c, "COMMIT;", err);
 	if (r < 0) {
 		sqlite3_close(c->db);
@@ -551,7 +571,72 @@ int sup_catalog_vol_mounts_each(sup_catalog *c,
 
 /* ---- snapshots ---- */
 
+static int snap_vols_put(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int r = s->nvols ? prepare(c, "INSERT INTO snapshot_volumes (snapshot, pos, name, mount,"
+				      " read_only, vol_size, size, sha256) VALUES (?1, ?2, ?3, ?4, ?5,"
+				      " ?6, ?7, ?8)", &st, err)
+			 : 0;
+	for (unsigned i = 0; r == 0 && i < s->nvols && i < SUP_VOL_MAX_MOUNTS; i++) {
+		const sup_catalog_snap_vol *v = &s->vols[i];
+		sqlite3_bind_text(st, 1, s->id, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 2, (int)i);
+		sqlite3_bind_text(st, 3, v->m.name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, v->m.path, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 5, v->m.read_only);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)v->vol_size);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)v->size);
+		sqlite3_bind_text(st, 8, v->sha256, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			r = db_err(c, err, "record a snapshot's volumes");
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int snap_vols_get(sup_catalog *c, sup_catalog_snap *s, sbx_err *err)
+{
+	sqlite3_stmt *st;
+	s->nvols = 0;
+	int r = prepare(c, "SELECT name, mount, read_only, vol_size, size, sha256 FROM"
+			   " snapshot_volumes WHERE snapshot = ?1 ORDER BY pos", &st, err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, s->id, -1, SQLITE_STATIC);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && s->nvols < SUP_VOL_MAX_MOUNTS) {
+		sup_catalog_snap_vol *v = &s->vols[s->nvols++];
+		col_text(st, 0, v->m.name, sizeof(v->m.name));
+		col_text(st, 1, v->m.path, sizeof(v->m.path));
+		v->m.read_only = sqlite3_column_int(st, 2) != 0;
+		v->vol_size = (uint64_t)sqlite3_column_int64(st, 3);
+		v->size = (uint64_t)sqlite3_column_int64(st, 4);
+		col_text(st, 5, v->sha256, sizeof(v->sha256));
+	}
+	r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : db_err(c, err, "read a snapshot's volumes");
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int snap_put_row(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err);
+
 int sup_catalog_snap_put(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err)
+{
+	if (!s->nvols)
+		return snap_put_row(c, s, err);
+	int r = exec_sql(c, "BEGIN IMMEDIATE;", err);
+	r = r ?: snap_put_row(c, s, err);
+	r = r ?: snap_vols_put(c, s, err);
+	if (r == 0)
+		return exec_sql(c, "COMMIT;", err);
+	sbx_err ignored;
+	exec_sql(c, "ROLLBACK;", &ignored);
+	return r;
+}
+
+static int snap_put_row(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err)
 {
 	sqlite3_stmt *st;
 	int r = prepare(c,
@@ -609,7 +694,7 @@ int sup_catalog_snap_get(sup_catalog *c, const char *id, sup_catalog_snap *out, 
 	else
 		r = db_err(c, err, "read a snapshot");
 	sqlite3_finalize(st);
-	return r;
+	return r ?: snap_vols_get(c, out, err);
 }
 
 int sup_catalog_snap_remove(sup_catalog *c, const char *id, sbx_err *err)
@@ -638,12 +723,15 @@ int sup_catalog_snap_each(sup_catalog *c, const char *tenant,
 		sqlite3_finalize(st);
 		return sbx_err_set(err, -ENOMEM, "catalog");
 	}
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	int rc = SQLITE_DONE;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		snap_row(st, s);
-		fn(s, ud);
+		r = snap_vols_get(c, s, err);
+		if (r == 0)
+			fn(s, ud);
 	}
-	r = rc == SQLITE_DONE ? 0 : db_err(c, err, "list snapshots");
+	if (r == 0)
+		r = rc == SQLITE_DONE ? 0 : db_err(c, err, "list snapshots");
 	sqlite3_finalize(st);
 	return r;
 }

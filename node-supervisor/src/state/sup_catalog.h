@@ -27,7 +27,7 @@
 #include "sup_volspec.h"
 
 /* The schema this build reads and writes. */
-#define SUP_CATALOG_SCHEMA 6
+#define SUP_CATALOG_SCHEMA 8
 #define SUP_CATALOG_FILE "catalog.db"
 
 typedef struct sup_catalog sup_catalog;
@@ -125,9 +125,20 @@ int sup_catalog_vol_mounts_each(sup_catalog *c,
 					  void *ud, sbx_err *err),
 				void *ud, sbx_err *err);
 
-/* ---- snapshots (schema steps 4 and 5) ----
+/* ---- snapshots (schema steps 4, 5 and 8) ----
  * One row per snapshot in the store: what restores it (its image) and
  * whose it is. The archive itself is the snapshot store's. */
+
+/* Step 8: a volume the snapshot carries ("include_volumes"): which of the
+ * source's volumes it was, where and how the source mounted it, and its
+ * archive (kept beside the layer's by the store). */
+typedef struct sup_catalog_snap_vol {
+	sup_vol_mount m;        /* the source's volume name, mount path, mode */
+	uint64_t vol_size;      /* that volume's size: a restore makes one as big */
+	uint64_t size;          /* bytes of its archive */
+	char sha256[65];        /* its archive's digest ("" unknown: a local one) */
+} sup_catalog_snap_vol;
+
 typedef struct sup_catalog_snap {
 	char id[48];
 	char name[128];
@@ -142,8 +153,11 @@ typedef struct sup_catalog_snap {
 	 * "s3://bucket/prefix/" (the object store it was read from or put in) */
 	char location[1100];
 	char sha256[65];        /* the archive's digest, lowercase hex ("" unknown) */
+	unsigned nvols;         /* step 8: the volumes it carries, in mount order */
+	sup_catalog_snap_vol vols[SUP_VOL_MAX_MOUNTS];
 } sup_catalog_snap;
 
+/* The row and its volumes, in one transaction. */
 int sup_catalog_snap_put(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err);
 /* -ENOENT when there is no such row. */
 int sup_catalog_snap_get(sup_catalog *c, const char *id, sup_catalog_snap *out, sbx_err *err);

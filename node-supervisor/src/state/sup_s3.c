@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
@@ -350,9 +351,26 @@ typedef struct list_page {
 	char key[SUP_S3_KEY_MAX + 1];
 	bool have_key;
 	uint64_t size;
+	int64_t mtime;
 	bool truncated;
 	char token[SUP_S3_XML_TEXT_MAX + 1];
 } list_page;
+
+/* S3's LastModified ("2026-12-02T05:20:00.000Z", ISO 8601 in UTC) in
+ * seconds since the epoch; -1 for anything else. */
+static int64_t iso_time(const char *text)
+{
+	struct tm tm = {0};
+	const char *end = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!end)
+		return -1;
+	if (*end == '.')
+		end += 1 + strspn(end + 1, "0123456789");
+	if (strcmp(end, "Z") != 0)
+		return -1;
+	time_t t = timegm(&tm);
+	return t == (time_t)-1 ? -1 : (int64_t)t;
+}
 
 static int list_el(void *ud, const char *path, const char *text, size_t len)
 {
@@ -368,11 +386,13 @@ static int list_el(void *ud, const char *path, const char *text, size_t len)
 		lp->size = strtoull(text, &end, 10);
 		if (errno || end == text || *end)
 			return -EPROTO;
+	} else if (strcmp(path, "ListBucketResult/Contents/LastModified") == 0) {
+		lp->mtime = iso_time(text);
 	} else if (strcmp(path, "ListBucketResult/Contents") == 0) {
 		size_t pn = strlen(lp->s->prefix);
 		/* Keys outside the prefix cannot be asked for; skip, not trust. */
 		if (lp->have_key && strncmp(lp->key, lp->s->prefix, pn) == 0 && lp->key[pn]) {
-			int rc = lp->fn(lp->ud, lp->key + pn, lp->size);
+			int rc = lp->fn(lp->ud, lp->key + pn, lp->size, lp->mtime);
 			if (rc != 0) {
 				lp->user_rc = rc;
 				return -ECANCELED;
@@ -380,6 +400,7 @@ static int list_el(void *ud, const char *path, const char *text, size_t len)
 		}
 		lp->have_key = false;
 		lp->size = 0;
+		lp->mtime = -1;
 	} else if (strcmp(path, "ListBucketResult/IsTruncated") == 0) {
 		lp->truncated = len == 4 && strcmp(text, "true") == 0;
 	} else if (strcmp(path, "ListBucketResult/NextContinuationToken") == 0) {
@@ -412,6 +433,7 @@ int sup_s3_list(sup_s3 *s, const char *prefix, sup_s3_list_fn fn, void *ud, sbx_
 	lp->s = s;
 	lp->fn = fn;
 	lp->ud = ud;
+	lp->mtime = -1;
 	for (unsigned page = 1;; page++) {
 		enc_token[0] = '\0';
 		if (lp->token[0] && sup_s3_uri_encode(enc_token, sizeof(enc_token), lp->token, false) < 0)

@@ -88,9 +88,11 @@ int sup_s3_head(sup_s3 *s, const char *key, uint64_t *size, sbx_err *err);
 /* Remove the object; a missing one is not an error (S3 answers 204). */
 int sup_s3_delete(sup_s3 *s, const char *key, sbx_err *err);
 
-/* Called per object, keys relative to the store's prefix, in S3's order.
- * A non-zero return stops the listing and becomes sup_s3_list's. */
-typedef int (*sup_s3_list_fn)(void *ud, const char *key, uint64_t size);
+/* Called per object, keys relative to the store's prefix, in S3's order,
+ * with its size and LastModified (seconds since the epoch by the store's
+ * clock; -1 when it gave none or none that reads as a time). A non-zero
+ * return stops the listing and becomes sup_s3_list's. */
+typedef int (*sup_s3_list_fn)(void *ud, const char *key, uint64_t size, int64_t mtime);
 
 /* Every object whose key starts with prefix ("" or NULL: all), page by page
  * (ListObjectsV2 with continuation tokens). */

@@ -28,13 +28,60 @@ int sup_snap_store_check_id(const char *id, sbx_err *err)
 	return 0;
 }
 
-static int path_of(const char *dir, const char *id, char *out, sbx_err *err)
+/* <dir>/<id>.tar.zst, or (k >= 0) the k-th volume's <dir>/<id>.v<k>.tar.zst */
+static int file_of(const char *dir, const char *id, int k, char *out, sbx_err *err)
 {
 	int r = sup_snap_store_check_id(id, err);
 	if (r < 0)
 		return r;
-	if (snprintf(out, PATH_MAX, "%s/%s" SUFFIX, dir, id) >= PATH_MAX)
+	if (k >= SUP_VOL_MAX_MOUNTS)
+		return sbx_err_set(err, -EINVAL, "snapshot %s: volume %d of at most %d", id, k,
+				   SUP_VOL_MAX_MOUNTS);
+	int n = k < 0 ? snprintf(out, PATH_MAX, "%s/%s" SUFFIX, dir, id)
+		      : snprintf(out, PATH_MAX, "%s/%s.v%d" SUFFIX, dir, id, k);
+	if (n >= PATH_MAX)
 		return sbx_err_set(err, -ENAMETOOLONG, "snapshot store: path too long");
+	return 0;
+}
+
+static int path_of(const char *dir, const char *id, char *out, sbx_err *err)
+{
+	return file_of(dir, id, -1, out, err);
+}
+
+int sup_snap_store_vol_stage(const sup_snap_store *s, const char *id, unsigned k, char *out,
+			     sbx_err *err)
+{
+	return file_of(s->stage, id, (int)k, out, err);
+}
+
+int sup_snap_store_vol_path(const sup_snap_store *s, const char *id, unsigned k, char *out,
+			    sbx_err *err)
+{
+	return file_of(s->dir, id, (int)k, out, err);
+}
+
+/* The staged archives of row's volumes: removed. */
+static void unstage_vols(const sup_snap_store *s, const sup_catalog_snap *row)
+{
+	char p[PATH_MAX];
+	sbx_err ignored;
+	for (unsigned k = 0; k < row->nvols; k++)
+		if (sup_snap_store_vol_stage(s, row->id, k, p, &ignored) == 0)
+			unlink(p);
+}
+
+/* Synced, renamed from staged to dest; its size. */
+static int keep_file(const char *staged, const char *dest, const char *id, uint64_t *size,
+		     sbx_err *err)
+{
+	SBX_AUTO_CLOSE int fd = open(staged, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st = {0};
+	if (fd < 0 || fsync(fd) < 0 || fstat(fd, &st) < 0)
+		return sbx_err_sys(err, -errno, "snapshot %s: sync", id);
+	if (rename(staged, dest) < 0)
+		return sbx_err_sys(err, -errno, "snapshot %s: into the store", id);
+	*size = (uint64_t)st.st_size;
 	return 0;
 }
 
@@ -77,20 +124,26 @@ int sup_snap_store_commit(const sup_snap_store *s, sup_catalog_snap *row, const 
 {
 	if (s->remote)
 		return sup_snap_s3_commit(s, row, staged, err);
-	char dest[PATH_MAX];
+	char dest[PATH_MAX], from[PATH_MAX];
 	const char *id = row->id;
-	int r = path_of(s->dir, id, dest, err);
-	SBX_AUTO_CLOSE int fd = r < 0 ? -1 : open(staged, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st = {0};
-	if (r == 0 && (fd < 0 || fsync(fd) < 0 || fstat(fd, &st) < 0))
-		r = sbx_err_sys(err, -errno, "snapshot %s: sync", id);
-	if (r == 0 && rename(staged, dest) < 0)
-		r = sbx_err_sys(err, -errno, "snapshot %s: into the store", id);
+	/* the volumes' first: the layer's archive in place is the snapshot */
+	int r = 0;
+	unsigned k = 0;
+	for (; r == 0 && k < row->nvols; k++) {
+		r = sup_snap_store_vol_stage(s, id, k, from, err);
+		r = r ?: sup_snap_store_vol_path(s, id, k, dest, err);
+		r = r ?: keep_file(from, dest, id, &row->vols[k].size, err);
+	}
+	r = r ?: path_of(s->dir, id, dest, err);
+	r = r ?: keep_file(staged, dest, id, &row->size, err);
 	if (r < 0) {
 		unlink(staged);
+		unstage_vols(s, row);
+		for (unsigned i = 0; i < k; i++)
+			if (sup_snap_store_vol_path(s, id, i, dest, err) == 0)
+				unlink(dest);
 		return r;
 	}
-	row->size = (uint64_t)st.st_size;
 	row->location[0] = '\0';
 	return 0;
 }
@@ -117,5 +170,10 @@ int sup_snap_store_remove(const sup_snap_store *s, const sup_catalog_snap *row, 
 	int r = path_of(s->dir, row->id, path, err);
 	if (r == 0 && unlink(path) < 0 && errno != ENOENT)
 		r = sbx_err_sys(err, -errno, "snapshot %s: remove its archive", row->id);
+	for (unsigned k = 0; r == 0 && k < row->nvols; k++) {
+		r = sup_snap_store_vol_path(s, row->id, k, path, err);
+		if (r == 0 && unlink(path) < 0 && errno != ENOENT)
+			r = sbx_err_sys(err, -errno, "snapshot %s: remove its volume's archive", row->id);
+	}
 	return r;
 }

@@ -4,10 +4,14 @@
  * an S3-compatible object store that every supervisor reading the same
  * bucket and prefix shares (sup_snap_store_s3.c):
  *   <prefix>archives/<id>.tar.zst   the archive
+ *   <prefix>archives/<id>.v<k>.tar.zst  the archive of the k-th volume it
+ *                                   carries (include_volumes), if any
  *   <prefix>manifests/<id>.json     its manifest: the snapshot's row (id,
  *                                   name, tenant, source, image, digest,
- *                                   isolation, size, sha256, created_at)
- * A snapshot is in an object store once its manifest is: the archive goes
+ *                                   isolation, size, sha256, created_at,
+ *                                   and its volumes)
+ * (locally <state>/snapshots/<id>.tar.zst and <id>.v<k>.tar.zst). A
+ * snapshot is in an object store once its manifest is: the archives go
  * up first, the manifest last; a removal takes the manifest first.
  *
  * An archive is written whole into a staged file (stage), then made the
@@ -64,27 +68,58 @@ int sup_snap_store_check_id(const char *id, sbx_err *err);
 /* The path of a new staged archive for snapshot id (out: PATH_MAX). */
 int sup_snap_store_stage(const sup_snap_store *s, const char *id, char *out, sbx_err *err);
 
-/* Make the staged file the archive of row->id (local: synced, renamed in;
- * object store: uploaded, multipart past a part, then the manifest), and
- * fill row's size, sha256 (object store) and location. The staged file is
- * gone afterwards, whatever the outcome; on failure nothing is stored. */
+/* The path of the archive of the k-th volume (k < SUP_VOL_MAX_MOUNTS) of
+ * snapshot id beside its layer's: staged or kept (out: PATH_MAX). */
+int sup_snap_store_vol_stage(const sup_snap_store *s, const char *id, unsigned k, char *out,
+			     sbx_err *err);
+int sup_snap_store_vol_path(const sup_snap_store *s, const char *id, unsigned k, char *out,
+			    sbx_err *err);
+
+/* Make the staged file the archive of row->id, and the staged archives of
+ * its row->nvols volumes (sup_snap_store_vol_stage) theirs (local: synced,
+ * renamed in; object store: uploaded, multipart past a part, then the
+ * manifest), and fill row's and its volumes' size, sha256 (object store)
+ * and location. The staged files are gone afterwards, whatever the
+ * outcome; on failure nothing is stored. */
 int sup_snap_store_commit(const sup_snap_store *s, sup_catalog_snap *row, const char *staged,
 			  sbx_err *err);
 
 /* A local file holding the archive of row (out: PATH_MAX), -ENOENT when
  * the store has none. *temp: the caller removes out after use (a download,
- * its size and digest checked against row's); false for the local store. */
+ * its size and digest checked against row's), and with it the archives of
+ * row's volumes, downloaded beside it as out".v<k>" and checked the same
+ * way; false for the local store (sup_snap_store_vol_path then). */
 int sup_snap_store_fetch(const sup_snap_store *s, const sup_catalog_snap *row, char *out,
 			 bool *temp, sbx_err *err);
 
-/* Remove the archive of row (and its manifest first); none is not an
- * error. */
+/* Remove the archive of row and its volumes' (and its manifest first);
+ * none is not an error. */
 int sup_snap_store_remove(const sup_snap_store *s, const sup_catalog_snap *row, sbx_err *err);
 
 /* The object store's manifest of id as a row (location set); -ENOENT none,
  * -EBADE one that is not a manifest of id. Object store only. */
 int sup_snap_store_manifest(const sup_snap_store *s, const char *id, sup_catalog_snap *out,
 			    sbx_err *err);
+
+/* One pass of the object store's orphan sweep. Every key under the prefix
+ * is listed (at most SUP_SNAP_SWEEP_LISTED_MAX, else -E2BIG and nothing
+ * removed); an archive of a snapshot (archives/<id>.tar.zst or
+ * .v<k>.tar.zst) that has no manifest and that no id of known names is an
+ * orphan (an upload cut by a crash, a delete that stopped halfway); one
+ * whose LastModified is at least min_age_s before now (so never an upload
+ * whose manifest is still on its way, on any node) is removed, at most
+ * max_remove per pass. Keys of no snapshot are not ours: left. Object
+ * store only (0, nothing done, without one). */
+#define SUP_SNAP_SWEEP_LISTED_MAX 200000u
+typedef struct sup_snap_sweep {
+	int64_t now;              /* seconds since the epoch */
+	unsigned min_age_s;
+	unsigned max_remove;
+	const char (*known)[48];  /* ids a row names or being written here, sorted (strcmp) */
+	size_t nknown;
+	unsigned removed, orphans; /* out: removed now; orphans seen (removed or not) */
+} sup_snap_sweep;
+int sup_snap_store_sweep(const sup_snap_store *s, sup_snap_sweep *sw, sbx_err *err);
 
 /* Every snapshot id the object store has a manifest of, in key order. A
  * non-zero return of fn stops the listing and is returned. */

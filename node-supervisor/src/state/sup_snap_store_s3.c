@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/grow.h"
 #include "sup_img_digest.h"
 #include "sup_s3.h"
 #include "sup_snap_manifest.h"
@@ -83,6 +84,12 @@ static void keys_of(const char *id, char akey[KEY_CAP], char mkey[KEY_CAP])
 	snprintf(mkey, KEY_CAP, "manifests/%s.json", id);
 }
 
+/* The k-th volume's archive, beside the layer's. */
+static void vol_key(const char *id, unsigned k, char key[KEY_CAP])
+{
+	snprintf(key, KEY_CAP, "archives/%s.v%u.tar.zst", id, k);
+}
+
 int sup_snap_s3_open(sup_snap_store *s, const char *url, const char *endpoint, sbx_err *err)
 {
 	size_t n = strlen(url);
@@ -151,40 +158,86 @@ static int digest_of(int fd, uint64_t *size, char hex[SUP_IMG_HEX_LEN + 1], sbx_
 	return 0;
 }
 
+/* Upload the staged file path as key: its size and sha256 into *size,
+ * hex. */
+static int put_file(sup_s3 *h, const char *path, const char *key, uint64_t *size,
+		    char hex[SUP_IMG_HEX_LEN + 1], sbx_err *err)
+{
+	SBX_AUTO_CLOSE int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_err_sys(err, -errno, "its staged archive %s", path);
+	int r = digest_of(fd, size, hex, err);
+	return r ?: sup_s3_put_fd(h, key, fd, err);
+}
+
 int sup_snap_s3_commit(const sup_snap_store *s, sup_catalog_snap *row, const char *staged,
 		       sbx_err *err)
 {
 	int r = sup_snap_store_check_id(row->id, err);
-	SBX_AUTO_CLOSE int fd = r < 0 ? -1 : open(staged, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (r == 0 && fd < 0)
-		r = sbx_err_sys(err, -errno, "snapshot %s: its staged archive", row->id);
-	r = r ?: digest_of(fd, &row->size, row->sha256, err);
 	snprintf(row->location, sizeof(row->location), "%s", s->location);
-	char akey[KEY_CAP], mkey[KEY_CAP];
+	char akey[KEY_CAP], mkey[KEY_CAP], vkey[KEY_CAP], vpath[PATH_MAX];
 	keys_of(row->id, akey, mkey);
+	sup_s3 *h = NULL;
+	r = r ?: take(s->remote, &h, err);
+	/* the archives first (multipart past a part, streamed from the
+	 * files), the manifest last: a snapshot is there once its manifest is */
+	r = r ?: put_file(h, staged, akey, &row->size, row->sha256, err);
+	unsigned k = 0;
+	for (; r == 0 && k < row->nvols; k++) {
+		vol_key(row->id, k, vkey);
+		r = sup_snap_store_vol_stage(s, row->id, k, vpath, err);
+		r = r ?: put_file(h, vpath, vkey, &row->vols[k].size, row->vols[k].sha256, err);
+	}
 	SBX_AUTO_FREE char *man = NULL;
 	size_t mlen = 0;
 	r = r ?: sup_snap_manifest_render(row, &man, &mlen, err);
-	sup_s3 *h = NULL;
-	r = r ?: take(s->remote, &h, err);
-	/* the archive first (multipart past a part, streamed from the file),
-	 * the manifest last: a snapshot is there once its manifest is */
-	r = r ?: sup_s3_put_fd(h, akey, fd, err);
-	if (r == 0 && sup_s3_put_buf(h, mkey, man, mlen, err) < 0) {
-		r = err->code;
+	r = r ?: sup_s3_put_buf(h, mkey, man, mlen, err);
+	if (r < 0 && h) {
 		/* a manifest that went up though its answer did not, then the
-		 * archive: nothing half-stored */
+		 * archives: nothing half-stored */
 		sbx_err ignored;
 		sup_s3_delete(h, mkey, &ignored);
 		sup_s3_delete(h, akey, &ignored);
+		for (unsigned i = 0; i < k; i++) {
+			vol_key(row->id, i, vkey);
+			sup_s3_delete(h, vkey, &ignored);
+		}
 	}
 	give(s->remote, h);
 	unlink(staged);
+	for (unsigned i = 0; i < row->nvols; i++) {
+		sbx_err ignored;
+		if (sup_snap_store_vol_stage(s, row->id, i, vpath, &ignored) == 0)
+			unlink(vpath);
+	}
 	if (r < 0) {
 		store_err(err);
 		return sbx_err_wrap(err, "snapshot %s: into %s", row->id, s->location);
 	}
 	return 0;
+}
+
+/* Download key into the new file path (O_EXCL) and check it is size
+ * bytes of digest sha256. */
+static int get_file(sup_s3 *h, const char *key, const char *path, uint64_t want_size,
+		    const char *want_sha, sbx_err *err)
+{
+	SBX_AUTO_CLOSE int fd =
+		open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_err_sys(err, -errno, "a file to fetch into");
+	int r = sup_s3_get_fd(h, key, fd, err);
+	if (r < 0)
+		return store_err(err);
+	uint64_t size = 0;
+	char hex[SUP_IMG_HEX_LEN + 1];
+	r = digest_of(fd, &size, hex, err);
+	if (r == 0 && (size != want_size || (want_sha[0] && strcmp(hex, want_sha) != 0)))
+		r = sbx_err_set(err, -EILSEQ,
+				"the store's archive %s is not the one its manifest names (%" PRIu64
+				" bytes, sha256 %.12s..., where the manifest says %" PRIu64 " bytes, %.12s...)",
+				key, size, hex, want_size, want_sha);
+	return r;
 }
 
 int sup_snap_s3_fetch(const sup_snap_store *s, const sup_catalog_snap *row, char *out, bool *temp,
@@ -197,29 +250,31 @@ int sup_snap_s3_fetch(const sup_snap_store *s, const sup_catalog_snap *row, char
 	int r = sup_snap_store_check_id(row->id, err);
 	if (r < 0)
 		return r;
-	if (snprintf(out, PATH_MAX, "%s/%s-XXXXXX", s->stage, row->id) >= PATH_MAX)
+	/* a unique name (its volumes' go beside it, ".v<k>") */
+	if (snprintf(out, PATH_MAX - 8, "%s/%s-XXXXXX", s->stage, row->id) >= PATH_MAX - 8)
 		return sbx_err_set(err, -ENAMETOOLONG, "snapshot store: path too long");
 	SBX_AUTO_CLOSE int fd = mkostemp(out, O_CLOEXEC);
 	if (fd < 0)
 		return sbx_err_sys(err, -errno, "snapshot %s: a file to fetch into", row->id);
-	char akey[KEY_CAP], mkey[KEY_CAP];
+	unlink(out); /* get_file makes it again, O_EXCL */
+	char akey[KEY_CAP], mkey[KEY_CAP], vkey[KEY_CAP], vpath[PATH_MAX];
 	keys_of(row->id, akey, mkey);
 	sup_s3 *h = NULL;
 	r = take(s->remote, &h, err);
-	r = r ?: sup_s3_get_fd(h, akey, fd, err);
+	r = r ?: get_file(h, akey, out, row->size, row->sha256, err);
+	unsigned k = 0;
+	for (; r == 0 && k < row->nvols; k++) {
+		vol_key(row->id, k, vkey);
+		snprintf(vpath, sizeof(vpath), "%s.v%u", out, k);
+		r = get_file(h, vkey, vpath, row->vols[k].size, row->vols[k].sha256, err);
+	}
 	give(s->remote, h);
-	if (r < 0)
-		store_err(err);
-	uint64_t size = 0;
-	char hex[SUP_IMG_HEX_LEN + 1];
-	r = r ?: digest_of(fd, &size, hex, err);
-	if (r == 0 && (size != row->size || (row->sha256[0] && strcmp(hex, row->sha256) != 0)))
-		r = sbx_err_set(err, -EILSEQ,
-				"the store's archive is not the one its manifest names (%" PRIu64
-				" bytes, sha256 %.12s..., where the manifest says %" PRIu64 " bytes, %.12s...)",
-				size, hex, row->size, row->sha256);
 	if (r < 0) {
 		unlink(out);
+		for (unsigned i = 0; i <= k && i < row->nvols; i++) {
+			snprintf(vpath, sizeof(vpath), "%s.v%u", out, i);
+			unlink(vpath);
+		}
 		out[0] = '\0';
 		return sbx_err_wrap(err, "snapshot %s: fetch from %s", row->id, s->location);
 	}
@@ -243,6 +298,11 @@ int sup_snap_s3_remove(const sup_snap_store *s, const sup_catalog_snap *row, sbx
 	/* the manifest first: no node finds it from now on */
 	r = r ?: sup_s3_delete(h, mkey, err);
 	r = r ?: sup_s3_delete(h, akey, err);
+	for (unsigned k = 0; r == 0 && k < row->nvols; k++) {
+		char vkey[KEY_CAP];
+		vol_key(row->id, k, vkey);
+		r = sup_s3_delete(h, vkey, err);
+	}
 	give(s->remote, h);
 	if (r < 0) {
 		store_err(err);
@@ -286,9 +346,10 @@ typedef struct ids_ctx {
 	void *ud;
 } ids_ctx;
 
-static int id_of_key(void *ud, const char *key, uint64_t size)
+static int id_of_key(void *ud, const char *key, uint64_t size, int64_t mtime)
 {
 	(void)size;
+	(void)mtime;
 	ids_ctx *c = ud;
 	const char *name = key + strlen("manifests/");
 	size_t n = strlen(name);
@@ -319,4 +380,133 @@ int sup_snap_store_ids(const sup_snap_store *s, int (*fn)(void *ud, const char *
 		return sbx_err_wrap(err, "snapshots in %s", s->location);
 	}
 	return r;
+}
+
+/* ---- the orphan sweep ---- */
+
+typedef char sweep_id[48];
+
+typedef struct sweep_arch {
+	sweep_id id;
+	char key[KEY_CAP];
+	int64_t mtime;
+} sweep_arch;
+
+typedef struct sweep_ctx {
+	sweep_id *manifests;
+	size_t nman, capman;
+	sweep_arch *arch;
+	size_t narch, caparch;
+	size_t listed;
+} sweep_ctx;
+
+static int sweep_id_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* "<prefix><id><suffix>" with a snapshot id in the middle, suffix one of
+ * those given: the id into out. */
+static bool id_between(const char *key, const char *prefix, const char *const *suffixes,
+		       sweep_id out)
+{
+	size_t pn = strlen(prefix);
+	if (strncmp(key, prefix, pn) != 0)
+		return false;
+	const char *id = key + pn;
+	size_t n = strcspn(id, ".");
+	if (n == 0 || n >= sizeof(sweep_id))
+		return false;
+	memcpy(out, id, n);
+	out[n] = '\0';
+	sbx_err ignored;
+	if (sup_snap_store_check_id(out, &ignored) < 0)
+		return false;
+	const char *rest = id + n;
+	for (size_t i = 0; suffixes[i]; i++) {
+		/* ".v<k>.tar.zst": any volume number */
+		if (strcmp(suffixes[i], ".v") == 0 && strncmp(rest, ".v", 2) == 0) {
+			size_t d = strspn(rest + 2, "0123456789");
+			if (d && d <= 2 && strcmp(rest + 2 + d, ".tar.zst") == 0)
+				return true;
+		} else if (strcmp(rest, suffixes[i]) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+static int sweep_key(void *ud, const char *key, uint64_t size, int64_t mtime)
+{
+	(void)size;
+	sweep_ctx *c = ud;
+	static const char *const man_sfx[] = {".json", NULL};
+	static const char *const arch_sfx[] = {".tar.zst", ".v", NULL};
+	sweep_id id;
+	if (++c->listed > SUP_SNAP_SWEEP_LISTED_MAX)
+		return -E2BIG;
+	if (id_between(key, "manifests/", man_sfx, id)) {
+		if (sbx_grow(&c->manifests, &c->capman, c->nman, sizeof(*c->manifests), 64,
+			     SUP_SNAP_SWEEP_LISTED_MAX) < 0)
+			return -ENOMEM;
+		memcpy(c->manifests[c->nman++], id, sizeof(id));
+	} else if (id_between(key, "archives/", arch_sfx, id)) {
+		if (sbx_grow(&c->arch, &c->caparch, c->narch, sizeof(*c->arch), 64,
+			     SUP_SNAP_SWEEP_LISTED_MAX) < 0)
+			return -ENOMEM;
+		sweep_arch *a = &c->arch[c->narch++];
+		memcpy(a->id, id, sizeof(id));
+		snprintf(a->key, sizeof(a->key), "%s", key);
+		a->mtime = mtime;
+	}
+	return 0;
+}
+
+
+int sup_snap_store_sweep(const sup_snap_store *s, sup_snap_sweep *sw, sbx_err *err)
+{
+	sw->removed = sw->orphans = 0;
+	if (!s->remote)
+		return 0;
+	sweep_ctx c = {0};
+	sup_s3 *h = NULL;
+	int r = take(s->remote, &h, err);
+	if (r == 0) {
+		/* every key: archives/ are listed before manifests/, and no
+		 * archive is judged before every manifest is known */
+		r = sup_s3_list(h, "", sweep_key, &c, err);
+		if (r == -E2BIG || r == -ENOMEM)
+			r = sbx_err_set(err, r, "over %u keys, or out of memory: no sweep",
+					SUP_SNAP_SWEEP_LISTED_MAX);
+	}
+	if (r == 0 && c.nman)
+		qsort(c.manifests, c.nman, sizeof(*c.manifests), sweep_id_cmp);
+	for (size_t i = 0; r == 0 && i < c.narch; i++) {
+		const sweep_arch *a = &c.arch[i];
+		if (c.nman && bsearch(a->id, c.manifests, c.nman, sizeof(*c.manifests), sweep_id_cmp))
+			continue; /* its snapshot's */
+		if (sw->nknown &&
+		    bsearch(a->id, sw->known, sw->nknown, sizeof(*sw->known), sweep_id_cmp))
+			continue; /* a row names it (its manifest is being put or read) */
+		sw->orphans++;
+		/* young (an upload whose manifest is on its way, on any node) or
+		 * of unknown age: left */
+		if (a->mtime < 0 || a->mtime > sw->now - (int64_t)sw->min_age_s ||
+		    sw->removed >= sw->max_remove)
+			continue;
+		sbx_err e;
+		if (sup_s3_delete(h, a->key, &e) < 0) {
+			r = sbx_err_set(err, e.code, "%s", e.msg);
+			break;
+		}
+		sw->removed++;
+	}
+	give(s->remote, h);
+	free(c.manifests);
+	free(c.arch);
+	if (r < 0) {
+		store_err(err);
+		return sbx_err_wrap(err, "orphan sweep of %s", s->location);
+	}
+	return 0;
 }
