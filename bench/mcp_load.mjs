@@ -9,10 +9,27 @@
 //   node mcp_load.mjs stdio SERVER_JS SESSIONS CALLS
 //     the floor: SESSIONS servers on their own pipes, same calls.
 //
-// Prints {"lat_ms": [...], "secs": S, "calls": N} on stdout; exits 1 with
-// the first failure on stderr.
+// Prints {"lat_ms": [...], "secs": S, "calls": N, "client_cpu_s": C} on
+// stdout (C: this process's CPU, every thread, while the calls ran; in stdio
+// mode also "servers_cpu_s", the servers' likewise); exits 1 with the first
+// failure on stderr.
 import http from "node:http";
+import fs from "node:fs";
 import { spawn } from "node:child_process";
+
+// CPU seconds of a process, every thread (schedstat: ns on a CPU, exact,
+// where /proc/PID/stat counts 10 ms ticks).
+function cpuSecs(pid) {
+  let ns = 0;
+  try {
+    for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(fs.readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
+      } catch { /* the thread ended */ }
+    }
+  } catch { /* the process ended */ }
+  return ns / 1e9;
+}
 
 const echo = (id) => JSON.stringify({
   jsonrpc: "2.0", id, method: "tools/call",
@@ -108,15 +125,23 @@ async function main() {
   } else {
     throw new Error("mode: http or stdio");
   }
+  const servers = () => stdioSession.all.reduce((sum, s) => sum + cpuSecs(s.p.pid), 0);
+  const srv0 = servers(), me0 = cpuSecs(process.pid);
   const t0 = process.hrtime.bigint();
+  let srv1, me1;
   try {
     await Promise.all(runs.map((r) => r()));
   } finally {
+    me1 = cpuSecs(process.pid);
+    srv1 = servers();
     for (const s of stdioSession.all)
       s.p.kill();
   }
   const secs = Number(process.hrtime.bigint() - t0) / 1e9;
-  process.stdout.write(JSON.stringify({ lat_ms: lat, secs, calls: lat.length }) + "\n");
+  const out = { lat_ms: lat, secs, calls: lat.length, client_cpu_s: me1 - me0 };
+  if (mode === "stdio")
+    out.servers_cpu_s = srv1 - srv0;
+  process.stdout.write(JSON.stringify(out) + "\n");
 }
 
 main().catch((e) => {

@@ -139,19 +139,30 @@ static void host_maybe_free(mx_host *h)
 
 /* ---- answers ---- */
 
-void sup_mcp_reply_raw(sup_http_req *r, int status, const char *data, size_t len)
+/* r's whole answer, of a known length: before (NULL: none), data, after. */
+static void reply_whole(sup_http_req *r, int status, const char *type, const char *before, const char *data,
+			size_t len, const char *after)
 {
 	struct evbuffer *b = evbuffer_new();
+	size_t nb = before ? strlen(before) : 0, na = after ? strlen(after) : 0;
 
-	sup_http_header(r, "Content-Type", "application/json");
-	sup_http_start(r, status, len);
-	if (b && evbuffer_add(b, data, len) == 0)
+	sup_http_header(r, "Content-Type", type);
+	if (strcmp(type, "text/event-stream") == 0)
+		sup_http_header(r, "Cache-Control", "no-cache");
+	sup_http_start(r, status, nb + len + na);
+	if (b && (!nb || evbuffer_add(b, before, nb) == 0) && evbuffer_add(b, data, len) == 0 &&
+	    (!na || evbuffer_add(b, after, na) == 0))
 		sup_http_write(r, b);
 	else
 		sup_http_note(r, "out of memory for the answer");
 	if (b)
 		evbuffer_free(b);
 	sup_http_end(r);
+}
+
+void sup_mcp_reply_raw(sup_http_req *r, int status, const char *data, size_t len)
+{
+	reply_whole(r, status, "application/json", NULL, data, len, NULL);
 }
 
 void sup_mcp_rpc_error(sup_http_req *r, const json_t *id, int status, int code, const char *msg)
@@ -359,6 +370,16 @@ static void deliver(mx_sess *m, const char *line, size_t len)
 		return; /* the client cut it: kept for its resumption */
 	if (stream == 0)
 		m->get_seq = mcp_replay_id_seq(id);
+	if (route == MCP_TX_STREAM && !q->s) {
+		/* The answer is its stream's only event: one whole reply, as a
+		 * JSON one (no chunks, no keepalive, no credit to wait for). */
+		char head[sizeof(id) + 16];
+
+		snprintf(head, sizeof(head), "id: %s\ndata: ", id);
+		sup_mcp_sess_unlink(q);
+		reply_whole(q->r, 200, "text/event-stream", id[0] ? head : "data: ", line, len, "\n\n");
+		return;
+	}
 	sse_event(q, id, line, len, true);
 	if (route == MCP_TX_STREAM)
 		sink_end(q);
