@@ -40,23 +40,13 @@ import apiserver  # noqa: E402
 import sandbox_image  # noqa: E402
 from kubelet_node import Node  # noqa: E402
 from sbx_harness import mounts_under  # noqa: E402
+from test_k8s_nodes import wait_for  # noqa: E402
 
 AGENT = os.environ.get("SBX_AGENT", os.path.join(TOP, "build", "guest-agent", "sandbox-agent"))
 NS = "sbx-sandboxes"
 NODE = "kt1"
 IMAGE = "sbx/sandbox-base:latest"
 PODS = "/api/v1/namespaces/%s/pods" % NS
-
-
-def wait_for(what, fn, timeout):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError("%s: not within %s s (last: %r)" % (what, timeout, last))
 
 
 class Kubelet(unittest.TestCase):

@@ -47,11 +47,12 @@ sys.path.insert(0, os.path.join(TOP, "tests", "k8s"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import apiserver  # noqa: E402
 import sandbox_image  # noqa: E402
-import test_k8s_nodes as k8s_nodes  # noqa: E402
 from kubelet_node import Node  # noqa: E402
 from sbx_harness import Supervisor, stop_clean  # noqa: E402
 from test_exec_stream import Stream  # noqa: E402
+from test_k8s_nodes import kubeconfig_yaml, wait_for  # noqa: E402
 from test_processes import Output  # noqa: E402
+from test_relay import free_ports  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR", os.path.join(TOP, "build", "node-supervisor",
                                                     "sandbox-supervisor"))
@@ -92,27 +93,6 @@ echo "env: $(ENV=~/.shrc sh -lic 'echo $TENANT_SECRET$LEAK_RC' 2>/dev/null)"
 """
 
 
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-def wait_for(what, fn, timeout, every=0.2):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError("%s: not within %s s (last: %r)" % (what, timeout, last))
-
-
 class Pods(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -132,7 +112,7 @@ class Pods(unittest.TestCase):
              "spec": {"expirationSeconds": 3600}})
         assert st == 201, body
         cls.kubeconfig = os.path.join(cls.root, "kubeconfig")
-        k8s_nodes.kubeconfig_yaml(cls.kubeconfig, cls.cp, json.loads(body)["status"]["token"])
+        kubeconfig_yaml(cls.kubeconfig, cls.cp, json.loads(body)["status"]["token"])
         layout, tag = sandbox_image.build(os.path.join(cls.root, "image"), AGENT, python=True)
         cls.key_file = os.path.join(cls.root, "cluster-key")
         with open(cls.key_file, "w") as f:
