@@ -448,7 +448,8 @@ class Pods(unittest.TestCase):
             made["c"] = self.create("c")
             time.sleep(max(0.0, 30 - (time.monotonic() - t0)))
         finally:
-            self.cp.start_apiserver()
+            # Its own start takes over 60 s at load 20 (2026-12-02 06:37).
+            self.cp.start_apiserver(timeout=180)
         # Every supervisor catches up: the lease of what was made during
         # the outage shows in its pod, the pools are full again.
         wait_for("the pod of %s labelled leased" % made["c"], lambda: (
