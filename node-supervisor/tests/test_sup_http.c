@@ -478,11 +478,6 @@ static int hold_hook(void *ud, sup_http_req *r, const char *id, sbx_err *err)
 }
 
 static void test_held_and_resumed(void **state)
-/* A client that reads nothing for a while, then the whole answer: what
- * the server held of the producer's bytes for it (beside the head, which
- * is the edge's) stayed within SUP_HTTP_HWM, the producer's window
- * included, and every byte came. */
-static void produce_stalled(size_t window)
 {
 	th_server s;
 	sup_http_cfg cfg;
@@ -529,6 +524,15 @@ static void produce_stalled(size_t window)
 	th_stop(&s);
 }
 
+/* A client that reads nothing for a while, then the whole answer: what
+ * the server held of the producer's bytes for it (beside the head, which
+ * is the edge's) stayed within SUP_HTTP_HWM, the producer's window
+ * included, and every byte came. */
+static void produce_stalled(size_t window)
+{
+	th_server s;
+	sup_http_cfg cfg;
+	th_default_cfg(&cfg);
 	cfg.credit_window = window;
 	assert_int_equal(th_start(&s, &cfg), 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(s.port),
