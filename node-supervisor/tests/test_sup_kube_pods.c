@@ -25,6 +25,7 @@
 #include "sup_kube_cfg.h"
 #include "sup_kube_pods.h"
 #include "sup_kube_tmpl.h"
+#include "sup_nodeid.h"
 
 #ifndef TEMPLATE_FILE
 #error "TEMPLATE_FILE: daemonset/templates/default.yaml"
@@ -95,6 +96,21 @@ static void template_default(void **state)
 	assert_string_equal(json_string_value(json_object_get(spec, "nodeName")), "n1");
 	/* numbers stay numbers: the API server refuses "0" for runAsUser */
 	assert_true(json_is_integer(json_object_get(json_object_get(spec, "securityContext"), "runAsUser")));
+	json_decref(pod);
+	/* a cloud node's name is longer than a label value may be (63): the
+	 * label is its tag, spec.nodeName the name */
+	static const char longname[] = "ip-10-0-1-23.eu-west-1.compute.internal.example-cluster-with-a-long-name";
+	char tag[SUP_NODEID_TAG_MAX + 1];
+	sup_nodeid_tag(longname, tag);
+	text = sup_kube_tmpl_pod(&t, "sb-x-0123456789ab", "sbx-sandboxes", longname);
+	assert_non_null(text);
+	pod = json_loads(text, 0, NULL);
+	free(text);
+	assert_non_null(pod);
+	labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+	assert_string_equal(json_string_value(json_object_get(labels, SUP_KUBE_L_NODE)), tag);
+	assert_true(strlen(tag) <= 63);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName")), longname);
 	json_decref(pod);
 	sup_kube_tmpl_release(&t);
 }

@@ -21,6 +21,7 @@
 #include "sup_kube_pods.h"
 #include "sup_kube_retry.h"
 #include "sup_log.h"
+#include "sup_nodeid.h"
 #include "sup_runc_clean.h"
 #include "sup_text.h"
 
@@ -153,7 +154,9 @@ static int verify(const sup_kube_pods *p, json_t *pod, const char *name, const c
 		return sbx_err_set(err, -EPERM, "pod %s has UID %.64s, not %s", name, got_uid ? got_uid : "(none)", uid);
 	if (!ns || strcmp(ns, p->ns) != 0 || !node || strcmp(node, p->node) != 0)
 		return sbx_err_set(err, -EPERM, "pod %s is not in %s on node %s", name, p->ns, p->node);
-	if (!app || strcmp(app, SUP_KUBE_L_APP_VALUE) != 0 || !lnode || strcmp(lnode, p->node) != 0)
+	char tag[SUP_NODEID_TAG_MAX + 1];
+	sup_nodeid_tag(p->node, tag);
+	if (!app || strcmp(app, SUP_KUBE_L_APP_VALUE) != 0 || !lnode || strcmp(lnode, tag) != 0)
 		return sbx_err_set(err, -EPERM, "pod %s does not carry this node's sandbox labels", name);
 	if (json_object_get(meta, "deletionTimestamp"))
 		return sbx_err_set(err, -EPERM, "pod %s is being deleted", name);
@@ -531,10 +534,12 @@ int sup_kube_pods_sweep(sup_kube_pods *p, const char *const *keep, size_t nkeep,
 	char path[SUP_KUBE_PATH_MAX];
 	sup_kube_resp r = { 0 };
 	int rc = 0;
+	char tag[SUP_NODEID_TAG_MAX + 1];
+	sup_nodeid_tag(p->node, tag);
 	if (snprintf(path, sizeof(path),
 		     PODS_API "%s/pods?labelSelector=" "app.kubernetes.io%%2Fname%%3D" SUP_KUBE_L_APP_VALUE
 			      "%%2Csbx.dev%%2Fnode%%3D%s",
-		     p->ns, p->node) >= (int)sizeof(path))
+		     p->ns, tag) >= (int)sizeof(path))
 		rc = sbx_err_set(err, -ENAMETOOLONG, "node name too long for a label selector");
 	else
 		rc = request(h, "GET", path, NULL, &r, err);

@@ -11,6 +11,7 @@
 #include "sbx/proto_reset.h"
 #include "sup_kube_cfg.h"
 #include "sup_kube_tmpl.h"
+#include "sup_nodeid.h"
 
 int sup_kube_label_ok(const char *v)
 {
@@ -223,7 +224,11 @@ char *sup_kube_tmpl_pod(const sup_kube_tmpl *t, const char *name, const char *ns
 		int bad = json_object_set_new(meta, "name", json_string(name));
 		bad |= json_object_set_new(meta, "namespace", json_string(ns));
 		bad |= json_object_set_new(labels, SUP_KUBE_L_APP, json_string(SUP_KUBE_L_APP_VALUE));
-		bad |= json_object_set_new(labels, SUP_KUBE_L_NODE, json_string(node));
+		/* a label value holds 63 bytes, a node name 253: the label is
+		 * the node's tag (its name when that is short) */
+		char tag[SUP_NODEID_TAG_MAX + 1];
+		sup_nodeid_tag(node, tag);
+		bad |= json_object_set_new(labels, SUP_KUBE_L_NODE, json_string(tag));
 		bad |= json_object_set_new(labels, SUP_KUBE_L_TEMPLATE, json_string(t->name));
 		bad |= json_object_set_new(labels, SUP_KUBE_L_STATE, json_string("starting"));
 		bad |= json_object_set_new(spec, "nodeName", json_string(node));
