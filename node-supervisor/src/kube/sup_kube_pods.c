@@ -258,8 +258,7 @@ static int dial(const sup_kube_tmpl *t, sup_runc_box *box, long long deadline, i
 	if (rc < 0)
 		return rc;
 	box->init_pid = cred.pid;
-	*out = s;
-	s = -1;
+	*out = sbx_steal_fd(&s);
 	return 0;
 }
 
