@@ -47,7 +47,7 @@ TOOLS = {
     "read_process_output": "processOutput", "read_file": "readFile", "write_file": "writeFile",
     "list_files": "list", "search_files": "search", "snapshot_sandbox": "snapshotSandbox",
 }
-OMIT = {"read_process_output": {"follow"}}
+OMIT = {"read_process_output": {"follow"}, "list_sandboxes": {"scope"}}
 
 
 def hash_token(tok):
