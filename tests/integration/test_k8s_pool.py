@@ -302,7 +302,11 @@ class FakeKubelet:
         os.makedirs(d, exist_ok=True)
         cg = os.path.join(CGROUP, "sbx-kp-%s" % uid)
         os.makedirs(cg, exist_ok=True)
+        # The agent is copied into the private /run first: the build may
+        # live below /tmp (the CI's clone does), which the /tmp emptyDir's
+        # tmpfs then hides.
         mounts = ["mount -t tmpfs tmpfs /run", "mkdir /run/sandbox",
+                  "cp %s /run/.sandbox-agent" % self.agent,
                   "mount --bind %s /run/sandbox" % d,
                   "{ [ ! -d /dev/mqueue ] || mount -t mqueue mqueue /dev/mqueue; }"]
         for path in self.empty_dirs:
@@ -311,7 +315,7 @@ class FakeKubelet:
                 mounts += ["mount -t tmpfs tmpfs %s" % parent, "mkdir %s" % path]
             mounts.append("mount -t tmpfs tmpfs %s" % path)
         inner = " && ".join(["echo 0 > %s/cgroup.procs" % cg] + mounts +
-                            ["exec %s --listen unix:/run/sandbox/agent.sock" % self.agent])
+                            ["exec /run/.sandbox-agent --listen unix:/run/sandbox/agent.sock"])
         p = subprocess.Popen(["unshare", "--mount", "--pid", "--net", "--ipc", "--kill-child",
                               "--mount-proc", "--propagation", "private", "sh", "-c", inner],
                              start_new_session=True, stdin=subprocess.DEVNULL,
