@@ -20,6 +20,7 @@
 typedef struct verdict {
 	uint8_t hash[SUP_TOKEN_HASH_LEN];
 	uint64_t until_ms; /* 0: a free slot */
+	uint64_t stale_ms; /* accepted: still passes until then while the server is away */
 	int rc;            /* 0 accepted, -ENOKEY, -EACCES */
 	char msg[160];     /* the refusal's words */
 } verdict;
@@ -71,6 +72,16 @@ static verdict *cached(sup_relay_auth *a, const uint8_t *hash, uint64_t now)
 	return NULL;
 }
 
+/* Whether the API server accepted this token within SUP_RELAY_AUTH_STALE_MS. */
+static bool accepted_lately(const sup_relay_auth *a, const uint8_t *hash, uint64_t now)
+{
+	for (size_t i = 0; i < SUP_RELAY_AUTH_CACHE; i++)
+		if (a->cache[i].rc == 0 && a->cache[i].stale_ms > now &&
+		    sup_token_hash_equal(a->cache[i].hash, hash))
+			return true;
+	return false;
+}
+
 /* Into a free or expired slot, else over the one that expires first. */
 static void remember(sup_relay_auth *a, const uint8_t *hash, int rc, const char *msg)
 {
@@ -88,6 +99,7 @@ static void remember(sup_relay_auth *a, const uint8_t *hash, int rc, const char 
 	memcpy(slot->hash, hash, SUP_TOKEN_HASH_LEN);
 	slot->rc = rc;
 	slot->until_ms = now + (rc == 0 ? SUP_RELAY_AUTH_OK_MS : SUP_RELAY_AUTH_BAD_MS);
+	slot->stale_ms = rc == 0 ? now + SUP_RELAY_AUTH_STALE_MS : 0;
 	snprintf(slot->msg, sizeof(slot->msg), "%.159s", msg);
 }
 
@@ -133,7 +145,12 @@ static void review_done(sup_job *job)
 	int rc = judge(a, rv, &err);
 	if (rc != -EAGAIN)
 		remember(a, rv->hash, rc, err.msg);
-	if (rc == -EAGAIN)
+	if (rc == -EAGAIN && accepted_lately(a, rv->hash, now_ms())) {
+		sup_warn("relay: %s; accepted on its last review, within %d min: passes", err.msg,
+			 SUP_RELAY_AUTH_STALE_MS / 60000);
+		rc = 0;
+		sbx_err_clear(&err);
+	} else if (rc == -EAGAIN)
 		sup_warn("relay: %s", err.msg);
 	else if (rc < 0)
 		sup_info("relay: %s", err.msg);

@@ -26,6 +26,11 @@ struct event_base;
 #define SUP_RELAY_AUTH_WAITERS 256
 #define SUP_RELAY_AUTH_OK_MS 60000   /* an accepted token is asked again after this */
 #define SUP_RELAY_AUTH_BAD_MS 10000  /* a refused one */
+/* While the API server cannot be reached, a token it accepted within this
+ * long still passes (the kubelet's webhook cache does the same): the
+ * cluster keeps relaying through an outage of the control plane, and a
+ * token never accepted is still 503. */
+#define SUP_RELAY_AUTH_STALE_MS (10 * 60000)
 #define SUP_RELAY_AUTH_USER_MAX 256
 
 /* The blocking review, on the worker thread: 1 the token is authenticated
