@@ -151,9 +151,10 @@ int sup_kube_tmpl_parse(const char *text, size_t len, const char *fallback, sup_
 	if (!name)
 		name = fallback;
 	if (!name || !sup_kube_label_ok(name)) {
+		/* the words first: name may point into the pod the release frees */
+		sbx_err_set(err, -EINVAL, "template name \"%.80s\" is not a label value", name ? name : "");
 		sup_kube_tmpl_release(out);
-		return sbx_err_set(err, -EINVAL, "template name \"%.80s\" is not a label value",
-				   name ? name : "");
+		return err->code;
 	}
 	snprintf(out->name, sizeof(out->name), "%s", name);
 	int rc = check(out->pod, out, err);
