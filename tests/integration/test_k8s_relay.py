@@ -141,7 +141,10 @@ class K8sRelay(unittest.TestCase):
         self.assertEqual((st, r.get("stdout")), (200, "again\n"), r)
         print("relayed exec: first %.0f ms (with its TokenReview), then %.0f ms (cached)"
               % (first * 1000, (time.monotonic() - t0) * 1000))
-        # N2 keeps none ready: its create lands on N1, relayed with its token
+        # N2 keeps none ready: its create lands on N1, relayed with its token,
+        # once N1's Lease says its pool has refilled since test 1 took its one
+        wait_for("N1's refill in N2's directory",
+                 lambda: self.nodes(N2).get(N1, {}).get("ready", {}).get("host", 0) >= 1, 60)
         st, _, b = n2.request("POST", "/v1/sandboxes", {"image": "host", "timeout": 120}, timeout=120)
         self.assertEqual(st, 201, b)
         try:
