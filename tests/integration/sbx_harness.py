@@ -210,12 +210,29 @@ def stop_clean(sup):
     sup.signal(signal.SIGINT)
     rc = sup.wait(60)
     log = sup.log()
+    if rc is None:
+        log += stuck_report(sup.proc.pid)
     assert rc == 0, "supervisor exit %r\n%s" % (rc, log)
     assert "Sanitizer" not in log and "runtime error" not in log, log
     left = containers_under(sup.state_dir)
     assert not left, left
     loops = loops_under(sup.state_dir)
     assert not loops, loops
+
+
+def stuck_report(pid):
+    """What a supervisor that did not stop is waiting for: its threads'
+    stacks and the processes below it (a runtime call that hangs shows
+    there), for the failure message."""
+    out = ["\n---- the supervisor (pid %d) did not stop; its threads and children ----" % pid]
+    for argv in (["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt 30"],
+                 ["ps", "-o", "pid,ppid,etime,stat,args", "--forest", "--ppid", str(pid)]):
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            out.append(p.stdout[-20000:])
+        except (OSError, subprocess.SubprocessError) as e:
+            out.append("%s: %s" % (argv[0], e))
+    return "\n".join(out)
 
 
 def runtimes(state_dir):

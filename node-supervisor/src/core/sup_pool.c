@@ -22,6 +22,8 @@
 
 /* Pools made at run time, of size 0, for store images without one. */
 #define COLD_POOLS_MAX 64
+/* a stop still waiting after this long logs what it waits for, and again */
+#define SHUTDOWN_REPORT_S 10
 
 TAILQ_HEAD(sup_sb_list, sup_sandbox);
 TAILQ_HEAD(sup_acq_list, sup_acquire);
@@ -174,15 +176,41 @@ const char *sup_sb_state_name(sup_sb_state s)
 
 /* ---- shutdown progress ---- */
 
+/* A stop that takes long says what it waits for: the sandboxes still
+ * alive (first few, with their state) and the worker jobs still running. */
+static void report_shutdown_wait(sup_pools *p)
+{
+	char which[512];
+	size_t at = 0;
+	unsigned shown = 0;
+	which[0] = '\0';
+	sup_sandbox *sb;
+	TAILQ_FOREACH(sb, &p->all, all_link)
+	{
+		if (shown++ == 8 || at >= sizeof(which))
+			break;
+		int n = snprintf(which + at, sizeof(which) - at, "%s%s (%s)", at ? ", " : "", sb->id,
+				 sup_sb_state_name(sb->state));
+		if (n > 0)
+			at += (size_t)n;
+	}
+	sup_warn("shutdown still waits for %u sandboxes%s%s and %zu worker jobs", p->nalive,
+		 which[0] ? ": " : "", which, sup_workers_busy(p->workers));
+}
+
 static void shutdown_check_cb(evutil_socket_t fd, short what, void *ud)
 {
 	sup_pools *p = ud;
 	(void)fd;
-	(void)what;
 	if (!p->shutting_down || !p->shutdown_done)
 		return;
-	if ((p->nalive > 0 && !p->handover) || sup_workers_busy(p->workers) > 0)
+	if ((p->nalive > 0 && !p->handover) || sup_workers_busy(p->workers) > 0) {
+		if (what & EV_TIMEOUT)
+			report_shutdown_wait(p);
+		struct timeval tv = { SHUTDOWN_REPORT_S, 0 };
+		evtimer_add(p->shutdown_check, &tv);
 		return;
+	}
 	void (*done)(void *) = p->shutdown_done;
 	p->shutdown_done = NULL;
 	done(p->shutdown_ud);
