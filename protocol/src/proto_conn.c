@@ -64,6 +64,7 @@ static void release_bev(sbx_proto_conn *c)
 
 static void destroy(sbx_proto_conn *c)
 {
+	conn_block_unref(c->blk);
 	if (c->frame_timer)
 		event_free(c->frame_timer);
 	if (c->resume)
@@ -385,6 +386,44 @@ static long ns_since(const struct timespec *t0)
 	return (long)(t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
 }
 
+/* Decode and handle one whole frame at p[0..want); false when the
+ * connection failed. In place: p stays valid through the handling. */
+static bool handle_bytes(sbx_proto_conn *c, const uint8_t *p, size_t want, bool in_place,
+			 size_t *used)
+{
+	sbx_proto_frame f;
+	sbx_proto_code pc;
+	sbx_err err;
+	int rc = in_place ? sbx_proto_frame_decode_in_place(p, want, c->max_frame, &f, used, &pc, &err)
+			  : sbx_proto_frame_decode(p, want, c->max_frame, &f, used, &pc, &err);
+	if (rc <= 0) {
+		conn_fail(c, pc ? pc : SBX_PROTO_E_BAD_FRAME, rc < 0 ? rc : -EBADMSG, "%s", err.msg);
+		return false;
+	}
+	if (!in_place)
+		evbuffer_drain(bufferevent_get_input(c->bev), *used);
+	c->frames_in++;
+	handle_frame(c, &f);
+	sbx_proto_frame_release(&f);
+	return true;
+}
+
+/* The block's frame is whole: decoded in place, handed on, let go (the
+ * owner may hold parts of it: sbx_proto_conn_add_data). */
+static bool handle_block(sbx_proto_conn *c)
+{
+	struct conn_block *b = c->blk;
+	size_t len, have, used;
+	const uint8_t *p = conn_block_bytes(b, &len, &have);
+	c->blk = NULL;
+	c->cur = b;
+	c->blk_last = true;
+	bool ok = handle_bytes(c, p, len, true, &used);
+	c->cur = NULL;
+	conn_block_unref(b);
+	return ok;
+}
+
 static void process_input(sbx_proto_conn *c)
 {
 	struct timespec t0;
@@ -397,29 +436,30 @@ static void process_input(sbx_proto_conn *c)
 			return;
 		}
 		struct evbuffer *in = bufferevent_get_input(c->bev);
-		size_t avail = evbuffer_get_length(in);
-		uint8_t h[SBX_PROTO_HEADER_LEN];
-		if (evbuffer_copyout(in, h, sizeof(h)) < (ev_ssize_t)sizeof(h))
-			return;
-		size_t body = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
-		size_t want = body > c->max_frame ? sizeof(h) : sizeof(h) + body;
-		if (avail < want)
-			return;
-		const uint8_t *p = evbuffer_pullup(in, (ev_ssize_t)want);
-		sbx_proto_frame f;
-		size_t used;
-		sbx_proto_code pc;
-		sbx_err err;
-		int rc = sbx_proto_frame_decode(p, want, c->max_frame, &f, &used, &pc, &err);
-		if (rc <= 0) {
-			conn_fail(c, pc ? pc : SBX_PROTO_E_BAD_FRAME, rc < 0 ? rc : -EBADMSG,
-				  "%s", err.msg);
-			return;
+		if (c->blk) {
+			if (!conn_block_take_input(c) || !handle_block(c))
+				return;
+		} else {
+			size_t avail = evbuffer_get_length(in);
+			uint8_t h[SBX_PROTO_HEADER_LEN];
+			if (evbuffer_copyout(in, h, sizeof(h)) < (ev_ssize_t)sizeof(h))
+				return;
+			size_t body = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+			size_t want = body > c->max_frame ? sizeof(h) : sizeof(h) + body;
+			if (want > sizeof(h) && conn_block_wanted(body)) {
+				if (conn_block_begin(c, want) < 0) {
+					conn_fail(c, SBX_PROTO_E_INTERNAL, -ENOMEM, "out of memory");
+					return;
+				}
+				continue;
+			}
+			if (avail < want)
+				return;
+			size_t used;
+			c->blk_last = false;
+			if (!handle_bytes(c, evbuffer_pullup(in, (ev_ssize_t)want), want, false, &used))
+				return;
 		}
-		evbuffer_drain(in, used);
-		c->frames_in++;
-		handle_frame(c, &f);
-		sbx_proto_frame_release(&f);
 		if (!c->freed && !c->closed && ns_since(&t0) > INPUT_SLICE_NS &&
 		    evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
 			/* on the next turn of the loop, after what became ready */
@@ -441,7 +481,7 @@ static void frame_clock(sbx_proto_conn *c, bool progressed)
 		return;
 	/* whole frames waiting for us (paused, yielded) are not the peer's delay */
 	if (c->read_paused || c->input_yielded || c->peer_held ||
-	    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0) {
+	    (!c->blk && evbuffer_get_length(bufferevent_get_input(c->bev)) == 0)) {
 		event_del(c->frame_timer);
 		return;
 	}
@@ -462,6 +502,11 @@ static void frame_late(evutil_socket_t fd, short what, void *arg)
 	size_t have = evbuffer_get_length(in);
 	evbuffer_copyout(in, h, sizeof(h));
 	size_t body = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+	if (c->blk) {
+		size_t len;
+		const uint8_t *p = conn_block_bytes(c->blk, &len, &have);
+		body = (size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3];
+	}
 	if (have < sizeof(h))
 		conn_fail(c, SBX_PROTO_E_PROTOCOL, -ETIMEDOUT,
 			  "a frame header was not complete %u ms after its first byte (%zu of 4 bytes came)",
@@ -478,7 +523,10 @@ static void frame_late(evutil_socket_t fd, short what, void *arg)
  * at most one frame beyond what was decoded. */
 static size_t fill_input(sbx_proto_conn *c, bool *more)
 {
-	return sbx_bev_fill(c->bev, SBX_PROTO_HEADER_LEN + (size_t)c->max_frame, FILL_CHUNK, more);
+	if (c->blk)
+		return conn_block_read(c, more);
+	return sbx_bev_fill(c->bev, SBX_PROTO_HEADER_LEN + (size_t)c->max_frame,
+			    c->blk_last ? CONN_BLOCK_PEEK : FILL_CHUNK, more);
 }
 
 static void read_cb(struct bufferevent *bev, void *arg)
@@ -492,7 +540,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	 * no extra syscall); if not, the next read event comes at once. The
 	 * budget keeps one busy connection from starving the loop. */
 	bool more = !c->freed && !c->closed &&
-		    evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
+		    (c->blk || evbuffer_get_length(bufferevent_get_input(c->bev)) > 0);
 	for (size_t budget = FILL_BUDGET;
 	     more && !c->freed && !c->closed && !c->read_paused && !c->input_yielded && budget > 0;) {
 		size_t n = fill_input(c, &more);

@@ -70,6 +70,9 @@ struct sbx_proto_conn {
 	uint64_t frames_in;                      /* frames decoded */
 	struct event *resume;                    /* go on with frames left after a slice */
 	bool input_yielded;                      /* frames wait in the input for resume */
+	struct conn_block *blk;                  /* a large frame being read into its block */
+	struct conn_block *cur;                  /* the block of the frame being delivered */
+	bool blk_last;                           /* the last frame had one: read little past it */
 };
 
 /* proto_conn_table.c */
@@ -84,6 +87,27 @@ void conn_unblock(const sbx_proto_conn *c, struct conn_stream *s);
 /* Hand the waiting list to on_writable; safe against frees in the callback. */
 void conn_notify_blocked(sbx_proto_conn *c);
 void conn_foreach(const sbx_proto_conn *c, void (*fn)(struct conn_stream *s, void *arg), void *arg);
+
+/* proto_conn_block.c: a frame whose body is at least CONN_BLOCK_MIN bytes is
+ * read into a block of its own (the bytes the input already holds moved in,
+ * the rest read from the socket straight into it), decoded in place, and
+ * its payload handed on by reference (sbx_proto_conn_add_data). */
+#define CONN_BLOCK_MIN (16u * 1024u)
+/* What is read past a block's frame while the next header is unknown: a
+ * stream of large frames then copies at most this much of each. */
+#define CONN_BLOCK_PEEK 4096u
+/* The smallest piece of a block's payload handed on by reference. */
+#define CONN_REF_MIN 4096u
+struct conn_block;
+bool conn_block_wanted(size_t body_len);
+/* c->blk for a frame of want bytes (header included); -ENOMEM. */
+int conn_block_begin(sbx_proto_conn *c, size_t want);
+void conn_block_unref(struct conn_block *b);
+/* The input's bytes (up to the frame's end) into c->blk; whether it is whole. */
+bool conn_block_take_input(sbx_proto_conn *c);
+/* One read(2) from the socket into c->blk, as sbx_bev_fill does for the input. */
+size_t conn_block_read(sbx_proto_conn *c, bool *more);
+const uint8_t *conn_block_bytes(const struct conn_block *b, size_t *len, size_t *have);
 
 /* proto_conn_send.c */
 /* Move the scratch writer's frames to the socket (or the pre-handshake queue). */

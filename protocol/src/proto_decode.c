@@ -182,9 +182,11 @@ static int parse_fields(sbx_proto_frame *f, const msgpack_object *map, sbx_proto
 	return 0;
 }
 
-int sbx_proto_frame_decode(const uint8_t *buf, size_t len, size_t max_frame,
-			   sbx_proto_frame *out, size_t *consumed,
-			   sbx_proto_code *proto_code, sbx_err *err)
+/* Decode buf[0..len): with copy, the body goes into the frame's zone first
+ * (its pointers outlive buf); without, they point into buf. */
+static int frame_decode(const uint8_t *buf, size_t len, size_t max_frame, bool copy,
+			sbx_proto_frame *out, size_t *consumed, sbx_proto_code *proto_code,
+			sbx_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	*consumed = 0;
@@ -227,18 +229,20 @@ int sbx_proto_frame_decode(const uint8_t *buf, size_t len, size_t max_frame,
 	if ((body[0] & 0xf0) != 0x80 && body[0] != 0xde && body[0] != 0xdf)
 		return bad(proto_code, SBX_PROTO_E_BAD_FRAME, err, -EBADMSG, "body is not a map", "");
 
-	/* The body is copied into the zone so that the frame's pointers outlive buf. */
-	msgpack_zone *zone = msgpack_zone_new(body_len + 1024);
-	char *copy = zone ? msgpack_zone_malloc_no_align(zone, body_len) : NULL;
-	if (!copy) {
+	/* msgpack-c's objects refer to the bytes they were unpacked from
+	 * (str, bin); the zone holds the rest (arrays, maps). */
+	msgpack_zone *zone = msgpack_zone_new(copy ? body_len + 1024 : 1024);
+	char *from = zone && copy ? msgpack_zone_malloc_no_align(zone, body_len) : (char *)body;
+	if (!zone || !from) {
 		if (zone)
 			msgpack_zone_free(zone);
 		return bad(proto_code, SBX_PROTO_E_INTERNAL, err, -ENOMEM, "out of memory", "");
 	}
-	memcpy(copy, body, body_len);
+	if (copy)
+		memcpy(from, body, body_len);
 	out->unpacked.zone = zone;
 	size_t off = 0;
-	msgpack_unpack_return ur = msgpack_unpack(copy, body_len, &off, zone, &out->unpacked.data);
+	msgpack_unpack_return ur = msgpack_unpack(from, body_len, &off, zone, &out->unpacked.data);
 	if (ur != MSGPACK_UNPACK_SUCCESS) {
 		sbx_proto_frame_release(out);
 		return bad(proto_code, SBX_PROTO_E_BAD_FRAME, err,
@@ -252,6 +256,20 @@ int sbx_proto_frame_decode(const uint8_t *buf, size_t len, size_t max_frame,
 	out->body_len = body_len;
 	*consumed = SBX_PROTO_HEADER_LEN + body_len;
 	return 1;
+}
+
+int sbx_proto_frame_decode(const uint8_t *buf, size_t len, size_t max_frame,
+			   sbx_proto_frame *out, size_t *consumed,
+			   sbx_proto_code *proto_code, sbx_err *err)
+{
+	return frame_decode(buf, len, max_frame, true, out, consumed, proto_code, err);
+}
+
+int sbx_proto_frame_decode_in_place(const uint8_t *buf, size_t len, size_t max_frame,
+				    sbx_proto_frame *out, size_t *consumed,
+				    sbx_proto_code *proto_code, sbx_err *err)
+{
+	return frame_decode(buf, len, max_frame, false, out, consumed, proto_code, err);
 }
 
 void sbx_proto_frame_release(sbx_proto_frame *f)

@@ -120,8 +120,8 @@ sbx_proto_code sbx_proto_code_from_errno(int neg_errno);
 #define SBX_CH_STDOUT "stdout"
 #define SBX_CH_STDERR "stderr"
 
-/* A decoded frame. Pointers point into the frame's own msgpack zone and are
- * valid until sbx_proto_frame_release(). Absent optional fields are zero /
+/* A decoded frame. Pointers point into the frame's own msgpack zone (or, in
+ * place, into the bytes decoded) and are valid until sbx_proto_frame_release(). Absent optional fields are zero /
  * NULL / MSGPACK_OBJECT_NIL. */
 typedef struct sbx_proto_frame {
 	sbx_proto_kind kind;
@@ -170,6 +170,12 @@ typedef struct sbx_proto_frame {
 int sbx_proto_frame_decode(const uint8_t *buf, size_t len, size_t max_frame,
 			   sbx_proto_frame *out, size_t *consumed,
 			   sbx_proto_code *proto_code, sbx_err *err);
+/* The same without copying the body: the frame's str and bin pointers
+ * (data, ch, msg...) point into buf, valid while buf is and until the
+ * release. */
+int sbx_proto_frame_decode_in_place(const uint8_t *buf, size_t len, size_t max_frame,
+				    sbx_proto_frame *out, size_t *consumed,
+				    sbx_proto_code *proto_code, sbx_err *err);
 void sbx_proto_frame_release(sbx_proto_frame *f);
 
 /* Typed access to msgpack maps (args, results). Return false when the key is

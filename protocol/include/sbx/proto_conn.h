@@ -134,6 +134,13 @@ int sbx_proto_conn_end(sbx_proto_conn *c, uint64_t id, const void *result_map,
 int sbx_proto_conn_fail(sbx_proto_conn *c, uint64_t id, sbx_proto_code code,
 			const char *msg, sbx_err *err);
 
+/* Append p[0..n) to dst, where p is (a part of) the payload of the DATA
+ * frame on_frame is delivering, during that call: by reference when the
+ * frame was large enough to be read into a buffer of its own (that buffer
+ * then lives until dst, or whichever evbuffer the bytes move on to, lets
+ * go of them), else copied. -ENOMEM. */
+int sbx_proto_conn_add_data(sbx_proto_conn *c, const void *p, size_t n, struct evbuffer *dst);
+
 /* Receiver: n bytes of DATA/EVENT body on id were passed on; return the
  * credit to the peer (batched: sent once half a window is owed). */
 void sbx_proto_conn_consumed(sbx_proto_conn *c, uint64_t id, size_t n);
