@@ -4,6 +4,7 @@
 #include "sup_agent.h"
 
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -844,6 +845,15 @@ void sup_agent_call_consumed(sup_agent_call *call, size_t cost)
 	clock_update(call);
 	if (a->conn && !a->lost)
 		sbx_proto_conn_consumed(a->conn, call->id, cost);
+}
+
+int sup_agent_call_add_data(sup_agent_call *call, const uint8_t *p, size_t n,
+			    struct evbuffer *dst)
+{
+	sup_agent *a = call->agent;
+	if (a->conn)
+		return sbx_proto_conn_add_data(a->conn, p, n, dst);
+	return n == 0 || evbuffer_add(dst, p, n) == 0 ? 0 : -ENOMEM;
 }
 
 /* How many of n bytes fit in call's credit now, in *m; < 0 when the

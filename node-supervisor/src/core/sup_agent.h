@@ -154,6 +154,11 @@ int sup_agent_call_start(sup_agent *a, const char *op, const void *args, size_t 
 			 sup_agent_wait wait, uint64_t timeout_ms, const sup_agent_call_cbs *cbs,
 			 void *ud, sup_agent_call **out, sbx_err *err);
 void sup_agent_call_consumed(sup_agent_call *call, size_t cost);
+/* Inside on_data: append p[0..n) (a part of the bytes it was given) to
+ * dst, by reference to the agent's frame where the frame allows it
+ * (sbx_proto_conn_add_data), else copied. -ENOMEM. */
+int sup_agent_call_add_data(sup_agent_call *call, const uint8_t *p, size_t n,
+			    struct evbuffer *dst);
 /* Send bytes on channel ch towards the agent, as many as its credit and
  * the socket's room allow: returns how many went (0: none fit, on_writable
  * says when to try again), or < 0 when the stream is gone. eof goes with

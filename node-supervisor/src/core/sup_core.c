@@ -1,6 +1,7 @@
 #include "sup_core.h"
 
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <inttypes.h>
 #include <search.h>
@@ -1285,6 +1286,13 @@ static const sup_agent_call_cbs call_cbs = {
 	.on_event = call_on_event,
 	.on_done = call_on_done,
 };
+
+int sup_core_call_add_data(sup_op *op, const uint8_t *p, size_t n, struct evbuffer *dst)
+{
+	if (op->kind == OP_CALL && op->u.call.call)
+		return sup_agent_call_add_data(op->u.call.call, p, n, dst);
+	return n == 0 || evbuffer_add(dst, p, n) == 0 ? 0 : -ENOMEM;
+}
 
 int sup_core_call_send(sup_op *op, const char *ch, const uint8_t *p, size_t n, bool eof,
 		       sbx_err *err)

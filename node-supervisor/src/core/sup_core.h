@@ -183,6 +183,9 @@ typedef struct sup_core_call_cbs {
 /* args is finished and destroyed here, whatever happens. */
 int sup_core_call(sup_core *c, const char *id, const char *op, sbx_proto_args *args,
 		  const sup_core_call_cbs *cbs, void *ud, sup_op **opp, sbx_err *err);
+/* Inside on_data: append p[0..n) (a part of the bytes it was given) to
+ * dst without a copy where the agent's frame allows it. -ENOMEM. */
+int sup_core_call_add_data(sup_op *op, const uint8_t *p, size_t n, struct evbuffer *dst);
 /* Bytes towards the agent on a sup_core_call stream (stdin of proc.stdin):
  * how many went within its credit (0: wait for on_writable), < 0 when the
  * stream is gone (on_done tells why). */

@@ -85,16 +85,26 @@ static void on_credit(size_t cost, void *ud)
 		sup_op_consumed(pp->op, cost);
 }
 
-/* Body bytes p[0..n) to the client (chunk framing is the edge's). */
+/* Body bytes p[0..n) of the frame on_data has for the client, by
+ * reference to the agent's frame where it can be (no copy here); they go
+ * out with flush(). */
 static int pass(sup_pp *pp, const uint8_t *p, size_t n)
 {
 	if (n == 0)
 		return 0;
-	if (evbuffer_add(pp->chunk, p, n) < 0)
+	if (sup_core_call_add_data(pp->op, p, n, pp->chunk) < 0)
 		return -ENOMEM;
-	sup_http_write(pp->r, pp->chunk);
 	pp->got += n;
 	return 0;
+}
+
+/* What one frame brought, to the client at once: a chunked answer's
+ * pieces leave as one chunk (the edge's framing), not one per piece the
+ * server's own chunks cut it into. */
+static void flush(sup_pp *pp)
+{
+	if (evbuffer_get_length(pp->chunk) > 0)
+		sup_http_write(pp->r, pp->chunk);
 }
 
 /* Body bytes of the answer as its framing says; 1 when the body is whole. */
@@ -251,6 +261,7 @@ static void on_data(const uint8_t *p, size_t n, size_t cost, void *ud)
 		rc = body(pp, p, n);
 		if (rc == -EBADMSG)
 			return;
+		flush(pp);
 		if (rc < 0) {
 			sbx_err_set(&e, -ENOMEM, "out of memory");
 			pp_fail(pp, &e);
@@ -295,6 +306,8 @@ static void on_data(const uint8_t *p, size_t n, size_t cost, void *ud)
 	}
 	/* What followed the head in the same frame: already paid for. */
 	rc = body(pp, p, n);
+	if (rc >= 0)
+		flush(pp);
 	if (rc == 1)
 		pp_finish(pp);
 	else if (rc < 0 && rc != -EBADMSG) {
