@@ -178,7 +178,8 @@ static void on_data(const uint8_t *p, size_t n, size_t cost, void *ud)
 		return;
 	}
 	q->sent += n;
-	if (evbuffer_add(q->chunk, p, n) < 0) {
+	/* by reference to the agent's frame where it can be: no copy here */
+	if (sup_core_call_add_data(q->op, p, n, q->chunk) < 0) {
 		agent_broke(q, -ENOMEM, "out of memory");
 		return;
 	}
