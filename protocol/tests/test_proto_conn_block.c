@@ -104,9 +104,10 @@ static void send_data(int fd, uint64_t id, size_t n, uint8_t seed, size_t piece,
 	free(p);
 }
 
-static int open_stream(struct event_base *base, struct side *srv)
+/* The raw client's end, stream 1 open on it (so given). */
+static int open_stream(struct event_base *base, struct side *srv, const sbx_proto_conn_opts *so)
 {
-	int fd = harness_raw_client(base, srv, &server_opts, 65536, true);
+	int fd = harness_raw_client(base, srv, so ? so : &server_opts, 65536, true);
 	sbx_proto_writer w;
 	sbx_proto_writer_init(&w);
 	assert_int_equal(sbx_proto_encode_req(&w, 1, "cat", NULL, 0, 0, NULL), 0);
@@ -114,6 +115,15 @@ static int open_stream(struct event_base *base, struct side *srv)
 	sbx_proto_writer_destroy(&w);
 	pump_until(base, &srv->n[SBX_PROTO_REQ], 2000);
 	return fd;
+}
+
+static void finish(struct event_base *base, int fd, struct side *srv, struct evbuffer *out)
+{
+	close(fd);
+	sbx_proto_conn_free(srv->c);
+	if (out)
+		evbuffer_free(out);
+	event_base_free(base);
 }
 
 /* A large frame's payload goes by reference and stays valid after the
@@ -125,7 +135,7 @@ static void test_reference_outlives_conn(void **state)
 	struct event_base *base = harness_base();
 	struct got g = { .out = evbuffer_new() };
 	struct side srv = { .on_frame = keep_data, .test = &g };
-	int fd = open_stream(base, &srv);
+	int fd = open_stream(base, &srv, NULL);
 	send_data(fd, 1, BIG, 1, 0, base);
 	send_data(fd, 1, SMALL, 2, 0, base);
 	pump_until_n(base, &srv.n[SBX_PROTO_DATA], 2, 2000);
@@ -150,7 +160,7 @@ static void test_trickled_and_back_to_back(void **state)
 	struct event_base *base = harness_base();
 	struct got g = { .out = evbuffer_new() };
 	struct side srv = { .on_frame = keep_data, .test = &g };
-	int fd = open_stream(base, &srv);
+	int fd = open_stream(base, &srv, NULL);
 	send_data(fd, 1, BIG, 3, 7001, base);
 	pump_until_n(base, &srv.n[SBX_PROTO_DATA], 1, 2000);
 	send_data(fd, 1, SMALL, 4, 0, base);
@@ -162,10 +172,7 @@ static void test_trickled_and_back_to_back(void **state)
 	expect_piece(g.out, BIG - 10 + SMALL - 10, 40000 - 10, 5);
 	assert_ptr_equal(chain_at(g.out, 0), g.data[0] + 10);
 	assert_ptr_equal(chain_at(g.out, BIG - 10 + SMALL - 10), g.data[2] + 10);
-	close(fd);
-	sbx_proto_conn_free(srv.c);
-	evbuffer_free(g.out);
-	event_base_free(base);
+	finish(base, fd, &srv, g.out);
 }
 
 /* Half a large frame, then nothing: the frame deadline still holds, and
@@ -177,14 +184,11 @@ static void test_block_deadline(void **state)
 	struct side srv = { 0 };
 	sbx_proto_conn_opts so = server_opts;
 	so.frame_timeout_ms = 300;
-	int fd = harness_raw_client(base, &srv, &so, 65536, true);
+	int fd = open_stream(base, &srv, &so);
 	sbx_proto_writer w;
 	uint8_t *p = calloc(1, BIG);
 	assert_non_null(p);
 	sbx_proto_writer_init(&w);
-	assert_int_equal(sbx_proto_encode_req(&w, 1, "cat", NULL, 0, 0, NULL), 0);
-	raw_send(fd, &w);
-	pump_until(base, &srv.n[SBX_PROTO_REQ], 2000);
 	assert_int_equal(sbx_proto_encode_data(&w, 1, "tcp", p, BIG, false, 0, NULL), 0);
 	size_t half = w.buf.size / 2;
 	assert_int_equal(send(fd, w.buf.data, half, MSG_NOSIGNAL), (ssize_t)half);
@@ -196,11 +200,9 @@ static void test_block_deadline(void **state)
 	assert_non_null(strstr(srv.why.msg, want));
 	assert_int_equal(srv.n[SBX_PROTO_DATA], 0);
 	raw_expect_conn_err(base, fd, SBX_PROTO_E_PROTOCOL);
-	close(fd);
-	sbx_proto_conn_free(srv.c);
 	sbx_proto_writer_destroy(&w);
 	free(p);
-	event_base_free(base);
+	finish(base, fd, &srv, NULL);
 }
 
 /* A piece of a large frame under 4 KiB is copied (a chain of its own would
@@ -223,16 +225,13 @@ static void test_small_pieces_copied(void **state)
 	struct event_base *base = harness_base();
 	struct got g = { .out = evbuffer_new() };
 	struct side srv = { .on_frame = small_piece, .test = &g };
-	int fd = open_stream(base, &srv);
+	int fd = open_stream(base, &srv, NULL);
 	send_data(fd, 1, BIG, 6, 0, base);
 	pump_until(base, &g.frames, 2000);
 	assert_int_equal(evbuffer_get_length(g.out), 108);
 	assert_ptr_not_equal(chain_at(g.out, 0), g.data[0] + 10);
 	expect_piece(g.out, 0, 100, 6);
-	close(fd);
-	sbx_proto_conn_free(srv.c);
-	evbuffer_free(g.out);
-	event_base_free(base);
+	finish(base, fd, &srv, g.out);
 }
 
 int main(void)
