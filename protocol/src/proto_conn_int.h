@@ -70,6 +70,7 @@ struct sbx_proto_conn {
 	uint64_t frames_in;                      /* frames decoded */
 	struct event *resume;                    /* go on with frames left after a slice */
 	bool input_yielded;                      /* frames wait in the input for resume */
+	struct event *flush;                     /* write the output once this loop pass is done */
 };
 
 /* proto_conn_table.c */
