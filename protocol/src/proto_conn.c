@@ -5,14 +5,11 @@
  * once but leaves the struct to leave(), and every loop here checks
  * c->freed before touching the conn again.
  *
- * Writes: frames go into the bufferevent's output with its EV_WRITE
- * disabled; the first one of a loop pass activates c->flush, which runs
- * after the pass's other callbacks and writes the whole output with one
- * writev. Only what the socket does not take then is left to libevent
- * (EV_WRITE enabled until the output is empty again). libevent's own way,
- * an EV_WRITE armed for each burst, cost two epoll_ctl and a loop pass
- * more per message: a third of the supervisor's syscalls on small MCP
- * messages. */
+ * Writes: frames are written once the loop pass that made them is done,
+ * in one writev (sbx/bev_flush.h); only what the socket does not take is
+ * left to libevent's EV_WRITE. libevent's own way, an EV_WRITE armed for
+ * each burst, cost two epoll_ctl and a loop pass more per message: a third
+ * of the supervisor's syscalls on small MCP messages. */
 #include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -27,6 +24,7 @@
 
 #include "proto_conn_int.h"
 #include "sbx/bev_fill.h"
+#include "sbx/bev_flush.h"
 
 #define MIN_OUT_HIGH (256u * 1024u)
 /* Bytes per read/write syscall and kernel socket buffer: libevent's default
@@ -67,14 +65,13 @@ static void release_bev(sbx_proto_conn *c)
 	evutil_socket_t fd = bufferevent_getfd(c->bev);
 	if (fd >= 0)
 		shutdown(fd, SHUT_RDWR);
+	sbx_bev_flush_release(&c->out);
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 }
 
 static void destroy(sbx_proto_conn *c)
 {
-	if (c->flush)
-		event_free(c->flush);
 	if (c->frame_timer)
 		event_free(c->frame_timer);
 	if (c->resume)
@@ -123,7 +120,8 @@ static void close_conn(sbx_proto_conn *c, const sbx_err *why)
 	if (c->frame_timer)
 		event_del(c->frame_timer);
 	event_del(c->resume);
-	event_del(c->flush);
+	if (c->out.ev)
+		event_del(c->out.ev);
 	c->input_yielded = false;
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 	shutdown(bufferevent_getfd(c->bev), SHUT_RDWR);
@@ -544,14 +542,13 @@ static void output_drained(sbx_proto_conn *c)
 		conn_notify_blocked(c);
 }
 
-/* libevent wrote what flush_cb left: once all of it went, adds come to
- * flush_cb again. */
+/* libevent wrote what flush_cb left, down to the low watermark. */
 static void write_cb(struct bufferevent *bev, void *arg)
 {
 	sbx_proto_conn *c = arg;
+	(void)bev;
 	enter(c);
-	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		bufferevent_disable(bev, EV_WRITE);
+	sbx_bev_flush_written(&c->out);
 	output_drained(c);
 	leave(c);
 }
@@ -562,36 +559,13 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	enter(c);
-	struct evbuffer *out = c->bev ? bufferevent_get_output(c->bev) : NULL;
 	/* a reservation (data_begin) ends within its caller's callback; its
 	 * commit activates us again */
-	if (!out || c->freed || c->closed || c->resv.active ||
-	    (bufferevent_get_enabled(c->bev) & EV_WRITE)) {
-		leave(c);
-		return;
-	}
-	/* as bufferevent's own write callback does: its output's front is
-	 * frozen between writes */
-	evbuffer_unfreeze(out, 1);
-	int n = evbuffer_write_atmost(out, bufferevent_getfd(c->bev), IO_CHUNK);
-	evbuffer_freeze(out, 1);
-	/* The rest (or an error, which libevent's next write reports through
-	 * event_cb) to libevent. */
-	if (n < 0 || evbuffer_get_length(out) > 0)
-		bufferevent_enable(c->bev, EV_WRITE);
-	if (n > 0 && evbuffer_get_length(out) <= c->out_high / 2)
+	if (c->bev && !c->freed && !c->closed && !c->resv.active &&
+	    sbx_bev_flush_write(&c->out, IO_CHUNK) > 0 &&
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) <= c->out_high / 2)
 		output_drained(c);
 	leave(c);
-}
-
-/* Frames were added to the output: written once this loop pass is done,
- * unless libevent is writing (EV_WRITE enabled). */
-static void output_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
-{
-	sbx_proto_conn *c = arg;
-	(void)buf;
-	if (info->n_added && c->bev && !c->closed && !(bufferevent_get_enabled(c->bev) & EV_WRITE))
-		event_active(c->flush, EV_TIMEOUT, 0);
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
@@ -648,8 +622,7 @@ sbx_proto_conn *sbx_proto_conn_new(struct event_base *base, int fd,
 		goto oom;
 	if (!(c->resume = evtimer_new(base, resume_cb, c)))
 		goto oom;
-	if (!(c->flush = event_new(base, -1, 0, flush_cb, c)) ||
-	    !evbuffer_add_cb(bufferevent_get_output(c->bev), output_added, c))
+	if (sbx_bev_flush_init(&c->out, c->bev, flush_cb, c) < 0)
 		goto oom;
 
 	bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);

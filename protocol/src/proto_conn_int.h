@@ -10,6 +10,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "sbx/bev_flush.h"
 #include "sbx/proto_conn.h"
 
 struct conn_stream {
@@ -70,7 +71,7 @@ struct sbx_proto_conn {
 	uint64_t frames_in;                      /* frames decoded */
 	struct event *resume;                    /* go on with frames left after a slice */
 	bool input_yielded;                      /* frames wait in the input for resume */
-	struct event *flush;                     /* write the output once this loop pass is done */
+	sbx_bev_flush out;                       /* the output written once this loop pass is done */
 };
 
 /* proto_conn_table.c */

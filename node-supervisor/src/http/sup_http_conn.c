@@ -15,7 +15,12 @@
  * from one that half-closed, and only bytes sent to it bring the reset: a
  * request in flight then gets an interim "100 Continue" (any HTTP/1.1
  * client reads past a 1xx) and the socket is looked at until the answer
- * is ready (sup_conn_peer_ended). */
+ * is ready (sup_conn_peer_ended).
+ *
+ * Writes go out once per loop pass, in one writev, by sbx/bev_flush.h;
+ * libevent's EV_WRITE only for what the socket did not take. With reading
+ * left on, an answer costs no epoll_ctl (it cost six: reading off and the
+ * EV_CLOSED watch on for the act, EV_WRITE on and off, both back after). */
 #include "sup_http_int.h"
 
 #include <errno.h>
@@ -39,6 +44,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg);
 static void conn_deadline(evutil_socket_t fd, short what, void *arg);
 static void conn_closed(evutil_socket_t fd, short what, void *arg);
 static void conn_kicked(evutil_socket_t fd, short what, void *arg);
+static void conn_flush(evutil_socket_t fd, short what, void *arg);
 static void conn_probe(evutil_socket_t fd, short what, void *arg);
 
 struct evbuffer *sup_conn_output(const sup_conn *c)
@@ -53,8 +59,10 @@ struct evbuffer *sup_conn_input(const sup_conn *c)
 
 static void conn_free(sup_conn *c)
 {
-	if (c->bev)
+	if (c->bev) {
+		sbx_bev_flush_release(&c->out);
 		bufferevent_free(c->bev);
+	}
 	if (c->timer)
 		event_free(c->timer);
 	if (c->kick)
@@ -81,7 +89,9 @@ void sup_conn_new(sup_http *h, int fd)
 	c->timer = evtimer_new(h->base, conn_deadline, c);
 	c->kick = event_new(h->base, -1, 0, conn_kicked, c);
 	c->probe = evtimer_new(h->base, conn_probe, c);
-	if (!c->bev || !c->timer || !c->kick || !c->probe) {
+	/* conn_flush writes; libevent only what the socket did not take */
+	if (!c->bev || !c->timer || !c->kick || !c->probe ||
+	    sbx_bev_flush_init(&c->out, c->bev, conn_flush, c) < 0) {
 		if (!c->bev)
 			close(fd);
 		conn_free(c);
@@ -159,6 +169,20 @@ void sup_conn_timer(sup_conn *c, unsigned secs)
 		evtimer_add(c->timer, &tv);
 	else
 		evtimer_del(c->timer);
+}
+
+/* ---- writing ---- */
+
+static void drained(sup_conn *c);
+
+static void conn_flush(evutil_socket_t fd, short what, void *arg)
+{
+	sup_conn *c = arg;
+	(void)fd;
+	(void)what;
+	if (sbx_bev_flush_write(&c->out, SUP_HTTP_HWM) > 0 &&
+	    !evbuffer_get_length(sup_conn_output(c)))
+		drained(c);
 }
 
 /* ---- closing ---- */
@@ -460,9 +484,12 @@ static void drained(sup_conn *c)
 	}
 }
 
+/* libevent wrote what conn_flush left: adds go to conn_flush again. */
 static void conn_write(struct bufferevent *bev, void *arg)
 {
-	drained(arg);
+	sup_conn *c = arg;
+	sbx_bev_flush_written(&c->out);
+	drained(c);
 }
 
 void sup_conn_peer_ended(sup_conn *c)

@@ -9,6 +9,7 @@
 #include <sys/queue.h>
 #include <time.h>
 
+#include "sbx/bev_flush.h"
 #include "sup_http.h"
 #include "sup_httpin_parse.h"
 
@@ -66,6 +67,7 @@ struct sup_conn {
 	struct event *timer;  /* the current state's deadline */
 	struct event *closed; /* EV_CLOSED while an act waits with reading off */
 	struct event *kick;   /* deferred work: finish a request, the next head */
+	sbx_bev_flush out;    /* the output written once this loop pass is done */
 	struct event *probe;  /* is a client that ended its side still there? */
 	sup_http_req *req;
 	unsigned probe_ms;    /* the probe's next delay; 0: the request in flight
