@@ -17,7 +17,8 @@
 #include "sup_token.h"
 #include "sup_ws.h"
 
-typedef struct th_req {
+typedef struct th_req th_req;
+struct th_req {
 	sup_http_req *r;
 	sup_ws *ws;
 	char accept[32];
@@ -26,11 +27,16 @@ typedef struct th_req {
 	bool producing;
 	struct event *timer;
 	struct evbuffer *tmp;
-} th_req;
+	int left;                 /* /later: loop passes before the answer */
+	void (*answer)(th_req *q);
+};
+
+unsigned th_released;
 
 static void th_release(void *state)
 {
 	th_req *q = state;
+	th_released++;
 	if (q->timer)
 		event_free(q->timer);
 	if (q->tmp)
@@ -61,6 +67,67 @@ static int act_body(sup_http_req *r, void *state, sbx_err *err)
 	return 0;
 }
 
+/* ?n=N of the request's query (0 when none), at most 16. */
+static int query_n(const sup_http_req *r)
+{
+	const char *qs = sup_http_input(r)->query;
+	int n = qs && strncmp(qs, "n=", 2) == 0 ? atoi(qs + 2) : 0;
+	return n > 16 ? 16 : n;
+}
+
+static void later_fire(evutil_socket_t fd, short what, void *ud)
+{
+	th_req *q = ud;
+	if (--q->left > 0) {
+		struct timeval now = { 0, 0 };
+		evtimer_add(q->timer, &now);
+		return;
+	}
+	q->answer(q);
+}
+
+/* answer(q) n loop passes from now: 0 at once, 1 later in this pass (after
+ * the callbacks due already), 2 and on in the passes after. */
+static int later(th_req *q, int n, void (*answer)(th_req *q), sbx_err *err)
+{
+	if (q->answer)
+		return 0; /* on its way */
+	q->answer = answer;
+	if (n <= 0) {
+		answer(q);
+		return 0;
+	}
+	q->left = n;
+	if (!q->timer && !(q->timer = evtimer_new(sup_http_base(q->r), later_fire, q)))
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	event_active(q->timer, EV_TIMEOUT, 0);
+	return 0;
+}
+
+static void answer_later(th_req *q)
+{
+	sup_http_json(q->r, 200, json_pack("{s:i}", "later", query_n(q->r)));
+}
+
+static int act_later(sup_http_req *r, void *state, sbx_err *err)
+{
+	th_req *q = state;
+	q->r = r;
+	return later(q, query_n(r), answer_later, err);
+}
+
+bool th_never;
+
+static int act_never(sup_http_req *r, void *state, sbx_err *err)
+{
+	return th_never ? 0 : sbx_err_set(err, -ENOENT, "GET /never is off");
+}
+
+static void answer_stream(th_req *q)
+{
+	sup_http_json(q->r, 200, json_pack("{s:I}", "len", (json_int_t)q->got));
+}
+
 static void stream_pump(void *ud)
 {
 	th_req *q = ud;
@@ -76,7 +143,8 @@ static void stream_pump(void *ud)
 			return;
 		}
 		if (n == 0) {
-			sup_http_json(q->r, 200, json_pack("{s:I}", "len", (json_int_t)q->got));
+			if (later(q, query_n(q->r), answer_stream, &e) < 0)
+				sup_http_fail(q->r, &e);
 			return;
 		}
 		evbuffer_drain(buf, (size_t)n);
@@ -230,6 +298,8 @@ static const sup_http_route routes[] = {
 	{ "GET", "/slow", "GET slow", SUP_BODY_NONE, 0, NULL, act_slow },
 	{ "GET", "/produce", "GET produce", SUP_BODY_NONE, 0, NULL, act_produce },
 	{ "GET", "/fail", "GET fail", SUP_BODY_NONE, 0, NULL, act_fail },
+	{ "GET", "/later", "GET later", SUP_BODY_NONE, 0, NULL, act_later },
+	{ "GET", "/never", "GET never", SUP_BODY_NONE, 0, NULL, act_never },
 	{ "GET", "/v1/sandboxes/{id}/x/{pid}", "GET x", SUP_BODY_NONE, 0, parse_x, act_echo },
 };
 

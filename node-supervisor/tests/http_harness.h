@@ -35,6 +35,15 @@ typedef struct th_produce_stats {
 } th_produce_stats;
 extern th_produce_stats th_produced;
 
+/* Route states released so far (requests ended, answered or not). */
+extern unsigned th_released;
+
+/* GET /later?n=N answers N loop passes after its act ran (0: at once, 1:
+ * later in the same pass); PUT /stream?n=N answers N passes after its
+ * body's end; GET /never never answers while th_never is set (a 404
+ * otherwise: the fuzzer's clients would wait on it for good). */
+extern bool th_never;
+
 /* cfg: NULL for the defaults (max_body 4096, head/body timeouts 2 s). */
 int th_start(th_server *s, const sup_http_cfg *cfg);
 void th_stop(th_server *s);

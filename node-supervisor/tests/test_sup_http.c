@@ -3,10 +3,13 @@
  * pipelining, HEAD, bodies (Content-Length, chunked, 100-continue,
  * streamed), framing that could be read two ways, every limit, timeouts,
  * --max-connections, upgrade, graceful stop, a request held by the relay
- * hook and resumed or cancelled, and the budget of what a charged reply
- * holds (the producer's window counted in). */
+ * hook and resumed or cancelled, the budget of what a charged reply
+ * holds (the producer's window counted in), and clients that end their
+ * side with a request in flight: half-closed (answered, then closed) or
+ * gone for good (released). */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,8 +18,11 @@
 #include <string.h>
 #include <cmocka.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http_harness.h"
@@ -514,11 +520,18 @@ static void test_held_and_resumed(void **state)
 	/* The client gone while held: the wait is cancelled, nothing resumed. */
 	static const char gone[] = "GET /echo HTTP/1.1\r\nHost: x\r\nX-Hold: ok\r\n\r\n";
 	held.cancelled = 0;
-	out = th_talk(&s, gone, sizeof(gone) - 1, 0, true, 100, &n, &closed);
+	out = th_talk(&s, gone, sizeof(gone) - 1, 0, false, 100, &n, &closed);
 	free(out);
 	th_pump(&s, 400);
 	assert_int_equal(held.cancelled, 1);
 	assert_null(held.r);
+	assert_int_equal(th_conns(&s), 0);
+	/* Half-closed while held: resumed and answered all the same. */
+	out = th_talk(&s, gone, sizeof(gone) - 1, 0, true, 1500, &n, &closed);
+	assert_non_null(strstr(out, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 "));
+	assert_true(closed);
+	free(out);
+	assert_int_equal(held.cancelled, 1);
 	assert_int_equal(th_conns(&s), 0);
 	event_free(held.ev);
 	th_stop(&s);
@@ -576,6 +589,209 @@ static void test_credit_window(void **state)
 	produce_stalled(SUP_HTTP_HWM);
 }
 
+/* ---- a client's end with a request in flight ---- */
+
+static long ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Send req whole and end our side at once, before the server has run for
+ * its last bytes (they and the end arrive together): shut our sending side
+ * (half) and read until the server closes, or close for good (NULL). */
+static char *send_and_end(th_server *s, const char *req, size_t len, bool half, size_t *n,
+			  bool *closed)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(s->port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	size_t off = 0;
+	while (off < len) {
+		ssize_t w = send(fd, req + off, len - off, MSG_NOSIGNAL);
+		assert_true(w > 0 || errno == EAGAIN);
+		if (w > 0)
+			off += (size_t)w;
+		if (off < len)
+			event_base_loop(s->base, EVLOOP_NONBLOCK);
+	}
+	*closed = false;
+	*n = 0;
+	if (!half) {
+		close(fd);
+		return NULL;
+	}
+	shutdown(fd, SHUT_WR);
+	size_t cap = 1 << 16, got = 0;
+	char *out = malloc(cap);
+	assert_non_null(out);
+	for (long end = ms_now() + 3000; ms_now() < end;) {
+		event_base_loop(s->base, EVLOOP_NONBLOCK);
+		ssize_t r = recv(fd, out + got, cap - got - 1, 0);
+		if (r > 0) {
+			got += (size_t)r;
+			if (got + 1 == cap)
+				out = realloc(out, cap *= 2);
+			assert_non_null(out);
+		} else if (r == 0 || errno != EAGAIN) {
+			*closed = r == 0;
+			break;
+		} else {
+			poll(NULL, 0, 1);
+		}
+	}
+	close(fd);
+	out[got] = '\0';
+	*n = got;
+	return out;
+}
+
+/* The answers in out, interim ones (1xx) left out: each whole (its
+ * Content-Length of body there), their statuses in st; how many. */
+static int answers(const char *out, int *st, int max)
+{
+	int k = 0;
+	for (const char *p = out; p && *p;) {
+		assert_int_equal(strncmp(p, "HTTP/1.1 ", 9), 0);
+		int status = atoi(p + 9);
+		const char *end = strstr(p, "\r\n\r\n");
+		assert_non_null(end);
+		end += 4;
+		if (status < 200) {
+			p = end;
+			continue;
+		}
+		const char *cl = strstr(p, "Content-Length: ");
+		assert_true(cl && cl < end);
+		size_t len = strtoul(cl + 16, NULL, 10);
+		assert_true(strlen(end) >= len); /* the body whole */
+		assert_true(k < max);
+		st[k++] = status;
+		p = end + len;
+	}
+	return k;
+}
+
+/* One request and our end with it; then the server holds nothing. */
+static void half_closed_gets(th_server *s, const char *req, size_t len, int nanswers,
+			     const char *want)
+{
+	size_t n;
+	bool closed;
+	int st[8];
+	char *out = send_and_end(s, req, len, true, &n, &closed);
+	if (answers(out, st, 8) != nanswers || !closed || !strstr(out, want))
+		fail_msg("half-closed after %.40s: %d answers, closed %d:\n%s", req,
+			 answers(out, st, 8), closed, out);
+	for (int i = 0; i < nanswers; i++)
+		assert_int_equal(st[i], 200);
+	free(out);
+	th_pump(s, 5);
+	assert_int_equal(th_conns(s), 0);
+}
+
+static void test_half_closed_client_answered(void **state)
+{
+	char req[512];
+	/* The answer at once, later in the pass that read the request, in
+	 * the pass that reads the end, or after it. */
+	for (int k = 0; k < 8; k++) {
+		for (int round = 0; round < 5; round++) {
+			int len = snprintf(req, sizeof(req), "GET /later?n=%d HTTP/1.1\r\nHost: x\r\n\r\n", k);
+			char want[32];
+			snprintf(want, sizeof(want), "{\"later\":%d}", k);
+			half_closed_gets(&srv, req, (size_t)len, 1, want);
+		}
+	}
+	static const char echo[] = "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
+	half_closed_gets(&srv, echo, sizeof(echo) - 1, 1, "\"path\":\"/echo\"");
+	static const char old[] = "GET /echo HTTP/1.0\r\n\r\n";
+	half_closed_gets(&srv, old, sizeof(old) - 1, 1, "\"path\":\"/echo\"");
+	static const char body[] = "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
+	half_closed_gets(&srv, body, sizeof(body) - 1, 1, "\"body\":\"hello\"");
+	/* Pipelined before the end: every one answered, in order. */
+	static const char two[] = "GET /later?n=3 HTTP/1.1\r\nHost: x\r\n\r\n"
+				  "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n"
+				  "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok";
+	half_closed_gets(&srv, two, sizeof(two) - 1, 3, "\"body\":\"ok\"");
+	/* An upload, its answer coming at once or passes after its body's
+	 * end (an agent's, as PUT /files waits for file.write's). */
+	size_t big = 300000;
+	char *up = malloc(big + 256);
+	assert_non_null(up);
+	for (int k = 0; k < 6; k++) {
+		for (size_t size = 10; size <= big; size += big - 10) {
+			int hl = sprintf(up, "PUT /stream?n=%d HTTP/1.1\r\nHost: x\r\n"
+					     "Content-Length: %zu\r\n\r\n", k, size);
+			memset(up + hl, 'u', size);
+			char want[32];
+			snprintf(want, sizeof(want), "{\"len\":%zu}", size);
+			half_closed_gets(&srv, up, (size_t)hl + size, 1, want);
+		}
+	}
+	free(up);
+}
+
+static void test_gone_client_released(void **state)
+{
+	/* A client that closed for good while its request was in flight: the
+	 * request ends (its state released) at once, not when (if ever) an
+	 * answer would come. */
+	static const char never[] = "GET /never HTTP/1.1\r\nHost: x\r\n\r\n";
+	size_t n;
+	bool closed;
+	th_never = true;
+	for (int i = 0; i < 5; i++) {
+		unsigned released = th_released;
+		assert_null(send_and_end(&srv, never, sizeof(never) - 1, false, &n, &closed));
+		long t0 = ms_now();
+		while (th_released == released && ms_now() - t0 < 1000)
+			th_pump(&srv, 1);
+		assert_int_equal(th_released, released + 1);
+		assert_int_equal(th_conns(&srv), 0);
+	}
+	/* Its answer due in the same pass or soon after: freed all the same. */
+	char req[128];
+	for (int k = 0; k < 8; k++) {
+		int len = snprintf(req, sizeof(req), "GET /later?n=%d HTTP/1.1\r\nHost: x\r\n\r\n", k);
+		unsigned released = th_released;
+		assert_null(send_and_end(&srv, req, (size_t)len, false, &n, &closed));
+		long t0 = ms_now();
+		while ((th_released == released || th_conns(&srv)) && ms_now() - t0 < 1000)
+			th_pump(&srv, 1);
+		assert_int_equal(th_released, released + 1);
+		assert_int_equal(th_conns(&srv), 0);
+	}
+	/* Half-closed, by contrast, the request goes on (told by the
+	 * interim answer the client's stack took). */
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(srv.port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(send(fd, never, sizeof(never) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(never) - 1));
+	shutdown(fd, SHUT_WR);
+	unsigned released = th_released;
+	th_pump(&srv, 300);
+	assert_int_equal(th_conns(&srv), 1);
+	assert_int_equal(th_released, released);
+	char buf[128];
+	ssize_t r = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	assert_int_equal(r, 25);
+	buf[r] = '\0';
+	assert_string_equal(buf, "HTTP/1.1 100 Continue\r\n\r\n");
+	close(fd);
+	/* gone for good now: seen only once something is written, here by
+	 * the stop */
+	th_stop(&srv);
+	assert_int_equal(th_released, released + 1);
+	assert_int_equal(th_start(&srv, NULL), 0);
+	th_never = false;
+}
+
 static void stopped(void *ud)
 {
 	(*(int *)ud)++;
@@ -613,6 +829,7 @@ static void test_max_connections_and_stop(void **state)
 
 int main(void)
 {
+	signal(SIGPIPE, SIG_IGN); /* as the supervisor: a reset peer is an error, not a death */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_table),
 		cmocka_unit_test(test_query),
@@ -628,6 +845,8 @@ int main(void)
 		cmocka_unit_test(test_max_connections_and_stop),
 		cmocka_unit_test(test_held_and_resumed),
 		cmocka_unit_test(test_credit_window),
+		cmocka_unit_test(test_half_closed_client_answered),
+		cmocka_unit_test(test_gone_client_released),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

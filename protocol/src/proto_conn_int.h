@@ -10,6 +10,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "sbx/bev_flush.h"
 #include "sbx/proto_conn.h"
 
 struct conn_stream {
@@ -73,6 +74,7 @@ struct sbx_proto_conn {
 	struct conn_block *blk;                  /* a large frame being read into its block */
 	struct conn_block *cur;                  /* the block of the frame being delivered */
 	bool blk_last;                           /* the last frame had one: read little past it */
+	sbx_bev_flush out;                       /* the output written once this loop pass is done */
 };
 
 /* proto_conn_table.c */

@@ -16,6 +16,7 @@ Env: SBX_SUPERVISOR, SBX_AGENT; SBX_UPLOAD_MB (the big round trip, default
 import hashlib
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -232,6 +233,44 @@ class Uploads(UploadBase):
         self.assertEqual((s["uid"], s["gid"], s["mode"]), (1000, 1000, 0o644), s)
         self.assertEqual(self.listing("/workspace/rt"), ["chunked", "empty", "small"])
         self.sh("rm -r /workspace/rt")
+
+    def test_half_closed_clients_answered(self):
+        """A client that shuts its sending side with its request still gets
+        the answer, then the close (the edge once dropped an answer that met
+        the client's end in one loop pass): uploads of many sizes, and a
+        plain exec, whose answer may come after an interim 100."""
+        self.sh("mkdir -p /workspace/hc")
+        for i in range(24):
+            data = os.urandom(0 if i % 6 == 0 else (i * 104729) % (3 << 20))
+            up = Upload(self.sup, self.url("/workspace/hc/f%d" % (i % 3)), length=len(data))
+            up.send(data)
+            up.sock.shutdown(socket.SHUT_WR)
+            st, _, b = up.answer(60)
+            self.assertEqual((st, b.get("size") if isinstance(b, dict) else b), (200, len(data)), i)
+        body = b'{"argv":["echo","half"]}'
+        head = (b"POST %s/exec HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                b"Content-Length: %d\r\n\r\n" % (self.base.encode(), self.sup.token.encode(), len(body)))
+        for i in range(10):
+            s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=60)
+            try:
+                s.sendall(head + body)
+                s.shutdown(socket.SHUT_WR)
+                got = b""
+                while True:
+                    c = s.recv(65536)
+                    if not c:
+                        break
+                    got += c
+            finally:
+                s.close()
+            while got.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"):
+                got = got[25:]
+            hd, _, rest = got.partition(b"\r\n\r\n")
+            self.assertTrue(hd.startswith(b"HTTP/1.1 200 "), (i, got))
+            n = int(re.search(rb"(?i)content-length: (\d+)", hd).group(1))
+            self.assertEqual(len(rest), n, (i, got))
+            self.assertEqual(json.loads(rest)["stdout"], "half\n")
+        self.sh("rm -r /workspace/hc")
 
     def test_expect_continue(self):
         data = os.urandom(300000)

@@ -367,12 +367,11 @@ void sup_http_run(sup_http_req *r)
 		rc = r->route->act(r, r->state, &err);
 	if (rc < 0 && !r->done)
 		sup_http_fail(r, &err);
-	/* An act that answers later: stop reading, watch for the client's end
-	 * (an answer given already spares the calls). */
-	if (!r->done && r->route->body != SUP_BODY_STREAMED && !r->raw) {
-		sup_conn_reading(c, false);
-		sup_conn_watch(c, true);
-	}
+	/* An act that answers later: reading goes on (bounded, conn_read), so
+	 * the client's end is read when it comes; one read already (a client
+	 * that pipelined and half-closed) is looked at now. */
+	if (!r->done && r->route->body != SUP_BODY_STREAMED && !r->raw && c->rd_eof)
+		sup_conn_peer_ended(c);
 }
 
 /* /v1 and the OpenSandbox compatibility layer's /opensandbox (both the

@@ -3,8 +3,24 @@
  * request at a time, the next one's bytes waiting in the input (or the
  * kernel) until the answer before it is out; a deadline for each state;
  * the end (lingering after Connection: close so the client reads our
- * answer, not a reset). Reading stops while an act works: its client
- * hanging up is seen by an EV_CLOSED event instead. */
+ * answer, not a reset).
+ *
+ * Reading stays on while an act works (bounded: it stops at
+ * SUP_HTTP_BODY_HWM bytes of input), so the client's end is read, not
+ * watched for; a streamed body and raw bytes turn it on and off as their
+ * taker reads. The client's end is not its going away: HTTP/1.1 lets a
+ * client shut its sending side once its request is out and read the answer
+ * (a half-close). Every request it sent before its end is answered, then
+ * the connection closes. Only a reset tells a client that closed for good
+ * from one that half-closed, and only bytes sent to it bring the reset: a
+ * request in flight then gets an interim "100 Continue" (any HTTP/1.1
+ * client reads past a 1xx) and the socket is looked at until the answer
+ * is ready (sup_conn_peer_ended).
+ *
+ * Writes go out once per loop pass, in one writev, by sbx/bev_flush.h;
+ * libevent's EV_WRITE only for what the socket did not take. With reading
+ * left on, an answer costs no epoll_ctl (it cost six: reading off and the
+ * EV_CLOSED watch on for the act, EV_WRITE on and off, both back after). */
 #include "sup_http_int.h"
 
 #include <errno.h>
@@ -28,6 +44,8 @@ static void conn_event(struct bufferevent *bev, short what, void *arg);
 static void conn_deadline(evutil_socket_t fd, short what, void *arg);
 static void conn_closed(evutil_socket_t fd, short what, void *arg);
 static void conn_kicked(evutil_socket_t fd, short what, void *arg);
+static void conn_flush(evutil_socket_t fd, short what, void *arg);
+static void conn_probe(evutil_socket_t fd, short what, void *arg);
 
 struct evbuffer *sup_conn_output(const sup_conn *c)
 {
@@ -37,6 +55,23 @@ struct evbuffer *sup_conn_output(const sup_conn *c)
 struct evbuffer *sup_conn_input(const sup_conn *c)
 {
 	return bufferevent_get_input(c->bev);
+}
+
+static void conn_free(sup_conn *c)
+{
+	if (c->bev) {
+		sbx_bev_flush_release(&c->out);
+		bufferevent_free(c->bev);
+	}
+	if (c->timer)
+		event_free(c->timer);
+	if (c->kick)
+		event_free(c->kick);
+	if (c->probe)
+		event_free(c->probe);
+	if (c->closed)
+		event_free(c->closed);
+	free(c);
 }
 
 void sup_conn_new(sup_http *h, int fd)
@@ -53,16 +88,13 @@ void sup_conn_new(sup_http *h, int fd)
 	c->bev = bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(h->base, conn_deadline, c);
 	c->kick = event_new(h->base, -1, 0, conn_kicked, c);
-	if (!c->bev || !c->timer || !c->kick) {
+	c->probe = evtimer_new(h->base, conn_probe, c);
+	/* conn_flush writes; libevent only what the socket did not take */
+	if (!c->bev || !c->timer || !c->kick || !c->probe ||
+	    sbx_bev_flush_init(&c->out, c->bev, conn_flush, c) < 0) {
 		if (!c->bev)
 			close(fd);
-		if (c->bev)
-			bufferevent_free(c->bev);
-		if (c->timer)
-			event_free(c->timer);
-		if (c->kick)
-			event_free(c->kick);
-		free(c);
+		conn_free(c);
 		return;
 	}
 	TAILQ_INSERT_TAIL(&h->conns, c, link);
@@ -93,12 +125,7 @@ void sup_conn_close(sup_conn *c, const char *why)
 	}
 	TAILQ_REMOVE(&h->conns, c, link);
 	h->nconns--;
-	bufferevent_free(c->bev);
-	event_free(c->timer);
-	event_free(c->kick);
-	if (c->closed)
-		event_free(c->closed);
-	free(c);
+	conn_free(c);
 	sup_http_conn_gone(h);
 }
 
@@ -109,16 +136,20 @@ void sup_conn_kick(sup_conn *c)
 
 void sup_conn_reading(sup_conn *c, bool on)
 {
-	if (on && !c->rd_eof)
-		bufferevent_enable(c->bev, EV_READ);
-	else
+	bool is_on = bufferevent_get_enabled(c->bev) & EV_READ;
+	if (on && !c->rd_eof) {
+		if (!is_on)
+			bufferevent_enable(c->bev, EV_READ);
+	} else if (is_on) {
 		bufferevent_disable(c->bev, EV_READ);
+	}
 }
 
-/* EV_CLOSED (EPOLLRDHUP) tells of the client's end without reading. */
+/* EV_CLOSED (EPOLLRDHUP) tells of the client's end without reading (not
+ * while a probe looks: the end is known then, and EPOLLRDHUP stays up). */
 void sup_conn_watch(sup_conn *c, bool on)
 {
-	if (!on || c->fd < 0) {
+	if (!on || c->fd < 0 || c->probe_ms) {
 		if (c->closed)
 			event_del(c->closed);
 		return;
@@ -140,6 +171,20 @@ void sup_conn_timer(sup_conn *c, unsigned secs)
 		evtimer_del(c->timer);
 }
 
+/* ---- writing ---- */
+
+static void drained(sup_conn *c);
+
+static void conn_flush(evutil_socket_t fd, short what, void *arg)
+{
+	sup_conn *c = arg;
+	(void)fd;
+	(void)what;
+	if (sbx_bev_flush_write(&c->out, SUP_HTTP_HWM) > 0 &&
+	    !evbuffer_get_length(sup_conn_output(c)))
+		drained(c);
+}
+
 /* ---- closing ---- */
 
 static void linger(sup_conn *c)
@@ -154,7 +199,28 @@ static void linger(sup_conn *c)
 		sup_conn_close(c, NULL);
 }
 
-/* The answer before is out (or on its way): the next request, or the end. */
+/* No request is in flight and no other can come (the client's end was
+ * read): close once the answers before are out. */
+static void input_ended(sup_conn *c)
+{
+	if (!evbuffer_get_length(sup_conn_output(c))) {
+		sup_conn_close(c, NULL);
+		return;
+	}
+	c->st = C_CLOSING;
+	sup_conn_timer(c, c->h->cfg.idle_timeout_s);
+}
+
+static void probe_stop(sup_conn *c)
+{
+	if (!c->probe_ms)
+		return;
+	c->probe_ms = 0;
+	evtimer_del(c->probe);
+}
+
+/* The answer before is out (or on its way): the next request, or the end.
+ * Requests sent before the client's end are still answered. */
 static void after_request(sup_conn *c)
 {
 	sup_http_req *r = c->req;
@@ -164,7 +230,8 @@ static void after_request(sup_conn *c)
 	c->req = NULL;
 	sup_http_req_free(r);
 	sup_conn_watch(c, false);
-	if (c->close_after || c->rd_eof) {
+	probe_stop(c);
+	if (c->close_after || (c->rd_eof && !evbuffer_get_length(sup_conn_input(c)))) {
 		c->st = C_CLOSING;
 		sup_conn_reading(c, true);
 		evbuffer_drain(sup_conn_input(c), evbuffer_get_length(sup_conn_input(c)));
@@ -223,8 +290,19 @@ static void read_head(sup_conn *c)
 {
 	struct evbuffer *in = sup_conn_input(c);
 	size_t avail = evbuffer_get_length(in);
-	if (!avail || evbuffer_get_length(sup_conn_output(c)) >= SUP_HTTP_HWM)
-		return; /* the client reads its answers first (conn_write kicks) */
+	if (evbuffer_get_length(sup_conn_output(c)) >= SUP_HTTP_HWM) {
+		/* the client reads its answers first (drained kicks); what it
+		 * pipelines meanwhile waits in the kernel */
+		if (avail >= SUP_HTTP_BODY_HWM)
+			sup_conn_reading(c, false);
+		return;
+	}
+	sup_conn_reading(c, true);
+	if (!avail) {
+		if (c->rd_eof)
+			input_ended(c);
+		return;
+	}
 	if (c->st == C_IDLE) {
 		c->st = C_HEAD;
 		sup_conn_timer(c, c->h->cfg.head_timeout_s);
@@ -249,8 +327,11 @@ static void read_head(sup_conn *c)
 			     "malformed request head (a bare CR or LF, a control byte or a folded line)");
 		return;
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		if (c->rd_eof) /* a head cut short by the client's end */
+			input_ended(c);
 		return;
+	}
 	size_t hl = c->scan.total;
 	sup_http_req *r = calloc(1, sizeof(*r));
 	char *head = r ? malloc(hl + 1) : NULL;
@@ -377,6 +458,8 @@ static void conn_read(struct bufferevent *bev, void *arg)
 	case C_ACTIVE:
 		if (r && !r->done && r->on_ready)
 			r->on_ready(r->ready_ud);
+		else if (evbuffer_get_length(sup_conn_input(c)) >= SUP_HTTP_BODY_HWM)
+			sup_conn_reading(c, false); /* pipelined: after_request reads on */
 		break;
 	case C_CLOSING:
 		evbuffer_drain(sup_conn_input(c), evbuffer_get_length(sup_conn_input(c)));
@@ -384,9 +467,9 @@ static void conn_read(struct bufferevent *bev, void *arg)
 	}
 }
 
-static void conn_write(struct bufferevent *bev, void *arg)
+/* The output went out whole. */
+static void drained(sup_conn *c)
 {
-	sup_conn *c = arg;
 	sup_http_req *r = c->req;
 	if (c->st == C_CLOSING) {
 		linger(c);
@@ -396,9 +479,61 @@ static void conn_write(struct bufferevent *bev, void *arg)
 		sup_http_give_credit(r);
 		if (r->on_drained)
 			r->on_drained(r->drained_ud);
-	} else if (c->st == C_IDLE && evbuffer_get_length(sup_conn_input(c))) {
+	} else if (c->st == C_IDLE && (evbuffer_get_length(sup_conn_input(c)) || c->rd_eof)) {
 		sup_conn_kick(c);
 	}
+}
+
+/* libevent wrote what conn_flush left: adds go to conn_flush again. */
+static void conn_write(struct bufferevent *bev, void *arg)
+{
+	sup_conn *c = arg;
+	sbx_bev_flush_written(&c->out);
+	drained(c);
+}
+
+void sup_conn_peer_ended(sup_conn *c)
+{
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	sup_http_req *r = c->req;
+	sup_conn_watch(c, false);
+	if (!r || r->done || c->probe_ms)
+		return; /* after_request ends the connection, or looked at already */
+	/* Bytes of the answer started already (nothing may come between
+	 * them), and HTTP/1.0 has no interim answer: its end is its going. */
+	if (r->raw || r->started || r->ph.minor == 0) {
+		sup_conn_close(c, "client went away");
+		return;
+	}
+	evbuffer_add(sup_conn_output(c), cont, sizeof(cont) - 1);
+	c->probe_ms = SUP_HTTP_PROBE_MS;
+	struct timeval tv = { 0, (suseconds_t)c->probe_ms * 1000 };
+	evtimer_add(c->probe, &tv);
+}
+
+/* A client that closed for good answers our "100 Continue" with a reset,
+ * which leaves the socket closed; a half-closed client's stack takes it
+ * (acknowledged): it is there, the request goes on. Neither yet: again
+ * later. A client that half-closes and closes for good afterwards is seen
+ * once its answer goes out. */
+static void conn_probe(evutil_socket_t fd, short what, void *arg)
+{
+	sup_conn *c = arg;
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	(void)fd;
+	(void)what;
+	if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return;
+	if (ti.tcpi_state == TCP_CLOSE) {
+		sup_conn_close(c, "client went away");
+		return;
+	}
+	if (ti.tcpi_unacked == 0 && !evbuffer_get_length(sup_conn_output(c)))
+		return;
+	c->probe_ms = c->probe_ms * 2 > SUP_HTTP_PROBE_MAX_MS ? SUP_HTTP_PROBE_MAX_MS : c->probe_ms * 2;
+	struct timeval tv = { (time_t)(c->probe_ms / 1000), (suseconds_t)(c->probe_ms % 1000) * 1000 };
+	evtimer_add(c->probe, &tv);
 }
 
 static void conn_event(struct bufferevent *bev, short what, void *arg)
@@ -407,23 +542,39 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 	sup_http_req *r = c->req;
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
 		c->rd_eof = true;
-		/* A client may shut its side once its body is sent and still
-		 * read the answer; a streamed body's taker sees the end. */
-		if (c->st == C_ACTIVE && r && !r->raw && r->route &&
-		    r->route->body == SUP_BODY_STREAMED) {
-			if (r->on_ready && !r->done)
-				r->on_ready(r->ready_ud);
+		switch (c->st) {
+		case C_IDLE:
+		case C_HEAD:
+			/* What came before the end is answered; then the end. */
+			read_head(c);
 			return;
-		}
-		/* A tunnel passes the half-close on and goes on answering. */
-		if (c->st == C_ACTIVE && r && r->raw && r->raw_half && !r->done) {
-			sup_conn_watch(c, false);
-			if (r->on_ready)
-				r->on_ready(r->ready_ud);
+		case C_ACTIVE:
+			if (!r || r->done)
+				return; /* after_request: the next request, or the end */
+			/* A client may shut its side once its body is sent and
+			 * still read the answer; a streamed body's taker sees the
+			 * end. */
+			if (!r->raw && r->route && r->route->body == SUP_BODY_STREAMED) {
+				if (r->on_ready)
+					r->on_ready(r->ready_ud);
+				return;
+			}
+			/* A tunnel passes the half-close on and goes on answering. */
+			if (r->raw && r->raw_half) {
+				sup_conn_watch(c, false);
+				if (r->on_ready)
+					r->on_ready(r->ready_ud);
+				return;
+			}
+			sup_conn_peer_ended(c);
 			return;
+		case C_CLOSING:
+			if (!c->shut)
+				return; /* linger() closes once our answer is out */
+			break;
+		case C_BODY:
+			break;
 		}
-		if (c->st == C_CLOSING && !c->shut)
-			return; /* linger() closes once our answer is out */
 	}
 	const char *why = "client went away";
 	if (what & BEV_EVENT_TIMEOUT)
@@ -433,9 +584,16 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 	sup_conn_close(c, why);
 }
 
+/* EPOLLRDHUP while reading is off: the raw pipe's client is gone; any
+ * other request is answered to a client that only half-closed. */
 static void conn_closed(evutil_socket_t fd, short what, void *arg)
 {
-	sup_conn_close(arg, "client went away");
+	sup_conn *c = arg;
+	if (c->req && c->req->raw) {
+		sup_conn_close(c, "client went away");
+		return;
+	}
+	sup_conn_peer_ended(c);
 }
 
 static void conn_deadline(evutil_socket_t fd, short what, void *arg)

@@ -9,6 +9,7 @@
 #include <sys/queue.h>
 #include <time.h>
 
+#include "sbx/bev_flush.h"
 #include "sup_http.h"
 #include "sup_httpin_parse.h"
 
@@ -21,6 +22,12 @@ struct evconnlistener;
 /* How long a closing connection reads and drops what the client still
  * sends, so it sees our answer rather than a reset. */
 #define SUP_HTTP_LINGER_S 2
+/* A client that ended its side while its request is in flight is looked at
+ * again after this long, doubling up to SUP_HTTP_PROBE_MAX_MS: long enough
+ * for its stack's reset to come back over a slow link, short enough that a
+ * command of a client that went away is cancelled at once on loopback. */
+#define SUP_HTTP_PROBE_MS 5
+#define SUP_HTTP_PROBE_MAX_MS 1000
 
 typedef struct sup_conn sup_conn;
 
@@ -60,9 +67,13 @@ struct sup_conn {
 	struct event *timer;  /* the current state's deadline */
 	struct event *closed; /* EV_CLOSED while an act waits with reading off */
 	struct event *kick;   /* deferred work: finish a request, the next head */
+	sbx_bev_flush out;    /* the output written once this loop pass is done */
+	struct event *probe;  /* is a client that ended its side still there? */
 	sup_http_req *req;
+	unsigned probe_ms;    /* the probe's next delay; 0: the request in flight
+			       * was not looked at */
 	bool close_after;     /* no keep-alive after the current answer */
-	bool rd_eof;          /* the client's end arrived */
+	bool rd_eof;          /* the client's end arrived (read) */
 	bool shut;            /* our side is shut, lingering */
 };
 
@@ -128,6 +139,8 @@ void sup_conn_kick(sup_conn *c);
 void sup_conn_reading(sup_conn *c, bool on);
 void sup_conn_watch(sup_conn *c, bool on);
 void sup_conn_timer(sup_conn *c, unsigned secs);
+/* The client's end came (read, or seen by EV_CLOSED) while r is in flight. */
+void sup_conn_peer_ended(sup_conn *c);
 /* Read what a buffered body has arrived; runs the request once complete. */
 void sup_conn_body(sup_http_req *r);
 int sup_conn_body_next(sup_http_req *r, size_t max, sbx_err *err);
