@@ -26,7 +26,6 @@ Env: SBX_SUPERVISOR, SBX_AGENT. Needs scripts/install-k8s's cache.
 import json
 import os
 import shutil
-import signal
 import socket
 import sys
 import tempfile
@@ -64,19 +63,6 @@ def wait_for(what, fn, timeout):
     raise AssertionError("%s: not within %s s (last: %r)" % (what, timeout, last))
 
 
-def kubeconfig_yaml(path, cp, token):
-    """The kubeconfig kubectl would write (YAML), with the CA as a file
-    beside it, named relatively."""
-    shutil.copy(cp.ca, os.path.join(os.path.dirname(path), "ca.crt"))
-    with open(path, "w") as f:
-        f.write("apiVersion: v1\nkind: Config\ncurrent-context: sbx\n"
-                "clusters:\n- name: test\n  cluster:\n    server: %s\n"
-                "    certificate-authority: ca.crt\n"
-                "contexts:\n- name: sbx\n  context:\n    cluster: test\n    user: supervisor\n"
-                "users:\n- name: supervisor\n  user:\n    token: %s\n" % (cp.url, token))
-    os.chmod(path, 0o600)
-
-
 class Nodes(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -84,17 +70,7 @@ class Nodes(unittest.TestCase):
         cls.sups = {}
         cls.tmp = tempfile.mkdtemp(prefix="sbx-k8s-nodes-")
         try:
-            for f in ("namespace.yaml", "rbac.yaml"):
-                p = cls.cp.kubectl("apply", "-f", os.path.join(TOP, "daemonset", f))
-                assert p.returncode == 0, p.stderr
-            st, body = cls.cp.api(
-                "POST", "/api/v1/namespaces/%s/serviceaccounts/sbx-supervisor/token" % NS,
-                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                 "spec": {"expirationSeconds": 3600}})
-            assert st == 201, body
-            cls.sa_token = json.loads(body)["status"]["token"]
-            cls.kubeconfig = os.path.join(cls.tmp, "kubeconfig")
-            kubeconfig_yaml(cls.kubeconfig, cls.cp, cls.sa_token)
+            cls.kubeconfig, cls.sa_token = cls.cp.supervisor_kubeconfig(cls.tmp)
             sup, agent = binaries()
             for name, pool in POOLS.items():
                 s = Supervisor(sup, agent, pool_size=pool, extra=[
@@ -263,7 +239,7 @@ class Nodes(unittest.TestCase):
 
     def test_6_refused_token_is_a_start_error(self):
         p = os.path.join(self.tmp, "kubeconfig-refused")
-        kubeconfig_yaml(p, self.cp, "not-a-token-it-knows")
+        self.cp.write_kubeconfig(p, "not-a-token-it-knows")
         sup, agent = binaries()
         s = Supervisor(sup, agent, pool_size=0, extra=["--kubeconfig", p])
         try:

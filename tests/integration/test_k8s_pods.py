@@ -50,7 +50,7 @@ import sandbox_image  # noqa: E402
 from kubelet_node import Node  # noqa: E402
 from sbx_harness import Supervisor, stop_clean  # noqa: E402
 from test_exec_stream import Stream  # noqa: E402
-from test_k8s_nodes import kubeconfig_yaml, wait_for  # noqa: E402
+from test_k8s_nodes import wait_for  # noqa: E402
 from test_processes import Output  # noqa: E402
 from test_relay import free_ports  # noqa: E402
 
@@ -101,18 +101,9 @@ class Pods(unittest.TestCase):
         cls.addClassCleanup(shutil.rmtree, cls.root, True)
         cls.cp = apiserver.ControlPlane().start()
         cls.addClassCleanup(cls.cp.stop)
-        for f in ("namespace.yaml", "rbac.yaml"):
-            p = cls.cp.kubectl("apply", "-f", os.path.join(TOP, "daemonset", f))
-            assert p.returncode == 0, p.stderr
         # The supervisors run as the DaemonSet's ServiceAccount (a
         # TokenRequest token): what RBAC does not grant them fails here.
-        st, body = cls.cp.api(
-            "POST", "/api/v1/namespaces/sbx-system/serviceaccounts/sbx-supervisor/token",
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-             "spec": {"expirationSeconds": 3600}})
-        assert st == 201, body
-        cls.kubeconfig = os.path.join(cls.root, "kubeconfig")
-        kubeconfig_yaml(cls.kubeconfig, cls.cp, json.loads(body)["status"]["token"])
+        cls.kubeconfig, _ = cls.cp.supervisor_kubeconfig(cls.root)
         layout, tag = sandbox_image.build(os.path.join(cls.root, "image"), AGENT, python=True)
         cls.key_file = os.path.join(cls.root, "cluster-key")
         with open(cls.key_file, "w") as f:

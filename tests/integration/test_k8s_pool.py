@@ -49,7 +49,7 @@ sys.path.insert(0, os.path.join(TOP, "tests", "k8s"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import apiserver  # noqa: E402
 from sbx_harness import Supervisor, stop_clean  # noqa: E402
-from test_k8s_nodes import binaries, kubeconfig_yaml, wait_for  # noqa: E402
+from test_k8s_nodes import binaries, wait_for  # noqa: E402
 
 NODE = "kp1"
 NS = "sbx-sandboxes"
@@ -68,16 +68,7 @@ class KubePool(unittest.TestCase):
         cls.sup = None
         cls.tmp = tempfile.mkdtemp(prefix="sbx-k8s-pool-")
         try:
-            for f in ("namespace.yaml", "rbac.yaml"):
-                p = cls.cp.kubectl("apply", "-f", os.path.join(TOP, "daemonset", f))
-                assert p.returncode == 0, p.stderr
-            st, body = cls.cp.api(
-                "POST", "/api/v1/namespaces/sbx-system/serviceaccounts/sbx-supervisor/token",
-                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                 "spec": {"expirationSeconds": 3600}})
-            assert st == 201, body
-            kc = os.path.join(cls.tmp, "kubeconfig")
-            kubeconfig_yaml(kc, cls.cp, json.loads(body)["status"]["token"])
+            kc, _ = cls.cp.supervisor_kubeconfig(cls.tmp)
             cls.agents = os.path.join(cls.tmp, "agents")
             os.mkdir(cls.agents)
             sup, agent = binaries()
@@ -377,16 +368,7 @@ class KubeAgents(unittest.TestCase):
         cls.sup = cls.kubelet = None
         cls.tmp = tempfile.mkdtemp(prefix="sbx-k8s-agents-")
         try:
-            for f in ("namespace.yaml", "rbac.yaml"):
-                p = cls.cp.kubectl("apply", "-f", os.path.join(TOP, "daemonset", f))
-                assert p.returncode == 0, p.stderr
-            st, body = cls.cp.api(
-                "POST", "/api/v1/namespaces/sbx-system/serviceaccounts/sbx-supervisor/token",
-                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                 "spec": {"expirationSeconds": 3600}})
-            assert st == 201, body
-            cls.kc = os.path.join(cls.tmp, "kubeconfig")
-            kubeconfig_yaml(cls.kc, cls.cp, json.loads(body)["status"]["token"])
+            cls.kc, _ = cls.cp.supervisor_kubeconfig(cls.tmp)
             # the default template with emptyDirs at paths this host has
             with open(TEMPLATE) as f:
                 text = f.read()

@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(TOP, "tests", "k8s"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import apiserver  # noqa: E402
 from sbx_harness import Supervisor  # noqa: E402
-from test_k8s_nodes import binaries, kubeconfig_yaml, wait_for  # noqa: E402
+from test_k8s_nodes import binaries, wait_for  # noqa: E402
 
 NS = "sbx-system"
 SA_API = "/api/v1/namespaces/%s/serviceaccounts" % NS
@@ -55,19 +55,16 @@ class K8sRelay(unittest.TestCase):
         cls.sups = {}
         cls.tmp = tempfile.mkdtemp(prefix="sbx-k8s-relay-")
         try:
-            for f in ("namespace.yaml", "rbac.yaml"):
-                p = cls.cp.kubectl("apply", "-f", os.path.join(TOP, "daemonset", f))
-                assert p.returncode == 0, p.stderr
+            cls.cp.apply("namespace.yaml", "rbac.yaml")
             st, body = cls.cp.api("POST", SA_API, {"apiVersion": "v1", "kind": "ServiceAccount",
                                                    "metadata": {"name": "intruder"}})
             assert st == 201, body
             # Tokens of one account differ by their expiry (no two alike).
-            cls.sa_token = cls.token("sbx-supervisor", 3600)
-            cls.spare = cls.token("sbx-supervisor", 3601)   # reviewed first while the server is away
-            cls.warm = cls.token("sbx-supervisor", 3602)    # reviewed just before it goes
-            cls.other = cls.token("intruder", 3600)
-            kc = os.path.join(cls.tmp, "kubeconfig")
-            kubeconfig_yaml(kc, cls.cp, cls.sa_token)
+            cls.sa_token = cls.cp.sa_token("sbx-supervisor", 3600)
+            cls.spare = cls.cp.sa_token("sbx-supervisor", 3601)   # reviewed first while the server is away
+            cls.warm = cls.cp.sa_token("sbx-supervisor", 3602)    # reviewed just before it goes
+            cls.other = cls.cp.sa_token("intruder", 3600)
+            kc = cls.cp.write_kubeconfig(os.path.join(cls.tmp, "kubeconfig"), cls.sa_token)
             sup, agent = binaries()
             for name, pool in POOLS.items():
                 s = Supervisor(sup, agent, pool_size=pool, token=TOKEN, extra=[
@@ -78,14 +75,6 @@ class K8sRelay(unittest.TestCase):
         except BaseException:
             cls.tearDownClass()
             raise
-
-    @classmethod
-    def token(cls, sa, seconds):
-        st, body = cls.cp.api("POST", "%s/%s/token" % (SA_API, sa),
-                              {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                               "spec": {"expirationSeconds": seconds}})
-        assert st == 201, body
-        return json.loads(body)["status"]["token"]
 
     @classmethod
     def tearDownClass(cls):

@@ -12,6 +12,12 @@ and both processes die with the test process: PR_SET_PDEATHSIG).
 kubectl() runs the cached kubectl with that kubeconfig and a HOME inside the
 folder: never the machine's kubectl, never its default config or cache.
 
+supervisor_kubeconfig() is what every test that runs supervisors against it
+does first: the DaemonSet's namespace and RBAC applied, a TokenRequest token
+of its ServiceAccount, a kubeconfig in YAML as kubectl writes it. So the
+supervisors run with the rights daemonset/rbac.yaml grants, and a narrowing
+of it fails in those tests.
+
 Shortcuts, and why:
 - ServiceAccount admission is off: without a controller-manager no token
   is ever made for a ServiceAccount and every pod create would be refused.
@@ -33,6 +39,7 @@ import sys
 import tempfile
 import time
 
+TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 # The integration tests' harness owns the signal handlers that clean up
 # what is live when ctest's timeout or ^C ends a test: a control plane
 # joins its set (cleanup()).
@@ -279,6 +286,46 @@ class ControlPlane:
         return subprocess.run([os.path.join(self.bin, "kubectl"), "--kubeconfig", self.kubeconfig]
                               + list(args), input=stdin, env=env, capture_output=True,
                               text=True, timeout=timeout)
+
+    # ---- the supervisors' account ----
+    def apply(self, *names):
+        """kubectl apply of daemonset/<name> for each name."""
+        for name in names:
+            p = self.kubectl("apply", "-f", os.path.join(TOP, "daemonset", name))
+            if p.returncode != 0:
+                raise RuntimeError("kubectl apply %s: %s" % (name, p.stderr))
+
+    def sa_token(self, account="sbx-supervisor", seconds=3600, ns="sbx-system"):
+        """A TokenRequest token of ServiceAccount ns/account (tokens of one
+        account differ by their expiry)."""
+        st, body = self.api("POST", "/api/v1/namespaces/%s/serviceaccounts/%s/token"
+                            % (ns, account),
+                            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                             "spec": {"expirationSeconds": seconds}})
+        if st != 201:
+            raise RuntimeError("TokenRequest for %s/%s: %s %r" % (ns, account, st, body))
+        return json.loads(body)["status"]["token"]
+
+    def write_kubeconfig(self, path, token):
+        """The kubeconfig kubectl would write (YAML) for this server and
+        token, with the CA as a file beside it, named relatively."""
+        shutil.copy(self.ca, os.path.join(os.path.dirname(path), "ca.crt"))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: sbx\n"
+                    "clusters:\n- name: test\n  cluster:\n    server: %s\n"
+                    "    certificate-authority: ca.crt\n"
+                    "contexts:\n- name: sbx\n  context:\n    cluster: test\n    user: supervisor\n"
+                    "users:\n- name: supervisor\n  user:\n    token: %s\n" % (self.url, token))
+        return path
+
+    def supervisor_kubeconfig(self, folder):
+        """The DaemonSet's namespace and RBAC applied, and
+        <folder>/kubeconfig for its ServiceAccount sbx-supervisor (a
+        TokenRequest token, an hour): (path, token)."""
+        self.apply("namespace.yaml", "rbac.yaml")
+        token = self.sa_token()
+        return self.write_kubeconfig(os.path.join(folder, "kubeconfig"), token), token
 
     def log(self, name):
         try:
