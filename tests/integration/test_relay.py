@@ -8,7 +8,11 @@ checked by the owner. A create on n3 (pool size 0) lands on a node with
 ready sandboxes. The relay door refuses a wrong or missing cluster key, a
 relayed request is never relayed again, an id of an unknown node is 404.
 Connections are kept alive: relayed requests on one client connection
-stay on it, and n2 reuses its connection to n1 (its log says so).
+stay on it, and n2 reuses its connection to n1 (its log says so). A kept
+connection the owner drops when the next request comes (n4, whose way to
+n1 passes a TCP forwarder that resets such a connection, as a restarted
+peer does): an idempotent GET goes again on a new connection and is
+answered, a POST is 502 and not sent twice.
 GET /v1/sandboxes?scope=cluster through any node lists every node's.
 n1 killed (SIGKILL): its sandboxes are 502 through n2 at once, and the
 cluster-wide list names n1 as unanswered within its deadline; restarted
@@ -26,8 +30,10 @@ import secrets
 import shutil
 import signal
 import socket
+import struct
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -56,6 +62,80 @@ def free_ports(n):
     for s in socks:
         s.close()
     return ports
+
+
+class StaleForwarder:
+    """TCP to 127.0.0.1:port, byte for byte. Armed (stale), a connection
+    that has carried an answer already and gets more from its client is
+    reset (SO_LINGER 0) instead of passing it on: a kept-alive connection
+    whose peer went away while it was idle."""
+
+    def __init__(self, port):
+        self.port = port
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(16)
+        self.url = "http://127.0.0.1:%d" % self.ls.getsockname()[1]
+        self.stale = threading.Event()
+        self.accepted = self.reset = 0
+        self.socks = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            try:
+                u = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+            except OSError:
+                c.close()
+                continue
+            u.settimeout(None)
+            with self.lock:
+                self.accepted += 1
+                self.socks += [c, u]
+            carried = threading.Event()
+            threading.Thread(target=self._up, args=(c, u, carried), daemon=True).start()
+            threading.Thread(target=self._down, args=(u, c, carried), daemon=True).start()
+
+    def _up(self, c, u, carried):
+        try:
+            while True:
+                data = c.recv(65536)
+                if not data:
+                    u.shutdown(socket.SHUT_WR)
+                    return
+                if carried.is_set() and self.stale.is_set():
+                    with self.lock:
+                        self.reset += 1
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    c.close()
+                    u.close()
+                    return
+                u.sendall(data)
+        except OSError:
+            pass
+
+    def _down(self, u, c, carried):
+        try:
+            while True:
+                data = u.recv(65536)
+                if not data:
+                    c.shutdown(socket.SHUT_WR)
+                    return
+                c.sendall(data)
+                carried.set()
+        except OSError:
+            pass
+
+    def close(self):
+        self.ls.close()
+        with self.lock:
+            for s in self.socks:
+                s.close()
 
 
 class Relay(unittest.TestCase):
@@ -266,6 +346,35 @@ class Relay(unittest.TestCase):
         with open(self.sups["n2"].log_path, errors="replace") as f:
             kept = f.read().count("via node n1 (kept)")
         self.assertGreaterEqual(kept, 3, "n2 reused its connection to n1 %d times" % kept)
+
+    def test_stale_kept_connection_sent_again(self):
+        fwd = StaleForwarder(self.ports["n1"])
+        self.addCleanup(fwd.close)
+        n4 = Supervisor(SUP, AGENT, state_dir=os.path.join(self.root, "n4"), pool_size=0,
+                        token=TOKEN, extra=["--node-name", "n4", "--peer", "n1=" + fwd.url,
+                                            "--cluster-key-file", self.key_file,
+                                            "--tenants", self.tenants])
+        self.addCleanup(n4.cleanup)
+        n4.start()
+        path = "/v1/sandboxes/" + self.sid()
+        st, _, b = n4.request("GET", path)
+        self.assertEqual((st, b.get("id")), (200, self.sid()), b)
+        fwd.stale.set()
+        # n4 takes its kept connection; n1's side resets it at the request
+        st, _, b = n4.request("GET", path)
+        self.assertEqual((st, b.get("id")), (200, self.sid()), b)
+        self.assertEqual(fwd.reset, 1)
+        with open(n4.log_path, errors="replace") as f:
+            self.assertIn("was stale (", f.read())
+        # not idempotent: never sent twice, the client hears 502
+        marker = "/workspace/stale-%s" % secrets.token_hex(4)
+        st, _, b = n4.request("POST", path + "/exec", {"cmd": "echo x >> " + marker})
+        self.assertEqual((st, b["error"]["code"]), (502, "node_unreachable"), b)
+        self.assertEqual(fwd.reset, 2)
+        fwd.stale.clear()
+        st, _, b = self.via("n1", "POST", path + "/exec", {"cmd": "cat %s; true" % marker})
+        self.assertEqual((st, b["stdout"]), (200, ""), b)
+        stop_clean(n4)
 
     def test_expect_continue_then_more_on_one_connection(self):
         # The owner's 100 Continue passes through, then its 200; then a

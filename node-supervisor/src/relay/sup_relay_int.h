@@ -78,6 +78,12 @@ typedef struct sup_relay_pipe {
 	sup_httpin_chunked dec;
 	bool head_req;           /* a HEAD request: no body follows */
 	bool resp_close;         /* the connection cannot carry another request */
+	/* A kept connection the owner closed meanwhile (it restarted): an
+	 * idempotent request whose every byte is in head goes again, once, on
+	 * a new connection, if nothing of an answer came. */
+	bool reused;             /* up is a kept connection */
+	bool replay;             /* head (kept whole) is the whole request, and idempotent */
+	bool retried;
 } sup_relay_pipe;
 
 /* Relay r to the node of tag (its name and url from the directory): the

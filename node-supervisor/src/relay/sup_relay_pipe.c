@@ -14,7 +14,12 @@
  * connection is kept for the next request to that node, and the client's
  * connection goes on to its next request. A chunked request body or an
  * upgrade keeps the old way: Connection: close, the owner's end is the
- * answer's end, and both connections close after it.
+ * answer's end, and both connections close after it. A kept connection
+ * the owner closed or reset before any byte of an answer (it restarted,
+ * or closed it as idle while the request was on its way) is not the
+ * owner's refusal: an idempotent request without a body of its own to
+ * stream (GET, HEAD, DELETE, OPTIONS; PUT with none) goes again, once, on
+ * a new connection, as RFC 9112 9.3.1 allows a client.
  * Backpressure: each way at most SUP_RELAY_WINDOW waits here; the owner
  * is read only while the client's backlog is under SUP_HTTP_HWM, the
  * client only while the owner's queue is under the window. */
@@ -300,6 +305,45 @@ static void started(sup_relay_pipe *p)
 	pump_up(p);
 }
 
+static void up_read(struct bufferevent *bev, void *ud);
+static void up_write(struct bufferevent *bev, void *ud);
+static void up_event(struct bufferevent *bev, short what, void *ud);
+
+/* Send the request to the owner over up (head kept whole when it may go
+ * again). */
+static int send_head(sup_relay_pipe *p)
+{
+	bufferevent_setwatermark(p->up, EV_READ, 0, SUP_RELAY_WINDOW);
+	if (!p->replay)
+		return bufferevent_write_buffer(p->up, p->head);
+	size_t len = evbuffer_get_length(p->head);
+	const void *b = evbuffer_pullup(p->head, -1);
+	return len && !b ? -1 : bufferevent_write(p->up, b, len);
+}
+
+/* The kept connection p used ended (why) before any byte of an answer:
+ * true when the request went again on a new one (or failed doing so). */
+static bool retried_fresh(sup_relay_pipe *p, const char *why)
+{
+	if (!p->reused || !p->replay || p->retried || p->answered || p->status ||
+	    evbuffer_get_length(bufferevent_get_input(p->up)))
+		return false;
+	p->retried = true;
+	p->reused = false;
+	bufferevent_free(p->up);
+	sbx_err e;
+	p->up = sup_relay_connect(p->x->base, p->x->dns, p->url, p->x->connect_ms, up_read, up_write, up_event, p,
+				  &e);
+	if (!p->up || send_head(p) < 0) {
+		fail(p, p->up ? "unreachable: out of memory" : "unreachable after a stale kept connection");
+		return true;
+	}
+	sup_info("relay: the kept connection to node %s was stale (%s): the request goes again on a new one",
+		 p->node, why);
+	sup_http_log_tag(p->r, " via node %s (kept one stale: sent again)", p->tag);
+	return true;
+}
+
 static void up_event(struct bufferevent *bev, short what, void *ud)
 {
 	sup_relay_pipe *p = ud;
@@ -308,6 +352,9 @@ static void up_event(struct bufferevent *bev, short what, void *ud)
 		started(p);
 		return;
 	}
+	if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) &&
+	    retried_fresh(p, what & BEV_EVENT_EOF ? "closed" : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR())))
+		return;
 	if (what & BEV_EVENT_EOF) {
 		/* Whatever came is passed on; then the answer is whole (read to
 		 * its end, or read until the end) or cut short. */
@@ -355,6 +402,11 @@ int sup_relay_pipe_start(sup_relay_pipe *p, sup_relay *x, sup_http_req *r, const
 	/* Kept alive when the request's end is known from its head. */
 	p->keep = !upgrade && (body_only || in->body_expect != UINT64_MAX);
 	p->body_left = body_only ? 0 : in->body_expect;
+	const char *m = in->method;
+	p->replay = p->keep && (body_only || in->body_expect == 0) &&
+		    (!strcmp(m, "GET") || !strcmp(m, "HEAD") || !strcmp(m, "DELETE") || !strcmp(m, "OPTIONS") ||
+		     !strcmp(m, "PUT"));
+	p->retried = false;
 	snprintf(p->tag, sizeof(p->tag), "%s", tag);
 	snprintf(p->node, sizeof(p->node), "%s", tag);
 	int rc = x->dir.ops ? x->dir.ops->find(x->dir.ud, tag, p->node, sizeof(p->node), p->url,
@@ -372,7 +424,7 @@ int sup_relay_pipe_start(sup_relay_pipe *p, sup_relay *x, sup_http_req *r, const
 	if (!p->head || !p->out || build_head(p, in, upgrade) < 0)
 		return sbx_err_set(err, -ENOMEM, "relay: out of memory");
 	p->up = p->keep ? sup_relay_keep_take(x, p->url) : NULL;
-	bool reused = p->up != NULL;
+	bool reused = p->reused = p->up != NULL;
 	if (reused)
 		bufferevent_setcb(p->up, up_read, up_write, up_event, p);
 	else
@@ -380,8 +432,7 @@ int sup_relay_pipe_start(sup_relay_pipe *p, sup_relay *x, sup_http_req *r, const
 					  up_event, p, err);
 	if (!p->up)
 		return sbx_err_wrap(err, "node %s", p->node);
-	bufferevent_setwatermark(p->up, EV_READ, 0, SUP_RELAY_WINDOW);
-	if (bufferevent_write_buffer(p->up, p->head) < 0)
+	if (send_head(p) < 0)
 		return sbx_err_set(err, -ENOMEM, "relay: out of memory");
 	sup_http_log_tag(r, " via node %s%s", tag, reused ? " (kept)" : "");
 	sup_http_takeover(r, on_client, p);
