@@ -3,7 +3,8 @@
  * refused), the Pod made from one, the label patches of a mark, typed YAML,
  * and the inotify watch of a real folder with real unix sockets (a claimed
  * UID's socket wakes its waiter, an unclaimed one is counted foreign once,
- * after the grace). The API server side is tests/integration/
+ * after the grace), and the coalescing of Events about pods. The API
+ * server side is tests/integration/
  * test_k8s_pool.py's. */
 #include <errno.h>
 #include <jansson.h>
@@ -23,6 +24,7 @@
 
 #include "sup_kube_agents.h"
 #include "sup_kube_cfg.h"
+#include "sup_kube_events.h"
 #include "sup_kube_pods.h"
 #include "sup_kube_tmpl.h"
 #include "sup_nodeid.h"
@@ -240,12 +242,76 @@ static void agents_folder(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+static json_t *note(sup_kube_evs *e, const char *reason, const char *tmpl, const char *pod, long long ms,
+		    time_t wall_s, char *name)
+{
+	char msg[64];
+	snprintf(msg, sizeof(msg), "%s went", pod);
+	sup_kube_pod_ev ev = { .ns = "sbx-sandboxes", .node = "n1", .pod = pod, .uid = "u-1", .tmpl = tmpl,
+			       .reason = reason, .message = msg, .warning = true };
+	struct timespec wall = { wall_s, 5 };
+	char *body = sup_kube_evs_note(e, &ev, ms, &wall, 0x1234, name, SUP_KUBE_EV_NAME_MAX);
+	assert_non_null(body);
+	json_t *o = json_loads(body, 0, NULL);
+	free(body);
+	assert_non_null(o);
+	return o;
+}
+
+static void events_coalesced(void **state)
+{
+	(void)state;
+	static sup_kube_evs e;
+	char n1[SUP_KUBE_EV_NAME_MAX], n2[SUP_KUBE_EV_NAME_MAX], n3[SUP_KUBE_EV_NAME_MAX], n4[SUP_KUBE_EV_NAME_MAX];
+	json_t *a = note(&e, "FailedStart", "default", "sb-n1-000000000001", 1000, 1700000000, n1);
+	assert_string_equal(json_string_value(json_object_get(a, "type")), "Warning");
+	assert_string_equal(json_string_value(json_object_get(a, "message")), "sb-n1-000000000001 went");
+	assert_int_equal(json_integer_value(json_object_get(a, "count")), 1);
+	json_t *io = json_object_get(a, "involvedObject");
+	assert_string_equal(json_string_value(json_object_get(io, "kind")), "Pod");
+	assert_string_equal(json_string_value(json_object_get(io, "name")), "sb-n1-000000000001");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(a, "metadata"), "name")), n1);
+	assert_true(strncmp(n1, "sb-n1-000000000001.", 19) == 0);
+	/* another pod of the template, the same reason, within the window:
+	 * the same Event, counted, the latest message */
+	json_t *b = note(&e, "FailedStart", "default", "sb-n1-000000000002", 5000, 1700000004, n2);
+	assert_string_equal(n1, n2);
+	assert_int_equal(json_integer_value(json_object_get(b, "count")), 2);
+	assert_string_equal(json_string_value(json_object_get(b, "message")),
+			    "(combined from similar events): sb-n1-000000000002 went");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "involvedObject"), "name")),
+			    "sb-n1-000000000001");
+	assert_string_equal(json_string_value(json_object_get(b, "firstTimestamp")),
+			    json_string_value(json_object_get(a, "firstTimestamp")));
+	assert_string_not_equal(json_string_value(json_object_get(b, "lastTimestamp")),
+				json_string_value(json_object_get(a, "firstTimestamp")));
+	assert_int_equal(e.coalesced, 1);
+	/* another reason is another Event; past the window a new one */
+	json_t *c = note(&e, "ResetFailed", "default", "sb-n1-000000000003", 6000, 1700000005, n3);
+	assert_string_not_equal(n1, n3);
+	json_t *d = note(&e, "FailedStart", "default", "sb-n1-000000000004", 1000 + SUP_KUBE_EV_WINDOW_MS, 1700000600,
+			 n4);
+	assert_string_not_equal(n1, n4);
+	assert_int_equal(json_integer_value(json_object_get(d, "count")), 1);
+	/* bounded: a storm of templates keeps SUP_KUBE_EV_SLOTS slots */
+	for (int i = 0; i < 3 * SUP_KUBE_EV_SLOTS; i++) {
+		char t[32];
+		snprintf(t, sizeof(t), "t%d", i);
+		json_decref(note(&e, "FailedStart", t, "sb-n1-000000000005", 7000 + i, 1700000006, n4));
+	}
+	assert_int_equal(e.n, SUP_KUBE_EV_SLOTS);
+	json_decref(a);
+	json_decref(b);
+	json_decref(c);
+	json_decref(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(yaml_typed),     cmocka_unit_test(template_default),
 		cmocka_unit_test(template_refused), cmocka_unit_test(mark_patches),
-		cmocka_unit_test(agents_folder),
+		cmocka_unit_test(agents_folder),  cmocka_unit_test(events_coalesced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

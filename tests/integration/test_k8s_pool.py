@@ -20,6 +20,10 @@ the test plays the agents' folder itself:
   SO_PEERCRED, before a byte of the protocol, and the pod deleted;
 - a pod whose labels no longer say it is this node's is not served and is
   deleted, its socket never dialled;
+- each pod deleted on doubt, and one that ended before its agent listened,
+  has a Warning Event about it in sbx-sandboxes (IdentityMismatch,
+  FailedStart), with the supervisor's words; repeats of a reason for the
+  template are one Event with a count, as the kubelet coalesces them;
 - a stop (SIGINT) deletes every pod of the node.
 
 KubeAgents (node kp2) runs the real sandbox-agent as each pod's, the test
@@ -122,6 +126,16 @@ class KubePool(unittest.TestCase):
     def log_count(self, pattern):
         return len(re.findall(pattern, self.log_all()))
 
+    def events(self, reason):
+        st, body = self.cp.api("GET", "/api/v1/namespaces/%s/events" % NS)
+        self.assertEqual(st, 200, body)
+        return [e for e in json.loads(body)["items"] if e["reason"] == reason]
+
+    def event_about(self, reason, name, timeout=15):
+        """The Event of reason whose message names pod name."""
+        return wait_for("an Event %s naming pod %s" % (reason, name), lambda: next(
+            (e for e in self.events(reason) if name in e["message"]), None), timeout)
+
     def gone(self, name):
         st, body = self.cp.api("GET", "%s/%s" % (PODS, name))
         return st == 404 or bool(json.loads(body)["metadata"].get("deletionTimestamp"))
@@ -219,6 +233,13 @@ class KubePool(unittest.TestCase):
         conn.settimeout(5)
         self.assertEqual(conn.recv(64), b"")
         conn.close()
+        # the doubt is an Event about the pod, with the supervisor's words
+        ev = self.event_about("IdentityMismatch", name)
+        self.assertEqual((ev["type"], ev["count"]), ("Warning", 1), ev)
+        self.assertEqual(ev["involvedObject"], {"apiVersion": "v1", "kind": "Pod", "namespace": NS,
+                                                "name": name, "uid": uid}, ev)
+        self.assertIn("not the pod's agent", ev["message"])
+        self.assertEqual(ev["source"], {"component": "sandbox-supervisor", "host": NODE}, ev)
 
     def test_6_labels_changed(self):
         pod = self.live_pods(1)[0]
@@ -230,6 +251,25 @@ class KubePool(unittest.TestCase):
         wait_for("the refusal logged",
                  lambda: "does not carry this node's sandbox labels" in self.log_all(), 10)
         self.never_dialled(s)
+        # test_5's doubt again for the template: the same Event, counted
+        ev = self.event_about("IdentityMismatch", name)
+        self.assertEqual(ev["count"], 2, ev)
+        self.assertTrue(ev["message"].startswith("(combined from similar events): "), ev)
+        self.assertIn("does not carry this node's sandbox labels", ev["message"])
+        self.assertEqual(len(self.events("IdentityMismatch")), 1)
+
+    def test_6b_pod_failed_to_start(self):
+        # the pod's container ended before its agent listened (its status
+        # written as a kubelet would): deleted, and an Event says why
+        pod = self.live_pods(1)[0]
+        name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+        pod["status"] = {"phase": "Failed", "reason": "Error"}
+        st, body = self.cp.api("PUT", "%s/%s/status" % (PODS, name), pod)
+        self.assertEqual(st, 200, body)
+        wait_for("pod %s deleted" % name, lambda: self.gone(name), 15)
+        ev = self.event_about("FailedStart", name)
+        self.assertEqual(ev["involvedObject"]["uid"], uid, ev)
+        self.assertIn("ended (Failed) before its agent listened", ev["message"])
 
     def test_7_stop_deletes_pods(self):
         self.live_pods(POOL)

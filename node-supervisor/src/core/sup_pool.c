@@ -138,6 +138,14 @@ static void mark(sup_pools *p, const sup_sandbox *sb, const char *state)
 		be->mark(be->ud, sb, state);
 }
 
+/* The backend hears why a sandbox of its goes on doubt (an Event). */
+static void doubt(sup_pools *p, const sup_sandbox *sb, const char *reason, const char *why)
+{
+	const sup_pool_backend *be = p->cfg.backend;
+	if (be && be->doubt)
+		be->doubt(be->ud, sb->pool->image, &sb->box, reason, why);
+}
+
 /* A sandbox of a store image pins it from its create to its destroy. */
 static void unpin(sup_sandbox *sb)
 {
@@ -494,12 +502,14 @@ static void agent_on_lost(sup_agent *a, const sbx_err *why, void *ud)
 				p->hooks.on_adopted(sb, why->code ? why->code : -ECONNRESET, why, p->hooks.ud);
 		} else {
 			create_failed_sb(sb, why);
+			doubt(p, sb, "FailedStart", why->msg);
 		}
 		start_destroy(p, sb, false, NULL, NULL);
 		ensure_fill(pool);
 		break;
 	case SUP_SB_READY:
 		sup_warn("sandbox %s: agent connection lost while pooled: %s", sb->id, why->msg);
+		doubt(p, sb, "AgentLost", why->msg);
 		TAILQ_REMOVE(&pool->ready, sb, ready_link);
 		pool->nready--;
 		start_destroy(p, sb, false, NULL, NULL);
@@ -870,6 +880,7 @@ static void reset_failed(sup_sandbox *sb, const char *why)
 	if (!p->shutting_down) {
 		pool->reset_failed++;
 		sup_warn("sandbox %s: not reused, destroyed and replaced: %s", sb->id, why);
+		doubt(p, sb, "ResetFailed", why);
 	}
 	start_destroy(p, sb, false, NULL, NULL);
 	ensure_fill(pool);

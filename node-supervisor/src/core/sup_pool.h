@@ -56,6 +56,9 @@ typedef struct sup_pool_backend {
 	/* Its state changed ("ready", "leased", "resetting"): sb's owner
 	 * fields (tenant, expires_at) are set when leased. Never blocks. */
 	void (*mark)(void *ud, const sup_sandbox *sb, const char *state);
+	/* sb (of image) is destroyed on doubt: reason (CamelCase:
+	 * "ResetFailed", "AgentLost") and why. Never blocks. NULL: none. */
+	void (*doubt)(void *ud, const char *image, const sup_runc_box *box, const char *reason, const char *why);
 	/* The pools stop: makes still waiting end (-ECANCELED) soon. */
 	void (*stop)(void *ud);
 	/* A name for messages ("kubernetes"). */

@@ -1,5 +1,6 @@
 /* sup_kube_pods: sandboxes as pods of this node (sup_kube_pods.h). */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 
 #include "sbx/cleanup.h"
 #include "sup_kube_agents.h"
+#include "sup_kube_events.h"
 #include "sup_kube_http.h"
 #include "sup_kube_pods.h"
 #include "sup_kube_retry.h"
@@ -47,9 +49,10 @@ struct sup_kube_pods {
 	sup_kube_http *idle[HTTP_IDLE_MAX];
 	size_t nidle;
 
-	pthread_mutex_t mu;  /* the patches */
+	pthread_mutex_t mu;  /* the patches and Events */
 	pthread_cond_t cond;
 	sup_kube_queue q;
+	sup_kube_evs evs;
 	pthread_t writer;
 	bool writer_started;
 	sup_kube_http *wh;
@@ -137,6 +140,51 @@ static int delete_pod(sup_kube_pods *p, sup_kube_http *h, const char *name, cons
 	if (rc == -ENOENT || rc == -EEXIST)
 		return 0;
 	return rc;
+}
+
+/* ---- Events ---- */
+
+static uint32_t rnd32(void);
+
+/* A Warning Event about pod (uid) of template tmpl, coalesced
+ * (sup_kube_events) and queued for the writer: the mutex only, never the
+ * network. */
+static void pod_event(sup_kube_pods *p, const char *tmpl, const char *pod, const char *uid, const char *reason,
+		      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void pod_event(sup_kube_pods *p, const char *tmpl, const char *pod, const char *uid, const char *reason,
+		      const char *fmt, ...)
+{
+	char msg[SUP_KUBE_EV_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	sup_kube_pod_ev ev = { .ns = p->ns, .node = p->node, .pod = pod, .uid = uid, .tmpl = tmpl,
+			       .reason = reason, .message = msg, .warning = true };
+	char name[SUP_KUBE_EV_NAME_MAX], key[SUP_KUBE_KEY_MAX], path[SUP_KUBE_PATH_MAX], dropped[SUP_KUBE_KEY_MAX];
+	snprintf(path, sizeof(path), PODS_API "%s/events", p->ns);
+	uint32_t r = rnd32();
+	pthread_mutex_lock(&p->mu);
+	char *body = sup_kube_evs_note(&p->evs, &ev, now_ms(), &wall, r, name, sizeof(name));
+	snprintf(key, sizeof(key), SUP_KUBE_EV_KEY_PREFIX "%s", name);
+	/* a repeat not sent yet replaces its write in place: one per Event */
+	sup_kube_push pr = body ? sup_kube_queue_push(&p->q, key, "POST", path, body, dropped) : SUP_KUBE_PUSH_NOMEM;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->mu);
+	if (pr == SUP_KUBE_PUSH_NOMEM)
+		sup_warn("pod %s/%s: out of memory, Event %s not sent", p->ns, pod, reason);
+	else if (pr == SUP_KUBE_PUSH_DROPPED)
+		sup_warn("pods: write queue full: %s dropped", dropped);
+}
+
+void sup_kube_pods_doubt(sup_kube_pods *p, const char *tmpl, const sup_runc_box *box, const char *reason,
+			 const char *why)
+{
+	const char *s = strrchr(box->dir, '/');
+	pod_event(p, tmpl, box->container_id, s ? s + 1 : "", reason, "pod %s deleted by node %s's supervisor: %s",
+		  box->container_id, p->node, why);
 }
 
 /* ---- make ---- */
@@ -373,6 +421,11 @@ int sup_kube_pods_make(sup_kube_pods *p, const char *id, const char *tmpl, sup_r
 		if (delete_pod(p, h, id, uid, &e) < 0)
 			sup_warn("pod %s/%s: not deleted (%s): the next start's sweep deletes it", p->ns, id, e.msg);
 		sup_kube_agents_forget(p->agents, uid);
+		/* who listens or what the pod is was not what we made: a doubt;
+		 * else it did not start */
+		if (rc != -ECANCELED)
+			pod_event(p, t->name, id, uid, rc == -EPERM ? "IdentityMismatch" : "FailedStart",
+				  "pod %s deleted by node %s's supervisor: %s", id, p->node, err->msg);
 	}
 	http_put(p, h);
 	if (rc == -ECANCELED)
@@ -482,6 +535,24 @@ static void wait_for(sup_kube_pods *p, unsigned ms)
 	pthread_cond_timedwait(&p->cond, &p->mu, &ts);
 }
 
+/* One queued write. An Event is POSTed, and patched with the same body
+ * when it exists (a coalesced repeat, or a retry the server took). */
+static int send_write(sup_kube_pods *p, const sup_kube_write *w, bool event, sbx_err *err)
+{
+	sup_kube_resp r;
+	int rc = request(p->wh, w->method, w->path, w->body, &r, err);
+	sup_kube_resp_release(&r);
+	if (!event || rc != -EEXIST)
+		return rc;
+	char path[SUP_KUBE_PATH_MAX + SUP_KUBE_KEY_MAX];
+	if (snprintf(path, sizeof(path), "%s/%s", w->path, w->key + strlen(SUP_KUBE_EV_KEY_PREFIX)) >=
+	    (int)sizeof(path))
+		return sbx_err_set(err, -EINVAL, "Event %s: its path is too long", w->key);
+	rc = request(p->wh, "PATCH", path, w->body, &r, err);
+	sup_kube_resp_release(&r);
+	return rc;
+}
+
 static void *writer_main(void *ud)
 {
 	sup_kube_pods *p = ud;
@@ -496,13 +567,14 @@ static void *writer_main(void *ud)
 		}
 		pthread_mutex_unlock(&p->mu);
 		sbx_err err;
-		sup_kube_resp r;
-		int rc = request(p->wh, w.method, w.path, w.body, &r, &err);
-		sup_kube_resp_release(&r);
+		bool event = strncmp(w.key, SUP_KUBE_EV_KEY_PREFIX, strlen(SUP_KUBE_EV_KEY_PREFIX)) == 0;
+		int rc = send_write(p, &w, event, &err);
 		/* gone (its pod was deleted), or refused for good: dropped */
-		bool done = rc == 0 || rc == -ENOENT || rc == -EINVAL || rc == -EEXIST;
+		bool done = rc == 0 || rc == -ENOENT || rc == -EINVAL || rc == -EEXIST ||
+			    (event && rc == -EACCES); /* an Event must not hold the labels up */
 		if (rc < 0 && done && rc != -ENOENT)
-			sup_warn("pod %s: labels refused: %s", w.key, err.msg);
+			sup_warn("pods: %s %s refused, dropped: %s", event ? "Event" : "the labels of pod", w.key,
+				 err.msg);
 		pthread_mutex_lock(&p->mu);
 		if (done) {
 			sup_kube_queue_done(&p->q, w.key, w.gen);

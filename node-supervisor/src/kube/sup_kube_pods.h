@@ -17,6 +17,12 @@
  * per pod replacing an older one not sent yet (sup_kube_queue), retried
  * with backoff while the server is away: the loop never waits on it.
  *
+ * Events about its pods (core/v1, in their namespace: a pod that failed
+ * to start, one whose identity was in doubt, one deleted after a failed
+ * reset or check) go through the same queue and thread, coalesced per
+ * reason and template (sup_kube_events), so neither the loop nor a make
+ * waits on them.
+ *
  * It knows no pools, no core, no HTTP; sup_cluster wires it into the
  * pools' backend seam (sup_pool.h). */
 #ifndef SUP_KUBE_PODS_H
@@ -75,6 +81,11 @@ int sup_kube_pods_adopt(sup_kube_pods *p, const char *id, const char *name, sup_
 void sup_kube_pods_stop_makes(sup_kube_pods *p);
 /* Delete its pod (a pod already gone is no error). Blocking. */
 int sup_kube_pods_unmake(sup_kube_pods *p, const sup_runc_box *box, sbx_err *err);
+/* A Warning Event (reason, why) about box's pod of template, which the
+ * pools delete on doubt (a failed reset or check, its agent lost).
+ * Never blocks. */
+void sup_kube_pods_doubt(sup_kube_pods *p, const char *tmpl, const sup_runc_box *box, const char *reason,
+			 const char *why);
 /* The host's check after the agent's reset of a pod of template. Blocking. */
 int sup_kube_pods_check(sup_kube_pods *p, const char *tmpl, const sup_runc_box *box, sbx_err *err);
 /* The folders a reset empties in a pod of template (its emptyDirs). */

@@ -183,6 +183,11 @@ static size_t be_reset_paths(void *ud, const char *image, const char *const **pa
 	return sup_kube_pods_reset_paths(ud, image, paths);
 }
 
+static void be_doubt(void *ud, const char *image, const sup_runc_box *box, const char *reason, const char *why)
+{
+	sup_kube_pods_doubt(ud, image, box, reason, why);
+}
+
 static void be_stop(void *ud)
 {
 	sup_kube_pods_stop_makes(ud);
@@ -236,6 +241,7 @@ int sup_cluster_pods_start(sup_cluster *cl, const sup_config *cfg, const sup_cgr
 				  .check = be_check,
 				  .reset_paths = be_reset_paths,
 				  .mark = be_mark,
+				  .doubt = be_doubt,
 				  .stop = be_stop,
 				  .name = "kubernetes",
 				  .ud = cl->pods };
