@@ -88,11 +88,16 @@ images: build
 # Exec on another node's sandbox, relayed, beside the same exec on the node
 # itself (bench/bench_relay.py: two supervisors as two nodes).
 # Reuse after reset beside destroy and create (bench/bench_reset.py).
-bench: build
+# The Kubernetes backend (bench/bench_k8s.py: a real kube-apiserver, the
+# kubelet harness as one node): acquire from a pool of pods beside a pool of
+# runc sandboxes, the release by the agent's reset beside the local one,
+# and what the reset beats: a pod deleted and a new one made.
+bench: build k8s-deps
 	$(REL_DIR)/bench/sbx-bench --build-dir $(REL_DIR) --stream-runs 5 $(if $(BEFORE),--before $(BEFORE))
 	/usr/bin/python3 bench/bench_restart.py --build-dir $(REL_DIR) $(if $(BEFORE),--before $(BEFORE))
 	/usr/bin/python3 bench/bench_pause.py --build-dir $(REL_DIR)
 	/usr/bin/python3 bench/bench_reset.py --build-dir $(REL_DIR)
+	PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench/bench_k8s.py --build-dir $(REL_DIR)
 	SBX_SUPERVISOR=$(CURDIR)/$(REL_DIR)/node-supervisor/sandbox-supervisor \
 	  SBX_AGENT=$(CURDIR)/$(REL_DIR)/guest-agent/sandbox-agent SBX_UPLOAD_MB=4096 \
 	  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 tests/integration/test_files_upload.py -v \
