@@ -80,6 +80,14 @@ static void template_default(void **state)
 	assert_int_equal(t.npaths, 4);
 	for (size_t i = 0; i < 4; i++)
 		assert_string_equal(t.paths[i], want[i]);
+	/* its pods' limits: cpu "1", memory 512Mi, ephemeral-storage 2Gi over
+	 * the node's defaults (pids) */
+	sup_resources def = { .cpu_milli = 250, .memory = 64 << 20, .pids = 99, .disk = 1ull << 30 }, lim;
+	assert_int_equal(sup_kube_tmpl_limits(&t, &def, &lim, &err), 0);
+	assert_int_equal(lim.cpu_milli, 1000);
+	assert_int_equal(lim.memory, 512ull << 20);
+	assert_int_equal(lim.disk, 2ull << 30);
+	assert_int_equal(lim.pids, 99);
 
 	char *text = sup_kube_tmpl_pod(&t, "sb-n1-0123456789ab", "sbx-sandboxes", "n1");
 	assert_non_null(text);
@@ -242,6 +250,55 @@ static void agents_folder(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+static void quantities(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *q;
+		uint64_t milli;
+	} ok[] = {
+		{ "1", 1000 },	       { "500m", 500 },		    { "0.5", 500 },	     { "1.25", 1250 },
+		{ "512Mi", 536870912000ull }, { "1G", 1000000000000ull }, { "2e3", 2000000 }, { "1Ki", 1024000 },
+		{ "100m", 100 },       { "1P", 1000000000000000000ull },
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		uint64_t m = 0;
+		assert_int_equal(sup_kube_quantity_milli(ok[i].q, &m), 0);
+		assert_int_equal(m, ok[i].milli);
+	}
+	const char *bad[] = { "", "-1", "1x", "Mi", "1.2.3", "1 Gi", "1e", "10Ei", "1E", "1e99" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t m;
+		assert_int_equal(sup_kube_quantity_milli(bad[i], &m), -EINVAL);
+	}
+	/* a template whose limit is no quantity, or under a sandbox's floor */
+#define QDOC                                                                                      \
+	"apiVersion: v1\nkind: Pod\nmetadata: {labels: {sbx.dev/template: q}}\n"                \
+	"spec:\n  restartPolicy: Never\n  containers:\n  - name: s\n    image: i\n"              \
+	"    resources: {limits: {memory: %s}}\n"                                                  \
+	"    securityContext: {readOnlyRootFilesystem: true}\n"                                   \
+	"    env: [{name: U, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}]\n"                \
+	"    volumeMounts: [{name: agent-socket, mountPath: /run/sandbox, subPathExpr: $(U)}]\n"  \
+	"  volumes: [{name: agent-socket, hostPath: {path: /run/sbx/agents}}]\n"
+	const char *mems[] = { "lots", "16Mi", "1Gi" };
+	int want[] = { -EINVAL, -EINVAL, 0 };
+	for (size_t i = 0; i < 3; i++) {
+		char text[1024];
+		snprintf(text, sizeof(text), QDOC, mems[i]);
+		sup_kube_tmpl t;
+		sbx_err err;
+		assert_int_equal(sup_kube_tmpl_parse(text, strlen(text), NULL, &t, &err), 0);
+		sup_resources def, lim;
+		sup_resources_default(&def);
+		assert_int_equal(sup_kube_tmpl_limits(&t, &def, &lim, &err), want[i]);
+		if (want[i] == 0)
+			assert_int_equal(lim.memory, 1ull << 30);
+		else
+			assert_non_null(strstr(err.msg, "resources.limits.memory"));
+		sup_kube_tmpl_release(&t);
+	}
+}
+
 static json_t *note(sup_kube_evs *e, const char *reason, const char *tmpl, const char *pod, long long ms,
 		    time_t wall_s, char *name)
 {
@@ -312,6 +369,7 @@ int main(void)
 		cmocka_unit_test(yaml_typed),     cmocka_unit_test(template_default),
 		cmocka_unit_test(template_refused), cmocka_unit_test(mark_patches),
 		cmocka_unit_test(agents_folder),  cmocka_unit_test(events_coalesced),
+		cmocka_unit_test(quantities),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

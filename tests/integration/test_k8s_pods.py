@@ -10,7 +10,10 @@ agent layer).
 
 - pools kept per node as pods: each node's ready pods, bound to it,
   labelled as the pod contract says;
-- a create on any node;
+- a create on any node, its limits the template's (resources.limits: cpu 1,
+  memory 512Mi), shown by GET and set on the pod's cgroup by the node; the
+  tenant's default memory (256M) below them is no refusal, a request above
+  them a 400 naming the template's;
 - exec, files, an output stream and an upload relayed from a node that does
   not hold the sandbox;
 - reset: tenant A plants hidden files, a detached setsid process, an
@@ -111,7 +114,8 @@ class Pods(unittest.TestCase):
         cls.tenants = os.path.join(cls.root, "tenants.json")
         h = lambda t: "sha256:" + hashlib.sha256(t.encode()).hexdigest()  # noqa: E731
         with open(cls.tenants, "w") as f:
-            json.dump({"tenants": {"alice": {"tokens": [h(TOKEN)], "max_timeout": 3600},
+            json.dump({"tenants": {"alice": {"tokens": [h(TOKEN)], "max_timeout": 3600,
+                                             "default_resources": {"memory": "256M"}},
                                    "bob": {"tokens": [h(OTHER)]}}}, f)
         cls.ports = dict(zip(NODES, free_ports(len(NODES))))
         cls.nodes, cls.sups = {}, {}
@@ -234,11 +238,28 @@ class Pods(unittest.TestCase):
                                  ("leased", "alice"), lab)
                 # run by its node's kubelet: the agent's socket on that node
                 home = pod["spec"]["nodeName"]
+                uid = pod["metadata"]["uid"]
                 self.assertTrue(os.path.exists(os.path.join(
-                    self.nodes[home].host_root, "run", "sbx", "agents", pod["metadata"]["uid"],
-                    "agent.sock")))
+                    self.nodes[home].host_root, "run", "sbx", "agents", uid, "agent.sock")))
+                # its limits are the template's, and its cgroup's
+                st, _, v = self.via(n, "GET", "/v1/sandboxes/" + sid)
+                self.assertEqual(st, 200, v)
+                self.assertEqual((v["resources"]["cpus"], v["resources"]["memory"]),
+                                 (1.0, 512 * MB), v)
+                with open("/sys/fs/cgroup/memory/sbxk-%s/memory.limit_in_bytes" % uid) as f:
+                    self.assertEqual(int(f.read()), 512 * MB)
             finally:
                 self.delete(n, sid)
+
+    def test_2b_limits_above_the_template(self):
+        st, _, b = self.via("a", "POST", "/v1/sandboxes",
+                            {"image": TEMPLATE, "resources": {"memory": "1G"}})
+        self.assertEqual(st, 400, b)
+        self.assertIn("above 512M, the limit of template default", b["error"]["message"])
+        st, _, b = self.via("a", "POST", "/v1/sandboxes",
+                            {"image": TEMPLATE, "resources": {"cpus": 2}})
+        self.assertEqual(st, 400, b)
+        self.assertIn("resources.cpus", b["error"]["message"])
 
     def test_3_relayed_from_another_node(self):
         sid = self.create("a")

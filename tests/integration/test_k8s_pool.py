@@ -10,7 +10,7 @@ the test plays the agents' folder itself:
   (spec.nodeName), named after their sandbox ids, with the contract's labels
   and the template's container, volumes and security settings;
 - what a pod cannot do answers 501 not_implemented with a JSON error
-  (volumes, snapshots, images, limits other than the template's), an
+  (volumes, snapshots, images), limits above the template's 400, an
   unknown template 400;
 - a socket in the agents' folder under a UID no pod of this supervisor has
   (a random one, and a pod made by someone else that carries the node's
@@ -179,11 +179,11 @@ class KubePool(unittest.TestCase):
             self.assertEqual(st, 501, (path, got))
             self.assertEqual(got["error"]["code"], "not_implemented", got)
             self.assertIn("--backend kubernetes", got["error"]["message"])
-        # limits are the template's
+        # limits are the template's: more than its are refused
         st, _, got = self.sup.request("POST", "/v1/sandboxes",
-                                      {"image": "default", "resources": {"memory": "300M"}})
-        self.assertEqual(st, 501, got)
-        self.assertIn("template", got["error"]["message"])
+                                      {"image": "default", "resources": {"memory": "2G"}})
+        self.assertEqual(st, 400, got)
+        self.assertIn("above 512M, the limit of template default", got["error"]["message"])
         # volumes at create
         st, _, got = self.sup.request("POST", "/v1/sandboxes",
                                       {"image": "default", "volumes": [{"name": "v", "mount": "/data"}]})

@@ -812,6 +812,10 @@ int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 		rc = allow_network(c, req, err);
 	if (rc == 0 && req->nvol_seeds && !req->vols_seeded)
 		return create_with_volumes(c, who, req, cb, ud, opp, err);
+	/* a backend's template sets the limits: the quota counts those */
+	if (rc == 0 && c->cfg.backend)
+		rc = sup_pools_fit(c->pools, req->acquire ? req->acquire : req->image ? req->image : "host",
+				   req->isolation, req->given, &req->resources, err);
 	if (rc == 0)
 		rc = check_quota(c, who, &req->resources, err);
 	if (rc == 0 && req->volumes.n)

@@ -55,6 +55,7 @@ typedef struct sup_pool {
 	sup_hist cold_create;
 	sup_hist reset;      /* a release until ready again */
 	unsigned long reused, reset_failed;
+	sup_resources res;   /* its sandboxes are made with these */
 } sup_pool;
 
 struct sup_acquire {
@@ -592,7 +593,7 @@ static void create_done(sup_job *job)
 	}
 	sb->box = cj->box;
 	sb->baseline = cj->base;
-	sb->res = *p->cfg.runc->res;
+	sb->res = pool->res;
 	if (cj->seed && cj->seed->disk)
 		sb->res.disk = cj->seed->disk; /* made with it already */
 	sup_rtnl *nl = cj->nl;
@@ -958,7 +959,7 @@ static void on_reset(int rc, const sbx_proto_reset_result *r, const sbx_err *err
 	cj->image = sb->pool->image;
 	cj->box = sb->box;
 	cj->from = sb->res;
-	sb->res = *p->cfg.runc->res;
+	sb->res = sb->pool->res;
 	/* ahead of refills: a ready sandbox is what they would make */
 	sup_workers_submit(p->workers, &cj->job, true);
 }
@@ -1107,6 +1108,7 @@ static sup_pool *add_pool(sup_pools *p, const char *image, sup_isolation isolati
 	pool->owner = p;
 	pool->isolation = isolation;
 	pool->size = size;
+	pool->res = *p->cfg.runc->res;
 	TAILQ_INIT(&pool->ready);
 	TAILQ_INIT(&pool->waiters);
 	pool->image_owned = strdup(image);
@@ -1162,10 +1164,13 @@ sup_pools *sup_pools_new(struct event_base *base, sup_workers *workers, const su
 	}
 	for (size_t i = 0; i < cfg->nspecs; i++) {
 		const sup_pool_spec *sp = &cfg->specs[i];
-		if (!add_pool(p, sp->image, sp->isolation, sp->size, err)) {
+		sup_pool *pool = add_pool(p, sp->image, sp->isolation, sp->size, err);
+		if (!pool) {
 			sup_pools_free(p);
 			return NULL;
 		}
+		if (sp->res)
+			pool->res = *sp->res;
 	}
 	return p;
 }
@@ -1306,6 +1311,41 @@ void sup_pools_note(sup_pools *p, const sup_sandbox *sb)
 		mark(p, sb, "leased");
 }
 
+int sup_pools_fit(sup_pools *p, const char *image, sup_isolation isolation, unsigned given, sup_resources *res,
+		  sbx_err *err)
+{
+	if (!p->cfg.backend)
+		return 0;
+	sup_pool *pool = pool_for(p, image, isolation, err);
+	if (!pool)
+		return err->code;
+	const sup_resources *t = &pool->res;
+	char a[32], b[32];
+	const char *what = NULL;
+	if ((given & SUP_RES_CPUS) && res->cpu_milli > t->cpu_milli) {
+		what = "cpus";
+		sup_resources_format_cpus(res->cpu_milli, a, sizeof(a));
+		sup_resources_format_cpus(t->cpu_milli, b, sizeof(b));
+	} else if ((given & SUP_RES_MEMORY) && res->memory > t->memory) {
+		what = "memory";
+		sup_resources_format_size(res->memory, a, sizeof(a));
+		sup_resources_format_size(t->memory, b, sizeof(b));
+	} else if ((given & SUP_RES_DISK) && res->disk > t->disk) {
+		what = "disk";
+		sup_resources_format_size(res->disk, a, sizeof(a));
+		sup_resources_format_size(t->disk, b, sizeof(b));
+	} else if ((given & SUP_RES_PIDS) && res->pids > t->pids) {
+		what = "pids";
+		snprintf(a, sizeof(a), "%u", res->pids);
+		snprintf(b, sizeof(b), "%u", t->pids);
+	}
+	if (what)
+		return sbx_err_set(err, -EINVAL, "resources.%s: %s is above %s, the limit of template %.100s's pods "
+				   "(a pod's limits are its template's)", what, a, b, pool->image);
+	*res = *t;
+	return 0;
+}
+
 int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 		      const sup_resources *res, sup_acquire_cb cb, void *ud, sup_sandbox **now,
 		      sup_acquire **wait, sbx_err *err)
@@ -1319,7 +1359,7 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 	sup_pool *pool = pool_for(p, image, isolation, err);
 	if (!pool)
 		return err->code;
-	const sup_resources *d = p->cfg.runc->res;
+	const sup_resources *d = &pool->res;
 	if (p->cfg.backend && (res->cpu_milli != d->cpu_milli || res->memory != d->memory || res->pids != d->pids ||
 			       res->disk != d->disk))
 		return not_offered(p, "limits other than the template's", err);

@@ -112,6 +112,13 @@ void sup_pools_start(sup_pools *p);
  * could be made in time / creation failed, -ESHUTDOWN. */
 typedef void (*sup_acquire_cb)(sup_sandbox *sb, int rc, const sbx_err *err, void *ud);
 
+/* With a backend, a create's limits are its template's: res (the request's,
+ * its tenant's defaults where given lacks a SUP_RES_* bit) becomes the
+ * pool's figures, and a figure named in given above the pool's is -EINVAL
+ * (the message names it and the template's). Without one: 0, res as is. */
+int sup_pools_fit(sup_pools *p, const char *image, sup_isolation isolation, unsigned given, sup_resources *res,
+		  sbx_err *err);
+
 /* Take a ready sandbox of image and isolation (image: host, a pooled
  * rootfs folder, or a ref or digest of the store: a store image without a
  * pool of that isolation gets one of size 0, whose every create is cold)

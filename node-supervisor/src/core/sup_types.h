@@ -34,6 +34,9 @@ typedef struct sup_pool_spec {
 	const char *image; /* "host", the absolute path of a rootfs, or a store name */
 	sup_isolation isolation;
 	unsigned size;
+	/* Its sandboxes' limits; NULL: the pools' defaults. A backend's
+	 * template's (fixed: a pod's limits cannot change). */
+	const sup_resources *res;
 } sup_pool_spec;
 
 /* What to run: the agent's exec arguments (strings owned here), plus what

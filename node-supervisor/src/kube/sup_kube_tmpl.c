@@ -239,3 +239,103 @@ char *sup_kube_tmpl_pod(const sup_kube_tmpl *t, const char *name, const char *ns
 	json_decref(pod);
 	return text;
 }
+
+int sup_kube_quantity_milli(const char *s, uint64_t *milli)
+{
+	static const struct {
+		const char *sfx;
+		long double mult;
+	} units[] = {
+		{ "", 1 },		{ "m", 1e-3 },		  { "k", 1e3 },
+		{ "M", 1e6 },		{ "G", 1e9 },		  { "T", 1e12 },
+		{ "P", 1e15 },		{ "E", 1e18 },		  { "Ki", 1024.0L },
+		{ "Mi", 1048576.0L },	{ "Gi", 1073741824.0L },  { "Ti", 1099511627776.0L },
+		{ "Pi", 1125899906842624.0L }, { "Ei", 1152921504606846976.0L },
+	};
+	size_t i = 0, digits = 0;
+	long double v = 0, frac = 0.1L;
+	for (; s[i] >= '0' && s[i] <= '9'; i++, digits++)
+		v = v * 10 + (s[i] - '0');
+	if (s[i] == '.')
+		for (i++; s[i] >= '0' && s[i] <= '9'; i++, digits++, frac /= 10)
+			v += (s[i] - '0') * frac;
+	if (!digits || i > 40)
+		return -EINVAL;
+	const char *rest = s + i;
+	long double mult = -1;
+	if ((rest[0] == 'e' || rest[0] == 'E') && rest[1] >= '0' && rest[1] <= '9') {
+		int e = 0;
+		for (const char *q = rest + 1; *q; q++) {
+			if (*q < '0' || *q > '9' || e > 100)
+				return -EINVAL;
+			e = e * 10 + (*q - '0');
+		}
+		mult = 1;
+		while (e-- > 0)
+			mult *= 10;
+	}
+	for (size_t k = 0; mult < 0 && k < sizeof(units) / sizeof(units[0]); k++)
+		if (strcmp(rest, units[k].sfx) == 0)
+			mult = units[k].mult;
+	if (mult < 0)
+		return -EINVAL;
+	long double r = v * mult * 1000;
+	if (r > (long double)(1ull << 62))
+		return -EINVAL;
+	*milli = (uint64_t)(r + 0.5L);
+	return 0;
+}
+
+/* limits[key] as thousandths: 0 and *got false when absent. */
+static int limit_at(json_t *limits, const char *key, uint64_t *milli, bool *got, sbx_err *err)
+{
+	json_t *v = json_object_get(limits, key);
+	*got = v != NULL;
+	if (!v)
+		return 0;
+	char buf[64];
+	if (json_is_string(v))
+		snprintf(buf, sizeof(buf), "%s", json_string_value(v));
+	else if (json_is_integer(v))
+		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(buf, sizeof(buf), "%.6f", json_real_value(v));
+	else
+		buf[0] = 0;
+	if (json_is_integer(v) && json_integer_value(v) < 0)
+		buf[0] = 0;
+	if (sup_kube_quantity_milli(buf, milli) < 0)
+		return sbx_err_set(err, -EINVAL, "resources.limits.%s: \"%.40s\" is no quantity", key, buf);
+	return 0;
+}
+
+int sup_kube_tmpl_limits(const sup_kube_tmpl *t, const sup_resources *def, sup_resources *out, sbx_err *err)
+{
+	*out = *def;
+	json_t *ctr = json_array_get(json_object_get(json_object_get(t->pod, "spec"), "containers"), 0);
+	json_t *limits = json_object_get(json_object_get(ctr, "resources"), "limits");
+	uint64_t cpu, mem, disk;
+	bool gc, gm, gd;
+	int rc = limit_at(limits, "cpu", &cpu, &gc, err);
+	rc = rc ?: limit_at(limits, "memory", &mem, &gm, err);
+	rc = rc ?: limit_at(limits, "ephemeral-storage", &disk, &gd, err);
+	if (rc < 0)
+		return sbx_err_wrap(err, "template %s", t->name);
+	mem /= 1000;
+	disk /= 1000;
+	if (gc && (cpu < SUP_RES_MIN_CPU_MILLI || cpu > SUP_RES_MAX_CPU_MILLI))
+		return sbx_err_set(err, -EINVAL, "template %s: resources.limits.cpu is outside %u..%u thousandths",
+				   t->name, SUP_RES_MIN_CPU_MILLI, SUP_RES_MAX_CPU_MILLI);
+	if ((gm && (mem < SUP_RES_MIN_MEMORY || mem > SUP_RES_MAX_BYTES)) ||
+	    (gd && (disk < SUP_RES_MIN_DISK || disk > SUP_RES_MAX_BYTES)))
+		return sbx_err_set(err, -EINVAL, "template %s: resources.limits.%s is under a sandbox's floor (32M) "
+				   "or beyond 1P", t->name, gm && (mem < SUP_RES_MIN_MEMORY || mem > SUP_RES_MAX_BYTES)
+				   ? "memory" : "ephemeral-storage");
+	if (gc)
+		out->cpu_milli = (uint32_t)cpu;
+	if (gm)
+		out->memory = mem;
+	if (gd)
+		out->disk = disk;
+	return 0;
+}

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "sbx/err.h"
+#include "sup_resources.h"
 
 #define SUP_KUBE_TMPL_NAME_MAX 64  /* a label value: 63 */
 #define SUP_KUBE_TMPL_PATHS_MAX 16 /* the agent's reset takes 16 folders */
@@ -57,6 +58,18 @@ void sup_kube_tmpl_release(sup_kube_tmpl *t);
  * template and state "starting" added, spec.nodeName: node. NULL: out of
  * memory. */
 char *sup_kube_tmpl_pod(const sup_kube_tmpl *t, const char *name, const char *ns, const char *node);
+
+/* A Kubernetes quantity ("500m", "1.5", "512Mi", "1G", "2e3") in
+ * thousandths of its unit: -EINVAL for anything else (a sign, an unknown
+ * suffix, beyond 2^62). */
+int sup_kube_quantity_milli(const char *s, uint64_t *milli);
+
+/* What a pod of t may use, as its sandbox's limits: the container's
+ * resources.limits (cpu, memory, ephemeral-storage as disk) over def's
+ * figures (pids always def's: the kubelet's pod pids limit is the node's).
+ * A limit given as a string or a number; -EINVAL naming one that is no
+ * quantity or is under a sandbox's floor (sup_resources.h). */
+int sup_kube_tmpl_limits(const sup_kube_tmpl *t, const sup_resources *def, sup_resources *out, sbx_err *err);
 
 /* A label value (63 bytes of [A-Za-z0-9._-], alphanumeric at both ends). */
 int sup_kube_label_ok(const char *v);

@@ -27,6 +27,7 @@ struct sup_cluster {
 	struct event *tick;
 	/* --backend kubernetes */
 	sup_kube_tmpl tmpls[SUP_MAX_IMAGES];
+	sup_resources limits[SUP_MAX_IMAGES]; /* each template's pods' */
 	size_t ntmpls;
 	sup_kube_pods *pods;
 };
@@ -216,12 +217,14 @@ int sup_cluster_pods_start(sup_cluster *cl, const sup_config *cfg, const sup_cgr
 			if (strcmp(cl->tmpls[k].name, cl->tmpls[i].name) == 0)
 				return sbx_err_set(err, -EINVAL, "--pod-template: two templates named %s",
 						   cl->tmpls[i].name);
+		if (sup_kube_tmpl_limits(&cl->tmpls[i], &cfg->res_default, &cl->limits[i], err) < 0)
+			return sbx_err_wrap(err, "--pod-template");
 		unsigned size = cfg->pool_size;
 		for (size_t k = 0; k < cfg->nimages; k++)
 			if (strcmp(cfg->images[k], cl->tmpls[i].name) == 0)
 				size = cfg->image_sizes[k];
 		specs[(*nspecs)++] = (sup_pool_spec){ .image = cl->tmpls[i].name, .isolation = SUP_ISO_RUNC,
-						      .size = size };
+						      .size = size, .res = &cl->limits[i] };
 	}
 	sup_kube_pods_opts o = { .cfg = &cl->kcfg,
 				 .ns = cfg->sandbox_namespace,
