@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import apiserver  # noqa: E402
 import sandbox_image  # noqa: E402
-from bench_reset import WORK, full_log, wait_log  # noqa: E402
+from bench_reset import WORK, released  # noqa: E402
 from bench_restart import row  # noqa: E402
 from kubelet_node import Node  # noqa: E402
 from sbx_harness import Supervisor, stop_clean  # noqa: E402
@@ -60,16 +60,7 @@ def lease_rounds(s, image, n, pool):
         st, _, b = s.request("POST", "/v1/sandboxes", {"image": image, "timeout": 600})
         acq.append((time.perf_counter() - t0) * 1000)
         assert st == 201, b
-        sid = b["id"]
-        st, _, r = s.exec(sid, cmd=WORK)
-        assert st == 200 and r["exit_code"] == 0, r
-        st, _, p = s.request("POST", "/v1/sandboxes/%s/processes" % sid, {"cmd": "sleep 1002"})
-        assert st == 201, p
-        start = len(full_log(s))
-        assert s.request("DELETE", "/v1/sandboxes/%s" % sid)[0] == 204
-        m = wait_log(s, r"sandbox %s: (reset and checked in (\d+) us|not reused)" % sid, start)
-        assert m.group(2), "not reused: %s" % full_log(s)[start:][-2000:]
-        rel.append(int(m.group(2)) / 1000)
+        rel.append(released(s, b["id"], True))
     return acq, rel
 
 

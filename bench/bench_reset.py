@@ -52,24 +52,28 @@ def stamp(line):
     return datetime.datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f")
 
 
+def released(s, sid, reuse):
+    """A tenant's work in sid, then DELETE: the release's ms as the
+    supervisor logs it (reuse: the reset and the check; else the destroy)."""
+    st, _, r = s.exec(sid, cmd=WORK)
+    assert st == 200 and r["exit_code"] == 0, r
+    st, _, p = s.request("POST", "/v1/sandboxes/%s/processes" % sid, {"cmd": "sleep 1002"})
+    assert st == 201, p
+    start = len(full_log(s))
+    assert s.request("DELETE", "/v1/sandboxes/%s" % sid)[0] == 204
+    if reuse:
+        m = wait_log(s, r"sandbox %s: (reset and checked in (\d+) us|not reused)" % sid, start)
+        assert m.group(2), "not reused: %s" % full_log(s)[start:][-2000:]
+        return int(m.group(2)) / 1000
+    m = wait_log(s, r"sandbox %s: destroyed in (\d+) ms" % sid, start)
+    return float(m.group(1))
+
+
 def rounds(s, n, reuse):
     out = []
     for _ in range(n):
         s.wait_ready()
-        sid = s.create(timeout=3600)["id"]
-        st, _, r = s.exec(sid, cmd=WORK)
-        assert st == 200 and r["exit_code"] == 0, r
-        st, _, p = s.request("POST", "/v1/sandboxes/%s/processes" % sid, {"cmd": "sleep 1002"})
-        assert st == 201, p
-        start = len(full_log(s))
-        assert s.request("DELETE", "/v1/sandboxes/%s" % sid)[0] == 204
-        if reuse:
-            m = wait_log(s, r"sandbox %s: (reset and checked in (\d+) us|not reused)" % sid, start)
-            assert m.group(2), "not reused: %s" % full_log(s)[start:][-2000:]
-            out.append(int(m.group(2)) / 1000)
-        else:
-            m = wait_log(s, r"sandbox %s: destroyed in (\d+) ms" % sid, start)
-            out.append(float(m.group(1)))
+        out.append(released(s, s.create(timeout=3600)["id"], reuse))
     return out
 
 
