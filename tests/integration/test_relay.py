@@ -126,8 +126,8 @@ class StaleForwarder:
                 if not data:
                     c.shutdown(socket.SHUT_WR)
                     return
+                carried.set()  # before: the client may ask again once it has them
                 c.sendall(data)
-                carried.set()
         except OSError:
             pass
 
