@@ -5,10 +5,11 @@
   (--before, e.g. main's, without a catalog), in turns, in the same run;
   restart: N handed-out sandboxes, SIGKILL (then a plain SIGTERM), a new
   supervisor on the same state folder, until every one is listed again and
-  answers an exec.
+  answers an exec; with --before, the same sandboxes then taken back after
+  a SIGKILL by each build in turn, twice (until it listens).
 
   /usr/bin/python3 bench/bench_restart.py --build-dir build/release \
-      [--before OTHER/sandbox-supervisor] [--n 50] [--acquires 50]
+      [--before OTHER/sandbox-supervisor] [--n 50] [--acquires 50 (0: none)]
 
 Stdlib only; it removes everything it made (tests/integration/sbx_harness).
 """
@@ -60,20 +61,21 @@ def main():
             sups.append(s)
             return s.start()
         print("| what | n | p50 ms | p99 ms | role |\n|---|---|---|---|---|")
-        ours = start(sup_bin, "ours", 4)
-        before = start(a.before, "before", 4) if a.before else None
-        mine, theirs = [], []
-        for _ in range(a.acquires):
-            mine.append(acquire_ms(ours))
+        if a.acquires:
+            ours = start(sup_bin, "ours", 4)
+            before = start(a.before, "before", 4) if a.before else None
+            mine, theirs = [], []
+            for _ in range(a.acquires):
+                mine.append(acquire_ms(ours))
+                if before:
+                    theirs.append(acquire_ms(before))
+            row("acquire, pool of 4 (catalog write)", mine, "sbx")
             if before:
-                theirs.append(acquire_ms(before))
-        row("acquire, pool of 4 (catalog write)", mine, "sbx")
-        if before:
-            row("acquire, pool of 4 (--before, no catalog)", theirs, "peer")
-            before.signal(signal.SIGINT)
-            before.wait(120)
-        ours.signal(signal.SIGINT)
-        ours.wait(120)
+                row("acquire, pool of 4 (--before, no catalog)", theirs, "peer")
+                before.signal(signal.SIGINT)
+                before.wait(120)
+            ours.signal(signal.SIGINT)
+            ours.wait(120)
         # restart with N handed-out sandboxes: killed, then stopped (SIGTERM
         # keeps them), each time a new supervisor until all answer
         s1 = start(sup_bin, "restart", 2)
@@ -103,6 +105,22 @@ def main():
             print("| %s all listed           |      1 | %8.1f |          | sbx |" % (what, t_listed))
             print("| %s each exec'd once     |      1 | %8.1f |          | sbx |" % (what, t_exec))
             s1 = s2
+        if a.before:
+            # the same N sandboxes taken back by each binary in turn, each
+            # time after a SIGKILL: the start's own part (the runtime asked
+            # about every row) beside the other build's
+            for rnd in range(2):
+                for binary, role in ((a.before, "peer"), (sup_bin, "sbx")):
+                    s1.signal(signal.SIGKILL)
+                    s1.wait(120)
+                    t0 = time.perf_counter()
+                    s2 = start(binary, "restart", 2)
+                    t_listen = (time.perf_counter() - t0) * 1000
+                    st, _, b = s2.request("GET", "/v1/sandboxes")
+                    assert {x["id"] for x in b["sandboxes"]} >= set(ids), "not all kept"
+                    print("| SIGKILL, restart with %d sandboxes: listening (%s) | 1 | %8.1f | | %s |"
+                          % (a.n, "--before" if role == "peer" else "this build", t_listen, role))
+                    s1 = s2
         s1.signal(signal.SIGINT)
         s1.wait(300)
     finally:

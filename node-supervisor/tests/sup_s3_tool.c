@@ -3,7 +3,7 @@
  *   sup-s3-tool [--endpoint URL] [--part-size BYTES] [--list-page N]
  *               [--low-speed S] [--retries N] s3://bucket[/prefix] CMD ...
  *   CMD: check | put KEY FILE|- | get KEY FILE|- | head KEY | delete KEY |
- *        list [PREFIX]
+ *        list [PREFIX] | uploads [PREFIX] | abort KEY UPLOAD_ID
  * A failure prints "error <negative errno>: <message>" on stderr and exits
  * 2 for -ENOENT, 1 otherwise. At the end it prints "peak_rss_kib N" on
  * stderr: this process's own peak (VmHWM, which, unlike wait4's ru_maxrss,
@@ -27,11 +27,19 @@ static int print_one(void *ud, const char *key, uint64_t size, int64_t mtime)
 	return 0;
 }
 
+static int print_upload(void *ud, const char *key, const char *upload_id, int64_t initiated)
+{
+	(void)ud;
+	printf("%s %s %" PRId64 "\n", key, upload_id, initiated);
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: sup-s3-tool [--endpoint URL] [--part-size B] [--list-page N] "
 			"[--low-speed S] [--retries N] s3://bucket[/prefix] "
-			"check|put KEY FILE|get KEY FILE|head KEY|delete KEY|list [PREFIX]\n");
+			"check|put KEY FILE|get KEY FILE|head KEY|delete KEY|list [PREFIX]|"
+			"uploads [PREFIX]|abort KEY UPLOAD_ID\n");
 	return 1;
 }
 
@@ -42,6 +50,8 @@ static int run(sup_s3 *s, int argc, char **argv, sbx_err *err)
 		return sup_s3_check(s, err);
 	if (strcmp(cmd, "list") == 0)
 		return sup_s3_list(s, argc > 1 ? argv[1] : "", print_one, NULL, err);
+	if (strcmp(cmd, "uploads") == 0)
+		return sup_s3_list_uploads(s, argc > 1 ? argv[1] : "", print_upload, NULL, err);
 	if (argc < 2)
 		return sbx_err_set(err, -EINVAL, "%s: needs a key", cmd);
 	const char *key = argv[1];
@@ -54,6 +64,9 @@ static int run(sup_s3 *s, int argc, char **argv, sbx_err *err)
 	}
 	if (strcmp(cmd, "delete") == 0)
 		return sup_s3_delete(s, key, err);
+	if (strcmp(cmd, "abort") == 0)
+		return argc < 3 ? sbx_err_set(err, -EINVAL, "abort: needs a key and an upload id")
+				: sup_s3_abort_upload(s, key, argv[2], err);
 	if (argc < 3 || (strcmp(cmd, "put") != 0 && strcmp(cmd, "get") != 0))
 		return sbx_err_set(err, -EINVAL, "%s: unknown or missing its file", cmd);
 	bool put = strcmp(cmd, "put") == 0;

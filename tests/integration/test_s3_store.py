@@ -20,6 +20,9 @@ memory (VmHWM, which the tool prints) is its own.
   the put fails within its timeouts with the step, key and cause, and once
   the store is back the key still holds the object it held before (none
   half-written).
+- ListMultipartUploads and AbortMultipartUpload reach s3rver signed as
+  AWS checks them (a wrong secret is 403), and s3rver answers what it
+  offers: 501 NotImplemented and 405 MethodNotAllowed;
 - a supervisor started with --snapshot-store checks the bucket: a missing
   bucket or a wrong secret fails the start naming the flag, the status and
   S3's code; the right one starts (pool of 0: no sandbox is made).
@@ -306,6 +309,25 @@ class S3Store(unittest.TestCase):
         self.assertIn("AWS_SECRET_ACCESS_KEY must be set", r.err)
         # Nothing was written by the refused put.
         self.assertEqual(tool(self.srv, "s3://%s/node-1" % BUCKET, "head", "cred/x").rc, 2)
+
+    def test_unfinished_uploads_calls(self):
+        # ListMultipartUploads and AbortMultipartUpload, signed as AWS's
+        # signer checks them (a wrong signature is 403 before s3rver sees
+        # the request); s3rver offers neither: 501 NotImplemented for the
+        # listing (-EOPNOTSUPP, which the snapshot sweep takes as "this store
+        # lists no uploads"), 405 MethodNotAllowed for the abort.
+        url = "s3://%s/node-1" % BUCKET
+        r = tool(self.srv, url, "uploads", "archives/")
+        self.assertEqual(r.rc, 1, r.err)
+        self.assertIn("error -95: ", r.err)
+        self.assertIn("list uploads page 1: HTTP 501 NotImplemented", r.err)
+        self.assertNotIn("attempts", r.err)  # not retried: it will not be there later
+        r = tool(self.srv, url, "abort", "archives/x.tar.zst", "an-upload id/+=")
+        self.assertEqual(r.rc, 1, r.err)
+        self.assertIn("abort upload of archives/x.tar.zst: HTTP 405 MethodNotAllowed", r.err)
+        for args in (("uploads", "archives/"), ("abort", "archives/x.tar.zst", "id")):
+            r = tool(self.srv, url, *args, env={"AWS_SECRET_ACCESS_KEY": "not-the-secret"})
+            self.assertIn("HTTP 403 SignatureDoesNotMatch", r.err, args)
 
     def dies_mid_upload(self, name, hurt, opts, deadline):
         """A multipart put fed from a pipe: after two parts went up, hurt(srv)

@@ -93,26 +93,19 @@ struct sup_op {
 			sup_agent_call *call;
 			const sup_core_call_cbs *cbs;
 		} call;
-		/* a restore from the object store: its archive fetched, then
-		 * the create (create) */
+		/* a create with a step first (OP_FETCH: a restore's archive
+		 * fetched from the object store; OP_VOLS: a restore's or
+		 * fork's volumes made), then the create proper (create) */
 		struct {
-			sup_snaps_job *job;
 			sup_op *create;
 			sup_create_req req;
 			sup_core_sandbox_cb cb;
 			const sup_tenant *who;
+			sup_snaps_job *job;   /* OP_FETCH: the download */
 			char snap[SUP_ID_MAX];
-			bool held; /* a downloaded archive to drop at the end */
-		} fetch;
-		/* a restore or fork with volumes: they are made (vs), then the
-		 * create (create) mounts them */
-		struct {
-			sup_volseed *vs;
-			sup_op *create;
-			sup_create_req req;
-			sup_core_sandbox_cb cb;
-			const sup_tenant *who;
-		} vols;
+			bool held;            /* OP_FETCH: a downloaded archive to drop at the end */
+			sup_volseed *vs;      /* OP_VOLS: the volumes made */
+		} pre;
 	} u;
 };
 
@@ -612,48 +605,79 @@ static int allow_volumes(const sup_core *c, const sup_tenant *who, const sup_cre
 	return sup_volumes_check(c->cfg.volumes, who->name, &req->volumes, err);
 }
 
-/* ---- a restore from an object store: its archive fetched off the loop
- * (sup_snaps_fetch), then the create; the download is dropped once the
- * create is over ---- */
+/* ---- a create with a step first: a restore from an object store (its
+ * archive fetched off the loop by sup_snaps_fetch, dropped once the create
+ * is over), a restore or fork with volumes (made first by sup_volseed,
+ * mounted by the create with the request's own, deleted again if it
+ * fails); one op kind each, one scaffold ---- */
 
-static void fetch_end(sup_op *op)
+static sup_op *pre_new(sup_core *c, sup_op_kind kind, const sup_tenant *who,
+		       sup_core_sandbox_cb cb, void *ud, sbx_err *err)
 {
-	if (op->u.fetch.held)
-		sup_snaps_fetched_drop(op->core->snaps, op->u.fetch.snap);
-	sup_create_req_free(&op->u.fetch.req);
+	sup_op *op = calloc(1, sizeof(*op));
+	if (!op) {
+		sbx_err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	op->core = c;
+	op->kind = kind;
+	op->ud = ud;
+	op->u.pre.cb = cb;
+	op->u.pre.who = who;
+	return op;
+}
+
+/* What the step holds goes (rc < 0) or is kept (rc 0), and op. */
+static void pre_end(sup_op *op, int rc)
+{
+	if (op->u.pre.held)
+		sup_snaps_fetched_drop(op->core->snaps, op->u.pre.snap);
+	if (op->u.pre.vs && rc == 0)
+		sup_volseed_keep(op->u.pre.vs);
+	else if (op->u.pre.vs)
+		sup_volseed_undo(op->u.pre.vs);
+	sup_create_req_free(&op->u.pre.req);
 	free(op);
 }
 
-static void fetch_created(int rc, const sup_sandbox_view *v, const sbx_err *err, void *ud)
+/* The answer: the create's, or the step's failure (v NULL). */
+static void pre_answer(sup_op *op, int rc, const sup_sandbox_view *v, const sbx_err *err)
 {
-	sup_op *op = ud;
-	sup_core_sandbox_cb cb = op->u.fetch.cb;
+	sup_core_sandbox_cb cb = op->u.pre.cb;
 	void *cud = op->ud;
-	op->u.fetch.create = NULL;
-	fetch_end(op);
+	op->u.pre.create = NULL;
+	pre_end(op, rc);
 	cb(rc, v, err, cud);
 }
 
-/* The archive is here: the create proper. */
+static void pre_created(int rc, const sup_sandbox_view *v, const sbx_err *err, void *ud)
+{
+	pre_answer(ud, rc, v, err);
+}
+
+/* The step is done: the create proper, with the request. */
+static int pre_go(sup_op *op, sbx_err *err)
+{
+	return sup_core_create(op->core, op->u.pre.who, &op->u.pre.req, pre_created, op,
+			       &op->u.pre.create, err);
+}
+
+/* The archive is here. */
 static int fetch_go(sup_op *op, sbx_err *err)
 {
-	op->u.fetch.held = true;
-	op->u.fetch.req.snapshot_fetched = true;
-	return sup_core_create(op->core, op->u.fetch.who, &op->u.fetch.req, fetch_created, op,
-			       &op->u.fetch.create, err);
+	op->u.pre.held = true;
+	op->u.pre.req.snapshot_fetched = true;
+	return pre_go(op, err);
 }
 
 static void fetched(int rc, const sbx_err *err, void *ud)
 {
 	sup_op *op = ud;
-	op->u.fetch.job = NULL;
+	op->u.pre.job = NULL;
 	sbx_err e = *err;
 	if (rc == 0 && fetch_go(op, &e) == 0)
 		return;
-	sup_core_sandbox_cb cb = op->u.fetch.cb;
-	void *cud = op->ud;
-	fetch_end(op);
-	cb(e.code, NULL, &e, cud);
+	pre_answer(op, e.code, NULL, &e);
 }
 
 static int create_from_store(sup_core *c, const sup_tenant *who, sup_create_req *req,
@@ -661,23 +685,18 @@ static int create_from_store(sup_core *c, const sup_tenant *who, sup_create_req 
 {
 	if (strlen(req->snapshot) >= SUP_ID_MAX)
 		return sbx_err_set(err, -EINVAL, "field \"snapshot\": not a snapshot id");
-	sup_op *op = calloc(1, sizeof(*op));
+	sup_op *op = pre_new(c, OP_FETCH, who, cb, ud, err);
 	if (!op)
-		return sbx_err_set(err, -ENOMEM, "out of memory");
-	op->core = c;
-	op->kind = OP_FETCH;
-	op->ud = ud;
-	op->u.fetch.cb = cb;
-	op->u.fetch.who = who;
-	snprintf(op->u.fetch.snap, sizeof(op->u.fetch.snap), "%s", req->snapshot);
-	op->u.fetch.req = *req;
-	int rc = sup_snaps_fetch(c->snaps, who, op->u.fetch.snap, fetched, op, &op->u.fetch.job, err);
+		return err->code;
+	snprintf(op->u.pre.snap, sizeof(op->u.pre.snap), "%s", req->snapshot);
+	op->u.pre.req = *req;
+	int rc = sup_snaps_fetch(c->snaps, who, op->u.pre.snap, fetched, op, &op->u.pre.job, err);
 	if (rc == 1)
 		rc = fetch_go(op, err);
 	if (rc < 0) {
-		*req = op->u.fetch.req; /* the caller's again */
-		memset(&op->u.fetch.req, 0, sizeof(op->u.fetch.req));
-		fetch_end(op);
+		*req = op->u.pre.req; /* the caller's again */
+		memset(&op->u.pre.req, 0, sizeof(op->u.pre.req));
+		pre_end(op, rc);
 		return rc;
 	}
 	memset(req, 0, sizeof(*req));
@@ -685,40 +704,16 @@ static int create_from_store(sup_core *c, const sup_tenant *who, sup_create_req 
 	return 0;
 }
 
-/* ---- a restore or fork with volumes: they are made first (sup_volseed),
- * then the create mounts them with the request's own; they go again if
- * the create fails ---- */
-
-static void vols_end(sup_op *op)
-{
-	sup_create_req_free(&op->u.vols.req);
-	free(op);
-}
-
-static void vols_created(int rc, const sup_sandbox_view *v, const sbx_err *err, void *ud)
-{
-	sup_op *op = ud;
-	sup_core_sandbox_cb cb = op->u.vols.cb;
-	void *cud = op->ud;
-	op->u.vols.create = NULL;
-	if (rc == 0)
-		sup_volseed_keep(op->u.vols.vs);
-	else
-		sup_volseed_undo(op->u.vols.vs);
-	op->u.vols.vs = NULL;
-	vols_end(op);
-	cb(rc, v, err, cud);
-}
-
+/* The volumes are made: the create mounts them with the request's own. */
 static void vols_made(int rc, const sbx_err *err, void *ud)
 {
 	sup_op *op = ud;
 	sbx_err e = rc < 0 ? *err : (sbx_err){0};
 	if (rc < 0)
-		op->u.vols.vs = NULL; /* it freed itself and its volumes */
-	sup_create_req *req = &op->u.vols.req;
+		op->u.pre.vs = NULL; /* it freed itself and its volumes */
+	sup_create_req *req = &op->u.pre.req;
 	size_t n = 0;
-	const sup_vol_mount *m = rc == 0 ? sup_volseed_mounts(op->u.vols.vs, &n) : NULL;
+	const sup_vol_mount *m = rc == 0 ? sup_volseed_mounts(op->u.pre.vs, &n) : NULL;
 	sup_vol_mount *all = NULL;
 	if (m) {
 		all = realloc(req->volumes.v, (req->volumes.n + n) * sizeof(*all));
@@ -732,16 +727,10 @@ static void vols_made(int rc, const sbx_err *err, void *ud)
 		req->volumes.v = all;
 		req->volumes.n += n;
 		req->vols_seeded = true;
-		rc = sup_core_create(op->core, op->u.vols.who, req, vols_created, op, &op->u.vols.create, &e);
-		if (rc == 0)
+		if (pre_go(op, &e) == 0)
 			return;
 	}
-	if (op->u.vols.vs)
-		sup_volseed_undo(op->u.vols.vs);
-	sup_core_sandbox_cb cb = op->u.vols.cb;
-	void *cud = op->ud;
-	vols_end(op);
-	cb(e.code, NULL, &e, cud);
+	pre_answer(op, e.code, NULL, &e);
 }
 
 static int create_with_volumes(sup_core *c, const sup_tenant *who, sup_create_req *req,
@@ -771,21 +760,16 @@ static int create_with_volumes(sup_core *c, const sup_tenant *who, sup_create_re
 	rc = rc ?: disk_fits(c, who, bytes, err);
 	if (rc < 0)
 		return rc;
-	sup_op *op = calloc(1, sizeof(*op));
+	sup_op *op = pre_new(c, OP_VOLS, who, cb, ud, err);
 	if (!op)
-		return sbx_err_set(err, -ENOMEM, "out of memory");
-	op->core = c;
-	op->kind = OP_VOLS;
-	op->ud = ud;
-	op->u.vols.cb = cb;
-	op->u.vols.who = who;
+		return err->code;
 	rc = sup_volseed_start(c->cfg.volumes, who->name, req->vol_seeds, req->nvol_seeds, vols_made,
-			       op, &op->u.vols.vs, err);
+			       op, &op->u.pre.vs, err);
 	if (rc < 0) {
 		free(op);
 		return rc;
 	}
-	op->u.vols.req = *req;
+	op->u.pre.req = *req;
 	memset(req, 0, sizeof(*req));
 	*opp = op;
 	return 0;
@@ -1385,20 +1369,14 @@ void sup_op_cancel(sup_op *op)
 		TAILQ_REMOVE(&op->sb->delete_waiters, op, link);
 		break;
 	case OP_FETCH:
-		if (op->u.fetch.job)
-			sup_snaps_job_cancel(op->u.fetch.job);
-		if (op->u.fetch.create)
-			sup_op_cancel(op->u.fetch.create);
-		fetch_end(op);
-		return;
 	case OP_VOLS:
 		/* a create not handed a sandbox yet mounts nothing: the
-		 * volumes go with the request */
-		if (op->u.vols.create)
-			sup_op_cancel(op->u.vols.create);
-		if (op->u.vols.vs)
-			sup_volseed_undo(op->u.vols.vs);
-		vols_end(op);
+		 * download and the volumes made go with the request */
+		if (op->u.pre.job)
+			sup_snaps_job_cancel(op->u.pre.job);
+		if (op->u.pre.create)
+			sup_op_cancel(op->u.pre.create);
+		pre_end(op, -ECANCELED);
 		return;
 	}
 	free(op);

@@ -1047,6 +1047,7 @@ sup_snaps *sup_snaps_new(struct event_base *base, const sup_snaps_cfg *cfg, sbx_
 	}
 	struct timeval tv = {SWEEP_EVERY_S, 0};
 	event_add(s->sweep_timer, &tv);
+	sup_snaps_sweep_local(s); /* before any snapshot is taken: nothing is on its way */
 	if (sup_snaps_remote(s)) {
 		s->orphan_timer = event_new(base, -1, EV_PERSIST, on_orphan_timer, s);
 		struct timeval every = {cfg->orphan_every_s, 0};

@@ -290,11 +290,24 @@ static void job_done(sup_job *job)
 		}
 		o->removed += j->sweep.removed;
 		o->left = j->sweep.orphans - j->sweep.removed;
+		o->aborted += j->sweep.aborted;
+		o->uploads_left = j->sweep.uploads - j->sweep.aborted;
 		if (j->sweep.orphans)
 			sup_info("snapshot store %s: %u orphaned archive(s) removed, %u left (younger "
 				 "than %u s, or past a pass's %u)",
 				 cfg->store->location, j->sweep.removed, o->left, j->sweep.min_age_s,
 				 SWEEP_REMOVE_MAX);
+		if (j->sweep.uploads)
+			sup_info("snapshot store %s: %u unfinished upload(s) aborted, %u left (younger "
+				 "than %u s, or past a pass's %u)",
+				 cfg->store->location, j->sweep.aborted, o->uploads_left,
+				 j->sweep.min_age_s, SWEEP_REMOVE_MAX);
+		if (j->sweep.uploads_unlisted && !o->unlisted_told)
+			sup_warn("snapshot store %s: the store does not list multipart uploads (501 "
+				 "NotImplemented): unfinished uploads are not swept here (a lifecycle "
+				 "rule AbortIncompleteMultipartUpload on the bucket does it)",
+				 cfg->store->location);
+		o->unlisted_told = o->unlisted_told || j->sweep.uploads_unlisted;
 		break;
 	}
 	}
@@ -514,6 +527,27 @@ void sup_snaps_sweep_store(sup_snaps *s)
 	sup_workers_submit(cfg->workers, &j->job, false);
 }
 
+void sup_snaps_sweep_local(sup_snaps *s)
+{
+	const sup_snaps_cfg *cfg = sup_snaps_cfg_of(s);
+	known_ctx k = {.location = ""};
+	sbx_err e;
+	unsigned removed = 0;
+	int r = sup_catalog_snap_each(cfg->catalog, NULL, add_known, &k, &e);
+	if (r == 0 && k.rc < 0)
+		r = sbx_err_set(&e, k.rc, "over %u snapshots in the catalog", LISTED_MAX);
+	if (r == 0 && k.n)
+		qsort(k.v, k.n, sizeof(*k.v), id_cmp);
+	if (r == 0)
+		r = sup_snap_store_sweep_local(cfg->store, (const char (*)[48])k.v, k.n, &removed, &e);
+	free(k.v);
+	if (r < 0)
+		sup_warn("snapshot store: no sweep of its folder: %s", e.msg);
+	else if (removed)
+		sup_info("snapshot store %s: %u archive(s) no snapshot names removed", cfg->store->dir,
+			 removed);
+}
+
 void sup_snaps_metrics(sup_snaps *s, sup_prom *w)
 {
 	if (!sup_snaps_remote(s))
@@ -530,6 +564,12 @@ void sup_snaps_metrics(sup_snaps *s, sup_prom *w)
 	sup_prom_family(w, "sbx_snapshot_store_orphans", "gauge",
 			"Orphaned archives the last pass saw and left (too young to judge).");
 	sup_prom_sample(w, "sbx_snapshot_store_orphans", NULL, (double)o->left);
+	sup_prom_family(w, "sbx_snapshot_store_uploads_aborted_total", "counter",
+			"Unfinished multipart uploads of archives no snapshot named, aborted by the sweep.");
+	sup_prom_sample(w, "sbx_snapshot_store_uploads_aborted_total", NULL, (double)o->aborted);
+	sup_prom_family(w, "sbx_snapshot_store_uploads", "gauge",
+			"Unfinished multipart uploads the last pass saw and left (too young to judge).");
+	sup_prom_sample(w, "sbx_snapshot_store_uploads", NULL, (double)o->uploads_left);
 }
 
 void sup_snaps_fetched_drop(sup_snaps *s, const char *snap_id)

@@ -44,9 +44,15 @@ typedef struct sup_snaps_orphans {
 	bool running;
 	uint64_t passes, failed, removed;
 	unsigned left; /* orphans the last pass saw and left (young, or past its bound) */
+	uint64_t aborted;       /* unfinished multipart uploads aborted */
+	unsigned uploads_left;  /* the last pass saw and left */
+	bool unlisted_told;     /* the store lists no uploads: logged once */
 } sup_snaps_orphans;
 sup_snaps_orphans *sup_snaps_orphans_of(sup_snaps *s);
 void sup_snaps_sweep_store(sup_snaps *s);
+/* The local store's sweep (sup_snap_store_sweep_local) with the ids of the
+ * catalog's local rows: blocking, at start, before any snapshot is taken. */
+void sup_snaps_sweep_local(sup_snaps *s);
 /* The ids of the snapshots this node is writing now. */
 void sup_snaps_writing(const sup_snaps *s, void (*fn)(const char *id, void *ud), void *ud);
 

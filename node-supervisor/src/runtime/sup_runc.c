@@ -685,8 +685,116 @@ int sup_runc_destroy(const sup_runc_cfg *cfg, const sup_runc_box *box, sbx_err *
 	return 0;
 }
 
-int sup_runc_adopt(const sup_runc_cfg *cfg, const char *id, sup_isolation isolation,
-		   sup_runc_box *box, sbx_err *err)
+#define STATES_OUT_MAX (8u << 20) /* one `list --format json` of a state root */
+
+struct sup_runc_states {
+	/* per isolation: container id -> the runtime's state of it (an
+	 * object with "status" and "pid"); NULL: not read (each adopt asks
+	 * `state` of its own) */
+	json_t *by_id[SUP_ISO_N];
+};
+
+/* One `<runtime> list --format json` of its state root, by id. */
+static int list_states(const sup_runtime *rt, json_t **out, sbx_err *err)
+{
+	*out = NULL;
+	SBX_AUTO_FREE char *buf = malloc(STATES_OUT_MAX);
+	if (!buf)
+		return sbx_err_set(err, -ENOMEM, "%s list", rt->binary);
+	char errout[256];
+	static const char *const args[] = { "list", "--format", "json", NULL };
+	const char *argv[SUP_RUNTIME_ARGV_MAX];
+	if (sup_runtime_argv(rt, NULL, args, argv) < 0)
+		return sbx_err_set(err, -E2BIG, "%s list: too many arguments", rt->binary);
+	sup_runc_cmd c = { .argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = buf,
+			   .out_cap = STATES_OUT_MAX, .errout = errout, .errout_cap = sizeof(errout),
+			   .timeout_ms = RUN_TIMEOUT_MS };
+	int r = sup_runc_cmd_run(&c, err);
+	if (r > 0)
+		return sbx_err_set(err, -EIO, "%s list: exit %d: %s", rt->binary, r, errout);
+	if (r < 0)
+		return sbx_err_wrap(err, "%s list", rt->binary);
+	json_error_t je;
+	json_t *all = json_loads(buf, JSON_DECODE_ANY, &je);
+	json_t *by_id = json_object();
+	/* an empty root lists "null" (runc) or "[]" */
+	if (!by_id || !all || (!json_is_array(all) && !json_is_null(all))) {
+		json_decref(all);
+		json_decref(by_id);
+		return sbx_err_set(err, -EPROTO, "%s list: not a JSON list: %s", rt->binary, je.text);
+	}
+	size_t i;
+	json_t *st;
+	json_array_foreach(all, i, st) {
+		const char *cid = json_string_value(json_object_get(st, "id"));
+		if (cid && json_object_set(by_id, cid, st) < 0) {
+			json_decref(all);
+			json_decref(by_id);
+			return sbx_err_set(err, -ENOMEM, "%s list", rt->binary);
+		}
+	}
+	json_decref(all);
+	*out = by_id;
+	return 0;
+}
+
+int sup_runc_states_read(const sup_runc_cfg *cfg, sup_runc_states **out, sbx_err *err)
+{
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return sbx_err_set(err, -ENOMEM, "runtime states");
+	int rc = 0;
+	for (int iso = 0; iso < SUP_ISO_N; iso++) {
+		const sup_runtime *rt = runtime_of(cfg, (sup_isolation)iso);
+		sbx_err e;
+		if (rt && list_states(rt, &(*out)->by_id[iso], &e) < 0 && rc == 0) {
+			rc = e.code; /* the others are still read; this one's adopts ask one by one */
+			*err = e;
+		}
+	}
+	return rc;
+}
+
+void sup_runc_states_free(sup_runc_states *st)
+{
+	if (!st)
+		return;
+	for (int iso = 0; iso < SUP_ISO_N; iso++)
+		json_decref(st->by_id[iso]);
+	free(st);
+}
+
+/* The runtime's state of container cid: from the listing, or its own
+ * `state` call. *state: a new reference, NULL when the runtime has none. */
+static int state_of(const sup_runtime *rt, const json_t *listed, const char *cid, json_t **state,
+		    sbx_err *err)
+{
+	*state = NULL;
+	if (listed) {
+		*state = json_incref(json_object_get(listed, cid));
+		if (!*state)
+			return sbx_err_set(err, -ESRCH, "%s lists no container %s", rt->binary, cid);
+		return 0;
+	}
+	char out[4096], errout[256];
+	const char *args[] = { "state", cid, NULL };
+	const char *argv[SUP_RUNTIME_ARGV_MAX];
+	if (sup_runtime_argv(rt, NULL, args, argv) < 0)
+		return sbx_err_set(err, -E2BIG, "%s state: too many arguments", rt->binary);
+	sup_runc_cmd c = { .argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
+			   .out_cap = sizeof(out), .errout = errout, .errout_cap = sizeof(errout),
+			   .timeout_ms = RUN_TIMEOUT_MS };
+	int r = sup_runc_cmd_run(&c, err);
+	if (r > 0)
+		return sbx_err_set(err, -ESRCH, "%s state: exit %d: %s", rt->binary, r, errout);
+	if (r < 0)
+		return sbx_err_wrap(err, "%s state", rt->binary);
+	*state = json_loads(out, 0, NULL);
+	return 0;
+}
+
+int sup_runc_adopt(const sup_runc_cfg *cfg, const sup_runc_states *states, const char *id,
+		   sup_isolation isolation, sup_runc_box *box, sbx_err *err)
 {
 	memset(box, 0, sizeof(*box));
 	const sup_runtime *rt = runtime_of(cfg, isolation);
@@ -705,21 +813,10 @@ int sup_runc_adopt(const sup_runc_cfg *cfg, const char *id, sup_isolation isolat
 		return sbx_err_set(err, -ESRCH, "sandbox %s: its init (pid %d) is gone", id, (int)pid);
 	/* the runtime's word too: a container it no longer runs is not ours
 	 * to keep, whatever is left in its cgroup */
-	char out[4096], errout[256];
-	const char *args[] = { "state", p->cid, NULL };
-	const char *argv[SUP_RUNTIME_ARGV_MAX];
-	if (sup_runtime_argv(rt, NULL, args, argv) < 0)
-		return sbx_err_set(err, -E2BIG, "%s state: too many arguments", rt->binary);
-	sup_runc_cmd c = { .argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
-			   .out_cap = sizeof(out), .errout = errout, .errout_cap = sizeof(errout),
-			   .timeout_ms = RUN_TIMEOUT_MS };
-	r = sup_runc_cmd_run(&c, err);
-	if (r > 0)
-		return sbx_err_set(err, -ESRCH, "sandbox %s: %s state: exit %d: %s", id, rt->binary, r,
-				   errout);
+	json_t *st = NULL;
+	r = state_of(rt, states ? states->by_id[isolation] : NULL, p->cid, &st, err);
 	if (r < 0)
-		return sbx_err_wrap(err, "sandbox %s: %s state", id, rt->binary);
-	json_t *st = json_loads(out, 0, NULL);
+		return sbx_err_wrap(err, "sandbox %s", id);
 	const char *status = json_string_value(json_object_get(st, "status"));
 	/* paused: frozen by sup_runc_freeze, and kept so */
 	bool running = status && (strcmp(status, "running") == 0 || strcmp(status, "paused") == 0);

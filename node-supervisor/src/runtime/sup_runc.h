@@ -184,13 +184,24 @@ int sup_runc_kill_calls(const sup_runc_cfg *cfg, sbx_err *err);
  * Returns how many cgroups it thawed. */
 int sup_runc_thaw_all(const sup_runc_cfg *cfg, sbx_err *err);
 
+/* What the runtimes say of their containers, read once for a start's
+ * adoptions: one `list --format json` per offered runtime (its state root)
+ * instead of a `state` process per sandbox. A runtime whose list failed
+ * (err names the first, the others are still read) is left out: its
+ * adoptions ask `state` one by one. Call after sup_runc_thaw_all (runsc
+ * answers through a frozen sandbox's Sentry otherwise). */
+typedef struct sup_runc_states sup_runc_states;
+int sup_runc_states_read(const sup_runc_cfg *cfg, sup_runc_states **out, sbx_err *err);
+void sup_runc_states_free(sup_runc_states *st);
+
 /* Take back a sandbox an earlier run made: its init is alive in its own
- * cgroup and the runtime says it runs (`state`: running or paused, that
- * pid; a paused one stays frozen). box is
- * filled as sup_runc_create fills it. -ESRCH (err says why) when it is not
- * live; the next sup_runc_remove_leftovers then removes it. */
-int sup_runc_adopt(const sup_runc_cfg *cfg, const char *id, sup_isolation isolation,
-		   sup_runc_box *box, sbx_err *err);
+ * cgroup and the runtime says it runs (running or paused, that pid; a
+ * paused one stays frozen), by states (NULL, or a runtime it lacks: a
+ * `state` call). box is filled as sup_runc_create fills it. -ESRCH (err
+ * says why) when it is not live; the next sup_runc_remove_leftovers then
+ * removes it. */
+int sup_runc_adopt(const sup_runc_cfg *cfg, const sup_runc_states *states, const char *id,
+		   sup_isolation isolation, sup_runc_box *box, sbx_err *err);
 
 /* Remove every container, mount, loop device and folder an earlier run of
  * a supervisor with this state folder left behind, in every offered

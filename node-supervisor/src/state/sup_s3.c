@@ -341,13 +341,13 @@ int sup_s3_get_buf(sup_s3 *s, const char *key, char *buf, size_t cap, size_t *le
 	return rc;
 }
 
-/* One ListObjectsV2 page, read as it arrives. */
+/* One ListObjectsV2 listing, page by page (sup_s3_pages). */
 typedef struct list_page {
 	sup_s3 *s;
 	sup_s3_list_fn fn;
 	void *ud;
 	int user_rc;          /* the caller's callback stopped the listing */
-	sup_s3_xml *x;
+	const char *enc_prefix;
 	char key[SUP_S3_KEY_MAX + 1];
 	bool have_key;
 	uint64_t size;
@@ -356,9 +356,7 @@ typedef struct list_page {
 	char token[SUP_S3_XML_TEXT_MAX + 1];
 } list_page;
 
-/* S3's LastModified ("2026-12-02T05:20:00.000Z", ISO 8601 in UTC) in
- * seconds since the epoch; -1 for anything else. */
-static int64_t iso_time(const char *text)
+int64_t sup_s3_iso_time(const char *text)
 {
 	struct tm tm = {0};
 	const char *end = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -387,12 +385,11 @@ static int list_el(void *ud, const char *path, const char *text, size_t len)
 		if (errno || end == text || *end)
 			return -EPROTO;
 	} else if (strcmp(path, "ListBucketResult/Contents/LastModified") == 0) {
-		lp->mtime = iso_time(text);
+		lp->mtime = sup_s3_iso_time(text);
 	} else if (strcmp(path, "ListBucketResult/Contents") == 0) {
-		size_t pn = strlen(lp->s->prefix);
-		/* Keys outside the prefix cannot be asked for; skip, not trust. */
-		if (lp->have_key && strncmp(lp->key, lp->s->prefix, pn) == 0 && lp->key[pn]) {
-			int rc = lp->fn(lp->ud, lp->key + pn, lp->size, lp->mtime);
+		const char *rel = sup_s3_unprefixed(lp->s, lp->have_key ? lp->key : NULL);
+		if (rel) {
+			int rc = lp->fn(lp->ud, rel, lp->size, lp->mtime);
 			if (rc != 0) {
 				lp->user_rc = rc;
 				return -ECANCELED;
@@ -409,68 +406,108 @@ static int list_el(void *ud, const char *path, const char *text, size_t len)
 	return 0;
 }
 
-static int list_sink(void *ud, const char *p, size_t n, sbx_err *err)
+const char *sup_s3_unprefixed(const sup_s3 *s, const char *key)
+{
+	size_t pn = strlen(s->prefix);
+	/* Keys outside the prefix cannot be asked for; skip, not trust. */
+	if (!key || strncmp(key, s->prefix, pn) != 0 || !key[pn])
+		return NULL;
+	return key + pn;
+}
+
+static int list_query(void *ud, char **q)
 {
 	list_page *lp = ud;
-	return sup_s3_xml_feed(lp->x, p, n, false, err);
+	char enc_token[3 * SUP_S3_XML_TEXT_MAX + 1];
+	enc_token[0] = '\0';
+	if (lp->token[0] && sup_s3_uri_encode(enc_token, sizeof(enc_token), lp->token, false) < 0)
+		return -EPROTO;
+	lp->truncated = false;
+	lp->token[0] = '\0';
+	/* Parameters in SigV4's canonical order: libcurl signs the query as written. */
+	if (asprintf(q, "%s%s%slist-type=2&max-keys=%u&prefix=%s", enc_token[0] ? "continuation-token=" : "",
+		     enc_token, enc_token[0] ? "&" : "", lp->s->o.list_page, lp->enc_prefix) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int list_more(void *ud, unsigned page, sbx_err *err)
+{
+	list_page *lp = ud;
+	if (!lp->truncated)
+		return 0;
+	if (!lp->token[0])
+		return sbx_err_set(err, -EPROTO, "list: page %u truncated without a continuation token",
+				   page);
+	return 1;
+}
+
+static int page_sink(void *ud, const char *p, size_t n, sbx_err *err)
+{
+	return sup_s3_xml_feed(ud, p, n, false, err);
+}
+
+int sup_s3_pages(sup_s3 *s, const sup_s3_pager *p, sbx_err *err)
+{
+	for (unsigned page = 1;; page++) {
+		SBX_AUTO_FREE char *query = NULL;
+		int rc = p->query(p->ud, &query);
+		if (rc < 0)
+			return sbx_err_set(err, rc, "%s %s: page %u's query", p->step, p->where, page);
+		char what[48];
+		snprintf(what, sizeof(what), "%s page %u", p->step, page);
+		sup_s3_xml *x = NULL;
+		rc = sup_s3_xml_new(p->el, p->ud, &x, err);
+		if (rc < 0)
+			return rc;
+		sup_s3_req r = {.method = "GET", .what = what, .key = NULL, .query = query,
+				.idempotent = true, .sink = page_sink, .sink_ud = x};
+		rc = sup_s3_req_run(s, &r, err);
+		if (rc == 0)
+			rc = sup_s3_xml_feed(x, "", 0, true, err);
+		sup_s3_xml_free(x);
+		if (*p->stopped) {
+			if (*p->stopped > 0)
+				sbx_err_clear(err);
+			else
+				sbx_err_set(err, *p->stopped, "%s %s: stopped by its caller", p->step, p->where);
+			return *p->stopped;
+		}
+		if (rc < 0)
+			return sbx_err_wrap(err, "s3://%s/%s%s", s->bucket, s->prefix, p->where);
+		rc = p->more(p->ud, page, err);
+		if (rc <= 0)
+			return rc;
+	}
 }
 
 int sup_s3_list(sup_s3 *s, const char *prefix, sup_s3_list_fn fn, void *ud, sbx_err *err)
 {
-	char whole[SUP_S3_KEY_MAX + 1];
 	char enc_prefix[3 * SUP_S3_KEY_MAX + 1];
-	char enc_token[3 * SUP_S3_XML_TEXT_MAX + 1];
-	SBX_AUTO_FREE char *query = NULL;
 	SBX_AUTO_FREE list_page *lp = calloc(1, sizeof(*lp));
 	if (!lp)
 		return sbx_err_set(err, -ENOMEM, "list");
 	prefix = prefix ? prefix : "";
-	if (has_ctl(prefix))
-		return sbx_err_set(err, -EINVAL, "list %s: control character", prefix);
-	int n = snprintf(whole, sizeof(whole), "%s%s", s->prefix, prefix);
-	if (n < 0 || (size_t)n >= sizeof(whole) || sup_s3_uri_encode(enc_prefix, sizeof(enc_prefix), whole, false) < 0)
-		return sbx_err_set(err, -ENAMETOOLONG, "list %s: prefix too long", prefix);
+	if (sup_s3_prefix_query(s, prefix, enc_prefix, sizeof(enc_prefix), err) < 0)
+		return sbx_err_wrap(err, "list");
 	lp->s = s;
 	lp->fn = fn;
 	lp->ud = ud;
 	lp->mtime = -1;
-	for (unsigned page = 1;; page++) {
-		enc_token[0] = '\0';
-		if (lp->token[0] && sup_s3_uri_encode(enc_token, sizeof(enc_token), lp->token, false) < 0)
-			return sbx_err_set(err, -EPROTO, "list %s: continuation token too long", prefix);
-		free(query);
-		query = NULL;
-		/* Parameters in SigV4's canonical order: libcurl signs the query as written. */
-		if (asprintf(&query, "%s%s%slist-type=2&max-keys=%u&prefix=%s", enc_token[0] ? "continuation-token=" : "",
-			     enc_token, enc_token[0] ? "&" : "", s->o.list_page, enc_prefix) < 0)
-			return sbx_err_set(err, -ENOMEM, "list");
-		char what[48];
-		snprintf(what, sizeof(what), "list page %u", page);
-		lp->truncated = false;
-		lp->token[0] = '\0';
-		int rc = sup_s3_xml_new(list_el, lp, &lp->x, err);
-		if (rc < 0)
-			return rc;
-		sup_s3_req r = {.method = "GET", .what = what, .key = NULL, .query = query,
-				.idempotent = true, .sink = list_sink, .sink_ud = lp};
-		rc = sup_s3_req_run(s, &r, err);
-		if (rc == 0)
-			rc = sup_s3_xml_feed(lp->x, "", 0, true, err);
-		sup_s3_xml_free(lp->x);
-		lp->x = NULL;
-		if (lp->user_rc) {
-			if (lp->user_rc > 0)
-				sbx_err_clear(err);
-			else
-				sbx_err_set(err, lp->user_rc, "list %s: stopped by its caller", prefix);
-			return lp->user_rc;
-		}
-		if (rc < 0)
-			return sbx_err_wrap(err, "s3://%s/%s", s->bucket, whole);
-		if (!lp->truncated)
-			return 0;
-		if (!lp->token[0])
-			return sbx_err_set(err, -EPROTO, "list %s: page %u truncated without a continuation token",
-					   prefix, page);
-	}
+	lp->enc_prefix = enc_prefix;
+	sup_s3_pager p = {.step = "list", .where = prefix, .query = list_query, .el = list_el,
+			  .more = list_more, .stopped = &lp->user_rc, .ud = lp};
+	return sup_s3_pages(s, &p, err);
+}
+
+int sup_s3_prefix_query(const sup_s3 *s, const char *prefix, char *enc, size_t cap, sbx_err *err)
+{
+	char whole[SUP_S3_KEY_MAX + 1];
+	prefix = prefix ? prefix : "";
+	if (has_ctl(prefix))
+		return sbx_err_set(err, -EINVAL, "prefix %s: control character", prefix);
+	int n = snprintf(whole, sizeof(whole), "%s%s", s->prefix, prefix);
+	if (n < 0 || (size_t)n >= sizeof(whole) || sup_s3_uri_encode(enc, cap, whole, false) < 0)
+		return sbx_err_set(err, -ENAMETOOLONG, "prefix %s: too long", prefix);
+	return 0;
 }

@@ -98,4 +98,22 @@ typedef int (*sup_s3_list_fn)(void *ud, const char *key, uint64_t size, int64_t 
  * (ListObjectsV2 with continuation tokens). */
 int sup_s3_list(sup_s3 *s, const char *prefix, sup_s3_list_fn fn, void *ud, sbx_err *err);
 
+/* Called per unfinished multipart upload: its key relative to the store's
+ * prefix, its upload id and when it was initiated (seconds since the epoch
+ * by the store's clock, -1 when it gave none). A non-zero return stops the
+ * listing and becomes sup_s3_list_uploads'. */
+typedef int (*sup_s3_upload_fn)(void *ud, const char *key, const char *upload_id,
+				int64_t initiated);
+
+/* Every multipart upload started and neither completed nor aborted whose
+ * key starts with prefix (ListMultipartUploads, page by page). A store
+ * that does not offer the call (501 NotImplemented) -> -EOPNOTSUPP. */
+int sup_s3_list_uploads(sup_s3 *s, const char *prefix, sup_s3_upload_fn fn, void *ud,
+			sbx_err *err);
+
+/* Abort that upload: its parts are freed and it never becomes an object
+ * (AbortMultipartUpload). One gone already (404 NoSuchUpload) is not an
+ * error. */
+int sup_s3_abort_upload(sup_s3 *s, const char *key, const char *upload_id, sbx_err *err);
+
 #endif

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "sup_s3.h"
+#include "sup_s3_xml.h"
 
 #define SUP_S3_URL_MAX 4096
 #define SUP_S3_ERRBODY_MAX (64u << 10) /* error bodies read past this are dropped */
@@ -70,5 +71,33 @@ int sup_s3_parse_url(const char *url, char *bucket, size_t bcap, char *prefix, s
 /* A caller's key: non-empty, no control bytes, and the whole key (prefix
  * included) within SUP_S3_KEY_MAX. */
 int sup_s3_check_key(const sup_s3 *s, const char *key, sbx_err *err);
+
+/* A listing read page by page (ListObjectsV2, ListMultipartUploads): each
+ * page's query is query()'s (malloc'd, in SigV4's canonical order, with the
+ * markers the last page left in ud), its XML goes to el as it arrives, and
+ * more() tells after it whether another page follows (1), the listing is
+ * done (0) or failed (< 0). A non-zero *stopped (set by el: the caller's
+ * callback said stop) ends the listing with that value. */
+typedef struct sup_s3_pager {
+	const char *step;  /* "list", "list uploads": errors name it */
+	const char *where; /* the listed prefix below the store's */
+	int (*query)(void *ud, char **out);
+	sup_s3_xml_fn el;
+	int (*more)(void *ud, unsigned page, sbx_err *err);
+	const int *stopped;
+	void *ud;
+} sup_s3_pager;
+int sup_s3_pages(sup_s3 *s, const sup_s3_pager *p, sbx_err *err);
+
+/* The store's prefix and prefix as a query value (URI-encoded) into enc. */
+int sup_s3_prefix_query(const sup_s3 *s, const char *prefix, char *enc, size_t cap, sbx_err *err);
+
+/* key relative to the store's prefix, or NULL: a key outside it (skipped,
+ * not trusted) or none. */
+const char *sup_s3_unprefixed(const sup_s3 *s, const char *key);
+
+/* S3's times ("2026-12-02T05:20:00.000Z", ISO 8601 in UTC) in seconds
+ * since the epoch; -1 for anything else. */
+int64_t sup_s3_iso_time(const char *text);
 
 #endif

@@ -90,6 +90,7 @@ static int mp_post(sup_s3 *s, const char *key, const char *what, const char *que
 typedef struct upload {
 	sup_s3 *s;
 	const char *key;
+	const char *id;           /* the upload's, as the store gave it */
 	char id_enc[3 * 1024 + 1];
 	char (*etags)[ETAG_MAX]; /* grown as parts go, to PARTS_MAX */
 	size_t nparts, cap;
@@ -147,14 +148,9 @@ static int complete(upload *u, sbx_err *err)
  * failure is what the caller hears; the abort's own is added to it. */
 static void abort_upload(upload *u, sbx_err *err)
 {
-	SBX_AUTO_FREE char *query = NULL;
 	sbx_err aerr;
 	sbx_err_clear(&aerr);
-	if (asprintf(&query, "uploadId=%s", u->id_enc) < 0)
-		return;
-	sup_s3_req r = {.method = "DELETE", .what = "abort upload of", .key = u->key, .query = query,
-			.idempotent = true};
-	if (sup_s3_req_run(u->s, &r, &aerr) < 0 && err) {
+	if (sup_s3_abort_upload(u->s, u->key, u->id, &aerr) < 0 && err) {
 		size_t n = strlen(err->msg);
 		snprintf(err->msg + n, sizeof(err->msg) - n, " (and %s)", aerr.msg);
 	}
@@ -168,7 +164,7 @@ static int put_multipart(sup_s3 *s, const char *key, int fd, char *buf, size_t f
 		return rc;
 	if (!m.upload_id[0])
 		return sbx_err_set(err, -EPROTO, "start upload of %s: no UploadId in the answer", key);
-	upload u = {.s = s, .key = key};
+	upload u = {.s = s, .key = key, .id = m.upload_id};
 	if (sup_s3_uri_encode(u.id_enc, sizeof(u.id_enc), m.upload_id, false) < 0)
 		return sbx_err_set(err, -EPROTO, "start upload of %s: UploadId too long", key);
 	size_t len = first;

@@ -137,6 +137,8 @@ static int status_errno(long status)
 		return -EINVAL;
 	case 409:
 		return -EEXIST;
+	case 501: /* NotImplemented: a call this store does not offer */
+		return -EOPNOTSUPP;
 	default:
 		return -EIO;
 	}
@@ -160,8 +162,8 @@ static int curl_errno(CURLcode c)
 static bool retryable(CURLcode c, long status)
 {
 	switch (c) {
-	case CURLE_OK:
-		return status >= 500 || status == 429;
+	case CURLE_OK: /* 501: a call the store does not offer, now or later */
+		return (status >= 500 && status != 501) || status == 429;
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_OPERATION_TIMEDOUT:

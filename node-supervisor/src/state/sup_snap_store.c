@@ -1,8 +1,10 @@
 /* sup_snap_store: see sup_snap_store.h. */
 #include "sup_snap_store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,6 +28,31 @@ int sup_snap_store_check_id(const char *id, sbx_err *err)
 		return sbx_err_set(err, -EINVAL, "'%.64s' is not a snapshot id (sn- and %d hex digits)",
 				   id, ID_HEX);
 	return 0;
+}
+
+bool sup_snap_store_name_id(const char *name, const char *dir, bool manifest, char id[48])
+{
+	size_t dn = strlen(dir);
+	if (strncmp(name, dir, dn) != 0)
+		return false;
+	const char *p = name + dn;
+	size_t n = strcspn(p, ".");
+	if (n == 0 || n >= 48)
+		return false;
+	memcpy(id, p, n);
+	id[n] = '\0';
+	sbx_err ignored;
+	if (sup_snap_store_check_id(id, &ignored) < 0)
+		return false;
+	const char *rest = p + n;
+	if (manifest)
+		return strcmp(rest, ".json") == 0;
+	/* ".v<k>.tar.zst": a volume's, k of one or two digits */
+	if (strncmp(rest, ".v", 2) == 0) {
+		size_t d = strspn(rest + 2, "0123456789");
+		return d && d <= 2 && strcmp(rest + 2 + d, SUFFIX) == 0;
+	}
+	return strcmp(rest, SUFFIX) == 0;
 }
 
 /* <dir>/<id>.tar.zst, or (k >= 0) the k-th volume's <dir>/<id>.v<k>.tar.zst */
@@ -174,6 +201,40 @@ int sup_snap_store_remove(const sup_snap_store *s, const sup_catalog_snap *row, 
 		r = sup_snap_store_vol_path(s, row->id, k, path, err);
 		if (r == 0 && unlink(path) < 0 && errno != ENOENT)
 			r = sbx_err_sys(err, -errno, "snapshot %s: remove its volume's archive", row->id);
+	}
+	return r;
+}
+
+static int known_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+int sup_snap_store_sweep_local(const sup_snap_store *s, const char (*known)[48], size_t nknown,
+			       unsigned *removed, sbx_err *err)
+{
+	*removed = 0;
+	SBX_AUTO_CLOSEDIR DIR *d = opendir(s->dir);
+	if (!d)
+		return sbx_err_sys(err, -errno, "snapshot store %s", s->dir);
+	int dfd = dirfd(d);
+	int r = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		char id[48];
+		/* tmp/ and names that are not archives: not this sweep's */
+		if (!sup_snap_store_name_id(de->d_name, "", false, id))
+			continue;
+		if (nknown && bsearch(id, known, nknown, sizeof(*known), known_cmp))
+			continue;
+		struct stat st;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT) {
+			r = sbx_err_sys(err, -errno, "snapshot store: remove %s", de->d_name);
+			break;
+		}
+		(*removed)++;
 	}
 	return r;
 }

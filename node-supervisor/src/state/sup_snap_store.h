@@ -61,6 +61,19 @@ void sup_snap_store_close(sup_snap_store *s);
 /* An object store is configured. */
 bool sup_snap_store_remote(const sup_snap_store *s);
 
+/* name is dir followed by a name the store gives: an archive's
+ * ("<id>.tar.zst", "<id>.v<k>.tar.zst") or (manifest) a manifest's
+ * ("<id>.json"): its snapshot id into id. False: not one of ours. */
+bool sup_snap_store_name_id(const char *name, const char *dir, bool manifest, char id[48]);
+
+/* Local store only, at start before any snapshot is taken: every archive
+ * file in the store's folder (<id>.tar.zst, <id>.v<k>.tar.zst) whose id
+ * known (sorted, strcmp) does not name is removed: a commit whose row was
+ * never recorded, a delete cut short, volumes' archives renamed in before
+ * their layer's. Files of other names are left. *removed: how many. */
+int sup_snap_store_sweep_local(const sup_snap_store *s, const char (*known)[48], size_t nknown,
+			       unsigned *removed, sbx_err *err);
+
 /* A snapshot id ("sn-" and 12 hex digits): 0, or -EINVAL. Ids are the
  * store's names: nothing else ever becomes a path or a key. */
 int sup_snap_store_check_id(const char *id, sbx_err *err);
@@ -108,8 +121,13 @@ int sup_snap_store_manifest(const sup_snap_store *s, const char *id, sup_catalog
  * orphan (an upload cut by a crash, a delete that stopped halfway); one
  * whose LastModified is at least min_age_s before now (so never an upload
  * whose manifest is still on its way, on any node) is removed, at most
- * max_remove per pass. Keys of no snapshot are not ours: left. Object
- * store only (0, nothing done, without one). */
+ * max_remove per pass. Then the unfinished multipart uploads under
+ * archives/ (ListMultipartUploads): one of an archive key whose id known
+ * does not name, initiated at least min_age_s before now, is aborted (its
+ * writer died before its own abort), at most max_remove per pass; a store
+ * without the call (501) sets uploads_unlisted and is not a failure. Keys
+ * of no snapshot are not ours: left. Object store only (0, nothing done,
+ * without one). */
 #define SUP_SNAP_SWEEP_LISTED_MAX 200000u
 typedef struct sup_snap_sweep {
 	int64_t now;              /* seconds since the epoch */
@@ -118,6 +136,8 @@ typedef struct sup_snap_sweep {
 	const char (*known)[48];  /* ids a row names or being written here, sorted (strcmp) */
 	size_t nknown;
 	unsigned removed, orphans; /* out: removed now; orphans seen (removed or not) */
+	unsigned aborted, uploads; /* out: uploads aborted now; unfinished ones seen */
+	bool uploads_unlisted;     /* out: the store does not list uploads */
 } sup_snap_sweep;
 int sup_snap_store_sweep(const sup_snap_store *s, sup_snap_sweep *sw, sbx_err *err);
 

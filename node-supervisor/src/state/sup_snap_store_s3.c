@@ -45,6 +45,7 @@ static int store_err(sbx_err *err)
 	case -EIO:
 	case -EPROTO:
 	case -E2BIG:
+	case -EOPNOTSUPP:
 		err->code = -EBADE;
 		break;
 	default:
@@ -405,52 +406,19 @@ static int sweep_id_cmp(const void *a, const void *b)
 	return strcmp(a, b);
 }
 
-/* "<prefix><id><suffix>" with a snapshot id in the middle, suffix one of
- * those given: the id into out. */
-static bool id_between(const char *key, const char *prefix, const char *const *suffixes,
-		       sweep_id out)
-{
-	size_t pn = strlen(prefix);
-	if (strncmp(key, prefix, pn) != 0)
-		return false;
-	const char *id = key + pn;
-	size_t n = strcspn(id, ".");
-	if (n == 0 || n >= sizeof(sweep_id))
-		return false;
-	memcpy(out, id, n);
-	out[n] = '\0';
-	sbx_err ignored;
-	if (sup_snap_store_check_id(out, &ignored) < 0)
-		return false;
-	const char *rest = id + n;
-	for (size_t i = 0; suffixes[i]; i++) {
-		/* ".v<k>.tar.zst": any volume number */
-		if (strcmp(suffixes[i], ".v") == 0 && strncmp(rest, ".v", 2) == 0) {
-			size_t d = strspn(rest + 2, "0123456789");
-			if (d && d <= 2 && strcmp(rest + 2 + d, ".tar.zst") == 0)
-				return true;
-		} else if (strcmp(rest, suffixes[i]) == 0) {
-			return true;
-		}
-	}
-	return false;
-}
-
 static int sweep_key(void *ud, const char *key, uint64_t size, int64_t mtime)
 {
 	(void)size;
 	sweep_ctx *c = ud;
-	static const char *const man_sfx[] = {".json", NULL};
-	static const char *const arch_sfx[] = {".tar.zst", ".v", NULL};
 	sweep_id id;
 	if (++c->listed > SUP_SNAP_SWEEP_LISTED_MAX)
 		return -E2BIG;
-	if (id_between(key, "manifests/", man_sfx, id)) {
+	if (sup_snap_store_name_id(key, "manifests/", true, id)) {
 		if (sbx_grow(&c->manifests, &c->capman, c->nman, sizeof(*c->manifests), 64,
 			     SUP_SNAP_SWEEP_LISTED_MAX) < 0)
 			return -ENOMEM;
 		memcpy(c->manifests[c->nman++], id, sizeof(id));
-	} else if (id_between(key, "archives/", arch_sfx, id)) {
+	} else if (sup_snap_store_name_id(key, "archives/", false, id)) {
 		if (sbx_grow(&c->arch, &c->caparch, c->narch, sizeof(*c->arch), 64,
 			     SUP_SNAP_SWEEP_LISTED_MAX) < 0)
 			return -ENOMEM;
@@ -462,10 +430,83 @@ static int sweep_key(void *ud, const char *key, uint64_t size, int64_t mtime)
 	return 0;
 }
 
+static bool known_id(const sup_snap_sweep *sw, const char *id)
+{
+	return sw->nknown && bsearch(id, sw->known, sw->nknown, sizeof(*sw->known), sweep_id_cmp);
+}
+
+/* An unfinished multipart upload of an archive no snapshot here knows,
+ * old enough to abort. */
+typedef struct sweep_upload {
+	char key[KEY_CAP];
+	char upload_id[1024];
+} sweep_upload;
+
+typedef struct uploads_ctx {
+	const sup_snap_sweep *sw;
+	sweep_upload *v; /* at most sw->max_remove */
+	size_t n, cap;
+	size_t listed;
+	unsigned seen;
+} uploads_ctx;
+
+static int sweep_upload_key(void *ud, const char *key, const char *upload_id, int64_t initiated)
+{
+	uploads_ctx *c = ud;
+	const sup_snap_sweep *sw = c->sw;
+	sweep_id id;
+	if (++c->listed > SUP_SNAP_SWEEP_LISTED_MAX)
+		return -E2BIG;
+	/* another key's upload is not ours; one of a snapshot being written
+	 * here or a row names is left (its writer is alive, or it is done) */
+	if (!sup_snap_store_name_id(key, "archives/", false, id) || known_id(sw, id))
+		return 0;
+	c->seen++;
+	/* young (a writer on any node may still finish it) or of unknown age:
+	 * left, as archives are */
+	if (initiated < 0 || initiated > sw->now - (int64_t)sw->min_age_s ||
+	    c->n >= sw->max_remove || strlen(upload_id) >= sizeof(c->v[0].upload_id))
+		return 0;
+	if (sbx_grow(&c->v, &c->cap, c->n, sizeof(*c->v), 16, sw->max_remove) < 0)
+		return -ENOMEM;
+	snprintf(c->v[c->n].key, sizeof(c->v[0].key), "%s", key);
+	snprintf(c->v[c->n].upload_id, sizeof(c->v[0].upload_id), "%s", upload_id);
+	c->n++;
+	return 0;
+}
+
+/* The unfinished multipart uploads under archives/ whose writer died (a
+ * supervisor killed during a snapshot's upload never sent its abort):
+ * their parts are the store's to keep forever otherwise. */
+static int sweep_uploads(sup_s3 *h, sup_snap_sweep *sw, sbx_err *err)
+{
+	uploads_ctx c = {.sw = sw};
+	int r = sup_s3_list_uploads(h, "archives/", sweep_upload_key, &c, err);
+	if (r == -EOPNOTSUPP) {
+		/* s3rver, for one: nothing to list, nothing to abort */
+		sw->uploads_unlisted = true;
+		free(c.v);
+		return 0;
+	}
+	if (r == -E2BIG || r == -ENOMEM)
+		r = sbx_err_set(err, r, "over %u uploads, or out of memory: none aborted",
+				SUP_SNAP_SWEEP_LISTED_MAX);
+	if (r > 0)
+		r = 0;
+	sw->uploads = c.seen;
+	for (size_t i = 0; r == 0 && i < c.n; i++) {
+		r = sup_s3_abort_upload(h, c.v[i].key, c.v[i].upload_id, err);
+		if (r == 0)
+			sw->aborted++;
+	}
+	free(c.v);
+	return r;
+}
 
 int sup_snap_store_sweep(const sup_snap_store *s, sup_snap_sweep *sw, sbx_err *err)
 {
-	sw->removed = sw->orphans = 0;
+	sw->removed = sw->orphans = sw->uploads = sw->aborted = 0;
+	sw->uploads_unlisted = false;
 	if (!s->remote)
 		return 0;
 	sweep_ctx c = {0};
@@ -485,8 +526,7 @@ int sup_snap_store_sweep(const sup_snap_store *s, sup_snap_sweep *sw, sbx_err *e
 		const sweep_arch *a = &c.arch[i];
 		if (c.nman && bsearch(a->id, c.manifests, c.nman, sizeof(*c.manifests), sweep_id_cmp))
 			continue; /* its snapshot's */
-		if (sw->nknown &&
-		    bsearch(a->id, sw->known, sw->nknown, sizeof(*sw->known), sweep_id_cmp))
+		if (known_id(sw, a->id))
 			continue; /* a row names it (its manifest is being put or read) */
 		sw->orphans++;
 		/* young (an upload whose manifest is on its way, on any node) or
@@ -501,6 +541,8 @@ int sup_snap_store_sweep(const sup_snap_store *s, sup_snap_sweep *sw, sbx_err *e
 		}
 		sw->removed++;
 	}
+	if (r == 0)
+		r = sweep_uploads(h, sw, err);
 	give(s->remote, h);
 	free(c.manifests);
 	free(c.arch);
