@@ -27,6 +27,7 @@
 
 void sup_osbx_ctx_release(sup_osbx_ctx *x)
 {
+	sup_osbx_sess_free_all(x);
 	json_decref(x->kept);
 	x->kept = NULL;
 	json_decref(x->cpu_last);
@@ -42,6 +43,7 @@ static void oq_release(void *state)
 	if (q->snap_op)
 		sup_snaps_op_cancel(q->snap_op);
 	q->snap_op = NULL;
+	sup_osbx_sess_release(q);
 	sup_osbx_cmd_release(q);
 	sup_osbx_files_release(q);
 	sup_osbx_replace_release(q);
@@ -628,6 +630,12 @@ static const sup_http_route routes[] = {
 	  parse_endpoint, act_endpoint },
 	{ "GET", EXECD "/ping", "GET osbx ping", SUP_BODY_NONE, 0, NULL, act_ping },
 	{ "GET", EXECD "/metrics", "GET osbx metrics", SUP_BODY_NONE, 0, NULL, act_metrics },
+	{ "POST", EXECD "/session", "POST osbx session", SUP_BODY_BUFFERED, 4096,
+	  sup_osbx_parse_sess_create, sup_osbx_act_sess_create },
+	{ "POST", EXECD "/session/{pid}/run", "POST osbx session run", SUP_BODY_BUFFERED,
+	  SUP_OSBX_MAX_BODY, sup_osbx_parse_sess_run, sup_osbx_act_sess_run },
+	{ "DELETE", EXECD "/session/{pid}", "DELETE osbx session", SUP_BODY_NONE, 0,
+	  sup_osbx_parse_sess_delete, sup_osbx_act_sess_delete },
 	{ "POST", EXECD "/command", "POST osbx command", SUP_BODY_BUFFERED, 0, sup_osbx_parse_cmd,
 	  sup_osbx_act_cmd },
 	{ "DELETE", EXECD "/command", "DELETE osbx command", SUP_BODY_NONE, 0,
