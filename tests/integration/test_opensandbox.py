@@ -392,5 +392,33 @@ class OpenSandbox(unittest.TestCase):
         st, _, body = self.sup.request("POST", path, {"cwd": 5}, token=False, headers=self.key())
         self.assertEqual(st, 400, body)
 
+    def test_metrics_watch(self):
+        st, _, sb = self.create()
+        self.assertEqual(st, 202, sb)
+        c = self.sup.conn()
+        c.request("GET", "/opensandbox/execd/%s/metrics/watch" % sb["id"], headers=self.key())
+        r = c.getresponse()
+        self.assertEqual(r.status, 200)
+        t0 = time.monotonic()
+        got = []
+        buf = b""
+        while len(got) < 3:
+            buf += r.read1(65536)
+            while b"\n\n" in buf:
+                chunk, buf = buf.split(b"\n\n", 1)
+                got.append((time.monotonic() - t0, json.loads(chunk)))
+        c.close()
+        for _, m in got:
+            self.assertEqual(sorted(m), ["cpu_count", "cpu_used_pct", "mem_total_mib", "mem_used_mib",
+                                         "timestamp"], m)
+            self.assertEqual((m["cpu_count"], m["mem_total_mib"]), (0.25, 256.0))
+        # the first at once, then one a second (the rate is bounded)
+        self.assertLess(got[0][0], 0.5, got)
+        self.assertGreater(got[2][1]["timestamp"] - got[0][1]["timestamp"], 1800, got)
+        st, _, body = self.sup.request("GET", "/opensandbox/execd/sb-000000000000/metrics/watch",
+                                       token=False, headers=self.key())
+        self.assertEqual((st, sorted(body)), (404, ["code", "message"]), body)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

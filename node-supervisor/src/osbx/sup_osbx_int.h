@@ -55,6 +55,8 @@ struct sup_oq {
 	char *command;         /* run: the command as given */
 	char *cwd;             /* create, run: the folder asked for, or NULL */
 	uint64_t timeout_ms;   /* run: its bound */
+	/* metrics/watch (sup_osbx_watch.c): the next sample */
+	struct event *tick;
 };
 typedef struct sup_oq sup_oq;
 
@@ -158,6 +160,14 @@ int sup_osbx_sess_interrupt(sup_oq *q, sbx_err *err);
 void sup_osbx_sess_release(sup_oq *q);
 /* Every session ends (the supervisor stops). */
 void sup_osbx_sess_free_all(sup_osbx_ctx *x);
+
+/* ---- sup_osbx.c and sup_osbx_watch.c: metrics ---- */
+/* Their Metrics of sandbox id as who sees it, from sbx's figures (NULL
+ * with err). */
+json_t *sup_osbx_metrics_json(sup_osbx_ctx *x, const struct sup_tenant *who, const char *id,
+			      sbx_err *err);
+int sup_osbx_act_watch(sup_http_req *r, void *state, sbx_err *err);
+void sup_osbx_watch_release(sup_oq *q);
 
 /* ---- sup_osbx_files.c: files and directories ---- */
 int sup_osbx_parse_fs(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
