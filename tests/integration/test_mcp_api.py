@@ -44,8 +44,9 @@ TOK = {name: secrets.token_hex(32) for name in ("admin", "alice", "bob")}
 TOOLS = {
     "create_sandbox": "createSandbox", "list_sandboxes": "listSandboxes",
     "delete_sandbox": "deleteSandbox", "run_command": "exec", "start_process": "startProcess",
-    "read_process_output": "processOutput", "read_file": "readFile", "write_file": "writeFile",
-    "list_files": "list", "search_files": "search", "snapshot_sandbox": "snapshotSandbox",
+    "read_process_output": "processOutput", "kill_process": "killProcess", "read_file": "readFile",
+    "write_file": "writeFile", "list_files": "list", "search_files": "search",
+    "snapshot_sandbox": "snapshotSandbox",
 }
 OMIT = {"read_process_output": {"follow"}, "list_sandboxes": {"scope"}}
 
@@ -294,6 +295,14 @@ class McpApi(unittest.TestCase):
         r = b.call("read_process_output", id=sid, pid=pid, offset=off + 100)
         self.assertTrue(r["isError"])
         self.assertIn("beyond the end", text(r))
+        r = b.ok("start_process", id=sid, cmd="sleep 60 & sleep 60")
+        pid = r["structuredContent"]["pid"]
+        r = b.ok("kill_process", id=sid, pid=pid)
+        self.assertEqual((r["structuredContent"]["state"], r["structuredContent"]["signal"]),
+                         ("exited", "KILL"), r)
+        r = b.call("kill_process", id=sid, pid=999999)
+        self.assertTrue(r["isError"])
+        self.assertIn("not_found", text(r))
 
         r = b.ok("snapshot_sandbox", id=sid, name="from-mcp")
         snap = r["structuredContent"]

@@ -308,6 +308,117 @@ class OpenSandbox(unittest.TestCase):
         for e in events:
             self.assertIsInstance(e["timestamp"], int)
 
+    def events_of(self, r, until=None):
+        """Bare JSON events ({...} and a blank line) read from response r
+        until one of type until (None: the end of the body)."""
+        buf, out = b"", []
+        while True:
+            while b"\n\n" in buf:
+                chunk, buf = buf.split(b"\n\n", 1)
+                out.append(json.loads(chunk))
+                if until and out[-1].get("type") == until:
+                    return out
+            got = r.read1(65536) if hasattr(r, "read1") else r.read(1)
+            if not got:
+                return out
+            buf += got
+
+    def session_run(self, sid, sess, command, conn=None, **kw):
+        c = conn or self.sup.conn()
+        c.request("POST", "/opensandbox/execd/%s/session/%s/run" % (sid, sess),
+                  body=json.dumps(dict(kw, command=command)),
+                  headers=dict(self.key(), Accept="text/event-stream"))
+        return c, c.getresponse()
+
+    def test_sessions_wire_and_bounds(self):
+        st, _, sb = self.create()
+        self.assertEqual(st, 202, sb)
+        sid = sb["id"]
+        path = "/opensandbox/execd/%s/session" % sid
+        st, _, body = self.sup.request("POST", path, token=False, headers=self.key())  # no body
+        self.assertEqual(st, 200, body)
+        sess = body["session_id"]
+        c, r = self.session_run(sid, sess, "cd /tmp; X=1; printf 'a\\n\\nb'")
+        self.assertEqual((r.status, r.getheader("content-type")), (200, "text/event-stream"))
+        raw = r.read().decode()
+        c.close()
+        self.assertTrue(raw.endswith("\n\n"), raw)
+        events = [json.loads(chunk) for chunk in raw.split("\n\n") if chunk]
+        self.assertEqual([e["type"] for e in events], ["init", "stdout", "stdout", "execution_complete"], events)
+        self.assertEqual((events[0]["text"], events[1]["text"], events[2]["text"]), (sess, "a", "b"))
+        # the client goes mid-run: the command is interrupted (SIGINT), the
+        # shell and its state stay, the session takes the next run
+        c, r = self.session_run(sid, sess, "sleep 30; echo late")
+        self.assertEqual(self.events_of(r, "init")[0]["text"], sess)
+        c.close()
+        deadline = time.monotonic() + 5
+        while True:
+            c, r = self.session_run(sid, sess, "echo $X $PWD")
+            if r.status != 409 or time.monotonic() > deadline:
+                break
+            r.read()
+            c.close()
+            time.sleep(0.1)
+        if r.status != 200:
+            self.fail(r.read())
+        events = self.events_of(r)
+        c.close()
+        self.assertEqual([e.get("text") for e in events if e["type"] == "stdout"], ["1 /tmp"], events)
+        # at most 8 sessions per sandbox, each one shell (a tagged process)
+        for _ in range(7):
+            self.assertEqual(self.sup.request("POST", path, {}, token=False, headers=self.key())[0], 200)
+        st, _, body = self.sup.request("POST", path, {"cwd": "/tmp"}, token=False, headers=self.key())
+        self.assertEqual((st, sorted(body)), (409, ["code", "message"]), body)
+        st, _, procs = self.sup.request("GET", "/v1/sandboxes/%s/processes?tag=opensandbox-session" % sid)
+        self.assertEqual(len([p for p in procs["processes"] if p["state"] == "running"]), 8, procs)
+        # an exit ends the shell, and so the session
+        c, r = self.session_run(sid, sess, "exit 3")
+        events = self.events_of(r)
+        c.close()
+        self.assertEqual((events[-1]["type"], events[-1]["error"]["evalue"]), ("error", "3"), events)
+        c, r = self.session_run(sid, sess, "true")
+        self.assertEqual(r.status, 404)
+        self.assertEqual(sorted(json.loads(r.read())), ["code", "message"])
+        c.close()
+        for bad in ({}, {"command": ""}, {"command": "x", "timeout": -1}, {"command": "x", "nope": 1}):
+            c, r = self.session_run(sid, sess, **bad) if "command" in bad else (None, None)
+            if r is None:
+                st, _, body = self.sup.request("POST", path + "/%s/run" % sess, bad, token=False,
+                                               headers=self.key())
+            else:
+                st, body = r.status, json.loads(r.read())
+                c.close()
+            self.assertEqual(st, 400, (bad, body))
+        st, _, body = self.sup.request("POST", path, {"cwd": 5}, token=False, headers=self.key())
+        self.assertEqual(st, 400, body)
+
+    def test_metrics_watch(self):
+        st, _, sb = self.create()
+        self.assertEqual(st, 202, sb)
+        c = self.sup.conn()
+        c.request("GET", "/opensandbox/execd/%s/metrics/watch" % sb["id"], headers=self.key())
+        r = c.getresponse()
+        self.assertEqual(r.status, 200)
+        t0 = time.monotonic()
+        got = []
+        buf = b""
+        while len(got) < 3:
+            buf += r.read1(65536)
+            while b"\n\n" in buf:
+                chunk, buf = buf.split(b"\n\n", 1)
+                got.append((time.monotonic() - t0, json.loads(chunk)))
+        c.close()
+        for _, m in got:
+            self.assertEqual(sorted(m), ["cpu_count", "cpu_used_pct", "mem_total_mib", "mem_used_mib",
+                                         "timestamp"], m)
+            self.assertEqual((m["cpu_count"], m["mem_total_mib"]), (0.25, 256.0))
+        # the first at once, then one a second (the rate is bounded)
+        self.assertLess(got[0][0], 0.5, got)
+        self.assertGreater(got[2][1]["timestamp"] - got[0][1]["timestamp"], 1800, got)
+        st, _, body = self.sup.request("GET", "/opensandbox/execd/sb-000000000000/metrics/watch",
+                                       token=False, headers=self.key())
+        self.assertEqual((st, sorted(body)), (404, ["code", "message"]), body)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

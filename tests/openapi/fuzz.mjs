@@ -40,6 +40,8 @@ const SKIP = {
   "POST /opensandbox/v1/sandboxes": "every valid draw is a cold create kept until the end",
   "POST /opensandbox/execd/{id}/command": "runs drawn shell text; a foreground stream may stay open",
   "POST /opensandbox/v1/sandboxes/{id}/snapshots": "every valid draw stores an archive of the sandbox kept until the end (it_opensandbox checks it)",
+  "GET /opensandbox/execd/{id}/metrics/watch": "a stream that stays open",
+  "POST /opensandbox/execd/{id}/session/{pid}/run": "runs drawn shell text in a session; its stream may stay open",
 };
 // Drawn against the second sandbox, not the one every other draw runs
 // against: each can end it (a delete; a timeout or an expiry a second

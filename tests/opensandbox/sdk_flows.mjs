@@ -197,6 +197,44 @@ async function commands(sbx) {
   await rejects(sbx.commands.getCommandStatus("999999"), 404, "status of an unknown command");
 }
 
+// Bash sessions: one shell kept per session, so a cd and an export hold
+// for the next run; a failing command is an error event with its exit
+// code; one run at a time; a deleted session is the SDK's typed 404.
+async function sessions(sbx) {
+  const c = sbx.commands;
+  const id = await c.createSession({ workingDirectory: "/tmp" });
+  check(/^sess-[0-9a-f]+$/.test(id), "createSession: an id", id);
+  const seen = { init: null, out: [] };
+  const first = await c.runInSession(id, "pwd; mkdir -p /tmp/s1 && cd /tmp/s1; export SESS_VAR=kept; echo set",
+    {}, { onInit: (i) => { seen.init = i.id; }, onStdout: (m) => { seen.out.push(m.text); } });
+  check(first.exitCode === 0 && first.complete && seen.init === id &&
+    JSON.stringify(seen.out) === JSON.stringify(["/tmp", "set"]),
+    "runInSession: output per line, init with the session id, complete", { first, seen });
+  const second = await c.runInSession(id, "pwd; echo $SESS_VAR; echo err >&2");
+  check(second.exitCode === 0 &&
+    JSON.stringify(second.logs.stdout.map((m) => m.text)) === JSON.stringify(["/tmp/s1", "kept"]) &&
+    second.logs.stderr[0]?.text === "err", "runInSession: the first run's cd and export hold", second.logs);
+  const fails = await c.runInSession(id, "echo before; (exit 7)");
+  check(fails.exitCode === 7 && fails.error?.name === "CommandExecError" && fails.error.value === "7" &&
+    fails.logs.stdout[0]?.text === "before", "runInSession: a failing command's error event", fails.error);
+  const there = await c.runInSession(id, "pwd", { workingDirectory: "/" });
+  check(there.logs.stdout[0]?.text === "/", "runInSession: workingDirectory", there.logs);
+  // A second run while the first still runs (its init came) is refused.
+  let begun;
+  const init = new Promise((r) => { begun = r; });
+  const slow = c.runInSession(id, "sleep 5; echo late", { timeoutSeconds: 1.5 }, { onInit: () => begun() });
+  await init;
+  await rejects(c.runInSession(id, "true"), 409, "runInSession: a second run at once");
+  const timed = await slow;
+  check(timed.error?.name === "CommandTimeout" && timed.logs.stdout.length === 0,
+    "runInSession: timeoutSeconds interrupts the command", timed.error);
+  const alive = await c.runInSession(id, "echo $SESS_VAR");
+  check(alive.logs.stdout[0]?.text === "kept", "runInSession: the shell outlives the timeout", alive.logs);
+  await c.deleteSession(id);
+  await rejects(c.runInSession(id, "true"), 404, "runInSession on a deleted session");
+  await rejects(c.deleteSession(id), 404, "deleteSession of an unknown session");
+}
+
 const sha = (b) => createHash("sha256").update(b).digest("hex");
 
 async function files(sbx) {
@@ -285,6 +323,7 @@ async function main() {
   await lifecycle(sbx);
   await snapshots(sbx);
   await commands(sbx);
+  await sessions(sbx);
   await files(sbx);
 
   // Unknown sandbox: typed 404 (the SDK asks for its endpoint first).

@@ -36,6 +36,10 @@ static const mt_tool tools[] = {
 	  "(default 0), up to 64 KiB, and its state (running, or its exit code). Continue from the "
 	  "next_offset it answers.",
 	  "follow", sup_mcp_op_output },
+	{ "kill_process", "killProcess", "processes",
+	  "Kill a background process and everything it started (SIGKILL to its whole tree). Answers the "
+	  "process as it ended.",
+	  NULL, sup_mcp_op_kill },
 	{ "read_file", "readFile", "files",
 	  "Read a file in a sandbox: its text (or base64 when it is not UTF-8), up to 64 KiB (longer is cut, "
 	  "with a note).",

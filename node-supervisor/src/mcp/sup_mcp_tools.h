@@ -102,6 +102,7 @@ int sup_mcp_op_delete(mt_call *c, sbx_err *err);
 int sup_mcp_op_run(mt_call *c, sbx_err *err);
 int sup_mcp_op_start(mt_call *c, sbx_err *err);
 int sup_mcp_op_output(mt_call *c, sbx_err *err);
+int sup_mcp_op_kill(mt_call *c, sbx_err *err);
 int sup_mcp_op_snapshot(mt_call *c, sbx_err *err);
 int sup_mcp_op_read(mt_call *c, sbx_err *err);
 int sup_mcp_op_write(mt_call *c, sbx_err *err);

@@ -142,9 +142,9 @@ int sup_mcp_op_run(mt_call *c, sbx_err *err)
 	return sup_core_exec(c->x->core, c->id, &c->spec, run_done, c, &c->op, err);
 }
 
-/* ---- start_process ---- */
+/* ---- start_process (and kill_process): the process's description ---- */
 
-static void started(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
+static void described(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	mt_call *c = ud;
 	sbx_err e = { 0 };
@@ -158,7 +158,7 @@ static void started(int rc, const msgpack_object *result, const sbx_err *err, vo
 	sup_mcp_tool_json(c, o);
 }
 
-static const sup_core_call_cbs start_cbs = { .on_done = started };
+static const sup_core_call_cbs desc_cbs = { .on_done = described };
 
 int sup_mcp_op_start(mt_call *c, sbx_err *err)
 {
@@ -168,7 +168,7 @@ int sup_mcp_op_start(mt_call *c, sbx_err *err)
 		rc = sup_core_command_prepare(c->x->core, c->id, &c->spec, &env, err);
 	if (rc == 0)
 		rc = sup_agent_encode_exec_args(&c->spec, env, &c->pargs, err);
-	return rc < 0 ? rc : sup_core_call(c->x->core, c->id, SBX_OP_PROC_START, &c->pargs, &start_cbs, c,
+	return rc < 0 ? rc : sup_core_call(c->x->core, c->id, SBX_OP_PROC_START, &c->pargs, &desc_cbs, c,
 					   &c->op, err);
 }
 
@@ -298,21 +298,38 @@ static void out_checked(int rc, const msgpack_object *result, const sbx_err *err
 
 static const sup_core_call_cbs check_cbs = { .on_done = out_checked };
 
-int sup_mcp_op_output(mt_call *c, sbx_err *err)
+/* The "pid" argument into c->pid and the agent's arguments. */
+static int pid_arg(mt_call *c, sbx_err *err)
 {
 	json_t *pid = json_object_get(c->args, "pid");
-	json_t *off = json_object_get(c->args, "offset");
 	if (!json_is_integer(pid) || json_integer_value(pid) < 1 || json_integer_value(pid) > 2147483647)
 		return sbx_err_set(err, -EINVAL, "argument \"pid\": want a positive integer (start_process answers it)");
+	c->pid = (long)json_integer_value(pid);
+	sbx_proto_args_uint(&c->pargs, "pid", (uint64_t)c->pid);
+	return 0;
+}
+
+int sup_mcp_op_output(mt_call *c, sbx_err *err)
+{
+	json_t *off = json_object_get(c->args, "offset");
+	if (pid_arg(c, err) < 0)
+		return err->code;
 	if (off && (!json_is_integer(off) || json_integer_value(off) < 0))
 		return sbx_err_set(err, -EINVAL, "argument \"offset\": want an integer >= 0");
-	c->pid = (long)json_integer_value(pid);
 	c->off = off ? (uint64_t)json_integer_value(off) : 0;
 	c->buf = evbuffer_new();
 	if (!c->buf)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
-	sbx_proto_args_uint(&c->pargs, "pid", (uint64_t)c->pid);
 	return sup_core_call(c->x->core, c->id, SBX_OP_PROC_GET, &c->pargs, &check_cbs, c, &c->op, err);
+}
+
+/* ---- kill_process: proc.kill, answered with the process as it ended ---- */
+
+int sup_mcp_op_kill(mt_call *c, sbx_err *err)
+{
+	if (pid_arg(c, err) < 0)
+		return err->code;
+	return sup_core_call(c->x->core, c->id, SBX_OP_PROC_KILL, &c->pargs, &desc_cbs, c, &c->op, err);
 }
 
 /* ---- snapshot_sandbox ---- */

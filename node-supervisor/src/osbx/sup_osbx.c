@@ -27,6 +27,7 @@
 
 void sup_osbx_ctx_release(sup_osbx_ctx *x)
 {
+	sup_osbx_sess_free_all(x);
 	json_decref(x->kept);
 	x->kept = NULL;
 	json_decref(x->cpu_last);
@@ -42,6 +43,8 @@ static void oq_release(void *state)
 	if (q->snap_op)
 		sup_snaps_op_cancel(q->snap_op);
 	q->snap_op = NULL;
+	sup_osbx_sess_release(q);
+	sup_osbx_watch_release(q);
 	sup_osbx_cmd_release(q);
 	sup_osbx_files_release(q);
 	sup_osbx_replace_release(q);
@@ -549,22 +552,20 @@ static int act_endpoint(sup_http_req *r, void *state, sbx_err *err)
 	return 0;
 }
 
-/* GET .../metrics: their Metrics from sbx's own figures (the limits in
- * force and the cgroup's usage, as GET /v1/sandboxes/{id} reads them):
- * cpu_count the CPU limit, mem_total_mib the memory limit, mem_used_mib
- * the memory charged now, cpu_used_pct the CPU time used since the
- * previous metrics call of this sandbox (its creation for the first) as a
+/* Their Metrics from sbx's own figures (the limits in force and the
+ * cgroup's usage, as GET /v1/sandboxes/{id} reads them): cpu_count the CPU
+ * limit, mem_total_mib the memory limit, mem_used_mib the memory charged
+ * now, cpu_used_pct the CPU time used since the previous sample of this
+ * sandbox (a metrics call or a watch's; its creation for the first) as a
  * share of its limit. The agent is not asked: a paused sandbox answers. */
-static int act_metrics(sup_http_req *r, void *state, sbx_err *err)
+json_t *sup_osbx_metrics_json(sup_osbx_ctx *x, const sup_tenant *who, const char *id, sbx_err *err)
 {
-	sup_osbx_ctx *x = ctx_of(r);
-	const sup_http_in *in = sup_http_input(r);
 	sup_sandbox_view v;
-	(void)state;
-	if (sup_core_get(x->core, in->who, in->id, &v, err) < 0)
-		return err->code;
+	if (sup_core_get(x->core, who, id, &v, err) < 0)
+		return NULL;
 	if (!v.has_usage || !(v.usage.known & SUP_USAGE_CPU) || !(v.usage.known & SUP_USAGE_MEMORY))
-		return sbx_err_set(err, -EBUSY, "sandbox %s: its usage cannot be read now (%s)", v.id, v.state);
+		return sbx_err_set(err, -EBUSY, "sandbox %s: its usage cannot be read now (%s)", v.id, v.state),
+		       NULL;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t now_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
@@ -579,16 +580,29 @@ static int act_metrics(sup_http_req *r, void *state, sbx_err *err)
 	if (x->cpu_last)
 		json_object_set_new(x->cpu_last, v.id,
 				    json_pack("{s:I, s:I, s:s}", "cpu_ns", (json_int_t)v.usage.cpu_ns, "ms",
-					      (json_int_t)now_ms, "tenant", in->who->name));
+					      (json_int_t)now_ms, "tenant", who->name));
 	double cpus = v.resources.cpu_milli / 1000.0;
 	double wall_ns = now_ms > since_ms ? (double)(now_ms - since_ms) * 1e6 : 0;
 	double used = v.usage.cpu_ns > since_cpu ? (double)(v.usage.cpu_ns - since_cpu) : 0;
 	double pct = wall_ns > 0 ? used / (wall_ns * cpus) * 100.0 : 0;
-	sup_http_json(r, 200,
-		      json_pack("{s:f, s:f, s:f, s:f, s:I}", "cpu_count", cpus, "cpu_used_pct",
-				pct > 100.0 ? 100.0 : pct, "mem_total_mib",
-				(double)v.resources.memory / 1048576.0, "mem_used_mib",
-				(double)v.usage.memory / 1048576.0, "timestamp", (json_int_t)now_ms));
+	json_t *o = json_pack("{s:f, s:f, s:f, s:f, s:I}", "cpu_count", cpus, "cpu_used_pct",
+			      pct > 100.0 ? 100.0 : pct, "mem_total_mib", (double)v.resources.memory / 1048576.0,
+			      "mem_used_mib", (double)v.usage.memory / 1048576.0, "timestamp",
+			      (json_int_t)now_ms);
+	if (!o)
+		sbx_err_set(err, -ENOMEM, "out of memory");
+	return o;
+}
+
+/* GET .../metrics */
+static int act_metrics(sup_http_req *r, void *state, sbx_err *err)
+{
+	const sup_http_in *in = sup_http_input(r);
+	(void)state;
+	json_t *o = sup_osbx_metrics_json(ctx_of(r), in->who, in->id, err);
+	if (!o)
+		return err->code;
+	sup_http_json(r, 200, o);
 	return 0;
 }
 
@@ -628,6 +642,14 @@ static const sup_http_route routes[] = {
 	  parse_endpoint, act_endpoint },
 	{ "GET", EXECD "/ping", "GET osbx ping", SUP_BODY_NONE, 0, NULL, act_ping },
 	{ "GET", EXECD "/metrics", "GET osbx metrics", SUP_BODY_NONE, 0, NULL, act_metrics },
+	{ "GET", EXECD "/metrics/watch", "GET osbx metrics watch", SUP_BODY_NONE, 0, NULL,
+	  sup_osbx_act_watch },
+	{ "POST", EXECD "/session", "POST osbx session", SUP_BODY_BUFFERED, 4096,
+	  sup_osbx_parse_sess_create, sup_osbx_act_sess_create },
+	{ "POST", EXECD "/session/{pid}/run", "POST osbx session run", SUP_BODY_BUFFERED,
+	  SUP_OSBX_MAX_BODY, sup_osbx_parse_sess_run, sup_osbx_act_sess_run },
+	{ "DELETE", EXECD "/session/{pid}", "DELETE osbx session", SUP_BODY_NONE, 0,
+	  sup_osbx_parse_sess_delete, sup_osbx_act_sess_delete },
 	{ "POST", EXECD "/command", "POST osbx command", SUP_BODY_BUFFERED, 0, sup_osbx_parse_cmd,
 	  sup_osbx_act_cmd },
 	{ "DELETE", EXECD "/command", "DELETE osbx command", SUP_BODY_NONE, 0,

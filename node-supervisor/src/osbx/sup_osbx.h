@@ -38,6 +38,9 @@ typedef struct sup_osbx_ctx {
 	 * ("fg-<seq>"); each leaves the list when its request ends. */
 	struct sup_oq *fg;
 	uint64_t fg_seq;
+	/* Bash sessions (their createSession), every sandbox's: each a shell
+	 * kept running as a background process of its sandbox, gone with it. */
+	struct osbx_sess *sessions;
 } sup_osbx_ctx;
 
 /* After core, snaps and limits are set: what was kept before a restart,

@@ -20,15 +20,12 @@
 #include "sup_agent.h"
 #include "sup_query.h"
 
-/* A ping while a command is quiet, as their server sends. */
-#define PING_S 5
-#define PING "{\"type\":\"ping\",\"text\":\"pong\"}"
 /* The most a logs answer holds (a ring is 1 MiB unless asked bigger). */
 #define LOGS_MAX (64u << 20)
 
 enum { K_START = 1, K_STATUS, K_LOGS, K_KILL };
 
-static uint64_t now_ms(void)
+uint64_t sup_osbx_now_ms(void)
 {
 	struct timeval tv;
 	gettimeofday(&tv, NULL);
@@ -60,18 +57,16 @@ void sup_osbx_cmd_release(sup_oq *q)
 	sup_exec_spec_free(&q->spec);
 }
 
-static json_t *event(const char *type)
+json_t *sup_osbx_event(const char *type)
 {
-	return json_pack("{s:s, s:I}", "type", type, "timestamp", (json_int_t)now_ms());
+	return json_pack("{s:s, s:I}", "type", type, "timestamp", (json_int_t)sup_osbx_now_ms());
 }
 
 /* ---- foreground ---- */
 
-/* One event of text (bytes that are not UTF-8 are repaired, the exact ones
- * in text_b64). */
-static void put_line(sup_oq *q, int ch, const char *p, size_t n, size_t cost)
+json_t *sup_osbx_text_event(int ch, const char *p, size_t n)
 {
-	json_t *o = event(ch ? "stderr" : "stdout");
+	json_t *o = sup_osbx_event(ch ? "stderr" : "stdout");
 	if (o && sup_http_set_bytes(o, "text", p, n) < 0) {
 		json_decref(o);
 		o = NULL;
@@ -79,15 +74,17 @@ static void put_line(sup_oq *q, int ch, const char *p, size_t n, size_t cost)
 	if (!o)
 		o = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "ename", "internal", "evalue",
 			      "out of memory");
-	sup_stream_json_cost(q->s, "", o, cost);
+	return o;
 }
 
-/* Every whole line in the channel's buffer goes out (or a piece of
- * SUP_OSBX_LINE_MAX of a longer one); at the end (flush) the rest too. The
- * cost goes with the last event, or back at once when none went. */
-static void drain_lines(sup_oq *q, int ch, size_t cost, bool flush)
+static void put_line(sup_oq *q, int ch, const char *p, size_t n, size_t cost)
 {
-	struct evbuffer *b = q->line[ch];
+	sup_stream_json_cost(q->s, "", sup_osbx_text_event(ch, p, n), cost);
+}
+
+bool sup_osbx_lines(struct evbuffer *b, bool flush,
+		    void (*fn)(void *ud, const char *p, size_t n, bool last), void *ud)
+{
 	char *prev = NULL;
 	size_t prev_n = 0;
 	for (;;) {
@@ -107,16 +104,37 @@ static void drain_lines(sup_oq *q, int ch, size_t cost, bool flush)
 		evbuffer_remove(b, line, n);
 		evbuffer_drain(b, skip);
 		if (prev)
-			put_line(q, ch, prev, prev_n, 0);
+			fn(ud, prev, prev_n, false);
 		free(prev);
 		prev = line;
 		prev_n = n;
 	}
 	if (prev)
-		put_line(q, ch, prev, prev_n, cost);
-	else if (cost && q->op)
-		sup_op_consumed(q->op, cost);
+		fn(ud, prev, prev_n, true);
 	free(prev);
+	return prev != NULL;
+}
+
+typedef struct fg_lines {
+	sup_oq *q;
+	int ch;
+	size_t cost;
+} fg_lines;
+
+static void fg_line(void *ud, const char *p, size_t n, bool last)
+{
+	fg_lines *l = ud;
+	put_line(l->q, l->ch, p, n, last ? l->cost : 0);
+}
+
+/* Every whole line in the channel's buffer goes out (or a piece of
+ * SUP_OSBX_LINE_MAX of a longer one); at the end (flush) the rest too. The
+ * cost goes with the last event, or back at once when none went. */
+static void drain_lines(sup_oq *q, int ch, size_t cost, bool flush)
+{
+	fg_lines l = { q, ch, cost };
+	if (!sup_osbx_lines(q->line[ch], flush, fg_line, &l) && cost && q->op)
+		sup_op_consumed(q->op, cost);
 }
 
 static void fg_data(sup_chan ch, const uint8_t *p, size_t n, size_t cost, void *ud)
@@ -139,9 +157,9 @@ static void fg_end(sup_oq *q, json_t *last)
 	q->s = NULL;
 }
 
-static json_t *error_event(const char *name, const char *value)
+json_t *sup_osbx_error_event(const char *name, const char *value)
 {
-	json_t *o = event("error");
+	json_t *o = sup_osbx_event("error");
 	if (o)
 		json_object_set_new(o, "error",
 				    json_pack("{s:s, s:s, s:[]}", "ename", name, "evalue", value, "traceback"));
@@ -158,20 +176,20 @@ static void fg_done(int rc, const sup_exec_status *st, const sbx_err *err, void 
 	if (rc < 0) {
 		const char *code;
 		sup_http_status("opensandbox", err->code, &code);
-		fg_end(q, error_event(code, err->msg[0] ? err->msg : code));
+		fg_end(q, sup_osbx_error_event(code, err->msg[0] ? err->msg : code));
 		return;
 	}
 	char v[32];
 	if (st->exited && st->exit_code == 0) {
-		json_t *o = event("execution_complete");
+		json_t *o = sup_osbx_event("execution_complete");
 		if (o)
-			json_object_set_new(o, "execution_time", json_integer((json_int_t)(now_ms() - q->started_ms)));
+			json_object_set_new(o, "execution_time", json_integer((json_int_t)(sup_osbx_now_ms() - q->started_ms)));
 		fg_end(q, o);
 		return;
 	}
 	/* Killed by a signal: 128 + it, as a shell says. */
 	snprintf(v, sizeof(v), "%d", st->exited ? st->exit_code : 128 + st->signal);
-	fg_end(q, error_event(st->timed_out ? "CommandTimeout" : "CommandExecError", v));
+	fg_end(q, sup_osbx_error_event(st->timed_out ? "CommandTimeout" : "CommandExecError", v));
 }
 
 void sup_osbx_credit(size_t cost, void *ud)
@@ -199,7 +217,7 @@ int sup_osbx_act_cmd(sup_http_req *r, void *state, sbx_err *err)
 	sup_oq *q = state;
 	sup_osbx_ctx *x = q->x;
 	q->r = r;
-	q->started_ms = now_ms();
+	q->started_ms = sup_osbx_now_ms();
 	if (q->background) {
 		const sup_env *env = NULL;
 		q->kind = K_START;
@@ -217,15 +235,15 @@ int sup_osbx_act_cmd(sup_http_req *r, void *state, sbx_err *err)
 	q->s = sup_stream_start(r, SUP_STREAM_BARE, sup_osbx_credit, q);
 	if (!q->s)
 		return sbx_err_set(err, -ENOMEM, "out of memory starting the stream");
-	sup_stream_keepalive_text(q->s, PING);
-	sup_stream_keepalive(q->s, PING_S);
+	sup_stream_keepalive_text(q->s, SUP_OSBX_PING);
+	sup_stream_keepalive(q->s, SUP_OSBX_PING_S);
 	snprintf(q->cmd_id, sizeof(q->cmd_id), "fg-%llu", (unsigned long long)++x->fg_seq);
 	q->fg_next = x->fg;
 	if (x->fg)
 		x->fg->fg_prev = &q->fg_next;
 	x->fg = q;
 	q->fg_prev = &x->fg;
-	json_t *o = event("init");
+	json_t *o = sup_osbx_event("init");
 	if (o)
 		json_object_set_new(o, "text", json_string(q->cmd_id));
 	sup_stream_json(q->s, "", o);
@@ -308,7 +326,9 @@ int sup_osbx_parse_interrupt(const sup_http_in *in, void *ctx, void *state, sbx_
 	if (!id || n == 0 || n >= sizeof(q->target))
 		return sbx_err_set(err, -EINVAL, "query parameter \"id\": the command's id");
 	memcpy(q->target, id, n + 1);
-	return strncmp(q->target, "fg-", 3) == 0 ? 0 : pid_arg(q, q->target, err);
+	if (strncmp(q->target, "fg-", 3) == 0 || strncmp(q->target, "sess-", 5) == 0)
+		return 0;
+	return pid_arg(q, q->target, err);
 }
 
 static json_t *when(const msgpack_object *res, const char *key)
@@ -396,7 +416,7 @@ static void call_done(int rc, const msgpack_object *res, const sbx_err *err, voi
 			sbx_err_set(&e, -ENOMEM, "out of memory");
 			break;
 		}
-		json_t *o = event("init");
+		json_t *o = sup_osbx_event("init");
 		if (o)
 			json_object_set_new(o, "text", json_string(id));
 		sup_stream_json(q->s, "", o);
@@ -453,7 +473,7 @@ static int interrupt_fg(sup_oq *q, sbx_err *err)
 		for (int i = 0; i < 2; i++)
 			if (f->line[i])
 				drain_lines(f, i, 0, true);
-		fg_end(f, error_event("CommandInterrupted", "130"));
+		fg_end(f, sup_osbx_error_event("CommandInterrupted", "130"));
 		sup_http_json(q->r, 200, NULL);
 		return 0;
 	}
@@ -466,6 +486,8 @@ int sup_osbx_act_call(sup_http_req *r, void *state, sbx_err *err)
 	q->r = r;
 	if (q->kind == K_KILL && strncmp(q->target, "fg-", 3) == 0)
 		return interrupt_fg(q, err);
+	if (q->kind == K_KILL && strncmp(q->target, "sess-", 5) == 0)
+		return sup_osbx_sess_interrupt(q, err);
 	if (q->pid)
 		sup_http_log_tag(r, " pid %ld", q->pid);
 	const char *op = q->kind == K_STATUS ? SBX_OP_PROC_GET

@@ -45,11 +45,18 @@ struct sup_oq {
 	int kind;              /* which proc.* answer (sup_osbx_cmd.c) */
 	char cmd_id[24];       /* a foreground command's "fg-<seq>" */
 	struct sup_oq *fg_next, **fg_prev; /* in x->fg while it streams */
-	char target[24];       /* interrupt: the id asked for */
+	char target[48];       /* interrupt: the id asked for */
 	struct osbx_files *fx; /* a files or directories request (sup_osbx_files.c) */
 	struct osbx_replace *rx; /* a files replace (sup_osbx_replace.c) */
 	sup_snaps_op *snap_op; /* a snapshot being taken (sup_osbx_snap.c) */
 	char snap_name[SUP_SNAPS_NAME_MAX + 1];
+	/* bash sessions (sup_osbx_sess.c) */
+	struct osbx_sess *sess; /* create: the one starting; run: the one it streams */
+	char *command;         /* run: the command as given */
+	char *cwd;             /* create, run: the folder asked for, or NULL */
+	uint64_t timeout_ms;   /* run: its bound */
+	/* metrics/watch (sup_osbx_watch.c): the next sample */
+	struct event *tick;
 };
 typedef struct sup_oq sup_oq;
 
@@ -122,6 +129,45 @@ int sup_osbx_act_call(sup_http_req *r, void *state, sbx_err *err);
 void sup_osbx_cmd_release(sup_oq *q);
 /* A reply's credit (sup_http_on_credit): cost back to the agent's call. */
 void sup_osbx_credit(size_t cost, void *ud);
+
+/* Every whole line of b (or a piece of SUP_OSBX_LINE_MAX of a longer
+ * one), and with flush the rest too, drained to fn in order; last is set
+ * on the final one. Whether any went. */
+bool sup_osbx_lines(struct evbuffer *b, bool flush,
+		    void (*fn)(void *ud, const char *p, size_t n, bool last), void *ud);
+/* An execd stream event of type with its timestamp (NULL without memory). */
+json_t *sup_osbx_event(const char *type);
+/* One line of output as a "stdout" (ch 0) or "stderr" event (bytes that
+ * are not UTF-8 repaired, the exact ones in text_b64). */
+json_t *sup_osbx_text_event(int ch, const char *p, size_t n);
+/* Their error event: {"type":"error","error":{"ename","evalue","traceback"}}. */
+json_t *sup_osbx_error_event(const char *name, const char *value);
+/* The ping their server sends while a command is quiet, and how often. */
+#define SUP_OSBX_PING_S 5
+#define SUP_OSBX_PING "{\"type\":\"ping\",\"text\":\"pong\"}"
+uint64_t sup_osbx_now_ms(void);
+
+/* ---- sup_osbx_sess.c: bash sessions, a long-lived shell each ---- */
+int sup_osbx_parse_sess_create(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_sess_create(sup_http_req *r, void *state, sbx_err *err);
+int sup_osbx_parse_sess_run(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_sess_run(sup_http_req *r, void *state, sbx_err *err);
+int sup_osbx_parse_sess_delete(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_osbx_act_sess_delete(sup_http_req *r, void *state, sbx_err *err);
+/* DELETE /command?id=<a session's id>: its run interrupted (SIGINT):
+ * 0 answered, -ENOENT when no session of sandbox id has that id. */
+int sup_osbx_sess_interrupt(sup_oq *q, sbx_err *err);
+void sup_osbx_sess_release(sup_oq *q);
+/* Every session ends (the supervisor stops). */
+void sup_osbx_sess_free_all(sup_osbx_ctx *x);
+
+/* ---- sup_osbx.c and sup_osbx_watch.c: metrics ---- */
+/* Their Metrics of sandbox id as who sees it, from sbx's figures (NULL
+ * with err). */
+json_t *sup_osbx_metrics_json(sup_osbx_ctx *x, const struct sup_tenant *who, const char *id,
+			      sbx_err *err);
+int sup_osbx_act_watch(sup_http_req *r, void *state, sbx_err *err);
+void sup_osbx_watch_release(sup_oq *q);
 
 /* ---- sup_osbx_files.c: files and directories ---- */
 int sup_osbx_parse_fs(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
