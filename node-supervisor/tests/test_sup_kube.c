@@ -332,6 +332,14 @@ static void directory(void **state)
 	/* ran out: renewed at t0, 8 s */
 	assert_int_equal(sup_kube_dir_find(&d, "n2", t0 + 8, name, sizeof(name), out, sizeof(out)),
 			 -ENOENT);
+	/* the API server away from t0 to t0 + 30: the lease runs from when
+	 * it could be read again, for its 8 s */
+	d.sight_back = t0 + 30;
+	assert_int_equal(sup_kube_dir_find(&d, "n2", t0 + 37, name, sizeof(name), out, sizeof(out)), 0);
+	assert_true(sup_kube_dir_live(&d, &d.v[1], t0 + 37));
+	assert_int_equal(sup_kube_dir_find(&d, "n2", t0 + 38, name, sizeof(name), out, sizeof(out)),
+			 -ENOENT);
+	d.sight_back = 0;
 	/* a cloud's node name: found by its tag, which its ids carry */
 	const char *cloud = "ip-10-0-1-23.eu-west-1.compute.internal";
 	char tag[SUP_NODEID_TAG_MAX + 1];

@@ -48,6 +48,9 @@ struct sup_kube {
 	pthread_mutex_t dmu;
 	sup_kube_dir dir;
 	uint64_t resumes, relists;
+	/* since when the watcher cannot reach the API server (0: it can): the
+	 * directory's clock stands still meanwhile, nobody's lease lapses */
+	time_t blind_since;
 	atomic_bool connected;
 };
 
@@ -318,6 +321,31 @@ void sup_kube_set_capacity(sup_kube *k, const sup_kube_capacity *c)
 
 /* ---- the directory ---- */
 
+/* The watcher reached the API server (ok) or did not. Sight come back
+ * after a loss: every lease counts as renewed now, as a kubelet's node
+ * gets a grace after the control plane's own outage. */
+static void watcher_saw(sup_kube *k, bool ok)
+{
+	pthread_mutex_lock(&k->dmu);
+	time_t now = time(NULL), was = k->blind_since;
+	if (!ok && !was)
+		k->blind_since = now;
+	if (ok && was) {
+		k->blind_since = 0;
+		k->dir.sight_back = now;
+	}
+	pthread_mutex_unlock(&k->dmu);
+	if (ok && was)
+		sup_info("kube: node leases readable again after %ld s: each node's lease runs from now",
+			 (long)(now - was));
+}
+
+/* The directory's clock (k->dmu held). */
+static time_t dir_now(const sup_kube *k)
+{
+	return k->blind_since ? k->blind_since : time(NULL);
+}
+
 typedef struct watch_ctx {
 	sup_kube *k;
 	char rv[64];
@@ -368,6 +396,7 @@ static int on_watch_event(void *ud, const char *type, json_t *obj)
 		}
 		return -EPROTO;
 	}
+	watcher_saw(w->k, true);
 	if (strcmp(type, "BOOKMARK") != 0) {
 		pthread_mutex_lock(&w->k->dmu);
 		dir_apply(&w->k->dir, type, obj);
@@ -405,6 +434,7 @@ static int relist(sup_kube *k, watch_ctx *w, sbx_err *err)
 	sup_kube_resp_release(&r);
 	pthread_mutex_lock(&k->dmu);
 	sup_kube_dir old = k->dir;
+	fresh.sight_back = old.sight_back;
 	k->dir = fresh;
 	k->relists++;
 	size_t n = k->dir.n;
@@ -458,6 +488,7 @@ static void *watcher_main(void *ud)
 		}
 		if (atomic_load(&k->stop))
 			break;
+		watcher_saw(k, rc == 0);
 		if (rc == 0) {
 			sup_kube_backoff_reset(&bo);
 			continue;
@@ -482,7 +513,7 @@ int sup_kube_nodes_find(void *ud, const char *tag, char *name, size_t name_cap, 
 {
 	sup_kube *k = ud;
 	pthread_mutex_lock(&k->dmu);
-	int rc = sup_kube_dir_find(&k->dir, tag, time(NULL), name, name_cap, url, url_cap);
+	int rc = sup_kube_dir_find(&k->dir, tag, dir_now(k), name, name_cap, url, url_cap);
 	pthread_mutex_unlock(&k->dmu);
 	return rc;
 }
@@ -491,7 +522,7 @@ int sup_kube_nodes_pick(void *ud, const char *image, char *node, size_t cap)
 {
 	sup_kube *k = ud;
 	pthread_mutex_lock(&k->dmu);
-	int rc = sup_kube_dir_pick(&k->dir, image, time(NULL), node, cap);
+	int rc = sup_kube_dir_pick(&k->dir, image, dir_now(k), node, cap);
 	pthread_mutex_unlock(&k->dmu);
 	return rc;
 }
@@ -501,7 +532,7 @@ void sup_kube_nodes_each(void *ud, void (*fn)(void *fn_ud, const char *name, con
 {
 	sup_kube *k = ud;
 	pthread_mutex_lock(&k->dmu);
-	sup_kube_dir_each(&k->dir, time(NULL), fn, fn_ud);
+	sup_kube_dir_each(&k->dir, dir_now(k), fn, fn_ud);
 	pthread_mutex_unlock(&k->dmu);
 }
 
@@ -512,6 +543,8 @@ int sup_kube_nodes_list(sup_kube *k, sup_kube_node **out, size_t *n)
 	*out = malloc((k->dir.n ? k->dir.n : 1) * sizeof(**out));
 	if (*out && k->dir.n)
 		memcpy(*out, k->dir.v, k->dir.n * sizeof(**out));
+	for (size_t i = 0; *out && i < k->dir.n; i++)
+		(*out)[i].live = sup_kube_dir_live(&k->dir, &(*out)[i], dir_now(k));
 	pthread_mutex_unlock(&k->dmu);
 	return *out ? 0 : -ENOMEM;
 }

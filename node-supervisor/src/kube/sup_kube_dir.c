@@ -163,9 +163,10 @@ void sup_kube_dir_remove(sup_kube_dir *d, const char *name)
 	d->n--;
 }
 
-static bool live(const sup_kube_node *n, time_t now)
+bool sup_kube_dir_live(const sup_kube_dir *d, const sup_kube_node *n, time_t now)
 {
-	return n->renewed + (time_t)n->duration_s > now;
+	time_t renewed = n->renewed > d->sight_back ? n->renewed : d->sight_back;
+	return renewed + (time_t)n->duration_s > now;
 }
 
 const char *sup_kube_dir_clash(const sup_kube_dir *d, const sup_kube_node *n)
@@ -185,7 +186,7 @@ int sup_kube_dir_find(const sup_kube_dir *d, const char *tag, time_t now, char *
 {
 	const sup_kube_node *hit = NULL;
 	for (size_t i = 0; i < d->n; i++) {
-		if (strcmp(d->v[i].tag, tag) != 0 || !live(&d->v[i], now))
+		if (strcmp(d->v[i].tag, tag) != 0 || !sup_kube_dir_live(d, &d->v[i], now))
 			continue;
 		if (hit)
 			return -ENOTUNIQ;
@@ -203,7 +204,7 @@ void sup_kube_dir_each(const sup_kube_dir *d, time_t now,
 		       void (*fn)(void *fn_ud, const char *name, const char *url), void *fn_ud)
 {
 	for (size_t i = 0; i < d->n; i++)
-		if (strcmp(d->v[i].name, d->self) != 0 && live(&d->v[i], now))
+		if (strcmp(d->v[i].name, d->self) != 0 && sup_kube_dir_live(d, &d->v[i], now))
 			fn(fn_ud, d->v[i].name, d->v[i].url);
 }
 
@@ -213,7 +214,7 @@ int sup_kube_dir_pick(sup_kube_dir *d, const char *image, time_t now, char *node
 	unsigned *best_ready = NULL;
 	for (size_t i = 0; i < d->n; i++) {
 		sup_kube_node *e = &d->v[i];
-		if (strcmp(e->name, d->self) == 0 || !live(e, now))
+		if (strcmp(e->name, d->self) == 0 || !sup_kube_dir_live(d, e, now))
 			continue;
 		for (size_t k = 0; k < e->cap.nimages; k++) {
 			unsigned *r = &e->cap.images[k].ready;

@@ -46,12 +46,17 @@ typedef struct sup_kube_node {
 	time_t renewed;       /* the Lease's renewTime (wall clock, seconds) */
 	unsigned duration_s;  /* its leaseDurationSeconds */
 	sup_kube_capacity cap;
+	bool live;            /* set by sup_kube_nodes_list only: sup_kube_dir_live then */
 } sup_kube_node;
 
 typedef struct sup_kube_dir {
 	sup_kube_node *v;
 	size_t n, cap;
 	char self[SUP_KUBE_NODE_MAX]; /* pick never answers this one */
+	/* When this node saw the API server again after losing it: a lease
+	 * renewed before then counts as renewed then, so no node is held to
+	 * account for the time nobody could renew or read (0: never lost) */
+	time_t sight_back;
 } sup_kube_dir;
 
 bool sup_kube_capacity_equal(const sup_kube_capacity *a, const sup_kube_capacity *b);
@@ -82,6 +87,8 @@ const char *sup_kube_dir_clash(const sup_kube_dir *d, const sup_kube_node *n);
  * ran out is taken for gone, as Kubernetes takes a node). The live node
  * of this tag: its name and URL; -ENOENT none, -ENOTUNIQ two live nodes
  * of the tag (refused: a request could reach the wrong one). */
+/* Whether n's lease runs at now (with d's sight_back). */
+bool sup_kube_dir_live(const sup_kube_dir *d, const sup_kube_node *n, time_t now);
 int sup_kube_dir_find(const sup_kube_dir *d, const char *tag, time_t now, char *name,
 		      size_t name_cap, char *url, size_t url_cap);
 /* Each live node other than self, in turn: fn(fn_ud, name, url). */

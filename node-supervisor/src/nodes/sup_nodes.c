@@ -7,7 +7,7 @@
 #include "sup_tenants.h"
 #include "sup_text.h"
 
-static json_t *node_json(const sup_kube_node *n, time_t now)
+static json_t *node_json(const sup_kube_node *n)
 {
 	char renewed[32];
 	sup_rfc3339(n->renewed, renewed, sizeof(renewed));
@@ -16,7 +16,7 @@ static json_t *node_json(const sup_kube_node *n, time_t now)
 		json_object_set_new(ready, n->cap.images[i].image, json_integer(n->cap.images[i].ready));
 	return json_pack("{s:s,s:s,s:s,s:s,s:i,s:b,s:o?,s:i}", "name", n->name, "tag", n->tag,
 			 "url", n->url, "renewed_at", renewed, "lease_seconds", (int)n->duration_s, "live",
-			 n->renewed + (time_t)n->duration_s > now, "ready", ready, "leased",
+			 n->live, "ready", ready, "leased",
 			 (int)n->cap.leased);
 }
 
@@ -35,10 +35,9 @@ static int act_list(sup_http_req *r, void *state, sbx_err *err)
 	size_t n;
 	if (sup_kube_nodes_list(k, &v, &n) < 0)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
-	time_t now = time(NULL);
 	json_t *nodes = json_array();
 	for (size_t i = 0; nodes && i < n; i++)
-		json_array_append_new(nodes, node_json(&v[i], now));
+		json_array_append_new(nodes, node_json(&v[i]));
 	free(v);
 	sup_kube_stats st;
 	sup_kube_get_stats(k, &st);
