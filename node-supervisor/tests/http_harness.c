@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -344,6 +345,9 @@ int th_start(th_server *s, const sup_http_cfg *cfg)
 {
 	sup_http_cfg def;
 	sbx_err err;
+	/* as the supervisor's main: a write to a client that is gone is EPIPE,
+	 * not the end of the process (the edge writes to half-closed clients) */
+	signal(SIGPIPE, SIG_IGN);
 	th_default_cfg(&def);
 	s->base = event_base_new();
 	s->h = s->base ? sup_http_new(s->base, cfg ? cfg : &def, &err) : NULL;
