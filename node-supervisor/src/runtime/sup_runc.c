@@ -161,6 +161,21 @@ static int make_paths(const sup_runc_cfg *cfg, const char *id, box_paths *p, sbx
 
 /* ---- runtime calls ---------------------------------------------------- */
 
+/* Run `<runtime> ARGS...` (NULL-ended) with RUN_TIMEOUT_MS; its stdout
+ * into out (out_cap bytes; out NULL: dropped), its stderr into errout.
+ * Returns its exit status, or <0 when it could not run. */
+static int runtime_run(const sup_runtime *rt, const char *const *args, char *out, size_t out_cap,
+		       char *errout, size_t errout_cap, sbx_err *err)
+{
+	const char *argv[SUP_RUNTIME_ARGV_MAX];
+	if (sup_runtime_argv(rt, NULL, args, argv) < 0)
+		return sbx_err_set(err, -E2BIG, "%s %s: too many arguments", rt->binary, args[0]);
+	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
+			  .out_cap = out_cap, .errout = errout, .errout_cap = errout_cap,
+			  .timeout_ms = RUN_TIMEOUT_MS};
+	return sup_runc_cmd_run(&c, err);
+}
+
 
 /* `<runtime> list --quiet` into out (LIST_OUT_MAX bytes): one id a line.
  * runc's list fails when a container (anyone's: the root is shared) goes
@@ -168,16 +183,10 @@ static int make_paths(const sup_runc_cfg *cfg, const char *id, box_paths *p, sbx
 static int runtime_list(const sup_runtime *rt, char *out, sbx_err *err)
 {
 	char errout[256];
-	const char *argv[SUP_RUNTIME_ARGV_MAX];
 	static const char *const args[] = { "list", "--quiet", NULL };
-	if (sup_runtime_argv(rt, NULL, args, argv) < 0)
-		return sbx_err_set(err, -E2BIG, "%s list: too many arguments", rt->binary);
 	int r = 0;
 	for (int i = 0; i < LIST_TRIES; i++) {
-		sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
-				  .out_cap = LIST_OUT_MAX, .errout = errout,
-				  .errout_cap = sizeof(errout)};
-		r = sup_runc_cmd_run(&c, err);
+		r = runtime_run(rt, args, out, LIST_OUT_MAX, errout, sizeof(errout), err);
 		if (r <= 0)
 			return r;
 		struct timespec pause = {0, LIST_RETRY_NS};
@@ -225,12 +234,7 @@ static int runtime_call(const sup_runtime *rt, const char *a1, const char *a2, c
 			char *errout, size_t cap, sbx_err *err)
 {
 	const char *args[] = {a1, a2, a3, NULL};
-	const char *argv[SUP_RUNTIME_ARGV_MAX];
-	if (sup_runtime_argv(rt, NULL, args, argv) < 0)
-		return sbx_err_set(err, -E2BIG, "%s %s: too many arguments", rt->binary, a1);
-	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .errout = errout,
-			  .errout_cap = cap, .timeout_ms = RUN_TIMEOUT_MS};
-	return sup_runc_cmd_run(&c, err);
+	return runtime_run(rt, args, NULL, 0, errout, cap, err);
 }
 
 /* Is pid still the container's init (a pid can be reused once it is gone)?
@@ -703,13 +707,7 @@ static int list_states(const sup_runtime *rt, json_t **out, sbx_err *err)
 		return sbx_err_set(err, -ENOMEM, "%s list", rt->binary);
 	char errout[256];
 	static const char *const args[] = { "list", "--format", "json", NULL };
-	const char *argv[SUP_RUNTIME_ARGV_MAX];
-	if (sup_runtime_argv(rt, NULL, args, argv) < 0)
-		return sbx_err_set(err, -E2BIG, "%s list: too many arguments", rt->binary);
-	sup_runc_cmd c = { .argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = buf,
-			   .out_cap = STATES_OUT_MAX, .errout = errout, .errout_cap = sizeof(errout),
-			   .timeout_ms = RUN_TIMEOUT_MS };
-	int r = sup_runc_cmd_run(&c, err);
+	int r = runtime_run(rt, args, buf, STATES_OUT_MAX, errout, sizeof(errout), err);
 	if (r > 0)
 		return sbx_err_set(err, -EIO, "%s list: exit %d: %s", rt->binary, r, errout);
 	if (r < 0)
@@ -778,13 +776,7 @@ static int state_of(const sup_runtime *rt, const json_t *listed, const char *cid
 	}
 	char out[4096], errout[256];
 	const char *args[] = { "state", cid, NULL };
-	const char *argv[SUP_RUNTIME_ARGV_MAX];
-	if (sup_runtime_argv(rt, NULL, args, argv) < 0)
-		return sbx_err_set(err, -E2BIG, "%s state: too many arguments", rt->binary);
-	sup_runc_cmd c = { .argv = argv, .stdout_fd = -1, .stderr_fd = -1, .out = out,
-			   .out_cap = sizeof(out), .errout = errout, .errout_cap = sizeof(errout),
-			   .timeout_ms = RUN_TIMEOUT_MS };
-	int r = sup_runc_cmd_run(&c, err);
+	int r = runtime_run(rt, args, out, sizeof(out), errout, sizeof(errout), err);
 	if (r > 0)
 		return sbx_err_set(err, -ESRCH, "%s state: exit %d: %s", rt->binary, r, errout);
 	if (r < 0)
