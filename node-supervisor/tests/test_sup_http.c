@@ -889,6 +889,18 @@ static void test_reset_client_released(void **state)
 	shutdown(fd, SHUT_WR);
 	released_before = th_released;
 	reset_ends(&s, fd, 1500, released, "half-closed");
+	/* Half-closed behind a request answered first: the one in flight
+	 * reads its end before it runs. */
+	static const char two[] = "GET /later?n=2 HTTP/1.1\r\nHost: x\r\n\r\n"
+				  "GET /never HTTP/1.1\r\nHost: x\r\n\r\n";
+	fd = connect_to(&s);
+	assert_int_equal(send(fd, two, sizeof(two) - 1, 0), (ssize_t)(sizeof(two) - 1));
+	shutdown(fd, SHUT_WR);
+	released_before = th_released;
+	th_pump(&s, 300);
+	assert_int_equal(th_released, released_before + 1); /* the first one's */
+	released_before = th_released;
+	reset_ends(&s, fd, 1200, released, "half-closed behind another");
 	/* Reading off with a request in flight: a pipelined flood past the
 	 * input's bound waits in the kernel. */
 	size_t flood = 1u << 20; /* past the input's bound of 256 KiB */

@@ -546,6 +546,7 @@ void sup_conn_peer_ended(sup_conn *c)
 		sup_conn_close(c, "client went away (reset)");
 		return;
 	}
+	watch_update(c); /* an end read before the request ran (pipelined) */
 	/* Bytes of the answer started already (nothing may come between
 	 * them), and HTTP/1.0 has no interim answer: its end is its going. */
 	if (r->raw || r->started || r->ph.minor == 0) {
