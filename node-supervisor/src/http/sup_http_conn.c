@@ -175,11 +175,19 @@ static void watch(sup_conn *c, bool on)
 	event_add(c->watch, NULL);
 }
 
-/* On while a request is in flight and the connection does not read. */
+static bool conn_reads(const sup_conn *c)
+{
+	return !c->rd_eof && (bufferevent_get_enabled(c->bev) & EV_READ);
+}
+
+/* On once a request in flight stops reading, until it ends (after_request):
+ * an upload's body pauses reading at every 256 KiB, and each watch added
+ * costs an epoll_ctl and a wake (edge-triggered, added to a socket that is
+ * writable already). */
 static void watch_update(sup_conn *c)
 {
-	bool reading = !c->rd_eof && (bufferevent_get_enabled(c->bev) & EV_READ);
-	watch(c, !reading && c->req && !c->req->done);
+	if (!conn_reads(c) && c->req && !c->req->done)
+		watch(c, true);
 }
 
 void sup_conn_reading(sup_conn *c, bool on)
@@ -634,11 +642,11 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 	sup_conn_close(c, why);
 }
 
-/* The watch woke (the connection not reading, a request in flight): a
- * reset ends the request now. The client's end, not read: a raw pipe's
- * client is gone (unless the pipe passes half-closes on); a held request
- * is answered to a client that may only have half-closed
- * (sup_conn_peer_ended); anything else reads it once it reads on. */
+/* The watch woke (a request in flight): a reset ends the request now.
+ * The client's end, not read: a raw pipe's client is gone (unless the pipe
+ * passes half-closes on); a held request is answered to a client that may
+ * only have half-closed (sup_conn_peer_ended); anything else reads it once
+ * it reads on. */
 static void conn_watched(evutil_socket_t fd, short what, void *arg)
 {
 	sup_conn *c = arg;
@@ -651,7 +659,7 @@ static void conn_watched(evutil_socket_t fd, short what, void *arg)
 		sup_conn_close(c, "client went away (reset)");
 		return;
 	}
-	if (st != TCP_CLOSE_WAIT || !r || r->done || c->rd_eof || c->probe_ms)
+	if (st != TCP_CLOSE_WAIT || !r || r->done || conn_reads(c) || c->rd_eof || c->probe_ms)
 		return;
 	if (r->raw && !r->raw_half)
 		sup_conn_close(c, "client went away");

@@ -138,7 +138,8 @@ void sup_http_refuse(sup_http_req *r, int status, const char *code, const char *
 void sup_conn_new(sup_http *h, int fd);
 void sup_conn_close(sup_conn *c, const char *why);
 void sup_conn_kick(sup_conn *c);
-/* Reading on or off (never on after the client's end); the watch follows. */
+/* Reading on or off (never on after the client's end); off with a request
+ * in flight, the watch comes on until the request ends. */
 void sup_conn_reading(sup_conn *c, bool on);
 void sup_conn_timer(sup_conn *c, unsigned secs);
 /* The client's end came (read, or seen by the watch) while r is in flight. */
