@@ -6,7 +6,8 @@
  * hook and resumed or cancelled, the budget of what a charged reply
  * holds (the producer's window counted in), and clients that end their
  * side with a request in flight: half-closed (answered, then closed) or
- * gone for good (released). */
+ * gone for good (released), also by a reset (released at once, held,
+ * half-closed, not reading or streaming). */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -792,6 +793,150 @@ static void test_gone_client_released(void **state)
 	th_never = false;
 }
 
+/* ---- a client that resets its connection with a request in flight ---- */
+
+/* The statuses the server logged (its on_answered), the last one kept. */
+static int last_status;
+
+static void answered(void *ud, const char *route, int status)
+{
+	last_status = status;
+}
+
+static int connect_to(const th_server *s)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(s->port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+/* Close with SO_LINGER {1, 0}: a reset (RST), no FIN. */
+static void reset(int fd)
+{
+	struct linger l = { 1, 0 };
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)), 0);
+	close(fd);
+}
+
+/* The server at work on fd's request for ms, then fd reset: the request
+ * ends (its state released, done() true) and the connection goes within
+ * 100 ms (not on a probe's timer, nor when an answer would have come),
+ * logged as 499. How long it took, in ms. */
+static long reset_ends(th_server *s, int fd, int ms, bool (*done)(void), const char *what)
+{
+	th_pump(s, ms);
+	assert_int_equal(th_conns(s), 1);
+	assert_false(done());
+	last_status = 0;
+	reset(fd);
+	long t0 = ms_now();
+	while ((!done() || th_conns(s)) && ms_now() - t0 < 1000)
+		th_pump(s, 1);
+	long took = ms_now() - t0;
+	if (!done() || th_conns(s) || last_status != 499 || took > 100)
+		fail_msg("%s, then reset: released %d, connections %u, status %d, after %ld ms", what,
+			 done(), th_conns(s), last_status, took);
+	return took;
+}
+
+static unsigned released_before;
+
+static bool released(void)
+{
+	return th_released > released_before;
+}
+
+static bool cancelled(void)
+{
+	return held.cancelled > 0;
+}
+
+static void test_reset_client_released(void **state)
+{
+	th_server s;
+	sup_http_cfg cfg;
+	th_default_cfg(&cfg);
+	cfg.relay = hold_hook;
+	cfg.on_answered = answered;
+	cfg.credit_window = 256u << 10;
+	assert_int_equal(th_start(&s, &cfg), 0);
+	held.ev = evtimer_new(s.base, held_resume, NULL);
+	static const char never[] = "GET /never HTTP/1.1\r\nHost: x\r\n\r\n";
+	th_never = true;
+	/* In flight, the connection reading. */
+	int fd = connect_to(&s);
+	assert_int_equal(send(fd, never, sizeof(never) - 1, 0), (ssize_t)(sizeof(never) - 1));
+	released_before = th_released;
+	reset_ends(&s, fd, 50, released, "in flight");
+	/* Held by the relay hook (reading off, the end watched for): the wait
+	 * cancelled, nothing resumed, no answer. */
+	static const char hold[] = "GET /echo HTTP/1.1\r\nHost: x\r\nX-Hold: ok\r\n\r\n";
+	held.cancelled = 0;
+	fd = connect_to(&s);
+	assert_int_equal(send(fd, hold, sizeof(hold) - 1, 0), (ssize_t)(sizeof(hold) - 1));
+	reset_ends(&s, fd, 50, cancelled, "held");
+	assert_int_equal(held.cancelled, 1);
+	assert_null(held.r);
+	th_pump(&s, 250); /* past the hook's timer: nothing resumes */
+	assert_int_equal(held.cancelled, 1);
+	/* Half-closed first (its 100 Continue taken by its stack, so known to
+	 * be there, the probe over), reset long after. */
+	fd = connect_to(&s);
+	assert_int_equal(send(fd, never, sizeof(never) - 1, 0), (ssize_t)(sizeof(never) - 1));
+	shutdown(fd, SHUT_WR);
+	released_before = th_released;
+	reset_ends(&s, fd, 1500, released, "half-closed");
+	/* Half-closed behind a request answered first: the one in flight
+	 * reads its end before it runs. */
+	static const char two[] = "GET /later?n=2 HTTP/1.1\r\nHost: x\r\n\r\n"
+				  "GET /never HTTP/1.1\r\nHost: x\r\n\r\n";
+	fd = connect_to(&s);
+	assert_int_equal(send(fd, two, sizeof(two) - 1, 0), (ssize_t)(sizeof(two) - 1));
+	shutdown(fd, SHUT_WR);
+	released_before = th_released;
+	th_pump(&s, 300);
+	assert_int_equal(th_released, released_before + 1); /* the first one's */
+	released_before = th_released;
+	reset_ends(&s, fd, 1200, released, "half-closed behind another");
+	/* Reading off with a request in flight: a pipelined flood past the
+	 * input's bound waits in the kernel. */
+	size_t flood = 1u << 20; /* past the input's bound of 256 KiB */
+	char *junk = malloc(flood);
+	assert_non_null(junk);
+	memset(junk, 'x', flood);
+	fd = connect_to(&s);
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	assert_int_equal(send(fd, never, sizeof(never) - 1, 0), (ssize_t)(sizeof(never) - 1));
+	released_before = th_released;
+	for (size_t off = 0; off < flood;) {
+		ssize_t w = send(fd, junk + off, flood - off, 0);
+		if (w < 0) {
+			assert_int_equal(errno, EAGAIN);
+			break; /* both sides' buffers full */
+		}
+		off += (size_t)w;
+		event_base_loop(s.base, EVLOOP_NONBLOCK);
+	}
+	free(junk);
+	reset_ends(&s, fd, 100, released, "flooding");
+	/* A streamed answer the client does not read: freed at once. */
+	fd = connect_to(&s);
+	int small = 4096;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	static const char produce[] = "GET /produce HTTP/1.1\r\nHost: x\r\n\r\n";
+	memset(&th_produced, 0, sizeof(th_produced));
+	assert_int_equal(send(fd, produce, sizeof(produce) - 1, 0), (ssize_t)(sizeof(produce) - 1));
+	released_before = th_released;
+	reset_ends(&s, fd, 200, released, "streaming");
+	assert_true(th_produced.sent > 0 && th_produced.sent < TH_PRODUCE_LEN);
+	th_never = false;
+	event_free(held.ev);
+	th_stop(&s);
+}
+
 static void stopped(void *ud)
 {
 	(*(int *)ud)++;
@@ -847,6 +992,7 @@ int main(void)
 		cmocka_unit_test(test_credit_window),
 		cmocka_unit_test(test_half_closed_client_answered),
 		cmocka_unit_test(test_gone_client_released),
+		cmocka_unit_test(test_reset_client_released),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -6,19 +6,25 @@ run), a slowloris client cut at --head-timeout while others are served,
 limits answered in JSON (413 at any size, 431), --max-connections refused at
 accept without a busy loop, 10,000 idle keep-alive connections held while
 the exec p50 stays within 1.5x of its idle figure (the median of three
-rounds; the supervisor's RSS with them printed), and a graceful stop (idle
-connections closed at once, a request in flight answered). Everything made
-is removed, also on failure.
+rounds; the supervisor's RSS with them printed), a graceful stop (idle
+connections closed at once, a request in flight answered), and clients
+that reset (SO_LINGER 0) mid-request: a cold create cancelled (nothing
+listed, the tenant's quota free again), a streaming download freed at
+once. Everything made is removed, also on failure.
 
 Env: SBX_SUPERVISOR, SBX_AGENT; SBX_IDLE_CONNS (default 10000).
 """
+import hashlib
 import json
 import os
 import resource
 import selectors
+import shutil
 import signal
 import socket
+import struct
 import sys
+import tempfile
 import time
 import unittest
 
@@ -302,6 +308,82 @@ class Edge(unittest.TestCase):
         self.assertGreaterEqual(sum(r[2] for r in rounds), 2,
                                 "exec p50 (idle, beside the connections) in ms: %s"
                                 % ["%.2f, %.2f" % r[:2] for r in rounds])
+
+
+    def test_reset_while_streaming(self):
+        # A client that resets (SO_LINGER 0) while a few MiB of a file
+        # stream to it, reading nothing: freed at once, logged 499.
+        path = "/workspace/reset-%d.bin" % os.getpid()
+        st, _, b = self.sup.exec(self.sb["id"], cmd="head -c %d /dev/zero > %s" % (8 << 20, path))
+        self.assertEqual((st, b["exit_code"]), (200, 0), b)
+        s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(("GET %s/files?path=%s HTTP/1.1\r\nHost: x\r\n%s\r\n"
+                   % (self.base, path, self.auth)).encode())
+        s.recv(1)  # the answer started
+        time.sleep(0.3)  # the supervisor's buffers fill
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+        t0 = time.monotonic()
+        want = "http GET files sandbox %s: client went away (reset) 499" % self.sb["id"]
+        while want not in self.sup.log() and time.monotonic() - t0 < 5:
+            time.sleep(0.01)
+        took = time.monotonic() - t0
+        print("\nreset while streaming: freed after %.0f ms" % (took * 1e3), file=sys.stderr)
+        self.assertIn(want, self.sup.log())
+        self.assertLess(took, 1.0)
+
+
+class Reset(unittest.TestCase):
+    def test_reset_during_cold_create(self):
+        # No pool: a create starts its sandbox. Its client resets while it
+        # does (at once, or after a half-close whose interim 100 it took,
+        # so known to be there): the create is cancelled (499), its tenant
+        # holds nothing after (its quota of one sandbox takes the next
+        # create) and no sandbox is listed.
+        root = tempfile.mkdtemp(prefix="sbx-it-edge-")
+        self.addCleanup(shutil.rmtree, root, True)
+        tenants = os.path.join(root, "tenants.json")
+        token = "edge-reset-token-%d" % os.getpid()
+        with open(tenants, "w") as f:
+            json.dump({"tenants": {"alice": {
+                "tokens": ["sha256:" + hashlib.sha256(token.encode()).hexdigest()],
+                "quota": {"sandboxes": 1}}}}, f)
+        sup = Supervisor(SUP, AGENT, pool_size=0, token=token, extra=["--tenants", tenants])
+        self.addCleanup(sup.cleanup)
+        sup.start()
+        body = json.dumps({}).encode()
+        for half in (False, True):
+            cancelled = sup.log().count("http POST sandboxes: client went away (reset) 499")
+            c = socket.create_connection(("127.0.0.1", sup.port), timeout=30)
+            c.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                      token.encode() + b"\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            if half:
+                c.shutdown(socket.SHUT_WR)
+                self.assertEqual(c.recv(64), b"HTTP/1.1 100 Continue\r\n\r\n")
+            deadline = time.monotonic() + 30
+            while not sup.pools()["host"]["creating"]:  # the sandbox under way
+                self.assertLess(time.monotonic(), deadline, "the cold create never started")
+                time.sleep(0.005)
+            time.sleep(0.1)
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            c.close()
+            t0 = time.monotonic()
+            while sup.log().count("http POST sandboxes: client went away (reset) 499") == cancelled:
+                self.assertLess(time.monotonic() - t0, 1.0, "half-closed %s:\n%s" % (half, sup.log()))
+                time.sleep(0.005)
+            # what the cancelled create started, once it is up, is nobody's
+            deadline = time.monotonic() + 60
+            while sup.pools()["host"]["creating"]:
+                self.assertLess(time.monotonic(), deadline, sup.pools())
+                time.sleep(0.05)
+            st, _, b = sup.request("GET", "/v1/sandboxes")
+            self.assertEqual((st, b["sandboxes"]), (200, []), b)
+            sb = sup.create()  # within the quota of one: the first holds nothing
+            st, _, b = sup.request("DELETE", "/v1/sandboxes/%s" % sb["id"])
+            self.assertEqual(st, 204, b)
+        stop_clean(sup)
 
 
 class Limits(unittest.TestCase):

@@ -546,9 +546,9 @@ void sup_http_dispatch(sup_http_req *r)
 		return;
 	}
 	if (rc > 0) {
-		/* Held: nothing read meanwhile; the client's end still seen. */
+		/* Held: nothing read meanwhile; the client's end and a reset
+		 * still seen (the watch). */
 		sup_conn_reading(c, false);
-		sup_conn_watch(c, true);
 		return;
 	}
 	proceed(r);
@@ -566,7 +566,6 @@ void sup_http_resume(sup_http_req *r, int rc, const sbx_err *err)
 	bool has_body = r->ph.te_chunked || r->ph.cl > 0;
 	r->hold_cancel = NULL;
 	r->hold_ud = NULL;
-	sup_conn_watch(c, false);
 	sup_conn_reading(c, true);
 	if (rc < 0) {
 		const char *code;

@@ -17,6 +17,11 @@
  * client reads past a 1xx) and the socket is looked at until the answer
  * is ready (sup_conn_peer_ended).
  *
+ * A reset ends the request at once, as the client's going does: read (an
+ * error) while reading is on; otherwise seen by the watch, which is on
+ * whenever a request is in flight and the connection does not read (held,
+ * input at its bound, a paused body or pipe, the client's end read).
+ *
  * Writes go out once per loop pass, in one writev, by sbx/bev_flush.h;
  * libevent's EV_WRITE only for what the socket did not take. With reading
  * left on, an answer costs no epoll_ctl (it cost six: reading off and the
@@ -24,6 +29,7 @@
 #include "sup_http_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -42,7 +48,7 @@ static void conn_read(struct bufferevent *bev, void *arg);
 static void conn_write(struct bufferevent *bev, void *arg);
 static void conn_event(struct bufferevent *bev, short what, void *arg);
 static void conn_deadline(evutil_socket_t fd, short what, void *arg);
-static void conn_closed(evutil_socket_t fd, short what, void *arg);
+static void conn_watched(evutil_socket_t fd, short what, void *arg);
 static void conn_kicked(evutil_socket_t fd, short what, void *arg);
 static void conn_flush(evutil_socket_t fd, short what, void *arg);
 static void conn_probe(evutil_socket_t fd, short what, void *arg);
@@ -59,6 +65,14 @@ struct evbuffer *sup_conn_input(const sup_conn *c)
 
 static void conn_free(sup_conn *c)
 {
+	/* The watch's descriptor first: the socket's file must go with the
+	 * bufferevent's close, or epoll would keep reporting it under the
+	 * closed descriptor's number (epoll forgets a descriptor only once
+	 * its file is closed). */
+	if (c->watch)
+		event_free(c->watch);
+	if (c->wfd >= 0)
+		close(c->wfd);
 	if (c->bev) {
 		sbx_bev_flush_release(&c->out);
 		bufferevent_free(c->bev);
@@ -69,8 +83,6 @@ static void conn_free(sup_conn *c)
 		event_free(c->kick);
 	if (c->probe)
 		event_free(c->probe);
-	if (c->closed)
-		event_free(c->closed);
 	free(c);
 }
 
@@ -85,6 +97,7 @@ void sup_conn_new(sup_http *h, int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->h = h;
 	c->fd = fd;
+	c->wfd = -1;
 	c->bev = bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(h->base, conn_deadline, c);
 	c->kick = event_new(h->base, -1, 0, conn_kicked, c);
@@ -134,6 +147,49 @@ void sup_conn_kick(sup_conn *c)
 	event_active(c->kick, EV_READ, 0);
 }
 
+/* The watch: a second descriptor of the socket, edge-triggered, woken by
+ * the client's end and by a reset (and by room to write) whether or not
+ * the connection reads; conn_watched looks at the socket. Not on the
+ * socket's own descriptor: libevent 2.1 hands a reset (EPOLLERR, EPOLLHUP)
+ * to read and write events only, so an EV_CLOSED event there missed it
+ * and the loop spun on it (level-triggered, never cleared), and a
+ * descriptor's events are all edge- or all level-triggered (the
+ * bufferevent's are level). Made once, on the first need; without it
+ * (out of descriptors) the next read or write tells. */
+static void watch(sup_conn *c, bool on)
+{
+	if (!on || c->fd < 0) {
+		if (c->watch)
+			event_del(c->watch);
+		return;
+	}
+	if (!c->watch) {
+		short what = EV_WRITE | EV_ET | EV_PERSIST;
+		if (event_base_get_features(c->h->base) & EV_FEATURE_EARLY_CLOSE)
+			what |= EV_CLOSED;
+		c->wfd = c->wfd >= 0 ? c->wfd : fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+		c->watch = c->wfd >= 0 ? event_new(c->h->base, c->wfd, what, conn_watched, c) : NULL;
+		if (!c->watch)
+			return;
+	}
+	event_add(c->watch, NULL);
+}
+
+static bool conn_reads(const sup_conn *c)
+{
+	return !c->rd_eof && (bufferevent_get_enabled(c->bev) & EV_READ);
+}
+
+/* On once a request in flight stops reading, until it ends (after_request):
+ * an upload's body pauses reading at every 256 KiB, and each watch added
+ * costs an epoll_ctl and a wake (edge-triggered, added to a socket that is
+ * writable already). */
+static void watch_update(sup_conn *c)
+{
+	if (!conn_reads(c) && c->req && !c->req->done)
+		watch(c, true);
+}
+
 void sup_conn_reading(sup_conn *c, bool on)
 {
 	bool is_on = bufferevent_get_enabled(c->bev) & EV_READ;
@@ -143,23 +199,16 @@ void sup_conn_reading(sup_conn *c, bool on)
 	} else if (is_on) {
 		bufferevent_disable(c->bev, EV_READ);
 	}
+	watch_update(c);
 }
 
-/* EV_CLOSED (EPOLLRDHUP) tells of the client's end without reading (not
- * while a probe looks: the end is known then, and EPOLLRDHUP stays up). */
-void sup_conn_watch(sup_conn *c, bool on)
+/* The socket's TCP state (TCP_CLOSE once a reset came); -1 if unknown. */
+static int tcp_state(const sup_conn *c, struct tcp_info *ti)
 {
-	if (!on || c->fd < 0 || c->probe_ms) {
-		if (c->closed)
-			event_del(c->closed);
-		return;
-	}
-	if (!(event_base_get_features(c->h->base) & EV_FEATURE_EARLY_CLOSE))
-		return;
-	if (!c->closed)
-		c->closed = event_new(c->h->base, c->fd, EV_CLOSED, conn_closed, c);
-	if (c->closed)
-		event_add(c->closed, NULL);
+	socklen_t len = sizeof(*ti);
+	if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, ti, &len) < 0)
+		return -1;
+	return ti->tcpi_state;
 }
 
 void sup_conn_timer(sup_conn *c, unsigned secs)
@@ -229,7 +278,7 @@ static void after_request(sup_conn *c)
 		c->close_after = true;
 	c->req = NULL;
 	sup_http_req_free(r);
-	sup_conn_watch(c, false);
+	watch(c, false);
 	probe_stop(c);
 	if (c->close_after || (c->rd_eof && !evbuffer_get_length(sup_conn_input(c)))) {
 		c->st = C_CLOSING;
@@ -459,7 +508,8 @@ static void conn_read(struct bufferevent *bev, void *arg)
 		if (r && !r->done && r->on_ready)
 			r->on_ready(r->ready_ud);
 		else if (evbuffer_get_length(sup_conn_input(c)) >= SUP_HTTP_BODY_HWM)
-			sup_conn_reading(c, false); /* pipelined: after_request reads on */
+			sup_conn_reading(c, false); /* pipelined: after_request reads on
+						     * (a reset seen by the watch) */
 		break;
 	case C_CLOSING:
 		evbuffer_drain(sup_conn_input(c), evbuffer_get_length(sup_conn_input(c)));
@@ -496,9 +546,15 @@ void sup_conn_peer_ended(sup_conn *c)
 {
 	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 	sup_http_req *r = c->req;
-	sup_conn_watch(c, false);
+	struct tcp_info ti;
 	if (!r || r->done || c->probe_ms)
 		return; /* after_request ends the connection, or looked at already */
+	/* Reset already (with the end, or since): gone, nothing to ask. */
+	if (tcp_state(c, &ti) == TCP_CLOSE) {
+		sup_conn_close(c, "client went away (reset)");
+		return;
+	}
+	watch_update(c); /* an end read before the request ran (pipelined) */
 	/* Bytes of the answer started already (nothing may come between
 	 * them), and HTTP/1.0 has no interim answer: its end is its going. */
 	if (r->raw || r->started || r->ph.minor == 0) {
@@ -520,13 +576,13 @@ static void conn_probe(evutil_socket_t fd, short what, void *arg)
 {
 	sup_conn *c = arg;
 	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
 	(void)fd;
 	(void)what;
-	if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+	int st = tcp_state(c, &ti);
+	if (st < 0)
 		return;
-	if (ti.tcpi_state == TCP_CLOSE) {
-		sup_conn_close(c, "client went away");
+	if (st == TCP_CLOSE) {
+		sup_conn_close(c, "client went away (reset)");
 		return;
 	}
 	if (ti.tcpi_unacked == 0 && !evbuffer_get_length(sup_conn_output(c)))
@@ -542,6 +598,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 	sup_http_req *r = c->req;
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
 		c->rd_eof = true;
+		watch_update(c); /* reading is over: a reset is the watch's */
 		switch (c->st) {
 		case C_IDLE:
 		case C_HEAD:
@@ -561,7 +618,6 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 			}
 			/* A tunnel passes the half-close on and goes on answering. */
 			if (r->raw && r->raw_half) {
-				sup_conn_watch(c, false);
 				if (r->on_ready)
 					r->on_ready(r->ready_ud);
 				return;
@@ -576,24 +632,39 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 			break;
 		}
 	}
-	const char *why = "client went away";
+	/* libevent read or wrote -1: its errno is the socket's */
+	bool reset = (what & BEV_EVENT_ERROR) && EVUTIL_SOCKET_ERROR() == ECONNRESET;
+	const char *why = reset ? "client went away (reset)" : "client went away";
 	if (what & BEV_EVENT_TIMEOUT)
 		why = "client stopped reading";
 	else if (c->st == C_BODY)
-		why = "client went away mid-body";
+		why = reset ? "client went away mid-body (reset)" : "client went away mid-body";
 	sup_conn_close(c, why);
 }
 
-/* EPOLLRDHUP while reading is off: the raw pipe's client is gone; any
- * other request is answered to a client that only half-closed. */
-static void conn_closed(evutil_socket_t fd, short what, void *arg)
+/* The watch woke (a request in flight): a reset ends the request now.
+ * The client's end, not read: a raw pipe's client is gone (unless the pipe
+ * passes half-closes on); a held request is answered to a client that may
+ * only have half-closed (sup_conn_peer_ended); anything else reads it once
+ * it reads on. */
+static void conn_watched(evutil_socket_t fd, short what, void *arg)
 {
 	sup_conn *c = arg;
-	if (c->req && c->req->raw) {
-		sup_conn_close(c, "client went away");
+	sup_http_req *r = c->req;
+	struct tcp_info ti;
+	int st = tcp_state(c, &ti);
+	(void)fd;
+	(void)what;
+	if (st == TCP_CLOSE) {
+		sup_conn_close(c, "client went away (reset)");
 		return;
 	}
-	sup_conn_peer_ended(c);
+	if (st != TCP_CLOSE_WAIT || !r || r->done || conn_reads(c) || c->rd_eof || c->probe_ms)
+		return;
+	if (r->raw && !r->raw_half)
+		sup_conn_close(c, "client went away");
+	else if (!r->raw && r->hold_cancel)
+		sup_conn_peer_ended(c);
 }
 
 static void conn_deadline(evutil_socket_t fd, short what, void *arg)

@@ -65,7 +65,9 @@ struct sup_conn {
 	sup_conn_state st;
 	sup_httpin_headscan scan;
 	struct event *timer;  /* the current state's deadline */
-	struct event *closed; /* EV_CLOSED while an act waits with reading off */
+	struct event *watch;  /* a reset or the end, while a request is in
+			       * flight and reading is off (sup_http_conn.c) */
+	int wfd;              /* the socket's second descriptor, the watch's */
 	struct event *kick;   /* deferred work: finish a request, the next head */
 	sbx_bev_flush out;    /* the output written once this loop pass is done */
 	struct event *probe;  /* is a client that ended its side still there? */
@@ -136,10 +138,11 @@ void sup_http_refuse(sup_http_req *r, int status, const char *code, const char *
 void sup_conn_new(sup_http *h, int fd);
 void sup_conn_close(sup_conn *c, const char *why);
 void sup_conn_kick(sup_conn *c);
+/* Reading on or off (never on after the client's end); off with a request
+ * in flight, the watch comes on until the request ends. */
 void sup_conn_reading(sup_conn *c, bool on);
-void sup_conn_watch(sup_conn *c, bool on);
 void sup_conn_timer(sup_conn *c, unsigned secs);
-/* The client's end came (read, or seen by EV_CLOSED) while r is in flight. */
+/* The client's end came (read, or seen by the watch) while r is in flight. */
 void sup_conn_peer_ended(sup_conn *c);
 /* Read what a buffered body has arrived; runs the request once complete. */
 void sup_conn_body(sup_http_req *r);

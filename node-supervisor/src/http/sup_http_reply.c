@@ -302,7 +302,6 @@ void sup_http_upgrade(sup_http_req *r, const char *proto, const char *const *hea
 	evbuffer_add(out, "\r\n", 2);
 	r->on_ready = on_read;
 	r->ready_ud = ud;
-	sup_conn_watch(c, false);
 	sup_conn_reading(c, true);
 	if (evbuffer_get_length(sup_conn_input(c))) {
 		r->ready_pending = true;
@@ -321,7 +320,6 @@ void sup_http_takeover(sup_http_req *r, void (*on_read)(void *ud), void *ud)
 	r->on_ready = on_read;
 	r->ready_ud = ud;
 	sup_conn_reading(c, false);
-	sup_conn_watch(c, !r->raw_half);
 }
 
 void sup_http_takeover_end(sup_http_req *r)
@@ -346,10 +344,9 @@ struct evbuffer *sup_http_raw_input(sup_http_req *r)
 
 void sup_http_raw_pause(sup_http_req *r, bool paused)
 {
-	/* Not reading, the client's end is seen by EV_CLOSED (which a
-	 * half-close would trip too: not then). */
+	/* Not reading, the client's end and a reset are seen by the watch
+	 * (sup_http_conn.c). */
 	sup_conn_reading(r->c, !paused);
-	sup_conn_watch(r->c, paused && !r->raw_half);
 }
 
 void sup_http_raw_half_close(sup_http_req *r)
