@@ -6,8 +6,11 @@ StreamableHTTPClientTransport (sbx_mcp_bridge.mjs, driven line by line) and
 @modelcontextprotocol/inspector-cli. Every tool is called; a tool's
 failures (an unknown sandbox, a forbidden path, another tenant's sandbox)
 arrive as results with isError and the API's code and message, never as
-transport errors; each tool's inputSchema is checked against one built here
-from node-supervisor/openapi.json by an independent reading of it. Raw
+transport errors; each tool's inputSchema and outputSchema are checked
+against ones built here from node-supervisor/openapi.json by an independent
+reading of it, and the SDK client (which lists the tools first) checks
+every result's structuredContent against the tool's outputSchema, so a
+result that does not conform fails the call. Raw
 HTTP from Python where the point is the wire (sessions, versions, Origin,
 bad JSON-RPC). The supervisor's SIGINT stop destroys every sandbox made;
 its state folder (snapshots too) is removed at the end, also when a test
@@ -21,6 +24,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -49,6 +53,13 @@ TOOLS = {
     "snapshot_sandbox": "snapshotSandbox",
 }
 OMIT = {"read_process_output": {"follow"}, "list_sandboxes": {"scope"}}
+# The result schema (components/schemas) of a tool whose route answers no
+# JSON; every other tool's is its operation's first 2xx JSON answer's.
+OUT = {"delete_sandbox": "McpDeleted", "read_process_output": "McpProcessRead", "kill_process": "Process",
+       "read_file": "McpFileRead"}
+# The tools whose text is not their structuredContent's JSON but the output
+# to read (each with a note where it was cut).
+SHOWN = {"run_command", "read_process_output", "read_file"}
 
 
 def hash_token(tok):
@@ -57,58 +68,78 @@ def hash_token(tok):
     return out.stdout.strip()
 
 
+def deref(doc, v, depth=0):
+    """v with every $ref replaced by what it names (its siblings kept)."""
+    assert depth < 40
+    if isinstance(v, list):
+        return [deref(doc, e, depth) for e in v]
+    if not isinstance(v, dict):
+        return v
+    out = {}
+    if "$ref" in v:
+        t = doc
+        for part in v["$ref"][2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            t = t[int(part)] if isinstance(t, list) else t[part]
+        out = deref(doc, t, depth + 1)
+    for k, e in v.items():
+        if k != "$ref":
+            out[k] = deref(doc, e, depth)
+    return out
+
+
+def find_op(doc, tool):
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            if isinstance(op, dict) and op.get("operationId") == TOOLS[tool]:
+                return item, op
+    raise AssertionError("no operation %s" % TOOLS[tool])
+
+
 def expected_schema(doc, tool):
     """The inputSchema a tool must have, read from the document here: path
     and query parameters, then the JSON body's properties and required
     ($refs resolved), or content / content_b64 for a binary body."""
-    def deref(v, depth=0):
-        assert depth < 40
-        if isinstance(v, list):
-            return [deref(e, depth) for e in v]
-        if not isinstance(v, dict):
-            return v
-        out = {}
-        if "$ref" in v:
-            t = doc
-            for part in v["$ref"][2:].split("/"):
-                part = part.replace("~1", "/").replace("~0", "~")
-                t = t[int(part)] if isinstance(t, list) else t[part]
-            out = deref(t, depth + 1)
-        for k, e in v.items():
-            if k != "$ref":
-                out[k] = deref(e, depth)
-        return out
+    item, op = find_op(doc, tool)
+    props, req = {}, []
+    for p in item.get("parameters", []) + op.get("parameters", []):
+        p = deref(doc, p)
+        if p["in"] not in ("path", "query") or p["name"] in OMIT.get(tool, ()):
+            continue
+        s = copy.deepcopy(p["schema"])
+        if "description" in p and "description" not in s:
+            s["description"] = p["description"]
+        props[p["name"]] = s
+        if p.get("required"):
+            req.append(p["name"])
+    content = op.get("requestBody", {}).get("content", {})
+    if "application/octet-stream" in content:
+        props["content"] = {"type": "string", "description": "the request body (the file's bytes) as text"}
+        props["content_b64"] = {"type": "string", "contentEncoding": "base64",
+                                "description": "the request body as base64 (instead of content)"}
+    elif "application/json" in content:
+        body = deref(doc, content["application/json"]["schema"])
+        for k, v in body.get("properties", {}).items():
+            assert k not in props, (tool, k)
+            props[k] = v
+        req += body.get("required", [])
+    schema = {"type": "object", "properties": props, "additionalProperties": False}
+    if req:
+        schema["required"] = req
+    return schema
 
-    for path, item in doc["paths"].items():
-        for method, op in item.items():
-            if isinstance(op, dict) and op.get("operationId") == TOOLS[tool]:
-                props, req = {}, []
-                for p in item.get("parameters", []) + op.get("parameters", []):
-                    p = deref(p)
-                    if p["in"] not in ("path", "query") or p["name"] in OMIT.get(tool, ()):
-                        continue
-                    s = copy.deepcopy(p["schema"])
-                    if "description" in p and "description" not in s:
-                        s["description"] = p["description"]
-                    props[p["name"]] = s
-                    if p.get("required"):
-                        req.append(p["name"])
-                content = op.get("requestBody", {}).get("content", {})
-                if "application/octet-stream" in content:
-                    props["content"] = {"type": "string", "description": "the request body (the file's bytes) as text"}
-                    props["content_b64"] = {"type": "string", "contentEncoding": "base64",
-                                            "description": "the request body as base64 (instead of content)"}
-                elif "application/json" in content:
-                    body = deref(content["application/json"]["schema"])
-                    for k, v in body.get("properties", {}).items():
-                        assert k not in props, (tool, k)
-                        props[k] = v
-                    req += body.get("required", [])
-                schema = {"type": "object", "properties": props, "additionalProperties": False}
-                if req:
-                    schema["required"] = req
-                return schema
-    raise AssertionError("no operation %s" % TOOLS[tool])
+
+def expected_output(doc, tool):
+    """The outputSchema a tool must have: the schema OUT names, else the
+    operation's first 2xx answer with JSON content ($refs resolved)."""
+    if tool in OUT:
+        return deref(doc, doc["components"]["schemas"][OUT[tool]])
+    _, op = find_op(doc, tool)
+    for status in sorted(k for k in op["responses"] if k.startswith("2")):
+        r = deref(doc, op["responses"][status])
+        if "application/json" in r.get("content", {}):
+            return r["content"]["application/json"]["schema"]
+    raise AssertionError("%s answers no JSON and has no OUT entry" % tool)
 
 
 class Bridge:
@@ -136,8 +167,13 @@ class Bridge:
         return out["ok"]
 
     def ok(self, tool, **args):
+        """A successful call: its structuredContent (which the SDK checked
+        against the tool's outputSchema) and, but for SHOWN, that as text."""
         r = self.call(tool, **args)
         assert not r.get("isError"), (tool, r)
+        assert isinstance(r.get("structuredContent"), dict), (tool, r)
+        if tool not in SHOWN:
+            assert js_numbers(json.loads(text(r))) == js_numbers(r["structuredContent"]), (tool, r)
         return r
 
     def close(self):
@@ -148,6 +184,18 @@ class Bridge:
                 self.p.stdin.close()
                 self.p.wait(timeout=30)
         self.p.stdout.close()
+
+
+def js_numbers(v):
+    """v with integers beyond 2^53 as the doubles JavaScript reads them as
+    (the bridge's JSON.parse; mtime_ns is one)."""
+    if isinstance(v, dict):
+        return {k: js_numbers(e) for k, e in v.items()}
+    if isinstance(v, list):
+        return [js_numbers(e) for e in v]
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2 ** 53:
+        return float(v)
+    return v
 
 
 def text(r):
@@ -221,7 +269,14 @@ class McpApi(unittest.TestCase):
         self.assertEqual(set(tools), set(TOOLS))
         for name in TOOLS:
             self.assertEqual(tools[name]["inputSchema"], expected_schema(self.doc, name), name)
+            self.assertEqual(tools[name]["outputSchema"], expected_output(self.doc, name), name)
+            self.assertEqual(tools[name]["outputSchema"]["type"], "object", name)
             self.assertTrue(tools[name]["description"])
+            # The SDK checks each result with it, an error's too: an error
+            # object is no result (so errors carry no structuredContent).
+            chk = b.ask({"op": "check", "name": name,
+                         "value": {"error": {"code": "not_found", "message": "no such thing"}}})["ok"]
+            self.assertEqual(chk["valid"], False, (name, chk))
         # The document served is the one read here.
         st, _, served = self.sup.request("GET", "/v1/openapi.json")
         self.assertEqual((st, served), (200, self.doc))
@@ -280,15 +335,7 @@ class McpApi(unittest.TestCase):
                  tag="mcp")
         pid = r["structuredContent"]["pid"]
         self.assertEqual(r["structuredContent"]["tag"], "mcp")
-        out, off = "", 0
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            r = b.ok("read_process_output", id=sid, pid=pid, offset=off)
-            out += r["structuredContent"]["output"]
-            off = r["structuredContent"]["next_offset"]
-            if r["structuredContent"]["state"] == "exited":
-                break
-            time.sleep(0.2)
+        out, off, r = self.read_output(b, sid, pid, lambda out, st: st["state"] == "exited")
         self.assertEqual(out, "line1\nline2\nline3\n")
         self.assertEqual(r["structuredContent"]["exit_code"], 4)
         self.assertIn("exited with code 4", text(r))
@@ -318,6 +365,19 @@ class McpApi(unittest.TestCase):
         st, _, _ = self.sup.request("DELETE", "/v1/snapshots/" + snap["id"])
         self.assertEqual(st, 204)
 
+    def read_output(self, b, sid, pid, until, off=0):
+        """read_process_output from off until until(output so far, the last
+        result) holds (30 s at most): the output, next_offset, the result."""
+        out = ""
+        deadline = time.monotonic() + 30
+        while True:
+            r = b.ok("read_process_output", id=sid, pid=pid, offset=off)
+            out += r["structuredContent"]["output"]
+            off = r["structuredContent"]["next_offset"]
+            if until(out, r["structuredContent"]) or time.monotonic() > deadline:
+                return out, off, r
+            time.sleep(0.1)
+
     # ---- errors are results ----
     def test_errors_are_tool_results(self):
         alice, bob = self.bridge("alice"), self.bridge("bob")
@@ -327,9 +387,10 @@ class McpApi(unittest.TestCase):
         def err(b, tool, **args):
             r = b.call(tool, **args)
             self.assertTrue(r.get("isError"), r)
-            e = r["structuredContent"]["error"]
-            self.assertIn(e["message"], text(r))
-            return e
+            self.assertNotIn("structuredContent", r)
+            m = re.fullmatch(r"([a-z_]+) \((\d{3})\): (.+)", text(r), re.S)
+            self.assertTrue(m, r)
+            return {"code": m.group(1), "status": int(m.group(2)), "message": m.group(3)}
 
         unknown = err(alice, "run_command", id="no-such-sandbox", cmd="true")
         self.assertEqual(unknown["code"], "not_found")
@@ -444,7 +505,7 @@ class McpApi(unittest.TestCase):
         r = self.inspector("--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "id=" + sid,
                            "--tool-arg", "path=/root/.profile")
         self.assertTrue(r["isError"])
-        self.assertEqual(r["structuredContent"]["error"]["code"], "forbidden")
+        self.assertTrue(r["content"][0]["text"].startswith("forbidden (403): "), r)
 
 
 if __name__ == "__main__":

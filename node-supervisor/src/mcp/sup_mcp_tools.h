@@ -2,12 +2,16 @@
  * MCP tools. Each tool is one operation of the OpenAPI document
  * (openapi.json, built in: sup_openapi_json): its inputSchema is that
  * operation's path and query parameters and its request body's properties,
- * $refs resolved, built once from the document (sup_mcp_tools.c), so the
- * tools and the document cannot disagree. A call runs on the core as the
- * operation's route runs it (sup_mcp_tools_ops.c, sup_mcp_tools_files.c)
- * and ends in a CallToolResult: the API's JSON answer as structuredContent
- * and text, or isError with the API's error code and message. Nothing
- * here knows the transport. Not for other modules. */
+ * its outputSchema the schema of the operation's JSON answer (or, where the
+ * route answers no JSON, the tool's result schema there), $refs resolved,
+ * built once from the document (sup_mcp_tools.c), so the tools and the
+ * document cannot disagree. A call runs on the core as the operation's
+ * route runs it (sup_mcp_tools_ops.c, sup_mcp_tools_files.c) and ends in a
+ * CallToolResult: the answer as structuredContent (conforming to the
+ * outputSchema) and text, or isError with the API's error code and message
+ * as text only (a client validates any structuredContent against the
+ * outputSchema, an error's too). Nothing here knows the transport. Not for
+ * other modules. */
 #ifndef SUP_MCP_TOOLS_H
 #define SUP_MCP_TOOLS_H
 
@@ -64,6 +68,9 @@ struct mt_tool {
 	const char *family;  /* whose row of the status table names its errors */
 	const char *note;    /* added to the operation's summary for the model */
 	const char *omit;    /* a query parameter that is not offered (NULL: none) */
+	/* the result's schema in components/schemas where the route answers
+	 * no JSON (NULL: the operation's first 2xx JSON answer's) */
+	const char *out;
 	int (*start)(mt_call *c, sbx_err *err);
 };
 
