@@ -48,7 +48,8 @@ TOK = {name: secrets.token_hex(32) for name in ("admin", "alice", "bob")}
 TOOLS = {
     "create_sandbox": "createSandbox", "list_sandboxes": "listSandboxes",
     "delete_sandbox": "deleteSandbox", "run_command": "exec", "start_process": "startProcess",
-    "read_process_output": "processOutput", "kill_process": "killProcess", "read_file": "readFile",
+    "read_process_output": "processOutput", "write_process_stdin": "processStdin",
+    "kill_process": "killProcess", "read_file": "readFile",
     "write_file": "writeFile", "list_files": "list", "search_files": "search",
     "snapshot_sandbox": "snapshotSandbox",
 }
@@ -351,6 +352,26 @@ class McpApi(unittest.TestCase):
         self.assertTrue(r["isError"])
         self.assertIn("not_found", text(r))
 
+        # stdin: cat gives back what it is written, and ends at eof.
+        r = b.ok("start_process", id=sid, argv=["cat"], stdin=True)
+        pid = r["structuredContent"]["pid"]
+        r = b.ok("write_process_stdin", id=sid, pid=pid, content="hello stdin\n")
+        self.assertEqual(r["structuredContent"], {"written": 12})
+        out, off, r = self.read_output(b, sid, pid, lambda out, st: "\n" in out)
+        self.assertEqual((out, r["structuredContent"]["state"]), ("hello stdin\n", "running"))
+        tail = "bye \u00e9\n".encode()
+        r = b.ok("write_process_stdin", id=sid, pid=pid, content_b64=base64.b64encode(tail).decode(), eof="true")
+        self.assertEqual(r["structuredContent"], {"written": len(tail)})
+        out, off, r = self.read_output(b, sid, pid, lambda out, st: st["state"] == "exited", off)
+        self.assertEqual((out, r["structuredContent"]["exit_code"]), ("bye \u00e9\n", 0))
+        r = b.call("write_process_stdin", id=sid, pid=pid, content="late")
+        self.assertTrue(r["isError"], r)
+        self.assertTrue(text(r).startswith("not_found (404): "), r)
+        pid = b.ok("start_process", id=sid, cmd="sleep 60")["structuredContent"]["pid"]
+        r = b.call("write_process_stdin", id=sid, pid=pid, content="x")
+        self.assertTrue(text(r).startswith("bad_request (400): "), r)
+        b.ok("kill_process", id=sid, pid=pid)
+
         r = b.ok("snapshot_sandbox", id=sid, name="from-mcp")
         snap = r["structuredContent"]
         self.assertEqual((snap["name"], snap["sandbox"], snap["tenant"]), ("from-mcp", sid, "alice"))
@@ -415,6 +436,9 @@ class McpApi(unittest.TestCase):
         self.assertEqual(err(alice, "run_command", id=sid, cmd="true", timeout=-1)["code"], "bad_request")
         self.assertEqual(err(alice, "create_sandbox", timeout="soon")["code"], "bad_request")
         self.assertEqual(err(alice, "write_file", id=sid, path="/workspace/y")["code"], "bad_request")
+        self.assertEqual(err(alice, "write_process_stdin", id=sid, pid=999999, content="x")["code"], "not_found")
+        e = err(alice, "write_process_stdin", id=sid, pid=1, content="x", content_b64="eA==")
+        self.assertEqual((e["code"], e["status"]), ("bad_request", 400))
         # The sandbox is still there and alice's.
         self.assertEqual(alice.ok("run_command", id=sid, cmd="echo fine")["structuredContent"]["stdout"], "fine\n")
         # An unknown tool is a JSON-RPC error (the SDK raises it).

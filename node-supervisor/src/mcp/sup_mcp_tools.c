@@ -29,13 +29,19 @@ static const mt_tool tools[] = {
 	  NULL, NULL, sup_mcp_op_run },
 	{ "start_process", "startProcess", "processes",
 	  "Start a background process in a sandbox (a server, a long build): cmd or argv. Answers its pid; "
-	  "read its output with read_process_output.",
+	  "read its output with read_process_output. With stdin true its stdin stays open for "
+	  "write_process_stdin.",
 	  NULL, NULL, sup_mcp_op_start },
 	{ "read_process_output", "processOutput", "processes",
 	  "Read a background process's output (stdout and stderr in the order written) from offset "
 	  "(default 0), up to 64 KiB, and its state (running, or its exit code). Continue from the "
 	  "next_offset it answers.",
 	  "follow", "McpProcessRead", sup_mcp_op_output },
+	{ "write_process_stdin", "processStdin", "processes",
+	  "Write to the stdin of a background process started with stdin true: content (text) or content_b64 "
+	  "(bytes); eof \"true\" closes its stdin afterwards (alone: only closes it). Answers once the process "
+	  "took every byte: the count written.",
+	  NULL, NULL, sup_mcp_op_stdin },
 	{ "kill_process", "killProcess", "processes",
 	  "Kill a background process and everything it started (SIGKILL to its whole tree). Answers the "
 	  "process as it ended.",
@@ -454,6 +460,44 @@ void sup_mcp_tool_fail(mt_call *c, const sbx_err *err)
 	free(text);
 	json_decref(e);
 	finish(c, r);
+}
+
+int sup_mcp_tool_content(mt_call *c, bool need, sbx_err *err)
+{
+	json_t *text = json_object_get(c->body, "content"), *b64 = json_object_get(c->body, "content_b64");
+	if ((text && b64) || (need && !text && !b64))
+		return sbx_err_set(err, -EINVAL, "give %s of \"content\" (text) and \"content_b64\"",
+				   need ? "one" : "at most one");
+	if (!text && !b64)
+		return 0;
+	return sup_api_parse_bytes(text ? text : b64, "content", !text, &c->wdata, &c->wlen, err);
+}
+
+int sup_mcp_tool_send(mt_call *c, const char *aop, const char *ch, const sup_core_call_cbs *cbs, sbx_err *err)
+{
+	c->wch = ch;
+	int rc = sup_core_call(c->x->core, c->id, aop, &c->pargs, cbs, c, &c->op, err);
+	if (rc == 0 && c->op)
+		sup_mcp_tool_pump(c);
+	return rc;
+}
+
+void sup_mcp_tool_pump(void *ud)
+{
+	mt_call *c = ud;
+	while (!c->wdone && c->op) {
+		sbx_err e = { 0 };
+		size_t left = c->wlen - c->woff;
+		int n = sup_core_call_send(c->op, c->wch, c->wdata + c->woff, left, true, &e);
+		if (n < 0 || (size_t)n == left) {
+			c->wdone = n >= 0; /* n < 0: the stream is gone, on_done says why */
+			c->woff += n > 0 ? (size_t)n : 0;
+			return;
+		}
+		if (n == 0)
+			return;
+		c->woff += (size_t)n;
+	}
 }
 
 /* ---- a call ---- */

@@ -57,8 +57,11 @@ struct mt_call {
 	char gap_note[128];
 	struct evbuffer *buf;
 	json_t *desc;
-	uint8_t *wdata;    /* write_file: the content, sent within the agent's credit */
+	/* write_file, write_process_stdin: the bytes, sent on channel wch
+	 * within the agent's credit (sup_mcp_tool_pump) */
+	uint8_t *wdata;
 	size_t wlen, woff;
+	const char *wch;
 	bool wdone;
 };
 
@@ -100,6 +103,14 @@ void sup_mcp_tool_fail(mt_call *c, const sbx_err *err);
 void sup_mcp_tool_result(mt_call *c, const char *text, size_t len, json_t *structured, bool is_error);
 /* The result as the API's JSON, its text that JSON (reference taken). */
 void sup_mcp_tool_json(mt_call *c, json_t *structured);
+/* The body's "content" (text) or "content_b64" (bytes) into wdata; need:
+ * one of them is required (else neither is empty content). */
+int sup_mcp_tool_content(mt_call *c, bool need, sbx_err *err);
+/* Call the agent's op aop with pargs and stream wdata to it on channel ch
+ * within its credit, the end after it; cbs->on_writable must be
+ * sup_mcp_tool_pump, which hands it what its credit takes. */
+int sup_mcp_tool_send(mt_call *c, const char *aop, const char *ch, const sup_core_call_cbs *cbs, sbx_err *err);
+void sup_mcp_tool_pump(void *ud);
 
 /* ---- the operations (sup_mcp_tools_ops.c, sup_mcp_tools_files.c) ---- */
 
@@ -110,6 +121,7 @@ int sup_mcp_op_run(mt_call *c, sbx_err *err);
 int sup_mcp_op_start(mt_call *c, sbx_err *err);
 int sup_mcp_op_output(mt_call *c, sbx_err *err);
 int sup_mcp_op_kill(mt_call *c, sbx_err *err);
+int sup_mcp_op_stdin(mt_call *c, sbx_err *err);
 int sup_mcp_op_snapshot(mt_call *c, sbx_err *err);
 int sup_mcp_op_read(mt_call *c, sbx_err *err);
 int sup_mcp_op_write(mt_call *c, sbx_err *err);
