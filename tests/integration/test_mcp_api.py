@@ -6,8 +6,11 @@ StreamableHTTPClientTransport (sbx_mcp_bridge.mjs, driven line by line) and
 @modelcontextprotocol/inspector-cli. Every tool is called; a tool's
 failures (an unknown sandbox, a forbidden path, another tenant's sandbox)
 arrive as results with isError and the API's code and message, never as
-transport errors; each tool's inputSchema is checked against one built here
-from node-supervisor/openapi.json by an independent reading of it. Raw
+transport errors; each tool's inputSchema and outputSchema are checked
+against ones built here from node-supervisor/openapi.json by an independent
+reading of it, and the SDK client (which lists the tools first) checks
+every result's structuredContent against the tool's outputSchema, so a
+result that does not conform fails the call. Raw
 HTTP from Python where the point is the wire (sessions, versions, Origin,
 bad JSON-RPC). The supervisor's SIGINT stop destroys every sandbox made;
 its state folder (snapshots too) is removed at the end, also when a test
@@ -21,6 +24,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -44,11 +48,19 @@ TOK = {name: secrets.token_hex(32) for name in ("admin", "alice", "bob")}
 TOOLS = {
     "create_sandbox": "createSandbox", "list_sandboxes": "listSandboxes",
     "delete_sandbox": "deleteSandbox", "run_command": "exec", "start_process": "startProcess",
-    "read_process_output": "processOutput", "kill_process": "killProcess", "read_file": "readFile",
+    "read_process_output": "processOutput", "write_process_stdin": "processStdin",
+    "kill_process": "killProcess", "read_file": "readFile",
     "write_file": "writeFile", "list_files": "list", "search_files": "search",
     "snapshot_sandbox": "snapshotSandbox",
 }
 OMIT = {"read_process_output": {"follow"}, "list_sandboxes": {"scope"}}
+# The result schema (components/schemas) of a tool whose route answers no
+# JSON; every other tool's is its operation's first 2xx JSON answer's.
+OUT = {"delete_sandbox": "McpDeleted", "read_process_output": "McpProcessRead", "kill_process": "Process",
+       "read_file": "McpFileRead"}
+# The tools whose text is not their structuredContent's JSON but the output
+# to read (each with a note where it was cut).
+SHOWN = {"run_command", "read_process_output", "read_file"}
 
 
 def hash_token(tok):
@@ -57,58 +69,78 @@ def hash_token(tok):
     return out.stdout.strip()
 
 
+def deref(doc, v, depth=0):
+    """v with every $ref replaced by what it names (its siblings kept)."""
+    assert depth < 40
+    if isinstance(v, list):
+        return [deref(doc, e, depth) for e in v]
+    if not isinstance(v, dict):
+        return v
+    out = {}
+    if "$ref" in v:
+        t = doc
+        for part in v["$ref"][2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            t = t[int(part)] if isinstance(t, list) else t[part]
+        out = deref(doc, t, depth + 1)
+    for k, e in v.items():
+        if k != "$ref":
+            out[k] = deref(doc, e, depth)
+    return out
+
+
+def find_op(doc, tool):
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            if isinstance(op, dict) and op.get("operationId") == TOOLS[tool]:
+                return item, op
+    raise AssertionError("no operation %s" % TOOLS[tool])
+
+
 def expected_schema(doc, tool):
     """The inputSchema a tool must have, read from the document here: path
     and query parameters, then the JSON body's properties and required
     ($refs resolved), or content / content_b64 for a binary body."""
-    def deref(v, depth=0):
-        assert depth < 40
-        if isinstance(v, list):
-            return [deref(e, depth) for e in v]
-        if not isinstance(v, dict):
-            return v
-        out = {}
-        if "$ref" in v:
-            t = doc
-            for part in v["$ref"][2:].split("/"):
-                part = part.replace("~1", "/").replace("~0", "~")
-                t = t[int(part)] if isinstance(t, list) else t[part]
-            out = deref(t, depth + 1)
-        for k, e in v.items():
-            if k != "$ref":
-                out[k] = deref(e, depth)
-        return out
+    item, op = find_op(doc, tool)
+    props, req = {}, []
+    for p in item.get("parameters", []) + op.get("parameters", []):
+        p = deref(doc, p)
+        if p["in"] not in ("path", "query") or p["name"] in OMIT.get(tool, ()):
+            continue
+        s = copy.deepcopy(p["schema"])
+        if "description" in p and "description" not in s:
+            s["description"] = p["description"]
+        props[p["name"]] = s
+        if p.get("required"):
+            req.append(p["name"])
+    content = op.get("requestBody", {}).get("content", {})
+    if "application/octet-stream" in content:
+        props["content"] = {"type": "string", "description": "the request body (the file's bytes) as text"}
+        props["content_b64"] = {"type": "string", "contentEncoding": "base64",
+                                "description": "the request body as base64 (instead of content)"}
+    elif "application/json" in content:
+        body = deref(doc, content["application/json"]["schema"])
+        for k, v in body.get("properties", {}).items():
+            assert k not in props, (tool, k)
+            props[k] = v
+        req += body.get("required", [])
+    schema = {"type": "object", "properties": props, "additionalProperties": False}
+    if req:
+        schema["required"] = req
+    return schema
 
-    for path, item in doc["paths"].items():
-        for method, op in item.items():
-            if isinstance(op, dict) and op.get("operationId") == TOOLS[tool]:
-                props, req = {}, []
-                for p in item.get("parameters", []) + op.get("parameters", []):
-                    p = deref(p)
-                    if p["in"] not in ("path", "query") or p["name"] in OMIT.get(tool, ()):
-                        continue
-                    s = copy.deepcopy(p["schema"])
-                    if "description" in p and "description" not in s:
-                        s["description"] = p["description"]
-                    props[p["name"]] = s
-                    if p.get("required"):
-                        req.append(p["name"])
-                content = op.get("requestBody", {}).get("content", {})
-                if "application/octet-stream" in content:
-                    props["content"] = {"type": "string", "description": "the request body (the file's bytes) as text"}
-                    props["content_b64"] = {"type": "string", "contentEncoding": "base64",
-                                            "description": "the request body as base64 (instead of content)"}
-                elif "application/json" in content:
-                    body = deref(content["application/json"]["schema"])
-                    for k, v in body.get("properties", {}).items():
-                        assert k not in props, (tool, k)
-                        props[k] = v
-                    req += body.get("required", [])
-                schema = {"type": "object", "properties": props, "additionalProperties": False}
-                if req:
-                    schema["required"] = req
-                return schema
-    raise AssertionError("no operation %s" % TOOLS[tool])
+
+def expected_output(doc, tool):
+    """The outputSchema a tool must have: the schema OUT names, else the
+    operation's first 2xx answer with JSON content ($refs resolved)."""
+    if tool in OUT:
+        return deref(doc, doc["components"]["schemas"][OUT[tool]])
+    _, op = find_op(doc, tool)
+    for status in sorted(k for k in op["responses"] if k.startswith("2")):
+        r = deref(doc, op["responses"][status])
+        if "application/json" in r.get("content", {}):
+            return r["content"]["application/json"]["schema"]
+    raise AssertionError("%s answers no JSON and has no OUT entry" % tool)
 
 
 class Bridge:
@@ -136,8 +168,13 @@ class Bridge:
         return out["ok"]
 
     def ok(self, tool, **args):
+        """A successful call: its structuredContent (which the SDK checked
+        against the tool's outputSchema) and, but for SHOWN, that as text."""
         r = self.call(tool, **args)
         assert not r.get("isError"), (tool, r)
+        assert isinstance(r.get("structuredContent"), dict), (tool, r)
+        if tool not in SHOWN:
+            assert js_numbers(json.loads(text(r))) == js_numbers(r["structuredContent"]), (tool, r)
         return r
 
     def close(self):
@@ -148,6 +185,18 @@ class Bridge:
                 self.p.stdin.close()
                 self.p.wait(timeout=30)
         self.p.stdout.close()
+
+
+def js_numbers(v):
+    """v with integers beyond 2^53 as the doubles JavaScript reads them as
+    (the bridge's JSON.parse; mtime_ns is one)."""
+    if isinstance(v, dict):
+        return {k: js_numbers(e) for k, e in v.items()}
+    if isinstance(v, list):
+        return [js_numbers(e) for e in v]
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2 ** 53:
+        return float(v)
+    return v
 
 
 def text(r):
@@ -221,7 +270,14 @@ class McpApi(unittest.TestCase):
         self.assertEqual(set(tools), set(TOOLS))
         for name in TOOLS:
             self.assertEqual(tools[name]["inputSchema"], expected_schema(self.doc, name), name)
+            self.assertEqual(tools[name]["outputSchema"], expected_output(self.doc, name), name)
+            self.assertEqual(tools[name]["outputSchema"]["type"], "object", name)
             self.assertTrue(tools[name]["description"])
+            # The SDK checks each result with it, an error's too: an error
+            # object is no result (so errors carry no structuredContent).
+            chk = b.ask({"op": "check", "name": name,
+                         "value": {"error": {"code": "not_found", "message": "no such thing"}}})["ok"]
+            self.assertEqual(chk["valid"], False, (name, chk))
         # The document served is the one read here.
         st, _, served = self.sup.request("GET", "/v1/openapi.json")
         self.assertEqual((st, served), (200, self.doc))
@@ -280,15 +336,7 @@ class McpApi(unittest.TestCase):
                  tag="mcp")
         pid = r["structuredContent"]["pid"]
         self.assertEqual(r["structuredContent"]["tag"], "mcp")
-        out, off = "", 0
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            r = b.ok("read_process_output", id=sid, pid=pid, offset=off)
-            out += r["structuredContent"]["output"]
-            off = r["structuredContent"]["next_offset"]
-            if r["structuredContent"]["state"] == "exited":
-                break
-            time.sleep(0.2)
+        out, off, r = self.read_output(b, sid, pid, lambda out, st: st["state"] == "exited")
         self.assertEqual(out, "line1\nline2\nline3\n")
         self.assertEqual(r["structuredContent"]["exit_code"], 4)
         self.assertIn("exited with code 4", text(r))
@@ -304,6 +352,26 @@ class McpApi(unittest.TestCase):
         self.assertTrue(r["isError"])
         self.assertIn("not_found", text(r))
 
+        # stdin: cat gives back what it is written, and ends at eof.
+        r = b.ok("start_process", id=sid, argv=["cat"], stdin=True)
+        pid = r["structuredContent"]["pid"]
+        r = b.ok("write_process_stdin", id=sid, pid=pid, content="hello stdin\n")
+        self.assertEqual(r["structuredContent"], {"written": 12})
+        out, off, r = self.read_output(b, sid, pid, lambda out, st: "\n" in out)
+        self.assertEqual((out, r["structuredContent"]["state"]), ("hello stdin\n", "running"))
+        tail = "bye \u00e9\n".encode()
+        r = b.ok("write_process_stdin", id=sid, pid=pid, content_b64=base64.b64encode(tail).decode(), eof="true")
+        self.assertEqual(r["structuredContent"], {"written": len(tail)})
+        out, off, r = self.read_output(b, sid, pid, lambda out, st: st["state"] == "exited", off)
+        self.assertEqual((out, r["structuredContent"]["exit_code"]), ("bye \u00e9\n", 0))
+        r = b.call("write_process_stdin", id=sid, pid=pid, content="late")
+        self.assertTrue(r["isError"], r)
+        self.assertTrue(text(r).startswith("not_found (404): "), r)
+        pid = b.ok("start_process", id=sid, cmd="sleep 60")["structuredContent"]["pid"]
+        r = b.call("write_process_stdin", id=sid, pid=pid, content="x")
+        self.assertTrue(text(r).startswith("bad_request (400): "), r)
+        b.ok("kill_process", id=sid, pid=pid)
+
         r = b.ok("snapshot_sandbox", id=sid, name="from-mcp")
         snap = r["structuredContent"]
         self.assertEqual((snap["name"], snap["sandbox"], snap["tenant"]), ("from-mcp", sid, "alice"))
@@ -318,6 +386,19 @@ class McpApi(unittest.TestCase):
         st, _, _ = self.sup.request("DELETE", "/v1/snapshots/" + snap["id"])
         self.assertEqual(st, 204)
 
+    def read_output(self, b, sid, pid, until, off=0):
+        """read_process_output from off until until(output so far, the last
+        result) holds (30 s at most): the output, next_offset, the result."""
+        out = ""
+        deadline = time.monotonic() + 30
+        while True:
+            r = b.ok("read_process_output", id=sid, pid=pid, offset=off)
+            out += r["structuredContent"]["output"]
+            off = r["structuredContent"]["next_offset"]
+            if until(out, r["structuredContent"]) or time.monotonic() > deadline:
+                return out, off, r
+            time.sleep(0.1)
+
     # ---- errors are results ----
     def test_errors_are_tool_results(self):
         alice, bob = self.bridge("alice"), self.bridge("bob")
@@ -327,9 +408,10 @@ class McpApi(unittest.TestCase):
         def err(b, tool, **args):
             r = b.call(tool, **args)
             self.assertTrue(r.get("isError"), r)
-            e = r["structuredContent"]["error"]
-            self.assertIn(e["message"], text(r))
-            return e
+            self.assertNotIn("structuredContent", r)
+            m = re.fullmatch(r"([a-z_]+) \((\d{3})\): (.+)", text(r), re.S)
+            self.assertTrue(m, r)
+            return {"code": m.group(1), "status": int(m.group(2)), "message": m.group(3)}
 
         unknown = err(alice, "run_command", id="no-such-sandbox", cmd="true")
         self.assertEqual(unknown["code"], "not_found")
@@ -354,6 +436,9 @@ class McpApi(unittest.TestCase):
         self.assertEqual(err(alice, "run_command", id=sid, cmd="true", timeout=-1)["code"], "bad_request")
         self.assertEqual(err(alice, "create_sandbox", timeout="soon")["code"], "bad_request")
         self.assertEqual(err(alice, "write_file", id=sid, path="/workspace/y")["code"], "bad_request")
+        self.assertEqual(err(alice, "write_process_stdin", id=sid, pid=999999, content="x")["code"], "not_found")
+        e = err(alice, "write_process_stdin", id=sid, pid=1, content="x", content_b64="eA==")
+        self.assertEqual((e["code"], e["status"]), ("bad_request", 400))
         # The sandbox is still there and alice's.
         self.assertEqual(alice.ok("run_command", id=sid, cmd="echo fine")["structuredContent"]["stdout"], "fine\n")
         # An unknown tool is a JSON-RPC error (the SDK raises it).
@@ -444,7 +529,7 @@ class McpApi(unittest.TestCase):
         r = self.inspector("--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "id=" + sid,
                            "--tool-arg", "path=/root/.profile")
         self.assertTrue(r["isError"])
-        self.assertEqual(r["structuredContent"]["error"]["code"], "forbidden")
+        self.assertTrue(r["content"][0]["text"].startswith("forbidden (403): "), r)
 
 
 if __name__ == "__main__":

@@ -176,11 +176,14 @@ static void method_fail(ma_req *q, int code, const char *msg)
 static void tool_done(mt_call *c, json_t *result)
 {
 	ma_req *q = (ma_req *)((char *)c - offsetof(ma_req, call));
-	const json_t *err = json_object_get(result, "isError");
-	if (json_is_true(err))
-		sup_http_note(q->r, "%s", json_string_value(json_object_get(
-						   json_object_get(json_object_get(result, "structuredContent"), "error"),
-						   "message")) ?: "tool error");
+	/* The error's message: a timed-out run_command's result carries it,
+	 * any other error is its text. */
+	const char *why = json_string_value(
+		json_object_get(json_object_get(json_object_get(result, "structuredContent"), "error"), "message"));
+	if (!why)
+		why = json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+	if (json_is_true(json_object_get(result, "isError")))
+		sup_http_note(q->r, "%.200s", why ? why : "tool error");
 	answer(q, result);
 }
 

@@ -17,44 +17,50 @@ static const mt_tool tools[] = {
 	  "Create a sandbox: an isolated Linux container to run code in. All arguments are optional: "
 	  "image, resources (cpus, memory, pids, disk), network (egress policy; none: no network), "
 	  "timeout (seconds it lives), env. Answers the sandbox; pass its id to the other tools.",
-	  NULL, sup_mcp_op_create },
-	{ "list_sandboxes", "listSandboxes", "sandboxes", "List your sandboxes, oldest first.", "scope",
+	  NULL, NULL, sup_mcp_op_create },
+	{ "list_sandboxes", "listSandboxes", "sandboxes", "List your sandboxes, oldest first.", "scope", NULL,
 	  sup_mcp_op_list },
 	{ "delete_sandbox", "deleteSandbox", "sandboxes",
-	  "Destroy a sandbox and everything in it (snapshots of it stay).", NULL, sup_mcp_op_delete },
+	  "Destroy a sandbox and everything in it (snapshots of it stay).", NULL, "McpDeleted", sup_mcp_op_delete },
 	{ "run_command", "exec", "sandboxes",
 	  "Run a command in a sandbox to its end: cmd (a shell line, sh -c) or argv. Answers the exit code, "
 	  "stdout and stderr; each stream is shown up to 64 KiB (longer output is cut, with a note). "
 	  "For long-running commands use start_process.",
-	  NULL, sup_mcp_op_run },
+	  NULL, NULL, sup_mcp_op_run },
 	{ "start_process", "startProcess", "processes",
 	  "Start a background process in a sandbox (a server, a long build): cmd or argv. Answers its pid; "
-	  "read its output with read_process_output.",
-	  NULL, sup_mcp_op_start },
+	  "read its output with read_process_output. With stdin true its stdin stays open for "
+	  "write_process_stdin.",
+	  NULL, NULL, sup_mcp_op_start },
 	{ "read_process_output", "processOutput", "processes",
 	  "Read a background process's output (stdout and stderr in the order written) from offset "
 	  "(default 0), up to 64 KiB, and its state (running, or its exit code). Continue from the "
 	  "next_offset it answers.",
-	  "follow", sup_mcp_op_output },
+	  "follow", "McpProcessRead", sup_mcp_op_output },
+	{ "write_process_stdin", "processStdin", "processes",
+	  "Write to the stdin of a background process started with stdin true: content (text) or content_b64 "
+	  "(bytes); eof \"true\" closes its stdin afterwards (alone: only closes it). Answers once the process "
+	  "took every byte: the count written.",
+	  NULL, NULL, sup_mcp_op_stdin },
 	{ "kill_process", "killProcess", "processes",
 	  "Kill a background process and everything it started (SIGKILL to its whole tree). Answers the "
 	  "process as it ended.",
-	  NULL, sup_mcp_op_kill },
+	  NULL, "Process", sup_mcp_op_kill },
 	{ "read_file", "readFile", "files",
 	  "Read a file in a sandbox: its text (or base64 when it is not UTF-8), up to 64 KiB (longer is cut, "
 	  "with a note).",
-	  NULL, sup_mcp_op_read },
+	  NULL, "McpFileRead", sup_mcp_op_read },
 	{ "write_file", "writeFile", "files",
 	  "Write a file in a sandbox: content (text) or content_b64 (bytes) becomes the file; parents "
 	  "\"true\" makes missing folders, overwrite \"false\" refuses an existing file, mode as octal digits.",
-	  NULL, sup_mcp_op_write },
+	  NULL, NULL, sup_mcp_op_write },
 	{ "list_files", "list", "files", "List a folder in a sandbox (depth: levels below it, default 1).", NULL,
-	  sup_mcp_op_ls },
+	  NULL, sup_mcp_op_ls },
 	{ "search_files", "search", "files",
 	  "Find entries below a folder in a sandbox whose name matches a glob (fnmatch: *.py, test_*).", NULL,
-	  sup_mcp_op_search },
+	  NULL, sup_mcp_op_search },
 	{ "snapshot_sandbox", "snapshotSandbox", "snapshots",
-	  "Snapshot a sandbox's files; create_sandbox with snapshot set to its id starts from them.", NULL,
+	  "Snapshot a sandbox's files; create_sandbox with snapshot set to its id starts from them.", NULL, NULL,
 	  sup_mcp_op_snapshot },
 };
 #define NTOOLS (sizeof(tools) / sizeof(tools[0]))
@@ -228,6 +234,43 @@ static int add_body(const json_t *doc, const json_t *op, const mt_tool *t, json_
 	return 0;
 }
 
+/* The outputSchema: the schema of the operation's first 2xx JSON answer, or
+ * t->out where the route answers no JSON (204, bytes, a stream), $refs
+ * resolved; an object at its root, as MCP wants. */
+static json_t *output_schema(const json_t *doc, const json_t *op, const mt_tool *t, sbx_err *err)
+{
+	const json_t *resps = json_object_get(op, "responses"), *s = NULL;
+	json_t *ref = NULL, *o;
+	char key[96];
+	for (int st = 200; !t->out && !s && st < 300; st++) {
+		snprintf(key, sizeof(key), "%d", st);
+		const json_t *r = json_object_get(resps, key);
+		const json_t *rr = json_object_get(r, "$ref");
+		if (json_is_string(rr))
+			r = pointer(doc, json_string_value(rr));
+		s = json_object_get(json_object_get(json_object_get(r, "content"), "application/json"), "schema");
+	}
+	if (t->out) {
+		snprintf(key, sizeof(key), "#/components/schemas/%s", t->out);
+		s = ref = json_pack("{s:s}", "$ref", key);
+	}
+	if (!s) {
+		sbx_err_set(err, -ENOENT, "openapi.json: %s answers no JSON: tool %s needs its result schema (out)",
+			    t->op, t->name);
+		return NULL;
+	}
+	o = resolve(doc, s, 0, err);
+	json_decref(ref);
+	const char *type = json_string_value(json_object_get(o, "type"));
+	if (o && (!type || strcmp(type, "object") != 0)) {
+		json_decref(o);
+		sbx_err_set(err, -EINVAL, "openapi.json: tool %s: its result schema is not an object at its root",
+			    t->name);
+		return NULL;
+	}
+	return o;
+}
+
 static json_t *build_tool(const json_t *doc, size_t ti, sbx_err *err)
 {
 	const mt_tool *t = &tools[ti];
@@ -255,10 +298,13 @@ static json_t *build_tool(const json_t *doc, size_t ti, sbx_err *err)
 	if (schema && json_array_size(req))
 		json_object_set(schema, "required", req);
 	bool get = strcmp(method, "get") == 0, del = strcmp(method, "delete") == 0;
-	json_t *tool = schema ? json_pack("{s:s, s:s, s:o, s:{s:b, s:b}}", "name", t->name, "description",
-					  t->note, "inputSchema", schema, "annotations", "readOnlyHint", get,
-					  "destructiveHint", del)
-			      : NULL;
+	json_t *out = schema ? output_schema(doc, op, t, err) : NULL;
+	json_t *tool = out ? json_pack("{s:s, s:s, s:o, s:o, s:{s:b, s:b}}", "name", t->name, "description",
+				       t->note, "inputSchema", schema, "outputSchema", out, "annotations",
+				       "readOnlyHint", get, "destructiveHint", del)
+			   : NULL;
+	if (!out)
+		json_decref(schema);
 	if (tool) {
 		built.props[ti] = json_incref(props);
 		built.params[ti] = json_incref(names);
@@ -395,6 +441,10 @@ void sup_mcp_tool_json(mt_call *c, json_t *structured)
 	free(text);
 }
 
+/* The code and message as text only: a client validates structuredContent
+ * against the tool's outputSchema also when isError is set (the MCP SDK's
+ * does), so an error object there would fail the call instead of showing
+ * the error. */
 void sup_mcp_tool_fail(mt_call *c, const sbx_err *err)
 {
 	const char *code;
@@ -405,12 +455,49 @@ void sup_mcp_tool_fail(mt_call *c, const sbx_err *err)
 	char *text = NULL;
 	if (e && asprintf(&text, "%s (%d): %s", code, status, m ? m : code) < 0)
 		text = NULL;
-	json_t *r = e && text ? json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text", text,
-					  "structuredContent", e, "isError", 1)
-			      : NULL;
+	json_t *r = text ? json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text, "isError", 1)
+			 : NULL;
 	free(text);
 	json_decref(e);
 	finish(c, r);
+}
+
+int sup_mcp_tool_content(mt_call *c, bool need, sbx_err *err)
+{
+	json_t *text = json_object_get(c->body, "content"), *b64 = json_object_get(c->body, "content_b64");
+	if ((text && b64) || (need && !text && !b64))
+		return sbx_err_set(err, -EINVAL, "give %s of \"content\" (text) and \"content_b64\"",
+				   need ? "one" : "at most one");
+	if (!text && !b64)
+		return 0;
+	return sup_api_parse_bytes(text ? text : b64, "content", !text, &c->wdata, &c->wlen, err);
+}
+
+int sup_mcp_tool_send(mt_call *c, const char *aop, const char *ch, const sup_core_call_cbs *cbs, sbx_err *err)
+{
+	c->wch = ch;
+	int rc = sup_core_call(c->x->core, c->id, aop, &c->pargs, cbs, c, &c->op, err);
+	if (rc == 0 && c->op)
+		sup_mcp_tool_pump(c);
+	return rc;
+}
+
+void sup_mcp_tool_pump(void *ud)
+{
+	mt_call *c = ud;
+	while (!c->wdone && c->op) {
+		sbx_err e = { 0 };
+		size_t left = c->wlen - c->woff;
+		int n = sup_core_call_send(c->op, c->wch, c->wdata + c->woff, left, true, &e);
+		if (n < 0 || (size_t)n == left) {
+			c->wdone = n >= 0; /* n < 0: the stream is gone, on_done says why */
+			c->woff += n > 0 ? (size_t)n : 0;
+			return;
+		}
+		if (n == 0)
+			return;
+		c->woff += (size_t)n;
+	}
 }
 
 /* ---- a call ---- */

@@ -2,12 +2,16 @@
  * MCP tools. Each tool is one operation of the OpenAPI document
  * (openapi.json, built in: sup_openapi_json): its inputSchema is that
  * operation's path and query parameters and its request body's properties,
- * $refs resolved, built once from the document (sup_mcp_tools.c), so the
- * tools and the document cannot disagree. A call runs on the core as the
- * operation's route runs it (sup_mcp_tools_ops.c, sup_mcp_tools_files.c)
- * and ends in a CallToolResult: the API's JSON answer as structuredContent
- * and text, or isError with the API's error code and message. Nothing
- * here knows the transport. Not for other modules. */
+ * its outputSchema the schema of the operation's JSON answer (or, where the
+ * route answers no JSON, the tool's result schema there), $refs resolved,
+ * built once from the document (sup_mcp_tools.c), so the tools and the
+ * document cannot disagree. A call runs on the core as the operation's
+ * route runs it (sup_mcp_tools_ops.c, sup_mcp_tools_files.c) and ends in a
+ * CallToolResult: the answer as structuredContent (conforming to the
+ * outputSchema) and text, or isError with the API's error code and message
+ * as text only (a client validates any structuredContent against the
+ * outputSchema, an error's too). Nothing here knows the transport. Not for
+ * other modules. */
 #ifndef SUP_MCP_TOOLS_H
 #define SUP_MCP_TOOLS_H
 
@@ -53,8 +57,11 @@ struct mt_call {
 	char gap_note[128];
 	struct evbuffer *buf;
 	json_t *desc;
-	uint8_t *wdata;    /* write_file: the content, sent within the agent's credit */
+	/* write_file, write_process_stdin: the bytes, sent on channel wch
+	 * within the agent's credit (sup_mcp_tool_pump) */
+	uint8_t *wdata;
 	size_t wlen, woff;
+	const char *wch;
 	bool wdone;
 };
 
@@ -64,6 +71,9 @@ struct mt_tool {
 	const char *family;  /* whose row of the status table names its errors */
 	const char *note;    /* added to the operation's summary for the model */
 	const char *omit;    /* a query parameter that is not offered (NULL: none) */
+	/* the result's schema in components/schemas where the route answers
+	 * no JSON (NULL: the operation's first 2xx JSON answer's) */
+	const char *out;
 	int (*start)(mt_call *c, sbx_err *err);
 };
 
@@ -93,6 +103,14 @@ void sup_mcp_tool_fail(mt_call *c, const sbx_err *err);
 void sup_mcp_tool_result(mt_call *c, const char *text, size_t len, json_t *structured, bool is_error);
 /* The result as the API's JSON, its text that JSON (reference taken). */
 void sup_mcp_tool_json(mt_call *c, json_t *structured);
+/* The body's "content" (text) or "content_b64" (bytes) into wdata; need:
+ * one of them is required (else neither is empty content). */
+int sup_mcp_tool_content(mt_call *c, bool need, sbx_err *err);
+/* Call the agent's op aop with pargs and stream wdata to it on channel ch
+ * within its credit, the end after it; cbs->on_writable must be
+ * sup_mcp_tool_pump, which hands it what its credit takes. */
+int sup_mcp_tool_send(mt_call *c, const char *aop, const char *ch, const sup_core_call_cbs *cbs, sbx_err *err);
+void sup_mcp_tool_pump(void *ud);
 
 /* ---- the operations (sup_mcp_tools_ops.c, sup_mcp_tools_files.c) ---- */
 
@@ -103,6 +121,7 @@ int sup_mcp_op_run(mt_call *c, sbx_err *err);
 int sup_mcp_op_start(mt_call *c, sbx_err *err);
 int sup_mcp_op_output(mt_call *c, sbx_err *err);
 int sup_mcp_op_kill(mt_call *c, sbx_err *err);
+int sup_mcp_op_stdin(mt_call *c, sbx_err *err);
 int sup_mcp_op_snapshot(mt_call *c, sbx_err *err);
 int sup_mcp_op_read(mt_call *c, sbx_err *err);
 int sup_mcp_op_write(mt_call *c, sbx_err *err);

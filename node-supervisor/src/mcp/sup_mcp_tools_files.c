@@ -157,25 +157,6 @@ int sup_mcp_op_read(mt_call *c, sbx_err *err)
 
 /* ---- write_file ---- */
 
-/* Hand the agent what its credit takes; on_writable calls back. */
-static void write_pump(void *ud)
-{
-	mt_call *c = ud;
-	while (!c->wdone && c->op) {
-		sbx_err e = { 0 };
-		size_t left = c->wlen - c->woff;
-		int n = sup_core_call_send(c->op, SBX_CH_FILE, c->wdata + c->woff, left, true, &e);
-		if (n < 0 || (size_t)n == left) {
-			c->wdone = n >= 0; /* n < 0: the stream is gone, on_done says why */
-			c->woff += n > 0 ? (size_t)n : 0;
-			return;
-		}
-		if (n == 0)
-			return;
-		c->woff += (size_t)n;
-	}
-}
-
 static void write_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	mt_call *c = ud;
@@ -196,13 +177,12 @@ static void write_done(int rc, const msgpack_object *result, const sbx_err *err,
 }
 
 static const sup_core_call_cbs write_cbs = {
-	.on_done = write_done, .on_writable = write_pump, .wait = SUP_AGENT_WAIT_SENDS
+	.on_done = write_done, .on_writable = sup_mcp_tool_pump, .wait = SUP_AGENT_WAIT_SENDS
 };
 
 int sup_mcp_op_write(mt_call *c, sbx_err *err)
 {
 	SUP_AUTO_QUERY sup_query qs = { 0 };
-	json_t *text = json_object_get(c->body, "content"), *b64 = json_object_get(c->body, "content_b64");
 	uint64_t mode = 0644, max = c->x->max_upload;
 	int rc = query_path(c, "write", &qs, SUP_POLICY_WRITE, err);
 	int parents = rc < 0 ? rc : sup_query_flag(&qs, "parents", false, err);
@@ -214,10 +194,7 @@ int sup_mcp_op_write(mt_call *c, sbx_err *err)
 		return sbx_err_set(err, -EINVAL, "the path names a folder");
 	if (ms && sup_api_parse_mode(ms, &mode) < 0)
 		return sbx_err_set(err, -EINVAL, "argument \"mode\": want octal 0..0777 (e.g. 0644)");
-	if (!text == !b64)
-		return sbx_err_set(err, -EINVAL, "give one of \"content\" (text) and \"content_b64\"");
-	rc = sup_api_parse_bytes(text ? text : b64, "content", !text, &c->wdata, &c->wlen, err);
-	if (rc < 0)
+	if ((rc = sup_mcp_tool_content(c, true, err)) < 0)
 		return rc;
 	if (max && c->wlen > max)
 		return sbx_err_set(err, -E2BIG, "upload of %zu bytes over the limit of %" PRIu64 " bytes", c->wlen, max);
@@ -226,10 +203,7 @@ int sup_mcp_op_write(mt_call *c, sbx_err *err)
 	sbx_proto_args_bool(&c->pargs, "overwrite", ow);
 	if (max)
 		sbx_proto_args_uint(&c->pargs, "max_bytes", max);
-	rc = sup_core_call(c->x->core, c->id, SBX_OP_FILE_WRITE, &c->pargs, &write_cbs, c, &c->op, err);
-	if (rc == 0 && c->op)
-		write_pump(c);
-	return rc;
+	return sup_mcp_tool_send(c, SBX_OP_FILE_WRITE, SBX_CH_FILE, &write_cbs, err);
 }
 
 /* ---- list_files, search_files ---- */

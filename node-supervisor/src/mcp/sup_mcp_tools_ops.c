@@ -332,6 +332,45 @@ int sup_mcp_op_kill(mt_call *c, sbx_err *err)
 	return sup_core_call(c->x->core, c->id, SBX_OP_PROC_KILL, &c->pargs, &desc_cbs, c, &c->op, err);
 }
 
+/* ---- write_process_stdin: proc.stdin, the bytes within the agent's credit ---- */
+
+static void stdin_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
+{
+	mt_call *c = ud;
+	sbx_err e = { 0 };
+	uint64_t w = 0;
+	c->op = NULL;
+	if (rc == 0 && sup_api_mp_uint(result, "written", c->wlen, &w, &e) < 0) {
+		sup_core_blame(c->x->core, c->id, &e);
+		sup_mcp_tool_fail(c, &e);
+	} else if (rc < 0) {
+		sup_mcp_tool_fail(c, err);
+	} else {
+		sup_mcp_tool_json(c, json_pack("{s:I}", "written", (json_int_t)w));
+	}
+}
+
+/* The process takes the bytes as it reads: one that reads none of them for
+ * the agent's idle deadline ends the call (agent_timeout), as the route. */
+static const sup_core_call_cbs stdin_cbs = {
+	.on_done = stdin_done, .on_writable = sup_mcp_tool_pump, .wait = SUP_AGENT_WAIT_SENDS
+};
+
+int sup_mcp_op_stdin(mt_call *c, sbx_err *err)
+{
+	SUP_AUTO_QUERY sup_query qs = { 0 };
+	int rc = pid_arg(c, err);
+	if (rc == 0)
+		rc = sup_mcp_tool_query(c, &qs, err);
+	int eof = rc < 0 ? rc : sup_query_flag(&qs, "eof", false, err);
+	if (eof < 0)
+		return eof;
+	if ((rc = sup_mcp_tool_content(c, false, err)) < 0)
+		return rc;
+	sbx_proto_args_bool(&c->pargs, "eof", eof);
+	return sup_mcp_tool_send(c, SBX_OP_PROC_STDIN, SBX_CH_STDIN, &stdin_cbs, err);
+}
+
 /* ---- snapshot_sandbox ---- */
 
 static void snap_done(int rc, const sup_snap_view *v, const sbx_err *err, void *ud)
