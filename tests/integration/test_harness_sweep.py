@@ -4,9 +4,10 @@ A test process (a child here) starts a supervisor and a sandbox, then it
 and its supervisor die of SIGKILL: no cleanup runs, the containers, overlay
 mounts and loop devices stay. The next harness start (here, this process's)
 removes exactly those and the run's folder, and nothing of two runs whose
-owner (this process) lives: one with its supervisor running beside, one
-whose supervisor was killed as a restart test kills it (no supervisor on
-its folder, yet not dead: started again, its sandbox answers).
+owner (this process) lives: one with its supervisor running beside (its
+sandbox still answers), one whose supervisor was killed as a restart test
+kills it (no supervisor on its folder, yet not dead: its sandbox's
+container, mounts and loop device stay for the restart).
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
@@ -104,11 +105,7 @@ class Sweep(unittest.TestCase):
             self.assertTrue(os.path.exists(h.run_record(state)))
         st, _, b = beside.exec(b_sid, cmd="echo beside")
         self.assertEqual((st, b.get("stdout")), (200, "beside\n"), b)
-        # the folder with no supervisor on it was not dead: started again,
-        # its sandbox is taken back and answers
-        again = self.sup(state_dir=restarted.state_dir, pool_size=0)
-        st, _, b = again.exec(r_sid, cmd="echo again")
-        self.assertEqual((st, b.get("stdout")), (200, "again\n"), b)
+        self.assertTrue(any(r_sid in c for c in kept[restarted.state_dir][0]))
         print("swept a killed test's run in %.2f s (the next start's)" % took)
 
 
