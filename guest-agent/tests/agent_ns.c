@@ -103,13 +103,11 @@ static __attribute__((noreturn)) void child(const agent_ns *ns, unsigned grace_m
 	_exit(121);
 }
 
-/* /proc/<pid>/stat's start time (clock ticks since boot) of a live
- * process, or 0 when pid is gone or a zombie: with the pid, it names one
- * process, not whichever later gets its number. */
-static unsigned long long proc_start_time(pid_t pid)
+/* /proc/<pid>/stat read into buf: its fields after the name (the state
+ * letter first), or NULL. */
+static const char *proc_stat_fields(pid_t pid, char *buf, size_t len)
 {
-	char path[64], buf[1024];
-	unsigned long long start = 0;
+	char path[64];
 	FILE *f;
 	size_t n;
 	char *p;
@@ -117,14 +115,26 @@ static unsigned long long proc_start_time(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+		return NULL;
+	n = fread(buf, 1, len - 1, f);
 	fclose(f);
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
-	/* after the name: state (field 3) ... starttime (field 22) */
-	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X' ||
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+	return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+/* /proc/<pid>/stat's start time (clock ticks since boot) of a live
+ * process, or 0 when pid is gone or a zombie: with the pid, it names one
+ * process, not whichever later gets its number. */
+static unsigned long long proc_start_time(pid_t pid)
+{
+	char buf[1024];
+	unsigned long long start = 0;
+	const char *f = proc_stat_fields(pid, buf, sizeof(buf));
+
+	/* state (field 3) ... starttime (field 22) */
+	if (!f || f[0] == 'Z' || f[0] == 'X' ||
+	    sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
 		   &start) != 1)
 		return 0;
 	return start;
@@ -271,24 +281,14 @@ void agent_ns_stop(agent_ns *ns)
 /* State letter and parent of pid (from /proc/<pid>/stat). */
 static char proc_state(pid_t pid, long *ppid)
 {
-	char path[64], buf[512];
-	FILE *f;
-	size_t n;
-	char *p;
+	char buf[1024];
+	const char *f = proc_stat_fields(pid, buf, sizeof(buf));
 
 	*ppid = -1;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
 	if (!f)
 		return '?';
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return '?';
-	sscanf(p + 2, "%*c %ld", ppid);
-	return p[2];
+	sscanf(f, "%*c %ld", ppid);
+	return f[0];
 }
 
 /* Whether pid descends from (or is) root, by parent links. As PID 1 of its
