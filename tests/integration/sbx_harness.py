@@ -16,6 +16,7 @@ sandbox's processes are the host's) it checks inside under gVisor
 """
 import atexit
 import fcntl
+import hashlib
 import http.client
 import json
 import os
@@ -219,6 +220,39 @@ def stop_clean(sup):
     assert not left, left
     loops = loops_under(sup.state_dir)
     assert not loops, loops
+
+
+def tenants_supervisor(binary, agent, tenants, admin, extra=(), pool_size=1):
+    """A started supervisor on a folder of its own with a --tenants file of
+    tenants ({name: {"token": T, ...}}: each token kept as its SHA-256,
+    the other fields as they are), called with the token admin; all it
+    made removed again if the start fails. End it with end_clean."""
+    sup = Supervisor(binary, agent, pool_size=pool_size, token=admin)
+    path = os.path.join(sup.root, "tenants.json")
+    doc = {name: dict({k: v for k, v in t.items() if k != "token"},
+                      tokens=["sha256:" + hashlib.sha256(t["token"].encode()).hexdigest()])
+           for name, t in tenants.items()}
+    with open(path, "w") as f:
+        json.dump({"tenants": doc}, f)
+    sup.extra = ["--tenants", path] + list(extra)
+    try:
+        return sup.start()
+    except BaseException:
+        sup.cleanup()
+        raise
+
+
+def end_clean(sup):
+    """A test class's supervisor at its end: stop_clean while it runs, and
+    no mount or loop device left below its state folder; then all it made
+    removed, whatever happened."""
+    try:
+        if sup.alive():
+            stop_clean(sup)
+            assert mounts_under(sup.state_dir) == [], mounts_under(sup.state_dir)
+            assert loops_under(sup.state_dir) == [], loops_under(sup.state_dir)
+    finally:
+        sup.cleanup()
 
 
 def stuck_report(pid):

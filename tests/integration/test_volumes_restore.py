@@ -25,19 +25,16 @@ Every container, mount and loop device is removed, also on failure.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
-import hashlib
 import json
 import os
-import shutil
 import socket
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import (Supervisor, containers_under, loops_under, mounts_under,  # noqa: E402
-                         remove_everything_under, stop_clean)
+from sbx_harness import (containers_under, end_clean, loops_under, mounts_under,  # noqa: E402
+                         tenants_supervisor)
 
 from test_restart import TOK, as_  # noqa: E402  (admin, alice, bob)
 
@@ -76,43 +73,24 @@ def holders(dev, path):
     return out
 
 
-def tenants_doc():
-    def h(t):
-        return "sha256:" + hashlib.sha256(t.encode()).hexdigest()
-    return {"tenants": {"admin": {"tokens": [h(TOK["admin"])]},
-                        "alice": {"tokens": [h(TOK["alice"])]}}}
-
-
 class RestoreUndone(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not SUP or not AGENT:
             raise unittest.SkipTest("SBX_SUPERVISOR and SBX_AGENT must be set")
-        cls.root = tempfile.mkdtemp(prefix="sbx-it-volrestore-")
-        cls.state = os.path.join(cls.root, "state")
-        tenants = os.path.join(cls.root, "tenants.json")
-        with open(tenants, "w") as f:
-            json.dump(tenants_doc(), f)
-        cls.sup = Supervisor(SUP, AGENT, state_dir=cls.state, pool_size=1, token=TOK["admin"],
-                             extra=["--tenants", tenants, "--default-resources", "disk=256M"])
+        cls.sup = tenants_supervisor(SUP, AGENT, {"admin": {"token": TOK["admin"]},
+                                                  "alice": {"token": TOK["alice"]}},
+                                     TOK["admin"], extra=["--default-resources", "disk=256M"])
+        cls.state = cls.sup.state_dir
         try:
-            cls.sup.start()
             cls.make_snapshot()
         except BaseException:
-            cls.tearDownClass()
+            end_clean(cls.sup)
             raise
 
     @classmethod
     def tearDownClass(cls):
-        try:
-            if cls.sup.alive():
-                stop_clean(cls.sup)
-                assert mounts_under(cls.state) == [], mounts_under(cls.state)
-                assert loops_under(cls.state) == [], loops_under(cls.state)
-        finally:
-            cls.sup.cleanup()
-            remove_everything_under(cls.state)
-            shutil.rmtree(cls.root, True)
+        end_clean(cls.sup)
 
     @classmethod
     def req(cls, method, path, body=None, timeout=120):
