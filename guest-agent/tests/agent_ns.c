@@ -103,6 +103,95 @@ static __attribute__((noreturn)) void child(const agent_ns *ns, unsigned grace_m
 	_exit(121);
 }
 
+/* /proc/<pid>/stat read into buf: its fields after the name (the state
+ * letter first), or NULL. */
+static const char *proc_stat_fields(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+	size_t n;
+	char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+/* /proc/<pid>/stat's start time (clock ticks since boot) of a live
+ * process, or 0 when pid is gone or a zombie: with the pid, it names one
+ * process, not whichever later gets its number. */
+static unsigned long long proc_start_time(pid_t pid)
+{
+	char buf[1024];
+	unsigned long long start = 0;
+	const char *f = proc_stat_fields(pid, buf, sizeof(buf));
+
+	/* state (field 3) ... starttime (field 22) */
+	if (!f || f[0] == 'Z' || f[0] == 'X' ||
+	    sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+		   &start) != 1)
+		return 0;
+	return start;
+}
+
+#define AGENT_NS_PREFIX "agent-ns-"
+
+/* A test killed with SIGKILL runs no agent_ns_stop: its agent dies with it
+ * (PR_SET_PDEATHSIG) but its folder stays. Each folder names its owner
+ * (pid and start time, in "owner"); a start removes the folders whose owner
+ * is gone, and none of a live test (other tests run at once) nor one
+ * without a readable owner (a folder being made). */
+static void sweep_dead_folders(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char dir[300], owner[320];
+		unsigned long long start;
+		int pid;
+		FILE *f;
+
+		if (strncmp(de->d_name, AGENT_NS_PREFIX, strlen(AGENT_NS_PREFIX)) != 0)
+			continue;
+		snprintf(dir, sizeof(dir), "/tmp/%s", de->d_name);
+		snprintf(owner, sizeof(owner), "%s/owner", dir);
+		f = fopen(owner, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%d %llu", &pid, &start) == 2 && pid > 0 && start > 0 &&
+		    proc_start_time((pid_t)pid) != start)
+			test_rm_rf(dir);
+		fclose(f);
+	}
+	closedir(d);
+}
+
+/* The owner file: this process, as sweep_dead_folders reads it. */
+static int write_owner(const char *dir)
+{
+	char path[128];
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/owner", dir);
+	f = fopen(path, "we");
+	if (!f)
+		return -errno;
+	r = fprintf(f, "%d %llu\n", (int)getpid(), proc_start_time(getpid())) < 0 ? -EIO : 0;
+	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
 int agent_ns_start(agent_ns *ns, unsigned grace_ms)
 {
 	return agent_ns_start_ex(ns, grace_ms, 0);
@@ -114,9 +203,17 @@ int agent_ns_start_ex(agent_ns *ns, unsigned grace_ms, unsigned flags)
 	long pid;
 
 	memset(ns, 0, sizeof(*ns));
-	snprintf(ns->dir, sizeof(ns->dir), "/tmp/agent-ns-XXXXXX");
+	sweep_dead_folders();
+	snprintf(ns->dir, sizeof(ns->dir), "/tmp/" AGENT_NS_PREFIX "XXXXXX");
 	if (!mkdtemp(ns->dir))
 		return -errno;
+	{
+		int r = write_owner(ns->dir);
+		if (r < 0) {
+			test_rm_rf(ns->dir);
+			return r;
+		}
+	}
 	snprintf(ns->sock, sizeof(ns->sock), "%s/run/agent.sock", ns->dir);
 	/* Like fork(), into new PID, mount, network and IPC namespaces (as a
 	 * sandbox's: a reset removes the System V IPC objects of its own): the
@@ -184,24 +281,14 @@ void agent_ns_stop(agent_ns *ns)
 /* State letter and parent of pid (from /proc/<pid>/stat). */
 static char proc_state(pid_t pid, long *ppid)
 {
-	char path[64], buf[512];
-	FILE *f;
-	size_t n;
-	char *p;
+	char buf[1024];
+	const char *f = proc_stat_fields(pid, buf, sizeof(buf));
 
 	*ppid = -1;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
 	if (!f)
 		return '?';
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return '?';
-	sscanf(p + 2, "%*c %ld", ppid);
-	return p[2];
+	sscanf(f, "%*c %ld", ppid);
+	return f[0];
 }
 
 /* Whether pid descends from (or is) root, by parent links. As PID 1 of its

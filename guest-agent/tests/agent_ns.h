@@ -3,7 +3,9 @@
  *
  * The agent dies with the test process (PR_SET_PDEATHSIG) and
  * agent_ns_stop() kills it, which as the namespace's init takes every
- * process of the namespace with it, then removes the folder. Test code only. */
+ * process of the namespace with it, then removes the folder. A test killed
+ * with SIGKILL leaves its folder (named with its owner's pid and start time):
+ * the next agent_ns_start removes those whose owner is gone. Test code only. */
 #ifndef AGENT_NS_H
 #define AGENT_NS_H
 

@@ -14,6 +14,9 @@ isolation's pools. What a test checks on the host's processes (a runc
 sandbox's processes are the host's) it checks inside under gVisor
 (sandbox_procs), where they live.
 """
+import atexit
+import fcntl
+import hashlib
 import http.client
 import json
 import os
@@ -87,6 +90,8 @@ class Supervisor:
                      "--pool", "gvisor:host=%d" % self.pool_size]
         cmd = self.wrap + [self.binary, "--listen", self.host + ":0", "--state-dir", self.state_dir,
                            "--agent", self.agent, "--runtime", RUNTIME] + pools + self.extra
+        sweep_dead_runs()
+        register_run(self.state_dir, self.root, self.extra)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log,
                                      stdin=subprocess.DEVNULL)
         _live.add(self)
@@ -196,10 +201,7 @@ class Supervisor:
         wait_runtime_calls(self.state_dir)
         if self.proc is not None and self.proc.stdout:
             self.proc.stdout.close()
-        remove_everything_under(self.state_dir)
-        remove_router_of(self.state_dir)
-        if self.root:
-            shutil.rmtree(self.root, ignore_errors=True)
+        remove_run(self.state_dir, self.root)
 
 
 def stop_clean(sup):
@@ -220,6 +222,39 @@ def stop_clean(sup):
     assert not loops, loops
 
 
+def tenants_supervisor(binary, agent, tenants, admin, extra=(), pool_size=1):
+    """A started supervisor on a folder of its own with a --tenants file of
+    tenants ({name: {"token": T, ...}}: each token kept as its SHA-256,
+    the other fields as they are), called with the token admin; all it
+    made removed again if the start fails. End it with end_clean."""
+    sup = Supervisor(binary, agent, pool_size=pool_size, token=admin)
+    path = os.path.join(sup.root, "tenants.json")
+    doc = {name: dict({k: v for k, v in t.items() if k != "token"},
+                      tokens=["sha256:" + hashlib.sha256(t["token"].encode()).hexdigest()])
+           for name, t in tenants.items()}
+    with open(path, "w") as f:
+        json.dump({"tenants": doc}, f)
+    sup.extra = ["--tenants", path] + list(extra)
+    try:
+        return sup.start()
+    except BaseException:
+        sup.cleanup()
+        raise
+
+
+def end_clean(sup):
+    """A test class's supervisor at its end: stop_clean while it runs, and
+    no mount or loop device left below its state folder; then all it made
+    removed, whatever happened."""
+    try:
+        if sup.alive():
+            stop_clean(sup)
+            assert mounts_under(sup.state_dir) == [], mounts_under(sup.state_dir)
+            assert loops_under(sup.state_dir) == [], loops_under(sup.state_dir)
+    finally:
+        sup.cleanup()
+
+
 def stuck_report(pid):
     """What a supervisor that did not stop is waiting for: its threads'
     stacks and the processes below it (a runtime call that hangs shows
@@ -237,11 +272,14 @@ def stuck_report(pid):
 
 def runtimes(state_dir):
     """The runtime commands (argv prefixes) a supervisor of state_dir runs
-    containers with: runc, and runsc with its state in <state>/runsc."""
-    rts = [[RUNTIME]]
-    root = os.path.join(state_dir, "runsc")
+    containers with: runc, and runsc with its state in <state>/runsc (or
+    the --runsc-root it was given, as its run's record says: a sweep after
+    the harness died knows no Supervisor object)."""
+    run = read_run(run_record(state_dir)) or {}
+    rts = [run.get("runc") or [RUNTIME]]
+    root = run.get("runsc_root") or os.path.join(state_dir, "runsc")
     if os.path.isdir(root):
-        rts.append([RUNSC, "--root", root])
+        rts.append([run.get("runsc") or RUNSC, "--root", root])
     return rts
 
 
@@ -384,6 +422,177 @@ def remove_everything_under(state_dir):
     for dev in loops_under(state_dir):
         subprocess.run(["losetup", "-d", dev], capture_output=True)
     shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def remove_run(state_dir, root=None):
+    """Everything a supervisor of state_dir made: its containers, mounts,
+    loop devices, router and folder, and root (the folder made for it)
+    when given; then its run's record. The one cleanup path of a test's
+    end (Supervisor.cleanup) and of the sweep of a dead test's runs."""
+    remove_everything_under(state_dir)
+    remove_router_of(state_dir)
+    if root:
+        shutil.rmtree(root, ignore_errors=True)
+    forget_run(state_dir)
+
+
+# ---- what a killed test left ----
+# A test killed with SIGKILL (ctest's timeout, an engineer's `timeout`)
+# runs neither cleanup() nor _on_signal, and its supervisor, containers,
+# overlays, mounts and loop devices stay. So every start() records its run
+# in RUNS (one file per state folder, named by its tag: the test process
+# that owns it, with the start time /proc gives it, against a reused pid),
+# and every start() first sweeps the runs whose owner is gone. Whether a
+# supervisor runs on the folder says nothing: a restart test stops its
+# supervisor and starts another on the same folder, and other engineers'
+# tests and a ctest -j run beside this one. A folder whose owner lives is
+# never touched, nor one without a record.
+RUNS = os.path.join(tempfile.gettempdir(), "sbx-it-runs")
+
+
+def proc_start(pid):
+    """The start time (clock ticks since boot, /proc/PID/stat's 22nd
+    field) of a live process, or None when pid is gone or a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def run_record(state_dir):
+    return os.path.join(RUNS, state_tag(state_dir) + ".json")
+
+
+def read_run(path):
+    """A run's record, or None (gone, or half-written: never swept)."""
+    try:
+        with open(path) as f:
+            run = json.load(f)
+        return run if isinstance(run, dict) and "pid" in run and "state_dir" in run else None
+    except (OSError, ValueError):
+        return None
+
+
+def run_top(state_dir, root):
+    """The folder a run's sweep removes: the one made for it (root), else
+    the test's own temporary folder holding state_dir (the one right below
+    the temp dir), else state_dir itself."""
+    if root:
+        return os.path.realpath(root)
+    real = os.path.realpath(state_dir)
+    tmp = os.path.realpath(tempfile.gettempdir()) + "/"
+    if real.startswith(tmp):
+        return tmp + real[len(tmp):].split("/")[0]
+    return real
+
+
+def register_run(state_dir, root=None, extra=(), pid=None):
+    """Record this process (or pid) as the owner of state_dir's run."""
+    os.makedirs(RUNS, exist_ok=True)
+    pid = pid or os.getpid()
+    extra = list(extra)
+    run = {"pid": pid, "start": proc_start(pid), "state_dir": os.path.realpath(state_dir),
+           "top": run_top(state_dir, root), "runc": [RUNTIME], "runsc": RUNSC,
+           "runsc_root": (extra[extra.index("--runsc-root") + 1] if "--runsc-root" in extra
+                          else os.path.join(os.path.realpath(state_dir), "runsc"))}
+    path = run_record(state_dir)
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(run, f)
+    os.rename(tmp, path)
+
+
+def forget_run(state_dir):
+    try:
+        os.unlink(run_record(state_dir))
+    except OSError:
+        pass
+
+
+def run_alive(run):
+    return run.get("start") is not None and proc_start(run["pid"]) == run["start"]
+
+
+def supervisors_of(state_dir):
+    """Pids of the processes started with --state-dir state_dir (a dead
+    test's supervisor may outlive it)."""
+    real = os.path.realpath(state_dir)
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        for i, a in enumerate(argv[:-1]):
+            if a == "--state-dir" and os.path.realpath(argv[i + 1]) == real:
+                pids.append(int(d))
+    return pids
+
+
+def sweep_dead_runs():
+    """Remove what the runs of dead owners left (their supervisors killed
+    first, then remove_run), and their folders unless a live run shares
+    one. Each record is taken under an exclusive lock, so two tests
+    starting at once do not sweep one run twice. The state folders swept."""
+    try:
+        names = [n for n in os.listdir(RUNS) if n.endswith(".json")]
+    except OSError:
+        return []
+    runs = [(os.path.join(RUNS, n), read_run(os.path.join(RUNS, n))) for n in names]
+    live_tops = {r.get("top") for _, r in runs if r and run_alive(r)}
+    swept = []
+    for path, run in runs:
+        if run is None or run_alive(run):
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # still the record read (no other sweep removed it meanwhile)
+            if os.fstat(fd).st_nlink == 0 or read_run(path) != run:
+                continue
+            for pid in supervisors_of(run["state_dir"]):
+                os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while supervisors_of(run["state_dir"]) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            remove_run(run["state_dir"])
+            swept.append(run)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    # the folders last, each once every run below it is swept (a relay
+    # test's nodes share one), and never through a mount
+    for top in {r.get("top") for r in swept} - live_tops:
+        if top and not mounts_under(top):
+            shutil.rmtree(top, ignore_errors=True)
+    return [r["state_dir"] for r in swept]
+
+
+def _forget_gone_runs():
+    """At a normal exit: the records of this process's runs whose folder is
+    gone (cleaned up by the test itself) go too; any other is the next
+    sweep's."""
+    try:
+        names = os.listdir(RUNS)
+    except OSError:
+        return
+    for n in names:
+        run = read_run(os.path.join(RUNS, n))
+        if run and run["pid"] == os.getpid() and not os.path.exists(run["state_dir"]):
+            forget_run(run["state_dir"])
+
+
+atexit.register(_forget_gone_runs)
 
 
 def state_tag(state_dir):

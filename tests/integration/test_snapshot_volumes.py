@@ -19,18 +19,15 @@ Every container, mount and loop device is removed, also on failure.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
-import hashlib
 import json
 import os
-import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, loops_under, mounts_under, remove_everything_under, stop_clean  # noqa: E402
+from sbx_harness import end_clean, tenants_supervisor  # noqa: E402
 
 from test_restart import TOK, as_  # noqa: E402  (admin, alice, bob)
 
@@ -76,49 +73,22 @@ print(json.dumps(out, sort_keys=True))
 '''
 
 
-def tenants_doc():
-    def h(t):
-        return "sha256:" + hashlib.sha256(t.encode()).hexdigest()
-    return {"tenants": {
-        "admin": {"tokens": [h(TOK["admin"])]},
-        "alice": {"tokens": [h(TOK["alice"])]},
-        # a 256M volume and a 128M sandbox fit; a restore of both does not
-        "bob": {"tokens": [h(TOK["bob"])], "quota": {"disk": "600M"}},
-    }}
-
-
 class SnapshotVolumes(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not SUP or not AGENT:
             raise unittest.SkipTest("SBX_SUPERVISOR and SBX_AGENT must be set")
-        cls.root = tempfile.mkdtemp(prefix="sbx-it-snapvol-")
-        cls.state = os.path.join(cls.root, "state")
-        cls.tenants = os.path.join(cls.root, "tenants.json")
-        with open(cls.tenants, "w") as f:
-            json.dump(tenants_doc(), f)
-        cls.sup = Supervisor(SUP, AGENT, state_dir=cls.state, pool_size=1, token=TOK["admin"],
-                             extra=["--tenants", cls.tenants, "--allow-root",
-                                    "--default-resources", "disk=128M"])
-        try:
-            cls.sup.start()
-        except Exception:
-            cls.sup.cleanup()
-            remove_everything_under(cls.state)
-            shutil.rmtree(cls.root, True)
-            raise
+        cls.sup = tenants_supervisor(SUP, AGENT, {
+            "admin": {"token": TOK["admin"]},
+            "alice": {"token": TOK["alice"]},
+            # a 256M volume and a 128M sandbox fit; a restore of both does not
+            "bob": {"token": TOK["bob"], "quota": {"disk": "600M"}},
+        }, TOK["admin"], extra=["--allow-root", "--default-resources", "disk=128M"])
+        cls.state = cls.sup.state_dir
 
     @classmethod
     def tearDownClass(cls):
-        try:
-            if cls.sup.alive():
-                stop_clean(cls.sup)
-                assert mounts_under(cls.state) == [], mounts_under(cls.state)
-                assert loops_under(cls.state) == [], loops_under(cls.state)
-        finally:
-            cls.sup.cleanup()
-            remove_everything_under(cls.state)
-            shutil.rmtree(cls.root, True)
+        end_clean(cls.sup)
 
     # ---- helpers ----
     def req(self, method, path, body=None, who="alice", timeout=120):

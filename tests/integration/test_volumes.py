@@ -132,6 +132,12 @@ class Volumes(unittest.TestCase):
                            ([{"name": "proj", "mount": "/a", "x": 1}], 400),
                            ([{"name": "nope", "mount": "/a"}], 404)):
             self.assertEqual(self.req(s, "POST", "/v1/sandboxes", {"volumes": vols})[0], code, vols)
+        # a path through a file of the image is the client's mistake too,
+        # found only at the bind (the snapshot's symlinks: test_volumes_restore)
+        st, _, b = self.req(s, "POST", "/v1/sandboxes", {"volumes": [{"name": "proj", "mount": "/etc/hostname/x"}]})
+        self.assertEqual((st, b["error"]["code"]), (400, "bad_request"), b)
+        self.assertIn("/etc/hostname is a file", b["error"]["message"])
+        self.assertEqual(self.req(s, "GET", "/v1/volumes/proj")[2]["mounted"], {"readers": 0, "writer": None})
         # bob cannot mount alice's
         self.assert_error(self.req(s, "POST", "/v1/sandboxes", {"volumes": [{"name": "proj", "mount": "/a"}]}, "bob"),
                           404, "not_found")

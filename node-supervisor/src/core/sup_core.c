@@ -78,6 +78,10 @@ struct sup_op {
 			sup_core_sandbox_cb cb;
 			char tenant[SUP_TENANT_NAME_MAX + 1];
 			bool allow_root;
+			/* failed once it had its sandbox: answered with fail
+			 * when the container is gone (failed_gone) */
+			bool failing, in_destroy;
+			sbx_err fail;
 		} create;
 		struct {
 			sup_exec_call *call;
@@ -397,7 +401,29 @@ static int list_sandbox(sup_core *c, sup_sandbox *sb, time_t seconds, sbx_err *e
 	return 0;
 }
 
-/* The sandbox is RUNNING: list it with the request's lifetime and env. */
+/* A create's sandbox destroyed after a failure: its volumes are free now
+ * that its container is gone, and only then is the create answered (so a
+ * restore's volumes made for it can go, and no second writer mounts one
+ * the dying container still has). Not answered when it was cancelled. */
+static void failed_gone(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
+{
+	sup_op *op = ud;
+	(void)rc;
+	(void)err;
+	release_volumes(op->core, sb);
+	if (op->u.create.in_destroy) {
+		op->u.create.failing = false; /* ended at once: acquired() answers */
+		return;
+	}
+	if (op->u.create.cb)
+		op->u.create.cb(op->u.create.fail.code, NULL, &op->u.create.fail, op->ud);
+	sup_create_req_free(&op->u.create.req);
+	free(op);
+}
+
+/* The sandbox is RUNNING: list it with the request's lifetime and env.
+ * On failure the sandbox is being destroyed and op is answered by
+ * failed_gone. */
 static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 {
 	sup_create_req *req = &op->u.create.req;
@@ -433,8 +459,10 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 	}
 	if (rc < 0 || list_sandbox(c, sb, (time_t)req->timeout_s, err) < 0) {
 		sup_env_free(&sb->env);
-		release_volumes(c, sb);
-		sup_pools_destroy(c->pools, sb, false, NULL, NULL);
+		/* the volumes once the container is gone, as on any destroy */
+		op->u.create.failing = op->u.create.in_destroy = true;
+		sup_pools_destroy(c->pools, sb, false, failed_gone, op);
+		op->u.create.in_destroy = false;
 		return rc < 0 ? rc : err->code;
 	}
 	sup_core_mcp_hand_out(sb, &req->mcp);
@@ -450,16 +478,17 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 	return 0;
 }
 
-static void on_acquired(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
+/* Whether op waits for its failed sandbox's destroy (it is answered and
+ * freed then); else it is answered and freed now. */
+static bool acquired(sup_sandbox *sb, int rc, const sbx_err *err, sup_op *op)
 {
-	sup_op *op = ud;
 	sup_core *c = op->core;
 	TAILQ_REMOVE(&c->creates, op, link);
-	sbx_err e;
-	sbx_err_clear(&e);
-	if (rc == 0 && adopt(c, sb, op, &e) < 0) {
-		rc = e.code;
-		err = &e;
+	sbx_err_clear(&op->u.create.fail);
+	if (rc == 0 && (rc = adopt(c, sb, op, &op->u.create.fail)) < 0) {
+		if (op->u.create.failing)
+			return true;
+		err = &op->u.create.fail; /* its destroy already ended */
 	}
 	sup_sandbox_view v;
 	if (rc == 0)
@@ -467,6 +496,12 @@ static void on_acquired(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
 	op->u.create.cb(rc, rc == 0 ? &v : NULL, err, op->ud);
 	sup_create_req_free(&op->u.create.req);
 	free(op);
+	return false;
+}
+
+static void on_acquired(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
+{
+	acquired(sb, rc, err, ud);
 }
 
 /* May this request have a sandbox of its isolation? Only where the node
@@ -833,7 +868,9 @@ int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 	}
 	TAILQ_INSERT_TAIL(&c->creates, op, link);
 	if (now) {
-		on_acquired(now, 0, NULL, op); /* frees op */
+		/* answered and freed now, or once its failed sandbox is gone */
+		if (acquired(now, 0, NULL, op))
+			*opp = op;
 		return 0;
 	}
 	*opp = op;
@@ -1348,6 +1385,11 @@ void sup_op_cancel(sup_op *op)
 {
 	switch (op->kind) {
 	case OP_CREATE:
+		if (op->u.create.failing) {
+			/* its sandbox's destroy goes on; failed_gone frees op */
+			op->u.create.cb = NULL;
+			return;
+		}
 		TAILQ_REMOVE(&op->core->creates, op, link);
 		sup_pools_acquire_cancel(op->u.create.acq);
 		sup_create_req_free(&op->u.create.req);

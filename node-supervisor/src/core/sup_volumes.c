@@ -493,9 +493,7 @@ int sup_volumes_attach(sup_volumes *v, const char *tenant, const char *id, pid_t
 			sbx_err_wrap(err, "volume %s", x->c.name);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t2);
-	if (r < 0)
-		sup_volumes_release(v, id);
-	else
+	if (r == 0)
 		sup_debug("sandbox %s: %zu volume(s): recorded in %ld us, bound in %ld us", id, m->n,
 			  (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000),
 			  (long)((t2.tv_sec - t1.tv_sec) * 1000000 + (t2.tv_nsec - t1.tv_nsec) / 1000));

@@ -99,9 +99,10 @@ int sup_volumes_check(const sup_volumes *v, const char *tenant, const sup_vol_mo
 		      sbx_err *err);
 /* Check as sup_volumes_check, then take m for sandbox id, record it in the
  * catalog (the sandbox's row must exist) and bind each volume into the
- * container of init pid (blocking: a clone per volume). On failure nothing
- * stays taken; binds already made go with the container, which the caller
- * destroys. */
+ * container of init pid (blocking: a clone per volume). On failure what
+ * was taken stays taken until the caller's sup_volumes_release, once the
+ * container (which the caller destroys) is gone: a bind already made
+ * lives as long as it does. */
 int sup_volumes_attach(sup_volumes *v, const char *tenant, const char *id, pid_t pid,
 		       const sup_vol_mounts *m, sbx_err *err);
 /* Sandbox id is gone (or will never get its volumes): what it took is

@@ -19,10 +19,13 @@
 
 #define MAX_DEPTH 64
 
-/* What the child reports: the step that failed and its errno. */
+/* What the child reports: the step that failed, its errno, and for a
+ * folder of the destination, which one and whether it is a symlink. */
 typedef struct nsm_result {
 	int step; /* 0: done */
 	int err;
+	size_t comp;
+	bool symlink;
 } nsm_result;
 
 enum { STEP_SETNS = 1, STEP_OPEN_ROOT, STEP_MKDIR, STEP_OPEN_DIR, STEP_MOVE };
@@ -44,25 +47,28 @@ static int openat2_dir(int dirfd, const char *name)
  * components, n of them. */
 static nsm_result child_bind(int ns, int tree, char *const *comps, size_t n)
 {
-	nsm_result res = { 0, 0 };
+	nsm_result res = { 0 };
 	if (setns(ns, CLONE_NEWNS) < 0)
-		return (nsm_result){ STEP_SETNS, errno };
+		return (nsm_result){ .step = STEP_SETNS, .err = errno };
 	/* setns made the namespace's root our root and cwd */
 	int dir = (int)syscall(SYS_open, "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
-		return (nsm_result){ STEP_OPEN_ROOT, errno };
+		return (nsm_result){ .step = STEP_OPEN_ROOT, .err = errno };
 	for (size_t i = 0; i < n && res.step == 0; i++) {
 		if (mkdirat(dir, comps[i], 0755) < 0 && errno != EEXIST)
-			res = (nsm_result){ STEP_MKDIR, errno };
+			res = (nsm_result){ .step = STEP_MKDIR, .err = errno, .comp = i };
 		int next = res.step ? -1 : openat2_dir(dir, comps[i]);
-		if (res.step == 0 && next < 0)
-			res = (nsm_result){ STEP_OPEN_DIR, errno };
+		if (res.step == 0 && next < 0) {
+			res = (nsm_result){ .step = STEP_OPEN_DIR, .err = errno, .comp = i };
+			struct stat st;
+			res.symlink = fstatat(dir, comps[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+		}
 		close(dir);
 		dir = next;
 	}
 	if (res.step == 0 &&
 	    syscall(SYS_move_mount, tree, "", dir, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		res = (nsm_result){ STEP_MOVE, errno };
+		res = (nsm_result){ .step = STEP_MOVE, .err = errno };
 	if (dir >= 0)
 		close(dir);
 	return res;
@@ -86,6 +92,20 @@ static int child_main(void *arg)
 }
 
 #define CHILD_STACK (64 * 1024)
+
+/* A folder of the destination is a file or a symlink in the container's
+ * files (its image's or a restored layer's, e.g. /workspace/data -> /etc):
+ * the path asked for is wrong, not the bind (-EINVAL). comps were split
+ * in place from dest's copy: rejoined up to the one refused. */
+static int not_a_folder(const char *dest, char *const *comps, const nsm_result *res, sbx_err *err)
+{
+	char at[PATH_MAX];
+	size_t len = 0;
+	for (size_t i = 0; i <= res->comp && len < sizeof(at); i++)
+		len += (size_t)snprintf(at + len, sizeof(at) - len, "/%s", comps[i]);
+	return sbx_err_set(err, -EINVAL, "mount path %s: %s is %s in the sandbox, not a folder", dest, at,
+			   res->symlink ? "a symbolic link" : "a file");
+}
 
 int sup_nsmount_bind(pid_t pid, const char *src, const char *dest, bool read_only, sbx_err *err)
 {
@@ -119,13 +139,15 @@ int sup_nsmount_bind(pid_t pid, const char *src, const char *dest, bool read_onl
 	SBX_AUTO_FREE char *stack = malloc(CHILD_STACK);
 	if (!stack)
 		return sbx_err_set(err, -ENOMEM, "bind %s: out of memory", dest);
-	nsm_child c = { .ns = ns, .tree = tree, .comps = comps, .n = n, .res = { STEP_MOVE, EIO } };
+	nsm_child c = { .ns = ns, .tree = tree, .comps = comps, .n = n, .res = { .step = STEP_MOVE, .err = EIO } };
 	pid_t child = clone(child_main, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
 	if (child < 0)
 		return sbx_err_sys(err, -errno, "bind %s: clone", dest);
 	int status;
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
+	if (c.res.step == STEP_OPEN_DIR && (c.res.err == ENOTDIR || c.res.err == ELOOP))
+		return not_a_folder(dest, comps, &c.res, err);
 	if (c.res.step != 0)
 		return sbx_err_sys(err, -c.res.err, "bind %s into pid %d: %s", dest, (int)pid,
 				   step_names[c.res.step]);

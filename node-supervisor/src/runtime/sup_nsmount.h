@@ -21,8 +21,9 @@
 #include "sbx/err.h"
 
 /* Bind host folder src (a mount point or any folder) at dest (absolute,
- * normalised) inside the mount namespace of pid. 0, or an error naming
- * the step that failed. */
+ * normalised) inside the mount namespace of pid. 0; -EINVAL when a folder
+ * of dest is a symlink or a file inside (the message names it: the
+ * caller's path is wrong); else an error naming the step that failed. */
 int sup_nsmount_bind(pid_t pid, const char *src, const char *dest, bool read_only, sbx_err *err);
 
 #endif
