@@ -10,25 +10,33 @@
  * with data_room, as for every DATA frame. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "proto_conn_int.h"
 
-/* head[0..hlen) and the pipe's next n bytes to the end of the output. */
+/* head[0..hlen) and the pipe's next n bytes to the end of the output, read
+ * in one piece (evbuffer_read would take 4 KiB a call). */
 static int queue_rest(struct evbuffer *out, const void *head, size_t hlen, int pipe_fd, size_t n)
 {
+	struct evbuffer_iovec v;
+	size_t got = 0;
 	if (hlen > 0 && evbuffer_add(out, head, hlen) < 0)
 		return -ENOMEM;
-	while (n > 0) {
-		int k = evbuffer_read(out, pipe_fd, n > INT_MAX ? INT_MAX : (int)n);
+	if (n == 0)
+		return 0;
+	if (evbuffer_reserve_space(out, (ev_ssize_t)n, &v, 1) < 1)
+		return -ENOMEM;
+	while (got < n) {
+		ssize_t k = read(pipe_fd, (uint8_t *)v.iov_base + got, n - got);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
 			return k < 0 ? -errno : -EPIPE;
-		n -= (size_t)k;
+		got += (size_t)k;
 	}
-	return 0;
+	v.iov_len = n;
+	return evbuffer_commit_space(out, &v, 1) < 0 ? -ENOMEM : 0;
 }
 
 int sbx_proto_conn_data_splice(sbx_proto_conn *c, uint64_t id, const char *ch, int pipe_fd,
