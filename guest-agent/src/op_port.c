@@ -119,25 +119,38 @@ static void port_end(port_op *p, bool reset)
 	port_free(p);
 }
 
-/* Up to room of the server's bytes spliced into the pipe, and on as one
- * DATA frame: as read(2) answers (bytes moved, 0 at eof, -1 with errno). */
-static ssize_t port_splice(port_op *p, size_t room)
+/* Up to room of the server's bytes into one DATA frame: spliced through
+ * the pipe, or read into the session's output. As read(2) answers (bytes
+ * moved, 0 at eof, -1 with errno), or -2 with err set when the session
+ * could not take them. */
+static ssize_t port_move(port_op *p, size_t room, sbx_err *err)
 {
 	sbx_proto_conn *c = agent_session_conn(p->op.session);
-	sbx_err err = { 0 };
+	void *buf;
 	ssize_t n;
+	int e;
 
-	if (room > p->pipe_size)
-		room = p->pipe_size;
-	do
-		n = splice(p->fd, NULL, p->pipe[1], NULL, room, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	while (n < 0 && errno == EINTR);
-	if (n > 0 && sbx_proto_conn_data_splice(c, p->op.id, SBX_CH_TCP, p->pipe[0], (size_t)n,
-						&err) < 0) {
-		agent_log_debug("port.open: splice: %s", err.msg);
-		errno = EIO;
-		return -1;
+	if (p->pipe[0] >= 0) {
+		if (room > p->pipe_size)
+			room = p->pipe_size;
+		do
+			n = splice(p->fd, NULL, p->pipe[1], NULL, room,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		while (n < 0 && errno == EINTR);
+		if (n > 0 && sbx_proto_conn_data_splice(c, p->op.id, SBX_CH_TCP, p->pipe[0],
+							(size_t)n, err) < 0)
+			return -2;
+		return n;
 	}
+	if (sbx_proto_conn_data_begin(c, p->op.id, SBX_CH_TCP, room, &buf, err) < 0)
+		return -2;
+	do
+		n = read(p->fd, buf, room);
+	while (n < 0 && errno == EINTR);
+	e = errno;
+	if (sbx_proto_conn_data_commit(c, n > 0 ? (size_t)n : 0, err) < 0 && n > 0)
+		return -2;
+	errno = e; /* the read's, for the caller */
 	return n;
 }
 
@@ -150,40 +163,16 @@ static void port_pump_read(port_op *p)
 	size_t room;
 
 	while ((room = sbx_proto_conn_data_room(c, p->op.id)) > 0) {
-		void *buf;
-		ssize_t n;
+		ssize_t n = port_move(p, room < PORT_READ_CHUNK ? room : PORT_READ_CHUNK, &err);
 
-		if (room > PORT_READ_CHUNK)
-			room = PORT_READ_CHUNK;
-		if (p->pipe[0] >= 0) {
-			n = port_splice(p, room);
-			if (n > 0) {
-				p->sent += (uint64_t)n;
-				continue;
-			}
-			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-				event_add(p->rd, NULL);
-				return;
-			}
-			port_end(p, n < 0);
-			return;
-		}
-		if (sbx_proto_conn_data_begin(c, p->op.id, SBX_CH_TCP, room, &buf, &err) < 0) {
-			port_fail(p, SBX_PROTO_E_INTERNAL, err.msg);
-			return;
-		}
-		do
-			n = read(p->fd, buf, room);
-		while (n < 0 && errno == EINTR);
 		if (n > 0) {
-			if (sbx_proto_conn_data_commit(c, (size_t)n, &err) < 0) {
-				port_fail(p, SBX_PROTO_E_INTERNAL, err.msg);
-				return;
-			}
 			p->sent += (uint64_t)n;
 			continue;
 		}
-		sbx_proto_conn_data_commit(c, 0, &err);
+		if (n == -2) {
+			port_fail(p, SBX_PROTO_E_INTERNAL, err.msg);
+			return;
+		}
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			event_add(p->rd, NULL);
 			return;
