@@ -96,14 +96,43 @@ def switches(pid):
     return n
 
 
-def costed(fn, pids):
-    """fn()'s result, the CPU seconds per GiB moved of each of pids, then
-    their context switches per GiB."""
+def cpu_stat(pid):
+    """The cpu.stat of pid's cgroup (v1's cpu controller, else v2's)."""
+    with open("/proc/%s/cgroup" % pid) as f:
+        lines = [line.rstrip("\n").split(":", 2) for line in f]
+    for _, ctl, path in lines:
+        if "cpu" in ctl.split(","):
+            return "/sys/fs/cgroup/%s%s/cpu.stat" % (ctl, path)
+    for _, ctl, path in lines:
+        for root in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+            if ctl == "" and os.path.exists("%s%s/cpu.stat" % (root, path)):
+                return "%s%s/cpu.stat" % (root, path)
+    return None
+
+
+def throttled_ms(stat):
+    """How long the cgroup was held back by its CPU quota so far, ms (0
+    where no cpu.stat was found)."""
+    if not stat:
+        return 0.0
+    with open(stat) as f:
+        kv = dict(line.split() for line in f if line.strip())
+    if "throttled_time" in kv:
+        return int(kv["throttled_time"]) / 1e6
+    return int(kv.get("throttled_usec", 0)) / 1e3
+
+
+def costed(fn, pids, stat):
+    """fn()'s result, the CPU seconds per GiB moved of each of pids, their
+    context switches per GiB, then the ms per GiB the sandbox (the agent,
+    the server: one cgroup, one CPU quota) was throttled."""
     before = [(cpu_s(p), switches(p)) for p in pids]
+    t0 = throttled_ms(stat)
     r = fn()
     gib = BIG_MIB / 1024
     return r, (["%.2f" % ((cpu_s(p) - b[0]) / gib) for p, b in zip(pids, before)] +
-               ["%.0f" % ((switches(p) - b[1]) / gib) for p, b in zip(pids, before)])
+               ["%.0f" % ((switches(p) - b[1]) / gib) for p, b in zip(pids, before)] +
+               ["%.0f" % ((throttled_ms(stat) - t0) / gib)])
 
 
 def main():
@@ -142,18 +171,21 @@ def main():
             print("| GET 100 B, %s (1 conn for p50/p99, 16 for req/s) | %.3f | %.3f | %.0f |"
                   % (name, p50, p99, rps))
         # CPU and context switches per GiB: the supervisor, and the agent
-        # (PID 1 of the sandbox).
+        # (PID 1 of the sandbox); and how long the sandbox's CPU quota
+        # (--default-resources cpus=1) held back the agent and the server,
+        # which share it.
         pids = (sup.proc.pid, pid)
+        stat = cpu_stat(pid)
         print("| what | GB/s | CPU s per GiB: supervisor | agent | context switches per GiB: "
-              "supervisor | agent |")
-        print("|---|---|---|---|---|---|")
+              "supervisor | agent | sandbox throttled ms per GiB |")
+        print("|---|---|---|---|---|---|---|")
         files = "http://127.0.0.1:%d/v1/sandboxes/%s/files?path=/tmp/www/big" % (sup.port, sid)
         for _ in range(ROUNDS):
             for name, url, hd, pre in (("direct in the sandbox's netns", direct + "/big", (), ns),
                                        ("through the proxy", proxy + "/big", auth, ()),
                                        ("the same file with GET /files (the agent's file.read)",
                                         files, auth, ())):
-                gbs, cost = costed(lambda: curl(url, hd, pre), pids)
+                gbs, cost = costed(lambda: curl(url, hd, pre), pids, stat)
                 print("| GET %d MiB, %s | %.2f | %s |" % (BIG_MIB, name, gbs, " | ".join(cost)))
         print("load after: %s" % open("/proc/loadavg").read().strip())
         h.stop_clean(sup)

@@ -118,6 +118,14 @@ int sbx_proto_conn_data_commit(sbx_proto_conn *c, size_t n, sbx_err *err);
  * bufferevent's output (its front is frozen). */
 int sbx_proto_conn_send_data_from(sbx_proto_conn *c, uint64_t id, const char *ch,
 				  struct evbuffer *src, size_t n, sbx_err *err);
+/* The same with the payload the next n bytes of a pipe (1 <= n <= data_room;
+ * the pipe holds them all): spliced to the socket without a copy when
+ * nothing else waits to be written, else copied into the output. Errors
+ * before anything was sent leave the pipe as it was (-EAGAIN); one after
+ * (the output cannot take the rest) shuts the connection down, whose
+ * close then comes as for any broken connection. */
+int sbx_proto_conn_data_splice(sbx_proto_conn *c, uint64_t id, const char *ch, int pipe_fd,
+			       size_t n, sbx_err *err);
 /* EVENT (args: encoded map), charged like data; -EAGAIN without credit. */
 int sbx_proto_conn_send_event(sbx_proto_conn *c, uint64_t id, const void *map,
 			      size_t map_len, sbx_err *err);
