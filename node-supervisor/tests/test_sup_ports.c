@@ -31,6 +31,7 @@ static void test_request_head(void **state)
 	const sup_http_hdr hdrs[] = {
 		{ "Host", "h:1" },
 		{ "Authorization", "Bearer secret" },
+		{ "open-sandbox-api-key", "secret" },
 		{ "Connection", "X-Gone, keep-alive" },
 		{ "X-Gone", "1" },
 		{ "Keep-Alive", "timeout=5" },
@@ -154,6 +155,14 @@ static void test_gate(void **state)
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/files", q, NULL), 0);
 	/* A bearer token speaks for itself; no proof, nothing to say. */
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, "Bearer t"), 0);
+	/* OpenSandbox's key header is a token too: a proof lends it no
+	 * sandbox (vouched, its .../url would mint for another's port) */
+	sup_http_hdr hk[2] = { { "Host", "127.0.0.1" }, { "OPEN-SANDBOX-API-KEY", "t" } };
+	sup_http_in kin = { .method = "GET", .path = "/v1/sandboxes/sb-1/ports/8000/url", .query = q,
+			    .hdrs = hk, .nhdrs = 2 };
+	char *kvp = NULL;
+	assert_int_equal(sup_ports_gate(&pc, &kin, &kvp, &err), 0);
+	assert_null(kvp);
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", "a=1", NULL), 0);
 	/* The expiry is signed: moving it breaks the signature. */
 	snprintf(q, sizeof(q), "sbx_exp=%llu&sbx_sig=%s", exp + 1, sig);

@@ -75,7 +75,8 @@ typedef struct sup_pp {
 /* The request head for the server: method, target, the client's headers
  * less hop-by-hop ones (RFC 9110 7.6.1: Connection and what it names,
  * Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), less
- * Authorization (the supervisor's token never goes inside) and Expect (the
+ * Authorization and OPEN-SANDBOX-API-KEY (the supervisor's token never
+ * goes inside, in either header the edge reads it from) and Expect (the
  * edge answers it); then the body's framing and Connection: close (one
  * request per stream), or the upgrade asked for. -ENOMEM. */
 int sup_pp_request_head(const sup_http_in *in, const char *target, bool upgrade,
