@@ -276,8 +276,36 @@ static void test_rows(void **unused)
 	done(q);
 	assert_int_equal(parse("GET osbx endpoint", "0", NULL, NULL, &q, &e), -EINVAL);
 	done(q);
-	assert_int_equal(parse("GET osbx endpoint", "80", "expires=5", NULL, &q, &e), -ENOSYS);
+	/* signed: Unix seconds after now, at most 7 days ahead, not execd's */
+	char qs[80];
+	long long now = (long long)time(NULL);
+	snprintf(qs, sizeof(qs), "expires=%lld", now + 60);
+	assert_int_equal(parse("GET osbx endpoint", "80", qs, NULL, &q, &e), 0);
+	assert_int_equal(q->sign_exp, (uint64_t)(now + 60));
 	done(q);
+	assert_int_equal(parse("GET osbx endpoint", "80", NULL, NULL, &q, &e), 0);
+	assert_int_equal(q->sign_exp, 0);
+	done(q);
+	assert_int_equal(parse("GET osbx endpoint", "44772", qs, NULL, &q, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "execd"));
+	done(q);
+	assert_int_equal(parse("GET osbx endpoint", "18080", qs, NULL, &q, &e), -EINVAL);
+	done(q);
+	snprintf(qs, sizeof(qs), "use_server_proxy=true&expires=%lld", now + 60);
+	assert_int_equal(parse("GET osbx endpoint", "80", qs, NULL, &q, &e), -EINVAL);
+	done(q);
+	snprintf(qs, sizeof(qs), "use_server_proxy=false&expires=%lld", now + 60);
+	assert_int_equal(parse("GET osbx endpoint", "80", qs, NULL, &q, &e), 0);
+	done(q);
+	snprintf(qs, sizeof(qs), "expires=%lld", now + 8 * 86400);
+	assert_int_equal(parse("GET osbx endpoint", "80", qs, NULL, &q, &e), -EINVAL);
+	done(q);
+	static const char *const bad[] = { "expires=", "expires=5", "expires=-1", "expires=1e9",
+					   "expires=99999999999999999999" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse("GET osbx endpoint", "80", bad[i], NULL, &q, &e), -EINVAL);
+		done(q);
+	}
 	assert_int_equal(parse("GET osbx endpoint", "80", "other=1", NULL, &q, &e), -EINVAL);
 	done(q);
 

@@ -31,6 +31,7 @@ static void test_request_head(void **state)
 	const sup_http_hdr hdrs[] = {
 		{ "Host", "h:1" },
 		{ "Authorization", "Bearer secret" },
+		{ "open-sandbox-api-key", "secret" },
 		{ "Connection", "X-Gone, keep-alive" },
 		{ "X-Gone", "1" },
 		{ "Keep-Alive", "timeout=5" },
@@ -139,11 +140,13 @@ static void test_gate(void **state)
 {
 	(void)state;
 	sup_ports_ctx pc;
+	sup_urlsign us, other_us;
 	sbx_err err;
-	char sig[SUP_PORTS_SIG_HEX + 1], q[160];
-	assert_int_equal(sup_ports_init(&pc, NULL, NULL, &err), 0);
+	char sig[SUP_URLSIGN_HEX + 1], q[160];
+	assert_int_equal(sup_urlsign_init(&us, &err), 0);
+	sup_ports_init(&pc, NULL, NULL, &us);
 	unsigned long long exp = (unsigned long long)time(NULL) + 60;
-	assert_int_equal(sup_ports_sign(&pc, "sb-1", 8000, exp, sig), 0);
+	assert_int_equal(sup_urlsign_sign(&us, "sb-1", 8000, exp, sig), 0);
 	snprintf(q, sizeof(q), "a=1&sbx_exp=%llu&sbx_sig=%s", exp, sig);
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, NULL), 1);
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000", q, NULL), 1);
@@ -154,20 +157,92 @@ static void test_gate(void **state)
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/files", q, NULL), 0);
 	/* A bearer token speaks for itself; no proof, nothing to say. */
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, "Bearer t"), 0);
+	/* OpenSandbox's key header is a token too: a proof lends it no
+	 * sandbox (vouched, its .../url would mint for another's port) */
+	sup_http_hdr hk[2] = { { "Host", "127.0.0.1" }, { "OPEN-SANDBOX-API-KEY", "t" } };
+	sup_http_in kin = { .method = "GET", .path = "/v1/sandboxes/sb-1/ports/8000/url", .query = q,
+			    .hdrs = hk, .nhdrs = 2 };
+	char *kvp = NULL;
+	assert_int_equal(sup_ports_gate(&pc, &kin, &kvp, &err), 0);
+	assert_null(kvp);
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", "a=1", NULL), 0);
 	/* The expiry is signed: moving it breaks the signature. */
 	snprintf(q, sizeof(q), "sbx_exp=%llu&sbx_sig=%s", exp + 1, sig);
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, NULL), -EPERM);
 	/* Expired. */
-	assert_int_equal(sup_ports_sign(&pc, "sb-1", 8000, exp - 120, sig), 0);
+	assert_int_equal(sup_urlsign_sign(&us, "sb-1", 8000, exp - 120, sig), 0);
 	snprintf(q, sizeof(q), "sbx_exp=%llu&sbx_sig=%s", exp - 120, sig);
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, NULL), -EPERM);
 	/* Another supervisor's secret. */
-	sup_ports_ctx other;
-	assert_int_equal(sup_ports_init(&other, NULL, NULL, &err), 0);
-	assert_int_equal(sup_ports_sign(&other, "sb-1", 8000, exp, sig), 0);
+	assert_int_equal(sup_urlsign_init(&other_us, &err), 0);
+	assert_int_equal(sup_urlsign_sign(&other_us, "sb-1", 8000, exp, sig), 0);
 	snprintf(q, sizeof(q), "sbx_exp=%llu&sbx_sig=%s", exp, sig);
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, NULL), -EPERM);
+}
+
+/* The path form: the port's own path after it, a token beside it or not;
+ * anything else in its place is refused, never routed. */
+static void test_gate_path(void **state)
+{
+	(void)state;
+	sup_ports_ctx pc;
+	sup_urlsign us;
+	sbx_err err;
+	char base[SUP_URLSIGN_PATH_MAX], p[SUP_URLSIGN_PATH_MAX + 64], *vp = NULL;
+	assert_int_equal(sup_urlsign_init(&us, &err), 0);
+	sup_ports_init(&pc, NULL, NULL, &us);
+	uint64_t exp = (uint64_t)time(NULL) + 60;
+	assert_int_equal(sup_urlsign_path(&us, "sb-1", 8000, exp, base, &err), 0);
+	sup_http_hdr h[1] = { { "Host", "127.0.0.1" } };
+	sup_http_in in = { .method = "GET", .path = base, .query = "a=1", .hdrs = h, .nhdrs = 1 };
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), 1);
+	assert_string_equal(vp, "/v1/sandboxes/sb-1/ports/8000");
+	free(vp);
+	vp = NULL;
+	snprintf(p, sizeof(p), "%s/a/b", base);
+	in.path = p;
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), 1);
+	assert_string_equal(vp, "/v1/sandboxes/sb-1/ports/8000/a/b");
+	free(vp);
+	vp = NULL;
+	/* a token beside it: routed, checked, but judged by the token */
+	sup_http_hdr ht[2] = { { "Host", "127.0.0.1" }, { "OPEN-SANDBOX-API-KEY", "k" } };
+	in.hdrs = ht;
+	in.nhdrs = 2;
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), 0);
+	assert_string_equal(vp, "/v1/sandboxes/sb-1/ports/8000/a/b");
+	free(vp);
+	vp = NULL;
+	/* another port under the same signature */
+	snprintf(p, sizeof(p), "/v1/signed/sb-1/8001/%llu%s", (unsigned long long)exp,
+		 strrchr(base, '/'));
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), -EPERM);
+	assert_null(vp);
+	/* the expiry moved */
+	snprintf(p, sizeof(p), "/v1/signed/sb-1/8000/%llu%s", (unsigned long long)exp + 1,
+		 strrchr(base, '/'));
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), -EPERM);
+	/* one hex digit changed */
+	snprintf(p, sizeof(p), "%s", base);
+	p[strlen(p) - 1] = p[strlen(p) - 1] == '0' ? '1' : '0';
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), -EPERM);
+	assert_null(vp);
+	/* expired */
+	assert_int_equal(sup_urlsign_path(&us, "sb-1", 8000, exp - 120, p, &err), 0);
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), -EPERM);
+	assert_string_equal(err.msg, "the signed URL expired");
+	/* not the form's shape: no proof, routed as given (nowhere) */
+	const char *odd[] = { "/v1/signed/sb-1/8000", "/v1/signed/SB-1/8000/1/x",
+			      "/v1/signed/sb-1/08000/1/", "/v1/signed/sb-1/0/1/" };
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		in.path = odd[i];
+		assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), 0);
+		assert_null(vp);
+	}
+	snprintf(p, sizeof(p), "%sx", base);
+	in.path = p;
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), 0);
+	assert_null(vp);
 }
 
 int main(void)
@@ -178,6 +253,7 @@ int main(void)
 		cmocka_unit_test(test_response_headers),
 		cmocka_unit_test(test_host),
 		cmocka_unit_test(test_gate),
+		cmocka_unit_test(test_gate_path),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

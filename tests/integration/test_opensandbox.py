@@ -7,9 +7,10 @@ wire format it parses is checked byte for byte here with Python's stdlib
 client: the OPEN-SANDBOX-API-KEY header as the token, flat {"code",
 "message"} errors, the command stream as one bare JSON object per event
 followed by a blank line, their snapshot calls onto sbx's snapshots,
-files/replace and metrics onto sbx's own operations and figures, and their
-metadata kept across a restart of the supervisor (SIGKILL: the catalog's
-row). Every sandbox is removed at the end, also when a test
+files/replace and metrics onto sbx's own operations and figures, their
+signed endpoints as sbx's signed port path (fetched with no credential
+header; tampered, expired and execd's refused), and their metadata kept
+across a restart of the supervisor (SIGKILL: the catalog's row). Every sandbox is removed at the end, also when a test
 fails.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
@@ -108,6 +109,41 @@ class OpenSandbox(unittest.TestCase):
             st, _, body = self.create(**bad)
             self.assertEqual(st, why, (bad, body))
             self.assertEqual(sorted(body), ["code", "message"], body)
+
+    def test_signed_endpoint_wire(self):
+        # The SDK's flows fetch one (test_sdk_flows); here what they cannot
+        # send: expires out of shape or range, and the path form's proof
+        # checked even beside a token.
+        st, _, sb = self.create()
+        self.assertEqual(st, 202, sb)
+        ep = "/opensandbox/v1/sandboxes/%s/endpoints/8080?" % sb["id"]
+        now = int(time.time())
+        for q in ("expires=", "expires=abc", "expires=%2B60", "expires=0", "expires=%d" % (now - 1),
+                  "expires=%d" % (now + 8 * 86400), "expires=99999999999999999999",
+                  "use_server_proxy=true&expires=%d" % (now + 60)):
+            st, _, body = self.sup.request("GET", ep + q, token=False, headers=self.key())
+            self.assertEqual(st, 400, (q, body))
+            self.assertEqual(sorted(body), ["code", "message"], body)
+        st, _, body = self.sup.request("GET", ep + "expires=%d" % (now + 60), token=False,
+                                       headers=self.key())
+        self.assertEqual(st, 200, body)
+        self.assertEqual(sorted(body), ["endpoint"], body)
+        path = body["endpoint"][body["endpoint"].index("/"):]
+        self.assertEqual(path.split("/")[:6], ["", "v1", "signed", sb["id"], "8080", str(now + 60)])
+        # no credential: through to the port (nothing listens there), no cookie
+        st, hdrs, body = self.sup.request("GET", path + "/x?a=1", token=False)
+        self.assertEqual(st, 502, body)
+        self.assertEqual(body["error"]["code"], "port_closed", body)
+        self.assertNotIn("set-cookie", hdrs)
+        # with the owner's key beside it: judged by the key, routed the same
+        st, _, body = self.sup.request("GET", path + "/x", token=False, headers=self.key())
+        self.assertEqual(st, 502, body)
+        # a token beside a forged proof does not carry it
+        forged = path[:-1] + ("1" if path.endswith("0") else "0")
+        for token in (False, True):
+            st, _, body = self.sup.request("GET", forged + "/x", token=token)
+            self.assertEqual(st, 403, body)
+            self.assertEqual(body["error"]["code"], "forbidden", body)
 
     def test_entrypoint_runs_in_the_background(self):
         st, _, sb = self.create(entrypoint=["/bin/sh", "-c", "echo started > /tmp/entry; exec sleep 300"])

@@ -108,6 +108,56 @@ async function lifecycle(sbx) {
   await mgr.close();
 }
 
+// Signed endpoints (their getSignedEndpoint, OSEP-0011): sbx's signed
+// path form on the port proxy, fetched with no credential header; a
+// tampered one is refused, as is one for execd. Returns the check of an
+// expired one, made later so that its wait overlaps the other flows.
+async function signedEndpoints(sbx) {
+  const now = () => Math.floor(Date.now() / 1000);
+  const short = now() + 2;
+  const soon = await sbx.getSignedEndpoint(8080, short);
+  await sbx.commands.run("mkdir -p /tmp/www && printf signed-ok > /tmp/www/hello.txt");
+  const srv = await sbx.commands.run(
+    "exec python3 -m http.server 8080 --bind 127.0.0.1 --directory /tmp/www", { background: true });
+  const exp = now() + 120;
+  const ep = await sbx.getSignedEndpoint(8080, exp);
+  const sig = ep.endpoint.split("/").pop();
+  check(ep.endpoint.endsWith(`/v1/signed/${sbx.id}/8080/${exp}/${sig}`) && /^[0-9a-f]{64}$/.test(sig) &&
+    ep.headers === undefined, "signed endpoint 8080: sbx's signed path, no headers", ep);
+  const url = `http://${ep.endpoint}/hello.txt`;
+  let res;
+  for (let i = 0; i < 100; i++) {
+    res = await fetch(url);
+    if (res.status !== 502) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  check(res.status === 200 && (await res.text()) === "signed-ok",
+    "signed endpoint: fetched with no credential header", res.status);
+  const flip = sig.slice(0, -1) + (sig.endsWith("0") ? "1" : "0");
+  const forged = [
+    url.replace(`/${sig}/`, `/${flip}/`),
+    url.replace(`/8080/${exp}/`, `/8081/${exp}/`),
+    url.replace(`/8080/${exp}/`, `/8080/${exp + 1}/`),
+  ];
+  for (const f of forged) {
+    const r = await fetch(f);
+    const body = await r.json();
+    check(r.status === 403 && body.error?.code === "forbidden", "signed endpoint: a tampered one is 403",
+      [f, r.status, body]);
+  }
+  await rejects(sbx.getSignedEndpoint(44772, exp), 400, "signed endpoint for execd");
+  await rejects(sbx.getSignedEndpoint(8080, now() - 10), 400, "signed endpoint already expired");
+  await sbx.commands.interrupt(srv.id);
+  return async () => {
+    const wait = (short + 1) * 1000 - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const r = await fetch(`http://${soon.endpoint}/hello.txt`);
+    const body = await r.json();
+    check(r.status === 403 && /expired/.test(body.error?.message), "signed endpoint: refused once expired",
+      [r.status, body]);
+  };
+}
+
 // Snapshots: their manager's calls onto sbx's snapshots; a sandbox
 // restored from one has its files.
 async function snapshots(sbx) {
@@ -321,10 +371,12 @@ async function main() {
   made.push(sbx);
   check(typeof sbx.id === "string" && sbx.id.length > 0, "create: Running and healthy", sbx.id);
   await lifecycle(sbx);
+  const expired = await signedEndpoints(sbx);
   await snapshots(sbx);
   await commands(sbx);
   await sessions(sbx);
   await files(sbx);
+  await expired();
 
   // Unknown sandbox: typed 404 (the SDK asks for its endpoint first).
   await rejects(Sandbox.connect({ connectionConfig: conn, sandboxId: "sb-000000000000" }), 404,

@@ -52,6 +52,7 @@
 #include "sup_scrape.h"
 #include "sup_tenants.h"
 #include "sup_token.h"
+#include "sup_urlsign.h"
 #include "sup_volroutes.h"
 #include "sup_volumes.h"
 #include "sup_workers.h"
@@ -674,9 +675,13 @@ int main(int argc, char **argv)
 			     .limits = sandboxes.limits, .snaps = snaps, .max_upload = cfg.max_upload };
 	if (sup_mcp_api_check(&err) < 0)
 		goto fail;
-	sup_ports_ctx ports;
-	if (sup_ports_init(&ports, m.core, cfg.ports_domain, &err) < 0)
+	/* one signer: the port proxy honours what OpenSandbox's endpoints mint */
+	sup_urlsign urlsign;
+	if (sup_urlsign_init(&urlsign, &err) < 0)
 		goto fail;
+	osbx.sign = &urlsign;
+	sup_ports_ctx ports;
+	sup_ports_init(&ports, m.core, cfg.ports_domain, &urlsign);
 	ports.answer_ms = cfg.ports_answer_ms;
 	m.requests = sup_scrape_requests_new();
 	if (!m.requests) {

@@ -16,6 +16,7 @@
 #include "sup_log.h"
 #include "sup_query.h"
 #include "sup_text.h"
+#include "sup_urlsign.h"
 
 #define V1 "/opensandbox/v1"
 #define EXECD "/opensandbox/execd/{id}"
@@ -112,6 +113,22 @@ static int parse_renew(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 	return 0;
 }
 
+/* ?expires=: their signed endpoint's expiry, Unix seconds (decimal, as
+ * their SDKs send it), within sbx's longest signed URL life. */
+static int parse_expires(const char *s, uint64_t *out, sbx_err *err)
+{
+	uint64_t now = (uint64_t)time(NULL);
+	size_t n = strlen(s);
+	if (n == 0 || n > 19 || strspn(s, "0123456789") != n)
+		return sbx_err_set(err, -EINVAL, "query parameter \"expires\": want Unix seconds");
+	*out = strtoull(s, NULL, 10);
+	if (*out <= now || *out > now + SUP_URLSIGN_MAX_S)
+		return sbx_err_set(err, -EINVAL,
+				   "query parameter \"expires\": want a time after now (%llu) and at most "
+				   "%d s ahead", (unsigned long long)now, SUP_URLSIGN_MAX_S);
+	return 0;
+}
+
 static int parse_endpoint(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
 	static const char *const keys[] = { "use_server_proxy", "expires", NULL };
@@ -122,12 +139,26 @@ static int parse_endpoint(const sup_http_in *in, void *ctx, void *state, sbx_err
 	int rc = sup_query_parse(in->query, keys, &qs, err);
 	if (rc < 0)
 		return rc;
-	if (sup_query_get(&qs, "expires", NULL))
-		return sbx_err_set(err, -ENOSYS, "signed endpoints are not built on this server");
 	if (n == 0 || n > 5 || strspn(p, "0123456789") != n || atoi(p) < 1 || atoi(p) > 65535)
 		return sbx_err_set(err, -EINVAL, "port \"%.16s\": want 1..65535", p);
-	snprintf(q->port, sizeof(q->port), "%d", atoi(p));
-	return 0;
+	int port = atoi(p);
+	snprintf(q->port, sizeof(q->port), "%d", port);
+	const char *exp = sup_query_get(&qs, "expires", NULL);
+	if (!exp)
+		return 0;
+	rc = sup_query_flag(&qs, "use_server_proxy", false, err);
+	if (rc < 0)
+		return rc;
+	if (rc)
+		return sbx_err_set(err, -EINVAL, "use_server_proxy cannot be combined with expires");
+	/* sbx's execd routes act as the tenant (its path policy, its
+	 * sessions); a signature names a sandbox and a port, no tenant */
+	if (port == PORT_EXECD || port == PORT_EGRESS)
+		return sbx_err_set(err, -EINVAL,
+				   "port %d is execd's: sbx makes no signed endpoint for it (its calls "
+				   "act as the tenant, whose token a signature does not carry); use "
+				   "its endpoint with the headers given", port);
+	return parse_expires(exp, &q->sign_exp, err);
 }
 
 /* ---- acts ---- */
@@ -525,9 +556,30 @@ static bool plain(const char *s, size_t max)
 	return true;
 }
 
+/* A signed endpoint (?expires=): the port proxy's path form, which
+ * carries its proof, so a client with no credential header reaches the
+ * port by appending its own path, until the expiry. */
+static int signed_endpoint(sup_http_req *r, const sup_sandbox_view *v, const char *host,
+			   uint16_t port, uint64_t exp, sbx_err *err)
+{
+	sup_osbx_ctx *x = ctx_of(r);
+	char path[SUP_URLSIGN_PATH_MAX], ep[512];
+	if (!x->sign)
+		return sbx_err_set(err, -ENOSYS, "signed endpoints are not made on this server");
+	int rc = sup_urlsign_path(x->sign, v->id, port, exp, path, err);
+	if (rc < 0)
+		return rc;
+	/* the endpoint names the id until it expires: never another owner's */
+	sup_core_id_given_out(x->core, v->id);
+	snprintf(ep, sizeof(ep), "%s%s", host, path);
+	sup_http_json(r, 200, json_pack("{s:s}", "endpoint", ep));
+	return 0;
+}
+
 /* Port 44772 (execd) and 18080 (egress) are this supervisor's execd prefix
  * for the sandbox; any other port is the port proxy's path. Both take the
- * token the caller used, handed back in "headers". */
+ * token the caller used, handed back in "headers"; a signed one needs
+ * none. */
 static int act_endpoint(sup_http_req *r, void *state, sbx_err *err)
 {
 	sup_oq *q = state;
@@ -538,12 +590,14 @@ static int act_endpoint(sup_http_req *r, void *state, sbx_err *err)
 	const char *host = sup_http_in_header(in, "Host");
 	if (!plain(host, 255))
 		return sbx_err_set(err, -EINVAL, "the request's Host header is needed to name the endpoint");
+	int port = atoi(q->port);
+	if (q->sign_exp)
+		return signed_endpoint(r, &v, host, (uint16_t)port, q->sign_exp, err);
 	const char *key = sup_http_in_header(in, "OPEN-SANDBOX-API-KEY");
 	const char *auth = sup_http_in_header(in, "Authorization");
 	json_t *hdrs = key ? json_pack("{s:s}", "OPEN-SANDBOX-API-KEY", key)
 			   : json_pack("{s:s}", "Authorization", auth ? auth : "");
 	char ep[512];
-	int port = atoi(q->port);
 	if (port == PORT_EXECD || port == PORT_EGRESS)
 		snprintf(ep, sizeof(ep), "%s/opensandbox/execd/%s", host, in->id);
 	else

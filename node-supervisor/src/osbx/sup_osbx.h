@@ -19,12 +19,16 @@
 #include "sup_http.h"
 
 struct sup_catalog;
+struct sup_urlsign;
 
 typedef struct sup_osbx_ctx {
 	sup_core *core;
 	sup_snaps *snaps;             /* their snapshot calls: sbx's snapshots */
 	struct sup_catalog *catalog;  /* where kept is written through (NULL: nowhere) */
 	sup_api_limits limits; /* as POST /v1/sandboxes takes them */
+	/* Signs their signed endpoints (?expires=): the supervisor's one
+	 * signer, whose path form the port proxy honours (NULL: none made). */
+	const struct sup_urlsign *sign;
 	/* What OpenSandbox keeps of a sandbox that sbx does not: id ->
 	 * {"tenant", "metadata", "entrypoint", "extensions"}, held while the
 	 * sandbox is listed (dropped when a lookup finds it gone), written

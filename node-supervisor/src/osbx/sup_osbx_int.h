@@ -29,6 +29,7 @@ struct sup_oq {
 	json_t *kept;          /* create: what OpenSandbox keeps beside sbx's view */
 	unsigned timeout_s;    /* renew */
 	char port[8];          /* endpoints: the port as asked */
+	uint64_t sign_exp;     /* endpoints: a signed one's expiry (0: unsigned) */
 	char sid[SUP_ID_MAX];  /* create: the sandbox made */
 	sbx_err entry_err;     /* create: why its entrypoint did not start */
 	/* execd */

@@ -83,7 +83,7 @@ static int parse_url(sup_pp *pp, const sup_http_in *in, sbx_err *err)
 	pp->mode = SUP_PP_URL;
 	int rc = sup_query_parse(in->query, keys, &q, err);
 	if (rc == 0)
-		rc = sup_query_uint(&q, "expires", 1, SUP_PORTS_URL_MAX_S, SUP_PORTS_URL_DEFAULT_S,
+		rc = sup_query_uint(&q, "expires", 1, SUP_URLSIGN_MAX_S, SUP_PORTS_URL_DEFAULT_S,
 				    &pp->expires, err);
 	return rc;
 }

@@ -15,17 +15,20 @@
 #include "sup_core.h"
 #include "sup_http.h"
 
+struct sup_urlsign;
+
 typedef struct sup_ports_ctx {
 	sup_core *core;
 	const char *domain;       /* --ports-domain, or NULL */
 	unsigned answer_ms;       /* the server's answer head is due (0: no deadline) */
-	unsigned char secret[32]; /* signs URLs; drawn at start, never leaves */
+	const struct sup_urlsign *sign; /* signs and checks URLs (sup_urlsign.h) */
 } sup_ports_ctx;
 
 extern const sup_http_family sup_ports_family;
 
-/* Fill pc, drawing the signing secret (getrandom). */
-int sup_ports_init(sup_ports_ctx *pc, sup_core *core, const char *domain, sbx_err *err);
+/* Fill pc; sign is the supervisor's one signer, held by the caller. */
+void sup_ports_init(sup_ports_ctx *pc, sup_core *core, const char *domain,
+		    const struct sup_urlsign *sign);
 /* The edge's gate (sup_http_cfg.gate, ud pc): routing by Host and signed
  * URLs, see sup_ports_gate.c. */
 int sup_ports_gate(void *ud, const sup_http_in *in, char **path, sbx_err *err);

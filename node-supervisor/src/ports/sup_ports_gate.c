@@ -1,50 +1,29 @@
 /* What lets a browser reach a port: routing by Host ({port}-{id}.D with
- * --ports-domain) and signed URLs. A signature is an HMAC-SHA256 of the
- * sandbox id, the port and the expiry, keyed by a secret drawn at start:
- * it names one port of one sandbox until a time, and dies with the
- * supervisor. It comes in the query (sbx_exp, sbx_sig) once, then as the
- * cookie the proxy sets for that port's path (or host). The edge asks this
- * before authentication (sup_http_cfg.gate); it answers for paths under
- * /v1/sandboxes/{id}/ports/{port} only, and never when a bearer token is
- * given (the token speaks for itself). */
+ * --ports-domain) and signed URLs (sup_urlsign.h: one port of one sandbox
+ * until a time, dying with the supervisor). A signature comes in the query
+ * (sbx_exp, sbx_sig) once, then as the cookie the proxy sets for that
+ * port's path (or host); or in the path form /v1/signed/{id}/{port}/{exp}/
+ * {sig}/..., rewritten here to the port's path, for a client that appends
+ * its own path to what it was given (no cookie: the form is the whole
+ * route). The edge asks this before authentication (sup_http_cfg.gate); it
+ * answers for paths under /v1/sandboxes/{id}/ports/{port} (and the path
+ * form) only, and vouches for none that carries a token (the token speaks
+ * for itself). */
 #include <errno.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
-#include <time.h>
 
 #include "sup_ports_int.h"
 
-int sup_ports_init(sup_ports_ctx *pc, sup_core *core, const char *domain, sbx_err *err)
+void sup_ports_init(sup_ports_ctx *pc, sup_core *core, const char *domain,
+		    const struct sup_urlsign *sign)
 {
 	memset(pc, 0, sizeof(*pc));
 	pc->core = core;
 	pc->domain = domain;
-	if (getrandom(pc->secret, sizeof(pc->secret), 0) != (ssize_t)sizeof(pc->secret))
-		return sbx_err_sys(err, -errno, "ports: the signing secret");
-	return 0;
-}
-
-int sup_ports_sign(const sup_ports_ctx *pc, const char *id, uint16_t port, uint64_t exp,
-		   char hex[SUP_PORTS_SIG_HEX + 1])
-{
-	char msg[96];
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-	int ml = snprintf(msg, sizeof(msg), "%s\n%u\n%llu", id, (unsigned)port,
-			  (unsigned long long)exp);
-	if (ml < 0 || (size_t)ml >= sizeof(msg) ||
-	    !HMAC(EVP_sha256(), pc->secret, sizeof(pc->secret), (const unsigned char *)msg,
-		  (size_t)ml, md, &n) || n != SUP_PORTS_SIG_HEX / 2)
-		return -EINVAL;
-	for (unsigned i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	return 0;
+	pc->sign = sign;
 }
 
 bool sup_ports_host(const sup_ports_ctx *pc, const char *host, char id[48], uint16_t *port)
@@ -109,7 +88,7 @@ static bool field(const char *s, char sep, const char *key, const char **v, size
 
 /* The proof a request carries: sbx_exp and sbx_sig in the query, else the
  * cookie "sbx_port=EXP.SIG". */
-static bool proof(const sup_http_in *in, uint64_t *exp, char sig[SUP_PORTS_SIG_HEX + 1])
+static bool proof(const sup_http_in *in, uint64_t *exp, char sig[SUP_URLSIGN_HEX + 1])
 {
 	const char *e, *s;
 	size_t el, sl;
@@ -127,7 +106,7 @@ static bool proof(const sup_http_in *in, uint64_t *exp, char sig[SUP_PORTS_SIG_H
 	} else {
 		return false;
 	}
-	if (el == 0 || el >= sizeof(num) || strspn(e, "0123456789") < el || sl != SUP_PORTS_SIG_HEX)
+	if (el == 0 || el >= sizeof(num) || strspn(e, "0123456789") < el || sl != SUP_URLSIGN_HEX)
 		return false;
 	memcpy(num, e, el);
 	num[el] = '\0';
@@ -137,11 +116,41 @@ static bool proof(const sup_http_in *in, uint64_t *exp, char sig[SUP_PORTS_SIG_H
 	return true;
 }
 
+/* A token of the tenant's, as the edge reads one (Authorization, or
+ * OpenSandbox's header): the request is judged by it, owner check
+ * included, never vouched for (a proof must not lend another tenant's
+ * token a sandbox: .../url would mint for it). */
+static bool has_token(const sup_http_in *in)
+{
+	return sup_http_in_header(in, "Authorization") || sup_http_in_header(in, "OPEN-SANDBOX-API-KEY");
+}
+
+/* The path form: checked whatever else the request carries (it routes
+ * nowhere without its proof), then routed as the port's own path. */
+static int signed_path(sup_ports_ctx *pc, const sup_http_in *in, char **path, sbx_err *err)
+{
+	char id[48], sig[SUP_URLSIGN_HEX + 1];
+	uint16_t port;
+	uint64_t exp;
+	const char *rest;
+	if (!sup_urlsign_parse_path(in->path, id, &port, &exp, sig, &rest))
+		return 0;
+	int rc = sup_urlsign_check(pc->sign, id, port, exp, sig, strlen(sig), err);
+	if (rc < 0)
+		return rc;
+	size_t n = strlen(rest) + 80;
+	*path = malloc(n);
+	if (!*path)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	snprintf(*path, n, "/v1/sandboxes/%s/ports/%u%s", id, (unsigned)port, rest);
+	return 1;
+}
+
 int sup_ports_gate(void *ud, const sup_http_in *in, char **path, sbx_err *err)
 {
 	sup_ports_ctx *pc = ud;
 	const char *p = in->path;
-	char id[48], want[SUP_PORTS_SIG_HEX + 1], sig[SUP_PORTS_SIG_HEX + 1];
+	char id[48], sig[SUP_URLSIGN_HEX + 1];
 	uint16_t port;
 	uint64_t exp;
 	if (sup_ports_host(pc, sup_http_in_header(in, "Host"), id, &port)) {
@@ -151,14 +160,12 @@ int sup_ports_gate(void *ud, const sup_http_in *in, char **path, sbx_err *err)
 			return sbx_err_set(err, -ENOMEM, "out of memory");
 		snprintf(*path, n, "/v1/sandboxes/%s/ports/%u%s", id, (unsigned)port, in->path);
 		p = *path;
+	} else {
+		int rc = signed_path(pc, in, path, err);
+		if (rc != 0)
+			return rc < 0 ? rc : !has_token(in);
 	}
-	if (sup_http_in_header(in, "Authorization") || !port_path(p, id, &port) ||
-	    !proof(in, &exp, sig))
+	if (has_token(in) || !port_path(p, id, &port) || !proof(in, &exp, sig))
 		return 0;
-	if (sup_ports_sign(pc, id, port, exp, want) < 0 ||
-	    CRYPTO_memcmp(want, sig, SUP_PORTS_SIG_HEX) != 0)
-		return sbx_err_set(err, -EPERM, "the signed URL is not one of this port's");
-	if ((uint64_t)time(NULL) > exp)
-		return sbx_err_set(err, -EPERM, "the signed URL expired");
-	return 1;
+	return sup_urlsign_check(pc->sign, id, port, exp, sig, strlen(sig), err) < 0 ? err->code : 1;
 }

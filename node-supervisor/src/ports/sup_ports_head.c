@@ -63,8 +63,9 @@ static int put_cookies(struct evbuffer *out, const char *v)
 int sup_pp_request_head(const sup_http_in *in, const char *target, bool upgrade,
 			struct evbuffer *out)
 {
-	static const char *const drop[] = { "Authorization", "Expect", "Host", SUP_HTTP_CLUSTER_KEY,
-					    SUP_HTTP_RELAY_HOPS, SUP_HTTP_RELAY_FROM, NULL };
+	static const char *const drop[] = { "Authorization", "OPEN-SANDBOX-API-KEY", "Expect", "Host",
+					    SUP_HTTP_CLUSTER_KEY, SUP_HTTP_RELAY_HOPS,
+					    SUP_HTTP_RELAY_FROM, NULL };
 	const char *conn = sup_http_in_header(in, "Connection");
 	const char *host = sup_http_in_header(in, "Host");
 	const char *up = sup_http_in_header(in, "Upgrade");

@@ -9,6 +9,7 @@
 
 #include "sup_httpin_parse.h"
 #include "sup_ports.h"
+#include "sup_urlsign.h"
 
 struct evbuffer;
 struct event;
@@ -19,17 +20,12 @@ typedef enum sup_pp_mode {
 	SUP_PP_URL,      /* GET .../url: a signed URL for the port */
 } sup_pp_mode;
 
-/* A signature: HMAC-SHA256 in hex; where a request carries it. */
-#define SUP_PORTS_SIG_HEX 64
+/* Where a request carries a signature (sup_urlsign.h), besides the path. */
 #define SUP_PORTS_Q_EXP "sbx_exp"
 #define SUP_PORTS_Q_SIG "sbx_sig"
 #define SUP_PORTS_COOKIE "sbx_port"
-/* The longest a signed URL lives (7 days) and its default (10 min). */
-#define SUP_PORTS_URL_MAX_S 604800
+/* A signed URL's default life (10 min). */
 #define SUP_PORTS_URL_DEFAULT_S 600
-
-int sup_ports_sign(const sup_ports_ctx *pc, const char *id, uint16_t port, uint64_t exp,
-		   char hex[SUP_PORTS_SIG_HEX + 1]);
 /* Host "{port}-{id}.{domain}[:N]": its id and port. */
 bool sup_ports_host(const sup_ports_ctx *pc, const char *host, char id[48], uint16_t *port);
 
@@ -75,7 +71,8 @@ typedef struct sup_pp {
 /* The request head for the server: method, target, the client's headers
  * less hop-by-hop ones (RFC 9110 7.6.1: Connection and what it names,
  * Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), less
- * Authorization (the supervisor's token never goes inside) and Expect (the
+ * Authorization and OPEN-SANDBOX-API-KEY (the supervisor's token never
+ * goes inside, in either header the edge reads it from) and Expect (the
  * edge answers it); then the body's framing and Connection: close (one
  * request per stream), or the upgrade asked for. -ENOMEM. */
 int sup_pp_request_head(const sup_http_in *in, const char *target, bool upgrade,

@@ -464,11 +464,11 @@ static const sup_core_call_cbs proxy_cbs = {
 static int answer_url(sup_pp *pp, const sup_http_in *in, sbx_err *err)
 {
 	uint64_t exp = (uint64_t)time(NULL) + pp->expires;
-	char sig[SUP_PORTS_SIG_HEX + 1], url[512];
+	char sig[SUP_URLSIGN_HEX + 1], url[512];
 	const char *host = sup_http_in_header(in, "Host");
 	if (!host)
 		host = "localhost";
-	if (sup_ports_sign(pp->ctx, pp->id, pp->port, exp, sig) < 0)
+	if (sup_urlsign_sign(pp->ctx->sign, pp->id, pp->port, exp, sig) < 0)
 		return sbx_err_set(err, -EINVAL, "cannot sign for sandbox %s", pp->id);
 	/* the URL names the id until it expires: never another owner's */
 	sup_core_id_given_out(pp->ctx->core, pp->id);
@@ -490,10 +490,10 @@ static int answer_url(sup_pp *pp, const sup_http_in *in, sbx_err *err)
  * (or its host), so the page's own links and scripts get in too. */
 static void keep_proof(sup_pp *pp, const sup_http_in *in)
 {
-	char sig[SUP_PORTS_SIG_HEX + 1], c[256];
+	char sig[SUP_URLSIGN_HEX + 1], c[256];
 	uint64_t now = (uint64_t)time(NULL);
 	if (!pp->set_cookie || pp->expires <= now ||
-	    sup_ports_sign(pp->ctx, pp->id, pp->port, pp->expires, sig) < 0)
+	    sup_urlsign_sign(pp->ctx->sign, pp->id, pp->port, pp->expires, sig) < 0)
 		return;
 	if (pp->by_host)
 		snprintf(c, sizeof(c), "%s=%llu.%s; Path=/; Max-Age=%llu; HttpOnly; SameSite=Lax",
