@@ -42,7 +42,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sbx_harness import Supervisor, remove_everything_under, stop_clean  # noqa: E402
-from test_s3_store import BUCKET, CREDS, S3Server, environ  # noqa: E402
+from s3_harness import BUCKET, CREDS, S3Server, environ  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")

@@ -2,8 +2,11 @@
 waits for its "ready" line, stop() ends it with SIGTERM and checks that it
 removed everything (exit 0), cleanup() makes sure of that whatever happened
 (kills it, then sweeps its root). Joins sbx_harness's set of live things,
-so ctest's timeout or ^C still cleans up. A test harness, never part of the
-product.
+so ctest's timeout or ^C still cleans up, and records the harness process
+and its root (runc's root in it) as a run of the root's (register_run): the
+next harness start after a SIGKILL of the test kills the harness, its
+containers and mounts and removes the root. A test harness, never part of
+the product.
 """
 import os
 import select
@@ -44,6 +47,8 @@ class Node:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.PIPE, stderr=log)
         sbx_harness._live.add(self)
+        sbx_harness.register_run(self.root, runc=["runc", "--root", self.runc_root],
+                                 procs=[self.proc.pid])
         deadline = time.monotonic() + timeout
         buf = b""
         while time.monotonic() < deadline:
@@ -89,3 +94,4 @@ class Node:
         if self.proc is not None and self.proc.stdout:
             self.proc.stdout.close()
         kubelet.sweep(self.root)
+        sbx_harness.remove_run(self.root)
