@@ -15,11 +15,13 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
+import unittest
 
 import sbx_harness
 
@@ -28,6 +30,20 @@ SERVER_DIR = os.path.join(TOP, "tests", "s3")
 TOOL = os.environ.get("SBX_S3_TOOL")
 BUCKET = "snaps"
 CREDS = {"AWS_ACCESS_KEY_ID": "S3RVER", "AWS_SECRET_ACCESS_KEY": "S3RVER"}
+
+
+def skip_unless(store=True):
+    """unittest.SkipTest unless a supervisor test can run (SBX_SUPERVISOR,
+    SBX_AGENT) and, with store, one against an s3rver (SBX_S3_TOOL, node;
+    tests/s3's modules missing is a failure)."""
+    if not os.environ.get("SBX_SUPERVISOR") or not os.environ.get("SBX_AGENT"):
+        raise unittest.SkipTest("SBX_SUPERVISOR and SBX_AGENT must be set")
+    if store and not TOOL:
+        raise unittest.SkipTest("SBX_S3_TOOL must be set")
+    if store and not shutil.which("node"):
+        raise unittest.SkipTest("node is not installed (scripts/install-deps)")
+    if store:
+        require_s3rver()
 
 
 def require_s3rver():

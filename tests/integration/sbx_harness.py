@@ -95,28 +95,19 @@ class Supervisor:
                                      stdin=subprocess.DEVNULL)
         _live.add(self)
         log.close()
-        deadline = time.monotonic() + timeout
-        buf = b""
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.2)
-            if r:
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                if not chunk:
-                    break
-                buf += chunk
-                m = re.search(rb"listening on http://" + re.escape(self.host.encode()) + rb":(\d+)", buf)
-                mm = re.search(rb"metrics on http://127\.0\.0\.1:(\d+)", buf)
-                if mm:
-                    self.metrics_port = int(mm.group(1))
-                if m and (b"token" in buf or b"tenants from" in buf):
-                    self.port = int(m.group(1))
-                    if self.token is None:
-                        with open(os.path.join(self.state_dir, "token")) as f:
-                            self.token = f.read().strip()
-                    return self
-            if self.proc.poll() is not None:
-                break
-        raise RuntimeError("supervisor did not start: %r\n%s" % (buf, self.log()))
+        listening = rb"listening on http://" + re.escape(self.host.encode()) + rb":(\d+)"
+        buf, ready = read_until(self.proc, lambda b: re.search(listening, b) and (
+            b"token" in b or b"tenants from" in b), timeout)
+        if not ready:
+            raise RuntimeError("supervisor did not start: %r\n%s" % (buf, self.log()))
+        self.port = int(re.search(listening, buf).group(1))
+        mm = re.search(rb"metrics on http://127\.0\.0\.1:(\d+)", buf)
+        if mm:
+            self.metrics_port = int(mm.group(1))
+        if self.token is None:
+            with open(os.path.join(self.state_dir, "token")) as f:
+                self.token = f.read().strip()
+        return self
 
     def log(self):
         try:
@@ -203,6 +194,27 @@ class Supervisor:
         remove_run(self.state_dir, self.root)
 
 
+def read_until(proc, found, timeout):
+    """What proc wrote on stdout, read until found(what) is true: (what,
+    True); or until its stdout ends, it exits or timeout passes: (what,
+    False). How a test waits for the line a process it started prints
+    once ready (a supervisor's, a kubelet harness's)."""
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if r:
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            buf += chunk
+            if found(buf):
+                return buf, True
+        if proc.poll() is not None:
+            break
+    return buf, False
+
+
 def stop_clean(sup):
     """SIGINT (the stop that destroys every sandbox; SIGTERM leaves them to
     the next start) and check a clean end: exit 0 (in a sanitizer build that
@@ -252,6 +264,30 @@ def end_clean(sup):
             assert loops_under(sup.state_dir) == [], loops_under(sup.state_dir)
     finally:
         sup.cleanup()
+
+
+def end_all(sups, helpers=(), root=None, clean=True):
+    """A test's end with several supervisors (some on one folder, started
+    again) and helpers (anything with a stop(): an s3rver, a control
+    plane): each supervisor, newest first, end_clean'd (clean) or cleaned
+    up, every one of them even when one fails; then the helpers stopped and
+    root removed; then the first failure raised."""
+    failed = None
+    for s in reversed(list(sups)):
+        try:
+            if clean:
+                end_clean(s)
+            else:
+                s.cleanup()
+        except BaseException as e:  # noqa: BLE001 - raised once all is ended
+            failed = failed or e
+    for x in helpers:
+        if x is not None:
+            x.stop()
+    if root:
+        shutil.rmtree(root, ignore_errors=True)
+    if failed:
+        raise failed
 
 
 def stuck_report(pid):

@@ -36,7 +36,7 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "
 sys.path.insert(0, os.path.join(TOP, "tests", "k8s"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import apiserver  # noqa: E402
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_harness import Supervisor, end_all, stop_clean  # noqa: E402
 
 NS = "sbx-system"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % NS
@@ -84,10 +84,7 @@ class Nodes(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for s in cls.sups.values():
-            s.cleanup()
-        cls.cp.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        end_all(cls.sups.values(), [cls.cp], cls.tmp, clean=False)
 
     # ---- helpers ----
     def lease(self, node):

@@ -9,11 +9,9 @@ containers and mounts and removes the root. A test harness, never part of
 the product.
 """
 import os
-import select
 import signal
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
@@ -49,19 +47,10 @@ class Node:
         sbx_harness._live.add(self)
         sbx_harness.register_run(self.root, runc=["runc", "--root", self.runc_root],
                                  procs=[self.proc.pid])
-        deadline = time.monotonic() + timeout
-        buf = b""
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.2)
-            if r:
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                if not chunk:
-                    break
-                buf += chunk
-                if b"node %s ready" % self.name.encode() in buf:
-                    return self
-            if self.proc.poll() is not None:
-                break
+        line = b"node %s ready" % self.name.encode()
+        buf, ready = sbx_harness.read_until(self.proc, lambda b: line in b, timeout)
+        if ready:
+            return self
         raise RuntimeError("kubelet harness %s did not start: %r\n%s"
                            % (self.name, buf, self.log()))
 
