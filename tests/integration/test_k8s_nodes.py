@@ -63,21 +63,19 @@ def wait_for(what, fn, timeout):
     raise AssertionError("%s: not within %s s (last: %r)" % (what, timeout, last))
 
 
-class Nodes(unittest.TestCase):
+class ClusterTest(unittest.TestCase):
+    """A control plane (cls.cp) and supervisors as its nodes (cls.sups,
+    by node name) with a folder (cls.tmp): start_cluster() makes the
+    first and the last, then make() the nodes; everything is ended
+    whatever happened (it_k8s_nodes, it_k8s_relay)."""
+
     @classmethod
-    def setUpClass(cls):
+    def start_cluster(cls, prefix, make):
         cls.cp = apiserver.ControlPlane().start()
         cls.sups = {}
-        cls.tmp = tempfile.mkdtemp(prefix="sbx-k8s-nodes-")
+        cls.tmp = tempfile.mkdtemp(prefix=prefix)
         try:
-            cls.kubeconfig, cls.sa_token = cls.cp.supervisor_kubeconfig(cls.tmp)
-            sup, agent = binaries()
-            for name, pool in POOLS.items():
-                s = Supervisor(sup, agent, pool_size=pool, extra=[
-                    "--node-name", name, "--kubeconfig", cls.kubeconfig,
-                    "--lease-duration", str(LEASE_S), "--kube-queue", "64",
-                    "--default-resources", "memory=256M"])
-                cls.sups[name] = s.start()
+            make()
         except BaseException:
             cls.tearDownClass()
             raise
@@ -86,15 +84,31 @@ class Nodes(unittest.TestCase):
     def tearDownClass(cls):
         end_all(cls.sups.values(), [cls.cp], cls.tmp, clean=False)
 
+    def directory(self, name):
+        """GET /v1/nodes of node name's supervisor."""
+        st, _, body = self.sups[name].request("GET", "/v1/nodes", timeout=5)
+        self.assertEqual(st, 200, body)
+        return body
+
+
+class Nodes(ClusterTest):
+    @classmethod
+    def setUpClass(cls):
+        def make():
+            cls.kubeconfig, cls.sa_token = cls.cp.supervisor_kubeconfig(cls.tmp)
+            sup, agent = binaries()
+            for name, pool in POOLS.items():
+                s = Supervisor(sup, agent, pool_size=pool, extra=[
+                    "--node-name", name, "--kubeconfig", cls.kubeconfig,
+                    "--lease-duration", str(LEASE_S), "--kube-queue", "64",
+                    "--default-resources", "memory=256M"])
+                cls.sups[name] = s.start()
+        cls.start_cluster("sbx-k8s-nodes-", make)
+
     # ---- helpers ----
     def lease(self, node):
         st, body = self.cp.api("GET", "%s/sbx-node-%s" % (LEASES, node))
         return json.loads(body) if st == 200 else None
-
-    def directory(self, name):
-        st, _, body = self.sups[name].request("GET", "/v1/nodes", timeout=5)
-        self.assertEqual(st, 200, body)
-        return body
 
     def events(self):
         st, body = self.cp.api("GET", "/api/v1/namespaces/%s/events" % NS)

@@ -22,7 +22,6 @@ import json
 import os
 import secrets
 import sys
-import tempfile
 import time
 import unittest
 
@@ -30,8 +29,8 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "
 sys.path.insert(0, os.path.join(TOP, "tests", "k8s"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import apiserver  # noqa: E402
-from sbx_harness import Supervisor, end_all  # noqa: E402
-from test_k8s_nodes import LEASES, NS, binaries, wait_for  # noqa: E402
+from sbx_harness import Supervisor  # noqa: E402
+from test_k8s_nodes import LEASES, NS, ClusterTest, binaries, wait_for  # noqa: E402
 
 SA_API = "/api/v1/namespaces/%s/serviceaccounts" % NS
 TOKEN = secrets.token_hex(32)  # the tenant's, on both nodes
@@ -42,14 +41,12 @@ POOLS = {N1: 1, N2: 0}
 RELAYED = {"Sbx-Relay-Hops": "1"}
 
 
-class K8sRelay(unittest.TestCase):
+class K8sRelay(ClusterTest):
     @classmethod
     def setUpClass(cls):
         assert len(N2) == 253
-        cls.cp = apiserver.ControlPlane().start()
-        cls.sups = {}
-        cls.tmp = tempfile.mkdtemp(prefix="sbx-k8s-relay-")
-        try:
+
+        def make():
             cls.cp.apply("namespace.yaml", "rbac.yaml")
             st, body = cls.cp.api("POST", SA_API, {"apiVersion": "v1", "kind": "ServiceAccount",
                                                    "metadata": {"name": "intruder"}})
@@ -67,18 +64,11 @@ class K8sRelay(unittest.TestCase):
                     "--lease-duration", "8"])
                 cls.sups[name] = s.start()
             cls.sups[N1].wait_ready(n=1)
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        end_all(cls.sups.values(), [cls.cp], cls.tmp, clean=False)
+        cls.start_cluster("sbx-k8s-relay-", make)
 
     def nodes(self, name):
-        st, _, body = self.sups[name].request("GET", "/v1/nodes", timeout=5)
-        self.assertEqual(st, 200, body)
-        return {n["name"]: n for n in body["nodes"] if n["live"]}
+        """The live nodes in name's directory, by name."""
+        return {n["name"]: n for n in self.directory(name)["nodes"] if n["live"]}
 
     def both_listed(self):
         for name in POOLS:
