@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import apiserver  # noqa: E402
 import sandbox_image  # noqa: E402
 from bench_reset import WORK, released  # noqa: E402
-from bench_restart import row  # noqa: E402
+from bench_table import table  # noqa: E402
 from kubelet_node import Node  # noqa: E402
 from sbx_harness import Supervisor, stop_clean  # noqa: E402
 
@@ -140,15 +140,13 @@ def main():
         s = kube(0)
         made, dele, gone = recreate_rounds(s, cp, a.recreate_rounds)
         stop_clean(s)
-        print("| what | n | p50 ms | p99 ms | role |\n|---|---|---|---|---|")
-        row("acquire, pool of 2 pods (k8s)", k_acq, "sbx")
-        row("acquire, pool of 2 runc sandboxes (local)", l_acq, "peer")
-        row("release until pooled again: reset + check (k8s)", k_rel, "sbx")
-        row("release until pooled again: reset + check (local)", l_rel, "floor")
-        row("pod deleted: DELETE /v1/sandboxes/{id}", dele, "peer")
-        row("pod deleted: until the API server has it no more", gone, "peer")
-        row("pod made: a create with no ready pod", made, "peer")
-        print("load average: %s" % open("/proc/loadavg").read().split()[:3])
+        table([("acquire, pool of 2 pods (k8s)", k_acq, "sbx"),
+               ("acquire, pool of 2 runc sandboxes (local)", l_acq, "peer"),
+               ("release until pooled again: reset + check (k8s)", k_rel, "sbx"),
+               ("release until pooled again: reset + check (local)", l_rel, "floor"),
+               ("pod deleted: DELETE /v1/sandboxes/{id}", dele, "peer"),
+               ("pod deleted: until the API server has it no more", gone, "peer"),
+               ("pod made: a create with no ready pod", made, "peer")])
     finally:
         for s in live:
             s.cleanup()

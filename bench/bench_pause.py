@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_restart import row  # noqa: E402
+from bench_table import table  # noqa: E402
 from sbx_harness import Supervisor, containers_under, state_tag  # noqa: E402
 
 
@@ -93,16 +93,13 @@ def main():
             rc_r.append(timed(lambda: subprocess.run(rt + ["resume", cid], check=True)))
             time.sleep(0.02)
         conn.close()
-        print("| what | n | p50 ms | p99 ms | role |\n|---|---|---|---|---|")
-        row("pause through the API (freeze, catalog write)", api_p, "sbx")
-        row("resume through the API (thaw, catalog write)", api_r, "sbx")
-        if f2_p:
-            row("cgroup.freeze 1 until frozen, direct", f2_p, "floor")
-            row("cgroup.freeze 0, direct", f2_r, "floor")
-        row("v1 freezer.state THAWED, direct", f1_r, "floor (v1)")
-        row("runc pause", rc_p, "peer")
-        row("runc resume", rc_r, "peer")
-        print("load average: %s" % open("/proc/loadavg").read().split()[:3])
+        table([("pause through the API (freeze, catalog write)", api_p, "sbx"),
+               ("resume through the API (thaw, catalog write)", api_r, "sbx"),
+               f2_p and ("cgroup.freeze 1 until frozen, direct", f2_p, "floor"),
+               f2_p and ("cgroup.freeze 0, direct", f2_r, "floor"),
+               ("v1 freezer.state THAWED, direct", f1_r, "floor (v1)"),
+               ("runc pause", rc_p, "peer"),
+               ("runc resume", rc_r, "peer")])
     finally:
         s.cleanup()
 

@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_restart import row  # noqa: E402
+from bench_table import table  # noqa: E402
 from sbx_harness import Supervisor  # noqa: E402
 
 WORK = ("mkdir -p /workspace/.cache && for i in $(seq 20); do echo $i > /workspace/.cache/f$i; done; "
@@ -111,15 +111,13 @@ def main():
             figures[reuse] = (ms, made[made_before:])
         finally:
             s.cleanup()
-    print("| what | n | p50 ms | p99 ms | role |\n|---|---|---|---|---|")
     reset, made_r = figures[True]
     destroy, made_p = figures[False]
-    row("release until pooled again: reset + check", reset, "sbx (--pool-reuse)")
-    row("destroy: runc kill + delete, unmount, rm", destroy, "peer")
-    row("create: runc run until the agent answers", made_p, "peer")
-    print("sandboxes made during the rounds: %d with --pool-reuse, %d without (%d rounds)"
+    table([("release until pooled again: reset + check", reset, "sbx (--pool-reuse)"),
+           ("destroy: runc kill + delete, unmount, rm", destroy, "peer"),
+           ("create: runc run until the agent answers", made_p, "peer")],
+          "sandboxes made during the rounds: %d with --pool-reuse, %d without (%d rounds)"
           % (len(made_r), len(made_p), a.rounds))
-    print("load average: %s" % open("/proc/loadavg").read().split()[:3])
 
 
 if __name__ == "__main__":

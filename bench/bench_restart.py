@@ -22,16 +22,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_table import HEADER, row  # noqa: E402
 from sbx_harness import Supervisor, remove_everything_under  # noqa: E402
-
-
-def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(round(p / 100.0 * (len(v) - 1))))]
-
-
-def row(what, v, role):
-    print("| %-44s | %6d | %8.3f | %8.3f | %s |" % (what, len(v), pct(v, 50), pct(v, 99), role))
 
 
 def acquire_ms(sup):
@@ -60,7 +53,7 @@ def main():
                            extra=["--max-sandboxes", str(a.n + 8)])
             sups.append(s)
             return s.start()
-        print("| what | n | p50 ms | p99 ms | role |\n|---|---|---|---|---|")
+        print(HEADER)
         if a.acquires:
             ours = start(sup_bin, "ours", 4)
             before = start(a.before, "before", 4) if a.before else None

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "integration"))
 TOOL = os.environ["SBX_S3_TOOL"]
 import sbx_harness as h  # noqa: E402
-from test_s3_store import BUCKET, CREDS, S3Server  # noqa: E402
+from s3_harness import BUCKET, CREDS, S3Server  # noqa: E402
 
 SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
 MIB = int(os.environ.get("SBX_SNAP_MIB", "100"))

@@ -15,7 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from bench_restart import pct, row  # noqa: E402
+from bench_table import row  # noqa: E402
 from sbx_harness import Supervisor  # noqa: E402
 
 

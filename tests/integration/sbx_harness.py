@@ -90,34 +90,24 @@ class Supervisor:
                      "--pool", "gvisor:host=%d" % self.pool_size]
         cmd = self.wrap + [self.binary, "--listen", self.host + ":0", "--state-dir", self.state_dir,
                            "--agent", self.agent, "--runtime", RUNTIME] + pools + self.extra
-        sweep_dead_runs()
         register_run(self.state_dir, self.root, self.extra)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log,
                                      stdin=subprocess.DEVNULL)
         _live.add(self)
         log.close()
-        deadline = time.monotonic() + timeout
-        buf = b""
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.2)
-            if r:
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                if not chunk:
-                    break
-                buf += chunk
-                m = re.search(rb"listening on http://" + re.escape(self.host.encode()) + rb":(\d+)", buf)
-                mm = re.search(rb"metrics on http://127\.0\.0\.1:(\d+)", buf)
-                if mm:
-                    self.metrics_port = int(mm.group(1))
-                if m and (b"token" in buf or b"tenants from" in buf):
-                    self.port = int(m.group(1))
-                    if self.token is None:
-                        with open(os.path.join(self.state_dir, "token")) as f:
-                            self.token = f.read().strip()
-                    return self
-            if self.proc.poll() is not None:
-                break
-        raise RuntimeError("supervisor did not start: %r\n%s" % (buf, self.log()))
+        listening = rb"listening on http://" + re.escape(self.host.encode()) + rb":(\d+)"
+        buf, ready = read_until(self.proc, lambda b: re.search(listening, b) and (
+            b"token" in b or b"tenants from" in b), timeout)
+        if not ready:
+            raise RuntimeError("supervisor did not start: %r\n%s" % (buf, self.log()))
+        self.port = int(re.search(listening, buf).group(1))
+        mm = re.search(rb"metrics on http://127\.0\.0\.1:(\d+)", buf)
+        if mm:
+            self.metrics_port = int(mm.group(1))
+        if self.token is None:
+            with open(os.path.join(self.state_dir, "token")) as f:
+                self.token = f.read().strip()
+        return self
 
     def log(self):
         try:
@@ -204,6 +194,27 @@ class Supervisor:
         remove_run(self.state_dir, self.root)
 
 
+def read_until(proc, found, timeout):
+    """What proc wrote on stdout, read until found(what) is true: (what,
+    True); or until its stdout ends, it exits or timeout passes: (what,
+    False). How a test waits for the line a process it started prints
+    once ready (a supervisor's, a kubelet harness's)."""
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if r:
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            buf += chunk
+            if found(buf):
+                return buf, True
+        if proc.poll() is not None:
+            break
+    return buf, False
+
+
 def stop_clean(sup):
     """SIGINT (the stop that destroys every sandbox; SIGTERM leaves them to
     the next start) and check a clean end: exit 0 (in a sanitizer build that
@@ -255,6 +266,30 @@ def end_clean(sup):
         sup.cleanup()
 
 
+def end_all(sups, helpers=(), root=None, clean=True):
+    """A test's end with several supervisors (some on one folder, started
+    again) and helpers (anything with a stop(): an s3rver, a control
+    plane): each supervisor, newest first, end_clean'd (clean) or cleaned
+    up, every one of them even when one fails; then the helpers stopped and
+    root removed; then the first failure raised."""
+    failed = None
+    for s in reversed(list(sups)):
+        try:
+            if clean:
+                end_clean(s)
+            else:
+                s.cleanup()
+        except BaseException as e:  # noqa: BLE001 - raised once all is ended
+            failed = failed or e
+    for x in helpers:
+        if x is not None:
+            x.stop()
+    if root:
+        shutil.rmtree(root, ignore_errors=True)
+    if failed:
+        raise failed
+
+
 def stuck_report(pid):
     """What a supervisor that did not stop is waiting for: its threads'
     stacks and the processes below it (a runtime call that hangs shows
@@ -276,7 +311,7 @@ def runtimes(state_dir):
     the --runsc-root it was given, as its run's record says: a sweep after
     the harness died knows no Supervisor object)."""
     run = read_run(run_record(state_dir)) or {}
-    rts = [run.get("runc") or [RUNTIME]]
+    rts = [rt for rt in [run.get("runc", [RUNTIME])] if rt]
     root = run.get("runsc_root") or os.path.join(state_dir, "runsc")
     if os.path.isdir(root):
         rts.append([run.get("runsc") or RUNSC, "--root", root])
@@ -410,7 +445,11 @@ def thaw_all_under(state_dir):
 
 
 def remove_everything_under(state_dir):
-    wait_runtime_calls(state_dir)
+    # (a helper's run has no runtime: no call to wait for, and a process
+    # that names its folder, a kubelet harness given the control plane's
+    # kubeconfig, is no runtime call)
+    if runtimes(state_dir):
+        wait_runtime_calls(state_dir)
     thaw_all_under(state_dir)
     for cid, _, rt in containers_under(state_dir, with_runtime=True):
         thaw(cid)
@@ -425,10 +464,18 @@ def remove_everything_under(state_dir):
 
 
 def remove_run(state_dir, root=None):
-    """Everything a supervisor of state_dir made: its containers, mounts,
-    loop devices, router and folder, and root (the folder made for it)
-    when given; then its run's record. The one cleanup path of a test's
-    end (Supervisor.cleanup) and of the sweep of a dead test's runs."""
+    """Everything a run of state_dir made: the processes, network
+    namespaces and links its record names (killed, deleted), then the
+    containers, mounts and loop devices below state_dir, a supervisor's
+    router, the folder, and root (the folder made for it) when given; then
+    its record. The one cleanup path of a test's end (Supervisor.cleanup,
+    the helpers' cleanup) and of the sweep of a dead test's runs."""
+    run = read_run(run_record(state_dir)) or {}
+    end_procs(run.get("procs", []))
+    for ns in run.get("netns", []):
+        remove_netns(ns)
+    for link in run.get("links", []):
+        subprocess.run(["ip", "link", "del", link], capture_output=True)
     remove_everything_under(state_dir)
     remove_router_of(state_dir)
     if root:
@@ -439,14 +486,19 @@ def remove_run(state_dir, root=None):
 # ---- what a killed test left ----
 # A test killed with SIGKILL (ctest's timeout, an engineer's `timeout`)
 # runs neither cleanup() nor _on_signal, and its supervisor, containers,
-# overlays, mounts and loop devices stay. So every start() records its run
-# in RUNS (one file per state folder, named by its tag: the test process
-# that owns it, with the start time /proc gives it, against a reused pid),
-# and every start() first sweeps the runs whose owner is gone. Whether a
-# supervisor runs on the folder says nothing: a restart test stops its
-# supervisor and starts another on the same folder, and other engineers'
-# tests and a ctest -j run beside this one. A folder whose owner lives is
-# never touched, nor one without a record.
+# overlays, mounts and loop devices stay, and so do the helpers it started
+# (an s3rver, a control plane, a kubelet harness, the network test's
+# "internet": its namespaces, links, DNS and HTTP servers). So every
+# start() records its run in RUNS (one file per folder, named by its tag:
+# the test process that owns it, with the start time /proc gives it,
+# against a reused pid), a helper its folder and what it made beyond it
+# (register_run's procs, netns, links), and every register_run first
+# sweeps the runs whose owner is gone. Whether a supervisor runs on the
+# folder says nothing: a restart test stops its supervisor and starts
+# another on the same folder, and other engineers' tests and a ctest -j
+# run beside this one. A folder whose owner lives is never touched, nor
+# one without a record, nor a recorded process whose start time is not
+# the recorded one (its pid reused).
 RUNS = os.path.join(tempfile.gettempdir(), "sbx-it-runs")
 
 
@@ -489,20 +541,71 @@ def run_top(state_dir, root):
     return real
 
 
-def register_run(state_dir, root=None, extra=(), pid=None):
-    """Record this process (or pid) as the owner of state_dir's run."""
+def register_run(state_dir, root=None, extra=(), pid=None, runc=None, procs=(), netns=(),
+                 links=()):
+    """Sweep the runs of dead owners, then record this process (or pid) as
+    the owner of state_dir's run: a supervisor's state folder (extra: its
+    flags), or a helper's folder, with what the helper makes beyond it:
+    procs (pids of processes it started, kept with their start time),
+    netns (network namespaces, the processes in them killed with them) and
+    links (host links), each recorded as soon as its name is known (a
+    process right after its start, a name before it is made), and added to
+    what the same owner recorded for state_dir already. runc: the runtime
+    command that lists the run's containers (default RUNTIME; () for a
+    helper that makes none)."""
+    sweep_dead_runs()
     os.makedirs(RUNS, exist_ok=True)
     pid = pid or os.getpid()
     extra = list(extra)
     run = {"pid": pid, "start": proc_start(pid), "state_dir": os.path.realpath(state_dir),
-           "top": run_top(state_dir, root), "runc": [RUNTIME], "runsc": RUNSC,
+           "top": run_top(state_dir, root), "runc": list(runc if runc is not None else [RUNTIME]),
+           "runsc": RUNSC,
            "runsc_root": (extra[extra.index("--runsc-root") + 1] if "--runsc-root" in extra
                           else os.path.join(os.path.realpath(state_dir), "runsc"))}
     path = run_record(state_dir)
+    had = read_run(path)
+    same = had and (had["pid"], had.get("start")) == (run["pid"], run["start"])
+    for key, new in (("procs", [[p, proc_start(p)] for p in procs]), ("netns", list(netns)),
+                     ("links", list(links))):
+        old = (had.get(key) or []) if same else []
+        run[key] = old + [x for x in new if x not in old]
     tmp = "%s.%d.tmp" % (path, os.getpid())
     with open(tmp, "w") as f:
         json.dump(run, f)
     os.rename(tmp, path)
+
+
+def end_procs(procs):
+    """SIGKILL each [pid, start] still that process (its group too when it
+    leads one: an s3rver's node), woken first should it be stopped; then
+    wait until they are gone."""
+    live = [(pid, start) for pid, start in procs if start is not None and proc_start(pid) == start]
+    for pid, _ in live:
+        try:
+            leader = os.getpgid(pid) == pid
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGKILL)
+            if leader:
+                os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 10
+    while (any(proc_start(pid) == start for pid, start in live)
+           and time.monotonic() < deadline):
+        time.sleep(0.02)
+
+
+def remove_netns(name):
+    """A network namespace of a test's: the processes in it killed, then
+    its name deleted (its veth links, addresses, routes and nft tables go
+    with it)."""
+    r = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True)
+    for pid in r.stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
 def forget_run(state_dir):
@@ -580,8 +683,8 @@ def sweep_dead_runs():
 
 def _forget_gone_runs():
     """At a normal exit: the records of this process's runs whose folder is
-    gone (cleaned up by the test itself) go too; any other is the next
-    sweep's."""
+    gone (cleaned up by the test itself) go too, with any process,
+    namespace or link they still name; any other is the next sweep's."""
     try:
         names = os.listdir(RUNS)
     except OSError:
@@ -589,7 +692,7 @@ def _forget_gone_runs():
     for n in names:
         run = read_run(os.path.join(RUNS, n))
         if run and run["pid"] == os.getpid() and not os.path.exists(run["state_dir"]):
-            forget_run(run["state_dir"])
+            remove_run(run["state_dir"])
 
 
 atexit.register(_forget_gone_runs)

@@ -1,13 +1,19 @@
 """The harness's sweep of what a killed test left (sbx_harness.sweep_dead_runs).
 
-A test process (a child here) starts a supervisor and a sandbox, then it
+A test process (a child here) starts a supervisor and a sandbox, the
+network test's "internet" (a namespace, a link into it, its DNS and HTTP
+servers), an s3rver, and stand-ins of a control plane's and a kubelet
+harness's processes on their folders (their real start costs more than
+this whole test; what is checked is their record and its sweep), then it
 and its supervisor die of SIGKILL: no cleanup runs, the containers, overlay
-mounts and loop devices stay. The next harness start (here, this process's)
-removes exactly those and the run's folder, and nothing of two runs whose
-owner (this process) lives: one with its supervisor running beside (its
-sandbox still answers), one whose supervisor was killed as a restart test
-kills it (no supervisor on its folder, yet not dead: its sandbox's
-container, mounts and loop device stay for the restart).
+mounts, loop devices, namespace, link, servers and folders stay. The next
+harness start (here, this process's) removes exactly those and the runs'
+folders, and nothing of the runs whose owner (this process) lives: one with
+its supervisor running beside (its sandbox still answers), one whose
+supervisor was killed as a restart test kills it (no supervisor on its
+folder, yet not dead: its sandbox's container, mounts and loop device stay
+for the restart), and a namespace and an s3rver of its own. The child
+makes its things while this process makes its own.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
@@ -23,18 +29,40 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import sbx_harness as h  # noqa: E402
+from s3_harness import S3Server, require_s3rver  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
 
-# The killed test: a supervisor with one sandbox handed out, then waiting.
+# The killed test: a supervisor with one sandbox handed out, an internet,
+# an s3rver, a control plane's folder and process (a stand-in: sleep) and
+# a kubelet harness (a stand-in that says it is ready), then waiting.
 CHILD = r"""
-import json, os, sys, time
+import json, os, sys, tempfile, time
 sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, os.path.join(sys.argv[1], "..", "k8s"))
 from sbx_harness import Supervisor
+from s3_harness import S3Server
+from test_network import Internet
+from apiserver import ControlPlane
+from kubelet_node import Node
 s = Supervisor(os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"], pool_size=1).start()
 sid = s.create()["id"]
-print(json.dumps({"state": s.state_dir, "root": s.root, "sup": s.proc.pid, "id": sid}), flush=True)
+inet = Internet("k").start()
+inet.link_to_host()
+srv = S3Server(tempfile.mkdtemp(prefix="sbx-it-s3-")).start()
+cp = ControlPlane()
+cp.make_folder()
+cp.spawn("etcd", ["sleep", "300"])
+node = Node("none", "n1", os.path.join(tempfile.mkdtemp(prefix="sbx-it-node-"), "host"), {})
+node.argv = [sys.executable, "-c", "import time; print('node n1 ready', flush=True); time.sleep(300)"]
+node.start()
+os.makedirs(node.root)
+print(json.dumps({"state": s.state_dir, "root": s.root, "sup": s.proc.pid, "id": sid,
+                  "netns": inet.ns, "link": inet.host_link, "inet": inet.dir,
+                  "inet_pids": [p.pid for p in inet.procs], "s3": srv.folder, "s3_pid": srv.proc.pid,
+                  "cp": cp.root, "node": node.root, "node_top": os.path.dirname(node.host_root),
+                  "node_pid": node.proc.pid}), flush=True)
 time.sleep(300)
 """
 
@@ -43,6 +71,16 @@ def left(state_dir):
     """What of a run is on the machine: its containers, mounts, loop devices."""
     return (sorted(c[0] for c in h.containers_under(state_dir)), sorted(h.mounts_under(state_dir)),
             sorted(h.loops_under(state_dir)))
+
+
+def helpers_left(run):
+    """What of the killed test's helpers is on the machine: their
+    processes, the namespace, the link, their folders."""
+    pids = run["inet_pids"] + [run["s3_pid"], run["node_pid"]]
+    link = subprocess.run(["ip", "link", "show", run["link"]], capture_output=True)
+    return {"procs": sorted(p for p in pids if h.proc_start(p) is not None),
+            "netns": os.path.exists("/run/netns/" + run["netns"]), "link": link.returncode == 0,
+            "folders": sorted(k for k in ("cp", "inet", "node", "s3") if os.path.exists(run[k]))}
 
 
 def wait_gone(pid, timeout=10):
@@ -58,18 +96,27 @@ class Sweep(unittest.TestCase):
         self.addCleanup(s.cleanup)
         return s.start()
 
-    def killed_test(self):
-        """The child's run, both processes SIGKILLed: {state, root, sup, id}."""
+    def child(self):
+        """The test to kill, started (it makes its things while this
+        process makes its own)."""
         child = subprocess.Popen([sys.executable, "-c", CHILD, HERE], stdout=subprocess.PIPE,
                                  stdin=subprocess.DEVNULL)
         self.addCleanup(child.wait)
         self.addCleanup(child.kill)
+        return child
+
+    def killed_test(self, child):
+        """The child's run once made, the child and its supervisor
+        SIGKILLed: {state, root, sup, id, ...}."""
         r, _, _ = select.select([child.stdout], [], [], 60)
         self.assertTrue(r, "the child's supervisor did not start")
         run = json.loads(child.stdout.readline())
         child.stdout.close()
         # should this test fail, what the child made still goes
         self.addCleanup(h.remove_run, run["state"], run["root"])
+        for folder, top in ((run["inet"], None), (run["s3"], None), (run["cp"], None),
+                            (run["node"], run["node_top"])):
+            self.addCleanup(h.remove_run, folder, top)
         child.kill()
         child.wait()
         os.kill(run["sup"], signal.SIGKILL)
@@ -77,13 +124,24 @@ class Sweep(unittest.TestCase):
         return run
 
     def test_sweep_takes_only_the_dead_run(self):
+        require_s3rver()
+        child = self.child()
         beside = self.sup(pool_size=1)
         b_sid = beside.create()["id"]
         restarted = self.sup(pool_size=1)
         r_sid = restarted.create()["id"]
         restarted.proc.kill()        # as a restart test stops it
         restarted.proc.wait()
-        dead = self.killed_test()
+        srv = S3Server(os.path.join(beside.root, "s3"))
+        self.addCleanup(srv.stop)
+        srv.start()
+        # a namespace of this process's (no servers in it: what is judged
+        # is its owner)
+        ns, ns_dir = "sbxt%dlive" % os.getpid(), os.path.join(beside.root, "ns")
+        self.addCleanup(h.remove_run, ns_dir)
+        h.register_run(ns_dir, runc=(), netns=[ns])
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+        dead = self.killed_test(child)
 
         gone = left(dead["state"])
         self.assertTrue(all(gone), gone)
@@ -92,6 +150,11 @@ class Sweep(unittest.TestCase):
         for k in kept.values():
             self.assertTrue(all(k), kept)
         self.assertTrue(os.path.exists(h.run_record(dead["state"])))
+        helpers = helpers_left(dead)
+        self.assertEqual(helpers["procs"], sorted(dead["inet_pids"] + [dead["s3_pid"], dead["node_pid"]]),
+                         helpers)
+        self.assertTrue(helpers["netns"] and helpers["link"], helpers)
+        self.assertEqual(helpers["folders"], ["cp", "inet", "node", "s3"], helpers)
 
         t0 = time.monotonic()
         self.sup(pool_size=0)   # the next harness start sweeps
@@ -100,12 +163,22 @@ class Sweep(unittest.TestCase):
         self.assertEqual(left(dead["state"]), ([], [], []))
         self.assertFalse(os.path.exists(dead["root"]))
         self.assertFalse(os.path.exists(h.run_record(dead["state"])))
+        self.assertEqual(helpers_left(dead), {"procs": [], "netns": False, "link": False,
+                                              "folders": []})
+        self.assertFalse(os.path.exists(dead["node_top"]))
+        for folder in (dead["inet"], dead["s3"], dead["cp"], dead["node"]):
+            self.assertFalse(os.path.exists(h.run_record(folder)), folder)
         for state, k in kept.items():
             self.assertEqual(left(state), k, state)
             self.assertTrue(os.path.exists(h.run_record(state)))
         st, _, b = beside.exec(b_sid, cmd="echo beside")
         self.assertEqual((st, b.get("stdout")), (200, "beside\n"), b)
         self.assertTrue(any(r_sid in c for c in kept[restarted.state_dir][0]))
+        # this process's namespace and s3rver
+        self.assertTrue(os.path.exists("/run/netns/" + ns))
+        self.assertTrue(os.path.exists(h.run_record(ns_dir)))
+        self.assertIsNone(srv.proc.poll())
+        self.assertTrue(os.path.exists(h.run_record(srv.folder)))
         print("swept a killed test's run in %.2f s (the next start's)" % took)
 
 

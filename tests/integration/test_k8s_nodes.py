@@ -36,7 +36,7 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "
 sys.path.insert(0, os.path.join(TOP, "tests", "k8s"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import apiserver  # noqa: E402
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_harness import Supervisor, end_all, stop_clean  # noqa: E402
 
 NS = "sbx-system"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % NS
@@ -63,13 +63,38 @@ def wait_for(what, fn, timeout):
     raise AssertionError("%s: not within %s s (last: %r)" % (what, timeout, last))
 
 
-class Nodes(unittest.TestCase):
+class ClusterTest(unittest.TestCase):
+    """A control plane (cls.cp) and supervisors as its nodes (cls.sups,
+    by node name) with a folder (cls.tmp): start_cluster() makes the
+    first and the last, then make() the nodes; everything is ended
+    whatever happened (it_k8s_nodes, it_k8s_relay)."""
+
     @classmethod
-    def setUpClass(cls):
+    def start_cluster(cls, prefix, make):
         cls.cp = apiserver.ControlPlane().start()
         cls.sups = {}
-        cls.tmp = tempfile.mkdtemp(prefix="sbx-k8s-nodes-")
+        cls.tmp = tempfile.mkdtemp(prefix=prefix)
         try:
+            make()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        end_all(cls.sups.values(), [cls.cp], cls.tmp, clean=False)
+
+    def directory(self, name):
+        """GET /v1/nodes of node name's supervisor."""
+        st, _, body = self.sups[name].request("GET", "/v1/nodes", timeout=5)
+        self.assertEqual(st, 200, body)
+        return body
+
+
+class Nodes(ClusterTest):
+    @classmethod
+    def setUpClass(cls):
+        def make():
             cls.kubeconfig, cls.sa_token = cls.cp.supervisor_kubeconfig(cls.tmp)
             sup, agent = binaries()
             for name, pool in POOLS.items():
@@ -78,26 +103,12 @@ class Nodes(unittest.TestCase):
                     "--lease-duration", str(LEASE_S), "--kube-queue", "64",
                     "--default-resources", "memory=256M"])
                 cls.sups[name] = s.start()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        for s in cls.sups.values():
-            s.cleanup()
-        cls.cp.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        cls.start_cluster("sbx-k8s-nodes-", make)
 
     # ---- helpers ----
     def lease(self, node):
         st, body = self.cp.api("GET", "%s/sbx-node-%s" % (LEASES, node))
         return json.loads(body) if st == 200 else None
-
-    def directory(self, name):
-        st, _, body = self.sups[name].request("GET", "/v1/nodes", timeout=5)
-        self.assertEqual(st, 200, body)
-        return body
 
     def events(self):
         st, body = self.cp.api("GET", "/api/v1/namespaces/%s/events" % NS)

@@ -1,11 +1,9 @@
-"""The relay in a Kubernetes cluster, against a real kube-apiserver + etcd
-(tests/k8s/apiserver.py, started on loopback for this test and removed
-after): two supervisors as two nodes with the names a cloud gives its nodes
-(a dotted DNS name, and one of the longest, 253 bytes), authenticated as the
-DaemonSet's own ServiceAccount (daemonset/rbac.yaml applied, tokens from the
-TokenRequest API), no cluster key: node-to-node calls carry the relaying
-supervisor's service-account token, which the receiver has the API server
-review (TokenReview).
+"""The relay in a Kubernetes cluster, the control plane and the supervisors'
+rights as it_k8s_nodes has them (test_k8s_nodes.py): two supervisors as two
+nodes with the names a cloud gives its nodes (a dotted DNS name, and one of
+the longest, 253 bytes), no cluster key: node-to-node calls carry the
+relaying supervisor's service-account token, which the receiver has the API
+server review (TokenReview).
 
 - sandbox ids stay short and URL-safe: they carry the tag of their node's
   name, which both directories (the Leases) resolve; the longest name's
@@ -23,9 +21,7 @@ Env: SBX_SUPERVISOR, SBX_AGENT. Needs scripts/install-k8s's cache.
 import json
 import os
 import secrets
-import shutil
 import sys
-import tempfile
 import time
 import unittest
 
@@ -34,11 +30,9 @@ sys.path.insert(0, os.path.join(TOP, "tests", "k8s"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import apiserver  # noqa: E402
 from sbx_harness import Supervisor  # noqa: E402
-from test_k8s_nodes import binaries, wait_for  # noqa: E402
+from test_k8s_nodes import LEASES, NS, ClusterTest, binaries, wait_for  # noqa: E402
 
-NS = "sbx-system"
 SA_API = "/api/v1/namespaces/%s/serviceaccounts" % NS
-LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % NS
 TOKEN = secrets.token_hex(32)  # the tenant's, on both nodes
 # A cloud's node name, and one of 253 bytes (63.63.63.61).
 N1 = "ip-10-0-1-23.eu-west-1.compute.internal"
@@ -47,14 +41,12 @@ POOLS = {N1: 1, N2: 0}
 RELAYED = {"Sbx-Relay-Hops": "1"}
 
 
-class K8sRelay(unittest.TestCase):
+class K8sRelay(ClusterTest):
     @classmethod
     def setUpClass(cls):
         assert len(N2) == 253
-        cls.cp = apiserver.ControlPlane().start()
-        cls.sups = {}
-        cls.tmp = tempfile.mkdtemp(prefix="sbx-k8s-relay-")
-        try:
+
+        def make():
             cls.cp.apply("namespace.yaml", "rbac.yaml")
             st, body = cls.cp.api("POST", SA_API, {"apiVersion": "v1", "kind": "ServiceAccount",
                                                    "metadata": {"name": "intruder"}})
@@ -72,21 +64,11 @@ class K8sRelay(unittest.TestCase):
                     "--lease-duration", "8"])
                 cls.sups[name] = s.start()
             cls.sups[N1].wait_ready(n=1)
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        for s in cls.sups.values():
-            s.cleanup()
-        cls.cp.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        cls.start_cluster("sbx-k8s-relay-", make)
 
     def nodes(self, name):
-        st, _, body = self.sups[name].request("GET", "/v1/nodes", timeout=5)
-        self.assertEqual(st, 200, body)
-        return {n["name"]: n for n in body["nodes"] if n["live"]}
+        """The live nodes in name's directory, by name."""
+        return {n["name"]: n for n in self.directory(name)["nodes"] if n["live"]}
 
     def both_listed(self):
         for name in POOLS:

@@ -6,7 +6,9 @@ machine: the sandboxes' router has no way out but into that namespace, and
 the namespace has no way out at all (but a link back to the host for the
 test of the supervisor's own address, masqueraded so the host answers on
 that link). Everything the test makes (namespaces, links, processes) is
-removed also when it fails.
+removed also when it fails, and recorded as its run's (sbx_harness's
+register_run): the next harness start removes it should the test be
+SIGKILLed.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
@@ -22,8 +24,10 @@ import unittest
 import shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import (Supervisor, containers_under, remove_everything_under,  # noqa: E402
-                         remove_router_of, state_tag, stop_clean, wait_runtime_calls)
+import sbx_harness  # noqa: E402
+from sbx_harness import (Supervisor, containers_under, register_run,  # noqa: E402
+                         remove_everything_under, remove_router_of, remove_run, state_tag,
+                         stop_clean, wait_runtime_calls)
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -59,8 +63,9 @@ def run(*cmd, check=True, **kw):
 
 
 class Internet:
-    """The test's internet: a namespace, its hosts and servers. cleanup()
-    kills what runs in it and deletes it (and the links into it)."""
+    """The test's internet: a namespace, its hosts and servers, each
+    recorded as a run of its folder's as it is made (own()). cleanup() kills
+    what runs in it and deletes it (and the links into it): remove_run."""
 
     def __init__(self, tag):
         self.ns = "sbxt%d%s" % (os.getpid(), tag)
@@ -75,7 +80,14 @@ class Internet:
     def exec(self, *cmd, check=True, timeout=30):
         return run("ip", "netns", "exec", self.ns, *cmd, check=check, timeout=timeout)
 
+    def own(self, **things):
+        """Record things (register_run's procs, netns, links) as the test's:
+        the next harness start removes them should it be SIGKILLed."""
+        register_run(self.dir, runc=(), **things)
+
     def start(self):
+        sbx_harness._live.add(self)
+        self.own(netns=[self.ns])
         run("ip", "netns", "add", self.ns)
         self.ip("link", "set", "lo", "up")
         for a in HOSTS:
@@ -99,6 +111,7 @@ class Internet:
         p = subprocess.Popen(["ip", "netns", "exec", self.ns] + list(cmd),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.procs.append(p)
+        self.own(procs=[p.pid])
         return p
 
     def wait_port(self, addr, port, timeout=20):
@@ -125,6 +138,7 @@ class Internet:
         """A link from the host into the internet, the internet routing
         through it and masquerading what it forwards (so the host answers on
         the link, never through its own uplink)."""
+        self.own(links=[self.host_link])
         run("ip", "link", "add", self.host_link, "type", "veth", "peer", "name", "tohost",
             "netns", self.ns)
         run("ip", "addr", "add", HOST_SIDE + "/30", "dev", self.host_link)
@@ -141,18 +155,11 @@ class Internet:
             return {line.split()[1] for line in f if line.strip()}
 
     def cleanup(self):
+        sbx_harness._live.discard(self)
         for p in self.procs:
             p.kill()
             p.wait()
-        r = run("ip", "netns", "pids", self.ns, check=False)
-        for pid in r.stdout.split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except OSError:
-                pass
-        run("ip", "link", "del", self.host_link, check=False)
-        run("ip", "netns", "del", self.ns, check=False)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_run(self.dir)
 
 
 # What a sandbox runs to try its way out: one line of JSON per probe.
@@ -556,8 +563,7 @@ class NetworkLifecycle(unittest.TestCase):
         addresses and its other networks."""
         node = "sbxt%dn" % os.getpid()
         hostlink = "sbxt%dnh" % (os.getpid() % 100000)
-        self.addCleanup(run, "ip", "netns", "del", node, check=False)
-        self.addCleanup(run, "ip", "link", "del", hostlink, check=False)
+        self.inet.own(netns=[node], links=[hostlink])  # removed with the internet
         run("ip", "netns", "add", node)
         nip = lambda *a: run("ip", "-n", node, *a)  # noqa: E731
         nip("link", "set", "lo", "up")

@@ -31,156 +31,24 @@ test fails.
 
 Env: SBX_S3_TOOL; SBX_SUPERVISOR and SBX_AGENT for the start check.
 """
-import contextlib
 import hashlib
-import json
 import os
-import re
-import select
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from s3_harness import BUCKET, CREDS, TOOL, S3Server, environ, require_s3rver, tool  # noqa: E402
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-SERVER_DIR = os.path.join(TOP, "tests", "s3")
-TOOL = os.environ.get("SBX_S3_TOOL")
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
 MIB = 1 << 20
 PART = 5 * MIB
 BIG = 23 * MIB + 4321
-BUCKET = "snaps"
-CREDS = {"AWS_ACCESS_KEY_ID": "S3RVER", "AWS_SECRET_ACCESS_KEY": "S3RVER"}
-
-_live = set()
-
-
-def _on_signal(signum, frame):
-    for srv in list(_live):
-        srv.stop()
-    os._exit(128 + signum)
-
-
-for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-    signal.signal(_sig, _on_signal)
-
-
-@contextlib.contextmanager
-def environ(**values):
-    """os.environ with values set (None: unset) for the block, then as it was:
-    the supervisors and servers started inside inherit them."""
-    saved = {k: os.environ.get(k) for k in values}
-    try:
-        for k, v in values.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-class S3Server:
-    """One s3rver (behind the signature check) on 127.0.0.1 over a folder."""
-
-    def __init__(self, folder, port=0):
-        self.folder = folder
-        self.port = port
-        self.proc = None
-
-    def start(self):
-        os.makedirs(self.folder, exist_ok=True)
-        self.proc = subprocess.Popen(
-            ["node", "--openssl-legacy-provider", os.path.join(SERVER_DIR, "server.mjs"), "--dir", self.folder,
-             "--port", str(self.port), "--bucket", BUCKET],
-            cwd=SERVER_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True)
-        _live.add(self)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
-        line = self.proc.stdout.readline() if ready else b""
-        if not line:
-            err = self.proc.stderr.read1(4096) if self.proc.poll() is not None else b""
-            self.stop()
-            raise RuntimeError("s3rver did not start: %r" % err)
-        self.port = json.loads(line)["port"]
-        return self
-
-    def endpoint(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    def signal(self, sig):
-        os.killpg(self.proc.pid, sig)
-
-    def stop(self):
-        if self.proc is None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGCONT)
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-        self.proc = None
-        _live.discard(self)
-
-
-class Result:
-    def __init__(self, rc, out, err, seconds):
-        self.rc, self.out, self.err, self.seconds = rc, out, err, seconds
-        m = re.search(r"^peak_rss_kib (\d+)$", err, re.M)
-        self.peak_kib = int(m.group(1)) if m else None
-
-
-def tool(server, url, *args, opts=(), env=None, feed=None):
-    """Run sup-s3-tool; feed(proc): a generator of byte chunks written to
-    its stdin from a thread."""
-    full_env = dict(os.environ, **CREDS)
-    for k in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN", "AWS_REGION"):
-        full_env.pop(k, None)
-    full_env.update(env or {})
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.monotonic()
-        p = subprocess.Popen([TOOL, "--endpoint", server.endpoint(), *opts, url, *args],
-                             stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
-                             stdout=out, stderr=err, env=full_env)
-        writer = None
-        if feed:
-            def write():
-                try:
-                    for chunk in feed(p):
-                        p.stdin.write(chunk)
-                except BrokenPipeError:
-                    pass
-                finally:
-                    try:
-                        p.stdin.close()
-                    except BrokenPipeError:
-                        pass
-            writer = threading.Thread(target=write)
-            writer.start()
-        p.wait()
-        seconds = time.monotonic() - start
-        if writer:
-            writer.join()
-        out.seek(0)
-        err.seek(0)
-        return Result(p.returncode, out.read(), err.read().decode(errors="replace"), seconds)
-
 
 def sha256_file(path):
     h = hashlib.sha256()
@@ -195,8 +63,7 @@ class S3Store(unittest.TestCase):
     def setUpClass(cls):
         if not TOOL:
             raise unittest.SkipTest("SBX_S3_TOOL not set")
-        if not os.path.isdir(os.path.join(SERVER_DIR, "node_modules", "s3rver")):
-            raise AssertionError("tests/s3/node_modules missing: run scripts/install-deps (make test does)")
+        require_s3rver()
         cls.tmp = tempfile.mkdtemp(prefix="sbx-s3-")
         cls.srv = None
         try:

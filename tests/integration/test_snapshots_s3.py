@@ -31,7 +31,6 @@ Env: SBX_SUPERVISOR, SBX_AGENT, SBX_S3_TOOL.
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -41,12 +40,11 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, remove_everything_under, stop_clean  # noqa: E402
-from test_s3_store import BUCKET, CREDS, S3Server, environ  # noqa: E402
+from sbx_harness import Supervisor, end_all  # noqa: E402
+from s3_harness import BUCKET, CREDS, TOOL, S3Server, environ, skip_unless  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
-TOOL = os.environ.get("SBX_S3_TOOL")
 PREFIX = "it-snaps"
 TOK = {"admin": "tok-admin-s3", "alice": "tok-alice-s3", "bob": "tok-bob-s3"}
 DISK = 256 << 20
@@ -93,10 +91,7 @@ def tenants_doc():
 class SnapshotsS3(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not SUP or not AGENT or not TOOL:
-            raise unittest.SkipTest("SBX_SUPERVISOR, SBX_AGENT and SBX_S3_TOOL must be set")
-        if not shutil.which("node"):
-            raise unittest.SkipTest("node is not installed (scripts/install-deps)")
+        skip_unless(store=True)
         cls.root = tempfile.mkdtemp(prefix="sbx-it-snaps3-")
         cls.srv = None
         cls.nodes = []
@@ -125,18 +120,7 @@ class SnapshotsS3(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        try:
-            for s in cls.nodes:
-                try:
-                    if s.alive():
-                        stop_clean(s)
-                finally:
-                    s.cleanup()
-                    remove_everything_under(s.state_dir)
-        finally:
-            if cls.srv:
-                cls.srv.stop()
-            shutil.rmtree(cls.root, ignore_errors=True)
+        end_all(cls.nodes, [cls.srv], cls.root)
 
     # ---- helpers ----
     def req(self, node, method, path, body=None, who="alice", timeout=120):

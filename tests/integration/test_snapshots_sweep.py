@@ -26,10 +26,8 @@ Every supervisor, sandbox, s3rver and folder is removed, also on failure.
 Env: SBX_SUPERVISOR, SBX_AGENT, SBX_S3_TOOL.
 """
 import glob
-import json
 import os
 import re
-import shutil
 import signal
 import sys
 import tempfile
@@ -38,12 +36,11 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, remove_everything_under, stop_clean  # noqa: E402
-from test_s3_store import BUCKET, CREDS, S3Server, environ, tool  # noqa: E402
+from sbx_harness import Supervisor, end_all  # noqa: E402
+from s3_harness import BUCKET, CREDS, S3Server, environ, skip_unless, tool  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
-TOOL = os.environ.get("SBX_S3_TOOL")
 MIB = 1 << 20
 PREFIX = "it-sweep"
 
@@ -68,25 +65,13 @@ def wait_for(what, fn, timeout, step=0.02):
 
 class SweepAtStart(unittest.TestCase):
     def setUp(self):
-        if not SUP or not AGENT:
-            raise unittest.SkipTest("SBX_SUPERVISOR and SBX_AGENT must be set")
+        skip_unless(store=False)
         self.root = tempfile.mkdtemp(prefix="sbx-it-sweep-")
         self.sups = []
         self.srv = None
 
     def tearDown(self):
-        try:
-            for s in reversed(self.sups):
-                try:
-                    if s.alive():
-                        stop_clean(s)
-                finally:
-                    s.cleanup()
-                    remove_everything_under(s.state_dir)
-        finally:
-            if self.srv:
-                self.srv.stop()
-            shutil.rmtree(self.root, ignore_errors=True)
+        end_all(self.sups, [self.srv], self.root)
 
     def supervisor(self, state, extra=()):
         s = Supervisor(SUP, AGENT, state_dir=state, pool_size=1,
@@ -170,10 +155,7 @@ class SweepAtStart(unittest.TestCase):
         self.assertEqual(s2.request("DELETE", "/v1/snapshots/" + kept["id"])[0], 204)
 
     def test_s3_store(self):
-        if not TOOL:
-            raise unittest.SkipTest("SBX_S3_TOOL must be set")
-        if not shutil.which("node"):
-            raise unittest.SkipTest("node is not installed (scripts/install-deps)")
+        skip_unless(store=True)
         s3dir = os.path.join(self.root, "s3")
         self.srv = S3Server(s3dir).start()
         url = "s3://%s/%s" % (BUCKET, PREFIX)

@@ -7,7 +7,9 @@ certificate for 127.0.0.1, a service-account key pair and an admin token,
 starts etcd and kube-apiserver on free loopback ports, waits for /readyz and
 the "default" namespace, and writes a kubeconfig there. stop() stops both and
 removes the folder, whether the test passed or not (also on SIGTERM/SIGINT,
-and both processes die with the test process: PR_SET_PDEATHSIG).
+and both processes die with the test process: PR_SET_PDEATHSIG). The folder
+and both processes are recorded as a run of the folder's (sbx_harness's
+register_run): a SIGKILLed test's folder goes at the next harness start.
 
 kubectl() runs the cached kubectl with that kubeconfig and a HOME inside the
 folder: never the machine's kubectl, never its default config or cache.
@@ -119,8 +121,7 @@ class ControlPlane:
         if missing:
             raise RuntimeError("%s missing under %s: run scripts/install-k8s (make test does)"
                                % (", ".join(missing), self.bin))
-        self.root = tempfile.mkdtemp(prefix="sbx-k8s-")
-        sbx_harness._live.add(self)
+        self.make_folder()
         try:
             self._pki()
             t0 = time.monotonic()
@@ -133,6 +134,15 @@ class ControlPlane:
             self.stop()
             raise
         return self
+
+    def make_folder(self):
+        """The control plane's folder, recorded as a run's with what
+        spawn starts (it_harness_sweep checks their sweep with a stand-in
+        process: a real start takes some 12 s of CPU, more than that whole
+        test)."""
+        self.root = tempfile.mkdtemp(prefix="sbx-k8s-")
+        sbx_harness._live.add(self)
+        sbx_harness.register_run(self.root, runc=())
 
     def _pki(self):
         p = os.path.join(self.root, "pki")
@@ -157,13 +167,14 @@ class ControlPlane:
         os.chmod(os.path.join(p, "tokens.csv"), 0o600)
         self.ca = os.path.join(p, "ca.crt")
 
-    def _spawn(self, name, argv):
+    def spawn(self, name, argv):
         log = open(os.path.join(self.root, name + ".log"), "ab")
         try:
             self.procs[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
                                                 stderr=log, preexec_fn=_die_with_parent)
         finally:
             log.close()
+        sbx_harness.register_run(self.root, runc=(), procs=[self.procs[name].pid])
 
     def _died(self, name):
         if self.procs[name].poll() is None:
@@ -174,7 +185,7 @@ class ControlPlane:
     def _etcd(self, port, peer, deadline):
         client = "http://127.0.0.1:%d" % port
         peer_url = "http://127.0.0.1:%d" % peer
-        self._spawn("etcd", [
+        self.spawn("etcd", [
             os.path.join(self.bin, "etcd"), "--name", "sbx-test",
             "--data-dir", os.path.join(self.root, "etcd"),
             "--listen-client-urls", client, "--advertise-client-urls", client,
@@ -199,7 +210,7 @@ class ControlPlane:
     def _apiserver(self, etcd_port, deadline):
         p = os.path.join(self.root, "pki")
         self._etcd_port = etcd_port
-        self._spawn("kube-apiserver", [
+        self.spawn("kube-apiserver", [
             os.path.join(self.bin, "kube-apiserver"),
             "--etcd-servers", "http://127.0.0.1:%d" % etcd_port,
             "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
@@ -336,14 +347,15 @@ class ControlPlane:
 
     # ---- stop ----
     def stop(self):
-        """Stops the API server, then etcd, and removes the folder."""
+        """Stops the API server, then etcd, and removes the folder (and
+        its run's record)."""
         sbx_harness._live.discard(self)
         for name in ("kube-apiserver", "etcd"):
             p = self.procs.pop(name, None)
             if p is not None:
                 _end(p)
         if self.root is not None:
-            shutil.rmtree(self.root, ignore_errors=True)
+            sbx_harness.remove_run(self.root)
             self.root = None
 
     cleanup = stop  # what sbx_harness's signal handler calls

@@ -2,15 +2,16 @@
 waits for its "ready" line, stop() ends it with SIGTERM and checks that it
 removed everything (exit 0), cleanup() makes sure of that whatever happened
 (kills it, then sweeps its root). Joins sbx_harness's set of live things,
-so ctest's timeout or ^C still cleans up. A test harness, never part of the
-product.
+so ctest's timeout or ^C still cleans up, and records the harness process
+and its root (runc's root in it) as a run of the root's (register_run): the
+next harness start after a SIGKILL of the test kills the harness, its
+containers and mounts and removes the root. A test harness, never part of
+the product.
 """
 import os
-import select
 import signal
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
@@ -44,19 +45,12 @@ class Node:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.PIPE, stderr=log)
         sbx_harness._live.add(self)
-        deadline = time.monotonic() + timeout
-        buf = b""
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.2)
-            if r:
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                if not chunk:
-                    break
-                buf += chunk
-                if b"node %s ready" % self.name.encode() in buf:
-                    return self
-            if self.proc.poll() is not None:
-                break
+        sbx_harness.register_run(self.root, runc=["runc", "--root", self.runc_root],
+                                 procs=[self.proc.pid])
+        line = b"node %s ready" % self.name.encode()
+        buf, ready = sbx_harness.read_until(self.proc, lambda b: line in b, timeout)
+        if ready:
+            return self
         raise RuntimeError("kubelet harness %s did not start: %r\n%s"
                            % (self.name, buf, self.log()))
 
@@ -89,3 +83,4 @@ class Node:
         if self.proc is not None and self.proc.stdout:
             self.proc.stdout.close()
         kubelet.sweep(self.root)
+        sbx_harness.remove_run(self.root)
