@@ -7,7 +7,11 @@
  * beyond one chunk and the connection's bounded output buffer. The bytes go
  * by splice(2) from the page cache through a pipe to the connection's
  * socket (op_splice.c), at the op's own offset; without a pipe, or from a
- * file system that cannot splice, they are read into the output.
+ * file system that cannot splice, they are read into the output. Pages go
+ * by reference, so a file written or cut while read may show its new bytes
+ * (a cut page's zeros) in what was already sent, as a read racing a writer
+ * would show some; nothing past the size at open is sent, and a file that
+ * shrinks ends early (read_of_a_shrinking_file).
  * file.write writes each DATA frame to a temporary file in the target's
  * folder (agent_fsconf_tmp_open) and returns its credit once the bytes are
  * written, so the requester can have at most one window in flight; on eof

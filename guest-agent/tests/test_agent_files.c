@@ -1,9 +1,10 @@
 /* The file operations of the real sandbox-agent (PID 1 of new namespaces),
  * driven over its socket: a large round trip with the agent's memory
  * bounded (and throughput beside cat), reads side by side (interleaved,
- * a range, a /proc file, a cancel), cut, cancelled and over-quota
- * uploads leaving the old file, awkward names, the fs.* operations and
- * their errors, and the hostile path corpus against every operation.
+ * a range, a /proc file, a cancel), a read of a shrinking file, cut,
+ * cancelled and over-quota uploads leaving the old file, awkward names, the
+ * fs.* operations and their errors, and the hostile path corpus against
+ * every operation.
  * Every test starts its own agent and its own folder under /tmp and removes
  * both in teardown, also when it fails. */
 #include <dirent.h>
@@ -434,6 +435,22 @@ static void large_round_trip(void **state)
 
 /* ---- reads side by side ---- */
 
+/* path holds the generator's first size bytes. */
+static void gen_file(const char *path, uint64_t size)
+{
+	SBX_AUTO_FREE uint8_t *buf = malloc(1 << 20);
+	FILE *f = fopen(path, "we");
+	size_t k;
+	gen g;
+
+	assert_non_null(buf);
+	assert_non_null(f);
+	gen_init(&g, size, NULL);
+	while ((k = gen_next(buf, 1 << 20, &g)) > 0)
+		assert_int_equal(fwrite(buf, 1, k, f), k);
+	assert_int_equal(fclose(f), 0);
+}
+
 /* One of several reads on a connection: its bytes checked as they come,
  * against the generator (from an offset) or a copy read here. */
 typedef struct side_read {
@@ -526,7 +543,6 @@ static void reads_side_by_side(void **state)
 	const uint64_t size = (6u << 20) + 7, off = (1u << 20) + 3, len = 3u << 20;
 	const char *proc_file = "config.gz";
 	SBX_AUTO_FREE uint8_t *proc_want = NULL;
-	SBX_AUTO_FREE uint8_t *buf = malloc(1 << 20);
 	size_t proc_len = 0, n_reads = 3;
 	char p[160];
 	fc c;
@@ -536,20 +552,9 @@ static void reads_side_by_side(void **state)
 	fc_result r[4];
 	int last = -1, fds0, fds = -1;
 	unsigned switches = 0;
-	gen g;
 
-	assert_non_null(buf);
 	pathf(p, sizeof(p), "%s/side.bin", fx->root);
-	{
-		FILE *f = fopen(p, "we");
-		size_t k;
-
-		assert_non_null(f);
-		gen_init(&g, size, NULL);
-		while ((k = gen_next(buf, 1 << 20, &g)) > 0)
-			assert_int_equal(fwrite(buf, 1, k, f), k);
-		assert_int_equal(fclose(f), 0);
-	}
+	gen_file(p, size);
 	pathf(p, sizeof(p), "/proc/%s", proc_file);
 	proc_want = slurp(p, &proc_len);
 	if (proc_want && proc_len > 0 && !splices(p))
@@ -638,6 +643,71 @@ static void reads_side_by_side(void **state)
 		      "bytes\n", n_reads, switches, (unsigned long long)sr[2].got);
 	for (size_t i = 0; i < n_reads; i++)
 		fc_result_free(&r[i]);
+	fc_close(&c);
+}
+
+/* The file is cut to cut bytes once the first frame came: what arrives
+ * below cut must be the file's. */
+typedef struct shrink_read {
+	gen g;
+	const char *path;
+	uint64_t cut;
+	bool done;
+} shrink_read;
+
+static int shrink_data(const uint8_t *p, size_t len, void *ud)
+{
+	shrink_read *sr = ud;
+
+	if (!sr->done && truncate(sr->path, (off_t)sr->cut) < 0)
+		return -1;
+	sr->done = true;
+	for (size_t i = 0; i < len; i++)
+		if (gen_byte(&sr->g) != p[i] && sr->g.pos + i < sr->cut &&
+		    sr->g.mismatch_at == UINT64_MAX)
+			sr->g.mismatch_at = sr->g.pos + i;
+	sr->g.pos += len;
+	return 0;
+}
+
+/* A file that shrinks while read ends early with what was sent (PROTOCOL.md,
+ * file.read): an END, not an error, its bytes what came, short of the size
+ * announced; the bytes already under way (a window at most) may be more
+ * than the new size. */
+static void read_of_a_shrinking_file(void **state)
+{
+	fixture *fx = *state;
+	const uint64_t size = 4u << 20, cut = 1u << 20;
+	char p[160];
+	fc c;
+	shrink_read sr = { .cut = cut };
+	fc_result r;
+	msgpack_sbuffer b;
+	msgpack_packer pk;
+	uint64_t id, v;
+
+	pathf(p, sizeof(p), "%s/shrinks.bin", fx->root);
+	gen_file(p, size);
+	sr.path = p;
+	gen_init(&sr.g, size, NULL);
+	assert_int_equal(fc_connect_window(&c, fx->ns.sock, 64 * 1024), 0);
+	fc_result_init(&r);
+	fc_args_begin(&b, &pk, 2, fx->root, "shrinks.bin", 11);
+	assert_int_equal(fc_request(&c, SBX_OP_FILE_READ, &b, &id), 0);
+	msgpack_sbuffer_destroy(&b);
+	assert_int_equal(fc_finish(&c, id, shrink_data, &sr, &r), 0);
+	expect(&r, NULL, "read of a shrinking file");
+	assert_true(fc_get_uint(&r.event, "size", &v));
+	assert_int_equal(v, size);
+	assert_true(fc_get_uint(&r.result, "bytes", &v));
+	assert_int_equal(v, sr.g.pos);
+	assert_true(r.data_eof);
+	assert_true(sr.g.pos >= cut && sr.g.pos < size);
+	assert_true(sr.g.mismatch_at == UINT64_MAX);
+	print_message("  %llu of %llu bytes sent for a file cut to %llu\n",
+		      (unsigned long long)sr.g.pos, (unsigned long long)size,
+		      (unsigned long long)cut);
+	fc_result_free(&r);
 	fc_close(&c);
 }
 
@@ -1529,6 +1599,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(large_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(reads_side_by_side, setup, teardown),
+		cmocka_unit_test_setup_teardown(read_of_a_shrinking_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(unfinished_uploads_keep_old_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(full_disk_is_no_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(awkward_names_round_trip, setup, teardown),
