@@ -3,12 +3,17 @@ directly in the sandbox's network namespace from the host (wrk, serial for
 p50/p99 and 16 connections for requests/s), and a large download through
 the proxy beside the same download direct (curl). Release build, real
 runc; python3 -m http.server inside (HTTP/1.0: a connection per request
-both ways).
+both ways), sending file bodies by socket.sendfile, so the rows measure
+the path rather than Python's copy loop, which shares the sandbox's CPU.
   SBX_SUPERVISOR=... SBX_AGENT=... python3 bench/bench_ports.py
 Env: SBX_PORTS_BIG_MIB (default 1024), SBX_PORTS_SECS (default 5),
 SBX_PORTS_SMALL=0 to leave out the small GETs' rows, SBX_PORTS_ROUNDS
-(default 1): the large downloads' rows that many times.
+(default 1): the large downloads' rows that many times, SBX_PORTS_SERVER:
+sendfile (default), copy (http.server's own copyfile: 64 KiB read + send
+in Python, the server of the rows before 2026-12-02 16:00) or both (the two
+servers side by side on ports 8000 and 8001, their rows in turn).
 """
+import resource
 import os
 import re
 import subprocess
@@ -24,14 +29,24 @@ BIG_MIB = int(os.environ.get("SBX_PORTS_BIG_MIB", "1024"))
 SECS = int(os.environ.get("SBX_PORTS_SECS", "5"))
 SMALL = os.environ.get("SBX_PORTS_SMALL", "1") != "0"
 ROUNDS = int(os.environ.get("SBX_PORTS_ROUNDS", "1"))
-PORT = 8000
+SERVERS = {"sendfile": ["sendfile"], "copy": ["copy"],
+           "both": ["copy", "sendfile"]}[os.environ.get("SBX_PORTS_SERVER", "sendfile")]
+PORT = 8000  # the first server's; the second's is PORT + 1
 # http.server's handler and threading server, with a backlog for 16
-# connections at once (its default of 5 drops SYNs: 1 s retries).
-SERVER = ("import functools, http.server as s\n"
+# connections at once (its default of 5 drops SYNs: 1 s retries). sendfile:
+# the heads by http.server, the body by socket.sendfile (the page cache to
+# the socket in the kernel); copy: http.server's shutil.copyfileobj.
+SERVER = ("import functools, sys, http.server as s\n"
           "s.ThreadingHTTPServer.request_queue_size = 128\n"
           "s.SimpleHTTPRequestHandler.log_message = lambda *a: None\n"
-          "h = functools.partial(s.SimpleHTTPRequestHandler, directory='/tmp/www')\n"
-          "s.ThreadingHTTPServer(('127.0.0.1', %d), h).serve_forever()\n" % PORT)
+          "class H(s.SimpleHTTPRequestHandler):\n"
+          "    def copyfile(self, source, outputfile):\n"
+          "        if sys.argv[2] != 'sendfile':\n"
+          "            return super().copyfile(source, outputfile)\n"
+          "        outputfile.flush()\n"
+          "        self.connection.sendfile(source)\n"
+          "h = functools.partial(H, directory='/tmp/www')\n"
+          "s.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), h).serve_forever()\n")
 
 
 def netns_pid(sup):
@@ -67,6 +82,22 @@ def wrk(url, conns, headers=(), prefix=()):
     if errs:
         print("(%s: socket errors %s)" % (url, errs.group(1)))
     return ms("50%"), ms("99%"), rps
+
+
+def server_pids(agent):
+    """{port: host pid} of the servers in agent's network namespace."""
+    ns = os.readlink("/proc/%s/ns/net" % agent)
+    found = {}
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and d != agent and os.readlink("/proc/%s/ns/net" % d) == ns:
+                with open("/proc/%s/cmdline" % d, "rb") as f:
+                    argv = f.read().split(b"\0")
+                if len(argv) > 3 and b"ThreadingHTTPServer" in argv[2]:
+                    found[int(argv[3])] = d
+        except OSError:
+            pass  # gone meanwhile, or not ours to read
+    return found
 
 
 def curl(url, headers=(), prefix=()):
@@ -122,15 +153,25 @@ def throttled_ms(stat):
     return int(kv.get("throttled_usec", 0)) / 1e3
 
 
-def costed(fn, pids, stat):
-    """fn()'s result, the CPU seconds per GiB moved of each of pids, their
-    context switches per GiB, then the ms per GiB the sandbox (the agent,
-    the server: one cgroup, one CPU quota) was throttled."""
+def children_cpu_s():
+    """user + system CPU seconds of this process's waited-for children (curl)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def costed(fn, pids, server, stat):
+    """fn()'s result, the CPU seconds per GiB moved of each of pids, of the
+    server and of curl, the context switches per GiB of each of pids, then
+    the ms per GiB the sandbox (the agent, the server: one cgroup, one CPU
+    quota) was throttled."""
     before = [(cpu_s(p), switches(p)) for p in pids]
+    srv0, cli0 = cpu_s(server), children_cpu_s()
     t0 = throttled_ms(stat)
     r = fn()
     gib = BIG_MIB / 1024
     return r, (["%.2f" % ((cpu_s(p) - b[0]) / gib) for p, b in zip(pids, before)] +
+               ["%.2f" % ((cpu_s(server) - srv0) / gib),
+                "%.2f" % ((children_cpu_s() - cli0) / gib)] +
                ["%.0f" % ((switches(p) - b[1]) / gib) for p, b in zip(pids, before)] +
                ["%.0f" % ((throttled_ms(stat) - t0) / gib)])
 
@@ -144,20 +185,26 @@ def main():
         st, _, b = sup.exec(sid, cmd="mkdir -p /tmp/www && head -c 100 /dev/zero > /tmp/www/small "
                             "&& head -c %d /dev/zero > /tmp/www/big" % (BIG_MIB << 20), timeout=600)
         assert st == 200 and b["exit_code"] == 0, b
-        st, _, b = sup.request("POST", "/v1/sandboxes/%s/processes" % sid,
-                               {"argv": ["python3", "-c", SERVER]})
-        assert st == 201, b
+        ports = {}
+        for i, kind in enumerate(SERVERS):
+            ports[kind] = PORT + i
+            st, _, b = sup.request("POST", "/v1/sandboxes/%s/processes" % sid,
+                                   {"argv": ["python3", "-c", SERVER, str(PORT + i), kind]})
+            assert st == 201, b
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             st, _, b = sup.request("GET", "/v1/sandboxes/%s/ports" % sid)
-            if any(p["port"] == PORT for p in b.get("ports", [])):
+            if set(ports.values()) <= {p["port"] for p in b.get("ports", [])}:
                 break
             time.sleep(0.1)
         pid = netns_pid(sup)
+        servers = server_pids(pid)
+        assert set(ports.values()) <= set(servers), servers
         ns = ["nsenter", "-t", pid, "-n"]
         auth = ["Authorization: Bearer " + sup.token]
         proxy = "http://127.0.0.1:%d/v1/sandboxes/%s/ports/%d" % (sup.port, sid, PORT)
         direct = "http://127.0.0.1:%d" % PORT
+        print("servers: %s" % ", ".join("%s on %d" % kv for kv in ports.items()))
         print("load before: %s" % open("/proc/loadavg").read().strip())
         if SMALL:
             print("| what | p50 ms | p99 ms | req/s |")
@@ -176,16 +223,24 @@ def main():
         # which share it.
         pids = (sup.proc.pid, pid)
         stat = cpu_stat(pid)
-        print("| what | GB/s | CPU s per GiB: supervisor | agent | context switches per GiB: "
-              "supervisor | agent | sandbox throttled ms per GiB |")
-        print("|---|---|---|---|---|---|---|")
+        # The server's CPU is its process's (the /files row does not use it:
+        # ~0); curl's is this process's children's.
+        print("| what | GB/s | CPU s per GiB: supervisor | agent | server | curl | context "
+              "switches per GiB: supervisor | agent | sandbox throttled ms per GiB |")
+        print("|---|---|---|---|---|---|---|---|---|")
         files = "http://127.0.0.1:%d/v1/sandboxes/%s/files?path=/tmp/www/big" % (sup.port, sid)
         for _ in range(ROUNDS):
-            for name, url, hd, pre in (("direct in the sandbox's netns", direct + "/big", (), ns),
-                                       ("through the proxy", proxy + "/big", auth, ()),
-                                       ("the same file with GET /files (the agent's file.read)",
-                                        files, auth, ())):
-                gbs, cost = costed(lambda: curl(url, hd, pre), pids, stat)
+            rows = []
+            for kind, port in ports.items():
+                prx = "http://127.0.0.1:%d/v1/sandboxes/%s/ports/%d" % (sup.port, sid, port)
+                rows += [("%s server, direct in the sandbox's netns" % kind,
+                          "http://127.0.0.1:%d/big" % port, (), ns, servers[port]),
+                         ("%s server, through the proxy" % kind, prx + "/big", auth, (),
+                          servers[port])]
+            rows.append(("the same file with GET /files (the agent's file.read)", files, auth, (),
+                         servers[PORT]))
+            for name, url, hd, pre, srv in rows:
+                gbs, cost = costed(lambda: curl(url, hd, pre), pids, srv, stat)
                 print("| GET %d MiB, %s | %.2f | %s |" % (BIG_MIB, name, gbs, " | ".join(cost)))
         print("load after: %s" % open("/proc/loadavg").read().strip())
         h.stop_clean(sup)

@@ -2,9 +2,16 @@
  * direction, within the stream's credit (PROTOCOL.md).
  *
  * file.read sends the file's stat as an EVENT first (the supervisor sets
- * Content-Length, ETag and Last-Modified from it), then reads the file only
+ * Content-Length, ETag and Last-Modified from it), then sends the file only
  * while data_room allows and resumes on writable: nothing waits in the agent
- * beyond one chunk and the connection's bounded output buffer.
+ * beyond one chunk and the connection's bounded output buffer. The bytes go
+ * by splice(2) from the page cache through a pipe to the connection's
+ * socket (op_splice.c), at the op's own offset; without a pipe, or from a
+ * file system that cannot splice, they are read into the output. Pages go
+ * by reference, so a file written or cut while read may show its new bytes
+ * (a cut page's zeros) in what was already sent, as a read racing a writer
+ * would show some; nothing past the size at open is sent, and a file that
+ * shrinks ends early (read_of_a_shrinking_file).
  * file.write writes each DATA frame to a temporary file in the target's
  * folder (agent_fsconf_tmp_open) and returns its credit once the bytes are
  * written, so the requester can have at most one window in flight; on eof
@@ -22,10 +29,12 @@
 #include "log.h"
 #include "op.h"
 #include "op_fs_util.h"
+#include "op_splice.h"
 #include "session.h"
 
 #define FILE_CH SBX_CH_FILE
-/* Largest read per DATA frame; data_room bounds it further. */
+/* Largest DATA frame; data_room, and the pipe's size when spliced, bound it
+ * further. */
 #define READ_CHUNK (1u << 20)
 
 /* ---- file.read ---- */
@@ -35,14 +44,14 @@ typedef struct read_op {
 	int fd;
 	uint64_t pos, end; /* next offset; stop before end */
 	uint64_t sent;
-	char *buf;
+	agent_splice sp; /* fd's way to the session; no pipe: read */
 } read_op;
 
 static void read_free(read_op *r)
 {
 	if (r->fd >= 0)
 		close(r->fd);
-	free(r->buf);
+	agent_splice_close(&r->sp);
 	free(r);
 }
 
@@ -81,6 +90,7 @@ static void read_writable(agent_op *op)
 
 	while ((room = sbx_proto_conn_data_room(c, op->id)) > 0) {
 		uint64_t want = r->end - r->pos;
+		off_t off = (off_t)r->pos;
 		ssize_t n;
 
 		if (want == 0) {
@@ -91,22 +101,21 @@ static void read_writable(agent_op *op)
 			want = room;
 		if (want > READ_CHUNK)
 			want = READ_CHUNK;
-		n = pread(r->fd, r->buf, want, (off_t)r->pos);
-		if (n < 0 && errno == EINTR)
-			continue;
+		n = agent_splice_move(&r->sp, c, op->id, FILE_CH, r->fd, &off, (size_t)want, &err);
+		if (n == -2) {
+			read_finish(r, -EIO, err.msg);
+			return;
+		}
 		if (n < 0) {
+			int e = errno;
 			char msg[128];
 			snprintf(msg, sizeof(msg), "file.read: read at %llu: %s",
-				 (unsigned long long)r->pos, strerror(errno));
-			read_finish(r, -errno, msg);
+				 (unsigned long long)r->pos, strerror(e));
+			read_finish(r, -e, msg);
 			return;
 		}
 		if (n == 0) { /* shorter than it was at open: what there is */
 			read_finish(r, 0, NULL);
-			return;
-		}
-		if (sbx_proto_conn_send_data(c, op->id, FILE_CH, r->buf, (size_t)n, false, &err) < 0) {
-			read_finish(r, -EIO, err.msg);
 			return;
 		}
 		r->pos += (uint64_t)n;
@@ -161,20 +170,20 @@ void agent_op_file_read(agent_session *s, uint64_t id, const msgpack_object *arg
 		return;
 	}
 	r = calloc(1, sizeof(*r));
-	if (r)
-		r->buf = malloc(READ_CHUNK);
-	if (!r || !r->buf) {
+	if (!r) {
 		close(ret);
-		free(r);
 		agent_fs_fail(s, id, -ENOMEM, "file.read: out of memory");
 		return;
 	}
 	r->fd = ret;
+	r->sp = (agent_splice)AGENT_SPLICE_NONE;
 	r->op.vt = &read_vtbl;
 	r->op.id = id;
 	r->pos = offset < (uint64_t)st.st_size ? offset : (uint64_t)st.st_size;
 	r->end = (uint64_t)st.st_size - r->pos > length ? r->pos + length : (uint64_t)st.st_size;
 	posix_fadvise(r->fd, (off_t)r->pos, (off_t)(r->end - r->pos), POSIX_FADV_SEQUENTIAL);
+	if (r->end > r->pos)
+		agent_splice_open(&r->sp, READ_CHUNK);
 
 	/* The stat first: an EVENT fits any window (>= 1024 bytes). */
 	msgpack_sbuffer_init(&buf);

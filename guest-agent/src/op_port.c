@@ -8,14 +8,13 @@
  * while the requester has credit (a slow reader stops the server inside on
  * its own socket), and the requester's bytes are credited back only once
  * written to the socket, so what waits here is at most one window.
- * The server's bytes go through a pipe by splice(2), so the agent copies
- * none of them (half of its CPU per byte when it read and wrote them);
- * without the pipe (pipe limits reached) they are read as before.
+ * The server's bytes go through a pipe by splice(2) (op_splice.c), so the
+ * agent copies none of them (half of its CPU per byte when it read and
+ * wrote them); without the pipe (pipe limits reached) they are read.
  * port.list reads /proc/net/tcp and tcp6 (the namespace's tables).
  * This file must not resolve paths or run commands. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,7 @@
 #include "sbx/proto.h"
 #include "log.h"
 #include "op.h"
+#include "op_splice.h"
 #include "op_util.h"
 #include "session.h"
 
@@ -43,8 +43,7 @@
 typedef struct port_op {
 	agent_op op;
 	int fd;
-	int pipe[2];         /* splice's way from fd to the session; -1: read() */
-	size_t pipe_size;
+	agent_splice sp;     /* fd's way to the session; no pipe: read() */
 	uint16_t port;
 	int addr;            /* index in addrs[] being tried */
 	bool one_addr;       /* the requester named the address */
@@ -72,9 +71,7 @@ static void port_free(port_op *p)
 		evbuffer_free(p->out);
 	if (p->fd >= 0)
 		close(p->fd);
-	for (int i = 0; i < 2; i++)
-		if (p->pipe[i] >= 0)
-			close(p->pipe[i]);
+	agent_splice_close(&p->sp);
 	free(p);
 }
 
@@ -119,41 +116,6 @@ static void port_end(port_op *p, bool reset)
 	port_free(p);
 }
 
-/* Up to room of the server's bytes into one DATA frame: spliced through
- * the pipe, or read into the session's output. As read(2) answers (bytes
- * moved, 0 at eof, -1 with errno), or -2 with err set when the session
- * could not take them. */
-static ssize_t port_move(port_op *p, size_t room, sbx_err *err)
-{
-	sbx_proto_conn *c = agent_session_conn(p->op.session);
-	void *buf;
-	ssize_t n;
-	int e;
-
-	if (p->pipe[0] >= 0) {
-		if (room > p->pipe_size)
-			room = p->pipe_size;
-		do
-			n = splice(p->fd, NULL, p->pipe[1], NULL, room,
-				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		while (n < 0 && errno == EINTR);
-		if (n > 0 && sbx_proto_conn_data_splice(c, p->op.id, SBX_CH_TCP, p->pipe[0],
-							(size_t)n, err) < 0)
-			return -2;
-		return n;
-	}
-	if (sbx_proto_conn_data_begin(c, p->op.id, SBX_CH_TCP, room, &buf, err) < 0)
-		return -2;
-	do
-		n = read(p->fd, buf, room);
-	while (n < 0 && errno == EINTR);
-	e = errno;
-	if (sbx_proto_conn_data_commit(c, n > 0 ? (size_t)n : 0, err) < 0 && n > 0)
-		return -2;
-	errno = e; /* the read's, for the caller */
-	return n;
-}
-
 /* The server's bytes into DATA frames while the requester has credit;
  * without credit the socket is left unread until writable says so. */
 static void port_pump_read(port_op *p)
@@ -163,7 +125,8 @@ static void port_pump_read(port_op *p)
 	size_t room;
 
 	while ((room = sbx_proto_conn_data_room(c, p->op.id)) > 0) {
-		ssize_t n = port_move(p, room < PORT_READ_CHUNK ? room : PORT_READ_CHUNK, &err);
+		ssize_t n = agent_splice_move(&p->sp, c, p->op.id, SBX_CH_TCP, p->fd, NULL,
+					      room < PORT_READ_CHUNK ? room : PORT_READ_CHUNK, &err);
 
 		if (n > 0) {
 			p->sent += (uint64_t)n;
@@ -245,14 +208,7 @@ static void port_connected(port_op *p)
 	int ret;
 
 	p->connected = true;
-	if (pipe2(p->pipe, O_NONBLOCK | O_CLOEXEC) == 0) {
-		int sz = fcntl(p->pipe[1], F_SETPIPE_SZ, (int)PORT_READ_CHUNK);
-		if (sz < 0)
-			sz = fcntl(p->pipe[1], F_GETPIPE_SZ);
-		p->pipe_size = sz > 0 ? (size_t)sz : 4096;
-	} else {
-		p->pipe[0] = p->pipe[1] = -1;
-	}
+	agent_splice_open(&p->sp, PORT_READ_CHUNK);
 	event_free(p->wr);
 	p->wr = event_new(agent_session_ctx(p->op.session)->base, p->fd, EV_WRITE, port_on_write, p);
 	p->rd = event_new(agent_session_ctx(p->op.session)->base, p->fd, EV_READ | EV_PERSIST,
@@ -465,7 +421,7 @@ void agent_op_port_open(agent_session *s, uint64_t id, const msgpack_object *arg
 	p = calloc(1, sizeof(*p));
 	if (p) {
 		p->fd = -1;
-		p->pipe[0] = p->pipe[1] = -1;
+		p->sp = (agent_splice)AGENT_SPLICE_NONE;
 		p->out = evbuffer_new();
 	}
 	if (!p || !p->out) {

@@ -188,6 +188,7 @@ static int take(fc *c, uint64_t id, const sbx_proto_frame *f, fc_data_fn on_data
 		return 0;
 	switch (f->kind) {
 	case SBX_PROTO_DATA:
+		r->data_first |= r->nevents == 0;
 		r->data_bytes += f->data_len;
 		r->data_eof |= f->eof;
 		if (on_data && f->data_len && on_data(f->data, f->data_len, ud) < 0)
@@ -230,6 +231,32 @@ int fc_finish(fc *c, uint64_t id, fc_data_fn on_data, void *ud, fc_result *r)
 		if (ret != 0)
 			return ret < 0 ? ret : 0;
 	}
+}
+
+int fc_finish_all(fc *c, size_t n, const uint64_t *ids, fc_data_fn on_data, void *const *ud,
+		  fc_result *r)
+{
+	size_t left = n;
+
+	while (left > 0) {
+		sbx_proto_frame f;
+		int ret = next_frame(c, &f);
+
+		if (ret < 0)
+			return ret;
+		for (size_t i = 0; i < n; i++) {
+			if (ids[i] != f.id)
+				continue;
+			ret = take(c, ids[i], &f, on_data, ud[i], &r[i], NULL);
+			if (ret == 1)
+				left--;
+			break;
+		}
+		sbx_proto_frame_release(&f);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
 }
 
 int fc_next_event(fc *c, uint64_t id, int timeout_ms, msgpack_sbuffer *ev, fc_result *r)

@@ -32,6 +32,7 @@ typedef struct fc_result {
 	size_t nevents;
 	uint64_t data_bytes;          /* DATA payload received */
 	bool data_eof;
+	bool data_first;              /* a DATA frame came before any EVENT */
 } fc_result;
 
 void fc_result_init(fc_result *r);
@@ -50,6 +51,10 @@ int fc_request(fc *c, const char *op, const msgpack_sbuffer *args, uint64_t *id)
  * < 0 stops reading: the connection is then unusable. */
 typedef int (*fc_data_fn)(const uint8_t *p, size_t len, void *ud);
 int fc_finish(fc *c, uint64_t id, fc_data_fn on_data, void *ud, fc_result *r);
+/* fc_finish for the n streams ids[] at once, their frames in whatever order
+ * they come: stream i's DATA to on_data with ud[i], its result in r[i]. */
+int fc_finish_all(fc *c, size_t n, const uint64_t *ids, fc_data_fn on_data, void *const *ud,
+		  fc_result *r);
 /* fc_request + fc_finish. */
 int fc_call(fc *c, const char *op, const msgpack_sbuffer *args, fc_result *r);
 

@@ -1,8 +1,10 @@
 /* The file operations of the real sandbox-agent (PID 1 of new namespaces),
  * driven over its socket: a large round trip with the agent's memory
- * bounded (and throughput beside cat), cut, cancelled and over-quota
- * uploads leaving the old file, awkward names, the fs.* operations and
- * their errors, and the hostile path corpus against every operation.
+ * bounded (and throughput beside cat), reads side by side (interleaved,
+ * a range, a /proc file, a cancel), a read of a shrinking file, cut,
+ * cancelled and over-quota uploads leaving the old file, awkward names, the
+ * fs.* operations and their errors, and the hostile path corpus against
+ * every operation.
  * Every test starts its own agent and its own folder under /tmp and removes
  * both in teardown, also when it fails. */
 #include <dirent.h>
@@ -429,6 +431,284 @@ static void large_round_trip(void **state)
 		      size / down_s / 1e6, size / cat_s / 1e6, base_kb, g.max_rss_kb);
 	/* Streaming, not buffering: far less than the file. */
 	assert_true(g.max_rss_kb - base_kb < 24 * 1024);
+}
+
+/* ---- reads side by side ---- */
+
+/* path holds the generator's first size bytes. */
+static void gen_file(const char *path, uint64_t size)
+{
+	SBX_AUTO_FREE uint8_t *buf = malloc(1 << 20);
+	FILE *f = fopen(path, "we");
+	size_t k;
+	gen g;
+
+	assert_non_null(buf);
+	assert_non_null(f);
+	gen_init(&g, size, NULL);
+	while ((k = gen_next(buf, 1 << 20, &g)) > 0)
+		assert_int_equal(fwrite(buf, 1, k, f), k);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* One of several reads on a connection: its bytes checked as they come,
+ * against the generator (from an offset) or a copy read here. */
+typedef struct side_read {
+	gen g;
+	const uint8_t *want; /* instead of g when set */
+	size_t want_len;
+	uint64_t got;
+	bool mismatch;
+	int index;
+	int *last;          /* the stream whose frame came last */
+	unsigned *switches; /* frames that came right after another stream's */
+	fc *cancel_c;       /* cancel id once cancel_at bytes came */
+	uint64_t id, cancel_at;
+} side_read;
+
+static int side_data(const uint8_t *p, size_t len, void *ud)
+{
+	side_read *sr = ud;
+
+	if (*sr->last != sr->index) {
+		(*sr->switches)++;
+		*sr->last = sr->index;
+	}
+	if (!sr->want)
+		gen_check(p, len, &sr->g);
+	else if (sr->got + len > sr->want_len || memcmp(sr->want + sr->got, p, len) != 0)
+		sr->mismatch = true;
+	sr->got += len;
+	if (sr->cancel_c && sr->got >= sr->cancel_at) {
+		if (fc_cancel(sr->cancel_c, sr->id) < 0)
+			return -1;
+		sr->cancel_c = NULL;
+	}
+	return 0;
+}
+
+/* The whole of a file here, or NULL. */
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	SBX_AUTO_CLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	*len = 0;
+	if (fd < 0)
+		return NULL;
+	do {
+		if (*len == cap) {
+			uint8_t *nb = realloc(buf, cap += 1 << 16);
+			if (!nb) {
+				free(buf);
+				return NULL;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + *len, cap - *len);
+		if (n > 0)
+			*len += (size_t)n;
+	} while (n > 0);
+	return buf;
+}
+
+/* Whether the kernel splices from path (procfs files without read_iter do
+ * not: the agent reads those). */
+static bool splices(const char *path)
+{
+	SBX_AUTO_CLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int pfd[2];
+	loff_t off = 0;
+	ssize_t n;
+
+	if (fd < 0 || pipe2(pfd, O_CLOEXEC) < 0)
+		return false;
+	n = splice(fd, &off, pfd[1], NULL, 4096, SPLICE_F_NONBLOCK);
+	close(pfd[0]);
+	close(pfd[1]);
+	return n >= 0;
+}
+
+/* Several reads at once on one connection with a small window, so their
+ * frames interleave and the agent's output often holds other frames when
+ * a spliced one goes: every byte of each checked, a range read at its own
+ * offset beside a whole read of the same file, one read cancelled half-way,
+ * and a /proc file that cannot be spliced (read instead) among them; the
+ * agent keeps no fd (file or pipe) of any. */
+static void reads_side_by_side(void **state)
+{
+	fixture *fx = *state;
+	const uint64_t size = (6u << 20) + 7, off = (1u << 20) + 3, len = 3u << 20;
+	const char *proc_file = "config.gz";
+	SBX_AUTO_FREE uint8_t *proc_want = NULL;
+	size_t proc_len = 0, n_reads = 3;
+	char p[160];
+	fc c;
+	side_read sr[4];
+	void *ud[4];
+	uint64_t ids[4], v;
+	fc_result r[4];
+	int last = -1, fds0, fds = -1;
+	unsigned switches = 0;
+
+	pathf(p, sizeof(p), "%s/side.bin", fx->root);
+	gen_file(p, size);
+	pathf(p, sizeof(p), "/proc/%s", proc_file);
+	proc_want = slurp(p, &proc_len);
+	if (proc_want && proc_len > 0 && !splices(p))
+		n_reads = 4;
+	else
+		print_message("  %s: missing or spliceable here: the read fallback is not run\n", p);
+
+	assert_int_equal(fc_connect_window(&c, fx->ns.sock, 64 * 1024), 0);
+	fds0 = agent_ns_fds(&fx->ns);
+	assert_true(fds0 > 0);
+	memset(sr, 0, sizeof(sr));
+	for (size_t i = 0; i < n_reads; i++) {
+		msgpack_sbuffer b;
+		msgpack_packer pk;
+
+		sr[i].index = (int)i;
+		sr[i].last = &last;
+		sr[i].switches = &switches;
+		gen_init(&sr[i].g, size, NULL);
+		fc_result_init(&r[i]);
+		ud[i] = &sr[i];
+		if (i == 3) {
+			sr[i].want = proc_want;
+			sr[i].want_len = proc_len;
+			fc_args_begin(&b, &pk, 2, "/proc", proc_file, strlen(proc_file));
+		} else if (i == 1) {
+			/* 1 MiB + 3 in, 3 MiB: the generator skips what comes before. */
+			for (uint64_t k = 0; k < off; k++)
+				gen_byte(&sr[i].g);
+			fc_args_begin(&b, &pk, 4, fx->root, "side.bin", 8);
+			kv_uint(&pk, "offset", off);
+			kv_uint(&pk, "length", len);
+		} else {
+			fc_args_begin(&b, &pk, 2, fx->root, "side.bin", 8);
+		}
+		assert_int_equal(fc_request(&c, SBX_OP_FILE_READ, &b, &ids[i]), 0);
+		msgpack_sbuffer_destroy(&b);
+		sr[i].id = ids[i];
+		if (i == 2) {
+			sr[i].cancel_c = &c;
+			sr[i].cancel_at = 512 * 1024;
+		}
+	}
+	assert_int_equal(fc_finish_all(&c, n_reads, ids, side_data, ud, r), 0);
+
+	/* Each stream's stat came before its bytes, as queued: a spliced frame
+	 * did not overtake what waited in the agent's output. */
+	for (size_t i = 0; i < n_reads; i++)
+		if (r[i].data_first || r[i].nevents != 1)
+			fail_msg("read %zu: %zu events, data first: %d", i, r[i].nevents,
+				 r[i].data_first);
+	expect(&r[0], NULL, "whole read");
+	assert_true(fc_get_uint(&r[0].result, "bytes", &v));
+	assert_int_equal(v, size);
+	assert_int_equal(sr[0].got, size);
+	assert_true(r[0].data_eof);
+	assert_true(sr[0].g.mismatch_at == UINT64_MAX);
+
+	expect(&r[1], NULL, "range read");
+	assert_true(fc_get_uint(&r[1].event, "offset", &v));
+	assert_int_equal(v, off);
+	assert_true(fc_get_uint(&r[1].event, "length", &v));
+	assert_int_equal(v, len);
+	assert_true(fc_get_uint(&r[1].result, "bytes", &v));
+	assert_int_equal(v, len);
+	assert_int_equal(sr[1].got, len);
+	assert_true(sr[1].g.mismatch_at == UINT64_MAX);
+
+	expect(&r[2], "cancelled", "cancelled read");
+	assert_true(sr[2].got >= 512 * 1024 && sr[2].got < size);
+	assert_true(sr[2].g.mismatch_at == UINT64_MAX);
+
+	if (n_reads == 4) {
+		expect(&r[3], NULL, "/proc read");
+		assert_int_equal(sr[3].got, proc_len);
+		assert_false(sr[3].mismatch);
+	}
+	/* The frames did interleave (a few hundred 64 KiB turns). */
+	assert_true(switches >= 16);
+	/* Each op closes its file and pipe as it ends, before or after its
+	 * last frame left: a second at most. */
+	for (int i = 0; i < 100 && (fds = agent_ns_fds(&fx->ns)) != fds0; i++)
+		usleep(10 * 1000);
+	assert_int_equal(fds, fds0);
+	print_message("  %zu reads side by side: %u turns between streams, cancelled after %llu "
+		      "bytes\n", n_reads, switches, (unsigned long long)sr[2].got);
+	for (size_t i = 0; i < n_reads; i++)
+		fc_result_free(&r[i]);
+	fc_close(&c);
+}
+
+/* The file is cut to cut bytes once the first frame came: what arrives
+ * below cut must be the file's. */
+typedef struct shrink_read {
+	gen g;
+	const char *path;
+	uint64_t cut;
+	bool done;
+} shrink_read;
+
+static int shrink_data(const uint8_t *p, size_t len, void *ud)
+{
+	shrink_read *sr = ud;
+
+	if (!sr->done && truncate(sr->path, (off_t)sr->cut) < 0)
+		return -1;
+	sr->done = true;
+	for (size_t i = 0; i < len; i++)
+		if (gen_byte(&sr->g) != p[i] && sr->g.pos + i < sr->cut &&
+		    sr->g.mismatch_at == UINT64_MAX)
+			sr->g.mismatch_at = sr->g.pos + i;
+	sr->g.pos += len;
+	return 0;
+}
+
+/* A file that shrinks while read ends early with what was sent (PROTOCOL.md,
+ * file.read): an END, not an error, its bytes what came, short of the size
+ * announced; the bytes already under way (a window at most) may be more
+ * than the new size. */
+static void read_of_a_shrinking_file(void **state)
+{
+	fixture *fx = *state;
+	const uint64_t size = 4u << 20, cut = 1u << 20;
+	char p[160];
+	fc c;
+	shrink_read sr = { .cut = cut };
+	fc_result r;
+	msgpack_sbuffer b;
+	msgpack_packer pk;
+	uint64_t id, v;
+
+	pathf(p, sizeof(p), "%s/shrinks.bin", fx->root);
+	gen_file(p, size);
+	sr.path = p;
+	gen_init(&sr.g, size, NULL);
+	assert_int_equal(fc_connect_window(&c, fx->ns.sock, 64 * 1024), 0);
+	fc_result_init(&r);
+	fc_args_begin(&b, &pk, 2, fx->root, "shrinks.bin", 11);
+	assert_int_equal(fc_request(&c, SBX_OP_FILE_READ, &b, &id), 0);
+	msgpack_sbuffer_destroy(&b);
+	assert_int_equal(fc_finish(&c, id, shrink_data, &sr, &r), 0);
+	expect(&r, NULL, "read of a shrinking file");
+	assert_true(fc_get_uint(&r.event, "size", &v));
+	assert_int_equal(v, size);
+	assert_true(fc_get_uint(&r.result, "bytes", &v));
+	assert_int_equal(v, sr.g.pos);
+	assert_true(r.data_eof);
+	assert_true(sr.g.pos >= cut && sr.g.pos < size);
+	assert_true(sr.g.mismatch_at == UINT64_MAX);
+	print_message("  %llu of %llu bytes sent for a file cut to %llu\n",
+		      (unsigned long long)sr.g.pos, (unsigned long long)size,
+		      (unsigned long long)cut);
+	fc_result_free(&r);
+	fc_close(&c);
 }
 
 /* ---- uploads that do not complete ---- */
@@ -1318,6 +1598,8 @@ int main(int argc, char **argv)
 		cmocka_set_skip_filter(argv[2]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(large_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(reads_side_by_side, setup, teardown),
+		cmocka_unit_test_setup_teardown(read_of_a_shrinking_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(unfinished_uploads_keep_old_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(full_disk_is_no_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(awkward_names_round_trip, setup, teardown),
