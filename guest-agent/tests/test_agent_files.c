@@ -1,7 +1,8 @@
 /* The file operations of the real sandbox-agent (PID 1 of new namespaces),
  * driven over its socket: a large round trip with the agent's memory
  * bounded (and throughput beside cat), reads side by side (interleaved,
- * a range, a /proc file, a cancel), a read of a shrinking file, cut,
+ * a range, a /proc file, a cancel), a read of a shrinking file, ranges
+ * past 2 and 4 GiB of a sparse file, cut,
  * cancelled and over-quota uploads leaving the old file, awkward names, the
  * fs.* operations and their errors, and the hostile path corpus against
  * every operation.
@@ -709,6 +710,58 @@ static void read_of_a_shrinking_file(void **state)
 		      (unsigned long long)cut);
 	fc_result_free(&r);
 	fc_close(&c);
+}
+
+/* Ranges of a sparse 6 GiB file across 2 GiB and 4 GiB, and at its end:
+ * the offset goes to splice(2) as a 64-bit loff_t, never cut to 32 bits
+ * (a cut one would read the zeros near the start). */
+static void reads_at_far_offsets(void **state)
+{
+	fixture *fx = *state;
+	static const struct {
+		uint64_t off;
+		const char *bytes;
+	} marks[] = { { (1ull << 31) - 4, "abcdefgh" }, { (1ull << 32) - 4, "ABCDEFGH" },
+		      { (5ull << 30) + 1, "12345678" } };
+	const uint64_t size = 6ull << 30;
+	char p[160], got[64];
+	uint64_t v;
+	int fd;
+
+	pathf(p, sizeof(p), "%s/sparse.bin", fx->root);
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		assert_int_equal(pwrite(fd, marks[i].bytes, 8, (off_t)marks[i].off), 8);
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	close(fd);
+	for (size_t i = 0; i <= sizeof(marks) / sizeof(marks[0]); i++) {
+		bool end = i == sizeof(marks) / sizeof(marks[0]);
+		uint64_t off = end ? size - 3 : marks[i].off, id;
+		sink s = { got, 0, sizeof(got) };
+		msgpack_sbuffer b;
+		msgpack_packer pk;
+		fc_result r;
+
+		fc_result_init(&r);
+		fc_args_begin(&b, &pk, 4, fx->root, "sparse.bin", 10);
+		kv_uint(&pk, "offset", off);
+		kv_uint(&pk, "length", end ? 100 : 8);
+		assert_int_equal(fc_request(&fx->c, SBX_OP_FILE_READ, &b, &id), 0);
+		msgpack_sbuffer_destroy(&b);
+		assert_int_equal(fc_finish(&fx->c, id, sink_data, &s, &r), 0);
+		expect(&r, NULL, "read at a far offset");
+		assert_true(fc_get_uint(&r.event, "offset", &v));
+		assert_int_equal(v, off);
+		assert_true(fc_get_uint(&r.event, "length", &v));
+		assert_int_equal(v, end ? 3 : 8);
+		if (end)
+			assert_memory_equal(got, "\0\0\0", 3);
+		else
+			assert_memory_equal(got, marks[i].bytes, 8);
+		assert_int_equal(s.len, end ? 3 : 8);
+		fc_result_free(&r);
+	}
 }
 
 /* ---- uploads that do not complete ---- */
@@ -1600,6 +1653,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(large_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(reads_side_by_side, setup, teardown),
 		cmocka_unit_test_setup_teardown(read_of_a_shrinking_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(reads_at_far_offsets, setup, teardown),
 		cmocka_unit_test_setup_teardown(unfinished_uploads_keep_old_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(full_disk_is_no_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(awkward_names_round_trip, setup, teardown),

@@ -6,8 +6,8 @@
  * hook and resumed or cancelled, the budget of what a charged reply
  * holds (the producer's window counted in), and clients that end their
  * side with a request in flight: half-closed (answered, then closed) or
- * gone for good (released), also by a reset (released at once, held,
- * half-closed, not reading or streaming). */
+ * gone for good (released, also out of descriptors), also by a reset
+ * (released at once, held, half-closed, not reading or streaming). */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -18,10 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -737,6 +739,20 @@ static void test_half_closed_client_answered(void **state)
 	free(up);
 }
 
+/* The highest descriptor this process has open. */
+static int highest_fd(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int top = -1;
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.' && atoi(e->d_name) > top)
+			top = atoi(e->d_name);
+	closedir(d);
+	return top;
+}
+
 static void test_gone_client_released(void **state)
 {
 	/* A client that closed for good while its request was in flight: the
@@ -767,15 +783,43 @@ static void test_gone_client_released(void **state)
 		assert_int_equal(th_released, released + 1);
 		assert_int_equal(th_conns(&srv), 0);
 	}
-	/* Half-closed, by contrast, the request goes on (told by the
-	 * interim answer the client's stack took). */
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(srv.port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	/* Out of descriptors at its end (no watch can be made): a timer
+	 * looks at the socket instead, and it is released all the same. */
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(send(fd, never, sizeof(never) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(never) - 1));
-	shutdown(fd, SHUT_WR);
+	th_pump(&srv, 50);
+	assert_int_equal(th_conns(&srv), 1);
+	close(fd);
+	struct rlimit was, lim;
+	int top = highest_fd(), nfill = 0, k = 0;
+	int *fill = malloc(sizeof(int) * (size_t)(top + 1));
+	assert_non_null(fill);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	lim = (struct rlimit){ (rlim_t)top + 1, was.rlim_max };
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	while (nfill <= top && (k = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		fill[nfill++] = k;
+	int full = k < 0 ? errno : 0;
 	unsigned released = th_released;
+	for (long t0 = ms_now(); th_released == released && ms_now() - t0 < 1000;)
+		th_pump(&srv, 1);
+	while (nfill > 0)
+		close(fill[--nfill]);
+	free(fill);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	assert_int_equal(full, EMFILE);
+	assert_int_equal(th_released, released + 1);
+	assert_int_equal(th_conns(&srv), 0);
+	/* Half-closed, by contrast, the request goes on (told by the
+	 * interim answer the client's stack took). */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(send(fd, never, sizeof(never) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(never) - 1));
+	shutdown(fd, SHUT_WR);
+	released = th_released;
 	th_pump(&srv, 300);
 	assert_int_equal(th_conns(&srv), 1);
 	assert_int_equal(th_released, released);

@@ -166,6 +166,17 @@ static void test_gate(void **state)
 	assert_int_equal(sup_ports_gate(&pc, &kin, &kvp, &err), 0);
 	assert_null(kvp);
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", "a=1", NULL), 0);
+	/* The cookie's expiry is the proof's, the first of each key, checked
+	 * for that sandbox and port. */
+	uint64_t kept = 0;
+	snprintf(q, sizeof(q), "sbx_exp=%llu&sbx_sig=%s&sbx_exp=%llu", exp, sig, exp + 99999);
+	assert_true(sup_ports_query_proof(&pc, q, "sb-1", 8000, &kept));
+	assert_int_equal(kept, exp);
+	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, NULL), 1);
+	assert_false(sup_ports_query_proof(&pc, q, "sb-1", 8001, &kept));
+	snprintf(q, sizeof(q), "sbx_exp=%llu&sbx_sig=%s", exp + 99999, sig);
+	assert_false(sup_ports_query_proof(&pc, q, "sb-1", 8000, &kept));
+	assert_false(sup_ports_query_proof(&pc, NULL, "sb-1", 8000, &kept));
 	/* The expiry is signed: moving it breaks the signature. */
 	snprintf(q, sizeof(q), "sbx_exp=%llu&sbx_sig=%s", exp + 1, sig);
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", q, NULL), -EPERM);

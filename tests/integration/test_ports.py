@@ -499,6 +499,22 @@ class Ports(unittest.TestCase):
         # The same proof by path.
         st, _, b = self.sup.request("GET", "%s/8001/headers?%s" % (self.base, q), token=False)
         self.assertEqual(st, 200, b)
+        # The cookie keeps the proof that was checked, never an expiry
+        # named beside it: a second sbx_exp, or a query beside the path
+        # form's proof (whose signature the path carries).
+        exp, sig = (v.split("=")[1] for v in q.split("&"))
+        far = str(int(exp) + 10 ** 8)
+        st, hd, b = self.sup.request("GET", "/headers?%s&sbx_exp=%s" % (q, far), headers=h,
+                                     token=False)
+        self.assertEqual(st, 200, b)
+        self.assertEqual(b["path"], "/headers")
+        self.assertTrue(hd["set-cookie"].startswith("sbx_port=%s.%s;" % (exp, sig)), hd)
+        signed = "/v1/signed/%s/8001/%s/%s" % (self.sid, exp, sig)
+        st, hd, b = self.sup.request("GET", "%s/headers?sbx_exp=%s&sbx_sig=%s" % (signed, far, sig),
+                                     token=False)
+        self.assertEqual(st, 200, b)
+        self.assertEqual(b["path"], "/headers")
+        self.assertNotIn("set-cookie", hd)
         # Tampered, another port's, or minting more with it: 403.
         bad = q[:-1] + ("0" if q[-1] != "0" else "1")
         st, hd, b = self.sup.request("GET", "/headers?" + bad, headers=h, token=False)

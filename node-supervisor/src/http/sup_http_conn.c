@@ -14,8 +14,8 @@
  * the connection closes. Only a reset tells a client that closed for good
  * from one that half-closed, and only bytes sent to it bring the reset: a
  * request in flight then gets an interim "100 Continue" (any HTTP/1.1
- * client reads past a 1xx) and the socket is looked at until the answer
- * is ready (sup_conn_peer_ended).
+ * client reads past a 1xx), and the reset it brings from a client that is
+ * gone wakes the watch (sup_conn_peer_ended).
  *
  * A reset ends the request at once, as the client's going does: read (an
  * error) while reading is on; otherwise seen by the watch, which is on
@@ -101,9 +101,8 @@ void sup_conn_new(sup_http *h, int fd)
 	c->bev = bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(h->base, conn_deadline, c);
 	c->kick = event_new(h->base, -1, 0, conn_kicked, c);
-	c->probe = evtimer_new(h->base, conn_probe, c);
 	/* conn_flush writes; libevent only what the socket did not take */
-	if (!c->bev || !c->timer || !c->kick || !c->probe ||
+	if (!c->bev || !c->timer || !c->kick ||
 	    sbx_bev_flush_init(&c->out, c->bev, conn_flush, c) < 0) {
 		if (!c->bev)
 			close(fd);
@@ -260,8 +259,10 @@ static void input_ended(sup_conn *c)
 	sup_conn_timer(c, c->h->cfg.idle_timeout_s);
 }
 
-static void probe_stop(sup_conn *c)
+/* The request in flight is over: its interim answer's question too. */
+static void asked_end(sup_conn *c)
 {
+	c->asked = false;
 	if (!c->probe_ms)
 		return;
 	c->probe_ms = 0;
@@ -279,7 +280,7 @@ static void after_request(sup_conn *c)
 	c->req = NULL;
 	sup_http_req_free(r);
 	watch(c, false);
-	probe_stop(c);
+	asked_end(c);
 	if (c->close_after || (c->rd_eof && !evbuffer_get_length(sup_conn_input(c)))) {
 		c->st = C_CLOSING;
 		sup_conn_reading(c, true);
@@ -547,8 +548,8 @@ void sup_conn_peer_ended(sup_conn *c)
 	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 	sup_http_req *r = c->req;
 	struct tcp_info ti;
-	if (!r || r->done || c->probe_ms)
-		return; /* after_request ends the connection, or looked at already */
+	if (!r || r->done || c->asked)
+		return; /* after_request ends the connection, or asked already */
 	/* Reset already (with the end, or since): gone, nothing to ask. */
 	if (tcp_state(c, &ti) == TCP_CLOSE) {
 		sup_conn_close(c, "client went away (reset)");
@@ -562,16 +563,26 @@ void sup_conn_peer_ended(sup_conn *c)
 		return;
 	}
 	evbuffer_add(sup_conn_output(c), cont, sizeof(cont) - 1);
+	c->asked = true;
+	/* A client that is gone answers with a reset, which wakes the watch
+	 * (on: reading is over). Only without one (out of descriptors) is
+	 * the socket looked at on a timer. */
+	if (c->watch)
+		return;
+	if (!c->probe)
+		c->probe = evtimer_new(c->h->base, conn_probe, c);
+	if (!c->probe)
+		return; /* the next write tells */
 	c->probe_ms = SUP_HTTP_PROBE_MS;
 	struct timeval tv = { 0, (suseconds_t)c->probe_ms * 1000 };
 	evtimer_add(c->probe, &tv);
 }
 
-/* A client that closed for good answers our "100 Continue" with a reset,
- * which leaves the socket closed; a half-closed client's stack takes it
- * (acknowledged): it is there, the request goes on. Neither yet: again
- * later. A client that half-closes and closes for good afterwards is seen
- * once its answer goes out. */
+/* Without the watch: a client that closed for good answers our "100
+ * Continue" with a reset, which leaves the socket closed; a half-closed
+ * client's stack takes it (acknowledged): it is there, the request goes
+ * on. Neither yet: again later. A client that half-closes and closes for
+ * good afterwards is seen once its answer goes out. */
 static void conn_probe(evutil_socket_t fd, short what, void *arg)
 {
 	sup_conn *c = arg;
@@ -659,7 +670,7 @@ static void conn_watched(evutil_socket_t fd, short what, void *arg)
 		sup_conn_close(c, "client went away (reset)");
 		return;
 	}
-	if (st != TCP_CLOSE_WAIT || !r || r->done || conn_reads(c) || c->rd_eof || c->probe_ms)
+	if (st != TCP_CLOSE_WAIT || !r || r->done || conn_reads(c) || c->rd_eof || c->asked)
 		return;
 	if (r->raw && !r->raw_half)
 		sup_conn_close(c, "client went away");

@@ -22,10 +22,11 @@ struct evconnlistener;
 /* How long a closing connection reads and drops what the client still
  * sends, so it sees our answer rather than a reset. */
 #define SUP_HTTP_LINGER_S 2
-/* A client that ended its side while its request is in flight is looked at
- * again after this long, doubling up to SUP_HTTP_PROBE_MAX_MS: long enough
- * for its stack's reset to come back over a slow link, short enough that a
- * command of a client that went away is cancelled at once on loopback. */
+/* Without the watch (out of descriptors), a client that ended its side
+ * while its request is in flight is looked at again after this long,
+ * doubling up to SUP_HTTP_PROBE_MAX_MS: long enough for its stack's reset
+ * to come back over a slow link, short enough that a command of a client
+ * that went away is cancelled at once on loopback. */
 #define SUP_HTTP_PROBE_MS 5
 #define SUP_HTTP_PROBE_MAX_MS 1000
 
@@ -70,10 +71,12 @@ struct sup_conn {
 	int wfd;              /* the socket's second descriptor, the watch's */
 	struct event *kick;   /* deferred work: finish a request, the next head */
 	sbx_bev_flush out;    /* the output written once this loop pass is done */
-	struct event *probe;  /* is a client that ended its side still there? */
+	struct event *probe;  /* is a client that ended its side still there?
+			       * (without the watch only; made then) */
 	sup_http_req *req;
-	unsigned probe_ms;    /* the probe's next delay; 0: the request in flight
-			       * was not looked at */
+	unsigned probe_ms;    /* the probe's next delay; 0: not looking */
+	bool asked;           /* the request in flight got the interim answer
+			       * that a gone client's reset answers */
 	bool close_after;     /* no keep-alive after the current answer */
 	bool rd_eof;          /* the client's end arrived (read) */
 	bool shut;            /* our side is shut, lingering */

@@ -46,22 +46,18 @@ static int port_of(const char *s, uint16_t *port, sbx_err *err)
 }
 
 /* The query without the signed URL's proof (the server inside never sees
- * it): a new string, "" for none; *exp the proof's expiry when it had one. */
-static char *strip_proof(const char *q, bool *had, uint64_t *exp)
+ * it, in any of its copies): a new string, "" for none. */
+static char *strip_proof(const char *q)
 {
 	size_t n = q ? strlen(q) : 0;
 	char *out = malloc(n + 1);
 	size_t o = 0;
-	*had = false;
 	if (!out)
 		return NULL;
 	for (const char *p = q; p && *p;) {
 		size_t l = strcspn(p, "&");
 		bool e = strncmp(p, SUP_PORTS_Q_EXP "=", sizeof(SUP_PORTS_Q_EXP)) == 0;
 		bool g = strncmp(p, SUP_PORTS_Q_SIG "=", sizeof(SUP_PORTS_Q_SIG)) == 0;
-		if (e)
-			*exp = strtoull(p + sizeof(SUP_PORTS_Q_EXP), NULL, 10);
-		*had |= g;
 		if (!e && !g && l > 0) {
 			if (o)
 				out[o++] = '&';
@@ -117,11 +113,14 @@ static int parse_proxy(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 	if (upgrade && in->body_expect > 0)
 		return sbx_err_set(err, -EINVAL, "an upgrade request has no body");
 	pp->upgrade = upgrade;
-	bool had = false;
-	SBX_AUTO_FREE char *query = strip_proof(in->query, &had, &pp->expires);
+	SBX_AUTO_FREE char *query = strip_proof(in->query);
 	if (!query)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
-	pp->set_cookie = had && !in->who;
+	/* the cookie keeps the query's proof, checked again here: the gate
+	 * may have vouched by another, and minting from an unchecked expiry
+	 * would outlive the URL given */
+	pp->set_cookie = !in->who &&
+			 sup_ports_query_proof(pp->ctx, in->query, pp->id, pp->port, &pp->expires);
 	size_t rl = strlen(rest), ql = strlen(query);
 	char *t = malloc(rl + ql + 3);
 	if (!t)

@@ -86,26 +86,12 @@ static bool field(const char *s, char sep, const char *key, const char **v, size
 	return false;
 }
 
-/* The proof a request carries: sbx_exp and sbx_sig in the query, else the
- * cookie "sbx_port=EXP.SIG". */
-static bool proof(const sup_http_in *in, uint64_t *exp, char sig[SUP_URLSIGN_HEX + 1])
+/* A proof's parts as found (exp: decimal digits, no more than a uint64
+ * holds; sig: the signature's length), copied out; not checked here. */
+static bool parts(const char *e, size_t el, const char *s, size_t sl, uint64_t *exp,
+		  char sig[SUP_URLSIGN_HEX + 1])
 {
-	const char *e, *s;
-	size_t el, sl;
-	char num[24];
-	if (field(in->query, '&', SUP_PORTS_Q_EXP, &e, &el) &&
-	    field(in->query, '&', SUP_PORTS_Q_SIG, &s, &sl)) {
-		/* both from the query */
-	} else if (field(sup_http_in_header(in, "Cookie"), ';', SUP_PORTS_COOKIE, &e, &el)) {
-		const char *dot = memchr(e, '.', el);
-		if (!dot)
-			return false;
-		s = dot + 1;
-		sl = el - (size_t)(s - e);
-		el = (size_t)(dot - e);
-	} else {
-		return false;
-	}
+	char num[20];
 	if (el == 0 || el >= sizeof(num) || strspn(e, "0123456789") < el || sl != SUP_URLSIGN_HEX)
 		return false;
 	memcpy(num, e, el);
@@ -114,6 +100,45 @@ static bool proof(const sup_http_in *in, uint64_t *exp, char sig[SUP_URLSIGN_HEX
 	memcpy(sig, s, sl);
 	sig[sl] = '\0';
 	return true;
+}
+
+/* The query's proof: its first sbx_exp and sbx_sig (both, or none). */
+static bool query_proof(const char *query, bool *both, uint64_t *exp,
+			char sig[SUP_URLSIGN_HEX + 1])
+{
+	const char *e, *s;
+	size_t el, sl;
+	*both = field(query, '&', SUP_PORTS_Q_EXP, &e, &el) &&
+		field(query, '&', SUP_PORTS_Q_SIG, &s, &sl);
+	return *both && parts(e, el, s, sl, exp, sig);
+}
+
+/* The proof a request carries: sbx_exp and sbx_sig in the query, else the
+ * cookie "sbx_port=EXP.SIG". */
+static bool proof(const sup_http_in *in, uint64_t *exp, char sig[SUP_URLSIGN_HEX + 1])
+{
+	const char *e;
+	size_t el;
+	bool both;
+	bool ok = query_proof(in->query, &both, exp, sig);
+	if (both) /* the query's, and no cookie beside it */
+		return ok;
+	if (!field(sup_http_in_header(in, "Cookie"), ';', SUP_PORTS_COOKIE, &e, &el))
+		return false;
+	const char *dot = memchr(e, '.', el);
+	if (!dot)
+		return false;
+	return parts(e, (size_t)(dot - e), dot + 1, el - (size_t)(dot + 1 - e), exp, sig);
+}
+
+bool sup_ports_query_proof(const sup_ports_ctx *pc, const char *query, const char *id,
+			   uint16_t port, uint64_t *exp)
+{
+	char sig[SUP_URLSIGN_HEX + 1];
+	bool both;
+	sbx_err err;
+	return query_proof(query, &both, exp, sig) &&
+	       sup_urlsign_check(pc->sign, id, port, *exp, sig, strlen(sig), &err) == 0;
 }
 
 /* A token of the tenant's, as the edge reads one (Authorization, or

@@ -28,6 +28,12 @@ typedef enum sup_pp_mode {
 #define SUP_PORTS_URL_DEFAULT_S 600
 /* Host "{port}-{id}.{domain}[:N]": its id and port. */
 bool sup_ports_host(const sup_ports_ctx *pc, const char *host, char id[48], uint16_t *port);
+/* Whether query carries a proof (its first sbx_exp and sbx_sig, as the
+ * gate reads them) that checks for id and port now; *exp its expiry. The
+ * cookie is kept from this alone: the gate may have vouched by another
+ * proof (the path form's, a cookie), and a query may name sbx_exp twice. */
+bool sup_ports_query_proof(const sup_ports_ctx *pc, const char *query, const char *id,
+			   uint16_t port, uint64_t *exp);
 
 typedef enum sup_pp_resp {
 	SUP_PP_HEAD = 0, /* looking for the answer's head */
@@ -53,7 +59,7 @@ typedef struct sup_pp {
 	bool in_chunked, in_body, in_done, upgrade;
 	bool up_eof;            /* a tunnel's client shut its writing: passed on */
 	bool by_host;           /* routed by Host (--ports-domain) */
-	bool set_cookie;        /* the query carried the proof: keep it as a cookie */
+	bool set_cookie;        /* the query carried a good proof: keep it as a cookie */
 	uint64_t expires;       /* SUP_PP_URL: seconds; a cookie's: its time */
 	/* from the server */
 	sup_pp_resp resp;
