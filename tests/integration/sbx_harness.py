@@ -637,7 +637,13 @@ def forget_run(state_dir):
 
 
 def run_alive(run):
-    return run.get("start") is not None and proc_start(run["pid"]) == run["start"]
+    """Whether a run's owner may live: it is dead only when its recorded
+    start time is known and its pid no longer has it (gone, a zombie, or
+    the pid reused); a record without one is not judged, as a half-written
+    one is not. The same rule is in C in guest-agent/tests/agent_ns.c
+    (sweep_dead_folders), for the agent's C tests, which run without
+    Python: a change to one is a change to both."""
+    return not run.get("start") or proc_start(run["pid"]) == run["start"]
 
 
 def supervisors_of(state_dir):
