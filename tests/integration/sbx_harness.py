@@ -320,7 +320,8 @@ def runtimes(state_dir):
     run = read_run(run_record(state_dir)) or {}
     rts = [rt for rt in [run.get("runc", [RUNTIME])] if rt]
     root = run.get("runsc_root") or os.path.join(state_dir, "runsc")
-    if os.path.isdir(root):
+    # (an empty root holds no container's state: no call to list it)
+    if os.path.isdir(root) and os.listdir(root):
         rts.append([run.get("runsc") or RUNSC, "--root", root])
     return rts
 
@@ -381,10 +382,15 @@ def runtime_calls(state_dir):
     return pids
 
 
-def wait_runtime_calls(state_dir, timeout=30):
+# How long a removal waits for a run's runtime calls to end (a test of the
+# sweep makes it short); one still running then keeps the run's record.
+RUNTIME_CALL_WAIT_S = 30
+
+
+def wait_runtime_calls(state_dir, timeout=None):
     """A killed supervisor can leave a runtime call running that still makes
     a container; sweeping before it ends would miss that container."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + (RUNTIME_CALL_WAIT_S if timeout is None else timeout)
     while runtime_calls(state_dir) and time.monotonic() < deadline:
         time.sleep(0.05)
 
@@ -434,14 +440,14 @@ def remove_everything_under(state_dir):
     prefix = os.path.realpath(state_dir) + "/"
     for attempt in range(5):
         thaw_all_under(state_dir)
-        remove_containers(rts, prefix, thaw)
+        remove_containers(rts, prefix, thaw, confirm=False)
         if rts:
             kill_cgroups("sbx-%s-" % state_tag(state_dir))
         unmount_under(state_dir)
         detach_loops_under(state_dir)
         left = what_is_left(state_dir, rts)
-        if not left:
-            break
+        if all(x.startswith("runtime call") for x in left):
+            break  # all gone, or a call waited for already: no retry ends it
         time.sleep(0.1 * (attempt + 1))
     if not left:
         shutil.rmtree(state_dir, ignore_errors=True)
@@ -453,7 +459,9 @@ def what_is_left(state_dir, rts):
     containers (or a runtime that cannot list them), processes in its
     container cgroups (agents), runtime calls still running, mounts (in
     any mount namespace), loop devices."""
-    left = []
+    # the calls first: one that ends after the listing may have made a
+    # container it did not see
+    left = ["runtime call %d" % p for p in runtime_calls(state_dir)] if rts else []
     prefix = os.path.realpath(state_dir) + "/"
     for rt in rts:
         found = list_containers(rt, prefix)
@@ -461,7 +469,6 @@ def what_is_left(state_dir, rts):
     if rts:
         left += ["process %d in a container cgroup" % p
                  for p in cgroup_procs("/sbx/sbx-%s-" % state_tag(state_dir))]
-        left += ["runtime call %d" % p for p in runtime_calls(state_dir)]
     left += ["mount " + mp for mp in mounts_under(state_dir)]
     left += ["mount %s (of process %d)" % (mp, pid) for pid, mp in mounts_elsewhere(state_dir)]
     left += ["loop device " + dev for dev in loops_under(state_dir)]

@@ -37,34 +37,46 @@ def list_containers(rt, prefix=None):
             and (prefix is None or (c.get("bundle") or "").startswith(prefix))]
 
 
-def remove_containers(rts, prefix=None, thaw=None):
+def remove_containers(rts, prefix=None, thaw=None, confirm=True):
     """Kill and delete each container the runtimes rts list (below prefix
     when given; thaw(id) first when given: a frozen one dies of no KILL),
-    then list again: what is left, [(runtime, id or None: it cannot
-    list)], [] when all are confirmed gone."""
+    then (confirm) list again: what is left, [(runtime, id or None: it
+    cannot list)], [] when all are confirmed gone. confirm=False: a caller
+    that confirms by itself (sbx_harness, after its check of runtime calls
+    still under way)."""
     left = []
     for rt in rts:
-        found = list_containers(rt, prefix)
-        for cid, _ in found or []:
+        for cid, _ in list_containers(rt, prefix) or []:
             if thaw:
                 thaw(cid)
             subprocess.run(rt + ["kill", cid, "KILL"], capture_output=True)
             subprocess.run(rt + ["delete", "--force", cid], capture_output=True)
-        after = list_containers(rt, prefix)
+        after = list_containers(rt, prefix) if confirm else []
         left += [(rt, None)] if after is None else [(rt, cid) for cid, _ in after]
     return left
 
 
+def _zombie(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2:][:1] in ("Z", "X")
+
+
 def cgroup_procs(marker):
-    """Pids of the processes whose cgroup path (any hierarchy) holds marker
-    ("/sbx/sbx-<tag>-": the containers of one state folder)."""
+    """Pids of the live processes whose cgroup path (any hierarchy) holds
+    marker ("/sbx/sbx-<tag>-": the containers of one state folder). Not the
+    zombies: they hold nothing, and the orphans among them wait for this
+    machine's PID 1, which can take a second to reap them."""
     pids = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open("/proc/%s/cgroup" % d) as f:
-                if marker in f.read():
+                if marker in f.read() and not _zombie(int(d)):
                     pids.append(int(d))
         except OSError:
             continue
@@ -73,7 +85,9 @@ def cgroup_procs(marker):
 
 def kill_cgroups(name_prefix):
     """SIGKILL what is left in the container cgroups sbx/<name_prefix>*
-    (thawed first) and remove those cgroups, in every hierarchy."""
+    (thawed first) and remove those cgroups, in every hierarchy (a cgroup
+    still holding a zombie of what was killed here is tried again for a
+    while; one the runtime left holding its own zombie is left)."""
     dirs = []
     for hier in os.listdir(CGROUP_ROOT) if os.path.isdir(CGROUP_ROOT) else []:
         parent = os.path.join(CGROUP_ROOT, hier, "sbx")
@@ -89,7 +103,8 @@ def kill_cgroups(name_prefix):
                     f.write(value)
             except OSError:
                 pass
-    for pid in cgroup_procs("/sbx/" + name_prefix):
+    killed = cgroup_procs("/sbx/" + name_prefix)
+    for pid in killed:
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
@@ -97,11 +112,19 @@ def kill_cgroups(name_prefix):
     deadline = time.monotonic() + 5
     while cgroup_procs("/sbx/" + name_prefix) and time.monotonic() < deadline:
         time.sleep(0.02)
-    for d in dirs:
-        try:
-            os.rmdir(d)
-        except OSError:
-            pass
+    deadline = time.monotonic() + (3 if killed else 0)
+    while True:
+        for d in list(dirs):
+            try:
+                os.rmdir(d)
+                dirs.remove(d)
+            except FileNotFoundError:
+                dirs.remove(d)
+            except OSError:
+                pass
+        if not dirs or time.monotonic() >= deadline:
+            return
+        time.sleep(0.05)
 
 
 def _unescape(s):

@@ -21,7 +21,8 @@ by cgroup, not by the runtime's list) and the cgroup, its loop devices (by
 name), while a process of this test's, started in a namespace while the
 dead run's disks were mounted, holds copies of those mounts (as an `ip
 netns exec` server of a test beside does; this machine's mounts propagate
-nothing); and its record only then.
+nothing); and its record only then: while a runtime call of its supervisor
+still runs (a stand-in), the record and folder stay for the next sweep.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
@@ -220,9 +221,29 @@ class Sweep(unittest.TestCase):
         self.assertTrue(helpers["netns"] and helpers["link"], helpers)
         self.assertEqual(helpers["folders"], ["cp", "inet", "node", "s3"], helpers)
 
-        t0 = time.monotonic()
-        self.sup(pool_size=0)   # the next harness start sweeps
-        took = time.monotonic() - t0
+        # a runtime call of the killed supervisor's still running (a
+        # stand-in naming its folder, as `runc run --bundle` does): it may
+        # still make a container, so the run's record stays through this
+        # sweep, and goes with the next one once the call is over
+        call = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "--bundle",
+                                 os.path.join(dead["state"], "sandboxes", "late", "bundle")],
+                                stdin=subprocess.DEVNULL)
+        self.addCleanup(call.wait)
+        self.addCleanup(call.kill)
+        wait, h.RUNTIME_CALL_WAIT_S = h.RUNTIME_CALL_WAIT_S, 0.5
+        try:
+            t0 = time.monotonic()
+            self.sup(pool_size=0)   # the next harness start sweeps
+            took = time.monotonic() - t0
+        finally:
+            h.RUNTIME_CALL_WAIT_S = wait
+        self.assertTrue(os.path.exists(h.run_record(dead["state"])))
+        self.assertTrue(os.path.exists(dead["root"]))
+        self.assertEqual(things_left(things, dead["state"]),
+                         {"containers": [], "agents": [], "loops": []})
+        call.kill()
+        call.wait()
+        self.assertIn(os.path.realpath(dead["state"]), h.sweep_dead_runs())
 
         self.assertEqual(left(dead["state"]), ([], [], []))
         self.assertEqual(things_left(things, dead["state"]),
