@@ -146,7 +146,10 @@ static unsigned long long proc_start_time(pid_t pid)
  * (PR_SET_PDEATHSIG) but its folder stays. Each folder names its owner
  * (pid and start time, in "owner"); a start removes the folders whose owner
  * is gone, and none of a live test (other tests run at once) nor one
- * without a readable owner (a folder being made). */
+ * without a readable owner (a folder being made). The dead-owner rule is
+ * also the integration harness's (tests/integration/sbx_harness.py,
+ * run_alive), in Python for its runs: these C tests run without Python,
+ * so both exist; a change to one is a change to both. */
 static void sweep_dead_folders(void)
 {
 	DIR *d = opendir("/tmp");

@@ -28,6 +28,10 @@ import subprocess
 import tempfile
 import time
 
+from sbx_leftovers import (cgroup_procs, detach_loops_under, kill_cgroups, list_containers,
+                           loops_under, mounts_elsewhere, mounts_under, remove_containers,
+                           unmount_under)
+
 RUNTIME = os.environ.get("SBX_RUNTIME", "runc")
 RUNSC = os.environ.get("SBX_RUNSC", "runsc")
 ISOLATION = os.environ.get("SBX_IT_ISOLATION", "runc")
@@ -191,7 +195,10 @@ class Supervisor:
         wait_runtime_calls(self.state_dir)
         if self.proc is not None and self.proc.stdout:
             self.proc.stdout.close()
-        remove_run(self.state_dir, self.root)
+        left = remove_run(self.state_dir, self.root)
+        if left:
+            raise RuntimeError("cleanup of %s left %s (its run's record stays for the next sweep)"
+                               % (self.state_dir, left))
 
 
 def read_until(proc, found, timeout):
@@ -313,7 +320,8 @@ def runtimes(state_dir):
     run = read_run(run_record(state_dir)) or {}
     rts = [rt for rt in [run.get("runc", [RUNTIME])] if rt]
     root = run.get("runsc_root") or os.path.join(state_dir, "runsc")
-    if os.path.isdir(root):
+    # (an empty root holds no container's state: no call to list it)
+    if os.path.isdir(root) and os.listdir(root):
         rts.append([run.get("runsc") or RUNSC, "--root", root])
     return rts
 
@@ -324,13 +332,8 @@ def containers_under(state_dir, with_runtime=False):
     prefix = os.path.realpath(state_dir) + "/"
     res = []
     for rt in runtimes(state_dir):
-        out = subprocess.run(rt + ["list", "--format", "json"], capture_output=True, text=True)
-        if out.returncode != 0 or not out.stdout.strip():
-            continue
-        for c in json.loads(out.stdout) or []:
-            if (c.get("bundle") or "").startswith(prefix):
-                res.append((c["id"], c.get("status"), rt) if with_runtime
-                           else (c["id"], c.get("status")))
+        for cid, status in list_containers(rt, prefix) or []:
+            res.append((cid, status, rt) if with_runtime else (cid, status))
     return res
 
 
@@ -359,34 +362,6 @@ def sandbox_procs(sup, sid):
     return out
 
 
-def mounts_under(path):
-    prefix = os.path.realpath(path) + "/"
-    res = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            mp = line.split()[4].encode().decode("unicode_escape")
-            if mp.startswith(prefix) or mp == prefix[:-1]:
-                res.append(mp)
-    return res
-
-
-def loops_under(path):
-    """Loop devices whose backing file (a sandbox's disk image) lies below path."""
-    prefix = os.path.realpath(path) + "/"
-    res = []
-    for name in os.listdir("/sys/block"):
-        if not name.startswith("loop"):
-            continue
-        try:
-            with open("/sys/block/%s/loop/backing_file" % name) as f:
-                backing = f.read().strip()
-        except OSError:
-            continue
-        if backing.startswith(prefix):
-            res.append("/dev/" + name)
-    return res
-
-
 def runtime_calls(state_dir):
     """Pids of processes (runc invocations) whose command line names state_dir;
     not a gVisor sandbox's own processes (runsc-sandbox, runsc-gofer), which
@@ -407,10 +382,15 @@ def runtime_calls(state_dir):
     return pids
 
 
-def wait_runtime_calls(state_dir, timeout=30):
+# How long a removal waits for a run's runtime calls to end (a test of the
+# sweep makes it short); one still running then keeps the run's record.
+RUNTIME_CALL_WAIT_S = 30
+
+
+def wait_runtime_calls(state_dir, timeout=None):
     """A killed supervisor can leave a runtime call running that still makes
     a container; sweeping before it ends would miss that container."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + (RUNTIME_CALL_WAIT_S if timeout is None else timeout)
     while runtime_calls(state_dir) and time.monotonic() < deadline:
         time.sleep(0.05)
 
@@ -445,22 +425,54 @@ def thaw_all_under(state_dir):
 
 
 def remove_everything_under(state_dir):
+    """The containers of state_dir's run (in every runtime root it has),
+    what is left in their cgroups, its mounts (in every mount namespace)
+    and loop devices removed, and then state_dir once all of that is
+    confirmed gone (what_is_left), tried again a few times (a loop device
+    detaches at its last close; a runtime call of a killed supervisor can
+    still make a container after a listing). What is left ([]: all gone)."""
+    rts = runtimes(state_dir)
     # (a helper's run has no runtime: no call to wait for, and a process
     # that names its folder, a kubelet harness given the control plane's
     # kubeconfig, is no runtime call)
-    if runtimes(state_dir):
+    if rts:
         wait_runtime_calls(state_dir)
-    thaw_all_under(state_dir)
-    for cid, _, rt in containers_under(state_dir, with_runtime=True):
-        thaw(cid)
-        subprocess.run(rt + ["kill", cid, "KILL"], capture_output=True)
-        subprocess.run(rt + ["delete", "--force", cid], capture_output=True)
-    for mp in sorted(mounts_under(state_dir), key=len, reverse=True):
-        subprocess.run(["umount", "-l", mp], capture_output=True)
-    # unmounted, they detach themselves (autoclear); any still attached:
-    for dev in loops_under(state_dir):
-        subprocess.run(["losetup", "-d", dev], capture_output=True)
-    shutil.rmtree(state_dir, ignore_errors=True)
+    prefix = os.path.realpath(state_dir) + "/"
+    for attempt in range(5):
+        thaw_all_under(state_dir)
+        remove_containers(rts, prefix, thaw, confirm=False)
+        if rts:
+            kill_cgroups("sbx-%s-" % state_tag(state_dir))
+        unmount_under(state_dir)
+        detach_loops_under(state_dir)
+        left = what_is_left(state_dir, rts)
+        if all(x.startswith("runtime call") for x in left):
+            break  # all gone, or a call waited for already: no retry ends it
+        time.sleep(0.1 * (attempt + 1))
+    if not left:
+        shutil.rmtree(state_dir, ignore_errors=True)
+    return left
+
+
+def what_is_left(state_dir, rts):
+    """What of state_dir's run is on the machine, as words for a message:
+    containers (or a runtime that cannot list them), processes in its
+    container cgroups (agents), runtime calls still running, mounts (in
+    any mount namespace), loop devices."""
+    # the calls first: one that ends after the listing may have made a
+    # container it did not see
+    left = ["runtime call %d" % p for p in runtime_calls(state_dir)] if rts else []
+    prefix = os.path.realpath(state_dir) + "/"
+    for rt in rts:
+        found = list_containers(rt, prefix)
+        left += ["%s cannot list" % rt[0]] if found is None else ["container " + c for c, _ in found]
+    if rts:
+        left += ["process %d in a container cgroup" % p
+                 for p in cgroup_procs("/sbx/sbx-%s-" % state_tag(state_dir))]
+    left += ["mount " + mp for mp in mounts_under(state_dir)]
+    left += ["mount %s (of process %d)" % (mp, pid) for pid, mp in mounts_elsewhere(state_dir)]
+    left += ["loop device " + dev for dev in loops_under(state_dir)]
+    return left
 
 
 def remove_run(state_dir, root=None):
@@ -468,19 +480,30 @@ def remove_run(state_dir, root=None):
     namespaces and links its record names (killed, deleted), then the
     containers, mounts and loop devices below state_dir, a supervisor's
     router, the folder, and root (the folder made for it) when given; then
-    its record. The one cleanup path of a test's end (Supervisor.cleanup,
-    the helpers' cleanup) and of the sweep of a dead test's runs."""
+    its record, only once all of that is confirmed gone: a removal that
+    fails keeps the record for the next sweep. The one cleanup path of a
+    test's end (Supervisor.cleanup, the helpers' cleanup) and of the sweep
+    of a dead test's runs. What is left ([]: all gone, the record too)."""
     run = read_run(run_record(state_dir)) or {}
     end_procs(run.get("procs", []))
     for ns in run.get("netns", []):
         remove_netns(ns)
     for link in run.get("links", []):
         subprocess.run(["ip", "link", "del", link], capture_output=True)
-    remove_everything_under(state_dir)
+    left = remove_everything_under(state_dir)
     remove_router_of(state_dir)
-    if root:
+    left += ["process %d" % pid for pid, start in run.get("procs", [])
+             if start is not None and proc_start(pid) == start]
+    left += ["netns " + ns for ns in run.get("netns", []) + ["sbx-" + state_tag(state_dir)]
+             if os.path.exists("/run/netns/" + ns)]
+    left += ["link " + link for link in run.get("links", [])
+             if subprocess.run(["ip", "link", "show", link], capture_output=True).returncode == 0]
+    if left:
+        return left
+    if root and not mounts_under(root):
         shutil.rmtree(root, ignore_errors=True)
     forget_run(state_dir)
+    return []
 
 
 # ---- what a killed test left ----
@@ -498,7 +521,12 @@ def remove_run(state_dir, root=None):
 # another on the same folder, and other engineers' tests and a ctest -j
 # run beside this one. A folder whose owner lives is never touched, nor
 # one without a record, nor a recorded process whose start time is not
-# the recorded one (its pid reused).
+# the recorded one (its pid reused). A record goes last, once what it
+# names is confirmed gone (remove_run): a folder without a record is never
+# looked at again, so a record removed first (or by a sweep killed
+# halfway, or after a removal that failed, or before a killed
+# supervisor's runtime call made its container) left containers, their
+# agents and loop devices on the machine for good.
 RUNS = os.path.join(tempfile.gettempdir(), "sbx-it-runs")
 
 
@@ -616,7 +644,13 @@ def forget_run(state_dir):
 
 
 def run_alive(run):
-    return run.get("start") is not None and proc_start(run["pid"]) == run["start"]
+    """Whether a run's owner may live: it is dead only when its recorded
+    start time is known and its pid no longer has it (gone, a zombie, or
+    the pid reused); a record without one is not judged, as a half-written
+    one is not. The same rule is in C in guest-agent/tests/agent_ns.c
+    (sweep_dead_folders), for the agent's C tests, which run without
+    Python: a change to one is a change to both."""
+    return not run.get("start") or proc_start(run["pid"]) == run["start"]
 
 
 def supervisors_of(state_dir):
@@ -638,19 +672,25 @@ def supervisors_of(state_dir):
     return pids
 
 
-def sweep_dead_runs():
-    """Remove what the runs of dead owners left (their supervisors killed
-    first, then remove_run), and their folders unless a live run shares
-    one. Each record is taken under an exclusive lock, so two tests
-    starting at once do not sweep one run twice. The state folders swept."""
+def records():
+    """[(path, run)] of every run record (run None: half-written)."""
     try:
         names = [n for n in os.listdir(RUNS) if n.endswith(".json")]
     except OSError:
         return []
-    runs = [(os.path.join(RUNS, n), read_run(os.path.join(RUNS, n))) for n in names]
-    live_tops = {r.get("top") for _, r in runs if r and run_alive(r)}
+    return [(os.path.join(RUNS, n), read_run(os.path.join(RUNS, n))) for n in names]
+
+
+def sweep_dead_runs():
+    """Remove what the runs of dead owners left (their supervisors killed
+    first, then remove_run), with their folder once no other run (live or
+    not swept yet) is below it. Each record is taken under an exclusive
+    lock, so two tests starting at once do not sweep one run twice; it goes
+    only once what it names is gone (a sweep killed halfway, or one that
+    could not remove something, leaves it for the next). The state
+    folders swept."""
     swept = []
-    for path, run in runs:
+    for path, run in records():
         if run is None or run_alive(run):
             continue
         try:
@@ -663,21 +703,25 @@ def sweep_dead_runs():
             if os.fstat(fd).st_nlink == 0 or read_run(path) != run:
                 continue
             for pid in supervisors_of(run["state_dir"]):
-                os.kill(pid, signal.SIGKILL)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             deadline = time.monotonic() + 10
             while supervisors_of(run["state_dir"]) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            remove_run(run["state_dir"])
-            swept.append(run)
+            if supervisors_of(run["state_dir"]):
+                continue  # a supervisor still makes things: the next sweep's
+            # its folder too when it is the last run below it (a relay
+            # test's nodes share one); never through a mount
+            top = run.get("top")
+            shared = any(r and r.get("top") == top for p, r in records() if p != path)
+            if not remove_run(run["state_dir"], None if shared else top):
+                swept.append(run)
         except OSError:
             continue
         finally:
             os.close(fd)
-    # the folders last, each once every run below it is swept (a relay
-    # test's nodes share one), and never through a mount
-    for top in {r.get("top") for r in swept} - live_tops:
-        if top and not mounts_under(top):
-            shutil.rmtree(top, ignore_errors=True)
     return [r["state_dir"] for r in swept]
 
 

@@ -13,7 +13,16 @@ its supervisor running beside (its sandbox still answers), one whose
 supervisor was killed as a restart test kills it (no supervisor on its
 folder, yet not dead: its sandbox's container, mounts and loop device stay
 for the restart), and a namespace and an s3rver of its own. The child
-makes its things while this process makes its own.
+makes its things while this process makes its own. Gone means gone for
+what the dead run named: its containers (by id), their agents (by pid and
+start), a create its supervisor cut short (a stand-in `runc init` in a
+container cgroup of the run's, no container listed: what the sweep finds
+by cgroup, not by the runtime's list) and the cgroup, its loop devices (by
+name), while a process of this test's, started in a namespace while the
+dead run's disks were mounted, holds copies of those mounts (as an `ip
+netns exec` server of a test beside does; this machine's mounts propagate
+nothing); and its record only then: while a runtime call of its supervisor
+still runs (a stand-in), the record and folder stay for the next sweep.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
@@ -29,6 +38,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import sbx_harness as h  # noqa: E402
+import sbx_leftovers as lo  # noqa: E402
 from s3_harness import S3Server, require_s3rver  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
@@ -41,7 +51,8 @@ CHILD = r"""
 import json, os, sys, tempfile, time
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, os.path.join(sys.argv[1], "..", "k8s"))
-from sbx_harness import Supervisor
+from subprocess import DEVNULL, Popen
+from sbx_harness import Supervisor, state_tag
 from s3_harness import S3Server
 from test_network import Internet
 from apiserver import ControlPlane
@@ -58,11 +69,19 @@ node = Node("none", "n1", os.path.join(tempfile.mkdtemp(prefix="sbx-it-node-"), 
 node.argv = [sys.executable, "-c", "import time; print('node n1 ready', flush=True); time.sleep(300)"]
 node.start()
 os.makedirs(node.root)
+# a create its supervisor cut short (a runc run killed by its timeout): its
+# `runc init` in the container's cgroup, no container listed; a stand-in
+cut = Popen(["sleep", "300"], stdin=DEVNULL)
+cg = next(d for d in ("/sys/fs/cgroup/pids/sbx", "/sys/fs/cgroup/sbx") if os.path.isdir(d))
+cg = os.path.join(cg, "sbx-%s-cut" % state_tag(s.state_dir))
+os.makedirs(cg)
+with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+    f.write(str(cut.pid))
 print(json.dumps({"state": s.state_dir, "root": s.root, "sup": s.proc.pid, "id": sid,
                   "netns": inet.ns, "link": inet.host_link, "inet": inet.dir,
                   "inet_pids": [p.pid for p in inet.procs], "s3": srv.folder, "s3_pid": srv.proc.pid,
                   "cp": cp.root, "node": node.root, "node_top": os.path.dirname(node.host_root),
-                  "node_pid": node.proc.pid}), flush=True)
+                  "node_pid": node.proc.pid, "cut": cut.pid, "cut_cgroup": cg}), flush=True)
 time.sleep(300)
 """
 
@@ -81,6 +100,35 @@ def helpers_left(run):
     return {"procs": sorted(p for p in pids if h.proc_start(p) is not None),
             "netns": os.path.exists("/run/netns/" + run["netns"]), "link": link.returncode == 0,
             "folders": sorted(k for k in ("cp", "inet", "node", "s3") if os.path.exists(run[k]))}
+
+
+def runs_things(state_dir):
+    """A run's containers, their agents (host pids) and its loop devices."""
+    cids = sorted(c[0] for c in h.containers_under(state_dir))
+    agents = []
+    for cid in cids:
+        out = subprocess.run([h.RUNTIME, "state", cid], capture_output=True, text=True)
+        if out.returncode == 0:
+            pid = json.loads(out.stdout)["pid"]
+            agents.append([pid, h.proc_start(pid)])
+    return {"containers": cids, "agents": agents, "loops": h.loops_under(state_dir)}
+
+
+def things_left(things, state_dir):
+    """Which of runs_things' are still on the machine."""
+    alive = [c for c in things["containers"]
+             if subprocess.run([h.RUNTIME, "state", c], capture_output=True).returncode == 0]
+    agents = [p for p, start in things["agents"] if h.proc_start(p) == start]
+    agents += lo.cgroup_procs("/sbx/sbx-%s-" % h.state_tag(state_dir))
+    loops = []
+    for dev in things["loops"]:
+        try:
+            with open("/sys/block/%s/loop/backing_file" % os.path.basename(dev)) as f:
+                if f.read().startswith(os.path.realpath(state_dir) + "/"):
+                    loops.append(dev)
+        except OSError:
+            pass
+    return {"containers": alive, "agents": agents, "loops": loops}
 
 
 def wait_gone(pid, timeout=10):
@@ -114,6 +162,7 @@ class Sweep(unittest.TestCase):
         child.stdout.close()
         # should this test fail, what the child made still goes
         self.addCleanup(h.remove_run, run["state"], run["root"])
+        self.addCleanup(lo.kill_cgroups, "sbx-%s-" % h.state_tag(run["state"]))
         for folder, top in ((run["inet"], None), (run["s3"], None), (run["cp"], None),
                             (run["node"], run["node_top"])):
             self.addCleanup(h.remove_run, folder, top)
@@ -142,6 +191,22 @@ class Sweep(unittest.TestCase):
         h.register_run(ns_dir, runc=(), netns=[ns])
         subprocess.run(["ip", "netns", "add", ns], check=True)
         dead = self.killed_test(child)
+        # a process of this test in its namespace, started while the dead
+        # run's disks are mounted: its mount namespace keeps copies of them
+        holder = subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "300"],
+                                  stdin=subprocess.DEVNULL)
+        self.addCleanup(holder.wait)
+        self.addCleanup(holder.kill)
+        deadline = time.monotonic() + 10
+        while not any(mp for _, mp in lo.mounts_elsewhere(dead["state"])) \
+                and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertTrue(lo.mounts_elsewhere(dead["state"]))
+        things = runs_things(dead["state"])
+        self.assertTrue(things["containers"] and things["loops"], things)
+        self.assertEqual(len(things["agents"]), len(things["containers"]), things)
+        things["agents"].append([dead["cut"], h.proc_start(dead["cut"])])
+        self.assertIsNotNone(things["agents"][-1][1])
 
         gone = left(dead["state"])
         self.assertTrue(all(gone), gone)
@@ -156,11 +221,36 @@ class Sweep(unittest.TestCase):
         self.assertTrue(helpers["netns"] and helpers["link"], helpers)
         self.assertEqual(helpers["folders"], ["cp", "inet", "node", "s3"], helpers)
 
-        t0 = time.monotonic()
-        self.sup(pool_size=0)   # the next harness start sweeps
-        took = time.monotonic() - t0
+        # a runtime call of the killed supervisor's still running (a
+        # stand-in naming its folder, as `runc run --bundle` does): it may
+        # still make a container, so the run's record stays through this
+        # sweep, and goes with the next one once the call is over
+        call = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "--bundle",
+                                 os.path.join(dead["state"], "sandboxes", "late", "bundle")],
+                                stdin=subprocess.DEVNULL)
+        self.addCleanup(call.wait)
+        self.addCleanup(call.kill)
+        wait, h.RUNTIME_CALL_WAIT_S = h.RUNTIME_CALL_WAIT_S, 0.5
+        try:
+            t0 = time.monotonic()
+            self.sup(pool_size=0)   # the next harness start sweeps
+            took = time.monotonic() - t0
+        finally:
+            h.RUNTIME_CALL_WAIT_S = wait
+        self.assertTrue(os.path.exists(h.run_record(dead["state"])))
+        self.assertTrue(os.path.exists(dead["root"]))
+        self.assertEqual(things_left(things, dead["state"]),
+                         {"containers": [], "agents": [], "loops": []})
+        call.kill()
+        call.wait()
+        self.assertIn(os.path.realpath(dead["state"]), h.sweep_dead_runs())
 
         self.assertEqual(left(dead["state"]), ([], [], []))
+        self.assertEqual(things_left(things, dead["state"]),
+                         {"containers": [], "agents": [], "loops": []})
+        self.assertEqual(lo.mounts_elsewhere(dead["state"]), [])
+        self.assertFalse(os.path.exists(dead["cut_cgroup"]))
+        self.assertIsNone(holder.poll())   # copies unmounted, the process untouched
         self.assertFalse(os.path.exists(dead["root"]))
         self.assertFalse(os.path.exists(h.run_record(dead["state"])))
         self.assertEqual(helpers_left(dead), {"procs": [], "netns": False, "link": False,

@@ -61,8 +61,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import kube_client  # noqa: E402
 import kubelet_spec  # noqa: E402
+import sbx_leftovers  # noqa: E402
 from kubelet_spec import SpecError  # noqa: E402
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -708,6 +710,7 @@ class Kubelet:
         log("pod %s: container %s and its folders removed" % (rt.uid, rt.cid))
 
     def shutdown(self):
+        """Everything stopped and removed: whether all is gone."""
         self.stop.set()
         self.api.interrupt()
         with self.cv:
@@ -720,7 +723,7 @@ class Kubelet:
             pods = list(self.pods.values())
         for rt in pods:
             self.teardown(rt, 0)
-        sweep(self.root)
+        gone = sweep(self.root)
         # The parents it made for its root, if nothing else is in them.
         d = os.path.dirname(self.root)
         while d.startswith(self.host_root + "/"):
@@ -729,6 +732,7 @@ class Kubelet:
             except OSError:
                 break
             d = os.path.dirname(d)
+        return gone
 
     # ---- main ----
     def main(self):
@@ -753,14 +757,19 @@ class Kubelet:
 def sweep(root):
     """Everything a harness with this --root-dir made, removed: runc's
     containers in root/runc, mounts below root, the folders in its
-    made.list, root itself. For the harness's own stop, and for a test
-    whose harness was killed."""
+    made.list, root itself; but root (which holds runc's state: without it
+    nothing lists those containers again) only once runc lists none of
+    them, as sbx_harness removes a run's record (sbx_leftovers). For the
+    harness's own stop, and for a test whose harness was killed. Whether
+    all is gone (else what is left is logged and root stays for the next
+    sweep)."""
     runc_root = os.path.join(root, "runc")
     if os.path.isdir(runc_root):
-        p = run(["runc", "--root", runc_root, "list", "-q"], check=False)
-        for cid in p.stdout.split():
-            run(["runc", "--root", runc_root, "kill", cid, "KILL"], check=False)
-            run(["runc", "--root", runc_root, "delete", "--force", cid], check=False)
+        left = sbx_leftovers.remove_containers([["runc", "--root", runc_root]])
+        if left:
+            log("not removing %s: runc still has containers (or cannot list): %s"
+                % (root, [cid for _, cid in left]))
+            return False
     try:
         with open(os.path.join(root, "made.list")) as f:
             made = [l.strip() for l in f if l.strip()]
@@ -769,6 +778,7 @@ def sweep(root):
     for d in made:
         remove_tree(d)
     remove_tree(root)
+    return not os.path.lexists(root)
 
 
 def parse_args(argv):
@@ -802,7 +812,8 @@ def main(argv):
             log("stopping on %s: %s" % (type(e).__name__, e))
         k.shutdown()
         return 1
-    k.shutdown()
+    if not k.shutdown():
+        return 1
     log("stopped: containers, mounts and folders removed")
     return 0
 

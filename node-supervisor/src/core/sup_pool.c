@@ -232,6 +232,15 @@ static void maybe_shutdown_done(sup_pools *p)
 		event_active(p->shutdown_check, 0, 0);
 }
 
+/* The workers are shared with volumes and snapshots: a job of theirs (a
+ * fork-layer sweep) can be the last one the stop waits for, and its done()
+ * knows nothing of the pools; without this the stop waited for the next
+ * report (SHUTDOWN_REPORT_S), and before that report, for ever. */
+static void workers_idle(void *ud)
+{
+	maybe_shutdown_done(ud);
+}
+
 /* ---- waiters ---- */
 
 static void waiter_free(sup_acquire *a)
@@ -1585,6 +1594,7 @@ static void shutdown_pools(sup_pools *p, bool handover, void (*done)(void *ud), 
 		p->cfg.backend->stop(p->cfg.backend->ud);
 	p->shutdown_done = done;
 	p->shutdown_ud = ud;
+	sup_workers_on_idle(p->workers, workers_idle, p);
 	sbx_err stop;
 	sbx_err_set(&stop, -ESHUTDOWN, "the supervisor is shutting down");
 	sup_sandbox *ss;

@@ -18,6 +18,8 @@ struct sup_workers {
 	struct sup_job_list done; /* guarded by mu */
 	bool stop;                /* guarded by mu */
 	size_t busy;              /* loop thread only */
+	void (*idle)(void *ud);   /* loop thread only */
+	void *idle_ud;
 	int efd;
 	struct event *ev;
 	pthread_t *threads;
@@ -63,6 +65,8 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 		w->busy--;
 		job->done(job);
 	}
+	if (w->busy == 0 && w->idle)
+		w->idle(w->idle_ud);
 }
 
 sup_workers *sup_workers_new(struct event_base *base, unsigned nthreads, sbx_err *err)
@@ -120,6 +124,12 @@ void sup_workers_submit(sup_workers *w, sup_job *job, bool front)
 size_t sup_workers_busy(const sup_workers *w)
 {
 	return w->busy;
+}
+
+void sup_workers_on_idle(sup_workers *w, void (*idle)(void *ud), void *ud)
+{
+	w->idle = idle;
+	w->idle_ud = ud;
 }
 
 static void join_all(sup_workers *w)

@@ -28,6 +28,12 @@ sup_workers *sup_workers_new(struct event_base *base, unsigned nthreads, sbx_err
 void sup_workers_submit(sup_workers *w, sup_job *job, bool front);
 /* Jobs queued or running or finished but whose done() has not run yet. */
 size_t sup_workers_busy(const sup_workers *w);
+/* idle(ud) on the loop thread each time busy drops to 0 (the done() of the
+ * last job has run, whoever submitted it): how one who waits for the
+ * workers to be idle (the pools' stop; volumes and snapshots share the
+ * threads) learns of it from jobs that know nothing of it. NULL: none;
+ * one at a time. */
+void sup_workers_on_idle(sup_workers *w, void (*idle)(void *ud), void *ud);
 /* Join the threads. Every submitted job must have completed (busy == 0). */
 void sup_workers_free(sup_workers *w);
 /* Join the threads once they ran what is queued, then call done() of every

@@ -1,0 +1,208 @@
+"""What a test's run leaves on the machine, found, removed and checked gone:
+the containers in a runtime's root (runc's, runsc's), the processes left in
+a run's container cgroups (agents whose container the runtime no longer
+lists, a `runc init` of a create that never ended), mounts in every mount
+namespace, loop devices.
+
+Shared by sbx_harness (a test's cleanup, the sweep of a killed test's runs)
+and the kubelet harness (tests/k8s/kubelet.py: its stop and sweep()), so
+that both keep one rule: what names a run (sbx_harness's run record; the
+kubelet's root, which holds runc's state) goes only once what it names is
+confirmed gone; a removal that fails leaves it for the next sweep.
+Stdlib only, nothing done at import; a test harness, never the product.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def list_containers(rt, prefix=None):
+    """[(id, status)] of the containers runtime rt (an argv prefix: runc
+    --root R) lists, those whose bundle lies below prefix when given; None
+    when it cannot list (not knowing is not "none")."""
+    try:
+        out = subprocess.run(rt + ["list", "--format", "json"], capture_output=True, text=True,
+                             timeout=60)
+        items = json.loads(out.stdout or "null") if out.returncode == 0 else None
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    if items is not None and not isinstance(items, list):
+        return None
+    return [(c["id"], c.get("status")) for c in items or []
+            if isinstance(c, dict) and "id" in c
+            and (prefix is None or (c.get("bundle") or "").startswith(prefix))]
+
+
+def remove_containers(rts, prefix=None, thaw=None, confirm=True):
+    """Kill and delete each container the runtimes rts list (below prefix
+    when given; thaw(id) first when given: a frozen one dies of no KILL),
+    then (confirm) list again: what is left, [(runtime, id or None: it
+    cannot list)], [] when all are confirmed gone. confirm=False: a caller
+    that confirms by itself (sbx_harness, after its check of runtime calls
+    still under way)."""
+    left = []
+    for rt in rts:
+        for cid, _ in list_containers(rt, prefix) or []:
+            if thaw:
+                thaw(cid)
+            subprocess.run(rt + ["kill", cid, "KILL"], capture_output=True)
+            subprocess.run(rt + ["delete", "--force", cid], capture_output=True)
+        after = list_containers(rt, prefix) if confirm else []
+        left += [(rt, None)] if after is None else [(rt, cid) for cid, _ in after]
+    return left
+
+
+def _zombie(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2:][:1] in ("Z", "X")
+
+
+def cgroup_procs(marker):
+    """Pids of the live processes whose cgroup path (any hierarchy) holds
+    marker ("/sbx/sbx-<tag>-": the containers of one state folder). Not the
+    zombies: they hold nothing, and the orphans among them wait for this
+    machine's PID 1, which can take a second to reap them."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cgroup" % d) as f:
+                if marker in f.read() and not _zombie(int(d)):
+                    pids.append(int(d))
+        except OSError:
+            continue
+    return pids
+
+
+def kill_cgroups(name_prefix):
+    """SIGKILL what is left in the container cgroups sbx/<name_prefix>*
+    (thawed first) and remove those cgroups, in every hierarchy (a cgroup
+    still holding a zombie of what was killed here is tried again for a
+    while; one the runtime left holding its own zombie is left)."""
+    dirs = []
+    for hier in os.listdir(CGROUP_ROOT) if os.path.isdir(CGROUP_ROOT) else []:
+        parent = os.path.join(CGROUP_ROOT, hier, "sbx")
+        try:
+            dirs += [os.path.join(parent, n) for n in os.listdir(parent)
+                     if n.startswith(name_prefix)]
+        except OSError:
+            continue
+    for d in dirs:
+        for name, value in (("freezer.state", "THAWED"), ("cgroup.freeze", "0")):
+            try:
+                with open(os.path.join(d, name), "w") as f:
+                    f.write(value)
+            except OSError:
+                pass
+    killed = cgroup_procs("/sbx/" + name_prefix)
+    for pid in killed:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 5
+    while cgroup_procs("/sbx/" + name_prefix) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    deadline = time.monotonic() + (3 if killed else 0)
+    while True:
+        for d in list(dirs):
+            try:
+                os.rmdir(d)
+                dirs.remove(d)
+            except FileNotFoundError:
+                dirs.remove(d)
+            except OSError:
+                pass
+        if not dirs or time.monotonic() >= deadline:
+            return
+        time.sleep(0.05)
+
+
+def _unescape(s):
+    return s.encode().decode("unicode_escape")
+
+
+def _mounts_in(mountinfo, prefix):
+    res = []
+    try:
+        with open(mountinfo) as f:
+            for line in f:
+                mp = _unescape(line.split()[4])
+                if mp.startswith(prefix) or mp == prefix[:-1]:
+                    res.append(mp)
+    except OSError:
+        pass
+    return res
+
+
+def mounts_under(path):
+    """Mount points at or below path in this process's mount namespace."""
+    return _mounts_in("/proc/self/mountinfo", os.path.realpath(path) + "/")
+
+
+def mounts_elsewhere(path):
+    """[(pid, mount point)] at or below path in the other mount namespaces
+    (one process's for each): copies of a run's mounts that a process made
+    with its namespace while they were mounted (unshare -m, `ip netns exec`)
+    keep its disk's loop device attached after the host's unmount, as this
+    machine's mounts propagate nothing (private)."""
+    try:
+        mine = os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        return []
+    prefix = os.path.realpath(path) + "/"
+    seen, res = {mine}, []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            ns = os.readlink("/proc/%s/ns/mnt" % d)
+        except OSError:
+            continue
+        if ns in seen:
+            continue
+        seen.add(ns)
+        res += [(int(d), mp) for mp in _mounts_in("/proc/%s/mountinfo" % d, prefix)]
+    return res
+
+
+def unmount_under(path):
+    """Every mount at or below path detached (lazily), deepest first: in
+    this namespace, then in any other that holds a copy."""
+    for mp in sorted(mounts_under(path), key=len, reverse=True):
+        subprocess.run(["umount", "-l", mp], capture_output=True)
+    for pid, mp in sorted(mounts_elsewhere(path), key=lambda x: len(x[1]), reverse=True):
+        subprocess.run(["nsenter", "-t", str(pid), "-m", "umount", "-l", mp], capture_output=True)
+
+
+def loops_under(path):
+    """Loop devices whose backing file (a sandbox's disk image) lies below path."""
+    prefix = os.path.realpath(path) + "/"
+    res = []
+    for name in os.listdir("/sys/block"):
+        if not name.startswith("loop"):
+            continue
+        try:
+            with open("/sys/block/%s/loop/backing_file" % name) as f:
+                backing = f.read().strip()
+        except OSError:
+            continue
+        if backing.startswith(prefix):
+            res.append("/dev/" + name)
+    return res
+
+
+def detach_loops_under(path):
+    """Unmounted, they detach themselves (autoclear); any still attached is
+    told to (a busy one goes at its last close)."""
+    for dev in loops_under(path):
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
