@@ -10,8 +10,10 @@ Env: SBX_PORTS_BIG_MIB (default 1024), SBX_PORTS_SECS (default 5),
 SBX_PORTS_SMALL=0 to leave out the small GETs' rows, SBX_PORTS_ROUNDS
 (default 1): the large downloads' rows that many times, SBX_PORTS_SERVER:
 sendfile (default), copy (http.server's own copyfile: 64 KiB read + send
-in Python, the server of the rows before 2026-12-02 16:00) or both (the two
-servers side by side on ports 8000 and 8001, their rows in turn).
+in Python, the server of the rows before 2026-12-02 16:00), paced (64 KiB
+writes 0.1 ms apart: a server slower than the proxy, which the agent reads
+in larger turns only while bulk flows) or both (copy and sendfile side by
+side on ports 8000 and 8001, their rows in turn).
 """
 import resource
 import os
@@ -29,18 +31,24 @@ BIG_MIB = int(os.environ.get("SBX_PORTS_BIG_MIB", "1024"))
 SECS = int(os.environ.get("SBX_PORTS_SECS", "5"))
 SMALL = os.environ.get("SBX_PORTS_SMALL", "1") != "0"
 ROUNDS = int(os.environ.get("SBX_PORTS_ROUNDS", "1"))
-SERVERS = {"sendfile": ["sendfile"], "copy": ["copy"],
+SERVERS = {"sendfile": ["sendfile"], "copy": ["copy"], "paced": ["paced"],
            "both": ["copy", "sendfile"]}[os.environ.get("SBX_PORTS_SERVER", "sendfile")]
 PORT = 8000  # the first server's; the second's is PORT + 1
 # http.server's handler and threading server, with a backlog for 16
 # connections at once (its default of 5 drops SYNs: 1 s retries). sendfile:
 # the heads by http.server, the body by socket.sendfile (the page cache to
 # the socket in the kernel); copy: http.server's shutil.copyfileobj.
-SERVER = ("import functools, sys, http.server as s\n"
+SERVER = ("import functools, sys, time, http.server as s\n"
           "s.ThreadingHTTPServer.request_queue_size = 128\n"
           "s.SimpleHTTPRequestHandler.log_message = lambda *a: None\n"
           "class H(s.SimpleHTTPRequestHandler):\n"
           "    def copyfile(self, source, outputfile):\n"
+          "        while sys.argv[2] == 'paced':\n"
+          "            b = source.read(65536)\n"
+          "            if not b:\n"
+          "                return\n"
+          "            outputfile.write(b)\n"
+          "            time.sleep(0.0001)\n"
           "        if sys.argv[2] != 'sendfile':\n"
           "            return super().copyfile(source, outputfile)\n"
           "        outputfile.flush()\n"

@@ -11,6 +11,9 @@
  * The server's bytes go through a pipe by splice(2) (op_splice.c), so the
  * agent copies none of them (half of its CPU per byte when it read and
  * wrote them); without the pipe (pipe limits reached) they are read.
+ * While a bulk answer flows, the socket is read in larger turns
+ * (op_port_batch.c: a raised SO_RCVLOWAT and a 1 ms timer), so a frame and
+ * the supervisor's write carry a quarter MiB rather than one TCP segment.
  * port.list reads /proc/net/tcp and tcp6 (the namespace's tables).
  * This file must not resolve paths or run commands. */
 #include <arpa/inet.h>
@@ -28,6 +31,7 @@
 #include "sbx/proto.h"
 #include "log.h"
 #include "op.h"
+#include "op_port_batch.h"
 #include "op_splice.h"
 #include "op_util.h"
 #include "session.h"
@@ -44,6 +48,7 @@ typedef struct port_op {
 	agent_op op;
 	int fd;
 	agent_splice sp;     /* fd's way to the session; no pipe: read() */
+	agent_port_batch batch; /* when fd is worth reading */
 	uint16_t port;
 	int addr;            /* index in addrs[] being tried */
 	bool one_addr;       /* the requester named the address */
@@ -69,6 +74,7 @@ static void port_free(port_op *p)
 		event_free(p->wr);
 	if (p->out)
 		evbuffer_free(p->out);
+	agent_port_batch_free(&p->batch);
 	if (p->fd >= 0)
 		close(p->fd);
 	agent_splice_close(&p->sp);
@@ -122,7 +128,7 @@ static void port_pump_read(port_op *p)
 {
 	sbx_proto_conn *c = agent_session_conn(p->op.session);
 	sbx_err err = { 0 };
-	size_t room;
+	size_t room, moved = 0;
 
 	while ((room = sbx_proto_conn_data_room(c, p->op.id)) > 0) {
 		ssize_t n = agent_splice_move(&p->sp, c, p->op.id, SBX_CH_TCP, p->fd, NULL,
@@ -130,6 +136,7 @@ static void port_pump_read(port_op *p)
 
 		if (n > 0) {
 			p->sent += (uint64_t)n;
+			moved += (size_t)n;
 			continue;
 		}
 		if (n == -2) {
@@ -137,13 +144,20 @@ static void port_pump_read(port_op *p)
 			return;
 		}
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			agent_port_batch_waiting(&p->batch, moved);
 			event_add(p->rd, NULL);
 			return;
 		}
 		port_end(p, n < 0);
 		return;
 	}
+	agent_port_batch_paused(&p->batch);
 	event_del(p->rd);
+}
+
+static void port_on_quiet(void *ud)
+{
+	port_pump_read(ud);
 }
 
 static void port_shut_if_done(port_op *p)
@@ -213,7 +227,9 @@ static void port_connected(port_op *p)
 	p->wr = event_new(agent_session_ctx(p->op.session)->base, p->fd, EV_WRITE, port_on_write, p);
 	p->rd = event_new(agent_session_ctx(p->op.session)->base, p->fd, EV_READ | EV_PERSIST,
 			  port_on_read, p);
-	if (!p->wr || !p->rd) {
+	if (!p->wr || !p->rd ||
+	    agent_port_batch_init(&p->batch, agent_session_ctx(p->op.session)->base, p->fd,
+				  port_on_quiet, p) < 0) {
 		port_fail(p, SBX_PROTO_E_INTERNAL, "port.open: out of memory");
 		return;
 	}

@@ -3,8 +3,9 @@
  * servers started through the agent inside it: bytes both ways with eof
  * and the counts, a few MiB through an echo, ::1, a refused port, bad
  * arguments, a reader that holds its credit (the agent stops reading the
- * socket: what it sent stays within the window, its memory flat), and the
- * listening ports listed. */
+ * socket: what it sent stays within the window, its memory flat), a small
+ * piece right behind a burst (the agent's larger turns never hold it), and
+ * the listening ports listed. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,9 +23,10 @@
 
 #define PY "/usr/bin/python3"
 
-/* An echo on 127.0.0.1:7000 and [::1]:7001; 7002 writes zeros for ever. */
+/* An echo on 127.0.0.1:7000 and [::1]:7001; 7002 writes zeros for ever;
+ * 7003 writes 4 MiB at once, then 4 bytes 0.3 s later, and waits for eof. */
 static const char servers[] =
-	"import socket, threading\n"
+	"import socket, threading, time\n"
 	"def echo(c):\n"
 	"    while True:\n"
 	"        d = c.recv(65536)\n"
@@ -39,6 +41,12 @@ static const char servers[] =
 	"            c.sendall(z)\n"
 	"    except OSError:\n"
 	"        pass\n"
+	"def burst(c):\n"
+	"    c.sendall(bytes(4 << 20))\n"
+	"    time.sleep(0.3)\n"
+	"    c.sendall(b'tail')\n"
+	"    c.recv(1)\n"
+	"    c.close()\n"
 	"def serve(af, addr, port, fn):\n"
 	"    s = socket.socket(af)\n"
 	"    s.bind((addr, port))\n"
@@ -47,6 +55,7 @@ static const char servers[] =
 	"        threading.Thread(target=fn, args=(s.accept()[0],), daemon=True).start()\n"
 	"threading.Thread(target=serve, args=(socket.AF_INET6, '::1', 7001, echo)).start()\n"
 	"threading.Thread(target=serve, args=(socket.AF_INET, '127.0.0.1', 7002, flood)).start()\n"
+	"threading.Thread(target=serve, args=(socket.AF_INET, '127.0.0.1', 7003, burst)).start()\n"
 	"serve(socket.AF_INET, '127.0.0.1', 7000, echo)\n";
 
 static tc_stream *open_port(tc_client *c, uint64_t port, const char *addr)
@@ -103,7 +112,8 @@ static void start_servers(fixture *fx)
 	assert_false(s->failed);
 	for (int i = 0; i < 200; i++) {
 		listed(c, l, sizeof(l));
-		if (strstr(l, "127.0.0.1:7000 ") && strstr(l, "::1:7001 ") && strstr(l, "127.0.0.1:7002 "))
+		if (strstr(l, "127.0.0.1:7000 ") && strstr(l, "::1:7001 ") && strstr(l, "127.0.0.1:7002 ") &&
+		    strstr(l, "127.0.0.1:7003 "))
 			return;
 		tc_run(fx->base, 50);
 	}
@@ -222,12 +232,42 @@ static void held_credit_stops_the_reading(void **state)
 	assert_string_equal(s->code, "cancelled");
 }
 
+/* The server's 4 MiB come in large pieces, so the agent waits for larger
+ * turns; the 4 bytes behind them are no such turn and still come at once
+ * (its timer: 1 ms), not when more bytes or the end come. */
+static void small_piece_behind_a_burst(void **state)
+{
+	fixture *fx = *state;
+	tc_client *c = fx_client(fx, 0);
+	size_t n = 4u << 20;
+	start_servers(fx);
+	tc_stream *s = open_port(c, 7003, NULL);
+	for (int i = 0; i < 3000 && s->err_len < n; i++)
+		tc_run(fx->base, 10);
+	assert_int_equal(s->err_len, n);
+	uint64_t t0 = test_now_ms();
+	while (s->err_len < n + 4 && test_now_ms() - t0 < 5000)
+		tc_run(fx->base, 5);
+	uint64_t waited = test_now_ms() - t0;
+	assert_int_equal(s->err_len, n + 4);
+	assert_memory_equal(s->err + n, "tail", 4);
+	/* 0.3 s of the server's own, less what the burst's last frames took */
+	if (waited > 500)
+		fail_msg("the 4 bytes behind the burst came %llu ms after it",
+			 (unsigned long long)waited);
+	assert_false(s->done);
+	assert_int_equal(tc_send_data(c, s, SBX_CH_TCP, NULL, 0, true, FX_WAIT_MS), 0);
+	assert_true(tc_wait(c, s, FX_WAIT_MS));
+	assert_false(s->failed);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(bytes_both_ways, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(refused_and_bad_input, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(held_credit_stops_the_reading, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(small_piece_behind_a_burst, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
