@@ -4,6 +4,8 @@
 import pathlib
 import struct
 
+import msgpack
+
 here = pathlib.Path(__file__).resolve().parent
 
 
@@ -75,3 +77,79 @@ write("corpus_dns", {
     "header_only": dns_seed(0, bytes(12), b""),
     "truncated_up": dns_seed(F_SPLICE, query("a.example.com"), answer_header(1) + a_rec[:7]),
 })
+
+
+# ---- corpus_path: flags (1 decode, 2 write, 4 tenant "ops", >> 3 the quote's room), path
+F_DECODE, F_WRITE, F_OPS = 1, 2, 4
+
+
+def path_seed(flags, p):
+    return bytes([flags]) + (p.encode() if isinstance(p, str) else p)
+
+
+write("corpus_path", {
+    "plain": path_seed(0xF8, "/workspace/src/main.c"),
+    "dots": path_seed(F_WRITE, "/workspace/./a/../b/./"),
+    "escape": path_seed(F_WRITE, "/workspace/../../etc/passwd"),
+    "sibling": path_seed(0, "/workspace2/x"),
+    "ro_write": path_seed(F_WRITE, "/workspace/ref/x"),
+    "rw_in_ro": path_seed(F_WRITE, "/workspace/ref/scratch/y"),
+    "root_ops": path_seed(F_OPS, "/"),
+    "ops_log": path_seed(F_OPS | F_WRITE, "//var//log/../log/x"),
+    "relative": path_seed(0, "workspace/x"),
+    "nul": path_seed(0, b"/workspace/a\0b"),
+    "url_nul": path_seed(F_DECODE, "/workspace/a%00b"),
+    "url_dots": path_seed(F_DECODE | F_WRITE, "%2Fworkspace%2F%2E%2E%2Ftmp%2Fx+y"),
+    "url_bad_pct": path_seed(F_DECODE, "/tmp/%zz%4"),
+    "long_component": path_seed(0, "/tmp/" + "n" * 256),
+    "long_path": path_seed(0, "/tmp" + "/abc" * 1100),
+    "control": path_seed(0x50, b"/tmp/\x1b[31m\n\r\xff\"q"),
+    "only_slashes": path_seed(0, "////"),
+    "dotdot_root": path_seed(F_OPS, "/../.."),
+})
+
+
+# ---- corpus_agent: a selector byte (% 8: 0 exec, 1 stat, 2 listing of
+# /workspace, 3 of /, 4 process (16 end of output, 32 full, 64 pid 42),
+# 5 mcp (16 opened event, else list), 6 reset), then the result map
+def mp(o):
+    return msgpack.packb(o, use_bin_type=True)
+
+
+stat = {"type": "file", "size": 5, "mode": 0o644, "mtime_ns": 1700000000 * 10**9, "uid": 1000,
+        "gid": 1000, "nlink": 1, "ino": 77}
+proc_run = {"pid": 42, "started_ms": 1000, "state": "running", "tag": "job"}
+proc_done = dict(proc_run, state="exited", ended_ms=2000, duration_us=5000, timed_out=False,
+                 exit_code=0, signal=None, oom_killed=False)
+full = dict(proc_done, pty=False, stdin=True, output={"start": 0, "end": 10, "buffer": 65536},
+            argv=["sh", "-c", "echo hi"])
+mcp_status = {"name": "fs", "state": "ready", "max_line": 1 << 20, "spare_pid": 9, "sessions": 1,
+              "opened": 2, "started": 3, "crashes": 0, "bad_output": 0, "msgs_in": 5, "msgs_out": 6,
+              "last_exit": {"exit_code": 1, "signal": None}, "stderr": "boom\n"}
+write("corpus_agent", {
+    "exec_exit": b"\0" + mp({"exit_code": 0, "timed_out": False, "duration_us": 1234,
+                            "rusage": {"max_rss_kb": 1, "user_ms": 2, "sys_ms": 3}}),
+    "exec_oom": b"\0" + mp({"signal": 9, "oom_killed": True}),
+    "exec_both": b"\0" + mp({"exit_code": 1, "signal": 9}),
+    "exec_neg": b"\0" + mp({"exit_code": -1}),
+    "stat": b"\1" + mp(stat),
+    "stat_link": b"\1" + mp(dict(stat, type="symlink", target=b"\xff../etc")),
+    "stat_mode": b"\1" + mp(dict(stat, mode=0o170777)),
+    "list": b"\2" + mp({"entries": [dict(stat, path="a/b", name="b"), dict(stat, path="c", name="c")],
+                        "truncated": True}),
+    "list_root": b"\3" + mp({"entries": [dict(stat, path="etc", name="etc")]}),
+    "list_dotdot": b"\2" + mp({"entries": [dict(stat, path="../../etc/shadow", name="shadow")]}),
+    "list_abs": b"\2" + mp({"entries": [dict(stat, path="/etc", name="etc")]}),
+    "list_bytes": b"\2" + mp({"entries": [dict(stat, path=b"\xfe\xff", name=b"\xfe\xff")]}),
+    "proc_run": b"\4" + mp(proc_run),
+    "proc_full": bytes([4 | 32]) + mp(full),
+    "proc_end": bytes([4 | 16]) + mp(dict(proc_done, next_offset=1000)),
+    "proc_other_pid": bytes([4 | 64]) + mp(dict(proc_run, pid=7)),
+    "mcp_opened": bytes([5 | 16]) + mp({"pid": 10, "spare": True}),
+    "mcp_list": b"\5" + mp({"servers": [mcp_status, dict(mcp_status, name="x" * 80)]}),
+    "reset": b"\6" + mp({"killed": 1, "removed": 2, "ipc_removed": 0, "duration_us": 9}),
+    "not_a_map": b"\0" + mp([1, 2, 3]),
+    "deep": b"\1" + b"\x91" * 200 + b"\xc0",
+    "huge_array": b"\2" + b"\x81\xa7entries\xdd\xff\xff\xff\xff",
+})
+

@@ -12,6 +12,7 @@
 #include "sbx/cleanup.h"
 #include "sbx/proto.h"
 #include "sup_b64.h"
+#include "sup_path.h"
 #include "sup_text.h"
 
 int sup_api_set_bytes(json_t *o, const char *name, const char *bytes, size_t n)
@@ -82,15 +83,16 @@ char *sup_api_path_join(const char *base, const char *rel, size_t rl)
 	return out;
 }
 
-/* One entry of a listing, checked: a relative path below the folder and a
- * name without '/' or NUL. */
+/* One entry of a listing, checked: a relative path below the folder (in
+ * normal form: an agent's "../x" would show a path outside it) and a name
+ * without '/' or NUL. */
 static json_t *render_entry(const char *base, const msgpack_object *e, sbx_err *err)
 {
 	const char *rel, *name;
 	size_t rl, nl;
 	if (e->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_str(e, "path", &rel, &rl) ||
-	    !sbx_proto_get_str(e, "name", &name, &nl) || rl == 0 || rl >= 4096 ||
-	    memchr(rel, '\0', rl) || memchr(name, '\0', nl) || memchr(name, '/', nl) || rel[0] == '/') {
+	    !sbx_proto_get_str(e, "name", &name, &nl) || rl >= 4096 || !sup_path_rel_ok(rel, rl) ||
+	    memchr(name, '\0', nl) || memchr(name, '/', nl)) {
 		sbx_err_set(err, -EPROTO, "agent: a listing entry without a valid path or name");
 		return NULL;
 	}
