@@ -153,3 +153,35 @@ write("corpus_agent", {
     "huge_array": b"\2" + b"\x81\xa7entries\xdd\xff\xff\xff\xff",
 })
 
+
+# ---- corpus_mcp: records of type (0 client POST, 1 in a session, 2 server
+# output, 3 Last-Event-ID, 4 headers), two bytes of length, the bytes
+def rec(t, b):
+    b = b.encode() if isinstance(b, str) else b
+    return bytes([t]) + len(b).to_bytes(2, "big") + b
+
+
+init = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}'
+call = '{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x"}}'
+ans_init = '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}\n'
+ans_call = '{"jsonrpc":"2.0","id":"a","result":{"content":[]}}\n'
+write("corpus_mcp", {
+    "session": rec(0, init) + rec(2, ans_init) + rec(1, call) + rec(2, '{"jsonrpc":"2.0","method":"notifications/progress"}\n')
+    + rec(2, ans_call) + rec(3, "1-2") + rec(3, "0-1"),
+    "split_lines": rec(1, call) + rec(2, ans_call[:10]) + rec(2, ans_call[10:] + "\n \r\n" + ans_call),
+    "cancel": rec(1, call) + rec(1, '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}')
+    + rec(2, ans_call),
+    "dup_id": rec(1, call) + rec(1, call) + rec(2, ans_call + ans_call),
+    "newline_in_string": rec(1, '{"jsonrpc":"2.0","id":2,"method":"x",\n"params":{"s":"a\\nb"}}'),
+    "batch": rec(1, '[{"jsonrpc":"2.0","id":1,"method":"x"}]'),
+    "null_id": rec(1, '{"jsonrpc":"2.0","id":null,"method":"x"}') + rec(2, '{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}\n'),
+    "bad_json": rec(1, '{"jsonrpc":"2.0",') + rec(0, "\xff\xfe"),
+    "long_line": rec(2, "x" * 3000 + "\n") + rec(2, ans_call),
+    "server_request": rec(2, '{"jsonrpc":"2.0","id":9,"method":"sampling/createMessage"}\n'),
+    "big_id": rec(1, '{"jsonrpc":"2.0","id":"' + "i" * 200 + '","method":"x"}'),
+    "int_ids": rec(1, '{"jsonrpc":"2.0","id":-9223372036854775808,"method":"x"}')
+    + rec(2, '{"jsonrpc":"2.0","id":-9223372036854775808,"result":{}}\n'),
+    "resume_bad": rec(3, "9999999999999999999-1") + rec(3, "-") + rec(3, "1-") + rec(3, "0-18446744073709551615"),
+    "headers": rec(4, "https://APP.example") + rec(4, "text/event-stream, application/json")
+    + rec(4, "2025-11-25") + rec(4, ""),
+})
