@@ -185,3 +185,21 @@ write("corpus_mcp", {
     "headers": rec(4, "https://APP.example") + rec(4, "text/event-stream, application/json")
     + rec(4, "2025-11-25") + rec(4, ""),
 })
+
+
+# ---- corpus_urlsign: a path as the port proxy's gate sees it
+sig = "0123456789abcdef" * 4
+write("corpus_urlsign", {
+    "plain": ("/v1/signed/sbx-abc123/8080/1900000000/" + sig).encode(),
+    "rest": ("/v1/signed/sbx-abc123/80/1900000000/" + sig + "/index.html?x=1").encode(),
+    "zeros": ("/v1/signed/a/00080/0000000000000000001/" + sig).encode(),
+    "expired": ("/v1/signed/a/1/1/" + sig).encode(),
+    "port_0": ("/v1/signed/a/0/1900000000/" + sig).encode(),
+    "port_big": ("/v1/signed/a/65536/1900000000/" + sig).encode(),
+    "exp_big": ("/v1/signed/a/1/99999999999999999999/" + sig).encode(),
+    "upper_sig": ("/v1/signed/a/1/1900000000/" + sig.upper()).encode(),
+    "short_sig": ("/v1/signed/a/1/1900000000/" + sig[:63]).encode(),
+    "long_id": ("/v1/signed/" + "a" * 41 + "/1/1900000000/" + sig).encode(),
+    "bad_id": ("/v1/signed/A_b/1/1900000000/" + sig).encode(),
+    "traversal": ("/v1/signed/a/1/1900000000/" + sig + "/../../v1/sandboxes").encode(),
+})
