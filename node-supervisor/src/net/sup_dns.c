@@ -41,8 +41,9 @@ struct sup_dns {
 };
 
 /* Libevent 2.1's server port dereferences NULL on a datagram shorter than a
- * DNS header (its request_parse fails before it allocates, then frees
- * through the NULL; libevent issue 1231, fixed in 2.2): one byte from any
+ * DNS header (its request_parse takes its error path before it allocates
+ * the request, and reads through the NULL there; libevent issue 1231,
+ * fixed in 2.2): one byte from any
  * sandbox would end the supervisor. The kernel drops such datagrams before
  * libevent reads them: a UDP socket's filter sees the UDP header (8 bytes)
  * and then the payload, so the filter keeps lengths of 8 + 12 and more.
