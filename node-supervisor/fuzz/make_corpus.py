@@ -2,6 +2,7 @@
 """Writes the seed corpora of the fuzz targets added after the HTTP edge's
 (corpus_dns, ...); run with /usr/bin/python3, the output is committed."""
 import pathlib
+import json
 import struct
 
 import msgpack
@@ -202,4 +203,48 @@ write("corpus_urlsign", {
     "long_id": ("/v1/signed/" + "a" * 41 + "/1/1900000000/" + sig).encode(),
     "bad_id": ("/v1/signed/A_b/1/1900000000/" + sig).encode(),
     "traversal": ("/v1/signed/a/1/1900000000/" + sig + "/../../v1/sandboxes").encode(),
+})
+
+
+# ---- corpus_img: a byte (% 5: 0 index.json, 1 index of platforms,
+# 2 manifest, 3 docker save's manifest.json, 4 config), then the document
+H = ["a" * 64, "b" * 64, "c" * 64, "d" * 64]
+MT_M = "application/vnd.oci.image.manifest.v1+json"
+MT_I = "application/vnd.oci.image.index.v1+json"
+
+
+def desc(mt, h, size=100, **kw):
+    return dict(mediaType=mt, digest="sha256:" + h, size=size, **kw)
+
+
+def img(kind, doc):
+    return bytes([kind]) + (doc if isinstance(doc, bytes) else json.dumps(doc).encode())
+
+
+write("corpus_img", {
+    "index": img(0, {"schemaVersion": 2, "manifests": [
+        desc(MT_M, H[0], annotations={"org.opencontainers.image.ref.name": "busybox:latest"}),
+        desc(MT_M, H[1], annotations={"org.opencontainers.image.ref.name": "../evil"})]}),
+    "index_nested": img(0, {"schemaVersion": 2, "manifests": [desc(MT_I, H[2])]}),
+    "platforms": img(1, {"schemaVersion": 2, "manifests": [
+        desc(MT_M, H[0], platform={"os": "linux", "architecture": "arm64"}),
+        desc(MT_M, H[1], platform={"os": "linux", "architecture": "amd64"})]}),
+    "manifest": img(2, {"schemaVersion": 2, "mediaType": MT_M,
+                        "config": desc("application/vnd.oci.image.config.v1+json", H[3]),
+                        "layers": [desc("application/vnd.oci.image.layer.v1.tar+gzip", H[1]),
+                                   desc("application/vnd.oci.image.layer.v1.tar+zstd", H[2], size=-5)]}),
+    "manifest_docker": img(2, {"schemaVersion": 2,
+                               "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                               "config": desc("application/vnd.docker.container.image.v1+json", H[0]),
+                               "layers": [desc("application/vnd.docker.image.rootfs.diff.tar.gzip", "A" * 64)]}),
+    "docker_save": img(3, [{"Config": "cfg.json", "RepoTags": ["app:1", "bad tag"],
+                            "Layers": ["l1/layer.tar", "../../etc/passwd", "/abs"]}]),
+    "config": img(4, {"rootfs": {"type": "layers", "diff_ids": ["sha256:" + H[0]]},
+                      "config": {"Env": ["PATH=/bin", "=x", "NOEQ"], "WorkingDir": "rel",
+                                 "User": "1000", "Entrypoint": ["/bin/sh"]}}),
+    "config_ok": img(4, {"rootfs": {"type": "layers", "diff_ids": ["sha256:" + H[0], "sha256:" + H[1]]},
+                         "config": {"Env": ["A=1"], "WorkingDir": "/w", "Entrypoint": None}}),
+    "env_nul": img(4, b'{"rootfs":{"type":"layers","diff_ids":[]},"config":{"Env":["A=\\u0000b"]}}'),
+    "deep": img(2, b"[" * 3000),
+    "not_json": img(0, b"\xff\xfe{"),
 })
