@@ -248,3 +248,25 @@ write("corpus_img", {
     "deep": img(2, b"[" * 3000),
     "not_json": img(0, b"\xff\xfe{"),
 })
+
+
+# ---- corpus_snap: a snapshot's manifest as an object store holds it
+snap = {"version": 1, "id": "snap-0123456789abcdef", "name": "before-upgrade", "tenant": "default",
+        "source": "sbx-1", "image": "busybox", "digest": "", "isolation": "runc", "size": 4096,
+        "sha256": "e" * 64, "created_at": 1764633600}
+vol = {"name": "data", "mount": "/data", "read_only": False, "vol_size": 1 << 30, "size": 512,
+       "sha256": "f" * 64}
+write("corpus_snap", {
+    "v1": json.dumps(snap).encode(),
+    "v2": json.dumps(dict(snap, version=2, isolation="gvisor", volumes=[vol, dict(vol, name="ro", mount="/ro",
+                                                                               read_only=True)])).encode(),
+    "v2_empty": json.dumps(dict(snap, version=2, volumes=[])).encode(),
+    "v1_with_volumes": json.dumps(dict(snap, volumes=[vol])).encode(),
+    "other_id": json.dumps(dict(snap, id="snap-other")).encode(),
+    "mount_dots": json.dumps(dict(snap, version=2, volumes=[dict(vol, mount="/data/../etc")])).encode(),
+    "nested_mounts": json.dumps(dict(snap, version=2, volumes=[vol, dict(vol, name="b", mount="/data/x")])).encode(),
+    "negative": json.dumps(dict(snap, size=-1, created_at=-5)).encode(),
+    "nul_name": json.dumps(dict(snap, name="a\u0000b")).encode().replace(b"\\\\u", b"\\u"),
+    "dup_key": b'{"version":1,"version":2}',
+    "v3": json.dumps(dict(snap, version=3)).encode(),
+})
