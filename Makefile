@@ -53,9 +53,9 @@ test: build build-san k8s-deps
 lint: build
 	scripts/lint $(REL_DIR)
 
-# The fuzz tests of make test (ctest -R _fuzz_), each for FUZZ_SECONDS
-# instead of its count of inputs (protocol/fuzz/run_fuzz.cmake). At most
-# 240: the tests' timeout is 300 s.
+# The fuzz tests of make test (ctest -R _fuzz_; CONTRIBUTING.md, "Fuzzing"),
+# each for FUZZ_SECONDS instead of its count of inputs
+# (protocol/fuzz/run_fuzz.cmake). At most 240: the tests' timeout is 300 s.
 FUZZ_SECONDS ?= 240
 fuzz: build-san
 	cd $(SAN_DIR) && SBX_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure -j$(JOBS) -R '_fuzz_'

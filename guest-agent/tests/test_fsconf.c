@@ -37,6 +37,7 @@
 #include "agent_fsconf.h"
 #include "agent_fsconf_ops.h"
 #include "agent_fsconf_walk.h"
+#include "fsconf_combos.h"
 #include "sbx/cleanup.h"
 
 #define SECRET "SBX-OUTSIDE-SECRET-7f3a"
@@ -983,34 +984,23 @@ static void test_walk_matches_openat2(void **state)
 		"to_f/", "to_f/x", "dangling", "d/f/", "d/s/t/dots/up2", "slash/f", "slash/..",
 		"empty_dir/", "d//s///t", "c39", "c40", "c40/x", "missing", "d/missing/x",
 	};
-	static const struct {
-		uint64_t flags, resolve;
-	} combos[] = {
-		{ O_PATH, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS },
-		{ O_PATH | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS },
-		{ O_RDONLY, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS },
-		{ O_RDONLY | O_DIRECTORY, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS },
-		{ O_RDONLY | O_DIRECTORY | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS },
-		{ O_PATH, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS },
-		{ O_PATH | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV },
-	};
 	struct stat st;
 	SBX_AUTO_CLOSE int root = open(e->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(root >= 0);
 	bool have_openat2 = true;
 	int compared = 0;
-	for (size_t c = 0; c < sizeof(combos) / sizeof(combos[0]); c++) {
+	for (size_t c = 0; c < sizeof(fsconf_combos) / sizeof(fsconf_combos[0]); c++) {
 		for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-			struct open_how how = { .flags = combos[c].flags | O_CLOEXEC,
-						.resolve = combos[c].resolve };
+			struct open_how how = { .flags = fsconf_combos[c].flags | O_CLOEXEC,
+						.resolve = fsconf_combos[c].resolve };
 			long k = syscall(SYS_openat2, root, paths[i], &how, sizeof(how));
 			int kr = k >= 0 ? (int)k : -errno;
 			if (kr == -ENOSYS) {
 				have_openat2 = false;
 				break;
 			}
-			int wr = agent_fsconf_walk(root, paths[i], combos[c].flags, 0,
-						   combos[c].resolve);
+			int wr = agent_fsconf_walk(root, paths[i], fsconf_combos[c].flags, 0,
+						   fsconf_combos[c].resolve);
 			struct stat ks, ws;
 			bool same = (kr >= 0) == (wr >= 0) && (kr >= 0 || kr == wr);
 			if (same && kr >= 0)
@@ -1018,8 +1008,8 @@ static void test_walk_matches_openat2(void **state)
 				       ks.st_dev == ws.st_dev && ks.st_ino == ws.st_ino;
 			if (!same)
 				print_error("%s flags %#llx resolve %#llx: openat2 %d, walk %d\n",
-					    paths[i], (unsigned long long)combos[c].flags,
-					    (unsigned long long)combos[c].resolve, kr, wr);
+					    paths[i], (unsigned long long)fsconf_combos[c].flags,
+					    (unsigned long long)fsconf_combos[c].resolve, kr, wr);
 			compared += same;
 			if (kr >= 0)
 				close(kr);
@@ -1029,7 +1019,7 @@ static void test_walk_matches_openat2(void **state)
 	}
 	if (have_openat2)
 		assert_int_equal(compared, (int)(sizeof(paths) / sizeof(paths[0]) *
-						 sizeof(combos) / sizeof(combos[0])));
+						 sizeof(fsconf_combos) / sizeof(fsconf_combos[0])));
 	else
 		print_message("no openat2 here: the comparison is skipped\n");
 

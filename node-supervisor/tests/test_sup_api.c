@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "sbx/proto.h"
 #include "sup_api.h"
 
 static const sup_api_limits lim = {
@@ -581,6 +582,62 @@ static void test_render_exec_timeout(void **state)
 	json_decref(j);
 }
 
+/* An fs.list result of one entry at path rel (stat keys of a file). */
+static void listing_of(const char *rel, msgpack_sbuffer *sb, msgpack_unpacked *u)
+{
+	static const char *const keys[] = { "size", "mode", "mtime_ns", "uid", "gid", "nlink", "ino" };
+	msgpack_packer pk;
+	msgpack_sbuffer_init(sb);
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 1);
+	sbx_proto_pack_str(&pk, "entries");
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_map(&pk, 3 + 7);
+	sbx_proto_pack_str(&pk, "path");
+	sbx_proto_pack_str(&pk, rel);
+	sbx_proto_pack_str(&pk, "name");
+	sbx_proto_pack_str(&pk, "x");
+	sbx_proto_pack_str(&pk, "type");
+	sbx_proto_pack_str(&pk, "file");
+	for (size_t i = 0; i < 7; i++) {
+		sbx_proto_pack_str(&pk, keys[i]);
+		msgpack_pack_uint64(&pk, i == 1 ? 0644 : 1);
+	}
+	msgpack_unpacked_init(u);
+	assert_int_equal(msgpack_unpack_next(u, sb->data, sb->size, NULL), MSGPACK_UNPACK_SUCCESS);
+}
+
+/* A listing's entries name paths below the folder, in normal form: an
+ * agent's "../../etc/shadow" was shown as /workspace/../../etc/shadow
+ * (found by fuzz_agent_reply). */
+static void test_render_listing_paths(void **state)
+{
+	(void)state;
+	msgpack_sbuffer sb;
+	msgpack_unpacked u;
+	sbx_err e;
+	listing_of("a/b", &sb, &u);
+	json_t *o = sup_api_render_listing("/workspace", &u.data, &e);
+	assert_non_null(o);
+	json_t *ent = json_array_get(json_object_get(o, "entries"), 0);
+	assert_string_equal(json_string_value(json_object_get(ent, "path")), "/workspace/a/b");
+	json_decref(o);
+	msgpack_unpacked_destroy(&u);
+	msgpack_sbuffer_destroy(&sb);
+	static const char *const bad[] = { "../../etc/shadow", "a/../../x", "./x", "a/.",
+					   "a//b", "a/", "/etc", "", ".." };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		listing_of(bad[i], &sb, &u);
+		sbx_err_clear(&e);
+		o = sup_api_render_listing("/workspace", &u.data, &e);
+		if (o)
+			fail_msg("entry path \"%s\" accepted", bad[i]);
+		assert_int_equal(e.code, -EPROTO);
+		msgpack_unpacked_destroy(&u);
+		msgpack_sbuffer_destroy(&sb);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -603,6 +660,7 @@ int main(void)
 		cmocka_unit_test(test_render_exec_timeout),
 		cmocka_unit_test(test_render_exec_exit),
 		cmocka_unit_test(test_render_exec_signal_and_binary),
+		cmocka_unit_test(test_render_listing_paths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,7 +40,8 @@ typedef struct mcp_rpc_msg {
 } mcp_rpc_msg;
 
 /* Parse one message of len bytes. On failure *rpc_code is the JSON-RPC
- * code to answer with (parse error or invalid request), err says why, and
+ * code to answer with (parse error, invalid request, or invalid params for
+ * "params" not an object), err says why, and
  * -EINVAL (or -ENOMEM) is returned; *out is then empty. */
 int mcp_rpc_parse(const char *buf, size_t len, mcp_rpc_msg *out, int *rpc_code, sbx_err *err);
 void mcp_rpc_msg_free(mcp_rpc_msg *m);

@@ -470,6 +470,37 @@ fail:
 	return rc;
 }
 
+/* POST .../processes: exec's body and its own fields. */
+int sup_api_parse_process_start(json_t *j, sup_exec_spec *spec, sbx_proto_args *args, sbx_err *err)
+{
+	static const char *const extras[] = { "tag", "buffer", "stdin", NULL };
+	if (!json_is_object(j))
+		return sbx_err_set(err, -EINVAL, "want a JSON object");
+	json_t *tag = json_object_get(j, "tag");
+	json_t *buf = json_object_get(j, "buffer");
+	json_t *sin = json_object_get(j, "stdin");
+	if (json_object_get(j, "max_output") || json_object_get(j, "stdin_b64"))
+		return sbx_err_set(err, -EINVAL,
+				   "max_output and stdin_b64 do not apply to background processes (see buffer; stdin: true and POST .../stdin)");
+	if (sin && !json_is_boolean(sin))
+		return sbx_err_set(err, -EINVAL,
+				   "field \"stdin\": want true (then write with POST .../stdin) or false");
+	if (tag && !json_is_null(tag) && (!json_is_string(tag) || json_string_length(tag) > SUP_API_MAX_TAG))
+		return sbx_err_set(err, -EINVAL, "field \"tag\": want a string of at most 256 bytes");
+	if (buf && (!json_is_integer(buf) || json_integer_value(buf) < 4096 ||
+		    json_integer_value(buf) > 67108864))
+		return sbx_err_set(err, -EINVAL, "field \"buffer\": want 4096..67108864 (bytes)");
+	int rc = sup_api_parse_exec_obj(j, extras, spec, err);
+	if (rc < 0)
+		return rc;
+	spec->x.stdin_pipe = sin && json_is_true(sin);
+	if (json_is_string(tag))
+		sbx_proto_args_str(args, "tag", json_string_value(tag), json_string_length(tag));
+	if (buf)
+		sbx_proto_args_uint(args, "buffer", (uint64_t)json_integer_value(buf));
+	return 0;
+}
+
 int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -520,29 +551,6 @@ json_t *sup_api_render_sandbox(const sup_sandbox_view *v)
 		o = NULL;
 	}
 	return o;
-}
-
-int sup_api_set_bytes(json_t *o, const char *name, const char *bytes, size_t n)
-{
-	const uint8_t *p = (const uint8_t *)bytes;
-	if (!p || n == 0)
-		return json_object_set_new_nocheck(o, name, json_string(""));
-	if (sup_utf8_valid(p, n))
-		return json_object_set_new_nocheck(o, name, json_stringn_nocheck((const char *)p, n));
-	size_t tlen, blen;
-	char *text = sup_utf8_repair(p, n, &tlen);
-	char *b64 = sup_base64_encode(p, n, &blen);
-	int rc = -1;
-	if (text && b64) {
-		char key[32];
-		snprintf(key, sizeof(key), "%s_b64", name);
-		rc = json_object_set_new_nocheck(o, name, json_stringn_nocheck(text, tlen));
-		if (rc == 0)
-			rc = json_object_set_new_nocheck(o, key, json_stringn_nocheck(b64, blen));
-	}
-	free(text);
-	free(b64);
-	return rc;
 }
 
 /* exit_code / signal, duration_ms, timed_out, oom_killed. */

@@ -1,6 +1,7 @@
 /* The agent's file answers (stat keys, fs.list and fs.search entries)
  * checked and rendered as the API shows them: the files routes and the
- * MCP tools answer with the same shapes. Pure: nothing but the maps given. */
+ * MCP tools answer with the same shapes; and the bytes of a path or a name
+ * as JSON text (sup_api_set_bytes). Pure: nothing but the maps given. */
 #include "sup_api.h"
 
 #include <errno.h>
@@ -10,7 +11,32 @@
 
 #include "sbx/cleanup.h"
 #include "sbx/proto.h"
+#include "sup_b64.h"
+#include "sup_path.h"
 #include "sup_text.h"
+
+int sup_api_set_bytes(json_t *o, const char *name, const char *bytes, size_t n)
+{
+	const uint8_t *p = (const uint8_t *)bytes;
+	if (!p || n == 0)
+		return json_object_set_new_nocheck(o, name, json_string(""));
+	if (sup_utf8_valid(p, n))
+		return json_object_set_new_nocheck(o, name, json_stringn_nocheck((const char *)p, n));
+	size_t tlen, blen;
+	char *text = sup_utf8_repair(p, n, &tlen);
+	char *b64 = sup_base64_encode(p, n, &blen);
+	int rc = -1;
+	if (text && b64) {
+		char key[32];
+		snprintf(key, sizeof(key), "%s_b64", name);
+		rc = json_object_set_new_nocheck(o, name, json_stringn_nocheck(text, tlen));
+		if (rc == 0)
+			rc = json_object_set_new_nocheck(o, key, json_stringn_nocheck(b64, blen));
+	}
+	free(text);
+	free(b64);
+	return rc;
+}
 
 static const char *const stat_types[] = { "file",   "dir",  "symlink", "fifo",
 					  "socket", "char", "block",   "other" };
@@ -57,15 +83,16 @@ char *sup_api_path_join(const char *base, const char *rel, size_t rl)
 	return out;
 }
 
-/* One entry of a listing, checked: a relative path below the folder and a
- * name without '/' or NUL. */
+/* One entry of a listing, checked: a relative path below the folder (in
+ * normal form: an agent's "../x" would show a path outside it) and a name
+ * without '/' or NUL. */
 static json_t *render_entry(const char *base, const msgpack_object *e, sbx_err *err)
 {
 	const char *rel, *name;
 	size_t rl, nl;
 	if (e->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_str(e, "path", &rel, &rl) ||
-	    !sbx_proto_get_str(e, "name", &name, &nl) || rl == 0 || rl >= 4096 ||
-	    memchr(rel, '\0', rl) || memchr(name, '\0', nl) || memchr(name, '/', nl) || rel[0] == '/') {
+	    !sbx_proto_get_str(e, "name", &name, &nl) || rl >= 4096 || !sup_path_rel_ok(rel, rl) ||
+	    memchr(name, '\0', nl) || memchr(name, '/', nl)) {
 		sbx_err_set(err, -EPROTO, "agent: a listing entry without a valid path or name");
 		return NULL;
 	}

@@ -1,5 +1,6 @@
 /* The agent's process descriptions (proc.start, .get, .list, .kill and
- * the end of proc.output) checked and rendered as the API shows them. */
+ * the end of proc.output) checked and rendered as the API shows them.
+ * Pure: nothing but the maps given (a start's body is sup_api.c's). */
 #include "sup_api.h"
 
 #include <errno.h>
@@ -198,36 +199,4 @@ json_t *sup_api_proc_end_json(const msgpack_object *result, long pid, uint64_t o
 	if (o)
 		json_object_set_new(o, "next_offset", json_integer((json_int_t)next));
 	return o;
-}
-
-/* ---- starting one ---- */
-
-int sup_api_parse_process_start(json_t *j, sup_exec_spec *spec, sbx_proto_args *args, sbx_err *err)
-{
-	static const char *const extras[] = { "tag", "buffer", "stdin", NULL };
-	if (!json_is_object(j))
-		return sbx_err_set(err, -EINVAL, "want a JSON object");
-	json_t *tag = json_object_get(j, "tag");
-	json_t *buf = json_object_get(j, "buffer");
-	json_t *sin = json_object_get(j, "stdin");
-	if (json_object_get(j, "max_output") || json_object_get(j, "stdin_b64"))
-		return sbx_err_set(err, -EINVAL,
-				   "max_output and stdin_b64 do not apply to background processes (see buffer; stdin: true and POST .../stdin)");
-	if (sin && !json_is_boolean(sin))
-		return sbx_err_set(err, -EINVAL,
-				   "field \"stdin\": want true (then write with POST .../stdin) or false");
-	if (tag && !json_is_null(tag) && (!json_is_string(tag) || json_string_length(tag) > SUP_API_MAX_TAG))
-		return sbx_err_set(err, -EINVAL, "field \"tag\": want a string of at most 256 bytes");
-	if (buf && (!json_is_integer(buf) || json_integer_value(buf) < 4096 ||
-		    json_integer_value(buf) > 67108864))
-		return sbx_err_set(err, -EINVAL, "field \"buffer\": want 4096..67108864 (bytes)");
-	int rc = sup_api_parse_exec_obj(j, extras, spec, err);
-	if (rc < 0)
-		return rc;
-	spec->x.stdin_pipe = sin && json_is_true(sin);
-	if (json_is_string(tag))
-		sbx_proto_args_str(args, "tag", json_string_value(tag), json_string_length(tag));
-	if (buf)
-		sbx_proto_args_uint(args, "buffer", (uint64_t)json_integer_value(buf));
-	return 0;
 }

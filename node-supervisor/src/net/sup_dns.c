@@ -6,6 +6,7 @@
 #include <event2/dns_struct.h>
 #include <event2/event.h>
 #include <event2/util.h>
+#include <linux/filter.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,32 @@ struct sup_dns {
 	bool stopped;
 	sup_dns_stats st;
 };
+
+/* Libevent 2.1's server port dereferences NULL on a datagram shorter than a
+ * DNS header (its request_parse takes its error path before it allocates
+ * the request, and reads through the NULL there; libevent issue 1231,
+ * fixed in 2.2): one byte from any
+ * sandbox would end the supervisor. The kernel drops such datagrams before
+ * libevent reads them: a UDP socket's filter sees the UDP header (8 bytes)
+ * and then the payload, so the filter keeps lengths of 8 + 12 and more.
+ * What was queued before the filter came (a sandbox restored may ask as
+ * soon as the socket is bound) is dropped unread: clients ask again. */
+static int drop_short(int fd, sbx_err *err)
+{
+	static struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0),
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 8 + 12, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, 0xffffffffu),
+		BPF_STMT(BPF_RET | BPF_K, 0),
+	};
+	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0)
+		return sbx_err_sys(err, -errno, "resolver: the filter of short datagrams");
+	char b;
+	while (recv(fd, &b, 1, MSG_DONTWAIT | MSG_TRUNC) >= 0)
+		;
+	return 0;
+}
 
 static bool same_sender(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
@@ -202,6 +229,11 @@ sup_dns *sup_dns_new(struct event_base *base, int server_fd, const struct sockad
 	d->cfg = *cfg;
 	d->hooks = *hooks;
 	TAILQ_INIT(&d->pending);
+	if (drop_short(server_fd, err) < 0) {
+		close(server_fd);
+		sup_dns_free(d);
+		return NULL;
+	}
 	evutil_make_socket_nonblocking(server_fd);
 	/* the upstream's socket is made here, in the thread's namespace, and
 	 * kept (evdns 2.1 makes a nameserver's UDP socket once) */

@@ -12,9 +12,10 @@
  * TTLs are clamped to [min_ttl, max_ttl], for the client as for the
  * firewall. Queries waiting on the upstream are bounded in all and per
  * sandbox (beyond: SERVFAIL). Which sandbox asked and what its policy says
- * are the owner's (hooks): this module knows no slots. Loop thread only;
- * the sockets are made in the namespace the thread is in at sup_dns_new
- * (the router's). */
+ * are the owner's (hooks): this module knows no slots. A socket filter
+ * drops datagrams shorter than a DNS header before libevent reads them
+ * (libevent 2.1 crashes on them). Loop thread only; the sockets are made
+ * in the namespace the thread is in at sup_dns_new (the router's). */
 #ifndef SUP_DNS_H
 #define SUP_DNS_H
 

@@ -132,3 +132,18 @@ bool sup_path_is_under(const char *path, size_t path_len, const char *root, size
 		return false;
 	return path_len == root_len || path[root_len] == '/';
 }
+
+bool sup_path_rel_ok(const char *rel, size_t len)
+{
+	if (len == 0 || memchr(rel, '\0', len))
+		return false;
+	for (size_t i = 0; i <= len; i++) {
+		size_t s = i;
+		while (i < len && rel[i] != '/')
+			i++;
+		size_t n = i - s;
+		if (n == 0 || (n == 1 && rel[s] == '.') || (n == 2 && rel[s] == '.' && rel[s + 1] == '.'))
+			return false;
+	}
+	return true;
+}

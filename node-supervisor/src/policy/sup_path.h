@@ -35,6 +35,12 @@ int sup_path_normalize(const char *in, size_t len, char *out, size_t cap, bool *
  * (/workspace2 is not below /workspace). Both must be normalised. */
 bool sup_path_is_under(const char *path, size_t path_len, const char *root, size_t root_len);
 
+/* True when rel[0..len) is a relative path in normal form: not empty, no
+ * leading or trailing '/', no empty, "." or ".." component, no NUL. What a
+ * normalised path below a root is, and what an agent must name below a
+ * folder it lists. */
+bool sup_path_rel_ok(const char *rel, size_t len);
+
 /* Quote p[0..len) for a message or a log line: printable ASCII as is,
  * '"' and '\\' escaped, every other byte as \xNN, cut with "..." so the
  * result fits cap (NUL included). Returns out. */
