@@ -370,21 +370,28 @@ unsigned th_conns(const th_server *s)
 	return s->h->nconns;
 }
 
-static long now_ms(void)
+long th_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+long th_clock_slack_ms(void)
+{
+	struct timespec res = { 0, 0 };
+	clock_getres(CLOCK_MONOTONIC_COARSE, &res);
+	return res.tv_sec * 1000 + (res.tv_nsec + 999999) / 1000000 + 1;
+}
+
 void th_pump(th_server *s, int ms)
 {
-	long end = now_ms() + ms;
+	long end = th_now_ms() + ms;
 	do {
 		struct pollfd none;
 		event_base_loop(s->base, EVLOOP_NONBLOCK);
 		poll(&none, 0, 1);
-	} while (now_ms() < end);
+	} while (th_now_ms() < end);
 }
 
 char *th_talk(th_server *s, const void *req, size_t len, size_t step, bool shut, int idle_ms,
@@ -402,10 +409,10 @@ char *th_talk(th_server *s, const void *req, size_t len, size_t step, bool shut,
 		free(out);
 		return NULL;
 	}
-	long last = now_ms();
+	long last = th_now_ms();
 	bool shut_done = false;
 	int quiet = 0; /* idle_ms < 0: stop after -idle_ms rounds without progress */
-	while (idle_ms < 0 ? quiet < -idle_ms : now_ms() - last < idle_ms) {
+	while (idle_ms < 0 ? quiet < -idle_ms : th_now_ms() - last < idle_ms) {
 		size_t before = off + got;
 		event_base_loop(s->base, EVLOOP_NONBLOCK);
 		if (off < len) {
@@ -413,7 +420,7 @@ char *th_talk(th_server *s, const void *req, size_t len, size_t step, bool shut,
 			ssize_t w = send(fd, (const char *)req + off, k, MSG_NOSIGNAL);
 			if (w > 0) {
 				off += (size_t)w;
-				last = now_ms();
+				last = th_now_ms();
 			} else if (w < 0 && errno != EAGAIN && errno != ENOTCONN) {
 				off = len; /* the server is gone: read what it said */
 			}
@@ -431,7 +438,7 @@ char *th_talk(th_server *s, const void *req, size_t len, size_t step, bool shut,
 		ssize_t r = recv(fd, out + got, cap - got - 1, 0);
 		if (r > 0) {
 			got += (size_t)r;
-			last = now_ms();
+			last = th_now_ms();
 		} else if (r == 0 || (r < 0 && errno != EAGAIN)) {
 			*closed = true;
 			break;

@@ -61,5 +61,11 @@ char *th_talk(th_server *s, const void *req, size_t len, size_t step, bool shut,
 	      size_t *outlen, bool *closed);
 /* Pump the loop for ms. */
 void th_pump(th_server *s, int ms);
+/* CLOCK_MONOTONIC in ms, the clock th_pump and th_talk go by. */
+long th_now_ms(void);
+/* How far the server's timers may run ahead of th_now_ms: libevent's clock
+ * is CLOCK_MONOTONIC_COARSE (one tick behind), and ms are truncated. A
+ * test that a timer did not fire early allows this much. */
+long th_clock_slack_ms(void);
 
 #endif

@@ -413,37 +413,79 @@ static void test_websocket(void **state)
 	free(out);
 }
 
+/* What load on the machine may add to a timer of test_timeouts before the
+ * test calls it late: generous, a test that passes ends when the timer
+ * fires; and short of the harness's idle timeout (5 s), a timer that would
+ * also cut a trickling head, too late. */
+#define LATE_MS 2000
+
 static void test_timeouts(void **state)
 {
-	/* A head that trickles is cut at head_timeout (2 s): 408, while a
-	 * second client is served. */
+	/* A head that trickles, a byte every 100 ms and never complete, is cut
+	 * at head_timeout from its first byte: 408, while a second client is
+	 * served. Bytes that keep coming do not put the deadline off (then no
+	 * 408 would come), and it does not come early: t0 is taken before the
+	 * first byte, so the server's timer is not due before t0 +
+	 * head_timeout. Load on the machine only delays what we see, so these
+	 * bounds hold under it (LATE_MS for the delay); a fixed number of
+	 * loop passes or a fixed time to wait would not. */
+	sup_http_cfg cfg;
+	th_default_cfg(&cfg);
+	long slack = th_clock_slack_ms();
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(srv.port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int slow = socket(AF_INET, SOCK_STREAM, 0);
 	assert_int_equal(connect(slow, (struct sockaddr *)&a, sizeof(a)), 0);
-	const char *head = "GET /echo HTTP/1.1\r\nHost: x\r\n";
-	for (int i = 0; i < 10; i++) {
-		assert_int_equal(send(slow, head + i, 1, MSG_NOSIGNAL), 1);
-		th_pump(&srv, 100);
-	}
-	bool closed;
-	char *out = talk("GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &closed);
-	assert_non_null(strstr(out, "HTTP/1.1 200 "));
-	free(out);
-	th_pump(&srv, 1000);
+	static const char head[] = "GET /echo HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+	size_t sent = 0;
+	bool served = false, closed;
 	char buf[512];
-	ssize_t r = recv(slow, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	ssize_t r;
+	long t0 = th_now_ms(), next = t0, took;
+	for (;;) {
+		long now = th_now_ms();
+		if (now - t0 >= (long)cfg.head_timeout_s * 1000 + LATE_MS)
+			fail_msg("no answer %ld ms after a trickling head's first byte", now - t0);
+		if (now >= next) {
+			char c = sent < sizeof(head) - 1 ? head[sent] : 'a';
+			assert_int_equal(send(slow, &c, 1, MSG_NOSIGNAL), 1);
+			sent++;
+			next = now + 100;
+		}
+		th_pump(&srv, 10);
+		r = recv(slow, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		if (r >= 0)
+			break;
+		assert_int_equal(errno, EAGAIN);
+		if (!served && sent >= 3) {
+			char *out = talk("GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &closed);
+			assert_non_null(strstr(out, "HTTP/1.1 200 "));
+			free(out);
+			served = true;
+		}
+	}
+	took = th_now_ms() - t0;
+	assert_true(served);
 	assert_true(r > 0);
 	buf[r] = '\0';
 	assert_non_null(strstr(buf, "HTTP/1.1 408 "));
 	assert_non_null(strstr(buf, "request_timeout"));
+	if (took < (long)cfg.head_timeout_s * 1000 - slack)
+		fail_msg("408 after %ld ms, before head_timeout", took);
 	close(slow);
-	/* A buffered body that stops: 408 as well. */
+	/* A buffered body that stops: 408 as well, body_timeout after the
+	 * head (t0 is taken before it is sent). */
 	static const char stalled[] = "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc";
 	size_t n;
-	out = th_talk(&srv, stalled, sizeof(stalled) - 1, 0, false, 3000, &n, &closed);
+	t0 = th_now_ms();
+	char *out = th_talk(&srv, stalled, sizeof(stalled) - 1, 0, false,
+			    (int)cfg.body_timeout_s * 1000 + LATE_MS, &n, &closed);
+	took = th_now_ms() - t0;
+	assert_true(closed);
 	assert_non_null(strstr(out, "HTTP/1.1 408 "));
 	free(out);
+	if (took < (long)cfg.body_timeout_s * 1000 - slack)
+		fail_msg("408 after %ld ms, before body_timeout", took);
 }
 
 /* ---- held by the relay hook ---- */
@@ -1016,9 +1058,11 @@ static void test_max_connections_and_stop(void **state)
 	th_stop(&s);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN); /* as the supervisor: a reset peer is an error, not a death */
+	if (argc > 1) /* one test (a pattern) run alone, e.g. over and over under load */
+		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_table),
 		cmocka_unit_test(test_query),

@@ -291,6 +291,7 @@ static int limit_at(json_t *limits, const char *key, uint64_t *milli, bool *got,
 {
 	json_t *v = json_object_get(limits, key);
 	*got = v != NULL;
+	*milli = 0;
 	if (!v)
 		return 0;
 	char buf[64];
@@ -314,8 +315,9 @@ int sup_kube_tmpl_limits(const sup_kube_tmpl *t, const sup_resources *def, sup_r
 	*out = *def;
 	json_t *ctr = json_array_get(json_object_get(json_object_get(t->pod, "spec"), "containers"), 0);
 	json_t *limits = json_object_get(json_object_get(ctr, "resources"), "limits");
-	uint64_t cpu, mem, disk;
-	bool gc, gm, gd;
+	/* defined on every path: the analyzer does not know rc is never > 0 */
+	uint64_t cpu = 0, mem = 0, disk = 0;
+	bool gc = false, gm = false, gd = false;
 	int rc = limit_at(limits, "cpu", &cpu, &gc, err);
 	rc = rc ?: limit_at(limits, "memory", &mem, &gm, err);
 	rc = rc ?: limit_at(limits, "ephemeral-storage", &disk, &gd, err);
