@@ -24,6 +24,7 @@ import re
 import select
 import shutil
 import signal
+import sys
 import subprocess
 import tempfile
 import time
@@ -197,8 +198,11 @@ class Supervisor:
             self.proc.stdout.close()
         left = remove_run(self.state_dir, self.root)
         if left:
-            raise RuntimeError("cleanup of %s left %s (its run's record stays for the next sweep)"
-                               % (self.state_dir, left))
+            # Not a failure of the test: a mount copied into another test's
+            # namespace (ctest -j2; ci20's it_k8s_relay) holds it until that
+            # test ends. The record stays, so the next sweep removes it.
+            sys.stderr.write("cleanup of %s left %s (its run's record stays for the next sweep)\n"
+                             % (self.state_dir, left))
 
 
 def read_until(proc, found, timeout):
