@@ -270,6 +270,36 @@ class SdkTest(SupervisorCase):
             loop.close()
         self.assertEqual((seen["auth"], seen["close"]), ("Bearer tok", 1009))
 
+    def test_websocket_error_keeps_received(self):
+        # A whole message and an over-bound frame's head in one recv: the
+        # message is delivered, then the protocol error (a fresh machine
+        # lost the message when both came in one read). A socketpair makes
+        # the one read certain rather than a matter of timing.
+        import socket
+        import struct
+        from sbx.ws import WebSocket
+        a, b = socket.socketpair()
+        try:
+            ws = WebSocket(a, max_message=1 << 20)
+            msg = os.urandom(70000)
+            b.sendall(bytes([0x82, 127]) + struct.pack("!Q", len(msg)) + msg +
+                      bytes([0x82, 127]) + struct.pack("!Q", 2 << 20) + b"x" * 100)
+            while len(ws.buf) < len(msg) + 10 + 10 + 100:
+                ws.buf += a.recv(1 << 20)
+            self.assertEqual(ws.recv(), ("binary", msg))
+            with self.assertRaises(sbx.ProtocolError):
+                ws.recv()
+            with self.assertRaises(sbx.ProtocolError):
+                ws.recv()  # the error stays; it is not a second message
+            hdr = b.recv(16)
+            self.assertEqual(hdr[0], 0x88)  # the client's close frame, 1009
+            mask = hdr[2:6]
+            code = bytes(x ^ mask[i] for i, x in enumerate(hdr[6:8]))
+            self.assertEqual(struct.unpack("!H", code)[0], 1009)
+        finally:
+            a.close()
+            b.close()
+
     def test_ports(self):
         self.sb.files.write("/workspace/www/hello.txt", "hello port\n", parents=True)
         srv = self.sb.processes.start(["python3", "-m", "http.server", "8000", "--bind", "127.0.0.1"],

@@ -40,6 +40,9 @@ class WebSocket:
         self.part_op = None
         self.closed = None  # the Closed once the close handshake happened
         self._pending = []
+        # A protocol error found after whole messages of the same read: held
+        # until those messages are handed out, so none is lost to it.
+        self._error = None
 
     @classmethod
     def connect(cls, client, path, timeout=30, max_message=1 << 20):
@@ -145,6 +148,8 @@ class WebSocket:
         """One recv() from the socket (call when select says it is
         readable); returns the whole messages it completed as a list of
         ("text", str) / ("binary", bytes). Raises Closed at the end."""
+        if self._error is not None:
+            raise self._error
         if self.closed is not None:
             raise self.closed
         piece = self.sock.recv(65536)
@@ -161,6 +166,8 @@ class WebSocket:
         while True:
             if self._pending:
                 return self._pending.pop(0)
+            if self._error is not None:
+                raise self._error
             msgs = self._parse() if self.closed is None else []
             if not msgs:
                 msgs = self.read_available()
@@ -169,7 +176,19 @@ class WebSocket:
                 return msgs[0]
 
     def _parse(self):
+        """The whole messages in the buffer. A protocol error after some of
+        them is kept for the next call, which raises it: what was already
+        received is delivered first."""
         out = []
+        try:
+            self._parse_into(out)
+        except ProtocolError as e:
+            if not out:
+                raise
+            self._error = e
+        return out
+
+    def _parse_into(self, out):
         while True:
             b = self.buf
             if len(b) < 2:
