@@ -380,7 +380,8 @@ def detail(runs):
                              (m["source"], m.get("source_ref", "")))
             if r.out.strip():
                 parts.append(markdown_of_output(r.out))
-            if (r.failed or m.get("skipped")) and r.err.strip():
+            # a test prints its figures and verdict on stderr
+            if (r.failed or m.get("skipped") or not r.out.strip()) and r.err.strip():
                 parts.append("```text\n%s\n```" % "\n".join(r.err.rstrip().splitlines()[-30:]))
     return "\n\n".join(parts)
 

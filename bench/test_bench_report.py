@@ -62,6 +62,9 @@ class Report(unittest.TestCase):
             "cold.plain": {"n": 30, "p50_ms": 30.6, "p99_ms": 48.2},
         }, out="| what | n |\n|---|---|\n| exec | 1000 |\nload average: 0.2\n")
         write_run(self.results, "pause", {"pause.api": {"n": 20, "p50_ms": 1.5}}, status=1)
+        write_run(self.results, "sse-1gib", {"sse.lossless": {"n": 1, "mbps": 120.0}})
+        with open(os.path.join(self.results, "sse-1gib.err"), "w") as f:
+            f.write("streamed 1024 MiB through SSE in 8.9s: 120 MB/s\nOK\n")
 
     def tearDown(self):
         shutil.rmtree(self.dir)
@@ -132,6 +135,8 @@ class Report(unittest.TestCase):
         self.assertIn("`cmd of sbx-bench`", detail)
         for name, _ in br.BENCHES:
             self.assertIn("### %s: " % name, detail)
+        # a test's figures and verdict are on its stderr
+        self.assertIn("```text\nstreamed 1024 MiB through SSE in 8.9s: 120 MB/s\nOK\n```", detail)
 
     def test_document_without_blocks(self):
         _, _, doc = self.run_report(HEAD + "Words.\n")
