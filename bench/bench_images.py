@@ -16,6 +16,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "integration"))
 import sbx_harness as h  # noqa: E402
+from bench_table import emit  # noqa: E402
 
 SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
 MAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "images",
@@ -34,9 +35,10 @@ def timed_creates(sup, image, n, pooled):
     return out
 
 
-def row(what, v):
+def row(what, v, key, role):
     v = sorted(v)
     print("| %s | %d | %.3f | %.3f |" % (what, len(v), h.percentile(v, 50), h.percentile(v, 99)))
+    emit(key, what, role, n=len(v), p50_ms=h.percentile(v, 50), p99_ms=h.percentile(v, 99))
 
 
 def big_image(tmp):
@@ -109,10 +111,11 @@ def imports(sup, tmp):
                        stdout=subprocess.DEVNULL)
         subprocess.run(["rm", "-rf", rootfs], check=True)
     print("| what | n | p50 ms | p99 ms |\n|---|---|---|---|")
-    row("POST /v1/images, 100 MB oci-archive, + DELETE and its GC", ours)
-    row("DELETE of it alone (GC of its 100 MB layer)", gc)
-    row("peer: skopeo copy oci-archive: -> oci: (digests, no unpack)", timed(skopeo, 3))
-    row("peer: umoci unpack of its layout", timed(umoci, 3))
+    row("POST /v1/images, 100 MB oci-archive, + DELETE and its GC", ours, "images.import", "sbx")
+    row("DELETE of it alone (GC of its 100 MB layer)", gc, "images.gc", "sbx")
+    row("peer: skopeo copy oci-archive: -> oci: (digests, no unpack)", timed(skopeo, 3),
+        "images.skopeo", "peer")
+    row("peer: umoci unpack of its layout", timed(umoci, 3), "images.umoci", "peer")
 
 
 def du(path):
@@ -130,8 +133,10 @@ def main():
         sup.start()
         print("load average at start: %.1f %.1f %.1f" % os.getloadavg())
         print("| what | n | p50 ms | p99 ms |\n|---|---|---|---|")
-        row("acquire, pool of host", timed_creates(sup, "host", 50, True))
-        row("acquire, pool of tiny (store image)", timed_creates(sup, "tiny", 50, True))
+        row("acquire, pool of host", timed_creates(sup, "host", 50, True), "images.acquire_host",
+            "peer")
+        row("acquire, pool of tiny (store image)", timed_creates(sup, "tiny", 50, True),
+            "images.acquire_tiny", "sbx")
         h.stop_clean(sup)
         sup.cleanup()
         sup = h.Supervisor(SUP, AGENT, pool_size=0,
@@ -139,9 +144,12 @@ def main():
                                   "--import-image", tmp + "/img/multi",
                                   "--pool-images", "host=0"])
         sup.start()
-        row("cold create, host (pool 0)", timed_creates(sup, "host", 20, False))
-        row("cold create, tiny (store image, 1 layer, no pool)", timed_creates(sup, "tiny", 20, False))
-        row("cold create, multi (store image, 4 layers, no pool)", timed_creates(sup, "multi", 20, False))
+        row("cold create, host (pool 0)", timed_creates(sup, "host", 20, False),
+            "images.cold_host", "peer")
+        row("cold create, tiny (store image, 1 layer, no pool)",
+            timed_creates(sup, "tiny", 20, False), "images.cold_tiny", "sbx")
+        row("cold create, multi (store image, 4 layers, no pool)",
+            timed_creates(sup, "multi", 20, False), "images.cold_multi", "sbx")
         for line in sup.log().splitlines():
             if "imported from" in line:
                 print("import:", line.split("info  ")[1])
@@ -150,6 +158,8 @@ def main():
         disks = sum(du(os.path.join(sup.state_dir, "sandboxes", i)) for i in ids)
         print("disk: store %d KiB; 20 sandboxes of tiny: %d KiB (writable layers, disk images sparse)"
               % (store, disks))
+        emit("images.disk", "disk of 20 sandboxes of tiny (writable layers)", "sbx", n=20,
+             kib=disks, store_kib=store)
         for i in ids:
             sup.request("DELETE", "/v1/sandboxes/" + i)
         imports(sup, tmp)

@@ -140,13 +140,14 @@ def main():
         s = kube(0)
         made, dele, gone = recreate_rounds(s, cp, a.recreate_rounds)
         stop_clean(s)
-        table([("acquire, pool of 2 pods (k8s)", k_acq, "sbx"),
-               ("acquire, pool of 2 runc sandboxes (local)", l_acq, "peer"),
-               ("release until pooled again: reset + check (k8s)", k_rel, "sbx"),
-               ("release until pooled again: reset + check (local)", l_rel, "floor"),
-               ("pod deleted: DELETE /v1/sandboxes/{id}", dele, "peer"),
-               ("pod deleted: until the API server has it no more", gone, "peer"),
-               ("pod made: a create with no ready pod", made, "peer")])
+        table([("acquire, pool of 2 pods (k8s)", k_acq, "sbx", "k8s.acquire"),
+               ("acquire, pool of 2 runc sandboxes (local)", l_acq, "peer", "k8s.acquire_local"),
+               ("release until pooled again: reset + check (k8s)", k_rel, "sbx", "k8s.reset"),
+               ("release until pooled again: reset + check (local)", l_rel, "floor",
+                "k8s.reset_local"),
+               ("pod deleted: DELETE /v1/sandboxes/{id}", dele, "peer", "k8s.delete"),
+               ("pod deleted: until the API server has it no more", gone, "peer", "k8s.gone"),
+               ("pod made: a create with no ready pod", made, "peer", "k8s.made")])
     finally:
         for s in live:
             s.cleanup()

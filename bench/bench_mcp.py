@@ -28,6 +28,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 import sbx_harness as h  # noqa: E402
+from bench_table import emit  # noqa: E402
 
 SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
 EVERYTHING = h.mcp_npm("node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
@@ -368,22 +369,35 @@ def main():
     if not QUICK:
         f = results["floor"]
         row("tools/call echo: the server's own stdio", len(f), "%.3f" % pct(f, 50), "%.3f" % pct(f, 99), "floor")
+        emit("mcp.echo.stdio", "tools/call echo: the server's own stdio", "floor", n=len(f),
+             p50_ms=pct(f, 50), p99_ms=pct(f, 99))
         for key, name, role in (("gw", "supergateway 4.0.0 (host)", "peer"), ("sbx", "sbx (runc sandbox)", "sbx")):
             e = results[key + "_echo"]["lat_ms"]
             row("tools/call echo, one session: " + name, len(e), "%.3f" % pct(e, 50), "%.3f" % pct(e, 99),
                 role + (", target p50 <= floor + 1 ms" if key == "sbx" else ""))
+            emit("mcp.echo." + key, "tools/call echo, one session: " + name, role, n=len(e),
+                 p50_ms=pct(e, 50), p99_ms=pct(e, 99))
     for key, name, role in (("floor", "the servers' own stdio", "floor (no transport)"),
                             ("gw", "supergateway", "peer"), ("sbx", "sbx", "sbx, target >= 2000")):
         c = results[key + "_conc"]
         row("calls/s, %d sessions side by side: %s" % (SESSIONS, name), c["calls"],
             "%.0f/s" % (c["calls"] / c["secs"]), "p99 %.3f" % pct(c["lat_ms"], 99), role)
+        emit("mcp.rate." + key, "calls/s, %d sessions side by side: %s" % (SESSIONS, name),
+             role, n=c["calls"], calls_s=c["calls"] / c["secs"], p99_ms=pct(c["lat_ms"], 99),
+             sessions=SESSIONS)
     if not QUICK:
         for key, name, role in (("gw", "supergateway (spawns the server)", "peer"),
                                 ("sbx", "sbx, a spare ready", "sbx, target p50 <= 20 ms")):
             i = results[key + "_init"]
             row("initialize: " + name, len(i), "%.3f" % pct(i, 50), "%.3f" % pct(i, 99), role)
+            emit("mcp.init." + key, "initialize: " + name, role, n=len(i), p50_ms=pct(i, 50),
+                 p99_ms=pct(i, 99))
         row("memory per session beyond the server: supergateway", SESSIONS, "%.0f KiB" % results["gw_mem_kib"],
             "", "peer")
+        for key, role in (("gw", "peer"), ("sbx", "sbx")):
+            emit("mcp.mem." + key, "memory per session beyond the server: " +
+                 ("supergateway" if key == "gw" else "sbx"), role, n=SESSIONS,
+                 kib=results[key + "_mem_kib"])
         row("memory per session beyond the server: sbx", SESSIONS, "%.0f KiB" % results["sbx_mem_kib"], "",
             "sbx (supervisor +%d KiB, agent +%d KiB for %d), target <= 1 MiB" % (results["sbx_mem_parts"] +
                                                                                  (SESSIONS,)))

@@ -93,13 +93,13 @@ def main():
             rc_r.append(timed(lambda: subprocess.run(rt + ["resume", cid], check=True)))
             time.sleep(0.02)
         conn.close()
-        table([("pause through the API (freeze, catalog write)", api_p, "sbx"),
-               ("resume through the API (thaw, catalog write)", api_r, "sbx"),
-               f2_p and ("cgroup.freeze 1 until frozen, direct", f2_p, "floor"),
-               f2_p and ("cgroup.freeze 0, direct", f2_r, "floor"),
-               ("v1 freezer.state THAWED, direct", f1_r, "floor (v1)"),
-               ("runc pause", rc_p, "peer"),
-               ("runc resume", rc_r, "peer")])
+        table([("pause through the API (freeze, catalog write)", api_p, "sbx", "pause.api"),
+               ("resume through the API (thaw, catalog write)", api_r, "sbx", "resume.api"),
+               f2_p and ("cgroup.freeze 1 until frozen, direct", f2_p, "floor", "pause.cgroup"),
+               f2_p and ("cgroup.freeze 0, direct", f2_r, "floor", "resume.cgroup"),
+               ("v1 freezer.state THAWED, direct", f1_r, "floor (v1)", "resume.cgroup_v1"),
+               ("runc pause", rc_p, "peer", "pause.runc"),
+               ("runc resume", rc_r, "peer", "resume.runc")])
     finally:
         s.cleanup()
 

@@ -18,6 +18,7 @@ side on ports 8000 and 8001, their rows in turn).
 import resource
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "integration"))
 import sbx_harness as h  # noqa: E402
+from bench_table import emit  # noqa: E402
 
 SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
 BIG_MIB = int(os.environ.get("SBX_PORTS_BIG_MIB", "1024"))
@@ -225,6 +227,8 @@ def main():
             _, _, rps = wrk(url + "/small", 16, hd, pre)
             print("| GET 100 B, %s (1 conn for p50/p99, 16 for req/s) | %.3f | %.3f | %.0f |"
                   % (name, p50, p99, rps))
+            emit("ports.small." + ("direct" if url == direct else "proxy"), "GET 100 B, " + name,
+                 "floor" if url == direct else "sbx", p50_ms=p50, p99_ms=p99, rps=rps)
         # CPU and context switches per GiB: the supervisor, and the agent
         # (PID 1 of the sandbox); and how long the sandbox's CPU quota
         # (--default-resources cpus=1) held back the agent and the server,
@@ -237,6 +241,7 @@ def main():
               "switches per GiB: supervisor | agent | sandbox throttled ms per GiB |")
         print("|---|---|---|---|---|---|---|---|---|")
         files = "http://127.0.0.1:%d/v1/sandboxes/%s/files?path=/tmp/www/big" % (sup.port, sid)
+        gbps = {}  # a row's GB/s, round by round
         for _ in range(ROUNDS):
             rows = []
             for kind, port in ports.items():
@@ -250,6 +255,16 @@ def main():
             for name, url, hd, pre, srv in rows:
                 gbs, cost = costed(lambda: curl(url, hd, pre), pids, srv, stat)
                 print("| GET %d MiB, %s | %.2f | %s |" % (BIG_MIB, name, gbs, " | ".join(cost)))
+                gbps.setdefault(name, []).append(gbs)
+        for name, v in gbps.items():
+            kind = "direct" if "direct" in name else "files" if "/files" in name else "proxy"
+            # the first direct round reads the file from disk: the floor is
+            # the page cache's, the rounds after it (when there are any)
+            warm = v[1:] if kind == "direct" and len(v) > 1 else v
+            server = name.split()[0]
+            emit("ports.big." + kind + ("" if kind == "files" or server == SERVERS[0] else "." + server),
+                 "GET %d MiB, %s" % (BIG_MIB, name), {"direct": "floor", "files": "peer"}.get(kind, "sbx"),
+                 n=len(warm), gbps=statistics.median(warm), rounds=v)
         print("load after: %s" % open("/proc/loadavg").read().strip())
         h.stop_clean(sup)
     finally:

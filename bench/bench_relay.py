@@ -19,6 +19,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "integration"))
 import sbx_harness as h  # noqa: E402
+from bench_table import emit  # noqa: E402
 
 SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 500
@@ -82,6 +83,8 @@ def main():
                  "exec `true` on n1 relayed through n2, kept-alive connection",
                  "exec `true` on n1 through n1, a connection per request",
                  "exec `true` on n1 relayed through n2, a connection per request"]
+        keys = dict(zip(names, (("relay.local_kept", "floor"), ("relay.relayed_kept", "sbx"),
+                                ("relay.local_conn", "peer"), ("relay.relayed_conn", "sbx"))))
         ms = {k: [] for k in names}
         rounds = 10
         for _ in range(rounds):
@@ -94,6 +97,8 @@ def main():
         for what, ms in rows:
             print("| %-66s | %5d | %8.3f | %8.3f |" % (what, len(ms), h.percentile(ms, 50),
                                                      h.percentile(ms, 99)))
+            emit(keys[what][0], what, keys[what][1], n=len(ms), p50_ms=h.percentile(ms, 50),
+                 p99_ms=h.percentile(ms, 99))
     finally:
         for s in (n2, n1):
             if s.alive():

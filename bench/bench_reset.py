@@ -113,9 +113,10 @@ def main():
             s.cleanup()
     reset, made_r = figures[True]
     destroy, made_p = figures[False]
-    table([("release until pooled again: reset + check", reset, "sbx (--pool-reuse)"),
-           ("destroy: runc kill + delete, unmount, rm", destroy, "peer"),
-           ("create: runc run until the agent answers", made_p, "peer")],
+    table([("release until pooled again: reset + check", reset, "sbx (--pool-reuse)",
+            "reset.release"),
+           ("destroy: runc kill + delete, unmount, rm", destroy, "peer", "reset.destroy"),
+           ("create: runc run until the agent answers", made_p, "peer", "reset.create")],
           "sandboxes made during the rounds: %d with --pool-reuse, %d without (%d rounds)"
           % (len(made_r), len(made_p), a.rounds))
 

@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_table import HEADER, row  # noqa: E402
+from bench_table import HEADER, emit, row  # noqa: E402
 from sbx_harness import Supervisor, remove_everything_under  # noqa: E402
 
 
@@ -62,9 +62,10 @@ def main():
                 mine.append(acquire_ms(ours))
                 if before:
                     theirs.append(acquire_ms(before))
-            row("acquire, pool of 4 (catalog write)", mine, "sbx")
+            row("acquire, pool of 4 (catalog write)", mine, "sbx", "restart.acquire")
             if before:
-                row("acquire, pool of 4 (--before, no catalog)", theirs, "peer")
+                row("acquire, pool of 4 (--before, no catalog)", theirs, "peer",
+                    "restart.acquire_before")
                 before.signal(signal.SIGINT)
                 before.wait(120)
             ours.signal(signal.SIGINT)
@@ -93,10 +94,13 @@ def main():
                 assert st == 200, (st, r)
             t_exec = (time.perf_counter() - t0) * 1000
             what = "%s, restart with %d sandboxes:" % (how, a.n)
-            print("| %s stop                 |      1 | %8.1f |          | sbx |" % (what, (t0 - t_stop) * 1000))
-            print("| %s listening            |      1 | %8.1f |          | sbx |" % (what, t_listen))
-            print("| %s all listed           |      1 | %8.1f |          | sbx |" % (what, t_listed))
-            print("| %s each exec'd once     |      1 | %8.1f |          | sbx |" % (what, t_exec))
+            for key, step, ms in (("stop", "stop", (t0 - t_stop) * 1000),
+                                  ("listening", "listening", t_listen),
+                                  ("listed", "all listed", t_listed),
+                                  ("exec", "each exec'd once", t_exec)):
+                print("| %s %-20s |      1 | %8.1f |          | sbx |" % (what, step, ms))
+                emit("restart.%s.%s" % (how.lower(), key), "%s %s" % (what, step), "sbx",
+                     n=1, p50_ms=ms, sandboxes=a.n)
             s1 = s2
         if a.before:
             # the same N sandboxes taken back by each binary in turn, each
@@ -111,8 +115,11 @@ def main():
                     t_listen = (time.perf_counter() - t0) * 1000
                     st, _, b = s2.request("GET", "/v1/sandboxes")
                     assert {x["id"] for x in b["sandboxes"]} >= set(ids), "not all kept"
-                    print("| SIGKILL, restart with %d sandboxes: listening (%s) | 1 | %8.1f | | %s |"
-                          % (a.n, "--before" if role == "peer" else "this build", t_listen, role))
+                    what = "SIGKILL, restart with %d sandboxes: listening (%s)" % (
+                        a.n, "--before" if role == "peer" else "this build")
+                    print("| %s | 1 | %8.1f | | %s |" % (what, t_listen, role))
+                    emit("restart.listening_%s.%d" % ("before" if role == "peer" else "this", rnd),
+                         what, role, n=1, p50_ms=t_listen, sandboxes=a.n)
                     s1 = s2
         s1.signal(signal.SIGINT)
         s1.wait(300)

@@ -27,6 +27,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "integration"))
 import sbx_harness as h  # noqa: E402
+from bench_table import emit  # noqa: E402
 
 SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
 MIB = int(os.environ.get("SBX_SNAP_MIB", "100"))
@@ -41,13 +42,19 @@ def timed(fn):
     return time.monotonic() - t0, r
 
 
-def row(what, secs, role, mb=MIB):
+def row(what, secs, role, mb=MIB, key=None):
+    """key: the result's, "snap.<MiB>.<key>" (none: printed only)."""
     if not secs:
         print("| %-52s |   0 |          |          | %s |" % (what, role))
         return
     med = statistics.median(secs)
     rate = "%8.1f" % (mb / med) if mb else "        "
-    print("| %-52s | %3d | %8.3f | %s | %s |" % (what, len(secs), med, rate, role))
+    # a pipe in the words is not a cell's edge
+    print("| %-52s | %3d | %8.3f | %s | %s |" % (what.replace(" | ", r" \| "), len(secs), med, rate,
+                                                 role))
+    if key:
+        emit("snap.%d.%s" % (MIB, key), "%s, %d MiB layer" % (what, MIB), role, n=len(secs),
+             s=med, **({"mbps": mb / med} if mb else {}))
 
 
 def source(sup):
@@ -149,24 +156,27 @@ def main():
         print("load average: %s" % open("/proc/loadavg").read().split()[:3])
         print("| what (%d MiB layer) | n | median s | MB/s | role |" % MIB)
         print("|---|---|---|---|---|")
-        row("snapshot (POST .../snapshots)", res["snap"], "sbx")
-        row("  of which the sandbox frozen", res["frozen_snap"], "sbx")
-        row("tar -C upper -cf - . | zstd", res["tarzstd"], "peer")
-        row("restore (POST /v1/sandboxes {snapshot})", res["restore"], "sbx")
-        row("zstd -dc | tar -x into an empty folder", res["untar"], "peer")
-        row("cold create, no snapshot", res["cold"], "floor", 0)
-        row("fork of %d, none ready (POST .../fork)" % FORKS, res["fork"], "sbx", 0)
+        row("snapshot (POST .../snapshots)", res["snap"], "sbx", key="snapshot")
+        row("  of which the sandbox frozen", res["frozen_snap"], "sbx", key="frozen")
+        row("tar -C upper -cf - . | zstd", res["tarzstd"], "peer", key="tarzstd")
+        row("restore (POST /v1/sandboxes {snapshot})", res["restore"], "sbx", key="restore")
+        row("zstd -dc | tar -x into an empty folder", res["untar"], "peer", key="untar")
+        row("cold create, no snapshot", res["cold"], "floor", 0, key="cold")
+        row("fork of %d, none ready (POST .../fork)" % FORKS, res["fork"], "sbx", 0,
+            key="fork_cold")
         row("  of which the source frozen", res["frozen_fork"], "sbx", 0)
         row("  of which the layer copied once (cp -a)", res["copy"], "sbx")
         print("|   forks filled (the rest made cold)                    | %3d | %8s |          | sbx |"
               % (len(res["filled"]), "/".join(map(str, res["filled"]))))
-        row("cp -a of the same folder", res["cpa"], "peer")
-        row("fork of %d, %d ready in the pool" % (FORKS, FORKS), res["pfork"], "sbx", 0)
+        row("cp -a of the same folder", res["cpa"], "peer", key="cpa")
+        row("fork of %d, %d ready in the pool" % (FORKS, FORKS), res["pfork"], "sbx", 0,
+            key="fork_ready")
         row("  of which the source frozen", res["pfrozen"], "sbx", 0)
         row("  of which the layer copied once (cp -a)", res["pcopy"], "sbx")
         print("|   forks filled (the rest made cold)                    | %3d | %8s |          | sbx |"
               % (len(res["pfilled"]), "/".join(map(str, res["pfilled"]))))
-        row("%d creates out of that pool, in turn" % FORKS, res["acquire"], "floor", 0)
+        row("%d creates out of that pool, in turn" % FORKS, res["acquire"], "floor", 0,
+            key="pool_creates")
     finally:
         sup.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 TOOL = os.environ["SBX_S3_TOOL"]
 import sbx_harness as h  # noqa: E402
 from s3_harness import BUCKET, CREDS, S3Server  # noqa: E402
+from bench_table import emit  # noqa: E402
 
 SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
 MIB = int(os.environ.get("SBX_SNAP_MIB", "100"))
@@ -39,9 +40,11 @@ def timed(fn):
     return time.monotonic() - t0, r
 
 
-def row(what, secs, role):
+def row(what, secs, role, key):
     med = statistics.median(secs)
     print("| %-50s | %3d | %8.3f | %8.1f | %s |" % (what, len(secs), med, MIB / med, role))
+    emit("s3.%d.%s" % (MIB, key), "%s, %d MiB layer" % (what, MIB), role, n=len(secs), s=med,
+         mbps=MIB / med)
 
 
 def main():
@@ -90,13 +93,13 @@ def main():
                 assert s.request("DELETE", "/v1/snapshots/" + snap["id"], timeout=120)[0] == 204
         print("| what (%d MiB layer) | n | median s | MB/s | role |" % MIB)
         print("|---|---|---|---|---|")
-        row("snapshot, local store", res["snap_l"], "peer")
-        row("snapshot, S3 store (s3rver, loopback)", res["snap_s3"], "sbx")
-        row("sup-s3-tool put of the same bytes (upload alone)", res["put"], "floor")
-        row("restore, local store", res["restore_l"], "peer")
-        row("restore, S3 store, same node", res["restore_a"], "sbx")
-        row("restore, S3 store, another node", res["restore_b"], "sbx")
-        row("sup-s3-tool get of the same bytes (download alone)", res["get"], "floor")
+        row("snapshot, local store", res["snap_l"], "peer", "snapshot_local")
+        row("snapshot, S3 store (s3rver, loopback)", res["snap_s3"], "sbx", "snapshot")
+        row("sup-s3-tool put of the same bytes (upload alone)", res["put"], "floor", "put")
+        row("restore, local store", res["restore_l"], "peer", "restore_local")
+        row("restore, S3 store, same node", res["restore_a"], "sbx", "restore_same")
+        row("restore, S3 store, another node", res["restore_b"], "sbx", "restore_other")
+        row("sup-s3-tool get of the same bytes (download alone)", res["get"], "floor", "get")
     finally:
         for s in nodes.values():
             try:

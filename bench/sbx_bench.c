@@ -38,6 +38,7 @@
 #include "bench_edge.h"
 #include "bench_http.h"
 #include "bench_proc.h"
+#include "bench_results.h"
 #include "bench_stats.h"
 #include "bench_sys.h"
 
@@ -64,21 +65,40 @@ typedef struct supervisor {
 	bench_http *http;
 } supervisor;
 
+/* s as given for runc sandboxes, after prefix for gVisor's: in buf. */
+static const char *for_isolation(const supervisor *sv, const char *prefix, const char *s, char *buf,
+				 size_t size)
+{
+	if (strcmp(sv->isolation, "gvisor") != 0)
+		return s;
+	snprintf(buf, size, "%s%s", prefix, s);
+	return buf;
+}
+
 /* A row's name: as given for runc sandboxes, "gvisor: ..." for gVisor's. */
 static const char *row(const supervisor *sv, const char *what)
 {
 	static char buf[128];
-	if (strcmp(sv->isolation, "gvisor") != 0)
-		return what;
-	snprintf(buf, sizeof(buf), "gvisor: %s", what);
-	return buf;
+	return for_isolation(sv, "gvisor: ", what, buf, sizeof(buf));
 }
 
-static void report(const char *what, bench_samples *s, const char *note)
+/* A row's key in the results: "gvisor.<key>" for gVisor's sandboxes. */
+static const char *key_of(const supervisor *sv, const char *key)
 {
-	printf("| %-44s | %6zu | %8.3f | %8.3f | %s |\n", what, s->n,
-	       bench_samples_pct(s, 50), bench_samples_pct(s, 99), note);
+	static char buf[96];
+	return for_isolation(sv, "gvisor.", key, buf, sizeof(buf));
+}
+
+/* A latency row, printed and (when it has samples) written as a result. */
+static void report(const char *key, const char *what, bench_samples *s, const char *note)
+{
+	double p50 = bench_samples_pct(s, 50), p99 = bench_samples_pct(s, 99);
+	printf("| %-44s | %6zu | %8.3f | %8.3f | %s |\n", what, s->n, p50, p99, note);
 	fflush(stdout);
+	if (s->n)
+		bench_result(key, what, note,
+			     json_pack("{s:I,s:f,s:f}", "n", (json_int_t)s->n, "p50_ms", p50,
+				       "p99_ms", p99));
 }
 
 /* A supervisor whose pool of isolation keeps pool_size ready (no other).
@@ -241,7 +261,7 @@ static void bench_spawn_floor(const bench_opts *o)
 			continue;
 		bench_samples_add(&s, bench_now_ms() - t);
 	}
-	report("exec `true`: posix_spawn + wait on the host", &s, "floor");
+	report("exec.spawn", "exec `true`: posix_spawn + wait on the host", &s, "floor");
 	bench_samples_free(&s);
 }
 
@@ -305,11 +325,14 @@ static void bench_ceiling(const bench_opts *o)
 		fprintf(stderr, "socketpair ceiling failed\n");
 		return;
 	}
-	double ms = (double)total / mbs / 1e3;
-	printf("| %-44s | %6d | %8.1f | %8.1f | ceiling, %.0f MB/s, %.2f s CPU per GiB |\n",
-	       "unix socketpair, 256 KiB writes (ms per run)", 1, ms, ms, mbs,
-	       cpu / ((double)total / (1u << 30)));
+	double ms = (double)total / mbs / 1e3, cpu_gib = cpu / ((double)total / (1u << 30));
+	const char *what = "unix socketpair, 256 KiB writes (ms per run)";
+	printf("| %-44s | %6d | %8.1f | %8.1f | ceiling, %.0f MB/s, %.2f s CPU per GiB |\n", what, 1,
+	       ms, ms, mbs, cpu_gib);
 	fflush(stdout);
+	bench_result("stream.ceiling", what, "ceiling",
+		     json_pack("{s:i,s:f,s:f,s:f}", "n", 1, "ms", ms, "mbps", mbs, "cpu_s_per_gib",
+			       cpu_gib));
 }
 
 static long exit_code_of(const char *body)
@@ -358,15 +381,22 @@ static void bench_stream(supervisor *sv, const bench_opts *o)
 	if (ms.n) {
 		double p50 = bench_samples_pct(&ms, 50), fast = bench_samples_pct(&ms, 0);
 		double slow = bench_samples_pct(&ms, 100);
+		const char *what = row(sv, "stream `head -c` through SSE (ms per run)");
 		printf("| %-44s | %6zu | %8.1f | %8.1f | sbx, %.0f MB/s of output (%.0f MB/s on the wire; "
 		       "runs %.0f..%.0f); CPU s per GiB: supervisor %.2f, %s %.2f, client %.2f |\n",
-		       row(sv, "stream `head -c` through SSE (ms per run)"), ms.n, p50,
-		       bench_samples_pct(&ms, 99),
+		       what, ms.n, p50, bench_samples_pct(&ms, 99),
 		       out / (p50 / 1e3) / 1e6, (double)wire / (p50 / 1e3) / 1e6, out / (slow / 1e3) / 1e6,
 		       out / (fast / 1e3) / 1e6, bench_samples_pct(&sup, 50),
 		       sv->rt_root[0] ? "sandbox (Sentry, agent inside)" : "agent",
 		       bench_samples_pct(&ag, 50), bench_samples_pct(&me, 50));
 		fflush(stdout);
+		bench_result(key_of(sv, "stream.sse"), what, "sbx",
+			     json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "n", (json_int_t)ms.n,
+				       "ms", p50, "mbps", out / (p50 / 1e3) / 1e6, "wire_mbps",
+				       (double)wire / (p50 / 1e3) / 1e6, "supervisor_cpu_s_per_gib",
+				       bench_samples_pct(&sup, 50), "agent_cpu_s_per_gib",
+				       bench_samples_pct(&ag, 50), "client_cpu_s_per_gib",
+				       bench_samples_pct(&me, 50)));
 	}
 	bench_samples_free(&ms);
 	bench_samples_free(&sup);
@@ -376,14 +406,18 @@ static void bench_stream(supervisor *sv, const bench_opts *o)
 }
 
 /* One row of a file transfer: MB/s and CPU seconds per GiB of each side. */
-static void report_transfer(const char *what, double ms, size_t bytes, double sup, double ag,
-			    double me)
+static void report_transfer(const char *key, const char *what, double ms, size_t bytes,
+			    double sup, double ag, double me)
 {
-	double gib = (double)bytes / (1u << 30);
+	double gib = (double)bytes / (1u << 30), mbs = (double)bytes / (ms / 1e3) / 1e6;
 	printf("| %-44s | %6d | %8.1f | %8.1f | sbx, %.0f MB/s; CPU s per GiB: supervisor %.2f, "
 	       "agent %.2f, client %.2f |\n",
-	       what, 1, ms, ms, (double)bytes / (ms / 1e3) / 1e6, sup / gib, ag / gib, me / gib);
+	       what, 1, ms, ms, mbs, sup / gib, ag / gib, me / gib);
 	fflush(stdout);
+	bench_result(key, what, "sbx",
+		     json_pack("{s:i,s:f,s:f,s:f,s:f,s:f}", "n", 1, "ms", ms, "mbps", mbs,
+			       "supervisor_cpu_s_per_gib", sup / gib, "agent_cpu_s_per_gib", ag / gib,
+			       "client_cpu_s_per_gib", me / gib));
 }
 
 /* PUT then GET /files of stream_mb MiB (the file stays in the page cache). */
@@ -407,7 +441,8 @@ static void bench_files(supervisor *sv, const bench_opts *o)
 				down ? "" : bench_http_body(sv->http));
 			break;
 		}
-		report_transfer(down ? "download GET /files, page cache (ms per run)"
+		report_transfer(down ? "files.down" : "files.up",
+				down ? "download GET /files, page cache (ms per run)"
 				     : "upload PUT /files, streamed (ms per run)",
 				dt, size, bench_cpu_of(sv->pid) - sup0,
 				agent > 0 ? bench_cpu_of(agent) - ag0 : -1, bench_cpu_self() - me0);
@@ -429,10 +464,13 @@ static void bench_files(supervisor *sv, const bench_opts *o)
 				down ? "down" : "up", st, moved);
 			break;
 		}
-		printf("| %-44s | %6d | %8.1f | %8.1f | peer, %.0f MB/s |\n",
-		       down ? "download: `runc exec cat` of the file" : "upload: `runc exec sh -c 'cat > f'`",
-		       1, dt, dt, (double)size / (dt / 1e3) / 1e6);
+		const char *what = down ? "download: `runc exec cat` of the file"
+					: "upload: `runc exec sh -c 'cat > f'`";
+		double mbs = (double)size / (dt / 1e3) / 1e6;
+		printf("| %-44s | %6d | %8.1f | %8.1f | peer, %.0f MB/s |\n", what, 1, dt, dt, mbs);
 		fflush(stdout);
+		bench_result(down ? "files.down.runc" : "files.up.runc", what, "peer",
+			     json_pack("{s:i,s:f,s:f}", "n", 1, "ms", dt, "mbps", mbs));
 	}
 	delete_sandbox(sv, id);
 }
@@ -474,10 +512,11 @@ static void bench_exec_paths(supervisor *sv, const bench_opts *o)
 				bench_samples_add(&runc, bench_now_ms() - t);
 		}
 	}
-	report(gvisor ? "gvisor: exec `true`: `runsc exec` into the sandbox"
+	report(gvisor ? "gvisor.exec.runsc" : "exec.runc",
+	       gvisor ? "gvisor: exec `true`: `runsc exec` into the sandbox"
 		      : "exec `true`: `runc exec` into the container", &runc, "peer");
-	report(row(sv, "exec `true`: agent socket directly"), &direct, "sbx");
-	report(row(sv, "exec `true`: HTTP API (POST .../exec)"), &api,
+	report(key_of(sv, "exec.agent"), row(sv, "exec `true`: agent socket directly"), &direct, "sbx");
+	report(key_of(sv, "exec.api"), row(sv, "exec `true`: HTTP API (POST .../exec)"), &api,
 	       gvisor ? "sbx, beside runc's above" : "sbx, target p50 <= 2 ms");
 	bench_samples_free(&api);
 	bench_samples_free(&direct);
@@ -516,10 +555,12 @@ static void bench_acquire(supervisor *sv, const bench_opts *o, int pool_size)
 			fprintf(stderr, "acquire: %ld %s\n", st, bench_http_body(sv->http));
 		}
 	}
-	report("acquire from a warm pool (POST /v1/sandboxes)", &s[0], "sbx, target p50 <= 2 ms");
-	report("acquire with resources (cpus, memory, pids, disk)", &s[1],
+	report("acquire.plain", "acquire from a warm pool (POST /v1/sandboxes)", &s[0],
 	       "sbx, target p50 <= 2 ms");
-	report("acquire with a network policy (4 rules)", &s[2], "sbx, target p50 <= 5 ms");
+	report("acquire.resources", "acquire with resources (cpus, memory, pids, disk)", &s[1],
+	       "sbx, target p50 <= 2 ms");
+	report("acquire.policy", "acquire with a network policy (4 rules)", &s[2],
+	       "sbx, target p50 <= 5 ms");
 	for (int i = 0; i < 3; i++)
 		bench_samples_free(&s[i]);
 }
@@ -575,17 +616,17 @@ static void bench_fork_bomb(supervisor *sv, const bench_opts *o)
 	delete_sandbox(sv, bomb);
 	bench_samples_add(&gone, bench_now_ms() - t);
 	char note[96];
-	report("neighbour exec `true`, idle", &idle, "idle figure");
+	report("bomb.idle", "neighbour exec `true`, idle", &idle, "idle figure");
 	snprintf(note, sizeof(note), "sbx, target p50 <= 2x idle (%ld processes held)", held);
-	report("neighbour exec `true` beside a fork bomb", &busy, note);
-	report("the fork bomb's DELETE (pids 256)", &gone, "sbx, target <= 1000 ms");
+	report("bomb.busy", "neighbour exec `true` beside a fork bomb", &busy, note);
+	report("bomb.delete", "the fork bomb's DELETE (pids 256)", &gone, "sbx, target <= 1000 ms");
 	bench_samples_free(&idle);
 	bench_samples_free(&busy);
 	bench_samples_free(&gone);
 	delete_sandbox(sv, nb);
 }
 
-static void bench_cold(supervisor *sv, const bench_opts *o, const char *what)
+static void bench_cold(supervisor *sv, const bench_opts *o, const char *key, const char *what)
 {
 	bench_samples s = {0};
 	for (int i = 0; i < o->cold_rounds; i++) {
@@ -598,23 +639,29 @@ static void bench_cold(supervisor *sv, const bench_opts *o, const char *what)
 			delete_sandbox(sv, id);
 		}
 	}
-	report(row(sv, what), &s,
+	report(key_of(sv, key), row(sv, what), &s,
 	       sv->rt_root[0] ? "sbx, beside runc's above" : "sbx, target p50 <= 100 ms");
 	bench_samples_free(&s);
 }
 
 /* The edge of sv (role: "sbx" or "peer, --before"): wrk on GET
- * /v1/sandboxes/{id}, then exec p50 and RSS beside idle connections. */
+ * /v1/sandboxes/{id}, then exec p50 and RSS beside idle connections. The
+ * results' keys: "edge.*", "before.edge.*" for the --before build. */
 static void bench_edge(supervisor *sv, const bench_opts *o, const char *role)
 {
-	char id[64], url[256], path[128], what[96];
+	char id[64], url[256], path[128], what[96], key[64];
+	const char *pre = strcmp(role, "sbx") == 0 ? "" : "before.";
 	if (create_sandbox(sv, id, sizeof(id)) != 201)
 		return;
 	snprintf(url, sizeof(url), "%s/v1/sandboxes/%s", sv->url, id);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
 	double p50, rps = bench_wrk(url, sv->token, 64, 10, &p50);
-	printf("| %-44s | %6s | %8.3f | %8s | %s, %.0f requests/s |\n",
-	       "GET /v1/sandboxes/{id}: 64 keep-alive clients (wrk, 10 s)", "-", p50, "-", role, rps);
+	const char *wrk_what = "GET /v1/sandboxes/{id}: 64 keep-alive clients (wrk, 10 s)";
+	printf("| %-44s | %6s | %8.3f | %8s | %s, %.0f requests/s |\n", wrk_what, "-", p50, "-", role,
+	       rps);
+	snprintf(key, sizeof(key), "%sedge.wrk", pre);
+	if (rps >= 0)
+		bench_result(key, wrk_what, role, json_pack("{s:f,s:f}", "p50_ms", p50, "rps", rps));
 	bench_samples idle = {0}, busy = {0};
 	for (int pass = 0; pass < 2; pass++) {
 		int *fds = NULL, held = 0;
@@ -629,11 +676,20 @@ static void bench_edge(supervisor *sv, const bench_opts *o, const char *role)
 		}
 		if (pass) {
 			snprintf(what, sizeof(what), "exec `true` beside %d idle keep-alive connections", held);
-			report(what, &busy, role);
+			snprintf(key, sizeof(key), "%sedge.exec_idle", pre);
+			report(key, "exec `true`, no idle connections", &idle, role);
+			snprintf(key, sizeof(key), "%sedge.exec_busy", pre);
+			report(key, what, &busy, role);
+			const char *rss_what = "supervisor RSS with idle keep-alive connections";
+			double each = (double)(rss - rss0) / (held ? held : 1);
 			printf("| %-44s | %6d | %8s | %8s | %s, RSS %ld -> %ld KiB (%.2f KiB each); idle exec p50 %.3f ms |\n",
-			       "supervisor RSS with idle keep-alive connections", held, "-", "-", role, rss0, rss,
-			       (double)(rss - rss0) / (held ? held : 1), bench_samples_pct(&idle, 50));
+			       rss_what, held, "-", "-", role, rss0, rss, each,
+			       bench_samples_pct(&idle, 50));
 			fflush(stdout);
+			snprintf(key, sizeof(key), "%sedge.rss", pre);
+			bench_result(key, rss_what, role,
+				     json_pack("{s:i,s:I,s:I,s:f}", "n", held, "rss0_kib", (json_int_t)rss0,
+					       "rss_kib", (json_int_t)rss, "kib_each", each));
 			bench_idle_close(fds, held);
 		}
 	}
@@ -675,7 +731,7 @@ static int bench_gvisor(bench_opts *o)
 	int rounds = o->cold_rounds;
 	if (o->cold_rounds > 10)
 		o->cold_rounds = 10; /* about 0.6 s each */
-	bench_cold(&sv, o, "cold create until the agent answers (pool 0)");
+	bench_cold(&sv, o, "cold.plain", "cold create until the agent answers (pool 0)");
 	o->cold_rounds = rounds;
 	supervisor_stop(&sv);
 	return 0;
@@ -763,8 +819,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "could not start the supervisor (pool 0)\n");
 			rc = 1;
 		} else {
-			bench_cold(&sv, &o, with ? "cold create with egress plumbing (--uplink)"
-					    : "cold create until the agent answers (pool 0)");
+			bench_cold(&sv, &o, with ? "cold.uplink" : "cold.plain",
+				   with ? "cold create with egress plumbing (--uplink)"
+					: "cold create until the agent answers (pool 0)");
 		}
 		supervisor_stop(&sv);
 	}
