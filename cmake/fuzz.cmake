@@ -12,12 +12,19 @@ if(NOT SBX_CLANG)
     "libclang-rt-14-dev). Run scripts/install-deps.")
 endif()
 set(SBX_FUZZ_SCALE 1 CACHE STRING "Multiplies each fuzz test's count of executions under make test")
-file(GLOB sbx_fuzz_parts LIST_DIRECTORIES true ${PROJECT_SOURCE_DIR}/node-supervisor/src/*)
-list(TRANSFORM sbx_fuzz_parts PREPEND -I)
-file(GLOB sbx_fuzz_headers ${PROJECT_SOURCE_DIR}/node-supervisor/src/*/*.h
-  ${PROJECT_SOURCE_DIR}/node-supervisor/tests/*.h ${PROJECT_SOURCE_DIR}/protocol/include/sbx/*.h
+# Every folder of the supervisor that holds a header (the floors nest:
+# lib/base, edge/http, routes/files, ...).
+file(GLOB_RECURSE sup_fuzz_own_headers ${PROJECT_SOURCE_DIR}/node-supervisor/src/*.h)
+set(sbx_fuzz_parts)
+foreach(h IN LISTS sup_fuzz_own_headers)
+  get_filename_component(d ${h} DIRECTORY)
+  list(APPEND sbx_fuzz_parts -I${d})
+endforeach()
+list(REMOVE_DUPLICATES sbx_fuzz_parts)
+file(GLOB sbx_fuzz_headers ${PROJECT_SOURCE_DIR}/node-supervisor/tests/*.h ${PROJECT_SOURCE_DIR}/protocol/include/sbx/*.h
   ${PROJECT_SOURCE_DIR}/mcp-host/include/mcp_host/*.h ${PROJECT_SOURCE_DIR}/guest-agent/src/*.h
   ${PROJECT_SOURCE_DIR}/guest-agent/tests/*.h)
+list(APPEND sbx_fuzz_headers ${sup_fuzz_own_headers})
 function(sbx_fuzz test name corpus runs)
   set(bin ${CMAKE_CURRENT_BINARY_DIR}/${name})
   math(EXPR runs "${runs} * ${SBX_FUZZ_SCALE}")
