@@ -20,7 +20,7 @@
 #include "sup_layer_tar.h"
 #include "sup_log.h"
 #include "sup_snap_store.h"
-#include "sup_snaps_store.h"
+#include "sup_snaps_store_int.h"
 #include "sup_token.h"
 #include "sup_volumes.h"
 

@@ -536,6 +536,9 @@ void sup_kube_nodes_each(void *ud, void (*fn)(void *fn_ud, const char *name, con
 	pthread_mutex_unlock(&k->dmu);
 }
 
+const sup_directory_ops sup_kube_directory_ops = { sup_kube_nodes_find, sup_kube_nodes_pick,
+						   sup_kube_nodes_each };
+
 int sup_kube_nodes_list(sup_kube *k, sup_kube_node **out, size_t *n)
 {
 	pthread_mutex_lock(&k->dmu);

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "sbx/err.h"
+#include "sup_directory.h"
 #include "sup_kube_cfg.h"
 #include "sup_kube_dir.h"
 
@@ -55,8 +56,8 @@ typedef enum sup_kube_ev_type { SUP_KUBE_NORMAL, SUP_KUBE_WARNING } sup_kube_ev_
 void sup_kube_event(sup_kube *k, sup_kube_ev_type type, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* The node directory interface (sup_directory_ops of the relay): ud is the
- * sup_kube. The name and "http://host:port" of the node whose tag
+/* The node directory (sup_directory.h) read from the Leases: ud is the
+ * sup_kube. sup_kube_directory_ops holds the three below. The name and "http://host:port" of the node whose tag
  * (sup_nodeid_tag) is tag; -ENOENT for none with a live Lease, -ENOTUNIQ
  * for two (their names clash: refused). */
 int sup_kube_nodes_find(void *ud, const char *tag, char *name, size_t name_cap, char *url,
@@ -69,6 +70,7 @@ int sup_kube_nodes_pick(void *ud, const char *image, char *node, size_t cap);
  * fn must not call back): fn(fn_ud, name, url). */
 void sup_kube_nodes_each(void *ud, void (*fn)(void *fn_ud, const char *name, const char *url),
 			 void *fn_ud);
+extern const sup_directory_ops sup_kube_directory_ops;
 
 /* A copy of the directory as it is (for GET /v1/nodes): *out malloc'd,
  * *n entries; self: this node's name. */

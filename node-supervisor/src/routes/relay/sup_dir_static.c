@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sup_dir_static.h"
 #include "sup_httpin_parse.h"
 #include "sup_log.h"
 #include "sup_relay_int.h"
