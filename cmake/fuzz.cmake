@@ -22,6 +22,7 @@ foreach(h IN LISTS sup_fuzz_own_headers)
 endforeach()
 list(REMOVE_DUPLICATES sbx_fuzz_parts)
 file(GLOB sbx_fuzz_headers ${PROJECT_SOURCE_DIR}/node-supervisor/tests/*.h ${PROJECT_SOURCE_DIR}/protocol/include/sbx/*.h
+  ${PROJECT_SOURCE_DIR}/common/include/sbx/*.h
   ${PROJECT_SOURCE_DIR}/mcp-host/include/mcp_host/*.h ${PROJECT_SOURCE_DIR}/guest-agent/src/*.h
   ${PROJECT_SOURCE_DIR}/guest-agent/tests/*.h)
 list(APPEND sbx_fuzz_headers ${sup_fuzz_own_headers})
@@ -32,7 +33,8 @@ function(sbx_fuzz test name corpus runs)
     COMMAND ${SBX_CLANG} -g -O1 -std=gnu11 -D_GNU_SOURCE ${SBX_WARNINGS}
             -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
             ${sbx_fuzz_parts} -I${PROJECT_SOURCE_DIR}/node-supervisor/tests
-            -I${PROJECT_SOURCE_DIR}/protocol/include -I${PROJECT_SOURCE_DIR}/mcp-host/include
+            -I${PROJECT_SOURCE_DIR}/protocol/include -I${PROJECT_SOURCE_DIR}/common/include
+            -I${PROJECT_SOURCE_DIR}/mcp-host/include
             -I${PROJECT_SOURCE_DIR}/guest-agent/src -I${PROJECT_SOURCE_DIR}/guest-agent/tests
             ${ARGN} ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c
             ${LIBEVENT_LINK_LIBRARIES} ${JANSSON_LINK_LIBRARIES} ${CRYPTO_LINK_LIBRARIES}

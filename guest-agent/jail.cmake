@@ -33,6 +33,7 @@ add_library(agent_jail_nosan STATIC ${AGENT_JAIL_SOURCES})
 target_include_directories(agent_jail_nosan PUBLIC
   ${CMAKE_CURRENT_SOURCE_DIR}/src
   $<TARGET_PROPERTY:sbx_proto_nosan,INTERFACE_INCLUDE_DIRECTORIES>
+    $<TARGET_PROPERTY:sbx_common_nosan,INTERFACE_INCLUDE_DIRECTORIES>
   ${SECCOMP_INCLUDE_DIRS} ${JANSSON_INCLUDE_DIRS})
 target_compile_options(agent_jail_nosan PRIVATE ${AGENT_COLD_OPT} -ffunction-sections -fdata-sections)
 add_dependencies(agent_jail_nosan agent_jail_builtin)

@@ -17,6 +17,7 @@
 #include <seccomp.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/json_auto.h"
 #include "agent_seccomp.h"
 
 struct agent_seccomp_filter {
@@ -45,16 +46,11 @@ struct agent_seccomp_filter {
 #define NATIVE_GOARCH ""
 #endif
 
-static void json_cleanup(json_t **j)
-{
-	json_decref(*j);
-}
 static void ctx_cleanup(scmp_filter_ctx *c)
 {
 	if (*c)
 		seccomp_release(*c);
 }
-#define AUTO_JSON __attribute__((cleanup(json_cleanup)))
 #define AUTO_SCMP __attribute__((cleanup(ctx_cleanup)))
 
 typedef struct compile_ctx {
@@ -519,7 +515,7 @@ int agent_seccomp_compile(const char *json, size_t len, const char *origin, agen
 	static const char *const keys[] = { "defaultAction", "defaultErrnoRet", "architectures",
 					    "archMap",	     "syscalls",	"comment",
 					    NULL };
-	AUTO_JSON json_t *root = NULL;
+	SBX_AUTO_JSON json_t *root = NULL;
 	AUTO_SCMP scmp_filter_ctx scmp = NULL;
 	compile_ctx c = { .origin = origin, .err = err };
 	json_error_t jerr;

@@ -6,15 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sbx/json_auto.h"
 #include "sbx/proto_mcp.h"
 #include "sup_netpol_json.h"
 #include "sup_text.h"
-
-static void json_decref_p(json_t **j)
-{
-	json_decref(*j);
-}
-#define AUTO_JSON __attribute__((cleanup(json_decref_p)))
 
 static int load_object(const char *body, size_t len, json_t **out, sbx_err *err)
 {
@@ -111,7 +106,7 @@ static int parse_lifetime(json_t *v, const sup_api_limits *lim, unsigned *out, s
 int sup_api_parse_timeout(const char *body, size_t len, const sup_api_limits *lim, unsigned *out,
 			  sbx_err *err)
 {
-	AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	int rc = load_object(body, len, &j, err);
 	if (rc < 0)
 		return rc;
@@ -131,7 +126,7 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 	out->resources = lim->res_default;
 	if (len == 0)
 		return 0;
-	AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	int rc = load_object(body, len, &j, err);
 	if (rc < 0)
 		return rc;
@@ -506,7 +501,7 @@ int sup_api_parse_exec(const char *body, size_t len, sup_exec_spec *out, sbx_err
 	memset(out, 0, sizeof(*out));
 	if (len == 0)
 		return sbx_err_set(err, -EINVAL, "body must be a JSON object with \"argv\" or \"cmd\"");
-	AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	int rc = load_object(body, len, &j, err);
 	return rc < 0 ? rc : sup_api_parse_exec_obj(j, NULL, out, err);
 }

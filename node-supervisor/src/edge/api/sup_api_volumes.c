@@ -7,19 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sbx/json_auto.h"
 #include "sup_text.h"
-
-static void json_decref_p(json_t **j)
-{
-	json_decref(*j);
-}
-#define AUTO_JSON __attribute__((cleanup(json_decref_p)))
 
 int sup_api_parse_volume_create(const char *body, size_t len, char *name, size_t name_cap,
 				uint64_t *size, sbx_err *err)
 {
 	json_error_t je;
-	AUTO_JSON json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	SBX_AUTO_JSON json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
 	if (!j)
 		return sbx_err_set(err, -EINVAL, "malformed JSON at line %d column %d: %s", je.line,
 				   je.column, je.text);

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "sbx/err.h"
+#include "sbx/json_auto.h"
 
 struct event_base;
 struct evbuffer;
@@ -83,11 +84,6 @@ const char *sup_http_in_header(const sup_http_in *in, const char *name);
 /* The buffered body as a JSON object (*out, also on failure: decref it)
  * with only the keys listed (NULL-terminated; NULL: any): 0, or -EINVAL. */
 int sup_http_in_json(const sup_http_in *in, const char *const *keys, json_t **out, sbx_err *err);
-static inline void sup_http_json_decref_p(json_t **j)
-{
-	json_decref(*j);
-}
-#define SUP_AUTO_JSON __attribute__((cleanup(sup_http_json_decref_p)))
 
 typedef struct sup_http_route {
 	const char *method;     /* HEAD runs a GET row */

@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "sbx/clock.h"
 #include "sup_kube.h"
 #include "sup_kube_http.h"
 #include "sup_kube_retry.h"
@@ -54,18 +55,11 @@ struct sup_kube {
 	atomic_bool connected;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static uint32_t rnd32(void)
 {
 	uint32_t r = 0;
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-		r = (uint32_t)now_ms() * 2654435761u;
+		r = (uint32_t)sbx_now_ms() * 2654435761u;
 	return r;
 }
 
@@ -246,7 +240,7 @@ static void *writer_main(void *ud)
 	uint64_t next_renew = 0, last_renew = 0, away_since = 0;
 	pthread_mutex_lock(&k->mu);
 	while (!atomic_load(&k->stop)) {
-		uint64_t now = now_ms();
+		uint64_t now = sbx_now_ms();
 		bool lease_due = now >= next_renew || (k->cap_dirty && now >= last_renew + CAP_CHANGE_MS);
 		sup_kube_write w = { 0 };
 		bool have = !lease_due && sup_kube_queue_peek(&k->q, &w) == 0;
@@ -271,7 +265,7 @@ static void *writer_main(void *ud)
 			k->lease_exists = exists;
 			if (rc == 0) {
 				k->renewed++;
-				last_renew = now_ms();
+				last_renew = sbx_now_ms();
 				next_renew = last_renew + renew_ms;
 			} else {
 				k->cap_dirty = true; /* still to be written */
@@ -283,7 +277,7 @@ static void *writer_main(void *ud)
 		if (rc == 0) {
 			if (away_since) {
 				sup_info("kube: API server answers again after %.1f s: lease renewed, %zu event(s) to deliver",
-					 (double)(now_ms() - away_since) / 1000, k->q.n);
+					 (double)(sbx_now_ms() - away_since) / 1000, k->q.n);
 				away_since = 0;
 			}
 			atomic_store(&k->connected, true);
@@ -291,16 +285,16 @@ static void *writer_main(void *ud)
 			continue;
 		}
 		if (!away_since) {
-			away_since = now_ms();
+			away_since = sbx_now_ms();
 			sup_warn("kube: %s; retrying with backoff (%zu event(s) queued)", err.msg, k->q.n);
 		}
 		atomic_store(&k->connected, false);
 		if (lease_due)
-			next_renew = now_ms(); /* the lease first when the server is back */
+			next_renew = sbx_now_ms(); /* the lease first when the server is back */
 		unsigned ms = sup_kube_backoff_next(&bo, rnd32());
 		sup_debug("kube: writer: %s; next try in %u ms", err.msg, ms);
 		wait_for(k, ms);
-		next_renew = lease_due ? now_ms() : next_renew;
+		next_renew = lease_due ? sbx_now_ms() : next_renew;
 	}
 	pthread_mutex_unlock(&k->mu);
 	return NULL;

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sbx/clock.h"
 #include "sup_kube_agents.h"
 #include "sup_log.h"
 
@@ -45,13 +46,6 @@ struct sup_kube_agents {
 	bool full_logged;
 	unsigned long foreign;
 };
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A UID folder's name: what a pod UID can be (hex and '-'), so that no
  * name of the folder leads a path anywhere else. */
@@ -126,7 +120,7 @@ static void sock_seen(sup_kube_agents *a, entry *e)
 	if (e->sock)
 		return;
 	e->sock = true;
-	e->sock_ms = now_ms();
+	e->sock_ms = (long long)sbx_now_ms();
 	pthread_cond_broadcast(&a->cond);
 }
 
@@ -190,7 +184,7 @@ static void rescan(sup_kube_agents *a)
  * UIDs dropped. mu held, the watching thread. */
 static void judge(sup_kube_agents *a)
 {
-	long long now = now_ms();
+	long long now = (long long)sbx_now_ms();
 	for (size_t i = 0; i < a->n;) {
 		entry *e = &a->v[i];
 		if (e->forgotten) {
@@ -320,7 +314,7 @@ int sup_kube_agents_wait(sup_kube_agents *a, const char *uid, unsigned timeout_m
 {
 	if (!uid_ok(uid))
 		return sbx_err_set(err, -EINVAL, "pod UID \"%.64s\" is not one", uid);
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = (long long)sbx_now_ms() + timeout_ms;
 	int rc = 0;
 	pthread_mutex_lock(&a->mu);
 	entry *e = get(a, uid);
@@ -342,7 +336,7 @@ int sup_kube_agents_wait(sup_kube_agents *a, const char *uid, unsigned timeout_m
 			rc = sbx_err_set(err, -ECANCELED, "the supervisor is stopping");
 			break;
 		}
-		long long left = deadline - now_ms();
+		long long left = deadline - (long long)sbx_now_ms();
 		if (left <= 0) {
 			rc = sbx_err_set(err, -ETIMEDOUT, "no agent socket in %s/%s within %u ms", a->dir, uid,
 					 timeout_ms);

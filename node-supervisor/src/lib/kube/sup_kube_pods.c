@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/clock.h"
 #include "sup_kube_agents.h"
 #include "sup_kube_events.h"
 #include "sup_kube_http.h"
@@ -57,13 +58,6 @@ struct sup_kube_pods {
 	bool writer_started;
 	sup_kube_http *wh;
 };
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(unsigned ms)
 {
@@ -167,7 +161,7 @@ static void pod_event(sup_kube_pods *p, const char *tmpl, const char *pod, const
 	snprintf(path, sizeof(path), PODS_API "%s/events", p->ns);
 	uint32_t r = rnd32();
 	pthread_mutex_lock(&p->mu);
-	char *body = sup_kube_evs_note(&p->evs, &ev, now_ms(), &wall, r, name, sizeof(name));
+	char *body = sup_kube_evs_note(&p->evs, &ev, (long long)sbx_now_ms(), &wall, r, name, sizeof(name));
 	snprintf(key, sizeof(key), SUP_KUBE_EV_KEY_PREFIX "%s", name);
 	/* a repeat not sent yet replaces its write in place: one per Event */
 	sup_kube_push pr = body ? sup_kube_queue_push(&p->q, key, "POST", path, body, dropped) : SUP_KUBE_PUSH_NOMEM;
@@ -223,21 +217,21 @@ static int get_pod(sup_kube_pods *p, sup_kube_http *h, const char *name, sup_kub
 static int wait_agent(sup_kube_pods *p, sup_kube_http *h, const char *name, const char *uid, long long deadline,
 		      sbx_err *err)
 {
-	long long next_look = now_ms() + STATUS_EVERY_MS;
+	long long next_look = (long long)sbx_now_ms() + STATUS_EVERY_MS;
 	for (;;) {
-		long long left = deadline - now_ms();
+		long long left = deadline - (long long)sbx_now_ms();
 		unsigned slice = left <= 0 ? 0 : left > 1000 ? 1000 : (unsigned)left;
 		int rc = sup_kube_agents_wait(p->agents, uid, slice, err);
 		if (rc != -ETIMEDOUT)
 			return rc;
 		if (atomic_load(&p->stop_makes))
 			return sbx_err_set(err, -ECANCELED, "the supervisor is stopping");
-		if (now_ms() >= deadline)
+		if ((long long)sbx_now_ms() >= deadline)
 			return sbx_err_set(err, -ETIMEDOUT, "pod %s: its agent did not listen within %u ms", name,
 					   p->ready_ms);
-		if (now_ms() < next_look)
+		if ((long long)sbx_now_ms() < next_look)
 			continue;
-		next_look = now_ms() + STATUS_EVERY_MS;
+		next_look = (long long)sbx_now_ms() + STATUS_EVERY_MS;
 		sup_kube_resp r;
 		rc = get_pod(p, h, name, &r, err);
 		const char *phase = str_at(json_object_get(r.body, "status"), "phase");
@@ -288,7 +282,7 @@ static int dial(const sup_kube_tmpl *t, sup_runc_box *box, long long deadline, i
 	int fd;
 	for (;;) {
 		fd = sup_runc_connect_agent(box, SOCK_NONBLOCK, err);
-		if (fd >= 0 || (fd != -ECONNREFUSED && fd != -EAGAIN) || now_ms() >= deadline)
+		if (fd >= 0 || (fd != -ECONNREFUSED && fd != -EAGAIN) || (long long)sbx_now_ms() >= deadline)
 			break;
 		sleep_ms(20); /* bound, not listening yet */
 	}
@@ -326,7 +320,7 @@ static int box_of(const sup_kube_pods *p, const char *id, const char *uid, sup_r
 static int make_pod(sup_kube_pods *p, sup_kube_http *h, const sup_kube_tmpl *t, const char *id, sup_runc_box *box,
 		    int *fd, char *uid, sbx_err *err)
 {
-	long long deadline = now_ms() + p->ready_ms;
+	long long deadline = (long long)sbx_now_ms() + p->ready_ms;
 	SBX_AUTO_FREE char *body = sup_kube_tmpl_pod(t, id, p->ns, p->node);
 	if (!body)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
@@ -352,7 +346,8 @@ static int make_pod(sup_kube_pods *p, sup_kube_http *h, const sup_kube_tmpl *t, 
 		return sbx_err_wrap(err, "identity");
 	if ((rc = box_of(p, id, uid, box, err)) < 0)
 		return rc;
-	long long cdl = deadline > now_ms() + CONNECT_MIN_MS ? deadline : now_ms() + CONNECT_MIN_MS;
+	long long soonest = (long long)sbx_now_ms() + CONNECT_MIN_MS;
+	long long cdl = deadline > soonest ? deadline : soonest;
 	return dial(t, box, cdl, fd, err);
 }
 
@@ -388,7 +383,7 @@ int sup_kube_pods_adopt(sup_kube_pods *p, const char *id, const char *name, sup_
 		rc = box_of(p, id, u, box, err);
 	if (rc == 0) {
 		sup_kube_agents_claim(p->agents, u);
-		rc = dial(t, box, now_ms(), fd, err);
+		rc = dial(t, box, (long long)sbx_now_ms(), fd, err);
 		if (rc < 0)
 			sup_kube_agents_forget(p->agents, u);
 	}
@@ -520,7 +515,7 @@ static uint32_t rnd32(void)
 {
 	uint32_t r = 0;
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-		r = (uint32_t)now_ms() * 2654435761u;
+		r = (uint32_t)sbx_now_ms() * 2654435761u;
 	return r;
 }
 

@@ -7,11 +7,7 @@
 
 #include <jansson.h>
 
-static void json_cleanup(json_t **j)
-{
-	json_decref(*j);
-}
-#define AUTO_JSON __attribute__((cleanup(json_cleanup)))
+#include "sbx/json_auto.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -97,7 +93,7 @@ static int add_mount(json_t *mounts, const char *dst, const char *type, const ch
 
 static json_t *mounts_json(const sup_bundle_spec *s)
 {
-	AUTO_JSON json_t *m = json_array();
+	SBX_AUTO_JSON json_t *m = json_array();
 	if (!m)
 		return NULL;
 	int r = 0;
@@ -142,7 +138,7 @@ static json_t *mounts_json(const sup_bundle_spec *s)
 
 static json_t *seccomp_json(void)
 {
-	AUTO_JSON json_t *deny = string_array(denied_syscalls, N(denied_syscalls));
+	SBX_AUTO_JSON json_t *deny = string_array(denied_syscalls, N(denied_syscalls));
 	if (!deny)
 		return NULL;
 	static const char *const arches[] = {
@@ -210,7 +206,7 @@ int sup_bundle_write(const char *bundle_dir, const sup_bundle_spec *s, sbx_err *
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return sbx_err_set(err, -ENAMETOOLONG, "bundle %s: path too long", bundle_dir);
 
-	AUTO_JSON json_t *cfg = json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}",
+	SBX_AUTO_JSON json_t *cfg = json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}",
 					  "ociVersion", "1.0.2",
 					  "process", process_json(s),
 					  "root", "path", s->rootfs, "readonly", 0,

@@ -8,11 +8,7 @@
 
 #include <jansson.h>
 
-static void json_cleanup(json_t **j)
-{
-	json_decref(*j);
-}
-#define AUTO_JSON __attribute__((cleanup(json_cleanup)))
+#include "sbx/json_auto.h"
 
 #define MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
@@ -94,7 +90,7 @@ int sup_img_parse_index(const char *json, size_t len, sup_img_plan *plans, size_
 			size_t *n, sbx_err *err)
 {
 	*n = 0;
-	AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	json_t *ms;
 	int r = load_list("index.json", json, len, "manifests", &j, &ms, err);
 	if (r < 0)
@@ -124,7 +120,7 @@ int sup_img_parse_index(const char *json, size_t len, sup_img_plan *plans, size_
 
 int sup_img_parse_platforms(const char *json, size_t len, sup_img_plan *plan, sbx_err *err)
 {
-	AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	int r = load("image index", json, len, &j, err);
 	if (r < 0)
 		return r;
@@ -152,7 +148,7 @@ int sup_img_parse_platforms(const char *json, size_t len, sup_img_plan *plan, sb
 
 int sup_img_parse_manifest(const char *json, size_t len, sup_img_plan *plan, sbx_err *err)
 {
-	AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	int r = load("manifest", json, len, &j, err);
 	if (r < 0)
 		return r;
@@ -259,7 +255,7 @@ static int parse_config(json_t *j, sup_img_config *out, sbx_err *err)
 int sup_img_parse_config(const char *json, size_t len, sup_img_config *out, sbx_err *err)
 {
 	memset(out, 0, sizeof(*out));
-	AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	int r = load("config", json, len, &j, err);
 	if (r == 0)
 		r = parse_config(j, out, err);
@@ -289,7 +285,7 @@ int sup_img_parse_docker(const char *json, size_t len, sup_img_plan *plans, size
 			 size_t *n, sbx_err *err)
 {
 	*n = 0;
-	AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	json_t *list;
 	int r = load_list("manifest.json", json, len, NULL, &j, &list, err);
 	if (r < 0)

@@ -16,6 +16,7 @@
 
 #include "sbx/cleanup.h"
 #include "sbx/grow.h"
+#include "sbx/json_auto.h"
 #include "sup_fsutil.h"
 
 #define RECORD_MAX (1u << 20)
@@ -30,12 +31,6 @@ struct sup_img_store {
 	uint64_t gc_bytes;   /* freed by every GC of this process */
 	uint64_t gc_layers;
 };
-
-static void json_cleanup(json_t **j)
-{
-	json_decref(*j);
-}
-#define AUTO_JSON __attribute__((cleanup(json_cleanup)))
 
 void sup_image_release(sup_image *im)
 {
@@ -96,7 +91,7 @@ static int record_parse(const char *text, size_t len, sup_image *im, sbx_err *er
 {
 	memset(im, 0, sizeof(*im));
 	json_error_t je;
-	AUTO_JSON json_t *j = json_loadb(text, len, 0, &je);
+	SBX_AUTO_JSON json_t *j = json_loadb(text, len, 0, &je);
 	const char *digest = json_string_value(json_object_get(j, "digest"));
 	char hex[SUP_IMG_HEX_LEN + 1];
 	if (!j || sup_img_digest_parse("record", digest, hex, err) < 0)
@@ -132,7 +127,7 @@ static int record_parse(const char *text, size_t len, sup_image *im, sbx_err *er
 
 static int record_write(sup_img_store *s, const sup_image *im, sbx_err *err)
 {
-	AUTO_JSON json_t *j = record_json(im);
+	SBX_AUTO_JSON json_t *j = record_json(im);
 	SBX_AUTO_FREE char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	if (!text)
 		return sbx_err_set(err, -ENOMEM, "image record");

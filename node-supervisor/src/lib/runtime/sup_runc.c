@@ -34,6 +34,7 @@
 #include <jansson.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/clock.h"
 #include "sup_bundle.h"
 #include "sup_cgroup.h"
 #include "sup_disk.h"
@@ -333,13 +334,6 @@ static int destroy_paths(const sup_runc_cfg *cfg, const sup_runtime *rt, const b
 
 /* ---- create ----------------------------------------------------------- */
 
-static long ms_since(const struct timespec *t0)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 static int connect_path(const char *sock_path, int sock_flags, sbx_err *err)
 {
 	SBX_AUTO_CLOSE int opath = open(sock_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -389,7 +383,7 @@ static int wait_ready(const box_paths *p, pid_t pid, unsigned timeout_ms, sbx_er
 			*err = cerr;
 			return fd;
 		}
-		long spent = ms_since(&t0);
+		long spent = sbx_ms_since(&t0);
 		if (spent >= (long)timeout_ms)
 			return sbx_err_set(err, -ETIMEDOUT, "agent did not listen within %u ms", timeout_ms);
 		struct pollfd pf = {.fd = pfd, .events = POLLIN};

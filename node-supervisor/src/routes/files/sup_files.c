@@ -237,7 +237,7 @@ static int parse_mkdir(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 {
 	static const char *const keys[] = { "path", "parents", "mode", NULL };
 	sup_fq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	sup_fq_init(q, in, ctx, "mkdir", SBX_OP_FS_MKDIR);
 	q->render = render_path;
 	int rc = body_at(q, in, keys, SUP_POLICY_WRITE, &j, err);
@@ -250,7 +250,7 @@ static int parse_chmod(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 {
 	static const char *const keys[] = { "path", "mode", NULL };
 	sup_fq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	sup_fq_init(q, in, ctx, "chmod", SBX_OP_FS_CHMOD);
 	q->render = render_path;
 	int rc = body_at(q, in, keys, SUP_POLICY_WRITE, &j, err);
@@ -263,7 +263,7 @@ static int parse_move(const sup_http_in *in, void *ctx, void *state, sbx_err *er
 {
 	static const char *const keys[] = { "from", "to", "overwrite", NULL };
 	sup_fq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	sup_fq_init(q, in, ctx, "move", SBX_OP_FS_MOVE);
 	q->render = render_move;
 	int rc = sup_http_in_json(in, keys, &j, err);
@@ -291,7 +291,7 @@ static int parse_search(const sup_http_in *in, void *ctx, void *state, sbx_err *
 {
 	static const char *const keys[] = { "path", "glob", "max", NULL };
 	sup_fq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	sup_fq_init(q, in, ctx, "search", SBX_OP_FS_SEARCH);
 	q->render = render_entries;
 	int rc = body_at(q, in, keys, SUP_POLICY_READ, &j, err);

@@ -145,7 +145,7 @@ static int parse_pool(const sup_http_in *in, void *ctx, void *state, sbx_err *er
 	q->x = ctx;
 	int r = need_admin(in, "sizing a pool", err);
 	r = r ?: parse_name(in->pid, false, q, err);
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	r = r ?: sup_http_in_json(in, keys, &j, err);
 	if (r < 0)
 		return r;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/clock.h"
 #include "sup_fsutil.h"
 #include "sup_images_int.h"
 #include "sup_log.h"
@@ -27,13 +28,6 @@
 
 #define UP_STEP (256 * 1024)
 #define PIPE_BYTES (1024 * 1024)
-
-static long ms_since(const struct timespec *t0)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
-}
 
 /* ---- on the worker ---- */
 
@@ -172,7 +166,7 @@ static void job_run(sup_job *job)
 		close(j->rfd); /* the loop's writes now fail with EPIPE */
 		j->rfd = -1;
 	}
-	j->ms = ms_since(&t0);
+	j->ms = sbx_ms_since(&t0);
 }
 
 /* The pipe's write end and its event go together (wev set: both are). */
@@ -401,7 +395,7 @@ static int start_pull(sup_imq *q, sbx_err *err)
 	const char *text = (const char *)evbuffer_pullup(q->body, -1);
 	json_error_t je;
 	json_t *j = json_loadb(text ? text : "", len, JSON_REJECT_DUPLICATES, &je);
-	SUP_AUTO_JSON json_t *body = j;
+	SBX_AUTO_JSON json_t *body = j;
 	if (!j || !json_is_object(j))
 		return sbx_err_set(err, -EINVAL, "body must be a JSON object%s%s", j ? "" : ": ",
 				   j ? "" : je.text);

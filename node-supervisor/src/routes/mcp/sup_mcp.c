@@ -97,7 +97,7 @@ static int parse_list(const sup_http_in *in, void *ctx, void *state, sbx_err *er
 static int parse_put(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
 	mq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	int rc = parse_common(in, ctx, q, MQ_PUT, err);
 
 	if (rc == 0)

@@ -9,6 +9,7 @@
  * GET (a server-to-client stream) is 405 as the spec allows.
  * A tool's errors are its result (isError); JSON-RPC errors are for
  * messages that are not one, unknown methods and tools. */
+#include "sbx/clock.h"
 #include "sup_mcp_int.h"
 #include "sup_mcp_tools.h"
 
@@ -52,19 +53,12 @@ typedef struct ma_req {
 	mt_call call;
 } ma_req;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct sup_mcp_own *o = arg;
 	(void)fd;
 	(void)what;
-	mcp_session_expire(o->t, now_ms(), NULL, NULL);
+	mcp_session_expire(o->t, sbx_now_ms(), NULL, NULL);
 }
 
 static struct sup_mcp_own *own(sup_mcp_ctx *x, struct event_base *base, sbx_err *err)
@@ -117,7 +111,7 @@ static void ma_release(void *state)
 		sup_mcp_tool_cancel(&q->call);
 	mcp_session *s = q->sess && q->x->own ? mcp_session_find(q->x->own->t, q->sid, strlen(q->sid)) : NULL;
 	if (s)
-		mcp_session_release(s, now_ms());
+		mcp_session_release(s, sbx_now_ms());
 	sup_stream_free(q->s);
 	if (q->msg_ok)
 		mcp_rpc_msg_free(&q->msg);
@@ -225,7 +219,7 @@ static void initialize(ma_req *q, const char *asked)
 	sbx_err e = { 0 };
 	struct sup_mcp_own *o = own(q->x, sup_http_base(q->r), &e);
 	mcp_session *s = NULL;
-	if (!o || mcp_session_open(o->t, q->who ? q->who->name : "", now_ms(), &s, &e) < 0) {
+	if (!o || mcp_session_open(o->t, q->who ? q->who->name : "", sbx_now_ms(), &s, &e) < 0) {
 		if (e.code == -EBUSY)
 			e.code = -EAGAIN;
 		sup_http_fail(q->r, &e);
@@ -310,7 +304,7 @@ static int tx_checks(ma_req *q)
 	}
 	if (s) {
 		q->sess = s;
-		mcp_session_hold(s, now_ms());
+		mcp_session_hold(s, sbx_now_ms());
 	}
 	return 0;
 }
@@ -337,7 +331,7 @@ static int act_post(sup_http_req *r, void *state, sbx_err *err)
 	}
 	sup_http_log_tag(r, " mcp %s", q->msg.method ? q->msg.method : "answer");
 	if (q->sess)
-		mcp_session_count(q->sess, true, sup_http_input(r)->body_len, now_ms());
+		mcp_session_count(q->sess, true, sup_http_input(r)->body_len, sbx_now_ms());
 	if (q->kind == MCP_TX_PASS || q->kind == MCP_TX_CANCEL) {
 		/* Nothing is asked of us (a cancelled call ends with its request). */
 		sup_http_json(r, 202, NULL);
@@ -360,7 +354,7 @@ static int act_delete(sup_http_req *r, void *state, sbx_err *err)
 	}
 	if (tx_checks(q) < 0)
 		return 0;
-	mcp_session_release(q->sess, now_ms());
+	mcp_session_release(q->sess, sbx_now_ms());
 	mcp_session_close(q->x->own->t, q->sess);
 	q->sess = NULL;
 	sup_http_log_tag(r, " mcp session ended");

@@ -7,6 +7,7 @@
  * buffer first, so a cut stream can be resumed; the server is paused
  * (no credit to the agent) while its clients owe reading more than
  * MX_HWM, so a client that stops reading costs a bounded amount. */
+#include "sbx/clock.h"
 #include "sup_mcp_int.h"
 
 #include <errno.h>
@@ -57,14 +58,6 @@ struct mx_sess {
 	uint32_t last_sse;       /* the newest request answered on SSE */
 	uint64_t get_seq;        /* the GET stream's events sent up to this */
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* ---- sandboxes' tables ---- */
 
@@ -247,7 +240,7 @@ static void sink_link(mx_sess *m, mq *q, uint32_t stream)
 	if (m->sinks)
 		m->sinks->prev = q;
 	m->sinks = q;
-	mcp_session_hold(m->ms, now_ms());
+	mcp_session_hold(m->ms, sbx_now_ms());
 }
 
 void sup_mcp_sess_unlink(mq *q)
@@ -283,7 +276,7 @@ void sup_mcp_sess_unlink(mq *q)
 		q->sink = false;
 		m->owed -= q->owed < m->owed ? q->owed : m->owed;
 		q->owed = 0;
-		mcp_session_release(m->ms, now_ms());
+		mcp_session_release(m->ms, sbx_now_ms());
 		maybe_resume(m);
 	}
 	q->sess = NULL;
@@ -346,7 +339,7 @@ static void deliver(mx_sess *m, const char *line, size_t len)
 	sbx_err e = { 0 };
 	mq *q;
 
-	mcp_session_count(m->ms, false, len, now_ms());
+	mcp_session_count(m->ms, false, len, sbx_now_ms());
 	if (mcp_tx_route_msg(m->ms, line, len, &route, &stream, &e) < 0) {
 		sup_warn("sandbox %s: MCP server %s: a message dropped: %s", m->h->id, mcp_session_server(m->ms),
 			 e.msg);
@@ -473,7 +466,7 @@ static void pump(mx_sess *m)
 			continue;
 		}
 		q->sent = true;
-		mcp_session_count(m->ms, true, len, now_ms());
+		mcp_session_count(m->ms, true, len, sbx_now_ms());
 		if (!q->sink) {
 			sup_mcp_sess_unlink(q);
 			sup_http_json(q->r, 202, NULL);
@@ -600,7 +593,7 @@ int sup_mcp_sess_open(mq *q, mx_sess **out, sbx_err *err)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	}
 	m->h = h;
-	rc = mcp_session_open(h->t, q->name, now_ms(), &m->ms, err);
+	rc = mcp_session_open(h->t, q->name, sbx_now_ms(), &m->ms, err);
 	if (rc == -EBUSY)
 		rc = err->code = -EAGAIN;
 	if (rc == 0) {
@@ -712,7 +705,7 @@ static void expired(mcp_session *s, void *ud)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct sup_mcp_hosts *hs = arg;
-	uint64_t now = now_ms();
+	uint64_t now = sbx_now_ms();
 
 	for (mx_host *h = hs->list, *next; h; h = next) {
 		next = h->next;

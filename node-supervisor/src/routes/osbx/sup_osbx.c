@@ -97,7 +97,7 @@ static int parse_renew(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 {
 	static const char *const keys[] = { "expiresAt", NULL };
 	sup_oq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	time_t at;
 	if (sup_http_in_json(in, keys, &j, err) < 0)
 		return err->code;
@@ -479,7 +479,7 @@ static int act_metadata(sup_http_req *r, void *state, sbx_err *err)
 {
 	sup_osbx_ctx *x = ctx_of(r);
 	const sup_http_in *in = sup_http_input(r);
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	sup_sandbox_view v;
 	const char *k;
 	json_t *val;

@@ -201,7 +201,7 @@ static int query_paths(const sup_http_in *in, struct osbx_files *f, sup_policy_a
  * changes no owner: a file belongs to the sandbox user. */
 static int body_perms(const sup_http_in *in, struct osbx_files *f, sbx_err *err)
 {
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	const char *k;
 	json_t *v;
 	int rc = sup_http_in_json(in, NULL, &j, err);

@@ -100,7 +100,7 @@ int sup_osbx_parse_replace(const sup_http_in *in, void *ctx, void *state, sbx_er
 {
 	static const char *const keys[] = { "verbose", NULL };
 	sup_oq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	SUP_AUTO_QUERY sup_query qs = { 0 };
 	const char *k;
 	json_t *v;

@@ -417,7 +417,7 @@ int sup_osbx_parse_sess_create(const sup_http_in *in, void *ctx, void *state, sb
 {
 	static const char *const keys[] = { "cwd", NULL };
 	sup_oq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	q->x = ctx;
 	q->id = in->id;
 	sbx_proto_args_init(&q->args);
@@ -547,7 +547,7 @@ int sup_osbx_parse_sess_run(const sup_http_in *in, void *ctx, void *state, sbx_e
 {
 	static const char *const keys[] = { "command", "cwd", "timeout", NULL };
 	sup_oq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	q->x = ctx;
 	q->id = in->id;
 	sbx_proto_args_init(&q->args);

@@ -17,7 +17,7 @@ int sup_osbx_parse_snap(const sup_http_in *in, void *ctx, void *state, sbx_err *
 {
 	static const char *const keys[] = { "name", NULL };
 	sup_oq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	(void)ctx;
 	if (in->body_len == 0)
 		return 0;

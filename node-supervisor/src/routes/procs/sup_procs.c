@@ -164,7 +164,7 @@ int sup_pq_pid(sup_pq *q, const sup_http_in *in, sbx_err *err)
 static int parse_start(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
 	sup_pq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	sup_pq_init(q, in, ctx, SBX_OP_PROC_START, &desc_cbs);
 	if (sup_http_in_json(in, NULL, &j, err) < 0)
 		return err->code;
@@ -207,7 +207,7 @@ static int parse_signal(const sup_http_in *in, void *ctx, void *state, sbx_err *
 {
 	static const char *const keys[] = { "signal", NULL };
 	sup_pq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	sup_pq_init(q, in, ctx, SBX_OP_PROC_SIGNAL, &empty_cbs);
 	int rc = sup_pq_pid(q, in, err);
 	if (rc == 0)
@@ -234,7 +234,7 @@ static int parse_resize(const sup_http_in *in, void *ctx, void *state, sbx_err *
 {
 	static const char *const keys[] = { "cols", "rows", NULL };
 	sup_pq *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	sup_pq_init(q, in, ctx, SBX_OP_PROC_RESIZE, &empty_cbs);
 	int rc = sup_pq_pid(q, in, err);
 	if (rc == 0)

@@ -10,6 +10,7 @@
 #include <sys/queue.h>
 #include <time.h>
 
+#include "sbx/clock.h"
 #include "sup_log.h"
 #include "sup_token.h"
 #include "sup_workers.h"
@@ -57,13 +58,6 @@ struct sup_relay_auth {
 	size_t nreviews, nwaiters;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static verdict *cached(sup_relay_auth *a, const uint8_t *hash, uint64_t now)
 {
 	for (size_t i = 0; i < SUP_RELAY_AUTH_CACHE; i++)
@@ -85,7 +79,7 @@ static bool accepted_lately(const sup_relay_auth *a, const uint8_t *hash, uint64
 /* Into a free or expired slot, else over the one that expires first. */
 static void remember(sup_relay_auth *a, const uint8_t *hash, int rc, const char *msg)
 {
-	uint64_t now = now_ms();
+	uint64_t now = sbx_now_ms();
 	verdict *slot = &a->cache[0];
 	for (size_t i = 0; i < SUP_RELAY_AUTH_CACHE; i++) {
 		verdict *v = &a->cache[i];
@@ -145,7 +139,7 @@ static void review_done(sup_job *job)
 	int rc = judge(a, rv, &err);
 	if (rc != -EAGAIN)
 		remember(a, rv->hash, rc, err.msg);
-	if (rc == -EAGAIN && accepted_lately(a, rv->hash, now_ms())) {
+	if (rc == -EAGAIN && accepted_lately(a, rv->hash, sbx_now_ms())) {
 		sup_warn("relay: %s; accepted on its last review, within %d min: passes", err.msg,
 			 SUP_RELAY_AUTH_STALE_MS / 60000);
 		rc = 0;
@@ -184,7 +178,7 @@ int sup_relay_auth_check(sup_relay_auth *a, sup_http_req *r, const char *token, 
 		return sbx_err_set(err, -ENOKEY, "relayed request refused: an empty node token");
 	if (sup_token_hash(token, len, hash, err) < 0)
 		return sbx_err_set(err, -EAGAIN, "relayed request: out of memory");
-	const verdict *v = cached(a, hash, now_ms());
+	const verdict *v = cached(a, hash, sbx_now_ms());
 	if (v)
 		return v->rc < 0 ? sbx_err_set(err, v->rc, "%s", v->msg) : 0;
 	if (a->nwaiters >= SUP_RELAY_AUTH_WAITERS)

@@ -47,7 +47,7 @@ static int body_field(const sup_http_in *in, void *ctx, void *state, const char 
 static int parse_take(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
 	snap_req *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	json_t *name;
 	int r = body_field(in, ctx, state, "name", &j, &name, err);
 	if (r < 0)
@@ -58,7 +58,7 @@ static int parse_take(const sup_http_in *in, void *ctx, void *state, sbx_err *er
 static int parse_fork(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
 	snap_req *q = state;
-	SUP_AUTO_JSON json_t *j = NULL;
+	SBX_AUTO_JSON json_t *j = NULL;
 	json_t *count;
 	int r = body_field(in, ctx, state, "count", &j, &count, err);
 	if (r < 0)
