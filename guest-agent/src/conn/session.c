@@ -23,40 +23,6 @@ static const char *const caps[] = {
 	"exec.tree_kill", "proc", "file", "fs", "fs.watch", "mcp", "port", "reset",
 };
 
-static const struct {
-	const char *name;
-	agent_op_start_fn start;
-} ops_table[] = {
-	{ SBX_OP_PING, agent_op_ping },
-	{ SBX_OP_INFO, agent_op_info },
-	{ SBX_OP_EXEC, agent_op_exec },
-	{ SBX_OP_PROC_START, agent_op_proc_start },
-	{ SBX_OP_PROC_LIST, agent_op_proc_list },
-	{ SBX_OP_PROC_GET, agent_op_proc_get },
-	{ SBX_OP_PROC_OUTPUT, agent_op_proc_output },
-	{ SBX_OP_PROC_STDIN, agent_op_proc_stdin },
-	{ SBX_OP_PROC_SIGNAL, agent_op_proc_signal },
-	{ SBX_OP_PROC_KILL, agent_op_proc_kill },
-	{ SBX_OP_PROC_RESIZE, agent_op_proc_resize },
-	{ SBX_OP_FILE_READ, agent_op_file_read },
-	{ SBX_OP_FILE_WRITE, agent_op_file_write },
-	{ SBX_OP_FS_STAT, agent_op_fs_stat },
-	{ SBX_OP_FS_LIST, agent_op_fs_list },
-	{ SBX_OP_FS_MKDIR, agent_op_fs_mkdir },
-	{ SBX_OP_FS_MOVE, agent_op_fs_move },
-	{ SBX_OP_FS_REMOVE, agent_op_fs_remove },
-	{ SBX_OP_FS_CHMOD, agent_op_fs_chmod },
-	{ SBX_OP_FS_SEARCH, agent_op_fs_search },
-	{ SBX_OP_FS_WATCH, agent_op_fs_watch },
-	{ SBX_OP_MCP_CONFIGURE, agent_op_mcp_configure },
-	{ SBX_OP_MCP_REMOVE, agent_op_mcp_remove },
-	{ SBX_OP_MCP_LIST, agent_op_mcp_list },
-	{ SBX_OP_MCP_OPEN, agent_op_mcp_open },
-	{ SBX_OP_PORT_OPEN, agent_op_port_open },
-	{ SBX_OP_PORT_LIST, agent_op_port_list },
-	{ SBX_OP_RESET, agent_op_reset },
-};
-
 static agent_session *sessions;
 static size_t nsessions;
 
@@ -119,10 +85,10 @@ static void handle_req(agent_session *s, const sbx_proto_frame *f)
 		fail(s, f->id, SBX_PROTO_E_SHUTTING_DOWN, "the sandbox is being reset");
 		return;
 	}
-	for (size_t i = 0; i < sizeof(ops_table) / sizeof(ops_table[0]); i++) {
-		const char *name = ops_table[i].name;
+	for (size_t i = 0; i < agent_op_count; i++) {
+		const char *name = agent_op_table[i].name;
 		if (strlen(name) == f->op_len && memcmp(name, f->op, f->op_len) == 0) {
-			ops_table[i].start(s, f->id, &f->args);
+			agent_op_table[i].start(s, f->id, &f->args);
 			return;
 		}
 	}

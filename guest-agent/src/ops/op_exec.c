@@ -16,7 +16,7 @@
 #include "env.h"
 #include "exec_spec.h"
 #include "log.h"
-#include "op.h"
+#include "ops.h"
 #include "op_util.h"
 #include "proc.h"
 #include "session.h"

@@ -27,7 +27,7 @@
 #include "sbx/proto.h"
 #include "agent_fsconf_ops.h"
 #include "log.h"
-#include "op.h"
+#include "ops.h"
 #include "op_fs_util.h"
 #include "op_splice.h"
 #include "session.h"

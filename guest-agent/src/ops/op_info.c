@@ -7,7 +7,7 @@
 #include "sbx/proto.h"
 #include "agent.h"
 #include "log.h"
-#include "op.h"
+#include "ops.h"
 #include "session.h"
 
 static void answer(agent_session *s, uint64_t id, const msgpack_sbuffer *map)

@@ -23,7 +23,7 @@
 #include "sbx/proto_mcp.h"
 #include "log.h"
 #include "mcp_server.h"
-#include "op.h"
+#include "ops.h"
 #include "op_util.h"
 #include "session.h"
 

@@ -30,7 +30,7 @@
 
 #include "sbx/proto.h"
 #include "log.h"
-#include "op.h"
+#include "ops.h"
 #include "op_port_batch.h"
 #include "op_splice.h"
 #include "op_util.h"

@@ -13,7 +13,7 @@
 #include "env.h"
 #include "exec_spec.h"
 #include "log.h"
-#include "op.h"
+#include "ops.h"
 #include "op_proc.h"
 #include "op_util.h"
 #include "session.h"

@@ -9,7 +9,7 @@
 
 #include "sbx/proto.h"
 #include "bg.h"
-#include "op.h"
+#include "ops.h"
 
 /* An operation that watches a background process: the first member of
  * each long proc.* operation. */

@@ -17,7 +17,7 @@
 
 #include "sbx/proto.h"
 #include "log.h"
-#include "op.h"
+#include "ops.h"
 #include "op_proc.h"
 #include "op_util.h"
 #include "session.h"

@@ -45,7 +45,7 @@
 #include "mcp_server.h"
 #include "numdir.h"
 #include "op_fs_util.h"
-#include "op.h"
+#include "ops.h"
 #include "pid1.h"
 #include "proc.h"
 #include "session.h"

@@ -37,7 +37,7 @@
 #include "sbx/proto.h"
 #include "agent_fsconf_ops.h"
 #include "log.h"
-#include "op.h"
+#include "ops.h"
 #include "op_fs_util.h"
 #include "session.h"
 
