@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/dir.h"
 
 /* Depth bound (16 bytes of memory a level), and a bound on descents so a tree
  * that keeps growing under a writer ends in an error, not a loop. */
@@ -53,54 +54,37 @@ static void closedir_keep_errno(DIR *d)
 	errno = e;
 }
 
-/* 1 for a folder, 0 for anything else or an entry already gone. */
-static int is_dir(DIR *d, const struct dirent *de)
-{
-	if (de->d_type != DT_UNKNOWN)
-		return de->d_type == DT_DIR;
-	struct stat st;
-	if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	return S_ISDIR(st.st_mode);
-}
-
 /* Remove what can be removed in d; returns a child folder fd to go down
  * into, -1 when d is empty, or a negative errno (< -1). */
 static int rm_scan(rm_walk *w, DIR *d)
 {
 	struct dirent *de;
-	errno = 0;
-	while ((de = readdir(d))) {
+	bool dir;
+	int r;
+	while ((r = sbx_dir_next(d, &de, &dir)) > 0) {
 		const char *n = de->d_name;
-		if (n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0')))
-			continue;
-		int dir = is_dir(d, de);
-		if (dir < 0)
-			return rm_fail(w, dir, n, NULL);
 		if (unlinkat(dirfd(d), n, dir ? AT_REMOVEDIR : 0) == 0) {
 			w->removed++;
 			continue;
 		}
-		if (errno == ENOENT) {
-			errno = 0;
+		if (errno == ENOENT)
 			continue;
-		}
 		if (errno == EBUSY)
 			return rm_fail(w, -EBUSY, n, "a mount point, not removed through");
 		if (!dir || (errno != ENOTEMPTY && errno != EEXIST))
 			return rm_fail(w, -errno, n, NULL);
 		sbx_err cerr;
 		int child = agent_fsconf_open_child(dirfd(d), n, O_RDONLY | O_DIRECTORY, &cerr);
-		if (child == -ENOENT) {
-			errno = 0;
+		if (child == -ENOENT)
 			continue;
-		}
 		if (child < 0)
 			return sbx_err_set(w->err, child, "remove %s/%s: %s", w->root->path, w->rel,
 					   cerr.msg);
 		return child;
 	}
-	return errno ? rm_fail(w, -errno, ".", "readdir") : -1;
+	if (r < 0) /* an entry's type, or the folder's read */
+		return de ? rm_fail(w, r, de->d_name, NULL) : rm_fail(w, r, ".", "readdir");
+	return -1;
 }
 
 /* Empty the folder fd (taken over). */

@@ -5,12 +5,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/dir.h"
 
 /* Bound on descents in one removal, so a tree that keeps growing (a guest
  * still writing) ends in an error instead of a loop. */
@@ -39,16 +41,6 @@ static int on_mount(int fd, uint64_t mnt)
 	return r < 0 ? r : key == mnt ? 0 : -EBUSY;
 }
 
-static int entry_is_dir(DIR *d, const struct dirent *de)
-{
-	if (de->d_type != DT_UNKNOWN)
-		return de->d_type == DT_DIR;
-	struct stat st;
-	if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	return S_ISDIR(st.st_mode);
-}
-
 /* Empty the folder fd (taken over) without recursion: descend into a
  * non-empty child, come back up through "..", and re-read the parent; only
  * one folder is open at a time, so depth costs neither stack nor fds. */
@@ -66,17 +58,10 @@ static int empty_dir(int fd, uint64_t mnt, const char *top, sbx_err *err)
 		}
 		int child = -1;
 		struct dirent *de;
-		errno = 0;
-		while ((de = readdir(d))) {
+		bool isdir;
+		int next;
+		while ((next = sbx_dir_next(d, &de, &isdir)) > 0) {
 			const char *n = de->d_name;
-			if (n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0')))
-				continue;
-			int isdir = entry_is_dir(d, de);
-			if (isdir < 0) {
-				int r = sbx_err_sys(err, isdir, "remove %s: stat %s", top, n);
-				closedir(d);
-				return r;
-			}
 			if (!isdir) {
 				if (unlinkat(dirfd(d), n, 0) < 0 && errno != ENOENT) {
 					int r = sbx_err_sys(err, -errno, "remove %s: unlink %s", top, n);
@@ -109,10 +94,11 @@ static int empty_dir(int fd, uint64_t mnt, const char *top, sbx_err *err)
 			}
 			break;
 		}
-		if (!de && errno) {
-			int e = -errno;
+		if (next < 0) { /* an entry's type, or the folder's read */
+			int r = de ? sbx_err_sys(err, next, "remove %s: stat %s", top, de->d_name)
+				   : sbx_err_sys(err, next, "remove %s: readdir", top);
 			closedir(d);
-			return sbx_err_sys(err, e, "remove %s: readdir", top);
+			return r;
 		}
 		if (child >= 0) {
 			closedir(d);
