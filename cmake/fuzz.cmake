@@ -12,12 +12,20 @@ if(NOT SBX_CLANG)
     "libclang-rt-14-dev). Run scripts/install-deps.")
 endif()
 set(SBX_FUZZ_SCALE 1 CACHE STRING "Multiplies each fuzz test's count of executions under make test")
-file(GLOB sbx_fuzz_parts LIST_DIRECTORIES true ${PROJECT_SOURCE_DIR}/node-supervisor/src/*)
-list(TRANSFORM sbx_fuzz_parts PREPEND -I)
-file(GLOB sbx_fuzz_headers ${PROJECT_SOURCE_DIR}/node-supervisor/src/*/*.h
-  ${PROJECT_SOURCE_DIR}/node-supervisor/tests/*.h ${PROJECT_SOURCE_DIR}/protocol/include/sbx/*.h
-  ${PROJECT_SOURCE_DIR}/mcp-host/include/mcp_host/*.h ${PROJECT_SOURCE_DIR}/guest-agent/src/*.h
-  ${PROJECT_SOURCE_DIR}/guest-agent/tests/*.h)
+# Every folder of the supervisor and the agent that holds a header (both
+# nest: node-supervisor/src/lib/base, guest-agent/src/fs, ...).
+file(GLOB_RECURSE sbx_fuzz_own_headers ${PROJECT_SOURCE_DIR}/node-supervisor/src/*.h
+  ${PROJECT_SOURCE_DIR}/guest-agent/src/*.h)
+set(sbx_fuzz_parts)
+foreach(h IN LISTS sbx_fuzz_own_headers)
+  get_filename_component(d ${h} DIRECTORY)
+  list(APPEND sbx_fuzz_parts -I${d})
+endforeach()
+list(REMOVE_DUPLICATES sbx_fuzz_parts)
+file(GLOB sbx_fuzz_headers ${PROJECT_SOURCE_DIR}/node-supervisor/tests/*.h
+  ${PROJECT_SOURCE_DIR}/protocol/include/sbx/*.h ${PROJECT_SOURCE_DIR}/common/include/sbx/*.h
+  ${PROJECT_SOURCE_DIR}/mcp-host/include/mcp_host/*.h ${PROJECT_SOURCE_DIR}/guest-agent/tests/*.h)
+list(APPEND sbx_fuzz_headers ${sbx_fuzz_own_headers})
 function(sbx_fuzz test name corpus runs)
   set(bin ${CMAKE_CURRENT_BINARY_DIR}/${name})
   math(EXPR runs "${runs} * ${SBX_FUZZ_SCALE}")
@@ -25,8 +33,9 @@ function(sbx_fuzz test name corpus runs)
     COMMAND ${SBX_CLANG} -g -O1 -std=gnu11 -D_GNU_SOURCE ${SBX_WARNINGS}
             -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
             ${sbx_fuzz_parts} -I${PROJECT_SOURCE_DIR}/node-supervisor/tests
-            -I${PROJECT_SOURCE_DIR}/protocol/include -I${PROJECT_SOURCE_DIR}/mcp-host/include
-            -I${PROJECT_SOURCE_DIR}/guest-agent/src -I${PROJECT_SOURCE_DIR}/guest-agent/tests
+            -I${PROJECT_SOURCE_DIR}/protocol/include -I${PROJECT_SOURCE_DIR}/common/include
+            -I${PROJECT_SOURCE_DIR}/mcp-host/include
+            -I${PROJECT_SOURCE_DIR}/guest-agent/tests
             ${ARGN} ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c
             ${LIBEVENT_LINK_LIBRARIES} ${JANSSON_LINK_LIBRARIES} ${CRYPTO_LINK_LIBRARIES}
             ${MSGPACK_LINK_LIBRARIES} ${NETTLE_LINK_LIBRARIES} -lwslay -o ${bin}

@@ -1,4 +1,4 @@
-# Path confinement for file operations (src/agent_fsconf*.c): request paths
+# Path confinement for file operations (src/fs/agent_fsconf*.c): request paths
 # resolved beneath an allowed root with openat2 (or the component walk where
 # the kernel lacks it), and the file operations built
 # on that, as libraries of their own until the file protocol ops link them:
@@ -6,30 +6,31 @@
 # (for the static sandbox-agent; needs nothing but libc). Included from
 # CMakeLists.txt.
 set(AGENT_FSCONF_SOURCES
-  src/agent_fsconf.c
-  src/agent_fsconf_ops.c
-  src/agent_fsconf_rm.c
-  src/agent_fsconf_walk.c
+  src/fs/agent_fsconf.c
+  src/fs/agent_fsconf_ops.c
+  src/fs/agent_fsconf_rm.c
+  src/fs/agent_fsconf_walk.c
 )
 find_package(Threads REQUIRED)
 
 add_library(agent_fsconf STATIC ${AGENT_FSCONF_SOURCES})
-target_include_directories(agent_fsconf PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/src)
+target_include_directories(agent_fsconf PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/src/fs)
 target_link_libraries(agent_fsconf PUBLIC sbx_proto)
 sbx_target(agent_fsconf)
 
 add_library(agent_fsconf_nosan STATIC ${AGENT_FSCONF_SOURCES})
 target_include_directories(agent_fsconf_nosan PUBLIC
-  ${CMAKE_CURRENT_SOURCE_DIR}/src
-  $<TARGET_PROPERTY:sbx_proto_nosan,INTERFACE_INCLUDE_DIRECTORIES>)
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/fs
+  $<TARGET_PROPERTY:sbx_proto_nosan,INTERFACE_INCLUDE_DIRECTORIES>
+    $<TARGET_PROPERTY:sbx_common_nosan,INTERFACE_INCLUDE_DIRECTORIES>)
 target_compile_options(agent_fsconf_nosan PRIVATE ${AGENT_COLD_OPT} -ffunction-sections -fdata-sections)
 sbx_target(agent_fsconf_nosan NOSAN)
 
 # The unsanitized library in a -static link that fails on any linker warning
 # (NSS functions warn there), run once: it links and resolves as shipped.
 add_executable(agent_fsconf_static tests/test_fsconf_static.c)
-target_link_libraries(agent_fsconf_static PRIVATE agent_fsconf_nosan $<TARGET_FILE:sbx_proto_nosan>)
-add_dependencies(agent_fsconf_static sbx_proto_nosan)
+target_link_libraries(agent_fsconf_static PRIVATE agent_fsconf_nosan $<TARGET_FILE:sbx_proto_nosan> $<TARGET_FILE:sbx_common_nosan>)
+add_dependencies(agent_fsconf_static sbx_proto_nosan sbx_common_nosan)
 target_link_options(agent_fsconf_static PRIVATE -static -Wl,--fatal-warnings)
 sbx_target(agent_fsconf_static NOSAN)
 add_test(NAME guest_agent_fsconf_static COMMAND agent_fsconf_static)

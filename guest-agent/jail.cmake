@@ -1,5 +1,5 @@
-# The jail a command's child enters before exec (src/agent_jail*.c) and its
-# seccomp profiles (src/agent_seccomp*.c, seccomp/default.json), as libraries
+# The jail a command's child enters before exec (src/jail/agent_jail*.c) and its
+# seccomp profiles (src/jail/agent_seccomp*.c, seccomp/default.json), as libraries
 # of their own beside agent_core: agent_jail (sanitized with SBX_SANITIZE,
 # for tests) and agent_jail_nosan (for the static sandbox-agent, which then
 # links AGENT_SECCOMP_A and AGENT_JANSSON_A). Included from CMakeLists.txt.
@@ -13,15 +13,15 @@ add_custom_command(OUTPUT ${AGENT_JAIL_BUILTIN_C}
 add_custom_target(agent_jail_builtin DEPENDS ${AGENT_JAIL_BUILTIN_C})
 
 set(AGENT_JAIL_SOURCES
-  src/agent_jail.c
-  src/agent_jail_user.c
-  src/agent_seccomp.c
-  src/agent_seccomp_profile.c
+  src/jail/agent_jail.c
+  src/jail/agent_jail_user.c
+  src/jail/agent_seccomp.c
+  src/jail/agent_seccomp_profile.c
   ${AGENT_JAIL_BUILTIN_C}
 )
 
 add_library(agent_jail STATIC ${AGENT_JAIL_SOURCES})
-target_include_directories(agent_jail PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/src)
+target_include_directories(agent_jail PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/src/jail)
 target_link_libraries(agent_jail PUBLIC sbx_proto PkgConfig::SECCOMP PkgConfig::JANSSON)
 add_dependencies(agent_jail agent_jail_builtin)
 sbx_target(agent_jail)
@@ -31,8 +31,9 @@ find_library(AGENT_SECCOMP_A NAMES libseccomp.a REQUIRED)
 find_library(AGENT_JANSSON_A NAMES libjansson.a REQUIRED)
 add_library(agent_jail_nosan STATIC ${AGENT_JAIL_SOURCES})
 target_include_directories(agent_jail_nosan PUBLIC
-  ${CMAKE_CURRENT_SOURCE_DIR}/src
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/jail
   $<TARGET_PROPERTY:sbx_proto_nosan,INTERFACE_INCLUDE_DIRECTORIES>
+    $<TARGET_PROPERTY:sbx_common_nosan,INTERFACE_INCLUDE_DIRECTORIES>
   ${SECCOMP_INCLUDE_DIRS} ${JANSSON_INCLUDE_DIRS})
 target_compile_options(agent_jail_nosan PRIVATE ${AGENT_COLD_OPT} -ffunction-sections -fdata-sections)
 add_dependencies(agent_jail_nosan agent_jail_builtin)

@@ -1,9 +1,9 @@
 /* The edge's side of BENCHMARKS.md's prototype comparison (issue 10), not
- * part of the build: node-supervisor/src/http with a one-row family answering
+ * part of the build: node-supervisor/src/edge/http with a one-row family answering
  * GET /v1/sandboxes/{id}, one loop. From the top of the tree:
- *   S=node-supervisor/src; gcc -O2 -D_GNU_SOURCE -I$S/http -I$S/base -Iprotocol/include \
- *     -o ours bench/proto_http/ours.c $S/http/sup_*.c $S/base/sup_token.c $S/base/sup_log.c \
- *     $S/base/sup_text.c $S/base/sup_b64.c protocol/src/err.c protocol/src/bev_fill.c \
+ *   S=node-supervisor/src; gcc -O2 -D_GNU_SOURCE -I$S/edge/http -I$S/lib/base -Iprotocol/include -Icommon/include \
+ *     -o ours bench/proto_http/ours.c $S/edge/http/sup_*.c $S/lib/base/sup_token.c $S/lib/base/sup_log.c \
+ *     $S/lib/base/sup_text.c $S/lib/base/sup_b64.c common/src/err.c common/src/bev_fill.c \
  *     -levent_core -ljansson -lwslay -lcrypto
  *   ./ours 18082 & wrk -t2 -c64 -d6s --latency -H 'Authorization: Bearer tok-0123456789abcdef' \
  *     http://127.0.0.1:18082/v1/sandboxes/sb-0123456789ab */

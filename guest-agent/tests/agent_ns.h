@@ -23,7 +23,7 @@ const char *agent_ns_binary(void);
 /* Start the agent (grace_ms for its shutdown) and wait until it accepts. */
 int agent_ns_start(agent_ns *ns, unsigned grace_ms);
 /* With only the capabilities a sandbox's container gets (Docker's default
- * set and CAP_NET_ADMIN, see node-supervisor/src/sup_bundle.c). */
+ * set and CAP_NET_ADMIN, see node-supervisor/src/lib/runtime/sup_bundle.c). */
 #define AGENT_NS_CONTAINER_CAPS 1u
 int agent_ns_start_ex(agent_ns *ns, unsigned grace_ms, unsigned flags);
 /* Wait up to ms for the agent to exit; its wait status in *status. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/clock.h"
 #include "sbx/proto.h"
 #include "sbx/proto_conn.h"
 #include "sup_agent_dial.h"
@@ -82,14 +83,6 @@ static void now(struct timespec *t)
 	clock_gettime(CLOCK_MONOTONIC, t);
 }
 
-static uint64_t ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-	now(&t);
-	int64_t ms = (int64_t)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-	return ms < 0 ? 0 : (uint64_t)ms;
-}
-
 static void timer_add_ms(struct event *ev, uint64_t ms)
 {
 	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
@@ -116,7 +109,7 @@ static void clock_update(sup_agent_call *call)
 		return;
 	call->running = run;
 	if (!run) {
-		uint64_t spent = ms_since(&call->since);
+		uint64_t spent = sbx_ms_since(&call->since);
 		call->budget_ms = spent < call->budget_ms ? call->budget_ms - spent : 0;
 		event_del(call->timer);
 		return;
@@ -347,8 +340,8 @@ static void on_live(evutil_socket_t fd, short what, void *ud)
 	if (a->lost || a->freed || !a->conn || a->held)
 		return; /* held: sup_agent_hold starts the watch again */
 	dispatch_begin(a);
-	uint64_t quiet = ms_since(&a->last_in);
-	if (a->ping_id && quiet < ms_since(&a->ping_sent) && quiet < a->o.ping_timeout_ms) {
+	uint64_t quiet = sbx_ms_since(&a->last_in);
+	if (a->ping_id && quiet < sbx_ms_since(&a->ping_sent) && quiet < a->o.ping_timeout_ms) {
 		/* Frames came since the ping: a busy agent works through the
 		 * requests we queued before it. Alive; the answer may come. */
 		timer_add_ms(a->live_timer, a->o.ping_timeout_ms - quiet);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "sbx/cleanup.h"
+#include "sbx/clock.h"
 #include "sup_catalog.h"
 #include "sup_core_int.h"
 #include "sup_disk.h"
@@ -20,7 +21,7 @@
 #include "sup_layer_tar.h"
 #include "sup_log.h"
 #include "sup_snap_store.h"
-#include "sup_snaps_store.h"
+#include "sup_snaps_store_int.h"
 #include "sup_token.h"
 #include "sup_volumes.h"
 
@@ -112,13 +113,6 @@ sup_snaps_fetched **sup_snaps_fetched_of(sup_snaps *s)
 
 /* ---- helpers ---- */
 
-static double ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
-}
-
 static bool owns(const sup_tenant *who, const char *tenant)
 {
 	return who->admin || strcmp(who->name, tenant) == 0;
@@ -155,7 +149,7 @@ static int while_frozen(sup_snaps_op *op, int (*fn)(sup_snaps_op *op), double *f
 	sbx_err terr;
 	/* a sandbox its owner paused is read as it is and left paused */
 	int t = op->was_paused ? 0 : sup_runc_freeze(rc, &op->box, false, &terr);
-	*frozen_ms = ms_since(&t0);
+	*frozen_ms = sbx_ms_since_f(&t0);
 	if (t < 0) {
 		sup_error("sandbox %s: thaw after a snapshot: %s", op->box.id, terr.msg);
 		if (r == 0)
@@ -781,7 +775,7 @@ static int copy_upper(sup_snaps_op *op)
 	sup_runc_cmd c = {.argv = argv, .stdout_fd = -1, .stderr_fd = -1, .errout = errout,
 			  .errout_cap = sizeof(errout), .timeout_ms = COPY_TIMEOUT_MS};
 	r = sup_runc_cmd_run(&c, &op->err);
-	op->copy_ms = ms_since(&t0);
+	op->copy_ms = sbx_ms_since_f(&t0);
 	if (r > 0)
 		r = sbx_err_set(&op->err, -EIO, "copy the layer of %s: cp exit %d: %s", op->box.id, r,
 				errout);

@@ -1,5 +1,5 @@
-/* sup_snaps_store: see sup_snaps_store.h. */
-#include "sup_snaps_store.h"
+/* sup_snaps_store: see sup_snaps_store_int.h. */
+#include "sup_snaps_store_int.h"
 
 #include <errno.h>
 #include <limits.h>

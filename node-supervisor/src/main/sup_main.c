@@ -24,6 +24,7 @@
 #include "sup_cluster.h"
 #include "sup_config.h"
 #include "sup_core.h"
+#include "sup_dir_static.h"
 #include "sup_disk.h"
 #include "sup_files.h"
 #include "sup_http.h"
@@ -60,10 +61,6 @@
 #define SHUTDOWN_GRACE_S 120
 /* entries of one layer: a tar bomb of empty files stops here */
 #define IMAGE_MAX_ENTRIES 1000000
-
-/* The relay's directory in a cluster: the nodes' Leases (sup_kube). */
-static const sup_directory_ops kube_directory = { sup_kube_nodes_find, sup_kube_nodes_pick,
-						   sup_kube_nodes_each };
 
 /* --import-image [NAME=]PATH and --remove-image NAME at start, then the GC
  * of layers no image uses (the routes import and delete at run time). */
@@ -781,7 +778,7 @@ int main(int argc, char **argv)
 		/* the relay's directory: the nodes' Leases (a --peer list given
 		 * stands); without a node credential nothing is relayed */
 		if (!directory && (relay.key || relay.node_token))
-			relay.dir = (sup_directory){ &kube_directory, kube };
+			relay.dir = (sup_directory){ &sup_kube_directory_ops, kube }; /* the Leases */
 	}
 
 	const char *h = cfg.listen_host;
