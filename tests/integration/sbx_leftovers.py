@@ -184,27 +184,19 @@ _MNT_DETACH = 2
 
 def _umount_in(pid, mp):
     """mp (as pid's mountinfo names it: from pid's root) detached in pid's
-    mount namespace, by a child of ours that joins it and takes pid's root:
-    no program of that namespace's is run (a runtime's namespace, pivoted
-    into a root of its own, may have no umount), so nothing there is
-    trusted either. True when it went."""
-    try:
-        ns = os.open("/proc/%d/ns/mnt" % pid, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        root = os.open("/proc/%d/root" % pid, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        os.close(ns)
-        return False
-    child = os.fork()
-    if child == 0:  # only system calls here, then _exit: a forked copy of a threaded test
-        ok = (_LIBC.setns(ns, _CLONE_NEWNS) == 0 and _LIBC.fchdir(root) == 0
-              and _LIBC.chroot(b".") == 0 and _LIBC.umount2(os.fsencode(mp), _MNT_DETACH) == 0)
-        os._exit(0 if ok else 1)
-    os.close(ns)
-    os.close(root)
-    return os.waitpid(child, 0)[1] == 0
+    mount namespace by a process of ours (this file, run: a fresh process
+    with one thread, as setns needs) that joins it and takes pid's root: no
+    program of that namespace's is run (a runtime's namespace, pivoted into
+    a root of its own, may have no umount). True when it went."""
+    return subprocess.run([sys.executable, os.path.abspath(__file__), "umount-in", str(pid), mp],
+                          capture_output=True).returncode == 0
+
+
+def _umount_here_in(pid, mp):
+    ns = os.open("/proc/%d/ns/mnt" % pid, os.O_RDONLY | os.O_CLOEXEC)
+    root = os.open("/proc/%d/root" % pid, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    return (_LIBC.setns(ns, _CLONE_NEWNS) == 0 and _LIBC.fchdir(root) == 0
+            and _LIBC.chroot(b".") == 0 and _LIBC.umount2(os.fsencode(mp), _MNT_DETACH) == 0)
 
 
 def unmount_under(path):
@@ -269,7 +261,15 @@ def detach_loops_under(path):
 
 if __name__ == "__main__":
     # sbx_leftovers.py detach-below [--keep=PATH]... PATH...
-    if sys.argv[1:2] != ["detach-below"]:
-        sys.exit("usage: %s detach-below [--keep=PATH]... PATH..." % sys.argv[0])
-    detach_below([a for a in sys.argv[2:] if not a.startswith("--keep=")],
-                 [a[len("--keep="):] for a in sys.argv[2:] if a.startswith("--keep=")])
+    # sbx_leftovers.py umount-in PID MOUNTPOINT
+    if sys.argv[1:2] == ["detach-below"]:
+        detach_below([a for a in sys.argv[2:] if not a.startswith("--keep=")],
+                     [a[len("--keep="):] for a in sys.argv[2:] if a.startswith("--keep=")])
+    elif sys.argv[1:2] == ["umount-in"] and len(sys.argv) == 4:
+        try:
+            sys.exit(0 if _umount_here_in(int(sys.argv[2]), sys.argv[3]) else 1)
+        except (OSError, ValueError):
+            sys.exit(1)
+    else:
+        sys.exit("usage: %s detach-below [--keep=PATH]... PATH... | umount-in PID MOUNTPOINT"
+                 % sys.argv[0])
