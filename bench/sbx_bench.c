@@ -5,8 +5,8 @@
  *   sandbox's container (peer), the agent socket directly, the HTTP API;
  *   acquire from a warm pool, without and with `resources`, and with a
  *   network policy; cold create until the agent answers, without and with
- *   egress plumbing; a neighbour's exec beside a fork bomb held by `pids`,
- *   and the bomb's DELETE;
+ *   egress plumbing; a neighbour's exec beside a busy loop and beside a
+ *   fork bomb held by `pids`, and the bomb's DELETE;
  *   streaming throughput of `head -c N /dev/zero` through SSE, beside the
  *   ceiling of a plain unix socketpair, with the CPU each side spent;
  *   the HTTP edge: requests/s of 64 keep-alive clients (wrk) on GET
@@ -591,21 +591,32 @@ static void exec_true_n(supervisor *sv, const char *id, int n, bench_samples *s)
 	}
 }
 
-/* A neighbour's exec p50, idle and beside `:(){ :|:& };:` in a sandbox with
- * pids 256 (the rest the defaults), then the bomb's DELETE. */
+/* A neighbour's exec p50, idle, beside a busy loop in a sandbox of the
+ * default CPU (the control: what the CPU share the limit grants costs it),
+ * and beside `:(){ :|:& };:` in a sandbox with pids 256 (the rest the
+ * defaults), then the bomb's DELETE. The pids limit should make a fork bomb
+ * no worse than the busy loop (it_limits judged that until it failed beside
+ * other work: it prints these figures now). */
 static void bench_fork_bomb(supervisor *sv, const bench_opts *o)
 {
-	char nb[64], bomb[64], path[128];
+	char nb[64], bomb[64], spin[64], path[128];
 	if (create_sandbox(sv, nb, sizeof(nb)) != 201 ||
-	    create_sandbox_with(sv, "{\"resources\":{\"pids\":256}}", bomb, sizeof(bomb)) != 201) {
+	    create_sandbox_with(sv, "{\"resources\":{\"pids\":256}}", bomb, sizeof(bomb)) != 201 ||
+	    create_sandbox(sv, spin, sizeof(spin)) != 201) {
 		fprintf(stderr, "fork bomb: create failed: %s\n", bench_http_body(sv->http));
 		return;
 	}
 	int n = o->iterations / 4 > 20 ? o->iterations / 4 : 20;
-	bench_samples idle = {0}, busy = {0}, gone = {0};
+	bench_samples idle = {0}, spun = {0}, busy = {0}, gone = {0};
 	exec_true_n(sv, nb, 20, &idle); /* warm */
 	bench_samples_free(&idle);
 	exec_true_n(sv, nb, n, &idle);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", spin);
+	bench_http_do(sv->http, "POST", path, "{\"argv\":[\"bash\",\"-c\",\"while :; do :; done\"]}");
+	exec_true_n(sv, nb, 10, &spun); /* the loop under way */
+	bench_samples_free(&spun);
+	exec_true_n(sv, nb, n, &spun);
+	delete_sandbox(sv, spin);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", bomb);
 	bench_http_do(sv->http, "POST", path, "{\"argv\":[\"bash\",\"-c\",\":(){ :|:& };:\"]}");
 	long held = 0;
@@ -617,10 +628,13 @@ static void bench_fork_bomb(supervisor *sv, const bench_opts *o)
 	bench_samples_add(&gone, bench_now_ms() - t);
 	char note[96];
 	report("bomb.idle", "neighbour exec `true`, idle", &idle, "idle figure");
-	snprintf(note, sizeof(note), "sbx, target p50 <= 2x idle (%ld processes held)", held);
+	report("bomb.spin", "neighbour exec `true` beside a busy loop (default cpus)", &spun, "control");
+	snprintf(note, sizeof(note), "sbx, target p50 <= 2x idle or control (%ld processes held)",
+		 held);
 	report("bomb.busy", "neighbour exec `true` beside a fork bomb", &busy, note);
 	report("bomb.delete", "the fork bomb's DELETE (pids 256)", &gone, "sbx, target <= 1000 ms");
 	bench_samples_free(&idle);
+	bench_samples_free(&spun);
 	bench_samples_free(&busy);
 	bench_samples_free(&gone);
 	delete_sandbox(sv, nb);

@@ -668,9 +668,11 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* n cold creates of isolation, each until the agent accepts; p50 below
- * bound_ms (a sanity bound, not the benchmark: bench/ has the targets). */
-static void time_creates(fixture *f, sup_isolation iso, int n, double bound_ms)
+/* n cold creates of isolation, each until the agent accepts, their times
+ * printed: each create must succeed; how long they take is sbx-bench's row
+ * "cold create until the agent answers", which a test beside other work
+ * cannot measure. */
+static void time_creates(fixture *f, sup_isolation iso, int n)
 {
 	double ms[20] = {0};
 	assert_true(n <= 20);
@@ -687,12 +689,11 @@ static void time_creates(fixture *f, sup_isolation iso, int n, double bound_ms)
 	qsort(ms, (size_t)n, sizeof(ms[0]), cmp_double);
 	printf("%s cold create until the agent accepts, %d runs: p50 %.1f ms, p90 %.1f ms, "
 	       "max %.1f ms\n", sup_isolation_names[iso], n, ms[n / 2], ms[n * 9 / 10], ms[n - 1]);
-	assert_true(ms[n / 2] < bound_ms);
 }
 
 static void test_create_time(void **state)
 {
-	time_creates(*state, SUP_ISO_RUNC, 20, 1000.0);
+	time_creates(*state, SUP_ISO_RUNC, 20);
 }
 
 /* ---- gVisor ------------------------------------------------------------- */
@@ -784,7 +785,7 @@ static void test_gvisor_create_time(void **state)
 {
 	if (!have_gvisor())
 		skip();
-	time_creates(*state, SUP_ISO_GVISOR, 10, 5000.0);
+	time_creates(*state, SUP_ISO_GVISOR, 10);
 }
 
 /* The removal that runs on guest-written trees: deep, with symlinks out, and

@@ -11,10 +11,12 @@ kubelet's root, which holds runc's state) goes only once what it names is
 confirmed gone; a removal that fails leaves it for the next sweep.
 Stdlib only, nothing done at import; a test harness, never the product.
 """
+import ctypes
 import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -175,13 +177,62 @@ def mounts_elsewhere(path):
     return res
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNS = 0x00020000
+_MNT_DETACH = 2
+
+
+def _umount_in(pid, mp):
+    """mp (as pid's mountinfo names it: from pid's root) detached in pid's
+    mount namespace by a process of ours (this file, run: a fresh process
+    with one thread, as setns needs) that joins it and takes pid's root: no
+    program of that namespace's is run (a runtime's namespace, pivoted into
+    a root of its own, may have no umount). True when it went."""
+    return subprocess.run([sys.executable, os.path.abspath(__file__), "umount-in", str(pid), mp],
+                          capture_output=True).returncode == 0
+
+
+def _umount_here_in(pid, mp):
+    ns = os.open("/proc/%d/ns/mnt" % pid, os.O_RDONLY | os.O_CLOEXEC)
+    root = os.open("/proc/%d/root" % pid, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    return (_LIBC.setns(ns, _CLONE_NEWNS) == 0 and _LIBC.fchdir(root) == 0
+            and _LIBC.chroot(b".") == 0 and _LIBC.umount2(os.fsencode(mp), _MNT_DETACH) == 0)
+
+
 def unmount_under(path):
     """Every mount at or below path detached (lazily), deepest first: in
-    this namespace, then in any other that holds a copy."""
+    this namespace, then in any other that holds a copy. (A copy that a
+    mount on top of it hides, or one a user namespace's lock holds, cannot
+    be reached this way: the namespace of a test that covers /tmp or /run
+    starts with detach_below, below.)"""
     for mp in sorted(mounts_under(path), key=len, reverse=True):
         subprocess.run(["umount", "-l", mp], capture_output=True)
     for pid, mp in sorted(mounts_elsewhere(path), key=lambda x: len(x[1]), reverse=True):
-        subprocess.run(["nsenter", "-t", str(pid), "-m", "umount", "-l", mp], capture_output=True)
+        _umount_in(pid, mp)
+
+
+def detach_below(paths, keep=()):
+    """In a mount namespace just made (unshare -m: a copy of every mount
+    there was, other tests' sandboxes' disks included), every mount strictly
+    below each of paths detached, deepest first, but those holding a path of
+    keep. Run by a test inside a namespace that then covers those paths
+    with a tmpfs: a copy under the tmpfs would hold another test's mount
+    and loop device for this namespace's whole life, and no other process
+    could reach it to unmount it (unmount_under needs its path)."""
+    keep = [os.path.realpath(k) + "/" for k in keep]
+    below = [os.path.realpath(p).rstrip("/") + "/" for p in paths]
+    mps = _mounts_in("/proc/self/mountinfo", "/")
+    for mp in sorted(set(mps), key=len, reverse=True):
+        if any(mp.startswith(b) for b in below) and \
+                not any(k.startswith(mp + "/") for k in keep):
+            _LIBC.umount2(os.fsencode(mp), _MNT_DETACH)
+
+
+def detach_below_cmd(paths, keep=()):
+    """detach_below as a shell command, for a test's `unshare -m sh -c`."""
+    args = [sys.executable, os.path.abspath(__file__), "detach-below"]
+    args += ["--keep=" + k for k in keep] + list(paths)
+    return " ".join("'%s'" % a.replace("'", "'\\''") for a in args)
 
 
 def loops_under(path):
@@ -206,3 +257,19 @@ def detach_loops_under(path):
     told to (a busy one goes at its last close)."""
     for dev in loops_under(path):
         subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+if __name__ == "__main__":
+    # sbx_leftovers.py detach-below [--keep=PATH]... PATH...
+    # sbx_leftovers.py umount-in PID MOUNTPOINT
+    if sys.argv[1:2] == ["detach-below"]:
+        detach_below([a for a in sys.argv[2:] if not a.startswith("--keep=")],
+                     [a[len("--keep="):] for a in sys.argv[2:] if a.startswith("--keep=")])
+    elif sys.argv[1:2] == ["umount-in"] and len(sys.argv) == 4:
+        try:
+            sys.exit(0 if _umount_here_in(int(sys.argv[2]), sys.argv[3]) else 1)
+        except (OSError, ValueError):
+            sys.exit(1)
+    else:
+        sys.exit("usage: %s detach-below [--keep=PATH]... PATH... | umount-in PID MOUNTPOINT"
+                 % sys.argv[0])

@@ -26,6 +26,7 @@ still runs (a stand-in), the record and folder stay for the next sweep.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
+import fcntl
 import json
 import os
 import select
@@ -166,11 +167,25 @@ class Sweep(unittest.TestCase):
         for folder, top in ((run["inet"], None), (run["s3"], None), (run["cp"], None),
                             (run["node"], run["node_top"])):
             self.addCleanup(h.remove_run, folder, top)
+        # Its records held (the lock a sweep takes on each) from before it
+        # dies until this test sweeps: under ctest -j2 a harness start of a
+        # test beside (it_k8s_nodes' control plane) sweeps dead runs too,
+        # and took the dead s3rver before it was looked at.
+        self.held = []
+        for folder in (run["state"], run["inet"], run["s3"], run["cp"], run["node"]):
+            fd = os.open(h.run_record(folder), os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self.held.append(fd)
+        self.addCleanup(self.let_sweep)
         child.kill()
         child.wait()
         os.kill(run["sup"], signal.SIGKILL)
         self.assertTrue(wait_gone(run["sup"]))
         return run
+
+    def let_sweep(self):
+        while self.held:
+            os.close(self.held.pop())
 
     def test_sweep_takes_only_the_dead_run(self):
         require_s3rver()
@@ -233,6 +248,7 @@ class Sweep(unittest.TestCase):
         wait, h.RUNTIME_CALL_WAIT_S = h.RUNTIME_CALL_WAIT_S, 0.5
         try:
             t0 = time.monotonic()
+            self.let_sweep()
             self.sup(pool_size=0)   # the next harness start sweeps
             took = time.monotonic() - t0
         finally:

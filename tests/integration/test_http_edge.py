@@ -5,8 +5,8 @@ obs-fold, bare LF, NUL: 400, the connection closed, the hidden request never
 run), a slowloris client cut at --head-timeout while others are served,
 limits answered in JSON (413 at any size, 431), --max-connections refused at
 accept without a busy loop, 10,000 idle keep-alive connections held while
-the exec p50 stays within 1.5x of its idle figure (the median of three
-rounds; the supervisor's RSS with them printed), a graceful stop (idle
+execs go on (each usable after, the supervisor's memory per connection
+bounded; how much they slow an exec is sbx-bench's row), a graceful stop (idle
 connections closed at once, a request in flight answered), and clients
 that reset (SO_LINGER 0) mid-request: a cold create cancelled (nothing
 listed, the tenant's quota free again), a streaming download freed at

@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.join(TOP, "tests", "k8s"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import apiserver  # noqa: E402
 from sbx_harness import Supervisor, end_all, stop_clean  # noqa: E402
+from sbx_leftovers import detach_below_cmd  # noqa: E402
 
 NS = "sbx-system"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % NS
@@ -215,7 +216,10 @@ class Nodes(ClusterTest):
                 time.sleep(1)
             print("while away: create + delete %.1f ms; worst GET /v1/nodes %.1f ms"
                   % (both * 1000, worst * 1000))
-            self.assertLess(worst, 0.5)
+            # a deadline with a loaded machine's room (the worst of some 90
+            # calls), still below the 3 s a call to the away API server
+            # could take to fail (libcurl's connect timeout)
+            self.assertLess(worst, 2.5)
             self.assertLess(both, 5)
             d = self.directory("n2")
             self.assertFalse(d["kube"]["connected"])
@@ -273,10 +277,15 @@ class Nodes(ClusterTest):
             with open(os.path.join(sa, name), "w") as f:
                 f.write(text)
         shutil.copy(self.cp.ca, os.path.join(sa, "ca.crt"))
-        mount = ("mount -t tmpfs -o size=1m sbx-test /run && "
+        sup, agent = binaries()
+        # Its namespace starts as a copy of every mount there is: other
+        # tests' below /tmp (their sandboxes' disks) go, so that it holds
+        # none of them, and those below /run (network namespaces), which
+        # the tmpfs would hide from their cleanup.
+        mount = (detach_below_cmd(["/run", "/tmp"], keep=[sa, sup, agent, self.tmp]) + " && "
+                 "mount -t tmpfs -o size=1m sbx-test /run && "
                  "mkdir -p /run/secrets/kubernetes.io/serviceaccount && "
                  "cp %s/* /run/secrets/kubernetes.io/serviceaccount/ && exec \"$@\"" % sa)
-        sup, agent = binaries()
         s = Supervisor(sup, agent, pool_size=0,
                        wrap=["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh"],
                        extra=["--kube-in-cluster", "--node-name", "pod-node",

@@ -53,6 +53,7 @@ sys.path.insert(0, os.path.join(TOP, "tests", "k8s"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import apiserver  # noqa: E402
 from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_leftovers import detach_below_cmd  # noqa: E402
 from test_k8s_nodes import binaries, wait_for  # noqa: E402
 
 NODE = "kp1"
@@ -345,7 +346,14 @@ class FakeKubelet:
             if not os.path.isdir(path) and parent != "/":
                 mounts += ["mount -t tmpfs tmpfs %s" % parent, "mkdir %s" % path]
             mounts.append("mount -t tmpfs tmpfs %s" % path)
-        inner = " && ".join(["echo 0 > %s/cgroup.procs" % cg] + mounts +
+        # The namespace starts as a copy of every mount there is, other
+        # tests' sandboxes' disks below /tmp and network namespaces below
+        # /run included; the tmpfs on top would hide them from their own
+        # cleanup, which could then not unmount them (ctest -j2 beside
+        # it_k8s_relay), so they go first.
+        covered = ["/run"] + [p for p in self.empty_dirs if p != "/"]
+        inner = " && ".join(["echo 0 > %s/cgroup.procs" % cg,
+                             detach_below_cmd(covered, keep=[d, self.agent])] + mounts +
                             ["exec /run/.sandbox-agent --listen unix:/run/sandbox/agent.sock"])
         p = subprocess.Popen(["unshare", "--mount", "--pid", "--net", "--ipc", "--kill-child",
                               "--mount-proc", "--propagation", "private", "sh", "-c", inner],

@@ -335,7 +335,11 @@ class Ports(unittest.TestCase):
                 # A small message right behind a large one goes at once
                 # too (the agent reads larger turns while bulk flows,
                 # DESIGN.md "Ports"): its echo takes about as long as one
-                # after a quiet pause. Medians of five rounds each.
+                # after a quiet pause. Medians of five rounds each; the
+                # room (250 ms) is a loaded machine's, far below what a
+                # piece held for the low-water mark waits (608 ms in
+                # guest_agent_port with the timer off, or until the 10 s
+                # wait_for gives up).
                 async def echo_ms(msg):
                     t = time.monotonic()
                     await ws.send(msg)
@@ -350,7 +354,7 @@ class Ports(unittest.TestCase):
                     behind.append(await echo_ms("behind %d" % i))
                 quiet.sort()
                 behind.sort()
-                self.assertLess(behind[2], quiet[2] + 20, (quiet, behind))
+                self.assertLess(behind[2], quiet[2] + 250, (quiet, behind))
         asyncio.run(run())
 
     def tunnel(self, port):

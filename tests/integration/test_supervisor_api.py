@@ -264,27 +264,32 @@ class SupervisorAPI(unittest.TestCase):
         self.assertEqual([m for m in mounts_under(self.sup.state_dir) if sid in m], [])
         self.assertFalse(os.path.exists(os.path.join(self.sup.state_dir, "sandboxes", sid)))
 
-    def test_acquire_from_warm_pool_is_fast(self):
+    def test_acquire_from_warm_pool(self):
+        # A create with a ready pool is given one of the pool's sandboxes
+        # (a container that was there before the create), not a cold
+        # create. Its time is printed, not judged: the target (p50 <= 2 ms)
+        # is sbx-bench's row "acquire from a warm pool", which a test
+        # beside other work cannot measure.
         times = []
         ids = []
         c = self.sup.conn()
         try:
             for _ in range(3):
                 self.sup.wait_ready(n=2)
+                pooled = [cid for cid, _ in containers_under(self.sup.state_dir)]
                 t0 = time.perf_counter()
                 st, _, sb = self.sup.request("POST", "/v1/sandboxes", {}, conn=c)
                 times.append((time.perf_counter() - t0) * 1000)
                 self.assertEqual(st, 201, sb)
                 ids.append(sb["id"])
+                self.assertTrue([cid for cid in pooled if cid.endswith("-" + sb["id"])],
+                                (sb["id"], pooled))
         finally:
             c.close()
         for sid in ids:
             self.assertEqual(self.sup.request("DELETE", "/v1/sandboxes/" + sid)[0], 204)
-        # The target is p50 <= 2 ms (see BENCHMARKS.md); a sanitizer build on
-        # a busy CI box gets slack, a cold create (~40 ms+) does not fit.
         print("\nacquire through the API (ms): %s" % ", ".join("%.2f" % t for t in times),
               file=sys.stderr)
-        self.assertLess(percentile(times, 50), 25)
 
     def test_exec_latency(self):
         c = self.sup.conn()
@@ -297,9 +302,11 @@ class SupervisorAPI(unittest.TestCase):
                 self.assertEqual((st, r["exit_code"]), (200, 0))
         finally:
             c.close()
+        # Printed, not judged: the figure is sbx-bench's row "exec `true`:
+        # HTTP API (POST .../exec)", which a test beside other work cannot
+        # measure.
         print("\nexec true through the API: p50 %.2f ms, p99 %.2f ms" %
               (percentile(times, 50), percentile(times, 99)), file=sys.stderr)
-        self.assertLess(percentile(times, 50), 50)
 
 
 if __name__ == "__main__":
