@@ -36,7 +36,10 @@ struct sup_agent_call {
 	sup_agent_wait wait;
 	uint64_t timeout_ms;           /* the op's own; non-zero: the budget is never refilled */
 	struct event *timer;           /* NULL: no deadline */
-	uint64_t budget_ms;
+	/* In ns: the clock stops and starts around every frame the caller
+	 * takes and gives back at once, and a budget kept in whole ms lost
+	 * the fraction each time, so a flood of frames never spent it. */
+	uint64_t budget_ns;
 	struct timespec since;         /* while running: when the clock started */
 	bool running;
 	size_t held;                   /* cost handed to the caller, not given back yet */
@@ -90,9 +93,27 @@ static uint64_t ms_since(const struct timespec *t0)
 	return ms < 0 ? 0 : (uint64_t)ms;
 }
 
+#define NS_PER_MS 1000000ull
+
+static uint64_t ns_since(const struct timespec *t0)
+{
+	struct timespec t;
+	now(&t);
+	int64_t ns = (int64_t)(t.tv_sec - t0->tv_sec) * 1000000000 + (t.tv_nsec - t0->tv_nsec);
+	return ns < 0 ? 0 : (uint64_t)ns;
+}
+
 static void timer_add_ms(struct event *ev, uint64_t ms)
 {
 	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+	evtimer_add(ev, &tv);
+}
+
+/* Rounded up to the µs: a timer never fires before the budget is spent. */
+static void timer_add_ns(struct event *ev, uint64_t ns)
+{
+	uint64_t us = (ns + 999) / 1000;
+	struct timeval tv = { (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
 	evtimer_add(ev, &tv);
 }
 
@@ -116,13 +137,13 @@ static void clock_update(sup_agent_call *call)
 		return;
 	call->running = run;
 	if (!run) {
-		uint64_t spent = ms_since(&call->since);
-		call->budget_ms = spent < call->budget_ms ? call->budget_ms - spent : 0;
+		uint64_t spent = ns_since(&call->since);
+		call->budget_ns = spent < call->budget_ns ? call->budget_ns - spent : 0;
 		event_del(call->timer);
 		return;
 	}
 	now(&call->since);
-	timer_add_ms(call->timer, call->budget_ms);
+	timer_add_ns(call->timer, call->budget_ns);
 }
 
 /* A frame of the call came: an idle budget starts again. */
@@ -130,10 +151,10 @@ static void clock_refill(sup_agent_call *call)
 {
 	if (!call->timer || call->timeout_ms)
 		return;
-	call->budget_ms = call->agent->o.idle_ms;
+	call->budget_ns = call->agent->o.idle_ms * NS_PER_MS;
 	if (call->running) {
 		now(&call->since);
-		timer_add_ms(call->timer, call->budget_ms);
+		timer_add_ns(call->timer, call->budget_ns);
 	}
 }
 
@@ -215,24 +236,16 @@ static void dispatch_end(sup_agent *a)
 		agent_release(a);
 }
 
-static void call_late(evutil_socket_t fd, short what, void *ud)
+/* The call is past its deadline (e->code -ETIME). */
+static void call_expire(sup_agent_call *call, const sbx_err *e)
 {
-	sup_agent_call *call = ud;
 	sup_agent *a = call->agent;
-	(void)fd;
-	(void)what;
 	call->running = false;
-	call->budget_ms = 0;
+	call->budget_ns = 0;
+	if (call->timer)
+		event_del(call->timer);
 	const sup_agent_call_cbs *cbs = call->cbs;
 	void *cud = call->ud;
-	sbx_err e;
-	if (call->timeout_ms)
-		sbx_err_set(&e, -ETIME,
-			    "the agent did not end %s within its timeout of %llu ms and %u ms of grace",
-			    call->op, (unsigned long long)call->timeout_ms, a->o.grace_ms);
-	else
-		sbx_err_set(&e, -ETIME, "the agent sent nothing on %s for %u ms", call->op,
-			    a->o.idle_ms);
 	totals.timeouts++;
 	dispatch_begin(a);
 	/* The caller hears first (the call is still whole for it), then the
@@ -242,10 +255,27 @@ static void call_late(evutil_socket_t fd, short what, void *ud)
 	call->cbs = NULL;
 	call->ud = NULL;
 	if (cbs)
-		cbs->on_done(call, -ETIME, NULL, &e, cud);
+		cbs->on_done(call, -ETIME, NULL, e, cud);
 	if (!a->lost && !a->freed)
 		call_abandon(call);
 	dispatch_end(a);
+}
+
+static void call_late(evutil_socket_t fd, short what, void *ud)
+{
+	sup_agent_call *call = ud;
+	sup_agent *a = call->agent;
+	(void)fd;
+	(void)what;
+	sbx_err e;
+	if (call->timeout_ms)
+		sbx_err_set(&e, -ETIME,
+			    "the agent did not end %s within its timeout of %llu ms and %u ms of grace",
+			    call->op, (unsigned long long)call->timeout_ms, a->o.grace_ms);
+	else
+		sbx_err_set(&e, -ETIME, "the agent sent nothing on %s for %u ms", call->op,
+			    a->o.idle_ms);
+	call_expire(call, &e);
 }
 
 /* ---- the connection ---- */
@@ -828,7 +858,7 @@ int sup_agent_call_start(sup_agent *a, const char *op, const void *args, size_t 
 	snprintf(call->op, sizeof(call->op), "%s", op);
 	call->wait = wait;
 	call->timeout_ms = timeout_ms;
-	call->budget_ms = timeout_ms ? timeout_ms + a->o.grace_ms : a->o.idle_ms;
+	call->budget_ns = (timeout_ms ? timeout_ms + a->o.grace_ms : a->o.idle_ms) * NS_PER_MS;
 	sbx_proto_conn_set_stream_data(a->conn, call->id, call);
 	TAILQ_INSERT_TAIL(&a->calls, call, link);
 	a->ncalls++;
