@@ -42,6 +42,11 @@ struct sup_agent_call {
 	uint64_t budget_ns;
 	struct timespec since;         /* while running: when the clock started */
 	bool running;
+	/* timeout_ms: the agent's time since the start (its frozen time not
+	 * counted) against timeout plus grace, and the bytes it sent past it */
+	struct timespec started;
+	uint64_t frozen0_ns;           /* the agent's frozen time at the start */
+	uint64_t late_bytes;
 	size_t held;                   /* cost handed to the caller, not given back yet */
 	bool eof_sent;                 /* SENDS: the caller's input has ended */
 	bool starved;                  /* SENDS: a send found no credit */
@@ -78,6 +83,8 @@ struct sup_agent {
 	bool freed;                    /* sup_agent_free ran while dispatching */
 	bool lost;                     /* on_lost delivered */
 	bool held;                     /* sup_agent_hold: frozen, no clock runs */
+	uint64_t frozen_ns;            /* time held, the current hold excluded */
+	struct timespec held_since;
 };
 
 static void now(struct timespec *t)
@@ -278,6 +285,39 @@ static void call_late(evutil_socket_t fd, short what, void *ud)
 	call_expire(call, &e);
 }
 
+static uint64_t agent_frozen_ns(const sup_agent *a)
+{
+	return a->frozen_ns + (a->held ? ns_since(&a->held_since) : 0);
+}
+
+/* The clock stands while the caller holds cost (sup_agent.h), so an agent
+ * that floods within its credit while the caller passes its bytes on
+ * slowly would never see its deadline. Past its timeout plus grace in its
+ * own time (frozen time not counted) it may send what it can have held
+ * at the timeout (SUP_AGENT_LATE_BYTES); a byte more and it is late,
+ * whatever the caller does. True when the call ended so. */
+static bool call_sends_late(sup_agent_call *call, size_t n)
+{
+	sup_agent *a = call->agent;
+	if (!call->timeout_ms)
+		return false;
+	uint64_t frozen = agent_frozen_ns(a) - call->frozen0_ns;
+	uint64_t ran = ns_since(&call->started);
+	if ((ran > frozen ? ran - frozen : 0) <= (call->timeout_ms + a->o.grace_ms) * NS_PER_MS)
+		return false;
+	call->late_bytes += n;
+	if (call->late_bytes <= SUP_AGENT_LATE_BYTES)
+		return false;
+	sbx_err e;
+	sbx_err_set(&e, -ETIME,
+		    "the agent did not end %s within its timeout of %llu ms and %u ms of grace "
+		    "(it sent %llu bytes past it and went on)",
+		    call->op, (unsigned long long)call->timeout_ms, a->o.grace_ms,
+		    (unsigned long long)call->late_bytes);
+	call_expire(call, &e);
+	return true;
+}
+
 /* ---- the connection ---- */
 
 static void fail_all_calls(sup_agent *a, int code, const char *why)
@@ -412,6 +452,10 @@ void sup_agent_hold(sup_agent *a, bool held)
 	if (a->held == held || a->lost || a->freed || !a->conn)
 		return;
 	a->held = held;
+	if (held)
+		now(&a->held_since);
+	else
+		a->frozen_ns += ns_since(&a->held_since);
 	sbx_proto_conn_peer_held(a->conn, held);
 	for (sup_agent_call *call = TAILQ_FIRST(&a->calls); call; call = TAILQ_NEXT(call, link))
 		clock_update(call);
@@ -468,6 +512,8 @@ static void on_call_frame(sup_agent *a, sup_agent_call *call, const sbx_proto_fr
 			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
 			return;
 		}
+		if (call_sends_late(call, f->body_len))
+			return; /* cancelled: its credit is not given back */
 		call->held += f->body_len;
 		totals.bytes_from += f->data_len;
 		clock_update(call);
@@ -480,6 +526,8 @@ static void on_call_frame(sup_agent *a, sup_agent_call *call, const sbx_proto_fr
 			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
 			return;
 		}
+		if (call_sends_late(call, f->body_len))
+			return;
 		call->held += f->body_len;
 		totals.bytes_from += f->data_len;
 		clock_update(call);
@@ -859,6 +907,8 @@ int sup_agent_call_start(sup_agent *a, const char *op, const void *args, size_t 
 	call->wait = wait;
 	call->timeout_ms = timeout_ms;
 	call->budget_ns = (timeout_ms ? timeout_ms + a->o.grace_ms : a->o.idle_ms) * NS_PER_MS;
+	now(&call->started);
+	call->frozen0_ns = agent_frozen_ns(a);
 	sbx_proto_conn_set_stream_data(a->conn, call->id, call);
 	TAILQ_INSERT_TAIL(&a->calls, call, link);
 	a->ncalls++;
