@@ -39,6 +39,9 @@ static void ms_since_counts_the_time_passed(void **state)
 	assert_true(ms >= 30);
 	assert_true(f >= 30.0);
 	assert_true(f >= (double)ms); /* read later, with its fraction */
+	uint64_t ns = sbx_ns_since(&t0);
+	assert_true(ns >= 30ull * 1000000ull);
+	assert_true(ns / 1000000ull >= ms); /* read later still */
 }
 
 static void ms_since_a_later_reading_is_zero(void **state)
@@ -48,6 +51,7 @@ static void ms_since_a_later_reading_is_zero(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	t0.tv_sec += 60;
 	assert_int_equal(sbx_ms_since(&t0), 0);
+	assert_int_equal(sbx_ns_since(&t0), 0);
 	assert_true(sbx_ms_since_f(&t0) < -59000.0);
 }
 

@@ -247,16 +247,24 @@ typedef struct t_exec {
 	bool has_st;
 	sbx_err err;
 	long done_ms;
+	bool hold_one;           /* a slow reader: the last frame's cost is held */
+	size_t last_cost;
 } t_exec;
 
 static void x_data(sup_exec_call *call, sup_chan ch, const uint8_t *p, size_t n, size_t cost,
 		   void *ud)
 {
+	t_exec *x = ud;
 	(void)ch;
 	(void)p;
 	(void)n;
-	(void)ud;
-	sup_agent_exec_consumed(call, cost);
+	if (!x->hold_one) {
+		sup_agent_exec_consumed(call, cost);
+		return;
+	}
+	if (x->last_cost)
+		sup_agent_exec_consumed(call, x->last_cost);
+	x->last_cost = cost;
 }
 
 static void x_done(sup_exec_call *call, int rc, const sup_exec_status *st, const sbx_err *err,
@@ -321,6 +329,52 @@ static void test_exec_timeout_plus_grace(void **state)
 	assert_int_equal(x.done, 0);
 	sup_agent_exec_cancel(call);
 	t_close(&t);
+}
+
+/* The peer floods the stream with frames of n bytes (the credit it gets
+ * back unread), the loop running between them, until the call is done. */
+static void peer_flood(t_agent *t, uint64_t id, size_t n, const int *done)
+{
+	long end = ms_now() + 5000;
+	while (!*done && ms_now() < end) {
+		peer_send_data(t, id, n);
+		event_base_loop(t->base, EVLOOP_NONBLOCK);
+	}
+}
+
+/* An agent that floods an exec and never ends it, for a caller that gives
+ * every frame's cost back at once (a buffered exec: the clock stops and
+ * runs again around each frame, and used to lose the part of a ms each
+ * time, so the budget was never spent) and for one that always holds the
+ * last frame's (a reader behind by a frame: the clock stands, and the
+ * call ends once the agent sent SUP_AGENT_LATE_BYTES past its timeout
+ * plus grace). Both end at their timeout plus grace. */
+static void test_exec_deadline_under_a_flood(void **state)
+{
+	(void)state;
+	for (int hold = 0; hold < 2; hold++) {
+		t_agent t;
+		sup_agent_opts o = opts_default();
+		t_open(&t, &o, 65536);
+		char *argv[] = { "yes", NULL };
+		sup_exec_spec spec = { .x = { .argv = argv, .argc = 1, .timeout_ms = 300 } };
+		t_exec x = { .hold_one = hold };
+		sup_exec_call *call;
+		sbx_err e;
+		long t0 = ms_now();
+		assert_int_equal(sup_agent_exec(t.a, &spec, NULL, &exec_cbs, &x, &call, &e), 0);
+		uint64_t id = peer_expect(&t, SBX_PROTO_REQ, SBX_OP_EXEC);
+		peer_flood(&t, id, 4096, &x.done);
+		assert_int_equal(x.done, 1);
+		assert_int_equal(x.rc, -ETIME);
+		assert_in_range(x.done_ms - t0, 480, 3000);
+		assert_true(x.has_st && x.st.timed_out);
+		assert_non_null(strstr(x.err.msg, "timeout of 300 ms and 200 ms of grace"));
+		if (hold)
+			assert_non_null(strstr(x.err.msg, "bytes past it"));
+		assert_int_equal(t.lost, 0);
+		t_close(&t);
+	}
 }
 
 /* An exec answered with too_large, which exec does not have (its request
@@ -739,6 +793,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_agent_version),
 		cmocka_unit_test(test_exec_timeout_plus_grace),
+		cmocka_unit_test(test_exec_deadline_under_a_flood),
 		cmocka_unit_test(test_exec_too_large_is_the_agents),
 		cmocka_unit_test(test_idle_deadline),
 		cmocka_unit_test(test_idle_stands_while_credit_held),

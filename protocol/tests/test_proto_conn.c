@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -471,6 +472,66 @@ static void test_over_credit(void **state)
 	event_base_free(base);
 }
 
+/* A peer flooding, credit ignored, a stream we opened and pass nothing
+ * on from (or cancelled: its frames are dropped, still charged), with
+ * frames large enough to be read into blocks of their own: the frame that
+ * goes past the window fails the connection and none after it is
+ * delivered, whether or not anyone reads the stream. */
+static void flood_unread(bool cancel)
+{
+	struct event_base *base = harness_base();
+	struct side srv = { 0 };
+	sbx_proto_conn_opts so = server_opts;
+	so.window = 65536;
+	int fd = harness_raw_client(base, &srv, &so, 65536, true);
+	uint64_t id;
+	sbx_proto_frame f;
+	assert_int_equal(sbx_proto_conn_request(srv.c, SBX_OP_EXEC, NULL, 0, &id, NULL), 0);
+	assert_int_equal(raw_recv(base, fd, &f, 2000), 1);
+	assert_int_equal(f.kind, SBX_PROTO_REQ);
+	sbx_proto_frame_release(&f);
+	if (cancel) {
+		assert_int_equal(sbx_proto_conn_cancel(srv.c, id, NULL), 0);
+		assert_int_equal(raw_recv(base, fd, &f, 2000), 1);
+		assert_int_equal(f.kind, SBX_PROTO_CANCEL);
+		sbx_proto_frame_release(&f);
+	}
+	static uint8_t chunk[20000];
+	sbx_proto_writer w;
+	sbx_proto_writer_init(&w);
+	assert_int_equal(sbx_proto_encode_data(&w, id, "stdout", chunk, sizeof(chunk), false, 0, NULL), 0);
+	size_t body = w.buf.size - SBX_PROTO_HEADER_LEN;
+	sbx_proto_writer_reset(&w);
+	size_t within = so.window / body;
+	/* the frames within the window, the one past it, and two more */
+	for (size_t i = 0; i < within + 3; i++)
+		assert_int_equal(sbx_proto_encode_data(&w, id, "stdout", chunk, sizeof(chunk), false, 0,
+						       NULL), 0);
+	raw_send(fd, &w);
+	pump_until(base, &srv.closed, 5000);
+	assert_int_equal(srv.n[SBX_PROTO_DATA], cancel ? 0 : (int)within);
+	char want[96];
+	snprintf(want, sizeof(want), "data of %zu bytes on stream %llu, credit %zu", body,
+		 (unsigned long long)id, so.window - within * body);
+	if (!strstr(srv.why.msg, "flow_control") || !strstr(srv.why.msg, want))
+		fail_msg("closed with '%s', not for '%s'", srv.why.msg, want);
+	raw_expect_conn_err(base, fd, SBX_PROTO_E_FLOW_CONTROL);
+	close(fd);
+	sbx_proto_writer_destroy(&w);
+	sbx_proto_conn_free(srv.c);
+	event_base_free(base);
+}
+
+static void test_flood_unread_stream(void **state)
+{
+	flood_unread(false);
+}
+
+static void test_flood_cancelled_stream(void **state)
+{
+	flood_unread(true);
+}
+
 /* --- limits -------------------------------------------------------------- */
 
 static void test_max_streams_local(void **state)
@@ -903,6 +964,8 @@ int main(void)
 		cmocka_unit_test(test_data_in_place),
 		cmocka_unit_test(test_data_from),
 		cmocka_unit_test(test_over_credit),
+		cmocka_unit_test(test_flood_unread_stream),
+		cmocka_unit_test(test_flood_cancelled_stream),
 		cmocka_unit_test(test_max_streams_local),
 		cmocka_unit_test(test_max_streams_remote),
 		cmocka_unit_test(test_cancel),

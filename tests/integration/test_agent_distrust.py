@@ -10,7 +10,10 @@ client's exec with a 2 s timeout is answered within its deadline with the
 documented status (504 agent_timeout, or 502 agent_error naming what the
 agent did: never a 4xx), /healthz and the other sandboxes keep answering,
 the sandbox fails with the reason in its view, the supervisor's memory
-stays bounded, and the sandbox can be deleted.
+stays bounded, and the sandbox can be deleted. A stand-in that floods an
+exec (credit ignored, or kept within it) meets the same deadline on every
+path that has one (issue 28): a buffered exec, a streamed one read at full
+speed, the OpenSandbox layer's command.
 
 One supervisor, two images: "host" (its /usr is the host's, so the
 stand-in is a python3 script with Debian's python3-msgpack) and a folder
@@ -91,6 +94,20 @@ def misbehave(s, mode, sid, it):
         chunk = pack({"t": "data", "id": sid, "ch": "stdout", "d": b"x" * 65536})
         while True:
             s.sendall(chunk)
+    elif mode == "flood-credit":  # as fast as its credit allows, never an end
+        chunk = pack({"t": "data", "id": sid, "ch": "stdout", "d": b"x" * 65536})
+        credit = WINDOW[0]
+        while True:
+            while credit >= len(chunk) - 4:
+                s.sendall(chunk)
+                credit -= len(chunk) - 4
+            f = next(it, None)
+            if f is None:
+                return
+            if f.get("t") == "credit" and f.get("id") == sid:
+                credit += f["n"]
+            elif f.get("t") == "req" and f.get("op") == "ping":
+                s.sendall(pack({"t": "end", "id": f["id"], "r": {}}))
     elif mode == "unknown-stream":
         s.sendall(pack({"t": "end", "id": 999, "r": {}}))
     elif mode == "second-hello":
@@ -100,15 +117,20 @@ def misbehave(s, mode, sid, it):
     for _ in it:  # silent: read everything, answer nothing
         pass
 
+WINDOW = [1024]  # the credit the supervisor grants per stream (its hello)
+
 def serve(s):
     s.sendall(HELLO)
     it = frames(s)
     for f in it:
         t, sid = f.get("t"), f.get("id")
-        if t == "req" and f.get("op") == "ping":
+        if t == "hello":
+            WINDOW[0] = f["window"]
+        elif t == "req" and f.get("op") == "ping":
             s.sendall(pack({"t": "end", "id": sid, "r": {}}))
         elif t == "req" and f.get("op") == "exec":
-            argv = (f.get("a") or {}).get("argv") or []
+            a = f.get("a") or {}
+            argv = a.get("argv") or (a.get("cmd") or "").split()
             if argv[:1] == ["misbehave"]:
                 misbehave(s, argv[1], sid, it)
                 return
@@ -306,6 +328,131 @@ class AgentDistrust(unittest.TestCase):
         self.assertIn("flow_control", self.wait_failed(sid, 2)["reason"])
         self.others_answer()
         self.delete(sid)
+
+    # ---- a flood meets the deadline on every path that has one ----
+    # "flood" ignores its credit, "flood-credit" keeps within it; neither
+    # ever ends. Whether a client reads fast, or never waits for the bytes
+    # (a buffered exec), the call gets its timed-out answer at its timeout
+    # plus grace (504), or the breach of the credit ends it (502).
+
+    def peak_growth(self, fn):
+        """fn()'s result, and how far the supervisor's RSS rose above its
+        start while fn ran (MiB, sampled every 20 ms)."""
+        pid = self.sup.proc.pid
+        start = rss_kb(pid)
+        peak = [start]
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                peak[0] = max(peak[0], rss_kb(pid))
+                done.wait(0.02)
+
+        t = threading.Thread(target=sample)
+        t.start()
+        try:
+            return fn(), (peak[0] - start) / 1024
+        finally:
+            done.set()
+            t.join()
+
+    def judge_flood(self, what, mode, code, msg, secs):
+        print("\n%s, %s: %s in %.2f s: %s" % (what, mode, code, secs, msg), file=sys.stderr)
+        if mode == "flood-credit":
+            self.assertEqual(code, "agent_timeout", msg)
+        elif code != "agent_timeout":  # the supervisor fell behind: the breach
+            self.assertEqual(code, "agent_error", msg)
+            self.assertIn("flow_control", msg)
+        self.assertLess(secs, 2 + GRACE + SLACK)
+
+    def after_flood(self, sid, mode):
+        """The stand-in that ignores its credit floods on once its stream is
+        cancelled, and breaks it within a window: the sandbox fails, the
+        breach named. The one within its credit stands still."""
+        if mode == "flood":
+            self.assertIn("flow_control", self.wait_failed(sid, 2 + SLACK)["reason"])
+        self.others_answer()
+        self.delete(sid)
+
+    def test_flood_buffered_exec(self):
+        """Issue 28's regression: a buffered exec held until the client gave
+        up. The clock stood and ran again around every frame, losing the
+        part of a millisecond each time."""
+        bound = 32 if sanitized(SUP) else 16
+        for mode in ("flood", "flood-credit"):
+            with self.subTest(mode=mode):
+                sid = self.sup.create(image="host", timeout=600)["id"]
+                t0 = time.monotonic()
+                (st, _, r), grown = self.peak_growth(lambda: self.sup.exec(
+                    sid, argv=["misbehave", mode], timeout=2, max_output=65536))
+                secs = time.monotonic() - t0
+                self.assertEqual(st, 504, r)
+                self.judge_flood("buffered exec", mode, r["error"]["code"],
+                                 r["error"]["message"], secs)
+                self.assertGreaterEqual(secs, 2 + GRACE - 0.1)
+                self.assertEqual((r["timed_out"], r["signal"], r["truncated"]),
+                                 (True, "KILL", True), r["error"])
+                self.assertEqual(r["stdout"], "x" * 65536)
+                print("supervisor RSS rose %.1f MiB during the flood (bound %d)"
+                      % (grown, bound), file=sys.stderr)
+                self.assertLess(grown, bound)
+                self.after_flood(sid, mode)
+
+    def test_flood_streamed_exec_read_at_once(self):
+        """A streamed exec (NDJSON) whose client reads as fast as it can:
+        the bytes' cost comes back and goes out again without end."""
+        for mode in ("flood", "flood-credit"):
+            with self.subTest(mode=mode):
+                sid = self.sup.create(image="host", timeout=600)["id"]
+                t0 = time.monotonic()
+                s = Stream(self.sup, sid, {"argv": ["misbehave", mode], "timeout": 2},
+                           accept="application/x-ndjson", timeout=30)
+                n, last = 0, None
+                try:
+                    for ev, o in s.events():
+                        n += 1
+                        last = (ev, o)
+                finally:
+                    s.close()
+                secs = time.monotonic() - t0
+                self.assertEqual(last[0], "error", last)
+                err = last[1]["error"]
+                self.assertGreater(n, 2)
+                self.judge_flood("streamed exec (%d events)" % n, mode, err["code"],
+                                 err["message"], secs)
+                self.after_flood(sid, mode)
+
+    def test_flood_opensandbox_command(self):
+        """The OpenSandbox layer's foreground command, its stream read at once."""
+        for mode in ("flood", "flood-credit"):
+            with self.subTest(mode=mode):
+                sid = self.sup.create(image="host", timeout=600)["id"]
+                t0 = time.monotonic()
+                c = self.sup.conn(30)
+                try:
+                    c.request("POST", "/opensandbox/execd/%s/command" % sid,
+                              body=json.dumps({"command": "misbehave " + mode, "timeout": 2000}),
+                              headers={"OPEN-SANDBOX-API-KEY": self.sup.token,
+                                       "Accept": "text/event-stream"})
+                    r = c.getresponse()
+                    self.assertEqual(r.status, 200)
+                    buf, n, last = b"", 0, None
+                    while True:
+                        got = r.read1(1 << 20)
+                        if not got:
+                            break
+                        buf += got
+                        while b"\n\n" in buf:
+                            chunk, buf = buf.split(b"\n\n", 1)
+                            n += 1
+                            last = json.loads(chunk)
+                finally:
+                    c.close()
+                secs = time.monotonic() - t0
+                self.assertEqual(last["type"], "error", last)
+                self.judge_flood("opensandbox command (%d events)" % n, mode,
+                                 last["error"]["ename"], last["error"]["evalue"], secs)
+                self.after_flood(sid, mode)
 
     # ---- an agent that stops answering ----
 

@@ -37,9 +37,17 @@ struct sup_agent_call {
 	sup_agent_wait wait;
 	uint64_t timeout_ms;           /* the op's own; non-zero: the budget is never refilled */
 	struct event *timer;           /* NULL: no deadline */
-	uint64_t budget_ms;
+	/* In ns: the clock stops and starts around every frame the caller
+	 * takes and gives back at once, and a budget kept in whole ms lost
+	 * the fraction each time, so a flood of frames never spent it. */
+	uint64_t budget_ns;
 	struct timespec since;         /* while running: when the clock started */
 	bool running;
+	/* timeout_ms: the agent's time since the start (its frozen time not
+	 * counted) against timeout plus grace, and the bytes it sent past it */
+	struct timespec started;
+	uint64_t frozen0_ns;           /* the agent's frozen time at the start */
+	uint64_t late_bytes;
 	size_t held;                   /* cost handed to the caller, not given back yet */
 	bool eof_sent;                 /* SENDS: the caller's input has ended */
 	bool starved;                  /* SENDS: a send found no credit */
@@ -76,6 +84,8 @@ struct sup_agent {
 	bool freed;                    /* sup_agent_free ran while dispatching */
 	bool lost;                     /* on_lost delivered */
 	bool held;                     /* sup_agent_hold: frozen, no clock runs */
+	uint64_t frozen_ns;            /* time held, the current hold excluded */
+	struct timespec held_since;
 };
 
 static void now(struct timespec *t)
@@ -83,9 +93,19 @@ static void now(struct timespec *t)
 	clock_gettime(CLOCK_MONOTONIC, t);
 }
 
+#define NS_PER_MS 1000000ull
+
 static void timer_add_ms(struct event *ev, uint64_t ms)
 {
 	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+	evtimer_add(ev, &tv);
+}
+
+/* Rounded up to the µs: a timer never fires before the budget is spent. */
+static void timer_add_ns(struct event *ev, uint64_t ns)
+{
+	uint64_t us = (ns + 999) / 1000;
+	struct timeval tv = { (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
 	evtimer_add(ev, &tv);
 }
 
@@ -109,13 +129,13 @@ static void clock_update(sup_agent_call *call)
 		return;
 	call->running = run;
 	if (!run) {
-		uint64_t spent = sbx_ms_since(&call->since);
-		call->budget_ms = spent < call->budget_ms ? call->budget_ms - spent : 0;
+		uint64_t spent = sbx_ns_since(&call->since);
+		call->budget_ns = spent < call->budget_ns ? call->budget_ns - spent : 0;
 		event_del(call->timer);
 		return;
 	}
 	now(&call->since);
-	timer_add_ms(call->timer, call->budget_ms);
+	timer_add_ns(call->timer, call->budget_ns);
 }
 
 /* A frame of the call came: an idle budget starts again. */
@@ -123,10 +143,10 @@ static void clock_refill(sup_agent_call *call)
 {
 	if (!call->timer || call->timeout_ms)
 		return;
-	call->budget_ms = call->agent->o.idle_ms;
+	call->budget_ns = call->agent->o.idle_ms * NS_PER_MS;
 	if (call->running) {
 		now(&call->since);
-		timer_add_ms(call->timer, call->budget_ms);
+		timer_add_ns(call->timer, call->budget_ns);
 	}
 }
 
@@ -208,24 +228,16 @@ static void dispatch_end(sup_agent *a)
 		agent_release(a);
 }
 
-static void call_late(evutil_socket_t fd, short what, void *ud)
+/* The call is past its deadline (e->code -ETIME). */
+static void call_expire(sup_agent_call *call, const sbx_err *e)
 {
-	sup_agent_call *call = ud;
 	sup_agent *a = call->agent;
-	(void)fd;
-	(void)what;
 	call->running = false;
-	call->budget_ms = 0;
+	call->budget_ns = 0;
+	if (call->timer)
+		event_del(call->timer);
 	const sup_agent_call_cbs *cbs = call->cbs;
 	void *cud = call->ud;
-	sbx_err e;
-	if (call->timeout_ms)
-		sbx_err_set(&e, -ETIME,
-			    "the agent did not end %s within its timeout of %llu ms and %u ms of grace",
-			    call->op, (unsigned long long)call->timeout_ms, a->o.grace_ms);
-	else
-		sbx_err_set(&e, -ETIME, "the agent sent nothing on %s for %u ms", call->op,
-			    a->o.idle_ms);
 	totals.timeouts++;
 	dispatch_begin(a);
 	/* The caller hears first (the call is still whole for it), then the
@@ -235,10 +247,60 @@ static void call_late(evutil_socket_t fd, short what, void *ud)
 	call->cbs = NULL;
 	call->ud = NULL;
 	if (cbs)
-		cbs->on_done(call, -ETIME, NULL, &e, cud);
+		cbs->on_done(call, -ETIME, NULL, e, cud);
 	if (!a->lost && !a->freed)
 		call_abandon(call);
 	dispatch_end(a);
+}
+
+static void call_late(evutil_socket_t fd, short what, void *ud)
+{
+	sup_agent_call *call = ud;
+	sup_agent *a = call->agent;
+	(void)fd;
+	(void)what;
+	sbx_err e;
+	if (call->timeout_ms)
+		sbx_err_set(&e, -ETIME,
+			    "the agent did not end %s within its timeout of %llu ms and %u ms of grace",
+			    call->op, (unsigned long long)call->timeout_ms, a->o.grace_ms);
+	else
+		sbx_err_set(&e, -ETIME, "the agent sent nothing on %s for %u ms", call->op,
+			    a->o.idle_ms);
+	call_expire(call, &e);
+}
+
+static uint64_t agent_frozen_ns(const sup_agent *a)
+{
+	return a->frozen_ns + (a->held ? sbx_ns_since(&a->held_since) : 0);
+}
+
+/* The clock stands while the caller holds cost (sup_agent.h), so an agent
+ * that floods within its credit while the caller passes its bytes on
+ * slowly would never see its deadline. Past its timeout plus grace in its
+ * own time (frozen time not counted) it may send what it can have held
+ * at the timeout (SUP_AGENT_LATE_BYTES); a byte more and it is late,
+ * whatever the caller does. True when the call ended so. */
+static bool call_sends_late(sup_agent_call *call, size_t n)
+{
+	sup_agent *a = call->agent;
+	if (!call->timeout_ms)
+		return false;
+	uint64_t frozen = agent_frozen_ns(a) - call->frozen0_ns;
+	uint64_t ran = sbx_ns_since(&call->started);
+	if ((ran > frozen ? ran - frozen : 0) <= (call->timeout_ms + a->o.grace_ms) * NS_PER_MS)
+		return false;
+	call->late_bytes += n;
+	if (call->late_bytes <= SUP_AGENT_LATE_BYTES)
+		return false;
+	sbx_err e;
+	sbx_err_set(&e, -ETIME,
+		    "the agent did not end %s within its timeout of %llu ms and %u ms of grace "
+		    "(it sent %llu bytes past it and went on)",
+		    call->op, (unsigned long long)call->timeout_ms, a->o.grace_ms,
+		    (unsigned long long)call->late_bytes);
+	call_expire(call, &e);
+	return true;
 }
 
 /* ---- the connection ---- */
@@ -375,6 +437,10 @@ void sup_agent_hold(sup_agent *a, bool held)
 	if (a->held == held || a->lost || a->freed || !a->conn)
 		return;
 	a->held = held;
+	if (held)
+		now(&a->held_since);
+	else
+		a->frozen_ns += sbx_ns_since(&a->held_since);
 	sbx_proto_conn_peer_held(a->conn, held);
 	for (sup_agent_call *call = TAILQ_FIRST(&a->calls); call; call = TAILQ_NEXT(call, link))
 		clock_update(call);
@@ -431,6 +497,8 @@ static void on_call_frame(sup_agent *a, sup_agent_call *call, const sbx_proto_fr
 			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
 			return;
 		}
+		if (call_sends_late(call, f->body_len))
+			return; /* cancelled: its credit is not given back */
 		call->held += f->body_len;
 		totals.bytes_from += f->data_len;
 		clock_update(call);
@@ -443,6 +511,8 @@ static void on_call_frame(sup_agent *a, sup_agent_call *call, const sbx_proto_fr
 			sbx_proto_conn_consumed(a->conn, f->id, f->body_len);
 			return;
 		}
+		if (call_sends_late(call, f->body_len))
+			return;
 		call->held += f->body_len;
 		totals.bytes_from += f->data_len;
 		clock_update(call);
@@ -821,7 +891,9 @@ int sup_agent_call_start(sup_agent *a, const char *op, const void *args, size_t 
 	snprintf(call->op, sizeof(call->op), "%s", op);
 	call->wait = wait;
 	call->timeout_ms = timeout_ms;
-	call->budget_ms = timeout_ms ? timeout_ms + a->o.grace_ms : a->o.idle_ms;
+	call->budget_ns = (timeout_ms ? timeout_ms + a->o.grace_ms : a->o.idle_ms) * NS_PER_MS;
+	now(&call->started);
+	call->frozen0_ns = agent_frozen_ns(a);
 	sbx_proto_conn_set_stream_data(a->conn, call->id, call);
 	TAILQ_INSERT_TAIL(&a->calls, call, link);
 	a->ncalls++;

@@ -22,6 +22,9 @@
  * - neither clock runs while the caller holds cost it has not given back
  *   (a client reading slowly is not the agent's fault), nor, for a call
  *   that streams input first, while that input waits for the client;
+ *   but past its timeout plus grace a call may bring SUP_AGENT_LATE_BYTES
+ *   more at most (what an agent that stopped the command at its timeout
+ *   can still hold), so a flood within credit meets its deadline too;
  * - a call that passes its deadline ends with -ETIME (the stream is
  *   cancelled on the agent); the connection goes on;
  * - a connection quiet for ping_after_ms is pinged; nothing at all from
@@ -51,6 +54,11 @@ struct evbuffer;
  * per-connection budget (sup_http_cfg.credit_window), so a stalled client
  * still holds at most one window of the agent's bytes here. */
 #define SUP_AGENT_RECV_WINDOW (1u << 20)
+/* What an agent may still send on a call past its timeout plus grace:
+ * what it held when it stopped the command (the sandbox-agent's stdout
+ * and stderr pipes of 1 MiB each) and a window on its way, with room to
+ * spare. */
+#define SUP_AGENT_LATE_BYTES (4u * SUP_AGENT_RECV_WINDOW)
 
 typedef struct sup_agent sup_agent;
 typedef struct sup_exec_call sup_exec_call;
