@@ -343,8 +343,9 @@ int main(int argc, char **argv)
 	sup_config cfg;
 	sbx_err err;
 	sbx_err_clear(&err);
-	sup_config_defaults(&cfg);
-	int rc = sup_config_parse(&cfg, argc, argv, &err);
+	int rc = sup_config_defaults(&cfg, &err);
+	if (rc == 0)
+		rc = sup_config_parse(&cfg, argc, argv, &err);
 	if (rc == 1)
 		return 0;
 	if (rc < 0) {
