@@ -11,8 +11,8 @@
 
 static int parse(sup_config *c, sbx_err *e, int argc, const char **argv)
 {
-	sup_config_defaults(c);
 	sbx_err_clear(e);
+	assert_int_equal(sup_config_defaults(c, e), 0);
 	return sup_config_parse(c, argc, (char **)argv, e);
 }
 
@@ -337,6 +337,7 @@ static void test_bad_flags(void **state)
 	sbx_err e;
 	const char *argv[] = { "sup", "--pool-size", "10", "--max-sandboxes", "5", NULL };
 	assert_int_equal(parse(&c, &e, 5, argv), -EINVAL);
+	sup_config_release(&c);
 	const char *argv2[] = { "sup", "stray", NULL };
 	assert_int_equal(parse(&c, &e, 2, argv2), -EINVAL);
 	sup_config_release(&c);
@@ -422,6 +423,7 @@ static void test_resources(void **state)
 	assert_int_equal(c.res_default.disk, 10ull << 30);
 	assert_true(c.res_max.cpu_milli >= 1000);
 	assert_true(c.res_max.memory > 0 && c.res_max.pids > 0 && c.res_max.disk >= 10ull << 30);
+	sup_config_release(&c);
 	const char *argv[] = { "sup", "--default-resources", "cpus=0.5,memory=256M",
 			       "--max-resources", "cpus=1,memory=1G,pids=2048,disk=4G",
 			       "--default-resources", "pids=64,disk=1G", NULL };
@@ -432,13 +434,16 @@ static void test_resources(void **state)
 	assert_int_equal(c.res_default.disk, 1u << 30);
 	assert_int_equal(c.res_max.pids, 2048);
 	assert_int_equal(c.res_max.disk, 4ull << 30);
+	sup_config_release(&c);
 	/* a default over the ceiling names the field */
 	const char *argv2[] = { "sup", "--max-resources", "memory=512M", NULL };
 	assert_int_equal(parse(&c, &e, 3, argv2), -EINVAL);
 	assert_string_equal(e.msg, "--default-resources memory: 1G is over this supervisor's ceiling of 512M");
+	sup_config_release(&c);
 	const char *argv3[] = { "sup", "--default-resources", "cpus=1,swap=0", NULL };
 	assert_int_equal(parse(&c, &e, 3, argv3), -EINVAL);
 	assert_non_null(strstr(e.msg, "'swap=0'"));
+	sup_config_release(&c);
 }
 
 static void test_secs(void **state)

@@ -12,6 +12,10 @@
   server runs validation and admission without storing), the template's Pod
   too. A copy with a misspelt field and one whose DaemonSet selector misses
   its pods are refused (kubernetes-models passes both: why both checks run);
+- the supervisors' config file, as the rendered ConfigMap carries it and the
+  DaemonSet's args name it, is taken by the real binary
+  (`--config FILE --check-config` with the pod's args, `--print-config`),
+  and a copy with a misspelt key is refused naming its line;
 - applied for real, the supervisors' ServiceAccount may do what the
   Kubernetes backend will need (pods and events of sbx-sandboxes, leases of
   sbx-system) and nothing else it was checked for (`kubectl auth can-i`
@@ -51,7 +55,8 @@ EXPECTED = [
     ("RoleBinding", "sbx-supervisor-leases"), ("DaemonSet", "sbx-supervisor"),
     ("Service", "sbx-api"), ("NetworkPolicy", "sbx-sandboxes-default"),
     ("RuntimeClass", "gvisor"), ("RuntimeClass", "kata"),
-    ("ConfigMap", "sbx-sandbox-templates-"), ("Secret", "sbx-tenants-"),
+    ("ConfigMap", "sbx-sandbox-templates-"), ("ConfigMap", "sbx-supervisor-config-"),
+    ("Secret", "sbx-tenants-"),
 ]
 
 
@@ -203,7 +208,8 @@ class Server(unittest.TestCase):
         self.namespaces()
         rc, text, err = render(MANIFESTS)
         self.assertEqual(rc, 0, err)
-        cms = [o for o in objects(self.cp, text) if o["kind"] == "ConfigMap"]
+        cms = [o for o in objects(self.cp, text) if o["kind"] == "ConfigMap"
+               and o["metadata"]["name"].startswith("sbx-sandbox-templates-")]
         self.assertEqual(len(cms), 1)
         templates = cms[0]["data"]
         self.assertIn("default.yaml", templates)
@@ -216,6 +222,64 @@ class Server(unittest.TestCase):
             # The server filled it in (defaults): it went through the API.
             self.assertEqual(pod["spec"]["containers"][0]["terminationMessagePath"],
                              "/dev/termination-log")
+
+    def supervisor_config(self):
+        """The rendered DaemonSet's container args and the config file they
+        name, read from the rendered ConfigMap through its volume."""
+        rc, text, err = render(MANIFESTS)
+        self.assertEqual(rc, 0, err)
+        objs = objects(self.cp, text)
+        ds = [o for o in objs if o["kind"] == "DaemonSet"][0]["spec"]["template"]["spec"]
+        c = ds["containers"][0]
+        args = c["args"]
+        path = args[args.index("--config") + 1]
+        mount = [m for m in c["volumeMounts"] if path.startswith(m["mountPath"] + "/")]
+        self.assertEqual(len(mount), 1, "no volume mounted at %s" % path)
+        vol = [v for v in ds["volumes"] if v["name"] == mount[0]["name"]][0]
+        cm = [o for o in objs if o["kind"] == "ConfigMap"
+              and o["metadata"]["name"] == vol["configMap"]["name"]]
+        self.assertEqual(len(cm), 1, "the ConfigMap %s is not in the set" % vol["configMap"]["name"])
+        key = path[len(mount[0]["mountPath"]) + 1:]
+        self.assertIn(key, cm[0]["data"])
+        return args, path, cm[0]["data"][key]
+
+    def run_supervisor(self, args, path, text):
+        """The binary with the pod's args (its downward API values filled
+        in) and the config file at a path of ours."""
+        sup = os.environ.get("SBX_SUPERVISOR")
+        self.assertTrue(sup, "SBX_SUPERVISOR must name the binary")
+        d = tempfile.mkdtemp(prefix="sbx-k8s-config-")
+        try:
+            mine = os.path.join(d, os.path.basename(path))
+            with open(mine, "w") as f:
+                f.write(text)
+            argv = [mine if a == path else
+                    a.replace("$(NODE_NAME)", "node-a").replace("$(POD_IP)", "10.0.0.5")
+                    for a in args]
+            return subprocess.run([sup] + argv, capture_output=True, text=True, timeout=60)
+        finally:
+            shutil.rmtree(d)
+
+    def test_6_supervisor_config_accepted(self):
+        args, path, text = self.supervisor_config()
+        p = self.run_supervisor(args + ["--check-config"], path, text)
+        print(p.stdout, end="")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("are valid", p.stdout)
+        # What it runs with: the file's options, the args' per-pod ones.
+        p = self.run_supervisor(args + ["--print-config"], path, text)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for line in ("backend: kubernetes", "kube-in-cluster: true", "listen: 0.0.0.0:7070",
+                     "tenants: /etc/sbx/tenants/tenants.json", "node-name: node-a",
+                     "advertise-url: http://10.0.0.5:7070", "- /etc/sbx/templates/default.yaml"):
+            self.assertIn(line + "\n", p.stdout)
+        # A misspelt key stops the start, naming the file's line.
+        bad = text.replace("\nbackend:", "\nbackendd:", 1)
+        self.assertNotEqual(bad, text)
+        line = bad[:bad.index("backendd:")].count("\n") + 1
+        p = self.run_supervisor(args + ["--check-config"], path, bad)
+        self.assertEqual(p.returncode, 2, p.stdout)
+        self.assertIn("%s:%d: backendd: not an option" % (os.path.basename(path), line), p.stderr)
 
     def refused(self, edit, offline_passes, want):
         d = mutated(edit)

@@ -2,8 +2,9 @@
 // in package-lock.json): node check.mjs FILE.yaml (kustomize's output, many
 // documents). Every object is validated against its kind's schema; so is
 // every object a ConfigMap carries as a *.yaml key (the sandbox pod
-// templates). An object whose apiVersion/kind has no model fails: nothing
-// passes unchecked. Prints one line per object, exits 1 if any failed.
+// templates; not the supervisors' config file, which is no object). An
+// object whose apiVersion/kind has no model fails: nothing passes unchecked.
+// Prints one line per object, exits 1 if any failed.
 // kubernetes-models does not refuse unknown fields; the server-side dry-run
 // of test_k8s_manifests does.
 import { readFileSync } from "node:fs";
@@ -37,7 +38,11 @@ function check(obj, where, out) {
   } catch (e) {
     out.push({ ok: false, line: `FAIL ${name}: ${e.message}` });
   }
-  if (obj.kind === "ConfigMap" && obj.data) {
+  // The supervisors' config file (sbx-supervisor-config) is no Kubernetes
+  // object: the supervisor itself checks it (test_k8s_manifests runs
+  // --check-config on it).
+  const supervisorConfig = String(obj.metadata?.name ?? "").startsWith("sbx-supervisor-config");
+  if (obj.kind === "ConfigMap" && obj.data && !supervisorConfig) {
     for (const [key, text] of Object.entries(obj.data)) {
       if (!/\.ya?ml$/.test(key)) continue;
       for (const d of parseAllDocuments(text)) {

@@ -1,12 +1,15 @@
-/* Supervisor settings: defaults and command-line parsing.
- * Owns the sup_config struct and its validation. It must not touch the
- * file system or the network (main does that with the parsed values). */
+/* Supervisor settings: the sup_config struct, read from the command line
+ * and a config file (--config FILE, YAML) through one table of options
+ * (sup_options.c, the engine sup_opt.h), and checked across options. It
+ * reads the config file and nothing else: main opens what the values name
+ * (files, sockets, the network). */
 #ifndef SUP_CONFIG_H
 #define SUP_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sbx/err.h"
 #include "sup_nodeid.h"
@@ -32,7 +35,6 @@ typedef struct sup_config {
 	bool pool_reuse;           /* --pool-reuse: released runc sandboxes reset, not remade */
 	const char *reuse_paths[16]; /* --reuse-paths: the folders a reset empties */
 	size_t nreuse_paths;
-	char *reuse_paths_buf;     /* owns reuse_paths when given */
 	const char *imports[SUP_MAX_IMAGES]; /* --import-image [NAME=]PATH, in order */
 	size_t nimports;
 	const char *removes[SUP_MAX_IMAGES]; /* --remove-image NAME, after the imports */
@@ -112,15 +114,43 @@ typedef struct sup_config {
 	unsigned pod_ready_ms;       /* --pod-ready-timeout: a pod until its agent listens */
 	int log_level;
 	bool print_example;        /* print the token and a curl example at start */
-	char *images_buf;          /* owns the strings in images[] */
+	/* the command line's own */
+	const char *config_file;   /* --config FILE */
+	bool check_config;         /* --check-config */
+	bool print_config;         /* --print-config */
+	struct sup_config_kept *kept; /* owns the strings of the file and of lists */
 } sup_config;
 
-void sup_config_defaults(sup_config *c);
-/* Parse argv (getopt_long). Returns 0, 1 when --help/--version was printed
- * (caller exits 0), or -EINVAL with err filled. */
+/* Every option's default (the table's). 0, or -ENOMEM. */
+int sup_config_defaults(sup_config *c, sbx_err *err);
+/* The command line over c: the --config file first when it names one,
+ * then the options in their order (a repeatable option given there
+ * replaces the file's list). No checks across options. Returns 0, 1 when
+ * --help, --help-markdown or --version printed (caller exits 0), or
+ * -EINVAL with err filled. */
+int sup_config_args(sup_config *c, int argc, char **argv, sbx_err *err);
+/* The checks across options and the pools' sizes, once all are in. */
+int sup_config_finish(sup_config *c, sbx_err *err);
+/* sup_config_args, sup_config_finish, then --check-config and
+ * --print-config: 0, 1 when something was printed instead of a start
+ * (caller exits 0), or -EINVAL. */
 int sup_config_parse(sup_config *c, int argc, char **argv, sbx_err *err);
 void sup_config_release(sup_config *c);
-void sup_config_usage(const char *prog);
+void sup_config_usage(FILE *out, const char *prog);
+/* README.md's table of options (scripts/readme-options puts it there). */
+void sup_config_markdown(FILE *out);
+
+/* The config file (YAML): a mapping of option names to values, a list for
+ * a repeatable option, true/false for a switch. Applied over c; set (one
+ * per row of the table) marks the rows it gave. An unknown key, a wrong
+ * type or a bad value is -EINVAL naming the file, its line and the key. */
+int sup_config_load_file(sup_config *c, const char *path, bool *set, sbx_err *err);
+/* c as a config file that gives it back; secrets (the token) only when
+ * asked. 0, or -EIO. */
+int sup_config_write(const sup_config *c, FILE *out, bool secrets, sbx_err *err);
+/* A copy of n bytes of s, NUL-terminated, that lives as long as c; NULL
+ * when out of memory. */
+char *sup_config_keep(sup_config *c, const char *s, size_t n);
 
 /* The pools to run: runc pools of --pool-images with --pool-size, then
  * --pool entries (replacing the size of a pair given twice), then a pool of
