@@ -24,7 +24,7 @@
 #include "sup_disk.h"
 #include "sup_log.h"
 #include "sup_dir_static.h"
-#include "sup_main.h"
+#include "sup_main_int.h"
 #include "sup_start.h"
 #include "sup_token.h"
 

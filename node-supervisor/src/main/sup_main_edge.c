@@ -1,5 +1,5 @@
 /* The route families and the HTTP edge wired over what the earlier
- * phases made (sup_main.h): each family's context, the relay, the edge's
+ * phases made (sup_main_int.h): each family's context, the relay, the edge's
  * hooks and mounts. */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include "sup_images.h"
 #include "sup_kubemode.h"
 #include "sup_dir_static.h"
-#include "sup_main.h"
+#include "sup_main_int.h"
 #include "sup_mcp.h"
 #include "sup_nodes.h"
 #include "sup_openapi.h"

@@ -2,8 +2,8 @@
  * drain frees it) and the phases that wire the route families and the HTTP
  * edge over it (sup_main_edge.c, which alone knows the families). Private
  * to main: no other part sees it. */
-#ifndef SUP_MAIN_H
-#define SUP_MAIN_H
+#ifndef SUP_MAIN_INT_H
+#define SUP_MAIN_INT_H
 
 #include <event2/event.h>
 #include <limits.h>
