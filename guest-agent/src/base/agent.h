@@ -18,6 +18,7 @@ typedef struct agent_ctx {
 	uint64_t start_ns;  /* CLOCK_MONOTONIC at start, for uptime */
 	bool shutting_down; /* new requests get shutting_down */
 	bool resetting;     /* a reset runs: new requests are refused */
+	unsigned watches;   /* fs.watch streams open (op_watch.c bounds them) */
 } agent_ctx;
 
 #endif

@@ -114,6 +114,8 @@ sbx_proto_code agent_fs_code(int neg_errno)
 		return SBX_PROTO_E_CANCELLED;
 	case ENOSYS:
 		return SBX_PROTO_E_UNSUPPORTED;
+	case EAGAIN: /* a bound of the agent's (fs.watch streams): try later */
+		return SBX_PROTO_E_TOO_MANY_STREAMS;
 	default:
 		return SBX_PROTO_E_INTERNAL;
 	}

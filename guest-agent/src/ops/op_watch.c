@@ -17,14 +17,17 @@
  *
  * Folders created (or moved in) later are watched as they appear, and what
  * they already hold by then is reported as created. Events go out within
- * the stream's credit; up to QUEUE_MAX wait; when the queue is full the
- * agent stops reading the inotify fd, the kernel's queue takes the rest and
- * its overflow (IN_Q_OVERFLOW) is reported as an "overflow" event, as is a
- * watch limit reached: never hidden, never unbounded memory. */
+ * the stream's credit; up to AGENT_WATCH_QUEUE_MAX wait (op_watch_queue.h);
+ * when the queue is full the agent stops reading the inotify fd, the
+ * kernel's queue takes the rest and its overflow (IN_Q_OVERFLOW) is
+ * reported as an "overflow" event where it happened, as is a watch limit
+ * reached: never hidden, never unbounded memory, and what follows a loss
+ * still reported. */
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -39,10 +42,16 @@
 #include "log.h"
 #include "ops.h"
 #include "op_fs_util.h"
+#include "op_watch_queue.h"
 #include "session.h"
 
-#define QUEUE_MAX 1024u    /* events waiting for credit */
 #define WATCH_MAX 4096u    /* folders one stream watches */
+/* Streams open at once in one sandbox. inotify's instances and watches are
+ * counted per user of the host (fs.inotify.max_user_instances, 128 by
+ * default), and every runc sandbox's agent is the same user: without a
+ * bound, one sandbox's watches would use up what the others (and the
+ * host's own services) have. */
+#define STREAMS_MAX 8u
 #define WALK_DEPTH 32u
 #define READ_BUF (64u << 10)
 /* No IN_DONT_FOLLOW: the path is /proc/self/fd/N, a link to the folder. */
@@ -54,23 +63,18 @@ typedef struct wdir {
 	char *rel; /* below the watched folder; "" is the folder */
 } wdir;
 
-typedef struct wevent {
-	msgpack_sbuffer map;
-} wevent;
-
 typedef struct watch_op {
 	agent_op op;
+	agent_ctx *ctx; /* counted in its watches once set */
 	int ifd;
 	struct event *ev;
 	bool reading;
 	bool recursive;
-	bool overflowed; /* an overflow event is due */
 	char root[PATH_MAX];
 	char base[PATH_MAX]; /* the watched folder below the root */
 	wdir *dirs;
 	size_t ndirs, cap;
-	wevent queue[QUEUE_MAX]; /* ring */
-	size_t head, count;
+	agent_watch_queue queue;
 	uint8_t *buf;
 } watch_op;
 
@@ -81,6 +85,8 @@ static sbx_proto_conn *conn_of(watch_op *w)
 
 static void watch_free(watch_op *w)
 {
+	if (w->ctx)
+		w->ctx->watches--;
 	if (w->ev)
 		event_free(w->ev);
 	if (w->ifd >= 0)
@@ -88,8 +94,7 @@ static void watch_free(watch_op *w)
 	for (size_t i = 0; i < w->ndirs; i++)
 		free(w->dirs[i].rel);
 	free(w->dirs);
-	for (size_t i = 0; i < w->count; i++)
-		msgpack_sbuffer_destroy(&w->queue[(w->head + i) % QUEUE_MAX].map);
+	agent_watch_queue_free(&w->queue);
 	free(w->buf);
 	free(w);
 }
@@ -127,48 +132,46 @@ static void set_reading(watch_op *w, bool on)
 	w->reading = on;
 }
 
-/* Send what waits while credit allows; the overflow marker last. */
+static int send_event(void *ud, const char *p, size_t n)
+{
+	watch_op *w = ud;
+	sbx_err err = { 0 };
+	int ret = sbx_proto_conn_send_event(conn_of(w), w->op.id, p, n, &err);
+
+	if (ret < 0 && ret != -EAGAIN)
+		agent_log_debug("fs.watch: send: %s", err.msg);
+	return ret;
+}
+
+/* Send what waits while credit allows; read again once the queue has
+ * room and owes nothing. */
 static void flush(watch_op *w)
 {
-	sbx_err err = { 0 };
-
-	while (w->count > 0) {
-		wevent *e = &w->queue[w->head];
-		int ret = sbx_proto_conn_send_event(conn_of(w), w->op.id, e->map.data, e->map.size,
-						    &err);
-		if (ret == -EAGAIN)
-			break;
-		msgpack_sbuffer_destroy(&e->map);
-		w->head = (w->head + 1) % QUEUE_MAX;
-		w->count--;
-		if (ret < 0)
-			agent_log_debug("fs.watch: send: %s", err.msg);
-	}
-	if (w->count == 0 && w->overflowed) {
-		static const char ov[] = "\x81\xa4type\xa8overflow"; /* {"type":"overflow"} */
-		if (sbx_proto_conn_send_event(conn_of(w), w->op.id, ov, sizeof(ov) - 1, &err) == 0)
-			w->overflowed = false;
-	}
-	/* Read again once half the queue is free. */
-	if (w->count <= QUEUE_MAX / 2 && !w->overflowed)
+	if (agent_watch_queue_flush(&w->queue, send_event, w))
 		set_reading(w, true);
+}
+
+/* Events were lost here (the kernel's queue, a watch limit). */
+static void lost_here(watch_op *w)
+{
+	if (!agent_watch_queue_lost_here(&w->queue))
+		set_reading(w, false);
 }
 
 /* Queue {"type", "path", "dir", ["from", "to"]}; NULL path: none. */
 static void emit(watch_op *w, const char *type, const char *path, bool dir, const char *from,
 		 const char *to)
 {
-	wevent *e;
+	const msgpack_sbuffer *last = agent_watch_queue_last(&w->queue);
+	msgpack_sbuffer map;
 	msgpack_packer pk;
 
-	if (w->count == QUEUE_MAX || w->overflowed) {
-		w->overflowed = true;
+	if (w->queue.dropping) {
 		set_reading(w, false);
 		return;
 	}
 	/* A burst of writes to one file is one modify while it waits. */
-	if (strcmp(type, "modify") == 0 && w->count > 0) {
-		wevent *last = &w->queue[(w->head + w->count - 1) % QUEUE_MAX];
+	if (strcmp(type, "modify") == 0 && last) {
 		msgpack_sbuffer probe;
 		msgpack_packer pp;
 
@@ -179,15 +182,14 @@ static void emit(watch_op *w, const char *type, const char *path, bool dir, cons
 		sbx_proto_pack_str(&pp, type);
 		sbx_proto_pack_str(&pp, "path");
 		sbx_proto_pack_str(&pp, path);
-		bool same = probe.size <= last->map.size &&
-			    memcmp(probe.data, last->map.data, probe.size) == 0;
+		bool same = probe.size <= last->size &&
+			    memcmp(probe.data, last->data, probe.size) == 0;
 		msgpack_sbuffer_destroy(&probe);
 		if (same)
 			return;
 	}
-	e = &w->queue[(w->head + w->count) % QUEUE_MAX];
-	msgpack_sbuffer_init(&e->map);
-	msgpack_packer_init(&pk, &e->map, msgpack_sbuffer_write);
+	msgpack_sbuffer_init(&map);
+	msgpack_packer_init(&pk, &map, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, from || to ? 5 : 3);
 	sbx_proto_pack_str(&pk, "type");
 	sbx_proto_pack_str(&pk, type);
@@ -210,7 +212,8 @@ static void emit(watch_op *w, const char *type, const char *path, bool dir, cons
 		else
 			msgpack_pack_nil(&pk);
 	}
-	w->count++;
+	if (!agent_watch_queue_push(&w->queue, &map))
+		set_reading(w, false);
 }
 
 static wdir *find_wd(watch_op *w, int wd)
@@ -236,25 +239,21 @@ static bool join(char *out, const char *a, const char *b)
 }
 
 /* Watch the folder open as fd, known as rel below the watched folder.
- * Returns 0, 1 when the watch limit stopped it (overflow is due), or a
- * negative errno. */
+ * Returns 0, 1 when the watch limit stopped it (the caller reports the
+ * loss where it stands), or a negative errno. */
 static int add_watch(watch_op *w, int fd, const char *rel, sbx_err *err)
 {
 	char proc[64];
 	int wd;
 	wdir *d;
 
-	if (w->ndirs >= WATCH_MAX) {
-		w->overflowed = true;
+	if (w->ndirs >= WATCH_MAX)
 		return 1;
-	}
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	wd = inotify_add_watch(w->ifd, proc, MASK);
 	if (wd < 0) {
-		if (errno == ENOSPC) { /* the user's watch limit */
-			w->overflowed = true;
+		if (errno == ENOSPC) /* the user's watch limit */
 			return 1;
-		}
 		return sbx_err_sys(err, -errno, "fs.watch %s/%s: inotify_add_watch", w->root, rel);
 	}
 	d = find_wd(w, wd); /* the same folder twice (a hard-linked bind): keep one */
@@ -335,7 +334,10 @@ static void watch_new_dir(watch_op *w, const char *rel)
 			       &err);
 	if (fd < 0)
 		return; /* gone again, or a symlink now: nothing to watch */
-	if (watch_tree(w, fd, rel, depth + 1, true, &err) < 0)
+	int ret = watch_tree(w, fd, rel, depth + 1, true, &err);
+	if (ret == 1)
+		lost_here(w);
+	else if (ret < 0)
 		agent_log_debug("%s", err.msg);
 }
 
@@ -399,8 +401,8 @@ static bool handle(watch_op *w, const struct inotify_event *ie, pending_move *m)
 	char path[PATH_MAX];
 	bool dir = ie->mask & IN_ISDIR;
 
-	if (ie->mask & IN_Q_OVERFLOW) {
-		w->overflowed = true;
+	if (ie->mask & IN_Q_OVERFLOW) { /* what follows it is kept */
+		lost_here(w);
 		return false;
 	}
 	d = find_wd(w, ie->wd);
@@ -505,15 +507,27 @@ void agent_op_fs_watch(agent_session *s, uint64_t id, const msgpack_object *args
 	sbx_err err = { 0 };
 	watch_op *w = calloc(1, sizeof(*w));
 	int ret, fd = -1;
+	bool limited = false;
 
 	if (!w) {
 		agent_fs_fail(s, id, -ENOMEM, "fs.watch: out of memory");
 		return;
 	}
 	w->ifd = -1;
+	agent_watch_queue_init(&w->queue);
 	w->op.vt = &watch_vtbl;
 	w->op.id = id;
 	w->op.session = s;
+	if (agent_session_ctx(s)->watches >= STREAMS_MAX) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "fs.watch: %u watches are open in this sandbox, its most: "
+			 "end one first", STREAMS_MAX);
+		free(w);
+		agent_fs_fail(s, id, -EAGAIN, msg);
+		return;
+	}
+	w->ctx = agent_session_ctx(s);
+	w->ctx->watches++;
 	ret = agent_fs_path_get(args, "root", "path", "fs.watch", &p, &err);
 	if (ret >= 0)
 		ret = agent_fs_get_bool(args, "recursive", &w->recursive, &err);
@@ -522,9 +536,11 @@ void agent_op_fs_watch(agent_session *s, uint64_t id, const msgpack_object *args
 	if (ret >= 0) {
 		w->buf = malloc(READ_BUF);
 		w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		/* the host user's instances used up: as the bound above */
+		int e = !w->buf ? -ENOMEM : errno == EMFILE || errno == ENFILE ? -EAGAIN : -errno;
 		if (!w->buf || w->ifd < 0)
-			ret = agent_fsconf_fail(&err, w->buf ? -errno : -ENOMEM, &p.root, p.rel,
-						"fs.watch", "inotify");
+			ret = agent_fsconf_fail(&err, e, &p.root, p.rel, "fs.watch",
+						"inotify (the node's limit of watches)");
 	}
 	if (ret >= 0) {
 		snprintf(w->root, sizeof(w->root), "%s", p.root.path);
@@ -537,6 +553,7 @@ void agent_op_fs_watch(agent_session *s, uint64_t id, const msgpack_object *args
 	if (ret >= 0) {
 		ret = watch_tree(w, fd, "", 0, false, &err);
 		fd = -1;
+		limited = ret == 1;
 	}
 	if (ret < 0) {
 		if (fd >= 0)
@@ -549,5 +566,7 @@ void agent_op_fs_watch(agent_session *s, uint64_t id, const msgpack_object *args
 	set_reading(w, true);
 	/* Ready: the requester may change the tree from now on. */
 	emit(w, "ready", "", true, NULL, NULL);
+	if (limited) /* some folders are not watched */
+		lost_here(w);
 	flush(w);
 }
