@@ -157,6 +157,28 @@ static void reading_again_at_half(void **state)
 	assert_int_equal(q.count, 0);
 }
 
+/* The room a read is sized by: what push still keeps, none while a full
+ * queue drains. */
+static void room_is_what_push_keeps(void **state)
+{
+	(void)state;
+	static agent_watch_queue q;
+	static sink s;
+	agent_watch_queue_init(&q);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(agent_watch_queue_room(&q), AGENT_WATCH_QUEUE_MAX);
+	for (unsigned i = 0; i < AGENT_WATCH_QUEUE_MAX - 1; i++)
+		assert_true(push_n(&q, i));
+	assert_int_equal(agent_watch_queue_room(&q), 1);
+	assert_true(push_n(&q, 0));
+	assert_int_equal(agent_watch_queue_room(&q), 0);
+	assert_false(push_n(&q, 0)); /* full: dropping */
+	s.budget = 1;
+	agent_watch_queue_flush(&q, sink_send, &s);
+	assert_int_equal(agent_watch_queue_room(&q), 0); /* drains before taking more */
+	agent_watch_queue_free(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -164,6 +186,7 @@ int main(void)
 		cmocka_unit_test(full_queue_drops_until_its_overflow_is_out),
 		cmocka_unit_test(overflow_owed_waits_for_credit),
 		cmocka_unit_test(reading_again_at_half),
+		cmocka_unit_test(room_is_what_push_keeps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

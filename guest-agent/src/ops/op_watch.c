@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,6 +55,13 @@
 #define STREAMS_MAX 8u
 #define WALK_DEPTH 32u
 #define READ_BUF (64u << 10)
+/* What one inotify event costs in a read at least (a nameless one) and
+ * at most (a name of NAME_MAX: a read needs room for it or fails), and
+ * the events one can put in the queue (a move's unpaired half and the
+ * event itself; a new folder's walk reports its own losses). */
+#define IEV_MIN sizeof(struct inotify_event)
+#define IEV_MAX (sizeof(struct inotify_event) + NAME_MAX + 1)
+#define EMITS_PER_IEV 2u
 /* No IN_DONT_FOLLOW: the path is /proc/self/fd/N, a link to the folder. */
 #define MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | \
 	      IN_DELETE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
@@ -62,6 +70,12 @@ typedef struct wdir {
 	int wd;
 	char *rel; /* below the watched folder; "" is the folder */
 } wdir;
+
+typedef struct pending_move {
+	uint32_t cookie;
+	bool dir;
+	char path[PATH_MAX];
+} pending_move;
 
 typedef struct watch_op {
 	agent_op op;
@@ -75,6 +89,10 @@ typedef struct watch_op {
 	wdir *dirs;
 	size_t ndirs, cap;
 	agent_watch_queue queue;
+	/* A move's first half at the end of a read, while the kernel holds
+	 * more: its other half is likely the next event (a read sized by the
+	 * queue's room can fall between them). */
+	pending_move pending;
 	uint8_t *buf;
 } watch_op;
 
@@ -378,12 +396,6 @@ static void rename_prefix(watch_op *w, const char *from, const char *to)
 	}
 }
 
-typedef struct pending_move {
-	uint32_t cookie;
-	bool dir;
-	char path[PATH_MAX];
-} pending_move;
-
 static void moved_out(watch_op *w, pending_move *m)
 {
 	if (!m->cookie)
@@ -453,11 +465,28 @@ static bool handle(watch_op *w, const struct inotify_event *ie, pending_move *m)
 	return false;
 }
 
+/* A read takes only the events the queue has room for: what the kernel
+ * still holds stays in its queue, where it waits without a loss; a read of
+ * more would drop the rest here (once 2,000 events a read against 512
+ * free places: an overflow every read while a backlog drained). */
+static size_t read_size(const watch_op *w)
+{
+	size_t bytes = agent_watch_queue_room(&w->queue) / EMITS_PER_IEV * IEV_MIN;
+	return bytes < READ_BUF ? bytes : READ_BUF;
+}
+
 static void on_inotify(evutil_socket_t fd, short what, void *ud)
 {
 	watch_op *w = ud;
-	pending_move m = { 0 };
-	ssize_t n = read(fd, w->buf, READ_BUF);
+	pending_move *m = &w->pending;
+	size_t want = read_size(w);
+	int more = 0;
+
+	if (want < IEV_MAX) { /* waits for the queue to drain (flush reads again) */
+		set_reading(w, false);
+		return;
+	}
+	ssize_t n = read(fd, w->buf, want);
 
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EINTR)
@@ -466,12 +495,14 @@ static void on_inotify(evutil_socket_t fd, short what, void *ud)
 	}
 	for (ssize_t off = 0; off < n;) {
 		const struct inotify_event *ie = (const struct inotify_event *)(w->buf + off);
-		if (handle(w, ie, &m))
+		if (handle(w, ie, m))
 			return;
 		off += (ssize_t)(sizeof(*ie) + ie->len);
 	}
-	/* A move whose other half did not come in this read: out of the tree. */
-	moved_out(w, &m);
+	/* A move whose other half did not come and is not waiting in the
+	 * kernel's queue either: out of the tree. */
+	if (m->cookie && (ioctl(fd, FIONREAD, &more) < 0 || more <= 0))
+		moved_out(w, m);
 	flush(w);
 }
 

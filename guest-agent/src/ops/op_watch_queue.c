@@ -24,6 +24,11 @@ const msgpack_sbuffer *agent_watch_queue_last(const agent_watch_queue *q)
 	return q->count ? &q->ev[(q->head + q->count - 1) % AGENT_WATCH_QUEUE_MAX] : NULL;
 }
 
+size_t agent_watch_queue_room(const agent_watch_queue *q)
+{
+	return q->dropping ? 0 : AGENT_WATCH_QUEUE_MAX - q->count;
+}
+
 bool agent_watch_queue_push(agent_watch_queue *q, msgpack_sbuffer *ev)
 {
 	if (q->count == AGENT_WATCH_QUEUE_MAX)

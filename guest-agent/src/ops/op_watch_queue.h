@@ -35,6 +35,8 @@ void agent_watch_queue_init(agent_watch_queue *q);
 void agent_watch_queue_free(agent_watch_queue *q);
 /* The event queued last, or NULL. */
 const msgpack_sbuffer *agent_watch_queue_last(const agent_watch_queue *q);
+/* Events that can still be queued: 0 while it drains after being full. */
+size_t agent_watch_queue_room(const agent_watch_queue *q);
 /* Queue ev (its buffer is taken: moved into the queue, or freed when
  * dropped). false when dropped: the queue is full or drains after being
  * full; the caller stops reading. */
