@@ -24,7 +24,8 @@ endforeach()
 list(REMOVE_DUPLICATES sbx_fuzz_parts)
 file(GLOB sbx_fuzz_headers ${PROJECT_SOURCE_DIR}/node-supervisor/tests/*.h
   ${PROJECT_SOURCE_DIR}/protocol/include/sbx/*.h ${PROJECT_SOURCE_DIR}/common/include/sbx/*.h
-  ${PROJECT_SOURCE_DIR}/mcp-host/include/mcp_host/*.h ${PROJECT_SOURCE_DIR}/guest-agent/tests/*.h)
+  ${PROJECT_SOURCE_DIR}/mcp-host/include/mcp_host/*.h ${PROJECT_SOURCE_DIR}/guest-agent/tests/*.h
+  ${PROJECT_SOURCE_DIR}/node-supervisor/fuzz/*.h)
 list(APPEND sbx_fuzz_headers ${sbx_fuzz_own_headers})
 function(sbx_fuzz test name corpus runs)
   set(bin ${CMAKE_CURRENT_BINARY_DIR}/${name})

@@ -14,18 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_agent_frame.h"
 #include "sbx/proto.h"
 #include "sbx/proto_mcp.h"
 #include "sbx/proto_reset.h"
 #include "sup_agent.h"
 #include "sup_api.h"
 #include "sup_path.h"
-
-#define CHECK(x) \
-	do { \
-		if (!(x)) \
-			abort(); \
-	} while (0)
 
 static void refused(int rc, const sbx_err *e)
 {
@@ -70,7 +65,7 @@ static void listing(const msgpack_object *r, const char *base)
 	json_t *o = sup_api_render_listing(base, r, &e);
 	if (!o)
 		return refused(e.code, &e);
-	size_t i, bl = strlen(base);
+	size_t i;
 	json_t *ent;
 	json_array_foreach(json_object_get(o, "entries"), i, ent) {
 		/* a path with bytes that are not UTF-8 has them in path_b64: skip */
@@ -78,11 +73,7 @@ static void listing(const msgpack_object *r, const char *base)
 			continue;
 		const char *p = json_string_value(json_object_get(ent, "path"));
 		CHECK(p);
-		size_t pl = strlen(p);
-		char norm[PATH_MAX];
-		CHECK(sup_path_is_under(p, pl, base, bl) && pl > bl);
-		int n = sup_path_normalize(p, pl, norm, sizeof(norm), NULL, &e);
-		CHECK(n == (int)pl && strcmp(norm, p) == 0);
+		fuzz_check_below(p, base);
 	}
 	rendered(o);
 }
@@ -135,37 +126,8 @@ static void reset(const msgpack_object *r)
 		refused(rc, &e);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void check(const msgpack_object *r, uint8_t sel)
 {
-	if (size < 1 || size > 65536)
-		return 0;
-	uint8_t sel = data[0];
-	/* {"t": "end", "id": 1, "r": <the input>} as the agent would frame it */
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_sbuffer_write(&sb, "\0\0\0\0", 4);
-	msgpack_pack_map(&pk, 3);
-	sbx_proto_pack_str(&pk, "t");
-	sbx_proto_pack_str(&pk, "end");
-	sbx_proto_pack_str(&pk, "id");
-	msgpack_pack_uint64(&pk, 1);
-	sbx_proto_pack_str(&pk, "r");
-	msgpack_sbuffer_write(&sb, (const char *)data + 1, size - 1);
-	uint32_t body = (uint32_t)(sb.size - 4);
-	for (int i = 0; i < 4; i++)
-		sb.data[i] = (char)(body >> (24 - 8 * i));
-	sbx_proto_frame f;
-	size_t used;
-	sbx_err e = { 0 };
-	int rc = sbx_proto_frame_decode((const uint8_t *)sb.data, sb.size, 1u << 20, &f, &used, NULL, &e);
-	msgpack_sbuffer_destroy(&sb);
-	if (rc != 1)
-		return 0;
-	const msgpack_object *r = &f.args;
 	switch (sel % 8) {
 	case 0: exec_result(r); break;
 	case 1: stat_json(r); break;
@@ -175,6 +137,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 5: mcp(r, sel); break;
 	default: reset(r); break;
 	}
-	sbx_proto_frame_release(&f);
-	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	return fuzz_agent_answer(data, size, check);
 }

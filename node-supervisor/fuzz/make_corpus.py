@@ -270,3 +270,26 @@ write("corpus_snap", {
     "dup_key": b'{"version":1,"version":2}',
     "v3": json.dumps(dict(snap, version=3)).encode(),
 })
+
+
+# ---- corpus_osbx: a selector byte (% 4: 0 a stat as FileInfo, 1 a listing
+# of /workspace, 2 of /, 3 of "/home/sandbox/a b"), then the result map
+write("corpus_osbx", {
+    "info": b"\0" + mp(stat),
+    "info_dir": b"\0" + mp(dict(stat, type="dir", mode=0o40755 & 0o7777, uid=0, gid=0)),
+    "info_mode": b"\0" + mp(dict(stat, mode=0o170777)),
+    "info_missing": b"\0" + mp({"type": "file"}),
+    "list": b"\1" + mp({"entries": [dict(stat, path="a/b", name="b"), dict(stat, path="c", name="c")]}),
+    "list_root": b"\2" + mp({"entries": [dict(stat, path="etc", name="etc")]}),
+    "list_space": b"\3" + mp({"entries": [dict(stat, path="x y", name="x y")]}),
+    "list_dotdot": b"\1" + mp({"entries": [dict(stat, path="../../etc/shadow", name="shadow")]}),
+    "list_inner_dotdot": b"\1" + mp({"entries": [dict(stat, path="a/../../etc", name="etc")]}),
+    "list_dot": b"\1" + mp({"entries": [dict(stat, path="./a", name="a")]}),
+    "list_slashes": b"\1" + mp({"entries": [dict(stat, path="a//b/", name="b")]}),
+    "list_abs": b"\1" + mp({"entries": [dict(stat, path="/etc", name="etc")]}),
+    "list_nul": b"\1" + mp({"entries": [dict(stat, path="a\0b", name="a")]}),
+    "list_bytes": b"\1" + mp({"entries": [dict(stat, path=b"\xfe\xff", name=b"\xfe\xff")]}),
+    "list_long": b"\1" + mp({"entries": [dict(stat, path="a/" * 2100, name="a")]}),
+    "not_a_map": b"\1" + mp([1, 2, 3]),
+    "huge_array": b"\1" + b"\x81\xa7entries\xdd\xff\xff\xff\xff",
+})

@@ -2,7 +2,8 @@
  * as the upstream resolver: short datagrams never reach libevent's parser
  * (2.1 crashes on them) while a short whole query does, a name
  * the policy does not answer is NXDOMAIN without a query upstream, and an
- * allowed one is asked upstream and answered once admit let it in. */
+ * allowed one is asked upstream and answered once admit let it in: each
+ * of its addresses a record of its own. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -27,6 +28,7 @@ typedef struct fix {
 	int client, upstream;
 	struct sockaddr_in server;
 	unsigned admitted;
+	size_t last_count; /* addresses in the last admit */
 } fix;
 
 static int bind_loopback(struct sockaddr_in *sa)
@@ -52,7 +54,7 @@ static int admit(uint64_t who, int family, const uint8_t *addrs, size_t count,
 	(void)who, (void)addrs, (void)v, (void)ttl;
 	fix *f = ud;
 	assert_int_equal(family, 4);
-	assert_int_equal(count, 1);
+	f->last_count = count;
 	f->admitted++;
 	return 0;
 }
@@ -191,12 +193,59 @@ static void test_allowed_name_answered(void **state)
 	assert_int_equal(f->admitted, 1);
 }
 
+/* libevent's add_a_reply with n addresses writes one record of 4n bytes,
+ * which resolvers refuse: a name with several addresses did not resolve
+ * in a sandbox at all. Each address is a record of 4 bytes. */
+static void test_several_addresses_each_a_record(void **state)
+{
+	fix *f = *state;
+	uint8_t q[300], up[512], r[512];
+	struct sockaddr_in from, resolver;
+	size_t ql = query(q, 11, "cdn.example.com");
+	ask(f, q, ql);
+	ssize_t n = wait_recv(f, f->upstream, up, sizeof(up), &resolver);
+	assert_true(n > 12);
+	up[2] = 0x81;
+	up[3] = 0x80;
+	up[7] = 3;
+	for (int i = 0; i < 3; i++) {
+		const uint8_t rec[16] = { 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 198, 51, 100, (uint8_t)(1 + i) };
+		memcpy(up + n + 16 * i, rec, sizeof(rec));
+	}
+	assert_true(sendto(f->upstream, up, (size_t)n + 48, 0, (struct sockaddr *)&resolver,
+			   sizeof(resolver)) > 0);
+	n = wait_recv(f, f->client, r, sizeof(r), &from);
+	assert_true(n > 12);
+	assert_int_equal(r[1], 11);
+	assert_int_equal(r[3] & 0xf, 0);
+	assert_int_equal(f->last_count, 3);
+	assert_int_equal(r[7], 3); /* three answers */
+	size_t off = ql; /* the question comes back as asked */
+	for (int i = 0; i < 3; i++) {
+		/* a name (a pointer, or labels), type, class, ttl, rdlength */
+		if ((r[off] & 0xc0) == 0xc0) {
+			off += 2;
+		} else {
+			while (r[off])
+				off += r[off] + 1u;
+			off++;
+		}
+		assert_true(off + 10 <= (size_t)n);
+		assert_int_equal(r[off + 1], 1); /* A */
+		assert_int_equal((r[off + 8] << 8) | r[off + 9], 4);
+		assert_int_equal(r[off + 10 + 3], 1 + i);
+		off += 10 + 4;
+	}
+	assert_int_equal(off, (size_t)n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_short_datagrams_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_name_stays_home, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_allowed_name_answered, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_several_addresses_each_a_record, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

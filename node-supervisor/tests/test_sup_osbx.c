@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "sbx/proto.h"
 #include "sup_osbx_int.h"
 #include "sup_policy.h"
 #include "sup_tenants.h"
@@ -411,6 +412,62 @@ static void test_files(void **unused)
 	tenant.policy = NULL;
 }
 
+/* {"entries": [{"path": rel, stat keys...}]} as an agent answers fs.list. */
+static json_t *entries_of(const char *base, const char *rel, sbx_err *e)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 1);
+	sbx_proto_pack_str(&pk, "entries");
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_map(&pk, 7);
+	sbx_proto_pack_str(&pk, "path");
+	sbx_proto_pack_str(&pk, rel);
+	sbx_proto_pack_str(&pk, "type");
+	sbx_proto_pack_str(&pk, "file");
+	static const char *const keys[] = { "size", "mode", "mtime_ns", "uid", "gid" };
+	static const uint64_t vals[] = { 5, 0644, 1700000000000000000ull, 1000, 0 };
+	for (int i = 0; i < 5; i++) {
+		sbx_proto_pack_str(&pk, keys[i]);
+		msgpack_pack_uint64(&pk, vals[i]);
+	}
+	msgpack_unpacked u;
+	msgpack_unpacked_init(&u);
+	assert_int_equal(msgpack_unpack_next(&u, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+	sbx_err_clear(e);
+	json_t *a = sup_osbx_entries_json(base, &u.data, e);
+	msgpack_unpacked_destroy(&u);
+	msgpack_sbuffer_destroy(&sb);
+	return a;
+}
+
+/* A listing's entries name paths below the folder asked for, as sbx's own
+ * routes check them: an agent's "..", "." or empty part, or an absolute
+ * path, is the agent's protocol error, never a path outside. */
+static void test_entries_checked(void **unused)
+{
+	sbx_err e;
+	json_t *a = entries_of("/workspace", "d/f.txt", &e);
+	assert_non_null(a);
+	json_t *o = json_array_get(a, 0);
+	assert_string_equal(json_string_value(json_object_get(o, "path")), "/workspace/d/f.txt");
+	assert_int_equal(json_integer_value(json_object_get(o, "mode")), 644);
+	assert_string_equal(json_string_value(json_object_get(o, "owner")), "sandbox");
+	json_decref(a);
+	a = entries_of("/", "etc", &e);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "path")), "/etc");
+	json_decref(a);
+	static const char *const bad[] = { "../etc/shadow", "a/../../etc", "..", "./a", "a/.",
+					   "a//b",          "a/",          "/etc", "" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_null(entries_of("/workspace", bad[i], &e));
+		assert_int_equal(e.code, -EPROTO);
+		assert_string_equal(e.msg, "agent: a listing entry without a valid path");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -418,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_create),     cmocka_unit_test(test_sandbox_json),
 		cmocka_unit_test(test_meta_match), cmocka_unit_test(test_command),
 		cmocka_unit_test(test_rows),       cmocka_unit_test(test_files),
+		cmocka_unit_test(test_entries_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sbx_harness import Supervisor, containers_under, small_asan_quarantine, stop_clean  # noqa: E402
 from test_exec_options import agent_pid  # noqa: E402
 from test_exec_stream import Stream, rss_kb, sanitized  # noqa: E402
+from standin_agent import LISTEN, PRELUDE, launcher  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -54,27 +55,11 @@ SLACK = 2.0       # a shared machine, a sanitizer build
 # The stand-in agent: the protocol (PROTOCOL.md) in a few lines of Python.
 # It answers ping and exec (echo) like an agent until an exec of
 # ["misbehave", MODE] arrives, then does what MODE says on that stream.
-STANDIN = r'''
-import msgpack, random, socket, struct, sys, time
-
-def pack(d):
-    b = msgpack.packb(d, use_bin_type=True)
-    return struct.pack(">I", len(b)) + b
+STANDIN = PRELUDE + r'''
+import random, time
 
 HELLO = pack({"t": "hello", "v": 1, "max_frame": 1 << 20, "max_streams": 1024,
               "window": 1 << 20, "caps": ["exec"], "agent": "sandbox-agent/0.1.0-stand-in"})
-
-def frames(s):
-    buf = b""
-    while True:
-        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
-            chunk = s.recv(1 << 16)
-            if not chunk:
-                return
-            buf += chunk
-        n = struct.unpack(">I", buf[:4])[0]
-        yield msgpack.unpackb(buf[4:4 + n], raw=False)
-        buf = buf[4 + n:]
 
 def result(**kw):
     r = {"exit_code": 0, "signal": None, "timed_out": False, "duration_us": 1000}
@@ -145,26 +130,9 @@ def serve(s):
         elif t == "cancel":
             s.sendall(pack({"t": "err", "id": sid, "code": "cancelled"}))
 
-path = sys.argv[sys.argv.index("--listen") + 1].split(":", 1)[1]
-ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-ls.bind(path)
-ls.listen(8)
-while True:
-    c, _ = ls.accept()
-    try:
-        serve(c)
-    except OSError:
-        pass
-    c.close()
-'''
+''' + LISTEN
 
-DISPATCH = """#!/bin/sh
-# sbx test: the real agent where the image has one, else the stand-in
-if [ -x /real-agent ]; then exec /real-agent "$@"; fi
-exec /usr/bin/python3 - "$@" <<'STANDIN_EOF'
-%s
-STANDIN_EOF
-""" % STANDIN
+DISPATCH = launcher(STANDIN, real="/real-agent")
 
 
 def make_image(root):

@@ -49,8 +49,9 @@ def tar_of(members):
 
 
 def oci_layout(path, layers, config_extra=None, ref="hostile", corrupt_blob=False,
-               wrong_diff=False):
-    """Write an OCI layout of gzip'd layers (tar bytes, bottom first)."""
+               wrong_diff=False, zstd=False):
+    """Write an OCI layout of gzip'd (or zstd's) layers (tar bytes, bottom
+    first)."""
     blobs = os.path.join(path, "blobs", "sha256")
     os.makedirs(blobs)
 
@@ -61,13 +62,14 @@ def oci_layout(path, layers, config_extra=None, ref="hostile", corrupt_blob=Fals
 
     descs, diffs = [], []
     for tb in layers:
-        gz = gzip.compress(tb, mtime=0)
+        gz = gzip.compress(tb, mtime=0) if not zstd else subprocess.run(
+            ["zstd", "-q", "-c"], input=tb, capture_output=True, check=True).stdout
         d = put(gz)
         if corrupt_blob:
             with open(os.path.join(blobs, d), "r+b") as f:
                 f.seek(len(gz) // 2)
                 f.write(b"\xff\xff\xff\xff")
-        descs.append({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+        descs.append({"mediaType": "application/vnd.oci.image.layer.v1.tar+" + ("zstd" if zstd else "gzip"),
                       "digest": "sha256:" + d, "size": len(gz)})
         diffs.append("sha256:" + (sha(b"x") if wrong_diff else sha(tb)))
     cfg = {"architecture": "amd64", "os": "linux", "config": dict(config_extra or {}),

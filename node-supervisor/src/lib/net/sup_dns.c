@@ -101,6 +101,25 @@ static void pending_free(pending *p)
 	free(p);
 }
 
+/* One answer record per address: libevent's add_a_reply (and
+ * add_aaaa_reply) with n addresses writes a single record of n times the
+ * address's length, which resolvers refuse, so a name with several
+ * addresses did not resolve at all. */
+static int add_replies(struct evdns_server_request *req, const char *qname, int family, int count,
+		       const void *addrs, unsigned ttl)
+{
+	const uint8_t *a = addrs;
+	size_t len = family == 4 ? 4 : 16;
+	for (int i = 0; i < count; i++) {
+		int rc = family == 4 ? evdns_server_request_add_a_reply(req, qname, 1, a + i * len, (int)ttl)
+				     : evdns_server_request_add_aaaa_reply(req, qname, 1, a + i * len,
+									   (int)ttl);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static void on_upstream(int result, char type, int count, int ttl, void *addrs, void *arg)
 {
 	pending *p = arg;
@@ -126,9 +145,8 @@ static void on_upstream(int result, char type, int count, int ttl, void *addrs, 
 		    d->hooks.admit(p->who, family, addrs, (size_t)count, &p->v, t, d->hooks.ud) < 0) {
 			code = DNS_ERR_SERVERFAILED;
 		} else {
-			int rc = family == 4 ? evdns_server_request_add_a_reply(req, qname, count, addrs, (int)t)
-					     : evdns_server_request_add_aaaa_reply(req, qname, count, addrs, (int)t);
-			code = rc < 0 ? DNS_ERR_SERVERFAILED : DNS_ERR_NONE;
+			code = add_replies(req, qname, family, count, addrs, t) < 0 ? DNS_ERR_SERVERFAILED
+										 : DNS_ERR_NONE;
 		}
 	} else if (result == DNS_ERR_NONE || result == DNS_ERR_NODATA) {
 		code = DNS_ERR_NONE; /* the name exists without addresses of this type */

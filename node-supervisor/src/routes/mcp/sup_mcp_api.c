@@ -23,8 +23,11 @@
 
 #include "sup_log.h"
 
-/* Sessions open at once on the node; a body (write_file's content). */
+/* Sessions open at once on the node, and of one tenant (so that one
+ * tenant cannot fill the node's table and shut the others out); a body
+ * (write_file's content). */
 #define MA_MAX_SESSIONS 1024u
+#define MA_TENANT_SESSIONS 64u
 #define MA_MAX_BODY (16u << 20)
 #define MA_TICK_MS 1000
 #define MA_KEEPALIVE_S 15u
@@ -213,13 +216,35 @@ static void tools_call(ma_req *q)
 	}
 }
 
+typedef struct tenant_count {
+	const char *name;
+	unsigned n;
+} tenant_count;
+
+static void count_tenant(const mcp_session *s, void *ud)
+{
+	tenant_count *c = ud;
+	if (strcmp(mcp_session_server(s), c->name) == 0)
+		c->n++;
+}
+
 static void initialize(ma_req *q, const char *asked)
 {
 	const char *v = asked && mcp_rpc_version_supported(asked) ? asked : MCP_RPC_VERSION_LATEST;
 	sbx_err e = { 0 };
 	struct sup_mcp_own *o = own(q->x, sup_http_base(q->r), &e);
 	mcp_session *s = NULL;
-	if (!o || mcp_session_open(o->t, q->who ? q->who->name : "", sbx_now_ms(), &s, &e) < 0) {
+	tenant_count held = { q->who ? q->who->name : "", 0 };
+	if (o)
+		mcp_session_each(o->t, count_tenant, &held);
+	if (o && held.n >= MA_TENANT_SESSIONS) {
+		sbx_err_set(&e, -EDQUOT,
+			    "tenant %.64s holds %u MCP sessions on this node, its most: end one "
+			    "(DELETE /v1/mcp) or let it idle out", held.name, held.n);
+		sup_http_fail(q->r, &e);
+		return;
+	}
+	if (!o || mcp_session_open(o->t, held.name, sbx_now_ms(), &s, &e) < 0) {
 		if (e.code == -EBUSY)
 			e.code = -EAGAIN;
 		sup_http_fail(q->r, &e);

@@ -308,96 +308,6 @@ int sup_osbx_parse_fs(const sup_http_in *in, void *ctx, void *state, sbx_err *er
 	}
 }
 
-static const char *type_of(const msgpack_object *m)
-{
-	const char *t;
-	size_t n;
-	if (!sbx_proto_get_str(m, "type", &t, &n))
-		return NULL;
-	if (n == 4 && memcmp(t, "file", 4) == 0)
-		return "file";
-	if (n == 3 && memcmp(t, "dir", 3) == 0)
-		return "directory";
-	if (n == 7 && memcmp(t, "symlink", 7) == 0)
-		return "symlink";
-	return "other";
-}
-
-static const char *who_name(uint64_t id, char *buf, size_t size)
-{
-	if (id == 0)
-		return "root";
-	if (id == 1000)
-		return "sandbox";
-	snprintf(buf, size, "%" PRIu64, id);
-	return buf;
-}
-
-/* The agent's stat keys as their FileInfo at path. */
-static json_t *info_json(const char *path, const msgpack_object *m, sbx_err *err)
-{
-	uint64_t size, mode, mt, uid, gid;
-	const char *type = type_of(m);
-	if (!type || !sbx_proto_get_uint(m, "size", &size) || !sbx_proto_get_uint(m, "mode", &mode) ||
-	    !sbx_proto_get_uint(m, "mtime_ns", &mt) || !sbx_proto_get_uint(m, "uid", &uid) ||
-	    !sbx_proto_get_uint(m, "gid", &gid) || mode > 07777 || size > (1ull << 62) ||
-	    mt > (1ull << 62)) {
-		sbx_err_set(err, -EPROTO, "agent: stat keys missing or out of range");
-		return NULL;
-	}
-	char ts[40], u[24], g[24];
-	sup_osbx_time_ms(mt / 1000000, ts, sizeof(ts));
-	/* mode as their octal digits written in decimal: 0644 -> 644 */
-	json_int_t dm = 0, mul = 1;
-	for (uint64_t v = mode & 0777; v; v /= 8, mul *= 10)
-		dm += (json_int_t)(v % 8) * mul;
-	json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:s}", "type", type, "size",
-			      (json_int_t)size, "mode", dm, "owner", who_name(uid, u, sizeof(u)), "group",
-			      who_name(gid, g, sizeof(g)), "modified_at", ts, "created_at", ts);
-	if (!o || sup_http_set_bytes(o, "path", path, strlen(path)) < 0) {
-		json_decref(o);
-		sbx_err_set(err, -ENOMEM, "out of memory");
-		return NULL;
-	}
-	return o;
-}
-
-static json_t *entries_json(const job *jb, const msgpack_object *res, sbx_err *err)
-{
-	const msgpack_object *ents = sbx_proto_map_get(res, "entries");
-	if (!ents || ents->type != MSGPACK_OBJECT_ARRAY) {
-		sbx_err_set(err, -EPROTO, "agent: listing without entries");
-		return NULL;
-	}
-	json_t *a = json_array();
-	for (uint32_t i = 0; a && i < ents->via.array.size; i++) {
-		const msgpack_object *e = &ents->via.array.ptr[i];
-		const char *rel;
-		size_t rl;
-		if (e->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_str(e, "path", &rel, &rl) || rl == 0 ||
-		    rl >= 4096 || memchr(rel, '\0', rl) || rel[0] == '/') {
-			sbx_err_set(err, -EPROTO, "agent: a listing entry without a valid path");
-			json_decref(a);
-			return NULL;
-		}
-		char *full = NULL;
-		const char *sep = strcmp(jb->path, "/") ? "/" : "";
-		json_t *o = asprintf(&full, "%s%s%.*s", jb->path, sep, (int)rl, rel) < 0 ? NULL
-											: info_json(full, e, err);
-		free(full);
-		if (!o) {
-			if (!err->code)
-				sbx_err_set(err, -ENOMEM, "out of memory");
-			json_decref(a);
-			return NULL;
-		}
-		json_array_append_new(a, o);
-	}
-	if (!a && !err->code)
-		sbx_err_set(err, -ENOMEM, "out of memory");
-	return a;
-}
-
 static void fs_step(sup_oq *q);
 
 static void fs_done(int rc, const msgpack_object *res, const sbx_err *err, void *ud)
@@ -414,9 +324,9 @@ static void fs_done(int rc, const msgpack_object *res, const sbx_err *err, void 
 	}
 	json_t *o = NULL;
 	if (f->kind == F_INFO)
-		o = info_json(jb->path, res, &e);
+		o = sup_osbx_info_json(jb->path, res, &e);
 	else if (f->kind == F_LIST || f->kind == F_SEARCH)
-		o = entries_json(jb, res, &e);
+		o = sup_osbx_entries_json(jb->path, res, &e);
 	if (e.code) {
 		sup_core_blame(q->x->core, q->id, &e);
 		sup_http_fail(q->r, &e);

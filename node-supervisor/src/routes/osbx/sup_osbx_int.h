@@ -6,6 +6,7 @@
 
 #include <event2/buffer.h>
 #include <jansson.h>
+#include <msgpack.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -94,8 +95,18 @@ int sup_osbx_parse_command(const char *body, size_t len, sup_exec_spec *out, boo
 			   sbx_err *err);
 /* Their Snapshot for sbx's (state Ready: sbx answers once it is stored). */
 json_t *sup_osbx_snapshot_json(const sup_snap_view *v);
+
+/* ---- sup_osbx_render.c: pure, the agent's file answers as theirs ---- */
 /* An ISO time with milliseconds ("2026-12-01T22:00:00.123Z"). */
 void sup_osbx_time_ms(uint64_t ms, char *buf, size_t size);
+/* The agent's stat keys as their FileInfo at path; NULL with err
+ * (-EPROTO naming what) when a key is missing or out of range. */
+json_t *sup_osbx_info_json(const char *path, const msgpack_object *m, sbx_err *err);
+/* An fs.list or fs.search answer as an array of FileInfo below base (the
+ * folder asked for, absolute): every entry's path relative and in normal
+ * form (no "", ".", ".." part: an agent's "../x" would name a path
+ * outside the folder), else NULL with err (-EPROTO). */
+json_t *sup_osbx_entries_json(const char *base, const msgpack_object *res, sbx_err *err);
 
 /* ---- sup_osbx.c: what both lists share ---- */
 typedef struct sup_osbx_listq {

@@ -122,16 +122,6 @@ int sup_osbx_parse_time(const char *s, time_t *out)
 	return 0;
 }
 
-void sup_osbx_time_ms(uint64_t ms, char *buf, size_t size)
-{
-	char s[32];
-	sup_rfc3339((time_t)(ms / 1000), s, sizeof(s));
-	size_t n = strlen(s);
-	if (n && s[n - 1] == 'Z')
-		s[n - 1] = '\0';
-	snprintf(buf, size, "%s.%03uZ", s, (unsigned)(ms % 1000));
-}
-
 bool sup_osbx_entry_is_default(const json_t *e)
 {
 	if (!json_is_array(e) || json_array_size(e) != 3)

@@ -132,6 +132,18 @@ static int parse_proxy(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 
 /* ---- GET /ports ---- */
 
+/* An address as the agent's /proc/net/tcp{,6} reading gives it: hex
+ * digits, dots and colons, every one of its n bytes (a str from the agent
+ * ends where its length says, with no NUL after it). */
+static bool addr_chars_ok(const char *a, size_t n)
+{
+	static const char ok[] = "0123456789abcdefABCDEF.:";
+	for (size_t i = 0; i < n; i++)
+		if (!a[i] || !memchr(ok, a[i], sizeof(ok) - 1))
+			return false;
+	return true;
+}
+
 static void list_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_pp *pp = ud;
@@ -161,7 +173,7 @@ static void list_done(int rc, const msgpack_object *result, const sbx_err *err, 
 		size_t al = 0;
 		if (o->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_uint(o, "port", &port) ||
 		    port < 1 || port > 65535 || !sbx_proto_get_str(o, "addr", &a, &al) || al == 0 ||
-		    al > 45 || strspn(a, "0123456789abcdefABCDEF.:") < al) {
+		    al > 45 || !addr_chars_ok(a, al)) {
 			rc = sbx_err_set(&e, -EPROTO, "agent: port.list entry %u is not {port, addr}", i);
 			break;
 		}
