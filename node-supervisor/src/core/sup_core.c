@@ -24,7 +24,6 @@
 #include "sup_net.h"
 #include "sup_sandbox.h"
 #include "sup_volumes.h"
-#include "sup_snaps.h"
 
 /* ---- registry ---- */
 
@@ -76,9 +75,10 @@ sup_pools *sup_core_pools(sup_core *c)
 	return c->pools;
 }
 
-void sup_core_set_snaps(sup_core *c, struct sup_snaps *snaps)
+void sup_core_set_restorer(sup_core *c, const sup_core_restorer *r, struct sup_snaps *s)
 {
-	c->snaps = snaps;
+	c->restorer = r;
+	c->snaps = s;
 }
 
 int sup_core_check_owner(sup_core *c, const sup_tenant *who, const char *id, sbx_err *err)
@@ -485,7 +485,7 @@ void sup_op_cancel(sup_op *op)
 		/* a create not handed a sandbox yet mounts nothing: the
 		 * download and the volumes made go with the request */
 		if (op->u.pre.job)
-			sup_snaps_job_cancel(op->u.pre.job);
+			op->core->restorer->job_cancel(op->u.pre.job);
 		if (op->u.pre.create)
 			sup_op_cancel(op->u.pre.create);
 		sup_core_prep_end(op, -ECANCELED);

@@ -17,7 +17,6 @@
 #include "sup_net.h"
 #include "sup_sandbox.h"
 #include "sup_volumes.h"
-#include "sup_snaps.h"
 
 /* A create's sandbox destroyed after a failure: its volumes are free now
  * that its container is gone, and only then is the create answered (so a
@@ -131,10 +130,13 @@ int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 	if (c->cfg.backend && (req->volumes.n || req->snapshot))
 		return sbx_err_set(err, -ENOSYS, "%s not offered with the %s backend",
 				   req->volumes.n ? "volumes are" : "a sandbox from a snapshot is", c->cfg.backend);
-	if (req->snapshot && !req->snapshot_fetched && sup_snaps_remote(c->snaps))
+	if (req->snapshot && !req->snapshot_fetched && c->restorer && c->restorer->remote(c->snaps))
 		return sup_core_create_from_store(c, who, req, cb, ud, opp, err);
 	/* seeded once: a create with volumes to make comes here again */
-	int rc = req->snapshot && !req->seed ? sup_snaps_seed(c->snaps, who, req, err) : 0;
+	int rc = 0;
+	if (req->snapshot && !req->seed)
+		rc = c->restorer ? c->restorer->seed(c->snaps, who, req, err)
+				 : sbx_err_set(err, -EINVAL, "field \"snapshot\": this supervisor keeps no snapshots");
 	if (rc == 0)
 		rc = sup_core_apply_tenant(who, req, err);
 	if (rc == 0)

@@ -13,7 +13,6 @@
 #include "sup_core.h"
 #include "sup_core_int.h"
 #include "sup_sandbox.h"
-#include "sup_snaps.h"
 #include "sup_volseed.h"
 
 TAILQ_HEAD(sup_reg_list, sup_sandbox);
@@ -32,7 +31,8 @@ struct sup_core {
 	uint64_t execs[SUP_CORE_EXEC_RESULTS]; /* by exec_result */
 	uint64_t oom_killed;        /* execs the kernel killed for memory */
 	sup_ctab *refusals;         /* quota refusals by tenant and figure */
-	struct sup_snaps *snaps;    /* restores from snapshots; NULL: none */
+	const sup_core_restorer *restorer; /* restores from snapshots; NULL: none */
+	struct sup_snaps *snaps;           /* the restorer's */
 };
 
 typedef enum sup_op_kind {
@@ -94,7 +94,7 @@ struct sup_op {
 			sup_create_req req;
 			sup_core_sandbox_cb cb;
 			const sup_tenant *who;
-			sup_snaps_job *job;   /* OP_FETCH: the download */
+			struct sup_snaps_job *job; /* OP_FETCH: the download */
 			char snap[SUP_ID_MAX];
 			bool held;            /* OP_FETCH: a downloaded archive to drop at the end */
 			sup_volseed *vs;      /* OP_VOLS: the volumes made */

@@ -14,10 +14,9 @@
 #include "sup_core_op_int.h"
 #include "sup_volseed.h"
 #include "sup_volumes.h"
-#include "sup_snaps.h"
 
 /* ---- a create with a step first: a restore from an object store (its
- * archive fetched off the loop by sup_snaps_fetch, dropped once the create
+ * archive fetched off the loop by the restorer, dropped once the create
  * is over), a restore or fork with volumes (made first by sup_volseed,
  * mounted by the create with the request's own, deleted again if it
  * fails); one op kind each, one scaffold ---- */
@@ -42,7 +41,7 @@ static sup_op *pre_new(sup_core *c, sup_op_kind kind, const sup_tenant *who,
 void sup_core_prep_end(sup_op *op, int rc)
 {
 	if (op->u.pre.held)
-		sup_snaps_fetched_drop(op->core->snaps, op->u.pre.snap);
+		op->core->restorer->fetched_drop(op->core->snaps, op->u.pre.snap);
 	if (op->u.pre.vs && rc == 0)
 		sup_volseed_keep(op->u.pre.vs);
 	else if (op->u.pre.vs)
@@ -101,7 +100,7 @@ int sup_core_create_from_store(sup_core *c, const sup_tenant *who, sup_create_re
 		return err->code;
 	snprintf(op->u.pre.snap, sizeof(op->u.pre.snap), "%s", req->snapshot);
 	op->u.pre.req = *req;
-	int rc = sup_snaps_fetch(c->snaps, who, op->u.pre.snap, fetched, op, &op->u.pre.job, err);
+	int rc = c->restorer->fetch(c->snaps, who, op->u.pre.snap, fetched, op, &op->u.pre.job, err);
 	if (rc == 1)
 		rc = fetch_go(op, err);
 	if (rc < 0) {

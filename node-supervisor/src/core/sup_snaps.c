@@ -30,26 +30,71 @@
 #include "sup_token.h"
 #include "sup_volumes.h"
 
-sup_snaps_orphans *sup_snaps_orphans_of(sup_snaps *s)
+/* The snapshots this node is writing now (their archives are up before
+ * their manifests): the store's orphan sweep leaves them. */
+static void writing(const void *owner, void (*fn)(const char *id, void *ud), void *ud)
 {
-	return &s->orphans;
-}
-
-void sup_snaps_writing(const sup_snaps *s, void (*fn)(const char *id, void *ud), void *ud)
-{
+	const sup_snaps *s = owner;
 	for (const sup_snaps_op *op = s->live; op; op = op->next_live)
 		if (op->kind == KIND_TAKE)
 			fn(op->id, ud);
 }
 
-const sup_snaps_cfg *sup_snaps_cfg_of(const sup_snaps *s)
+/* ---- the object store's side: its calls, through the owner ---- */
+
+bool sup_snaps_remote(const sup_snaps *s)
 {
-	return &s->cfg;
+	return s && sup_snaps_store_remote(&s->st);
 }
 
-sup_snaps_fetched **sup_snaps_fetched_of(sup_snaps *s)
+int sup_snaps_refresh(sup_snaps *s, const char *snap_id, sup_snaps_done_cb cb, void *ud,
+		      sup_snaps_job **job, sbx_err *err)
 {
-	return &s->fetched;
+	return sup_snaps_store_refresh(&s->st, snap_id, cb, ud, job, err);
+}
+
+int sup_snaps_remove(sup_snaps *s, const sup_tenant *who, const char *snap_id,
+		     sup_snaps_done_cb cb, void *ud, sup_snaps_job **job, sbx_err *err)
+{
+	int r = sup_snaps_store_remove(&s->st, who, snap_id, cb, ud, job, err);
+	if (r == 1)
+		r = sup_snaps_delete(s, who, snap_id, err) ?: 1;
+	return r;
+}
+
+int sup_snaps_fetch(sup_snaps *s, const sup_tenant *who, const char *snap_id,
+		    sup_snaps_done_cb cb, void *ud, sup_snaps_job **job, sbx_err *err)
+{
+	return sup_snaps_store_fetch(&s->st, who, snap_id, cb, ud, job, err);
+}
+
+void sup_snaps_fetched_drop(sup_snaps *s, const char *snap_id)
+{
+	sup_snaps_store_fetched_drop(&s->st, snap_id);
+}
+
+void sup_snaps_job_cancel(sup_snaps_job *job)
+{
+	sup_snaps_store_job_cancel(job);
+}
+
+void sup_snaps_metrics(sup_snaps *s, struct sup_prom *w)
+{
+	sup_snaps_store_metrics(&s->st, w);
+}
+
+/* The core's creates restore through these (sup_core_restorer). */
+static const sup_core_restorer restorer = {
+	.remote = sup_snaps_remote,
+	.fetch = sup_snaps_fetch,
+	.fetched_drop = sup_snaps_fetched_drop,
+	.job_cancel = sup_snaps_job_cancel,
+	.seed = sup_snaps_seed,
+};
+
+void sup_core_set_snaps(sup_core *c, sup_snaps *s)
+{
+	sup_core_set_restorer(c, &restorer, s);
 }
 
 /* ---- helpers ---- */
@@ -151,7 +196,7 @@ int sup_snaps_seed(sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx
 		return sbx_err_set(err, -EINVAL,
 				   "field \"image\": snapshot %s is of image \"%.200s\", not \"%.200s\"",
 				   v->id, v->image, req->image);
-	r = sup_snaps_archive_of(s, v->id, seed->archive, err);
+	r = sup_snaps_store_archive_of(&s->st, v->id, seed->archive, err);
 	if (r < 0)
 		return r;
 	/* the volumes it carries: made by the create (sup_core_create) */
@@ -161,7 +206,7 @@ int sup_snaps_seed(sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx
 	for (unsigned k = 0; k < v->nvols; k++) {
 		vs[k].m = v->vols[k].m;
 		vs[k].size = v->vols[k].vol_size;
-		r = sup_snaps_vol_archive_of(s, v->id, k, vs[k].archive, err);
+		r = sup_snaps_store_vol_archive_of(&s->st, v->id, k, vs[k].archive, err);
 		if (r < 0)
 			return r;
 	}
@@ -280,7 +325,7 @@ static void on_orphan_timer(evutil_socket_t fd, short what, void *ud)
 	(void)what;
 	sup_snaps *s = ud;
 	if (!s->stopped)
-		sup_snaps_sweep_store(s);
+		sup_snaps_store_sweep(&s->st, writing, s);
 }
 
 sup_snaps *sup_snaps_new(struct event_base *base, const sup_snaps_cfg *cfg, sbx_err *err)
@@ -290,6 +335,10 @@ sup_snaps *sup_snaps_new(struct event_base *base, const sup_snaps_cfg *cfg, sbx_
 		return sbx_err_set(err, -ENOMEM, "snapshots"), NULL;
 	s->base = base;
 	s->cfg = *cfg;
+	s->st.catalog = cfg->catalog;
+	s->st.store = cfg->store;
+	s->st.workers = cfg->workers;
+	s->st.orphan_age_s = cfg->orphan_age_s;
 	s->sweep_timer = event_new(base, -1, EV_PERSIST, on_sweep_timer, s);
 	if (!s->sweep_timer) {
 		free(s);
@@ -298,13 +347,13 @@ sup_snaps *sup_snaps_new(struct event_base *base, const sup_snaps_cfg *cfg, sbx_
 	}
 	struct timeval tv = {SWEEP_EVERY_S, 0};
 	event_add(s->sweep_timer, &tv);
-	sup_snaps_sweep_local(s); /* before any snapshot is taken: nothing is on its way */
+	sup_snaps_store_sweep_local(&s->st); /* before any snapshot is taken: nothing is on its way */
 	if (sup_snaps_remote(s)) {
 		s->orphan_timer = event_new(base, -1, EV_PERSIST, on_orphan_timer, s);
 		struct timeval every = {cfg->orphan_every_s, 0};
 		if (s->orphan_timer && cfg->orphan_every_s)
 			event_add(s->orphan_timer, &every);
-		sup_snaps_sweep_store(s); /* the pass at start */
+		sup_snaps_store_sweep(&s->st, writing, s); /* the pass at start */
 	}
 	return s;
 }
@@ -326,6 +375,6 @@ void sup_snaps_free(sup_snaps *s)
 	event_free(s->sweep_timer);
 	if (s->orphan_timer)
 		event_free(s->orphan_timer);
-	sup_snaps_fetched_free(&s->fetched);
+	sup_snaps_store_free(&s->st);
 	free(s);
 }

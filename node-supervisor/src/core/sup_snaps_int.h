@@ -71,8 +71,7 @@ struct sup_snaps {
 	bool stopped;        /* no sweep is started any more */
 	struct event *sweep_timer;
 	struct event *orphan_timer; /* the object store's orphan sweep */
-	sup_snaps_orphans orphans;
-	sup_snaps_fetched *fetched; /* archives downloaded for restores */
+	sup_snaps_store st;  /* the object store's side (sup_snaps_store.c) */
 };
 
 /* ---- sup_snaps.c ---- */

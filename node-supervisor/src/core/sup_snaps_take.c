@@ -139,7 +139,7 @@ static void take_done(sup_job *job)
 	sup_snaps_live_remove(s, op);
 	if (op->rc == 0 && sup_catalog_snap_put(s->cfg.catalog, &op->row, &op->err) < 0) {
 		op->rc = op->err.code;
-		sup_snaps_unstore(s, &op->row);
+		sup_snaps_store_unstore(&s->st, &op->row);
 	}
 	if (op->rc < 0)
 		sup_warn("snapshot of %s: %s", op->box.id, op->err.msg);
