@@ -121,40 +121,64 @@ static void on_acquired(sup_sandbox *sb, int rc, const sbx_err *err, void *ud)
 	acquired(sb, rc, err, ud);
 }
 
-int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
-		    sup_core_sandbox_cb cb, void *ud, sup_op **opp, sbx_err *err)
+/* ---- the create, step by step ----
+ * 1 the node takes it; 2 a snapshot kept in an object store is fetched
+ * first (sup_core_prep.c), and the create starts again with it; 3 the
+ * request within the node and its tenant; 4 the volumes a snapshot carries
+ * are made first (sup_core_prep.c), and the create starts again with them;
+ * 5 what it will hold fits; 6 a sandbox acquired, adopted on_acquired. */
+
+/* 1. The node takes a create of this kind now. */
+static int create_offered(const sup_core *c, const sup_create_req *req, sbx_err *err)
 {
-	*opp = NULL;
 	if (c->shutting_down)
 		return sbx_err_set(err, -ESHUTDOWN, "the supervisor is shutting down");
 	if (c->cfg.backend && (req->volumes.n || req->snapshot))
 		return sbx_err_set(err, -ENOSYS, "%s not offered with the %s backend",
 				   req->volumes.n ? "volumes are" : "a sandbox from a snapshot is", c->cfg.backend);
-	if (req->snapshot && !req->snapshot_fetched && c->restorer && c->restorer->remote(c->snaps))
-		return sup_core_create_from_store(c, who, req, cb, ud, opp, err);
-	/* seeded once: a create with volumes to make comes here again */
+	return 0;
+}
+
+/* 2. Its snapshot's archive must be fetched first. */
+static bool create_fetches(const sup_core *c, const sup_create_req *req)
+{
+	return req->snapshot && !req->snapshot_fetched && c->restorer && c->restorer->remote(c->snaps);
+}
+
+/* 3. What it asks, within the node and its tenant: a snapshot's image and
+ * seed (once: a create with volumes to make comes here again), the
+ * tenant's defaults and bounds, the isolation, the network. */
+static int create_allowed(sup_core *c, const sup_tenant *who, sup_create_req *req, sbx_err *err)
+{
 	int rc = 0;
 	if (req->snapshot && !req->seed)
 		rc = c->restorer ? c->restorer->seed(c->snaps, who, req, err)
 				 : sbx_err_set(err, -EINVAL, "field \"snapshot\": this supervisor keeps no snapshots");
-	if (rc == 0)
-		rc = sup_core_apply_tenant(who, req, err);
-	if (rc == 0)
-		rc = sup_core_allow_isolation(c, who, req, err);
-	if (rc == 0)
-		rc = sup_core_allow_network(c, req, err);
-	if (rc == 0 && req->nvol_seeds && !req->vols_seeded)
-		return sup_core_create_with_volumes(c, who, req, cb, ud, opp, err);
-	/* a backend's template sets the limits: the quota counts those */
-	if (rc == 0 && c->cfg.backend)
+	rc = rc ?: sup_core_apply_tenant(who, req, err);
+	rc = rc ?: sup_core_allow_isolation(c, who, req, err);
+	return rc ?: sup_core_allow_network(c, req, err);
+}
+
+/* 5. What it will hold fits: a backend's template sets the limits (the
+ * quota counts those), the tenant's quota, its volumes. */
+static int create_fits(sup_core *c, const sup_tenant *who, sup_create_req *req, sbx_err *err)
+{
+	int rc = 0;
+	if (c->cfg.backend)
 		rc = sup_pools_fit(c->pools, req->acquire ? req->acquire : req->image ? req->image : "host",
 				   req->isolation, req->given, &req->resources, err);
-	if (rc == 0)
-		rc = sup_core_check_quota(c, who, &req->resources, err);
+	rc = rc ?: sup_core_check_quota(c, who, &req->resources, err);
 	if (rc == 0 && req->volumes.n)
 		rc = sup_core_allow_volumes(c, who, req, err);
-	if (rc < 0)
-		return rc;
+	return rc;
+}
+
+/* 6. A sandbox from the pools (req taken): handed out now, or to
+ * on_acquired once one is ready. */
+static int create_acquire(sup_core *c, const sup_tenant *who, sup_create_req *req,
+			  sup_core_sandbox_cb cb, void *ud, sup_op **opp, sbx_err *err)
+{
+	int rc;
 	sup_op *op = calloc(1, sizeof(*op));
 	if (!op)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
@@ -189,4 +213,20 @@ int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
 	}
 	*opp = op;
 	return 0;
+}
+
+int sup_core_create(sup_core *c, const sup_tenant *who, sup_create_req *req,
+		    sup_core_sandbox_cb cb, void *ud, sup_op **opp, sbx_err *err)
+{
+	*opp = NULL;
+	int rc = create_offered(c, req, err);
+	if (rc < 0)
+		return rc;
+	if (create_fetches(c, req))
+		return sup_core_create_from_store(c, who, req, cb, ud, opp, err);
+	rc = create_allowed(c, who, req, err);
+	if (rc == 0 && req->nvol_seeds && !req->vols_seeded)
+		return sup_core_create_with_volumes(c, who, req, cb, ud, opp, err);
+	rc = rc ?: create_fits(c, who, req, err);
+	return rc ?: create_acquire(c, who, req, cb, ud, opp, err);
 }
