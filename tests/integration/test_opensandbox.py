@@ -318,7 +318,7 @@ class OpenSandbox(unittest.TestCase):
         import sqlite3
         db = sqlite3.connect(os.path.join(state, "catalog.db"))
         try:
-            self.assertEqual(db.execute("SELECT COUNT(*) FROM osbx_kept").fetchone()[0], 0)
+            self.assertEqual(db.execute("SELECT COUNT(*) FROM kept WHERE kind = 'opensandbox'").fetchone()[0], 0)
         finally:
             db.close()
 

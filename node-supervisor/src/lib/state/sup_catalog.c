@@ -18,6 +18,11 @@
  * Step 8 (snapshots with volumes):
  *   snapshot_volumes  the volumes a snapshot carries, in mount order
  *                     (removed with its snapshot)
+ * Step 9 (kept records):
+ *   kept           what a layer above keeps (kind, key, value, tenant,
+ *                  times), the sandbox it goes with; step 6's osbx_kept
+ *                  rows moved into it (kind "opensandbox"), that table
+ *                  dropped
  * Here: the schema and its steps, the sandboxes' rows and the pools'; the
  * volumes' rows are sup_catalog_vols.c, the snapshots' sup_catalog_snaps.c. */
 #include "sup_catalog.h"
@@ -110,7 +115,8 @@ static const char schema_snap_store[] =
 	"ALTER TABLE snapshots ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
 	"PRAGMA user_version = 5;";
 
-/* Step 6: the OpenSandbox layer's own table (sdkcli's step). */
+/* Step 6: the OpenSandbox layer's own table (sdkcli's step); step 9
+ * moves its rows into kept and drops it. */
 static const char schema_osbx[] =
 	"CREATE TABLE IF NOT EXISTS osbx_kept ("
 	" seq INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -132,6 +138,24 @@ static const char schema_snap_vols[] =
 	" sha256 TEXT NOT NULL DEFAULT '',"
 	" PRIMARY KEY (snapshot, pos));"
 	"PRAGMA user_version = 8;";
+
+/* Step 9: kept records, the OpenSandbox layer's rows among them. */
+static const char schema_kept[] =
+	"CREATE TABLE IF NOT EXISTS kept ("
+	" seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" kind TEXT NOT NULL,"
+	" key TEXT NOT NULL,"
+	" sandbox TEXT REFERENCES sandboxes(id) ON DELETE CASCADE,"
+	" tenant TEXT NOT NULL,"
+	" value BLOB NOT NULL,"
+	" created_at INTEGER NOT NULL,"
+	" updated_at INTEGER NOT NULL,"
+	" UNIQUE (kind, key));"
+	"INSERT INTO kept (kind, key, sandbox, tenant, value, created_at, updated_at)"
+	" SELECT 'opensandbox', id, id, tenant, kept, CAST(strftime('%s', 'now') AS INTEGER),"
+	" CAST(strftime('%s', 'now') AS INTEGER) FROM osbx_kept ORDER BY seq;"
+	"DROP TABLE osbx_kept;"
+	"PRAGMA user_version = 9;";
 
 void sup_catalog_rec_free(sup_catalog_rec *r)
 {
@@ -244,6 +268,9 @@ int sup_catalog_open(const char *dir, sup_catalog **out, sbx_err *err)
 								 ?: sup_catalog_exec(c, "COMMIT;", err);
 	if (r == 0 && version < 8)
 		r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err) ?: sup_catalog_exec(c, schema_snap_vols, err)
+								 ?: sup_catalog_exec(c, "COMMIT;", err);
+	if (r == 0 && version < 9)
+		r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err) ?: sup_catalog_exec(c, schema_kept, err)
 								 ?: sup_catalog_exec(c, "COMMIT;", err);
 	if (r < 0) {
 		sqlite3_close(c->db);
@@ -507,55 +534,6 @@ int sup_catalog_each_pool(sup_catalog *c,
 	}
 	if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
 		r = sup_catalog_db_err(c, err, "read pools");
-	sqlite3_finalize(st);
-	return r;
-}
-
-int sup_catalog_osbx_put(sup_catalog *c, const char *id, const char *tenant, const char *kept,
-			 sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = sup_catalog_prepare(c,
-			"INSERT INTO osbx_kept (id, tenant, kept) VALUES (?1, ?2, ?3)"
-			" ON CONFLICT(id) DO UPDATE SET tenant = ?2, kept = ?3",
-			&st, err);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, kept, -1, SQLITE_STATIC);
-	return sup_catalog_step_done(c, st, "record what the OpenSandbox layer keeps", err);
-}
-
-int sup_catalog_osbx_remove(sup_catalog *c, const char *id, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = sup_catalog_prepare(c, "DELETE FROM osbx_kept WHERE id = ?1", &st, err);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	return sup_catalog_step_done(c, st, "remove what the OpenSandbox layer kept", err);
-}
-
-int sup_catalog_osbx_each(sup_catalog *c,
-			  int (*fn)(const char *id, const char *tenant, const char *kept, void *ud,
-				    sbx_err *err),
-			  void *ud, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = sup_catalog_prepare(c, "SELECT id, tenant, kept FROM osbx_kept ORDER BY seq", &st, err);
-	if (r < 0)
-		return r;
-	int rc = SQLITE_DONE;
-	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *id = (const char *)sqlite3_column_text(st, 0);
-		const char *tenant = (const char *)sqlite3_column_text(st, 1);
-		const char *kept = (const char *)sqlite3_column_text(st, 2);
-		if (id && tenant && kept)
-			r = fn(id, tenant, kept, ud, err);
-	}
-	if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
-		r = sup_catalog_db_err(c, err, "read the OpenSandbox layer's rows");
 	sqlite3_finalize(st);
 	return r;
 }
