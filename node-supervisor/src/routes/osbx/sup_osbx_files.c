@@ -274,17 +274,14 @@ int sup_osbx_parse_fs(const sup_http_in *in, void *ctx, void *state, sbx_err *er
 	}
 }
 
-static const char *type_of(const msgpack_object *m)
+/* sbx's file types as theirs. */
+static const char *type_of(const sup_api_stat *st)
 {
-	const char *t;
-	size_t n;
-	if (!sbx_proto_get_str(m, "type", &t, &n))
-		return NULL;
-	if (n == 4 && memcmp(t, "file", 4) == 0)
+	if (strcmp(st->type, "file") == 0)
 		return "file";
-	if (n == 3 && memcmp(t, "dir", 3) == 0)
+	if (strcmp(st->type, "dir") == 0)
 		return "directory";
-	if (n == 7 && memcmp(t, "symlink", 7) == 0)
+	if (strcmp(st->type, "symlink") == 0)
 		return "symlink";
 	return "other";
 }
@@ -299,18 +296,15 @@ static const char *who_name(uint64_t id, char *buf, size_t size)
 	return buf;
 }
 
-/* The agent's stat keys as their FileInfo at path. */
+/* The agent's stat keys (checked as every family's are) as their FileInfo
+ * at path. */
 static json_t *info_json(const char *path, const msgpack_object *m, sbx_err *err)
 {
-	uint64_t size, mode, mt, uid, gid;
-	const char *type = type_of(m);
-	if (!type || !sbx_proto_get_uint(m, "size", &size) || !sbx_proto_get_uint(m, "mode", &mode) ||
-	    !sbx_proto_get_uint(m, "mtime_ns", &mt) || !sbx_proto_get_uint(m, "uid", &uid) ||
-	    !sbx_proto_get_uint(m, "gid", &gid) || mode > 07777 || size > (1ull << 62) ||
-	    mt > (1ull << 62)) {
-		sbx_err_set(err, -EPROTO, "agent: stat keys missing or out of range");
+	sup_api_stat st;
+	if (sup_api_stat_read(m, &st, err) < 0)
 		return NULL;
-	}
+	const char *type = type_of(&st);
+	uint64_t size = st.size, mode = st.mode, mt = st.mtime_ns, uid = st.uid, gid = st.gid;
 	char ts[40], u[24], g[24];
 	sup_osbx_time_ms(mt / 1000000, ts, sizeof(ts));
 	/* mode as their octal digits written in decimal: 0644 -> 644 */
@@ -330,27 +324,16 @@ static json_t *info_json(const char *path, const msgpack_object *m, sbx_err *err
 
 static json_t *entries_json(const job *jb, const msgpack_object *res, sbx_err *err)
 {
-	const msgpack_object *ents = sbx_proto_map_get(res, "entries");
-	if (!ents || ents->type != MSGPACK_OBJECT_ARRAY) {
-		sbx_err_set(err, -EPROTO, "agent: listing without entries");
+	const msgpack_object *ents = sup_api_listing_entries(res, err);
+	if (!ents)
 		return NULL;
-	}
 	json_t *a = json_array();
 	for (uint32_t i = 0; a && i < ents->via.array.size; i++) {
-		const msgpack_object *e = &ents->via.array.ptr[i];
-		const char *rel;
-		size_t rl;
-		if (e->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_str(e, "path", &rel, &rl) || rl == 0 ||
-		    rl >= 4096 || memchr(rel, '\0', rl) || rel[0] == '/') {
-			sbx_err_set(err, -EPROTO, "agent: a listing entry without a valid path");
-			json_decref(a);
-			return NULL;
-		}
-		char *full = NULL;
-		const char *sep = strcmp(jb->path, "/") ? "/" : "";
-		json_t *o = asprintf(&full, "%s%s%.*s", jb->path, sep, (int)rl, rel) < 0 ? NULL
-											: info_json(full, e, err);
-		free(full);
+		sup_api_entry ent;
+		json_t *o = sup_api_entry_read(jb->path, &ents->via.array.ptr[i], &ent, err) < 0
+				    ? NULL
+				    : info_json(ent.path, &ents->via.array.ptr[i], err);
+		free(ent.path);
 		if (!o) {
 			if (!err->code)
 				sbx_err_set(err, -ENOMEM, "out of memory");
