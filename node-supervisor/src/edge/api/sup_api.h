@@ -145,6 +145,27 @@ int sup_api_parse_process_start(json_t *j, sup_exec_spec *spec, sbx_proto_args *
 /* An unsigned integer at key of an agent's map (at most max): 0, or -EPROTO. */
 int sup_api_mp_uint(const msgpack_object *map, const char *key, uint64_t max, uint64_t *out,
 		    sbx_err *err);
+/* A process description from the agent, checked: what every family's view
+ * of a process is made from. full: what proc.get adds (argv, pty, stdin,
+ * output); want_pid > 0: it must be of that process. -EPROTO when it
+ * breaks the protocol; tag and argv point into m. */
+typedef struct sup_api_proc {
+	uint64_t pid, started_ms;
+	bool exited;
+	const char *tag; /* NULL: none */
+	size_t tag_len;
+	/* exited */
+	bool has_code;   /* exited with code (0..255), else killed by signal (1..64) */
+	int code, signal;
+	uint64_t ended_ms, duration_us;
+	bool timed_out, oom_killed;
+	/* full */
+	bool full, pty, stdin_open;
+	uint64_t out_start, out_end, out_buffer;
+	const msgpack_object *argv; /* strings, at most SUP_API_MAX_ARGV */
+} sup_api_proc;
+int sup_api_proc_read(const msgpack_object *m, bool full, long want_pid, sup_api_proc *p,
+		      sbx_err *err);
 /* A process description from the agent as JSON; full adds what proc.get
  * tells. NULL with err when it breaks the protocol. want_pid > 0: it must
  * be of that process. */
