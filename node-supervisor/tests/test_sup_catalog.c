@@ -171,6 +171,12 @@ static void test_write_reopen(void **state)
 
 /* A catalog holding one made row, sb-a, then sql run on its file by
  * sqlite3 itself (what another version of the supervisor left). */
+/* Step 6's table, as schema-6 to -8 files have it. */
+#define OSBX_KEPT_V6                                                                        \
+	"CREATE TABLE osbx_kept (seq INTEGER PRIMARY KEY AUTOINCREMENT,"                    \
+	" id TEXT NOT NULL UNIQUE REFERENCES sandboxes(id) ON DELETE CASCADE,"              \
+	" tenant TEXT NOT NULL, kept TEXT NOT NULL);"
+
 static void one_row_then(const fixture *f, const char *sql)
 {
 	sup_catalog *c;
@@ -247,7 +253,7 @@ static void test_volumes(void **state)
 	sup_catalog *c;
 	sbx_err err;
 	/* a schema-1 file has none of the later steps either */
-	one_row_then(f, "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots; DROP TABLE osbx_kept;"
+	one_row_then(f, "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots; DROP TABLE kept;"
 			"ALTER TABLE sandboxes DROP COLUMN paused; ALTER TABLE sandboxes DROP COLUMN network;"
 			"DROP TABLE pools; PRAGMA user_version = 1");
 
@@ -308,7 +314,7 @@ static void test_snapshots_step(void **state)
 	sup_catalog_close(c);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE osbx_kept; DROP TABLE snapshots; PRAGMA user_version = 3", NULL, NULL,
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE kept; DROP TABLE snapshots; PRAGMA user_version = 3", NULL, NULL,
 				      NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
@@ -369,8 +375,9 @@ static void test_snapshot_volumes_step(void **state)
 	sup_catalog_close(c);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE snapshot_volumes; PRAGMA user_version = 6", NULL,
-				      NULL, NULL),
+	/* as a schema-6 file is: step 6's table, none of 8's and 9's */
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE snapshot_volumes; DROP TABLE kept;" OSBX_KEPT_V6
+				      "PRAGMA user_version = 6", NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
@@ -434,23 +441,33 @@ static int collect_pool(const char *image, sup_isolation isolation, unsigned siz
 
 /* Step 3: a paused sandbox, its policy and pool sizes kept; a schema-1 file (no such
  * column nor table) upgraded with its rows. */
-typedef struct osbx_rows {
-	int n;
-	char last[64];
-} osbx_rows;
+typedef struct kept_rows {
+	unsigned n;
+	char last[256];
+	int64_t created_at, updated_at;
+	char value[64];
+	size_t len;
+} kept_rows;
 
-static int count_osbx(const char *id, const char *tenant, const char *kept, void *ud, sbx_err *err)
+static int count_kept(const sup_catalog_kept *k, void *ud, sbx_err *err)
 {
-	osbx_rows *r = ud;
+	kept_rows *r = ud;
 	(void)err;
 	r->n++;
-	snprintf(r->last, sizeof(r->last), "%s %s %s", id, tenant, kept);
+	snprintf(r->last, sizeof(r->last), "%s %s %s %s %.*s", k->kind, k->key,
+		 k->sandbox ? k->sandbox : "-", k->tenant, (int)k->len, (const char *)k->value);
+	r->created_at = k->created_at;
+	r->updated_at = k->updated_at;
+	r->len = k->len < sizeof(r->value) ? k->len : sizeof(r->value);
+	memcpy(r->value, k->value, r->len);
 	return 0;
 }
 
-/* A schema-5 file gains the OpenSandbox layer's table; a row is replaced
- * in place, kept across a reopen, and goes with its sandbox. */
-static void test_osbx_step(void **state)
+/* Step 9: a schema-8 file's OpenSandbox rows (osbx_kept) become kept
+ * records of kind "opensandbox", in their order, that table gone; a
+ * record is replaced in place (its created_at kept), read back after a
+ * reopen, goes with its sandbox's row; one naming no sandbox stays. */
+static void test_kept_step(void **state)
 {
 	fixture *f = *state;
 	sup_catalog *c;
@@ -461,29 +478,57 @@ static void test_osbx_step(void **state)
 	sup_catalog_close(c);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE osbx_kept; PRAGMA user_version = 5", NULL, NULL, NULL),
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE kept;" OSBX_KEPT_V6
+					  "INSERT INTO osbx_kept (id, tenant, kept) VALUES"
+					  " ('sb-b', 't2', '{}'), ('sb-a', 't1', '{\"metadata\":{}}');"
+					  "PRAGMA user_version = 8", NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
+
 	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
-	assert_int_equal(sup_catalog_osbx_put(c, "sb-a", "t1", "{\"metadata\":{}}", &err), 0);
-	assert_int_equal(sup_catalog_osbx_put(c, "sb-a", "t1", "{\"metadata\":{\"k\":\"v\"}}", &err), 0);
-	assert_int_equal(sup_catalog_osbx_put(c, "sb-b", "t2", "{}", &err), 0);
-	/* a sandbox the catalog does not have: refused */
-	assert_int_equal(sup_catalog_osbx_put(c, "sb-none", "t1", "{}", &err), -EIO);
-	sup_catalog_close(c);
-	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
-	osbx_rows r = { 0 };
-	assert_int_equal(sup_catalog_osbx_each(c, count_osbx, &r, &err), 0);
+	kept_rows r = { 0 };
+	assert_int_equal(sup_catalog_kept_each(c, "opensandbox", count_kept, &r, &err), 0);
 	assert_int_equal(r.n, 2);
+	assert_string_equal(r.last, "opensandbox sb-a sb-a t1 {\"metadata\":{}}"); /* their order */
+	assert_true(r.created_at > 0 && r.updated_at == r.created_at);
+	int64_t made = r.created_at;
+	sup_catalog_kept k = { .kind = "opensandbox", .key = "sb-a", .sandbox = "sb-a", .tenant = "t1",
+			       .value = "{\"metadata\":{\"k\":\"v\"}}" };
+	k.len = strlen(k.value);
+	assert_int_equal(sup_catalog_kept_put(c, &k, &err), 0);
+	/* a sandbox the catalog does not have: refused */
+	k.key = k.sandbox = "sb-none";
+	assert_int_equal(sup_catalog_kept_put(c, &k, &err), -EIO);
+	/* another kind, naming no sandbox, a blob with a NUL in it */
+	sup_catalog_kept other = { .kind = "other", .key = "x", .tenant = "t3", .value = "a\0b", .len = 3 };
+	assert_int_equal(sup_catalog_kept_put(c, &other, &err), 0);
+	sup_catalog_close(c);
+
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	assert_int_not_equal(sqlite3_prepare_v2(db, "SELECT 1 FROM osbx_kept", -1, &st, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	r = (kept_rows){ 0 };
+	assert_int_equal(sup_catalog_kept_each(c, "opensandbox", count_kept, &r, &err), 0);
+	assert_int_equal(r.n, 2);
+	assert_string_equal(r.last, "opensandbox sb-a sb-a t1 {\"metadata\":{\"k\":\"v\"}}");
+	assert_int_equal(r.created_at, made);
+	assert_true(r.updated_at >= made);
 	assert_int_equal(sup_catalog_remove(c, "sb-b", &err), 0);
-	assert_int_equal(sup_catalog_osbx_remove(c, "sb-none", &err), 0);
-	r = (osbx_rows){ 0 };
-	assert_int_equal(sup_catalog_osbx_each(c, count_osbx, &r, &err), 0);
+	assert_int_equal(sup_catalog_remove(c, "sb-a", &err), 0);
+	r = (kept_rows){ 0 };
+	assert_int_equal(sup_catalog_kept_each(c, "opensandbox", count_kept, &r, &err), 0);
+	assert_int_equal(r.n, 0);
+	r = (kept_rows){ 0 };
+	assert_int_equal(sup_catalog_kept_each(c, "other", count_kept, &r, &err), 0);
 	assert_int_equal(r.n, 1);
-	assert_string_equal(r.last, "sb-a t1 {\"metadata\":{\"k\":\"v\"}}");
-	assert_int_equal(sup_catalog_osbx_remove(c, "sb-a", &err), 0);
-	r = (osbx_rows){ 0 };
-	assert_int_equal(sup_catalog_osbx_each(c, count_osbx, &r, &err), 0);
+	assert_int_equal(r.len, 3); /* the blob's bytes, its NUL among them */
+	assert_memory_equal(r.value, "a\0b", 3);
+	assert_int_equal(sup_catalog_kept_remove(c, "other", "x", &err), 0);
+	assert_int_equal(sup_catalog_kept_remove(c, "other", "none", &err), 0);
+	r = (kept_rows){ 0 };
+	assert_int_equal(sup_catalog_kept_each(c, "other", count_kept, &r, &err), 0);
 	assert_int_equal(r.n, 0);
 	sup_catalog_close(c);
 }
@@ -535,7 +580,7 @@ static void test_paused_and_pool_sizes(void **state)
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, "ALTER TABLE sandboxes DROP COLUMN paused;"
 					  "ALTER TABLE sandboxes DROP COLUMN network; DROP TABLE pools;"
-					  "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots; DROP TABLE osbx_kept;"
+					  "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots; DROP TABLE kept;"
 					  "PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
@@ -591,7 +636,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_volumes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshots_step, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_osbx_step, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kept_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot_volumes_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paused_and_pool_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database_refused, setup, teardown),

@@ -412,7 +412,8 @@ static void test_files(void **unused)
 	tenant.policy = NULL;
 }
 
-/* {"entries": [{"path": rel, stat keys...}]} as an agent answers fs.list. */
+/* {"entries": [{"path": rel, "name", stat keys...}]} as an agent answers
+ * fs.list. */
 static json_t *entries_of(const char *base, const char *rel, sbx_err *e)
 {
 	msgpack_sbuffer sb;
@@ -422,14 +423,17 @@ static json_t *entries_of(const char *base, const char *rel, sbx_err *e)
 	msgpack_pack_map(&pk, 1);
 	sbx_proto_pack_str(&pk, "entries");
 	msgpack_pack_array(&pk, 1);
-	msgpack_pack_map(&pk, 7);
+	msgpack_pack_map(&pk, 10);
 	sbx_proto_pack_str(&pk, "path");
 	sbx_proto_pack_str(&pk, rel);
+	const char *slash = strrchr(rel, '/');
+	sbx_proto_pack_str(&pk, "name");
+	sbx_proto_pack_str(&pk, slash && slash[1] ? slash + 1 : "x");
 	sbx_proto_pack_str(&pk, "type");
 	sbx_proto_pack_str(&pk, "file");
-	static const char *const keys[] = { "size", "mode", "mtime_ns", "uid", "gid" };
-	static const uint64_t vals[] = { 5, 0644, 1700000000000000000ull, 1000, 0 };
-	for (int i = 0; i < 5; i++) {
+	static const char *const keys[] = { "size", "mode", "mtime_ns", "uid", "gid", "nlink", "ino" };
+	static const uint64_t vals[] = { 5, 0644, 1700000000000000000ull, 1000, 0, 1, 42 };
+	for (int i = 0; i < 7; i++) {
 		sbx_proto_pack_str(&pk, keys[i]);
 		msgpack_pack_uint64(&pk, vals[i]);
 	}
@@ -464,7 +468,7 @@ static void test_entries_checked(void **unused)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_null(entries_of("/workspace", bad[i], &e));
 		assert_int_equal(e.code, -EPROTO);
-		assert_string_equal(e.msg, "agent: a listing entry without a valid path");
+		assert_string_equal(e.msg, "agent: a listing entry without a valid path or name");
 	}
 }
 

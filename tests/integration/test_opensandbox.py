@@ -10,7 +10,9 @@ followed by a blank line, their snapshot calls onto sbx's snapshots,
 files/replace and metrics onto sbx's own operations and figures, their
 signed endpoints as sbx's signed port path (fetched with no credential
 header; tampered, expired and execd's refused), and their metadata kept
-across a restart of the supervisor (SIGKILL: the catalog's row). Every sandbox is removed at the end, also when a test
+across a restart of the supervisor (SIGKILL: the catalog's row), also
+when the state folder is one a schema-8 supervisor left (its osbx_kept
+rows upgraded to kept records). Every sandbox is removed at the end, also when a test
 fails.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
@@ -276,6 +278,28 @@ class OpenSandbox(unittest.TestCase):
         self.assertEqual((st, sorted(body)), (404, ["code", "message"]), body)
 
     def test_metadata_kept_across_a_restart(self):
+        self.metadata_across_a_restart(None)
+
+    def test_metadata_kept_from_a_schema_8_state_dir(self):
+        # what a supervisor before the catalog's step 9 left: the layer's
+        # rows in osbx_kept (step 6's table), no kept table, user_version 8
+        def as_schema_8(db):
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 9)
+            db.executescript(
+                "CREATE TABLE osbx_kept (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                " id TEXT NOT NULL UNIQUE REFERENCES sandboxes(id) ON DELETE CASCADE,"
+                " tenant TEXT NOT NULL, kept TEXT NOT NULL);"
+                "INSERT INTO osbx_kept (id, tenant, kept) SELECT key, tenant, CAST(value AS TEXT)"
+                " FROM kept WHERE kind = 'opensandbox' ORDER BY seq;"
+                "DROP TABLE kept; PRAGMA user_version = 8;")
+            self.assertEqual(db.execute("SELECT COUNT(*) FROM osbx_kept").fetchone()[0], 1)
+        self.metadata_across_a_restart(as_schema_8)
+
+    def metadata_across_a_restart(self, rewrite):
+        """An OpenSandbox sandbox's metadata, extensions and entrypoint back
+        after a SIGKILL; rewrite(db), when given, changes the catalog's file
+        between the two runs."""
+        import sqlite3
         root = tempfile.mkdtemp(prefix="sbx-it-osbx-")
         state = os.path.join(root, "state")
         self.addCleanup(shutil.rmtree, root, True)
@@ -296,6 +320,13 @@ class OpenSandbox(unittest.TestCase):
         self.assertEqual((st, p["metadata"]), (200, {"team": "a", "stage": "two"}), p)
         s1.signal(signal.SIGKILL)
         s1.wait(30)
+        if rewrite:
+            db = sqlite3.connect(os.path.join(state, "catalog.db"))
+            try:
+                rewrite(db)
+                db.commit()
+            finally:
+                db.close()
         s2 = start()
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -308,6 +339,16 @@ class OpenSandbox(unittest.TestCase):
         self.assertEqual(got["metadata"], {"team": "a", "stage": "two"})
         self.assertEqual(got["extensions"], {"e": "1"})
         self.assertEqual(got["entrypoint"], body["entrypoint"])
+        if rewrite:  # upgraded: the row a kept record, step 6's table gone
+            db = sqlite3.connect(os.path.join(state, "catalog.db"))
+            try:
+                self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 9)
+                self.assertEqual(db.execute("SELECT key, sandbox FROM kept WHERE kind = 'opensandbox'")
+                                 .fetchall(), [(sb["id"], sb["id"])])
+                self.assertIsNone(db.execute("SELECT name FROM sqlite_master WHERE name = 'osbx_kept'")
+                                  .fetchone())
+            finally:
+                db.close()
         st, _, lst = s2.request("GET", "/opensandbox/v1/sandboxes?metadata=stage%3Dtwo", token=False,
                                 headers=key)
         self.assertEqual([i["id"] for i in lst["items"]], [sb["id"]], lst)
@@ -315,10 +356,9 @@ class OpenSandbox(unittest.TestCase):
         st, _, _ = s2.request("DELETE", "/opensandbox/v1/sandboxes/" + sb["id"], token=False, headers=key)
         self.assertEqual(st, 204)
         stop_clean(s2)
-        import sqlite3
         db = sqlite3.connect(os.path.join(state, "catalog.db"))
         try:
-            self.assertEqual(db.execute("SELECT COUNT(*) FROM osbx_kept").fetchone()[0], 0)
+            self.assertEqual(db.execute("SELECT COUNT(*) FROM kept WHERE kind = 'opensandbox'").fetchone()[0], 0)
         finally:
             db.close()
 

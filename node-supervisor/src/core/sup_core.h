@@ -212,10 +212,27 @@ void sup_core_id_given_out(sup_core *c, const char *id);
  * or NULL with err as for any operation on it. */
 struct sup_agent *sup_core_agent(sup_core *c, const char *id, sbx_err *err);
 
-/* Creates with "snapshot" resolve it through snaps (sup_snaps.h); NULL:
- * they are refused. */
+/* Creates with "snapshot" reach the snapshots through this table, which
+ * the snapshot operations fill (sup_core_set_snaps, sup_snaps.h): they call
+ * the core (a fork is creates), and the core calls them back only through
+ * it, naming no snapshot module. Without one such creates are refused. */
 struct sup_snaps;
-void sup_core_set_snaps(sup_core *c, struct sup_snaps *snaps);
+struct sup_snaps_job;
+typedef void (*sup_core_step_cb)(int rc, const sbx_err *err, void *ud);
+typedef struct sup_core_restorer {
+	/* the snapshots are kept in an object store: a restore fetches first */
+	bool (*remote)(const struct sup_snaps *s);
+	/* snap_id's archive here for a create (1: ready now, cb not called;
+	 * 0: cb later, *job to cancel), kept until fetched_drop */
+	int (*fetch)(struct sup_snaps *s, const sup_tenant *who, const char *snap_id,
+		     sup_core_step_cb cb, void *ud, struct sup_snaps_job **job, sbx_err *err);
+	void (*fetched_drop)(struct sup_snaps *s, const char *snap_id);
+	void (*job_cancel)(struct sup_snaps_job *job);
+	/* req->snapshot (who's) becomes req's image, acquired image, seed and
+	 * the volumes to make */
+	int (*seed)(struct sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx_err *err);
+} sup_core_restorer;
+void sup_core_set_restorer(sup_core *c, const sup_core_restorer *r, struct sup_snaps *s);
 
 /* Withdraw an operation whose requester went away: its callback will not
  * run. A running exec is cancelled on the agent (the command is killed); a

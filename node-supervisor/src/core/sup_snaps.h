@@ -134,6 +134,10 @@ void sup_snaps_op_cancel(sup_snaps_op *op);
  * -EINVAL. */
 int sup_snaps_seed(sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx_err *err);
 
+/* c's creates with "snapshot" restore from s (c's restorer filled: see
+ * sup_core_restorer); the wiring's one call between the two. */
+void sup_core_set_snaps(sup_core *c, sup_snaps *s);
+
 /* Remove the fork layers no mount names (a worker job). */
 void sup_snaps_sweep(sup_snaps *s);
 

@@ -27,7 +27,7 @@ typedef char id_buf[48];
 
 struct sup_snaps_job {
 	sup_job job;
-	sup_snaps *s;
+	sup_snaps_store *s;
 	job_kind kind;
 	bool cancelled;
 	sup_snaps_done_cb cb;
@@ -59,9 +59,9 @@ struct sup_snaps_fetched {
 	struct sup_snaps_fetched *next;
 };
 
-static const sup_snap_store *store_of(sup_snaps *s)
+static const sup_snap_store *store_of(sup_snaps_store *s)
 {
-	return sup_snaps_cfg_of(s)->store;
+	return s->store;
 }
 
 static bool sees(const sup_snaps_job *j, const char *tenant)
@@ -69,18 +69,18 @@ static bool sees(const sup_snaps_job *j, const char *tenant)
 	return j->admin || strcmp(j->tenant, tenant) == 0;
 }
 
-bool sup_snaps_remote(const sup_snaps *s)
+bool sup_snaps_store_remote(const sup_snaps_store *s)
 {
-	return s && sup_snap_store_remote(sup_snaps_cfg_of(s)->store);
+	return s && sup_snap_store_remote(s->store);
 }
 
 /* ---- the catalog's side (loop) ---- */
 
 /* A row of the store the catalog lacks is added; an id the store no
  * longer has loses its row of the store (a local row stays). */
-static void mirror_one(sup_snaps *s, const char *id, const sup_catalog_snap *row)
+static void mirror_one(sup_snaps_store *s, const char *id, const sup_catalog_snap *row)
 {
-	const sup_snaps_cfg *cfg = sup_snaps_cfg_of(s);
+	const sup_snaps_store *cfg = s;
 	SBX_AUTO_FREE sup_catalog_snap *have = malloc(sizeof(*have));
 	sbx_err e;
 	if (!have)
@@ -220,9 +220,9 @@ static void unlink_fetched(const char *path, unsigned nvols)
 	}
 }
 
-static void keep_fetched(sup_snaps *s, sup_snaps_job *j)
+static void keep_fetched(sup_snaps_store *s, sup_snaps_job *j)
 {
-	sup_snaps_fetched **list = sup_snaps_fetched_of(s);
+	sup_snaps_fetched **list = &s->fetched;
 	for (sup_snaps_fetched *f = *list; f; f = f->next)
 		if (strcmp(f->id, j->id) == 0) {
 			/* another create fetched it meanwhile: share that one */
@@ -247,8 +247,8 @@ static void keep_fetched(sup_snaps *s, sup_snaps_job *j)
 static void job_done(sup_job *job)
 {
 	sup_snaps_job *j = (sup_snaps_job *)job;
-	sup_snaps *s = j->s;
-	const sup_snaps_cfg *cfg = sup_snaps_cfg_of(s);
+	sup_snaps_store *s = j->s;
+	const sup_snaps_store *cfg = s;
 	sbx_err e;
 	switch (j->kind) {
 	case JOB_ALL:
@@ -281,7 +281,7 @@ static void job_done(sup_job *job)
 			keep_fetched(s, j);
 		break;
 	case JOB_SWEEP: {
-		sup_snaps_orphans *o = sup_snaps_orphans_of(s);
+		sup_snaps_orphans *o = &s->orphans;
 		o->running = false;
 		o->passes++;
 		if (j->rc < 0) {
@@ -323,7 +323,7 @@ static void job_done(sup_job *job)
 
 /* ---- the calls ---- */
 
-static sup_snaps_job *job_new(sup_snaps *s, job_kind kind, const sup_tenant *who,
+static sup_snaps_job *job_new(sup_snaps_store *s, job_kind kind, const sup_tenant *who,
 			      const char *snap_id, sup_snaps_done_cb cb, void *ud, sbx_err *err)
 {
 	sup_snaps_job *j = calloc(1, sizeof(*j));
@@ -346,18 +346,18 @@ static sup_snaps_job *job_new(sup_snaps *s, job_kind kind, const sup_tenant *who
 	return j;
 }
 
-static int submit(sup_snaps *s, sup_snaps_job *j, sup_snaps_job **job)
+static int submit(sup_snaps_store *s, sup_snaps_job *j, sup_snaps_job **job)
 {
-	sup_workers_submit(sup_snaps_cfg_of(s)->workers, &j->job, true);
+	sup_workers_submit(s->workers, &j->job, true);
 	*job = j;
 	return 0;
 }
 
-int sup_snaps_refresh(sup_snaps *s, const char *snap_id, sup_snaps_done_cb cb, void *ud,
+int sup_snaps_store_refresh(sup_snaps_store *s, const char *snap_id, sup_snaps_done_cb cb, void *ud,
 		      sup_snaps_job **job, sbx_err *err)
 {
 	*job = NULL;
-	if (!sup_snaps_remote(s))
+	if (!sup_snaps_store_remote(s))
 		return 1;
 	int r = snap_id ? sup_snap_store_check_id(snap_id, err) : 0;
 	if (r < 0)
@@ -366,7 +366,7 @@ int sup_snaps_refresh(sup_snaps *s, const char *snap_id, sup_snaps_done_cb cb, v
 	if (!j)
 		return err->code;
 	if (!snap_id) {
-		const sup_snaps_cfg *cfg = sup_snaps_cfg_of(s);
+		const sup_snaps_store *cfg = s;
 		known_ctx k = {.location = cfg->store->location};
 		r = sup_catalog_snap_each(cfg->catalog, NULL, add_known, &k, err);
 		if (r == 0 && k.rc < 0)
@@ -386,11 +386,11 @@ int sup_snaps_refresh(sup_snaps *s, const char *snap_id, sup_snaps_done_cb cb, v
 
 /* The catalog's row of snap_id if it has one (*have), who's; -ENOENT
  * another tenant's. */
-static int row_of(sup_snaps *s, const sup_tenant *who, const char *snap_id, sup_catalog_snap *row,
+static int row_of(sup_snaps_store *s, const sup_tenant *who, const char *snap_id, sup_catalog_snap *row,
 		  bool *have, sbx_err *err)
 {
 	int r = sup_snap_store_check_id(snap_id, err);
-	r = r ?: sup_catalog_snap_get(sup_snaps_cfg_of(s)->catalog, snap_id, row, err);
+	r = r ?: sup_catalog_snap_get(s->catalog, snap_id, row, err);
 	*have = r == 0;
 	if (r == 0 && !who->admin && strcmp(who->name, row->tenant) != 0)
 		return sbx_err_set(err, -ENOENT, "no snapshot %.64s", snap_id);
@@ -399,7 +399,7 @@ static int row_of(sup_snaps *s, const sup_tenant *who, const char *snap_id, sup_
 
 /* A job on snap_id's row (the catalog's if it has one), or 1: a local
  * snapshot, or no object store. */
-static int row_job(sup_snaps *s, job_kind kind, const sup_tenant *who, const char *snap_id,
+static int row_job(sup_snaps_store *s, job_kind kind, const sup_tenant *who, const char *snap_id,
 		   sup_snaps_done_cb cb, void *ud, sup_snaps_job **job, sbx_err *err)
 {
 	*job = NULL;
@@ -410,7 +410,7 @@ static int row_job(sup_snaps *s, job_kind kind, const sup_tenant *who, const cha
 	int r = row_of(s, who, snap_id, row, &have, err);
 	if (r < 0)
 		return r;
-	if (!sup_snaps_remote(s) || (have && !row->location[0]))
+	if (!sup_snaps_store_remote(s) || (have && !row->location[0]))
 		return 1;
 	sup_snaps_job *j = job_new(s, kind, who, snap_id, cb, ud, err);
 	if (!j)
@@ -421,23 +421,20 @@ static int row_job(sup_snaps *s, job_kind kind, const sup_tenant *who, const cha
 	return submit(s, j, job);
 }
 
-int sup_snaps_remove(sup_snaps *s, const sup_tenant *who, const char *snap_id,
+int sup_snaps_store_remove(sup_snaps_store *s, const sup_tenant *who, const char *snap_id,
 		     sup_snaps_done_cb cb, void *ud, sup_snaps_job **job, sbx_err *err)
 {
-	int r = row_job(s, JOB_REMOVE, who, snap_id, cb, ud, job, err);
-	if (r == 1)
-		r = sup_snaps_delete(s, who, snap_id, err) ?: 1;
-	return r;
+	return row_job(s, JOB_REMOVE, who, snap_id, cb, ud, job, err);
 }
 
-int sup_snaps_fetch(sup_snaps *s, const sup_tenant *who, const char *snap_id,
+int sup_snaps_store_fetch(sup_snaps_store *s, const sup_tenant *who, const char *snap_id,
 		    sup_snaps_done_cb cb, void *ud, sup_snaps_job **job, sbx_err *err)
 {
 	*job = NULL;
-	if (!sup_snaps_remote(s))
+	if (!sup_snaps_store_remote(s))
 		return 1;
 	/* downloaded for another create already: shared */
-	for (sup_snaps_fetched *f = *sup_snaps_fetched_of(s); f; f = f->next)
+	for (sup_snaps_fetched *f = s->fetched; f; f = f->next)
 		if (strcmp(f->id, snap_id) == 0) {
 			SBX_AUTO_FREE sup_catalog_snap *row = malloc(sizeof(*row));
 			bool have = false;
@@ -460,7 +457,7 @@ static void unstored(int rc, const sbx_err *err, void *ud)
 		sup_warn("snapshot store: an unrecorded snapshot stays: %s", err->msg);
 }
 
-void sup_snaps_unstore(sup_snaps *s, const sup_catalog_snap *row)
+void sup_snaps_store_unstore(sup_snaps_store *s, const sup_catalog_snap *row)
 {
 	sbx_err e;
 	if (!row->location[0]) {
@@ -496,12 +493,12 @@ static void add_writing(const char *id, void *ud)
 		snprintf(k->v[k->n++], sizeof(id_buf), "%s", id);
 }
 
-void sup_snaps_sweep_store(sup_snaps *s)
+void sup_snaps_store_sweep(sup_snaps_store *s, sup_snaps_each_id writing, const void *owner)
 {
-	sup_snaps_orphans *o = sup_snaps_orphans_of(s);
-	if (!sup_snaps_remote(s) || o->running)
+	sup_snaps_orphans *o = &s->orphans;
+	if (!sup_snaps_store_remote(s) || o->running)
 		return;
-	const sup_snaps_cfg *cfg = sup_snaps_cfg_of(s);
+	const sup_snaps_store *cfg = s;
 	sbx_err e;
 	sup_snaps_job *j = job_new(s, JOB_SWEEP, NULL, NULL, swept, NULL, &e);
 	/* what this node knows of: its rows of the store, and the snapshots
@@ -509,7 +506,7 @@ void sup_snaps_sweep_store(sup_snaps *s)
 	known_ctx k = {.location = cfg->store->location};
 	int r = j ? sup_catalog_snap_each(cfg->catalog, NULL, add_known, &k, &e) : -ENOMEM;
 	if (r == 0)
-		sup_snaps_writing(s, add_writing, &k);
+		writing(owner, add_writing, &k);
 	if (r < 0 || k.rc < 0 || !j) {
 		sup_warn("snapshot store: no orphan sweep: %s", r < 0 ? e.msg : "out of memory");
 		free(k.v);
@@ -527,9 +524,9 @@ void sup_snaps_sweep_store(sup_snaps *s)
 	sup_workers_submit(cfg->workers, &j->job, false);
 }
 
-void sup_snaps_sweep_local(sup_snaps *s)
+void sup_snaps_store_sweep_local(sup_snaps_store *s)
 {
-	const sup_snaps_cfg *cfg = sup_snaps_cfg_of(s);
+	const sup_snaps_store *cfg = s;
 	known_ctx k = {.location = ""};
 	sbx_err e;
 	unsigned removed = 0;
@@ -548,11 +545,11 @@ void sup_snaps_sweep_local(sup_snaps *s)
 			 removed);
 }
 
-void sup_snaps_metrics(sup_snaps *s, sup_prom *w)
+void sup_snaps_store_metrics(sup_snaps_store *s, sup_prom *w)
 {
-	if (!sup_snaps_remote(s))
+	if (!sup_snaps_store_remote(s))
 		return;
-	const sup_snaps_orphans *o = sup_snaps_orphans_of(s);
+	const sup_snaps_orphans *o = &s->orphans;
 	sup_prom_family(w, "sbx_snapshot_store_sweeps_total", "counter",
 			"Passes of the snapshot store's orphan sweep, by result.");
 	const char *ok[] = {"result", "ok", NULL}, *failed[] = {"result", "failed", NULL};
@@ -572,9 +569,9 @@ void sup_snaps_metrics(sup_snaps *s, sup_prom *w)
 	sup_prom_sample(w, "sbx_snapshot_store_uploads", NULL, (double)o->uploads_left);
 }
 
-void sup_snaps_fetched_drop(sup_snaps *s, const char *snap_id)
+void sup_snaps_store_fetched_drop(sup_snaps_store *s, const char *snap_id)
 {
-	for (sup_snaps_fetched **p = sup_snaps_fetched_of(s); *p; p = &(*p)->next) {
+	for (sup_snaps_fetched **p = &s->fetched; *p; p = &(*p)->next) {
 		sup_snaps_fetched *f = *p;
 		if (strcmp(f->id, snap_id) != 0)
 			continue;
@@ -587,8 +584,9 @@ void sup_snaps_fetched_drop(sup_snaps *s, const char *snap_id)
 	}
 }
 
-void sup_snaps_fetched_free(sup_snaps_fetched **list)
+void sup_snaps_store_free(sup_snaps_store *s)
 {
+	sup_snaps_fetched **list = &s->fetched;
 	while (*list) {
 		sup_snaps_fetched *f = *list;
 		*list = f->next;
@@ -597,9 +595,9 @@ void sup_snaps_fetched_free(sup_snaps_fetched **list)
 	}
 }
 
-int sup_snaps_archive_of(sup_snaps *s, const char *id, char *out, sbx_err *err)
+int sup_snaps_store_archive_of(sup_snaps_store *s, const char *id, char *out, sbx_err *err)
 {
-	const sup_snaps_cfg *cfg = sup_snaps_cfg_of(s);
+	const sup_snaps_store *cfg = s;
 	SBX_AUTO_FREE sup_catalog_snap *row = malloc(sizeof(*row));
 	if (!row)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
@@ -610,7 +608,7 @@ int sup_snaps_archive_of(sup_snaps *s, const char *id, char *out, sbx_err *err)
 		bool temp;
 		return sup_snap_store_fetch(cfg->store, row, out, &temp, err);
 	}
-	for (sup_snaps_fetched *f = *sup_snaps_fetched_of(s); f; f = f->next)
+	for (sup_snaps_fetched *f = s->fetched; f; f = f->next)
 		if (strcmp(f->id, id) == 0) {
 			snprintf(out, PATH_MAX, "%s", f->path);
 			return 0;
@@ -623,13 +621,13 @@ int sup_snaps_archive_of(sup_snaps *s, const char *id, char *out, sbx_err *err)
 			   row->location);
 }
 
-int sup_snaps_vol_archive_of(sup_snaps *s, const char *id, unsigned k, char *out, sbx_err *err)
+int sup_snaps_store_vol_archive_of(sup_snaps_store *s, const char *id, unsigned k, char *out, sbx_err *err)
 {
 	char layer[PATH_MAX];
-	int r = sup_snaps_archive_of(s, id, layer, err);
+	int r = sup_snaps_store_archive_of(s, id, layer, err);
 	if (r < 0)
 		return r;
-	for (sup_snaps_fetched *f = *sup_snaps_fetched_of(s); f; f = f->next)
+	for (sup_snaps_fetched *f = s->fetched; f; f = f->next)
 		if (strcmp(f->id, id) == 0 && strcmp(f->path, layer) == 0) {
 			if (k >= f->nvols)
 				return sbx_err_set(err, -ENOENT, "snapshot %s: no volume %u", id, k);
@@ -643,7 +641,7 @@ int sup_snaps_vol_archive_of(sup_snaps *s, const char *id, unsigned k, char *out
 	return r;
 }
 
-void sup_snaps_job_cancel(sup_snaps_job *job)
+void sup_snaps_store_job_cancel(sup_snaps_job *job)
 {
 	job->cancelled = true;
 }

@@ -103,9 +103,31 @@ int sup_api_set_bytes(json_t *o, const char *key, const char *p, size_t n);
 
 /* ---- files (sup_api_files.c): the agent's answers ---- */
 
-/* Stat keys of an agent map -> JSON fields of o. -EPROTO when a key is
- * missing or of the wrong type. */
+/* The agent's stat keys, checked: what every family's view of a file is
+ * made from (this API's, and a compatibility family's own shape). */
+typedef struct sup_api_stat {
+	const char *type; /* "file", "dir", "symlink", "fifo", "socket", "char", "block", "other" */
+	uint64_t size, mode, mtime_ns, uid, gid, nlink, ino; /* mode <= 07777, the rest <= 2^62 */
+	const char *target; /* a symlink's target when the agent gave one (<= 4096 bytes) */
+	size_t target_len;
+} sup_api_stat;
+/* -EPROTO when a key is missing, of the wrong type or out of range. */
+int sup_api_stat_read(const msgpack_object *map, sup_api_stat *st, sbx_err *err);
+/* Stat keys of an agent map -> JSON fields of o. -EPROTO as _read. */
 int sup_api_stat_json(const msgpack_object *map, json_t *o, sbx_err *err);
+/* fs.list / fs.search's "entries" (NULL with -EPROTO when not an array). */
+const msgpack_object *sup_api_listing_entries(const msgpack_object *res, sbx_err *err);
+/* One entry of a listing of folder base, checked: a relative path below the
+ * folder (in normal form: an agent's "../x" would show a path outside it),
+ * a name without '/' or NUL, its stat keys. path is base joined with it
+ * (malloc'd, the caller's); name points into e. */
+typedef struct sup_api_entry {
+	char *path;
+	const char *name;
+	size_t name_len;
+	sup_api_stat st;
+} sup_api_entry;
+int sup_api_entry_read(const char *base, const msgpack_object *e, sup_api_entry *out, sbx_err *err);
 /* base (a normalised absolute path) joined with rel[0..rl) below it
  * (rl 0: base); malloc'd, NULL without memory. */
 char *sup_api_path_join(const char *base, const char *rel, size_t rl);
@@ -123,6 +145,27 @@ int sup_api_parse_process_start(json_t *j, sup_exec_spec *spec, sbx_proto_args *
 /* An unsigned integer at key of an agent's map (at most max): 0, or -EPROTO. */
 int sup_api_mp_uint(const msgpack_object *map, const char *key, uint64_t max, uint64_t *out,
 		    sbx_err *err);
+/* A process description from the agent, checked: what every family's view
+ * of a process is made from. full: what proc.get adds (argv, pty, stdin,
+ * output); want_pid > 0: it must be of that process. -EPROTO when it
+ * breaks the protocol; tag and argv point into m. */
+typedef struct sup_api_proc {
+	uint64_t pid, started_ms;
+	bool exited;
+	const char *tag; /* NULL: none */
+	size_t tag_len;
+	/* exited */
+	bool has_code;   /* exited with code (0..255), else killed by signal (1..64) */
+	int code, signal;
+	uint64_t ended_ms, duration_us;
+	bool timed_out, oom_killed;
+	/* full */
+	bool full, pty, stdin_open;
+	uint64_t out_start, out_end, out_buffer;
+	const msgpack_object *argv; /* strings, at most SUP_API_MAX_ARGV */
+} sup_api_proc;
+int sup_api_proc_read(const msgpack_object *m, bool full, long want_pid, sup_api_proc *p,
+		      sbx_err *err);
 /* A process description from the agent as JSON; full adds what proc.get
  * tells. NULL with err when it breaks the protocol. want_pid > 0: it must
  * be of that process. */

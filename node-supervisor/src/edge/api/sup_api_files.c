@@ -1,6 +1,7 @@
 /* The agent's file answers (stat keys, fs.list and fs.search entries)
- * checked and rendered as the API shows them: the files routes and the
- * MCP tools answer with the same shapes; and the bytes of a path or a name
+ * checked once (sup_api_stat_read, sup_api_entry_read: every family's
+ * view of them, the OpenSandbox one's too) and rendered as sbx's API shows
+ * them: the files routes and the MCP tools answer with the same shapes; and the bytes of a path or a name
  * as JSON text (sup_api_set_bytes). Pure: nothing but the maps given. */
 #include "sup_api.h"
 
@@ -41,36 +42,51 @@ int sup_api_set_bytes(json_t *o, const char *name, const char *bytes, size_t n)
 static const char *const stat_types[] = { "file",   "dir",  "symlink", "fifo",
 					  "socket", "char", "block",   "other" };
 
-int sup_api_stat_json(const msgpack_object *map, json_t *o, sbx_err *err)
+int sup_api_stat_read(const msgpack_object *map, sup_api_stat *st, sbx_err *err)
 {
 	const char *t;
 	size_t tl;
+	memset(st, 0, sizeof(*st));
 	if (!map || map->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_str(map, "type", &t, &tl))
 		return sbx_err_set(err, -EPROTO, "agent: stat without a type");
-	const char *type = NULL;
 	for (size_t i = 0; i < sizeof(stat_types) / sizeof(stat_types[0]); i++)
 		if (strlen(stat_types[i]) == tl && memcmp(stat_types[i], t, tl) == 0)
-			type = stat_types[i];
-	if (!type)
+			st->type = stat_types[i];
+	if (!st->type)
 		return sbx_err_set(err, -EPROTO, "agent: stat with an unknown type");
 	static const char *const keys[] = { "size", "mode", "mtime_ns", "uid", "gid", "nlink", "ino" };
-	uint64_t v[7];
+	uint64_t *v[] = { &st->size, &st->mode, &st->mtime_ns, &st->uid, &st->gid, &st->nlink, &st->ino };
 	for (size_t i = 0; i < 7; i++)
-		if (!sbx_proto_get_uint(map, keys[i], &v[i]) || v[i] > (1ull << 62))
+		if (!sbx_proto_get_uint(map, keys[i], v[i]) || *v[i] > (1ull << 62))
 			return sbx_err_set(err, -EPROTO, "agent: stat key %s missing or not a uint",
 					   keys[i]);
-	if (v[1] > 07777)
+	if (st->mode > 07777)
 		return sbx_err_set(err, -EPROTO, "agent: stat mode out of range");
-	json_object_set_new(o, "type", json_string(type));
+	const char *tg;
+	size_t tgl;
+	if (sbx_proto_get_str(map, "target", &tg, &tgl) && tgl <= 4096) {
+		st->target = tg;
+		st->target_len = tgl;
+	}
+	return 0;
+}
+
+int sup_api_stat_json(const msgpack_object *map, json_t *o, sbx_err *err)
+{
+	sup_api_stat st;
+	int rc = sup_api_stat_read(map, &st, err);
+	if (rc < 0)
+		return rc;
+	json_object_set_new(o, "type", json_string(st.type));
+	static const char *const keys[] = { "size", "mode", "mtime_ns", "uid", "gid", "nlink", "ino" };
+	const uint64_t v[] = { st.size, st.mode, st.mtime_ns, st.uid, st.gid, st.nlink, st.ino };
 	for (size_t i = 0; i < 7; i++)
 		json_object_set_new(o, keys[i], json_integer((json_int_t)v[i]));
 	char ts[40];
-	sup_rfc3339((time_t)(v[2] / 1000000000ull), ts, sizeof(ts));
+	sup_rfc3339((time_t)(st.mtime_ns / 1000000000ull), ts, sizeof(ts));
 	json_object_set_new(o, "mtime", json_string(ts));
-	const char *tg;
-	size_t tgl;
-	if (sbx_proto_get_str(map, "target", &tg, &tgl) && tgl <= 4096)
-		sup_api_set_bytes(o, "target", tg, tgl);
+	if (st.target)
+		sup_api_set_bytes(o, "target", st.target, st.target_len);
 	return 0;
 }
 
@@ -83,23 +99,45 @@ char *sup_api_path_join(const char *base, const char *rel, size_t rl)
 	return out;
 }
 
-/* One entry of a listing, checked: a relative path below the folder (in
- * normal form: an agent's "../x" would show a path outside it) and a name
- * without '/' or NUL. */
-static json_t *render_entry(const char *base, const msgpack_object *e, sbx_err *err)
+const msgpack_object *sup_api_listing_entries(const msgpack_object *res, sbx_err *err)
 {
-	const char *rel, *name;
-	size_t rl, nl;
-	if (e->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_str(e, "path", &rel, &rl) ||
-	    !sbx_proto_get_str(e, "name", &name, &nl) || rl >= 4096 || !sup_path_rel_ok(rel, rl) ||
-	    memchr(name, '\0', nl) || memchr(name, '/', nl)) {
-		sbx_err_set(err, -EPROTO, "agent: a listing entry without a valid path or name");
+	const msgpack_object *ents = sbx_proto_map_get(res, "entries");
+	if (!ents || ents->type != MSGPACK_OBJECT_ARRAY) {
+		sbx_err_set(err, -EPROTO, "agent: listing without entries");
 		return NULL;
 	}
-	SBX_AUTO_FREE char *full = sup_api_path_join(base, rel, rl);
-	json_t *je = full ? json_object() : NULL;
+	return ents;
+}
+
+int sup_api_entry_read(const char *base, const msgpack_object *e, sup_api_entry *out, sbx_err *err)
+{
+	const char *rel;
+	size_t rl;
+	memset(out, 0, sizeof(*out));
+	if (e->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_str(e, "path", &rel, &rl) ||
+	    !sbx_proto_get_str(e, "name", &out->name, &out->name_len) || rl >= 4096 ||
+	    !sup_path_rel_ok(rel, rl) || memchr(out->name, '\0', out->name_len) ||
+	    memchr(out->name, '/', out->name_len))
+		return sbx_err_set(err, -EPROTO, "agent: a listing entry without a valid path or name");
+	int rc = sup_api_stat_read(e, &out->st, err);
+	if (rc < 0)
+		return rc;
+	out->path = sup_api_path_join(base, rel, rl);
+	return out->path ? 0 : sbx_err_set(err, -ENOMEM, "out of memory");
+}
+
+/* One entry of a listing as the API shows it. */
+static json_t *render_entry(const char *base, const msgpack_object *e, sbx_err *err)
+{
+	sup_api_entry ent;
+	/* ent.path is set whenever the read returns 0; the check is for the
+	 * analyzer, which cannot see that sbx_err_set's code is negative */
+	if (sup_api_entry_read(base, e, &ent, err) < 0 || !ent.path)
+		return NULL;
+	SBX_AUTO_FREE char *full = ent.path;
+	json_t *je = json_object();
 	if (!je || sup_api_set_bytes(je, "path", full, strlen(full)) < 0 ||
-	    sup_api_set_bytes(je, "name", name, nl) < 0 || sup_api_stat_json(e, je, err) < 0) {
+	    sup_api_set_bytes(je, "name", ent.name, ent.name_len) < 0 || sup_api_stat_json(e, je, err) < 0) {
 		json_decref(je);
 		if (!err->code)
 			sbx_err_set(err, -ENOMEM, "out of memory");
@@ -110,12 +148,10 @@ static json_t *render_entry(const char *base, const msgpack_object *e, sbx_err *
 
 json_t *sup_api_render_listing(const char *base, const msgpack_object *res, sbx_err *err)
 {
-	const msgpack_object *ents = sbx_proto_map_get(res, "entries");
+	const msgpack_object *ents = sup_api_listing_entries(res, err);
 	bool trunc = false;
-	if (!ents || ents->type != MSGPACK_OBJECT_ARRAY) {
-		sbx_err_set(err, -EPROTO, "agent: listing without entries");
+	if (!ents)
 		return NULL;
-	}
 	sbx_proto_get_bool(res, "truncated", &trunc);
 	json_t *arr = json_array();
 	json_t *o = json_object();

@@ -1,4 +1,6 @@
-/* sup_net: see sup_net.h. */
+/* sup_net: see sup_net.h. The slots, the router and the life of the
+ * plumbing; reading the settings (uplink, resolver, refused ranges, the
+ * node's addresses) is sup_net_cfg.c. */
 #include "sup_net.h"
 
 #include <arpa/inet.h>
@@ -19,11 +21,11 @@
 #include "sup_dns.h"
 #include "sup_log.h"
 #include "sup_netns.h"
+#include "sup_net_int.h"
 #include "sup_nft.h"
 #include "sup_rtnl.h"
 
 #define UP_LINK "up"
-#define REFUSED_MAX 16384 /* bytes of each refused set's text */
 
 enum slot_state { SLOT_FREE, SLOT_TAKEN, SLOT_READY, SLOT_RELEASING };
 
@@ -126,195 +128,6 @@ static void transfer_net(sup_net *n)
 	n->peer6[7] = (uint8_t)idx;
 	memcpy(n->up6, n->peer6, 16);
 	n->up6[15] = 2;
-}
-
-/* ---- settings ---- */
-
-static bool is_netns_spec(const char *u)
-{
-	return strncmp(u, "netns:", 6) == 0 || u[0] == '/';
-}
-
-static int parse_host_port(const char *s, struct sockaddr_storage *ss, socklen_t *len, sbx_err *err)
-{
-	char host[INET6_ADDRSTRLEN + 1];
-	unsigned port = 53;
-	const char *h = s, *p = NULL;
-	size_t hl;
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-		if (!close || (close[1] && close[1] != ':'))
-			return sbx_err_set(err, -EINVAL, "resolver '%s': want ADDR, ADDR:PORT or [V6]:PORT", s);
-		h = s + 1;
-		hl = (size_t)(close - h);
-		p = close[1] ? close + 2 : NULL;
-	} else {
-		const char *c = strchr(s, ':');
-		bool v6 = c && strchr(c + 1, ':');
-		hl = v6 || !c ? strlen(s) : (size_t)(c - s);
-		p = v6 || !c ? NULL : c + 1;
-	}
-	if (hl == 0 || hl >= sizeof(host))
-		return sbx_err_set(err, -EINVAL, "resolver '%s': bad address", s);
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	if (p) {
-		char *end;
-		unsigned long v = strtoul(p, &end, 10);
-		if (!*p || *end || v == 0 || v > 65535)
-			return sbx_err_set(err, -EINVAL, "resolver '%s': bad port", s);
-		port = (unsigned)v;
-	}
-	memset(ss, 0, sizeof(*ss));
-	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons((uint16_t)port);
-		*len = sizeof(*s4);
-		if ((ntohl(s4->sin_addr.s_addr) >> 24) == 127)
-			goto loopback;
-	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons((uint16_t)port);
-		*len = sizeof(*s6);
-		if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
-			goto loopback;
-	} else {
-		return sbx_err_set(err, -EINVAL, "resolver '%s': not an IP address", s);
-	}
-	return 0;
-loopback:
-	return sbx_err_set(err, -EINVAL,
-			   "resolver %s is a loopback address, which the sandboxes' router cannot "
-			   "reach through the uplink: give --uplink-dns ADDR",
-			   host);
-}
-
-/* The first nameserver of a resolv.conf. */
-static int resolv_conf(const char *path, char *out, size_t cap, sbx_err *err)
-{
-	out[0] = '\0';
-	SBX_AUTO_FCLOSE FILE *f = fopen(path, "re");
-	if (!f)
-		return sbx_err_sys(err, -errno, "%s", path);
-	char line[512];
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (strncmp(p, "nameserver", 10) != 0 || (p[10] != ' ' && p[10] != '\t'))
-			continue;
-		p += 10;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		size_t l = strcspn(p, " \t\r\n#;%");
-		if (l == 0 || l >= cap)
-			continue;
-		memcpy(out, p, l);
-		out[l] = '\0';
-		return 0;
-	}
-	return sbx_err_set(err, -ENOENT, "%s names no nameserver: give --uplink-dns", path);
-}
-
-static int upstream_of(const sup_net_cfg *cfg, struct sockaddr_storage *ss, socklen_t *len,
-		       sbx_err *err)
-{
-	if (cfg->dns)
-		return parse_host_port(cfg->dns, ss, len, err);
-	char path[PATH_MAX] = "/etc/resolv.conf", ns[INET6_ADDRSTRLEN + 1];
-	if (strncmp(cfg->uplink, "netns:", 6) == 0) {
-		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "/etc/netns/%s/resolv.conf", cfg->uplink + 6);
-		if (access(p, R_OK) == 0)
-			snprintf(path, sizeof(path), "%s", p);
-	}
-	int rc = resolv_conf(path, ns, sizeof(ns), err);
-	if (rc == 0)
-		rc = parse_host_port(ns, ss, len, err);
-	return rc < 0 ? sbx_err_wrap(err, "the uplink's resolver (from %s)", path) : 0;
-}
-
-/* Append the --deny-cidrs of one family to a refused set's text. */
-static int add_deny_cidrs(const char *list, int family, char *out, size_t cap, sbx_err *err)
-{
-	if (!list || !*list)
-		return 0;
-	SBX_AUTO_FREE char *copy = strdup(list);
-	if (!copy)
-		return sbx_err_set(err, -ENOMEM, "--deny-cidrs");
-	char *save = NULL;
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		while (*t == ' ')
-			t++;
-		sup_netpol_rule r;
-		int rc = sup_netpol_parse_target(t, &r, err);
-		if (rc == 0 && (r.port || (r.kind != SUP_NETPOL_NET4 && r.kind != SUP_NETPOL_NET6))) {
-			sup_netpol_rule_free(&r);
-			rc = sbx_err_set(err, -EINVAL, "'%s': want an address or network, no port", t);
-		}
-		if (rc < 0)
-			return sbx_err_wrap(err, "--deny-cidrs");
-		if ((r.kind == SUP_NETPOL_NET4) != (family == 4))
-			continue;
-		char c[SUP_NETPOL_TARGET_MAX + 8];
-		sup_netpol_format_target(&r, c, sizeof(c));
-		size_t l = strlen(out);
-		if (snprintf(out + l, cap - l, ", %s", c) >= (int)(cap - l))
-			return sbx_err_set(err, -E2BIG, "--deny-cidrs: too many");
-	}
-	return 0;
-}
-
-int sup_net_check_cfg(const sup_net_cfg *cfg, sbx_err *err)
-{
-	const char *u = cfg->uplink;
-	if (!u || !*u)
-		return sbx_err_set(err, -EINVAL, "--uplink: empty");
-	if (strncmp(u, "netns:", 6) == 0) {
-		if (!u[6] || strchr(u + 6, '/'))
-			return sbx_err_set(err, -EINVAL, "--uplink %s: want netns:NAME (under " SUP_NETNS_DIR ")", u);
-	} else if (u[0] != '/') {
-		if (strlen(u) >= IFNAMSIZ || strchr(u, '/') || strchr(u, ':'))
-			return sbx_err_set(err, -EINVAL,
-					   "--uplink %s: want an interface name, netns:NAME or the path of a "
-					   "network namespace", u);
-	}
-	char a[REFUSED_MAX] = "";
-	int rc = add_deny_cidrs(cfg->deny_cidrs, 4, a, sizeof(a), err);
-	rc = rc ?: add_deny_cidrs(cfg->deny_cidrs, 6, a, sizeof(a), err);
-	if (rc == 0 && cfg->dns) {
-		struct sockaddr_storage ss;
-		socklen_t len;
-		rc = parse_host_port(cfg->dns, &ss, &len, err);
-		if (rc < 0)
-			sbx_err_wrap(err, "--uplink-dns");
-	}
-	return rc;
-}
-
-/* The node's own addresses (the API's among them), as set elements. */
-static int node_addresses(int family, char *out, size_t cap, sbx_err *err)
-{
-	struct ifaddrs *ifa;
-	if (getifaddrs(&ifa) < 0)
-		return sbx_err_sys(err, -errno, "the node's addresses");
-	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
-		if (!i->ifa_addr || i->ifa_addr->sa_family != (family == 4 ? AF_INET : AF_INET6))
-			continue;
-		char a[INET6_ADDRSTRLEN];
-		const void *src = family == 4 ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
-					      : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
-		inet_ntop(family == 4 ? AF_INET : AF_INET6, src, a, sizeof(a));
-		size_t l = strlen(out);
-		if (snprintf(out + l, cap - l, ", %s", a) >= (int)(cap - l)) {
-			freeifaddrs(ifa);
-			return sbx_err_set(err, -E2BIG, "the node has too many addresses");
-		}
-	}
-	freeifaddrs(ifa);
-	return 0;
 }
 
 /* ---- the router ---- */
@@ -439,8 +252,8 @@ static int router_table(sup_net *n, const char *node4, const char *node6, sbx_er
 	snprintf(r6, REFUSED_MAX,
 		 "::/127, ::ffff:0:0/96, fe80::/10, ff00::/8, fd00:ec2::254, " SUP_NET_SANDBOX6 ", %s/64%s",
 		 up6, node6);
-	int rc = add_deny_cidrs(n->cfg.deny_cidrs, 4, r4, REFUSED_MAX, err);
-	rc = rc ?: add_deny_cidrs(n->cfg.deny_cidrs, 6, r6, REFUSED_MAX, err);
+	int rc = sup_net_add_deny_cidrs(n->cfg.deny_cidrs, 4, r4, REFUSED_MAX, err);
+	rc = rc ?: sup_net_add_deny_cidrs(n->cfg.deny_cidrs, 6, r6, REFUSED_MAX, err);
 	sup_nft_router t = { .gw4 = SUP_NET_GATEWAY4, .refused4 = r4, .refused6 = r6 };
 	return rc ?: sup_nft_router_table(&t, err);
 }
@@ -505,15 +318,15 @@ static int setup(sup_net *n, sbx_err *err)
 {
 	struct sockaddr_storage up;
 	socklen_t up_len = 0;
-	int rc = upstream_of(&n->cfg, &up, &up_len, err);
+	int rc = sup_net_upstream_of(&n->cfg, &up, &up_len, err);
 	if (rc < 0)
 		return rc;
 	SBX_AUTO_FREE char *node4 = calloc(1, REFUSED_MAX);
 	SBX_AUTO_FREE char *node6 = calloc(1, REFUSED_MAX);
 	if (!node4 || !node6)
 		return sbx_err_set(err, -ENOMEM, "net");
-	rc = node_addresses(4, node4, REFUSED_MAX, err);
-	rc = rc ?: node_addresses(6, node6, REFUSED_MAX, err);
+	rc = sup_net_node_addresses(4, node4, REFUSED_MAX, err);
+	rc = rc ?: sup_net_node_addresses(6, node6, REFUSED_MAX, err);
 	if (rc < 0)
 		return rc;
 	sweep(n, " left by an earlier run");
@@ -555,7 +368,7 @@ sup_net *sup_net_new(struct event_base *base, const sup_net_cfg *cfg, sbx_err *e
 	int rc = !n->slots ? sbx_err_set(err, -ENOMEM, "net")
 		 : n->host_fd < 0 ? sbx_err_sys(err, -errno, "the supervisor's network namespace")
 				  : 0;
-	if (rc == 0 && is_netns_spec(cfg->uplink)) {
+	if (rc == 0 && sup_net_is_netns_spec(cfg->uplink)) {
 		rc = sup_netns_open(cfg->uplink[0] == '/' ? cfg->uplink : cfg->uplink + 6,
 				    &n->uplink_fd, err);
 	} else if (rc == 0) {

@@ -17,7 +17,14 @@
  *   snapshots.sha256    its archive's digest ('' unknown)
  * Step 8 (snapshots with volumes):
  *   snapshot_volumes  the volumes a snapshot carries, in mount order
- *                     (removed with its snapshot) */
+ *                     (removed with its snapshot)
+ * Step 9 (kept records):
+ *   kept           what a layer above keeps (kind, key, value, tenant,
+ *                  times), the sandbox it goes with; step 6's osbx_kept
+ *                  rows moved into it (kind "opensandbox"), that table
+ *                  dropped
+ * Here: the schema and its steps, the sandboxes' rows and the pools'; the
+ * volumes' rows are sup_catalog_vols.c, the snapshots' sup_catalog_snaps.c. */
 #include "sup_catalog.h"
 
 #include <errno.h>
@@ -28,11 +35,7 @@
 #include <string.h>
 
 #include "sbx/cleanup.h"
-
-struct sup_catalog {
-	sqlite3 *db;
-	char path[PATH_MAX];
-};
+#include "sup_catalog_int.h"
 
 static const char schema_v1[] =
 	"CREATE TABLE sandboxes ("
@@ -112,7 +115,8 @@ static const char schema_snap_store[] =
 	"ALTER TABLE snapshots ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
 	"PRAGMA user_version = 5;";
 
-/* Step 6: the OpenSandbox layer's own table (sdkcli's step). */
+/* Step 6: the OpenSandbox layer's own table (sdkcli's step); step 9
+ * moves its rows into kept and drops it. */
 static const char schema_osbx[] =
 	"CREATE TABLE IF NOT EXISTS osbx_kept ("
 	" seq INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -135,6 +139,24 @@ static const char schema_snap_vols[] =
 	" PRIMARY KEY (snapshot, pos));"
 	"PRAGMA user_version = 8;";
 
+/* Step 9: kept records, the OpenSandbox layer's rows among them. */
+static const char schema_kept[] =
+	"CREATE TABLE IF NOT EXISTS kept ("
+	" seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" kind TEXT NOT NULL,"
+	" key TEXT NOT NULL,"
+	" sandbox TEXT REFERENCES sandboxes(id) ON DELETE CASCADE,"
+	" tenant TEXT NOT NULL,"
+	" value BLOB NOT NULL,"
+	" created_at INTEGER NOT NULL,"
+	" updated_at INTEGER NOT NULL,"
+	" UNIQUE (kind, key));"
+	"INSERT INTO kept (kind, key, sandbox, tenant, value, created_at, updated_at)"
+	" SELECT 'opensandbox', id, id, tenant, kept, CAST(strftime('%s', 'now') AS INTEGER),"
+	" CAST(strftime('%s', 'now') AS INTEGER) FROM osbx_kept ORDER BY seq;"
+	"DROP TABLE osbx_kept;"
+	"PRAGMA user_version = 9;";
+
 void sup_catalog_rec_free(sup_catalog_rec *r)
 {
 	for (size_t i = 0; i < r->env.n; i++) {
@@ -148,12 +170,12 @@ void sup_catalog_rec_free(sup_catalog_rec *r)
 	r->network = NULL;
 }
 
-static int db_err(sup_catalog *c, sbx_err *err, const char *what)
+int sup_catalog_db_err(sup_catalog *c, sbx_err *err, const char *what)
 {
 	return sbx_err_set(err, -EIO, "catalog %s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
 }
 
-static int exec_sql(sup_catalog *c, const char *sql, sbx_err *err)
+int sup_catalog_exec(sup_catalog *c, const char *sql, sbx_err *err)
 {
 	char *msg = NULL;
 	if (sqlite3_exec(c->db, sql, NULL, NULL, &msg) == SQLITE_OK)
@@ -163,18 +185,18 @@ static int exec_sql(sup_catalog *c, const char *sql, sbx_err *err)
 	return r;
 }
 
-static int prepare(sup_catalog *c, const char *sql, sqlite3_stmt **st, sbx_err *err)
+int sup_catalog_prepare(sup_catalog *c, const char *sql, sqlite3_stmt **st, sbx_err *err)
 {
 	if (sqlite3_prepare_v2(c->db, sql, -1, st, NULL) != SQLITE_OK)
-		return db_err(c, err, "prepare");
+		return sup_catalog_db_err(c, err, "prepare");
 	return 0;
 }
 
 /* Step a statement that returns no rows, and finalize it. */
-static int step_done(sup_catalog *c, sqlite3_stmt *st, const char *what, sbx_err *err)
+int sup_catalog_step_done(sup_catalog *c, sqlite3_stmt *st, const char *what, sbx_err *err)
 {
 	int rc = sqlite3_step(st);
-	int r = rc == SQLITE_DONE ? 0 : db_err(c, err, what);
+	int r = rc == SQLITE_DONE ? 0 : sup_catalog_db_err(c, err, what);
 	sqlite3_finalize(st);
 	return r;
 }
@@ -211,7 +233,7 @@ int sup_catalog_open(const char *dir, sup_catalog **out, sbx_err *err)
 	if (sqlite3_open_v2(c->path, &c->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, NULL) !=
 	    SQLITE_OK)
-		r = c->db ? db_err(c, err, "open") : sbx_err_set(err, -ENOMEM, "catalog");
+		r = c->db ? sup_catalog_db_err(c, err, "open") : sbx_err_set(err, -ENOMEM, "catalog");
 	int version = 0;
 	r = r ?: schema_of(c, &version, err);
 	if (r == 0 && version > SUP_CATALOG_SCHEMA)
@@ -224,29 +246,32 @@ int sup_catalog_open(const char *dir, sup_catalog **out, sbx_err *err)
 	 * commit survives the process's death (the kernel holds the pages);
 	 * what a power loss could take is only rows of sandboxes the power
 	 * loss killed too (DESIGN.md). */
-	r = r ?: exec_sql(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+	r = r ?: sup_catalog_exec(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
 			     "PRAGMA foreign_keys = ON;", err);
 	if (r == 0 && version == 0)
-		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_v1, err)
-								 ?: exec_sql(c, "COMMIT;", err);
+		r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err) ?: sup_catalog_exec(c, schema_v1, err)
+								 ?: sup_catalog_exec(c, "COMMIT;", err);
 	if (r == 0 && version < 2)
-		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_v2, err)
-								 ?: exec_sql(c, "COMMIT;", err);
+		r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err) ?: sup_catalog_exec(c, schema_v2, err)
+								 ?: sup_catalog_exec(c, "COMMIT;", err);
 	if (r == 0 && version < 3)
-		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_v3, err)
-								 ?: exec_sql(c, "COMMIT;", err);
+		r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err) ?: sup_catalog_exec(c, schema_v3, err)
+								 ?: sup_catalog_exec(c, "COMMIT;", err);
 	if (r == 0 && version < 4)
-		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_snapshots, err)
-								 ?: exec_sql(c, "COMMIT;", err);
+		r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err) ?: sup_catalog_exec(c, schema_snapshots, err)
+								 ?: sup_catalog_exec(c, "COMMIT;", err);
 	if (r == 0 && version < 5)
-		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_snap_store, err)
-								 ?: exec_sql(c, "COMMIT;", err);
+		r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err) ?: sup_catalog_exec(c, schema_snap_store, err)
+								 ?: sup_catalog_exec(c, "COMMIT;", err);
 	if (r == 0 && version < 6)
-		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_osbx, err)
-								 ?: exec_sql(c, "COMMIT;", err);
+		r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err) ?: sup_catalog_exec(c, schema_osbx, err)
+								 ?: sup_catalog_exec(c, "COMMIT;", err);
 	if (r == 0 && version < 8)
-		r = exec_sql(c, "BEGIN IMMEDIATE;", err) ?: exec_sql(c, schema_snap_vols, err)
-								 ?: exec_sql(c, "COMMIT;", err);
+		r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err) ?: sup_catalog_exec(c, schema_snap_vols, err)
+								 ?: sup_catalog_exec(c, "COMMIT;", err);
+	if (r == 0 && version < 9)
+		r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err) ?: sup_catalog_exec(c, schema_kept, err)
+								 ?: sup_catalog_exec(c, "COMMIT;", err);
 	if (r < 0) {
 		sqlite3_close(c->db);
 		free(c);
@@ -268,7 +293,7 @@ int sup_catalog_intent(sup_catalog *c, const char *id, const char *image, const 
 		       sup_isolation isolation, sbx_err *err)
 {
 	sqlite3_stmt *st;
-	int r = prepare(c,
+	int r = sup_catalog_prepare(c,
 			"INSERT INTO sandboxes (id, phase, image, digest, isolation) VALUES (?1, ?2, ?3, ?4, ?5)",
 			&st, err);
 	if (r < 0)
@@ -278,7 +303,7 @@ int sup_catalog_intent(sup_catalog *c, const char *id, const char *image, const 
 	sqlite3_bind_text(st, 3, image, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, digest ? digest : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 5, (int)isolation);
-	return step_done(c, st, "record a create", err);
+	return sup_catalog_step_done(c, st, "record a create", err);
 }
 
 static void bind_res(sqlite3_stmt *st, int first, const sup_resources *res)
@@ -293,7 +318,7 @@ int sup_catalog_made(sup_catalog *c, const char *id, const char *container_id, u
 		     const sup_resources *res, sbx_err *err)
 {
 	sqlite3_stmt *st;
-	int r = prepare(c,
+	int r = sup_catalog_prepare(c,
 			"UPDATE sandboxes SET phase = ?2, container_id = ?3, net_slot = ?4, cpu_milli = ?5,"
 			" memory = ?6, pids = ?7, disk = ?8 WHERE id = ?1",
 			&st, err);
@@ -304,7 +329,7 @@ int sup_catalog_made(sup_catalog *c, const char *id, const char *container_id, u
 	sqlite3_bind_text(st, 3, container_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, net_slot);
 	bind_res(st, 5, res);
-	r = step_done(c, st, "record a made sandbox", err);
+	r = sup_catalog_step_done(c, st, "record a made sandbox", err);
 	if (r == 0 && sqlite3_changes(c->db) != 1)
 		r = sbx_err_set(err, -ENOENT, "catalog %s: no create of %s recorded", c->path, id);
 	return r;
@@ -313,7 +338,7 @@ int sup_catalog_made(sup_catalog *c, const char *id, const char *container_id, u
 static int put_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
 {
 	sqlite3_stmt *st;
-	int r = prepare(c,
+	int r = sup_catalog_prepare(c,
 			"INSERT INTO sandboxes (id, phase, image, digest, isolation, container_id, net_slot,"
 			" tenant, allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused,"
 			" network)"
@@ -339,23 +364,23 @@ static int put_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
 	bind_res(st, 12, &rec->res);
 	sqlite3_bind_int(st, 16, rec->paused);
 	sqlite3_bind_text(st, 17, rec->network ? rec->network : "", -1, SQLITE_STATIC);
-	r = step_done(c, st, "record a sandbox", err);
+	r = sup_catalog_step_done(c, st, "record a sandbox", err);
 	if (r == 0)
-		r = prepare(c, "DELETE FROM env WHERE id = ?1", &st, err);
+		r = sup_catalog_prepare(c, "DELETE FROM env WHERE id = ?1", &st, err);
 	if (r == 0) {
 		sqlite3_bind_text(st, 1, rec->id, -1, SQLITE_STATIC);
-		r = step_done(c, st, "record a sandbox's env", err);
+		r = sup_catalog_step_done(c, st, "record a sandbox's env", err);
 	}
 	st = NULL;
 	if (r == 0)
-		r = prepare(c, "INSERT INTO env (id, pos, key, val) VALUES (?1, ?2, ?3, ?4)", &st, err);
+		r = sup_catalog_prepare(c, "INSERT INTO env (id, pos, key, val) VALUES (?1, ?2, ?3, ?4)", &st, err);
 	for (size_t i = 0; r == 0 && i < rec->env.n; i++) {
 		sqlite3_bind_text(st, 1, rec->id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
 		sqlite3_bind_text(st, 3, rec->env.v[i].key, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 4, rec->env.v[i].val, -1, SQLITE_STATIC);
 		if (sqlite3_step(st) != SQLITE_DONE)
-			r = db_err(c, err, "record a sandbox's env");
+			r = sup_catalog_db_err(c, err, "record a sandbox's env");
 		sqlite3_reset(st);
 	}
 	sqlite3_finalize(st);
@@ -364,28 +389,28 @@ static int put_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
 
 int sup_catalog_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
 {
-	int r = exec_sql(c, "BEGIN IMMEDIATE;", err);
+	int r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err);
 	if (r < 0)
 		return r;
 	r = put_running(c, rec, err);
 	if (r == 0)
-		return exec_sql(c, "COMMIT;", err);
+		return sup_catalog_exec(c, "COMMIT;", err);
 	sbx_err ignored;
-	exec_sql(c, "ROLLBACK;", &ignored);
+	sup_catalog_exec(c, "ROLLBACK;", &ignored);
 	return r;
 }
 
 int sup_catalog_remove(sup_catalog *c, const char *id, sbx_err *err)
 {
 	sqlite3_stmt *st;
-	int r = prepare(c, "DELETE FROM sandboxes WHERE id = ?1", &st, err);
+	int r = sup_catalog_prepare(c, "DELETE FROM sandboxes WHERE id = ?1", &st, err);
 	if (r < 0)
 		return r;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	return step_done(c, st, "remove a sandbox", err);
+	return sup_catalog_step_done(c, st, "remove a sandbox", err);
 }
 
-static void col_text(sqlite3_stmt *st, int i, char *out, size_t cap)
+void sup_catalog_col_text(sqlite3_stmt *st, int i, char *out, size_t cap)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
 	snprintf(out, cap, "%s", t ? (const char *)t : "");
@@ -408,7 +433,7 @@ static int read_env(sup_catalog *c, sqlite3_stmt *est, sup_catalog_rec *rec, sbx
 		if (!v[rec->env.n - 1].key || !v[rec->env.n - 1].val)
 			return sbx_err_set(err, -ENOMEM, "catalog: env");
 	}
-	return rc == SQLITE_DONE ? 0 : db_err(c, err, "read env");
+	return rc == SQLITE_DONE ? 0 : sup_catalog_db_err(c, err, "read env");
 }
 
 int sup_catalog_each(sup_catalog *c,
@@ -419,24 +444,24 @@ int sup_catalog_each(sup_catalog *c,
 	SBX_AUTO_FREE sup_catalog_rec *rec = calloc(1, sizeof(*rec));
 	if (!rec)
 		return sbx_err_set(err, -ENOMEM, "catalog");
-	int r = prepare(c,
+	int r = sup_catalog_prepare(c,
 			"SELECT id, phase, image, digest, isolation, container_id, net_slot, tenant,"
 			" allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused, network"
 			" FROM sandboxes ORDER BY seq",
 			&st, err);
-	r = r ?: prepare(c, "SELECT key, val FROM env WHERE id = ?1 ORDER BY pos", &est, err);
+	r = r ?: sup_catalog_prepare(c, "SELECT key, val FROM env WHERE id = ?1 ORDER BY pos", &est, err);
 	int rc = SQLITE_DONE;
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		memset(rec, 0, sizeof(*rec));
-		col_text(st, 0, rec->id, sizeof(rec->id));
+		sup_catalog_col_text(st, 0, rec->id, sizeof(rec->id));
 		rec->phase = (sup_catalog_phase)sqlite3_column_int(st, 1);
-		col_text(st, 2, rec->image, sizeof(rec->image));
-		col_text(st, 3, rec->digest, sizeof(rec->digest));
+		sup_catalog_col_text(st, 2, rec->image, sizeof(rec->image));
+		sup_catalog_col_text(st, 3, rec->digest, sizeof(rec->digest));
 		int iso = sqlite3_column_int(st, 4);
 		rec->isolation = iso >= 0 && iso < SUP_ISO_N ? (sup_isolation)iso : SUP_ISO_RUNC;
-		col_text(st, 5, rec->container_id, sizeof(rec->container_id));
+		sup_catalog_col_text(st, 5, rec->container_id, sizeof(rec->container_id));
 		rec->net_slot = (unsigned)sqlite3_column_int64(st, 6);
-		col_text(st, 7, rec->tenant, sizeof(rec->tenant));
+		sup_catalog_col_text(st, 7, rec->tenant, sizeof(rec->tenant));
 		rec->allow_root = sqlite3_column_int(st, 8) != 0;
 		rec->created_at = sqlite3_column_int64(st, 9);
 		rec->expires_at = sqlite3_column_int64(st, 10);
@@ -454,285 +479,9 @@ int sup_catalog_each(sup_catalog *c,
 		sup_catalog_rec_free(rec);
 	}
 	if (r == 0 && rc != SQLITE_DONE)
-		r = db_err(c, err, "read");
+		r = sup_catalog_db_err(c, err, "read");
 	sqlite3_finalize(st);
 	sqlite3_finalize(est);
-	return r;
-}
-
-/* ---- volumes (step 2) ---- */
-
-int sup_catalog_vol_put(sup_catalog *c, const sup_catalog_vol *v, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = prepare(c, "INSERT INTO volumes (tenant, name, size, created_at) VALUES (?1, ?2, ?3, ?4)",
-			&st, err);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, v->tenant, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, v->name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)v->size);
-	sqlite3_bind_int64(st, 4, v->created_at);
-	return step_done(c, st, "record a volume", err);
-}
-
-int sup_catalog_vol_remove(sup_catalog *c, const char *tenant, const char *name, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = prepare(c, "DELETE FROM volumes WHERE tenant = ?1 AND name = ?2", &st, err);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	return step_done(c, st, "remove a volume", err);
-}
-
-int sup_catalog_vol_each(sup_catalog *c, int (*fn)(const sup_catalog_vol *v, void *ud, sbx_err *err),
-			 void *ud, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = prepare(c, "SELECT tenant, name, size, created_at FROM volumes ORDER BY created_at, tenant, name",
-			&st, err);
-	if (r < 0)
-		return r;
-	int rc = SQLITE_DONE;
-	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		sup_catalog_vol v;
-		col_text(st, 0, v.tenant, sizeof(v.tenant));
-		col_text(st, 1, v.name, sizeof(v.name));
-		v.size = (uint64_t)sqlite3_column_int64(st, 2);
-		v.created_at = sqlite3_column_int64(st, 3);
-		r = fn(&v, ud, err);
-	}
-	if (r == 0 && rc != SQLITE_DONE)
-		r = db_err(c, err, "read volumes");
-	sqlite3_finalize(st);
-	return r;
-}
-
-int sup_catalog_vol_mounts_put(sup_catalog *c, const char *id, const char *tenant,
-			       const sup_vol_mount *m, size_t n, sbx_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int r = exec_sql(c, "BEGIN IMMEDIATE;", err);
-	r = r ?: prepare(c, "DELETE FROM volume_mounts WHERE id = ?1", &st, err);
-	if (r == 0) {
-		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-		r = step_done(c, st, "record a sandbox's volumes", err);
-	}
-	st = NULL;
-	r = r ?: prepare(c, "INSERT INTO volume_mounts (id, pos, tenant, name, path, read_only)"
-			    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &st, err);
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
-		sqlite3_bind_text(st, 3, tenant, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, m[i].name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 5, m[i].path, -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 6, m[i].read_only);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			r = db_err(c, err, "record a sandbox's volumes");
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-	if (r == 0)
-		return exec_sql(c, "COMMIT;", err);
-	sbx_err ignored;
-	exec_sql(c, "ROLLBACK;", &ignored);
-	return r;
-}
-
-int sup_catalog_vol_mounts_each(sup_catalog *c,
-				int (*fn)(const char *id, const char *tenant, const sup_vol_mount *m,
-					  void *ud, sbx_err *err),
-				void *ud, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = prepare(c, "SELECT id, tenant, name, path, read_only FROM volume_mounts ORDER BY id, pos",
-			&st, err);
-	if (r < 0)
-		return r;
-	int rc = SQLITE_DONE;
-	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		char id[48], tenant[128];
-		sup_vol_mount m;
-		col_text(st, 0, id, sizeof(id));
-		col_text(st, 1, tenant, sizeof(tenant));
-		col_text(st, 2, m.name, sizeof(m.name));
-		col_text(st, 3, m.path, sizeof(m.path));
-		m.read_only = sqlite3_column_int(st, 4) != 0;
-		r = fn(id, tenant, &m, ud, err);
-	}
-	if (r == 0 && rc != SQLITE_DONE)
-		r = db_err(c, err, "read volume mounts");
-	sqlite3_finalize(st);
-	return r;
-}
-
-/* ---- snapshots ---- */
-
-static int snap_vols_put(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int r = s->nvols ? prepare(c, "INSERT INTO snapshot_volumes (snapshot, pos, name, mount,"
-				      " read_only, vol_size, size, sha256) VALUES (?1, ?2, ?3, ?4, ?5,"
-				      " ?6, ?7, ?8)", &st, err)
-			 : 0;
-	for (unsigned i = 0; r == 0 && i < s->nvols && i < SUP_VOL_MAX_MOUNTS; i++) {
-		const sup_catalog_snap_vol *v = &s->vols[i];
-		sqlite3_bind_text(st, 1, s->id, -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 2, (int)i);
-		sqlite3_bind_text(st, 3, v->m.name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, v->m.path, -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 5, v->m.read_only);
-		sqlite3_bind_int64(st, 6, (sqlite3_int64)v->vol_size);
-		sqlite3_bind_int64(st, 7, (sqlite3_int64)v->size);
-		sqlite3_bind_text(st, 8, v->sha256, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			r = db_err(c, err, "record a snapshot's volumes");
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-	return r;
-}
-
-static int snap_vols_get(sup_catalog *c, sup_catalog_snap *s, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	s->nvols = 0;
-	int r = prepare(c, "SELECT name, mount, read_only, vol_size, size, sha256 FROM"
-			   " snapshot_volumes WHERE snapshot = ?1 ORDER BY pos", &st, err);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, s->id, -1, SQLITE_STATIC);
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && s->nvols < SUP_VOL_MAX_MOUNTS) {
-		sup_catalog_snap_vol *v = &s->vols[s->nvols++];
-		col_text(st, 0, v->m.name, sizeof(v->m.name));
-		col_text(st, 1, v->m.path, sizeof(v->m.path));
-		v->m.read_only = sqlite3_column_int(st, 2) != 0;
-		v->vol_size = (uint64_t)sqlite3_column_int64(st, 3);
-		v->size = (uint64_t)sqlite3_column_int64(st, 4);
-		col_text(st, 5, v->sha256, sizeof(v->sha256));
-	}
-	r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : db_err(c, err, "read a snapshot's volumes");
-	sqlite3_finalize(st);
-	return r;
-}
-
-static int snap_put_row(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err);
-
-int sup_catalog_snap_put(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err)
-{
-	if (!s->nvols)
-		return snap_put_row(c, s, err);
-	int r = exec_sql(c, "BEGIN IMMEDIATE;", err);
-	r = r ?: snap_put_row(c, s, err);
-	r = r ?: snap_vols_put(c, s, err);
-	if (r == 0)
-		return exec_sql(c, "COMMIT;", err);
-	sbx_err ignored;
-	exec_sql(c, "ROLLBACK;", &ignored);
-	return r;
-}
-
-static int snap_put_row(sup_catalog *c, const sup_catalog_snap *s, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = prepare(c,
-			"INSERT INTO snapshots (id, name, tenant, source, image, digest, isolation, size,"
-			" created_at, location, sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-			" ?11)",
-			&st, err);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, s->id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, s->name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, s->tenant, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, s->source, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, s->image, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 6, s->digest, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 7, (int)s->isolation);
-	sqlite3_bind_int64(st, 8, (sqlite3_int64)s->size);
-	sqlite3_bind_int64(st, 9, s->created_at);
-	sqlite3_bind_text(st, 10, s->location, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 11, s->sha256, -1, SQLITE_STATIC);
-	return step_done(c, st, "record a snapshot", err);
-}
-
-static void snap_row(sqlite3_stmt *st, sup_catalog_snap *s)
-{
-	memset(s, 0, sizeof(*s));
-	col_text(st, 0, s->id, sizeof(s->id));
-	col_text(st, 1, s->name, sizeof(s->name));
-	col_text(st, 2, s->tenant, sizeof(s->tenant));
-	col_text(st, 3, s->source, sizeof(s->source));
-	col_text(st, 4, s->image, sizeof(s->image));
-	col_text(st, 5, s->digest, sizeof(s->digest));
-	s->isolation = (sup_isolation)sqlite3_column_int(st, 6);
-	s->size = (uint64_t)sqlite3_column_int64(st, 7);
-	s->created_at = sqlite3_column_int64(st, 8);
-	col_text(st, 9, s->location, sizeof(s->location));
-	col_text(st, 10, s->sha256, sizeof(s->sha256));
-}
-
-#define SNAP_COLS                                                                           \
-	"id, name, tenant, source, image, digest, isolation, size, created_at, location, sha256"
-
-int sup_catalog_snap_get(sup_catalog *c, const char *id, sup_catalog_snap *out, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = prepare(c, "SELECT " SNAP_COLS " FROM snapshots WHERE id = ?1", &st, err);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		snap_row(st, out);
-	else if (rc == SQLITE_DONE)
-		r = sbx_err_set(err, -ENOENT, "no snapshot %.64s", id);
-	else
-		r = db_err(c, err, "read a snapshot");
-	sqlite3_finalize(st);
-	return r ?: snap_vols_get(c, out, err);
-}
-
-int sup_catalog_snap_remove(sup_catalog *c, const char *id, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = prepare(c, "DELETE FROM snapshots WHERE id = ?1", &st, err);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	return step_done(c, st, "remove a snapshot", err);
-}
-
-int sup_catalog_snap_each(sup_catalog *c, const char *tenant,
-			  void (*fn)(const sup_catalog_snap *s, void *ud), void *ud, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = prepare(c,
-			"SELECT " SNAP_COLS " FROM snapshots WHERE ?1 IS NULL OR tenant = ?1 ORDER BY seq",
-			&st, err);
-	if (r < 0)
-		return r;
-	if (tenant)
-		sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-	SBX_AUTO_FREE sup_catalog_snap *s = malloc(sizeof(*s));
-	if (!s) {
-		sqlite3_finalize(st);
-		return sbx_err_set(err, -ENOMEM, "catalog");
-	}
-	int rc = SQLITE_DONE;
-	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		snap_row(st, s);
-		r = snap_vols_get(c, s, err);
-		if (r == 0)
-			fn(s, ud);
-	}
-	if (r == 0)
-		r = rc == SQLITE_DONE ? 0 : db_err(c, err, "list snapshots");
-	sqlite3_finalize(st);
 	return r;
 }
 
@@ -740,7 +489,7 @@ int sup_catalog_pool_size(sup_catalog *c, const char *image, sup_isolation isola
 			  unsigned size, sbx_err *err)
 {
 	sqlite3_stmt *st;
-	int r = prepare(c,
+	int r = sup_catalog_prepare(c,
 			"INSERT INTO pools (image, isolation, size) VALUES (?1, ?2, ?3)"
 			" ON CONFLICT (image, isolation) DO UPDATE SET size = ?3",
 			&st, err);
@@ -749,19 +498,19 @@ int sup_catalog_pool_size(sup_catalog *c, const char *image, sup_isolation isola
 	sqlite3_bind_text(st, 1, image, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, (int)isolation);
 	sqlite3_bind_int64(st, 3, size);
-	return step_done(c, st, "record a pool's size", err);
+	return sup_catalog_step_done(c, st, "record a pool's size", err);
 }
 
 int sup_catalog_pool_forget(sup_catalog *c, const char *image, sup_isolation isolation,
 			    sbx_err *err)
 {
 	sqlite3_stmt *st;
-	int r = prepare(c, "DELETE FROM pools WHERE image = ?1 AND isolation = ?2", &st, err);
+	int r = sup_catalog_prepare(c, "DELETE FROM pools WHERE image = ?1 AND isolation = ?2", &st, err);
 	if (r < 0)
 		return r;
 	sqlite3_bind_text(st, 1, image, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, (int)isolation);
-	return step_done(c, st, "forget a pool's size", err);
+	return sup_catalog_step_done(c, st, "forget a pool's size", err);
 }
 
 int sup_catalog_each_pool(sup_catalog *c,
@@ -770,13 +519,13 @@ int sup_catalog_each_pool(sup_catalog *c,
 			  void *ud, sbx_err *err)
 {
 	sqlite3_stmt *st;
-	int r = prepare(c, "SELECT image, isolation, size FROM pools ORDER BY seq", &st, err);
+	int r = sup_catalog_prepare(c, "SELECT image, isolation, size FROM pools ORDER BY seq", &st, err);
 	if (r < 0)
 		return r;
 	int rc = SQLITE_DONE;
 	char image[4096];
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		col_text(st, 0, image, sizeof(image));
+		sup_catalog_col_text(st, 0, image, sizeof(image));
 		int iso = sqlite3_column_int(st, 1);
 		sqlite3_int64 size = sqlite3_column_int64(st, 2);
 		if (iso < 0 || iso >= SUP_ISO_N || size < 0 || size > UINT_MAX)
@@ -784,56 +533,7 @@ int sup_catalog_each_pool(sup_catalog *c,
 		r = fn(image, (sup_isolation)iso, (unsigned)size, ud, err);
 	}
 	if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
-		r = db_err(c, err, "read pools");
-	sqlite3_finalize(st);
-	return r;
-}
-
-int sup_catalog_osbx_put(sup_catalog *c, const char *id, const char *tenant, const char *kept,
-			 sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = prepare(c,
-			"INSERT INTO osbx_kept (id, tenant, kept) VALUES (?1, ?2, ?3)"
-			" ON CONFLICT(id) DO UPDATE SET tenant = ?2, kept = ?3",
-			&st, err);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, kept, -1, SQLITE_STATIC);
-	return step_done(c, st, "record what the OpenSandbox layer keeps", err);
-}
-
-int sup_catalog_osbx_remove(sup_catalog *c, const char *id, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = prepare(c, "DELETE FROM osbx_kept WHERE id = ?1", &st, err);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	return step_done(c, st, "remove what the OpenSandbox layer kept", err);
-}
-
-int sup_catalog_osbx_each(sup_catalog *c,
-			  int (*fn)(const char *id, const char *tenant, const char *kept, void *ud,
-				    sbx_err *err),
-			  void *ud, sbx_err *err)
-{
-	sqlite3_stmt *st;
-	int r = prepare(c, "SELECT id, tenant, kept FROM osbx_kept ORDER BY seq", &st, err);
-	if (r < 0)
-		return r;
-	int rc = SQLITE_DONE;
-	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *id = (const char *)sqlite3_column_text(st, 0);
-		const char *tenant = (const char *)sqlite3_column_text(st, 1);
-		const char *kept = (const char *)sqlite3_column_text(st, 2);
-		if (id && tenant && kept)
-			r = fn(id, tenant, kept, ud, err);
-	}
-	if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
-		r = db_err(c, err, "read the OpenSandbox layer's rows");
+		r = sup_catalog_db_err(c, err, "read pools");
 	sqlite3_finalize(st);
 	return r;
 }

@@ -27,7 +27,7 @@
 #include "sup_volspec.h"
 
 /* The schema this build reads and writes. */
-#define SUP_CATALOG_SCHEMA 8
+#define SUP_CATALOG_SCHEMA 9
 #define SUP_CATALOG_FILE "catalog.db"
 
 typedef struct sup_catalog sup_catalog;
@@ -166,18 +166,32 @@ int sup_catalog_snap_remove(sup_catalog *c, const char *id, sbx_err *err);
 int sup_catalog_snap_each(sup_catalog *c, const char *tenant,
 			  void (*fn)(const sup_catalog_snap *s, void *ud), void *ud, sbx_err *err);
 
-/* ---- the OpenSandbox layer's rows (schema step 6) ----
- * What that layer keeps of a sandbox beside sbx's own record (their
- * metadata, entrypoint, extensions), as its JSON text, so that it
- * outlives a restart. The catalog stores the text; it does not read it.
- * A row names a sandbox's row and goes with it. */
-int sup_catalog_osbx_put(sup_catalog *c, const char *id, const char *tenant, const char *kept,
-			 sbx_err *err);
-int sup_catalog_osbx_remove(sup_catalog *c, const char *id, sbx_err *err);
-/* Every row, oldest first; fn's error stops the walk. */
-int sup_catalog_osbx_each(sup_catalog *c,
-			  int (*fn)(const char *id, const char *tenant, const char *kept, void *ud,
-				    sbx_err *err),
-			  void *ud, sbx_err *err);
+/* ---- kept records (schema step 9) ----
+ * What a layer above the core keeps beside sbx's own rows so that it
+ * outlives a restart (the OpenSandbox layer's metadata of a sandbox: kind
+ * "opensandbox", key the sandbox's id): a value of bytes (JSON text or any
+ * blob) the catalog stores and never reads, the tenant that owns it, and
+ * its times. One record per (kind, key); a record naming a sandbox goes
+ * with that sandbox's row. The catalog knows no kind. */
+typedef struct sup_catalog_kept {
+	const char *kind;
+	const char *key;
+	const char *sandbox; /* the sandbox row it goes with; NULL: none */
+	const char *tenant;
+	const void *value;
+	size_t len;
+	int64_t created_at;  /* seconds since the epoch; set by put */
+	int64_t updated_at;
+} sup_catalog_kept;
+
+/* Insert or replace (kind, key): created_at is the first put's, updated_at
+ * now. A sandbox the catalog does not have: -EIO. */
+int sup_catalog_kept_put(sup_catalog *c, const sup_catalog_kept *k, sbx_err *err);
+int sup_catalog_kept_remove(sup_catalog *c, const char *kind, const char *key, sbx_err *err);
+/* Every record of kind, oldest first (k valid during fn); fn's error stops
+ * the walk. */
+int sup_catalog_kept_each(sup_catalog *c, const char *kind,
+			  int (*fn)(const sup_catalog_kept *k, void *ud, sbx_err *err), void *ud,
+			  sbx_err *err);
 
 #endif

@@ -331,47 +331,42 @@ int sup_osbx_parse_interrupt(const sup_http_in *in, void *ctx, void *state, sbx_
 	return pid_arg(q, q->target, err);
 }
 
-static json_t *when(const msgpack_object *res, const char *key)
+static json_t *when(uint64_t ms)
 {
-	uint64_t ms;
 	char b[40];
-	if (!sbx_proto_get_uint(res, key, &ms) || ms > (uint64_t)INT64_MAX / 2)
+	if (ms > (uint64_t)INT64_MAX / 2)
 		return json_null();
 	sup_osbx_time_ms(ms, b, sizeof(b));
 	return json_string(b);
 }
 
-/* proc.get's description as their CommandStatus. */
+/* proc.get's description (checked as every family's is) as their
+ * CommandStatus. */
 static json_t *status_json(sup_oq *q, const msgpack_object *res, sbx_err *err)
 {
-	const char *st;
-	size_t sl;
-	int64_t code, sig;
-	if (!sbx_proto_get_str(res, "state", &st, &sl))
-		return sbx_err_set(err, -EPROTO, "agent: proc.get without a state"), NULL;
-	bool running = sl == 7 && memcmp(st, "running", 7) == 0;
+	sup_api_proc p;
+	if (sup_api_proc_read(res, true, q->pid, &p, err) < 0)
+		return NULL;
+	bool running = !p.exited;
 	char id[24];
 	snprintf(id, sizeof(id), "%ld", q->pid);
 	json_t *o = json_pack("{s:s, s:b, s:o, s:o}", "id", id, "running", running, "started_at",
-			      when(res, "started_ms"), "finished_at",
-			      running ? json_null() : when(res, "ended_ms"));
+			      when(p.started_ms), "finished_at", running ? json_null() : when(p.ended_ms));
 	if (!o)
 		return sbx_err_set(err, -ENOMEM, "out of memory"), NULL;
 	/* the command as given: sh -c's script */
-	const msgpack_object *argv = sbx_proto_map_get(res, "argv");
-	if (argv && argv->type == MSGPACK_OBJECT_ARRAY && argv->via.array.size == 3 &&
-	    argv->via.array.ptr[2].type == MSGPACK_OBJECT_STR)
-		sup_http_set_bytes(o, "content", argv->via.array.ptr[2].via.str.ptr,
-				   argv->via.array.ptr[2].via.str.size);
-	if (!running && sbx_proto_get_int(res, "exit_code", &code) && code >= 0 && code <= 255) {
-		json_object_set_new(o, "exit_code", json_integer(code));
-	} else if (!running && sbx_proto_get_int(res, "signal", &sig) && sig > 0 && sig <= 64) {
-		char m[40];
-		snprintf(m, sizeof(m), "killed by signal %d", (int)sig);
-		json_object_set_new(o, "exit_code", json_integer(128 + sig));
-		json_object_set_new(o, "error", json_string(m));
-	} else {
+	if (p.argv->via.array.size == 3)
+		sup_http_set_bytes(o, "content", p.argv->via.array.ptr[2].via.str.ptr,
+				   p.argv->via.array.ptr[2].via.str.size);
+	if (running) {
 		json_object_set_new(o, "exit_code", json_null());
+	} else if (p.has_code) {
+		json_object_set_new(o, "exit_code", json_integer(p.code));
+	} else {
+		char m[40];
+		snprintf(m, sizeof(m), "killed by signal %d", p.signal);
+		json_object_set_new(o, "exit_code", json_integer(128 + p.signal));
+		json_object_set_new(o, "error", json_string(m));
 	}
 	return o;
 }

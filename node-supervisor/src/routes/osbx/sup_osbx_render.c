@@ -1,6 +1,6 @@
 /* The agent's file answers as OpenSandbox's FileInfo: a stat, and the
- * entries of a listing or a search, each checked as sbx's own routes check
- * them (sup_api_files.c): the agent is a guest, and a path it names must
+ * entries of a listing or a search, each checked by the readers every
+ * family shares (sup_api_stat_read, sup_api_entry_read): the agent is a guest, and a path it names must
  * stay below the folder asked for. Pure: nothing but the maps given
  * (fuzz_osbx_entries runs it). */
 #include "sup_osbx_int.h"
@@ -11,14 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sbx/cleanup.h"
 #include "sbx/proto.h"
 #include "sup_api.h"
-#include "sup_path.h"
 #include "sup_text.h"
-
-/* The longest path an entry may name below its folder. */
-#define ENTRY_PATH_MAX 4096
 
 void sup_osbx_time_ms(uint64_t ms, char *buf, size_t size)
 {
@@ -30,17 +25,14 @@ void sup_osbx_time_ms(uint64_t ms, char *buf, size_t size)
 	snprintf(buf, size, "%s.%03uZ", s, (unsigned)(ms % 1000));
 }
 
-static const char *type_of(const msgpack_object *m)
+/* sbx's file types as theirs. */
+static const char *type_of(const sup_api_stat *st)
 {
-	const char *t;
-	size_t n;
-	if (!sbx_proto_get_str(m, "type", &t, &n))
-		return NULL;
-	if (n == 4 && memcmp(t, "file", 4) == 0)
+	if (strcmp(st->type, "file") == 0)
 		return "file";
-	if (n == 3 && memcmp(t, "dir", 3) == 0)
+	if (strcmp(st->type, "dir") == 0)
 		return "directory";
-	if (n == 7 && memcmp(t, "symlink", 7) == 0)
+	if (strcmp(st->type, "symlink") == 0)
 		return "symlink";
 	return "other";
 }
@@ -55,26 +47,19 @@ static const char *who_name(uint64_t id, char *buf, size_t size)
 	return buf;
 }
 
-json_t *sup_osbx_info_json(const char *path, const msgpack_object *m, sbx_err *err)
+static json_t *info_of(const char *path, const sup_api_stat *stp, sbx_err *err)
 {
-	uint64_t size, mode, mt, uid, gid;
-	const char *type = m && m->type == MSGPACK_OBJECT_MAP ? type_of(m) : NULL;
-	if (!type || !sbx_proto_get_uint(m, "size", &size) || !sbx_proto_get_uint(m, "mode", &mode) ||
-	    !sbx_proto_get_uint(m, "mtime_ns", &mt) || !sbx_proto_get_uint(m, "uid", &uid) ||
-	    !sbx_proto_get_uint(m, "gid", &gid) || mode > 07777 || size > (1ull << 62) ||
-	    mt > (1ull << 62)) {
-		sbx_err_set(err, -EPROTO, "agent: stat keys missing or out of range");
-		return NULL;
-	}
+	const sup_api_stat st = *stp;
 	char ts[40], u[24], g[24];
-	sup_osbx_time_ms(mt / 1000000, ts, sizeof(ts));
+	sup_osbx_time_ms(st.mtime_ns / 1000000, ts, sizeof(ts));
 	/* mode as their octal digits written in decimal: 0644 -> 644 */
 	json_int_t dm = 0, mul = 1;
-	for (uint64_t v = mode & 0777; v; v /= 8, mul *= 10)
+	for (uint64_t v = st.mode & 0777; v; v /= 8, mul *= 10)
 		dm += (json_int_t)(v % 8) * mul;
-	json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:s}", "type", type, "size",
-			      (json_int_t)size, "mode", dm, "owner", who_name(uid, u, sizeof(u)), "group",
-			      who_name(gid, g, sizeof(g)), "modified_at", ts, "created_at", ts);
+	json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:s}", "type", type_of(&st), "size",
+			      (json_int_t)st.size, "mode", dm, "owner", who_name(st.uid, u, sizeof(u)),
+			      "group", who_name(st.gid, g, sizeof(g)), "modified_at", ts, "created_at",
+			      ts);
 	if (!o || sup_api_set_bytes(o, "path", path, strlen(path)) < 0) {
 		json_decref(o);
 		sbx_err_set(err, -ENOMEM, "out of memory");
@@ -83,26 +68,26 @@ json_t *sup_osbx_info_json(const char *path, const msgpack_object *m, sbx_err *e
 	return o;
 }
 
+json_t *sup_osbx_info_json(const char *path, const msgpack_object *m, sbx_err *err)
+{
+	sup_api_stat st;
+	if (sup_api_stat_read(m, &st, err) < 0)
+		return NULL;
+	return info_of(path, &st, err);
+}
+
 json_t *sup_osbx_entries_json(const char *base, const msgpack_object *res, sbx_err *err)
 {
-	const msgpack_object *ents = res ? sbx_proto_map_get(res, "entries") : NULL;
-	if (!ents || ents->type != MSGPACK_OBJECT_ARRAY) {
-		sbx_err_set(err, -EPROTO, "agent: listing without entries");
+	const msgpack_object *ents = sup_api_listing_entries(res, err);
+	if (!ents)
 		return NULL;
-	}
 	json_t *a = json_array();
 	for (uint32_t i = 0; a && i < ents->via.array.size; i++) {
-		const msgpack_object *e = &ents->via.array.ptr[i];
-		const char *rel;
-		size_t rl;
-		if (e->type != MSGPACK_OBJECT_MAP || !sbx_proto_get_str(e, "path", &rel, &rl) ||
-		    rl >= ENTRY_PATH_MAX || !sup_path_rel_ok(rel, rl) || rel[0] == '/') {
-			sbx_err_set(err, -EPROTO, "agent: a listing entry without a valid path");
-			json_decref(a);
-			return NULL;
-		}
-		SBX_AUTO_FREE char *full = sup_api_path_join(base, rel, rl);
-		json_t *o = full ? sup_osbx_info_json(full, e, err) : NULL;
+		sup_api_entry ent = { 0 };
+		json_t *o = sup_api_entry_read(base, &ents->via.array.ptr[i], &ent, err) < 0
+				    ? NULL
+				    : info_of(ent.path, &ent.st, err);
+		free(ent.path);
 		if (!o || json_array_append_new(a, o) < 0) {
 			if (!err->code)
 				sbx_err_set(err, -ENOMEM, "out of memory");
