@@ -100,6 +100,7 @@ static void chain_free(chain **c)
 	sup_sha256_free(&(*c)->tar_sha);
 	free(*c);
 }
+#define AUTO_CHAIN __attribute__((cleanup(chain_free)))
 
 static void archive_cleanup(struct archive **a)
 {
@@ -425,7 +426,7 @@ int sup_img_layer_unpack(int blob_fd, const char *blob_hex, const char *diff_hex
 			 const sup_img_limits *lim, sup_img_layer_info *info, sbx_err *err)
 {
 	memset(info, 0, sizeof(*info));
-	__attribute__((cleanup(chain_free))) chain *c = calloc(1, sizeof(*c));
+	AUTO_CHAIN chain *c = calloc(1, sizeof(*c));
 	if (!c)
 		return sbx_err_set(err, -ENOMEM, "layer");
 	c->fd = blob_fd;
