@@ -69,7 +69,7 @@ void sup_sha256_free(sup_sha256 *s)
 	s->ctx = NULL;
 }
 
-int sup_sha256(const void *data, size_t len, uint8_t out[SUP_SHA256_LEN], sbx_err *err)
+int sup_sha256_digest(const void *data, size_t len, uint8_t out[SUP_SHA256_LEN], sbx_err *err)
 {
 	unsigned int n = 0;
 	if (EVP_Digest(data, len, out, &n, md(), NULL) != 1 || n != SUP_SHA256_LEN)

@@ -37,6 +37,6 @@ void sup_sha256_free(sup_sha256 *s);
 #define SUP_AUTO_SHA256 __attribute__((cleanup(sup_sha256_free)))
 
 /* The digest of one buffer. */
-int sup_sha256(const void *data, size_t len, uint8_t out[SUP_SHA256_LEN], sbx_err *err);
+int sup_sha256_digest(const void *data, size_t len, uint8_t out[SUP_SHA256_LEN], sbx_err *err);
 
 #endif

@@ -172,7 +172,7 @@ _Static_assert(SUP_TOKEN_HASH_LEN == SUP_SHA256_LEN, "a token's hash is its SHA-
 
 int sup_token_hash(const char *token, size_t len, uint8_t out[SUP_TOKEN_HASH_LEN], sbx_err *err)
 {
-	return sup_sha256(token, len, out, err);
+	return sup_sha256_digest(token, len, out, err);
 }
 
 static const char hexdig[] = "0123456789abcdef";
