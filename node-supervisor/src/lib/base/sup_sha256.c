@@ -51,7 +51,7 @@ int sup_sha256_final(sup_sha256 *s, uint8_t out[SUP_SHA256_LEN], sbx_err *err)
 int sup_sha256_final_hex(sup_sha256 *s, char hex[SUP_SHA256_HEX_LEN + 1], sbx_err *err)
 {
 	static const char digits[] = "0123456789abcdef";
-	uint8_t d[SUP_SHA256_LEN];
+	uint8_t d[SUP_SHA256_LEN] = { 0 }; /* the analyzer cannot see libcrypto fill it */
 	int r = sup_sha256_final(s, d, err);
 	if (r < 0)
 		return r;
