@@ -23,7 +23,7 @@ target_include_directories(agent_fsconf_nosan PUBLIC
   ${CMAKE_CURRENT_SOURCE_DIR}/src/fs
   $<TARGET_PROPERTY:sbx_proto_nosan,INTERFACE_INCLUDE_DIRECTORIES>
     $<TARGET_PROPERTY:sbx_common_nosan,INTERFACE_INCLUDE_DIRECTORIES>)
-target_compile_options(agent_fsconf_nosan PRIVATE ${AGENT_COLD_OPT} -ffunction-sections -fdata-sections)
+target_compile_options(agent_fsconf_nosan PRIVATE ${AGENT_COLD_OPT} ${AGENT_STATIC_CFLAGS})
 sbx_target(agent_fsconf_nosan NOSAN)
 
 # The unsanitized library in a -static link that fails on any linker warning

@@ -35,7 +35,7 @@ target_include_directories(agent_jail_nosan PUBLIC
   $<TARGET_PROPERTY:sbx_proto_nosan,INTERFACE_INCLUDE_DIRECTORIES>
     $<TARGET_PROPERTY:sbx_common_nosan,INTERFACE_INCLUDE_DIRECTORIES>
   ${SECCOMP_INCLUDE_DIRS} ${JANSSON_INCLUDE_DIRS})
-target_compile_options(agent_jail_nosan PRIVATE ${AGENT_COLD_OPT} -ffunction-sections -fdata-sections)
+target_compile_options(agent_jail_nosan PRIVATE ${AGENT_COLD_OPT} ${AGENT_STATIC_CFLAGS})
 add_dependencies(agent_jail_nosan agent_jail_builtin)
 sbx_target(agent_jail_nosan NOSAN)
 

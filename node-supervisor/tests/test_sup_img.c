@@ -13,6 +13,7 @@
 
 #include "sup_img_digest.h"
 #include "sup_img_manifest.h"
+#include "sup_sha256.h"
 
 #define HEX_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define HEX_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -35,11 +36,22 @@ static void test_digest(void **state)
 	assert_int_equal(sup_img_digest_parse("x", "sha256:AAAA", hex, &e), -EINVAL);
 	assert_int_equal(sup_img_digest_parse("x", HEX_A, hex, &e), -EINVAL);
 	assert_int_equal(sup_img_digest_parse("x", NULL, hex, &e), -EINVAL);
-	sup_img_sha s;
-	sup_img_sha_init(&s);
-	sup_img_sha_update(&s, "abc", 3);
-	sup_img_sha_hex(&s, hex);
+	/* the hash as the layers use it: streamed in pieces, then as one */
+	SUP_AUTO_SHA256 sup_sha256 s = {0};
+	assert_int_equal(sup_sha256_init(&s, &e), 0);
+	sup_sha256_update(&s, "a", 1);
+	sup_sha256_update(&s, "", 0);
+	sup_sha256_update(&s, "bc", 2);
+	assert_int_equal(sup_sha256_final_hex(&s, hex, &e), 0);
 	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_null(s.ctx);
+	assert_int_equal(sup_sha256_init(&s, &e), 0);
+	assert_int_equal(sup_sha256_final_hex(&s, hex, &e), 0);
+	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	uint8_t d[SUP_SHA256_LEN];
+	assert_int_equal(sup_sha256_digest("abc", 3, d, &e), 0);
+	assert_int_equal(d[0], 0xba);
+	assert_int_equal(d[31], 0xad);
 }
 
 static void test_refs(void **state)

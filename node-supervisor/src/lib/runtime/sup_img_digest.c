@@ -2,26 +2,11 @@
 #include "sup_img_digest.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
-void sup_img_sha_init(sup_img_sha *s)
-{
-	sha256_init(&s->ctx);
-}
+#include "sup_sha256.h"
 
-void sup_img_sha_update(sup_img_sha *s, const void *data, size_t len)
-{
-	sha256_update(&s->ctx, len, data);
-}
-
-void sup_img_sha_hex(sup_img_sha *s, char hex[SUP_IMG_HEX_LEN + 1])
-{
-	uint8_t d[SHA256_DIGEST_SIZE];
-	sha256_digest(&s->ctx, sizeof(d), d);
-	for (size_t i = 0; i < sizeof(d); i++)
-		snprintf(hex + 2 * i, 3, "%02x", d[i]);
-}
+_Static_assert(SUP_IMG_HEX_LEN == SUP_SHA256_HEX_LEN, "image digests are sha256");
 
 bool sup_img_is_hex(const char *s)
 {

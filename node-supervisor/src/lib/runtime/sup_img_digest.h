@@ -1,28 +1,17 @@
-/* Content digests of image blobs and layers: sha256 (Debian's nettle)
- * over a stream, and the "sha256:<64 lowercase hex>" form OCI and Docker
- * write. Owns hashing and the digest string rules only; it must not read
- * files or decide what a digest names. */
+/* Content digests of image blobs and layers: the "sha256:<64 lowercase
+ * hex>" form OCI and Docker write (the hashing itself is sup_sha256's,
+ * libcrypto). Owns the digest string rules only; it must not read files
+ * or decide what a digest names. */
 #ifndef SUP_IMG_DIGEST_H
 #define SUP_IMG_DIGEST_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include <nettle/sha2.h>
-
 #include "sbx/err.h"
 
 #define SUP_IMG_HEX_LEN 64
 #define SUP_IMG_DIGEST_LEN (7 + SUP_IMG_HEX_LEN) /* "sha256:" + hex */
-
-typedef struct sup_img_sha {
-	struct sha256_ctx ctx;
-} sup_img_sha;
-
-void sup_img_sha_init(sup_img_sha *s);
-void sup_img_sha_update(sup_img_sha *s, const void *data, size_t len);
-/* The lowercase hex of what was hashed; s is reset afterwards. */
-void sup_img_sha_hex(sup_img_sha *s, char hex[SUP_IMG_HEX_LEN + 1]);
 
 /* Is s exactly 64 lowercase hex digits? */
 bool sup_img_is_hex(const char *s);

@@ -18,6 +18,7 @@
 #include "sup_fsutil.h"
 #include "sup_img_layer.h"
 #include "sup_img_manifest.h"
+#include "sup_sha256.h"
 
 #define BLOCK (64u * 1024u)
 #define AGENT_IN_IMAGE "/.sbx/sandbox-agent"
@@ -145,10 +146,14 @@ static int read_doc(int dir, const char *path, const char *want_hex, int64_t siz
 	ssize_t n = sup_fs_read_small(dir, path, buf, SUP_IMG_DOC_MAX + 1, err);
 	if (n < 0)
 		return n == -ENOENT ? sbx_err_set(err, -ENOENT, "%s: missing from the image", path) : (int)n;
-	sup_img_sha sha;
-	sup_img_sha_init(&sha);
-	sup_img_sha_update(&sha, buf, (size_t)n);
-	sup_img_sha_hex(&sha, hex);
+	SUP_AUTO_SHA256 sup_sha256 sha = {0};
+	int r = sup_sha256_init(&sha, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "%s", path);
+	sup_sha256_update(&sha, buf, (size_t)n);
+	r = sup_sha256_final_hex(&sha, hex, err);
+	if (r < 0)
+		return sbx_err_wrap(err, "%s", path);
 	if (want_hex && strcmp(hex, want_hex) != 0)
 		return sbx_err_set(err, -EBADMSG, "%s: content is sha256:%s, not the digest it is named by",
 				   path, hex);

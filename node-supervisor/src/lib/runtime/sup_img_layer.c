@@ -27,6 +27,7 @@
 
 #include "sbx/cleanup.h"
 #include "sup_img_digest.h"
+#include "sup_sha256.h"
 
 #define BLOCK (64u * 1024u)
 #define MAX_DEPTH 128
@@ -35,8 +36,8 @@
 
 typedef struct chain {
 	int fd;
-	sup_img_sha blob_sha;
-	sup_img_sha tar_sha;
+	sup_sha256 blob_sha;
+	sup_sha256 tar_sha;
 	struct archive *outer;
 	uint64_t tar_bytes;  /* decompressed bytes read */
 	uint64_t tar_cap;    /* bound on them: a bomb of headers stops here */
@@ -59,7 +60,7 @@ static la_ssize_t outer_read(struct archive *a, void *ud, const void **buf)
 		c->read_errno = errno;
 		return -1;
 	}
-	sup_img_sha_update(&c->blob_sha, c->buf, (size_t)n);
+	sup_sha256_update(&c->blob_sha, c->buf, (size_t)n);
 	*buf = c->buf;
 	return n;
 }
@@ -86,10 +87,20 @@ static la_ssize_t inner_read(struct archive *a, void *ud, const void **buf)
 		c->over = true;
 		return -1;
 	}
-	sup_img_sha_update(&c->tar_sha, c->tbuf, (size_t)n);
+	sup_sha256_update(&c->tar_sha, c->tbuf, (size_t)n);
 	*buf = c->tbuf;
 	return n;
 }
+
+static void chain_free(chain **c)
+{
+	if (!*c)
+		return;
+	sup_sha256_free(&(*c)->blob_sha);
+	sup_sha256_free(&(*c)->tar_sha);
+	free(*c);
+}
+#define AUTO_CHAIN __attribute__((cleanup(chain_free)))
 
 static void archive_cleanup(struct archive **a)
 {
@@ -415,14 +426,14 @@ int sup_img_layer_unpack(int blob_fd, const char *blob_hex, const char *diff_hex
 			 const sup_img_limits *lim, sup_img_layer_info *info, sbx_err *err)
 {
 	memset(info, 0, sizeof(*info));
-	SBX_AUTO_FREE chain *c = calloc(1, sizeof(*c));
+	AUTO_CHAIN chain *c = calloc(1, sizeof(*c));
 	if (!c)
 		return sbx_err_set(err, -ENOMEM, "layer");
 	c->fd = blob_fd;
 	/* file data plus a generous 2 KiB of headers per entry */
 	c->tar_cap = lim->max_layer_bytes + lim->max_entries * 2048 + (1u << 20);
-	sup_img_sha_init(&c->blob_sha);
-	sup_img_sha_init(&c->tar_sha);
+	if (sup_sha256_init(&c->blob_sha, err) < 0 || sup_sha256_init(&c->tar_sha, err) < 0)
+		return sbx_err_wrap(err, "layer");
 
 	AUTO_ARCHIVE struct archive *outer = archive_read_new();
 	AUTO_ARCHIVE struct archive *in = archive_read_new();
@@ -463,7 +474,7 @@ int sup_img_layer_unpack(int blob_fd, const char *blob_hex, const char *diff_hex
 		if (c->tar_bytes > c->tar_cap)
 			return sbx_err_set(err, -EFBIG, "layer: more than %llu bytes of tar",
 					   (unsigned long long)c->tar_cap);
-		sup_img_sha_update(&c->tar_sha, c->tbuf, (size_t)n);
+		sup_sha256_update(&c->tar_sha, c->tbuf, (size_t)n);
 	}
 	/* and whatever of the blob the decompressor left unread */
 	for (;;) {
@@ -474,14 +485,16 @@ int sup_img_layer_unpack(int blob_fd, const char *blob_hex, const char *diff_hex
 			return sbx_err_sys(err, -errno, "layer: read");
 		if (n == 0)
 			break;
-		sup_img_sha_update(&c->blob_sha, c->buf, (size_t)n);
+		sup_sha256_update(&c->blob_sha, c->buf, (size_t)n);
 	}
 	char hex[SUP_IMG_HEX_LEN + 1];
-	sup_img_sha_hex(&c->tar_sha, hex);
+	if (sup_sha256_final_hex(&c->tar_sha, hex, err) < 0)
+		return sbx_err_wrap(err, "layer");
 	if (diff_hex && strcmp(hex, diff_hex) != 0)
 		return sbx_err_set(err, -EBADMSG, "layer: its tar is sha256:%s, the config says sha256:%s",
 				   hex, diff_hex);
-	sup_img_sha_hex(&c->blob_sha, hex);
+	if (sup_sha256_final_hex(&c->blob_sha, hex, err) < 0)
+		return sbx_err_wrap(err, "layer");
 	if (blob_hex && strcmp(hex, blob_hex) != 0)
 		return sbx_err_set(err, -EBADMSG, "layer: blob is sha256:%s, the manifest says sha256:%s",
 				   hex, blob_hex);

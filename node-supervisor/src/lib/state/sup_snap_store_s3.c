@@ -15,6 +15,7 @@
 #include "sbx/grow.h"
 #include "sup_img_digest.h"
 #include "sup_s3.h"
+#include "sup_sha256.h"
 #include "sup_snap_manifest.h"
 
 #define IDLE_MAX 4            /* connections kept between calls */
@@ -139,8 +140,10 @@ static int digest_of(int fd, uint64_t *size, char hex[SUP_IMG_HEX_LEN + 1], sbx_
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	if (lseek(fd, 0, SEEK_SET) < 0)
 		return sbx_err_sys(err, -errno, "seek");
-	sup_img_sha sha;
-	sup_img_sha_init(&sha);
+	SUP_AUTO_SHA256 sup_sha256 sha = {0};
+	int r = sup_sha256_init(&sha, err);
+	if (r < 0)
+		return r;
 	*size = 0;
 	for (;;) {
 		ssize_t got = read(fd, buf, HASH_CHUNK);
@@ -150,10 +153,12 @@ static int digest_of(int fd, uint64_t *size, char hex[SUP_IMG_HEX_LEN + 1], sbx_
 			return sbx_err_sys(err, -errno, "read");
 		if (got == 0)
 			break;
-		sup_img_sha_update(&sha, buf, (size_t)got);
+		sup_sha256_update(&sha, buf, (size_t)got);
 		*size += (uint64_t)got;
 	}
-	sup_img_sha_hex(&sha, hex);
+	r = sup_sha256_final_hex(&sha, hex, err);
+	if (r < 0)
+		return r;
 	if (lseek(fd, 0, SEEK_SET) < 0)
 		return sbx_err_sys(err, -errno, "seek");
 	return 0;
