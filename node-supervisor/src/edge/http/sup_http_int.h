@@ -78,6 +78,8 @@ struct sup_conn {
 	bool asked;           /* the request in flight got the interim answer
 			       * that a gone client's reset answers */
 	bool close_after;     /* no keep-alive after the current answer */
+	bool tls;             /* bev is libevent's OpenSSL one: no raw socket I/O */
+	bool handshaken;      /* its handshake is over */
 	bool rd_eof;          /* the client's end arrived (read) */
 	bool shut;            /* our side is shut, lingering */
 };
@@ -132,6 +134,9 @@ void sup_http_log(const sup_http_req *r);
 void sup_http_req_free(sup_http_req *r);
 const char *sup_http_date(sup_http *h);
 void sup_http_conn_gone(sup_http *h);
+/* A connection refused or dropped before a request (one log line a
+ * second at most, with the count). */
+void sup_http_refused(sup_http *h, const char *why);
 /* The request is over: log it, finish it from the loop. */
 void sup_http_done(sup_http_req *r);
 /* An answer of the framework itself (before or instead of an act). */
