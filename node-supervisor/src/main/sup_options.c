@@ -343,7 +343,7 @@ const sup_opt sup_options[] = {
 	  .def_doc = "the pod's in-cluster, else sbx-system",
 	  .help = "the Leases' and Events' namespace", .example = "sbx" },
 	{ "advertise-url", SUP_OPT_STR, "URL", F(advertise_url), .check = advertise_url,
-	  .def_doc = "http://<--listen>",
+	  .def_doc = "http://<--listen> (https:// with --tls-cert)",
 	  .help = "this supervisor's API for the other nodes (required when listening on 0.0.0.0)",
 	  .example = "http://10.0.0.5:7070" },
 	{ "lease-duration", SUP_OPT_UINT, "SEC", F(lease_s), .lo = 4, .hi = 3600, .def = "40",
