@@ -8,7 +8,8 @@ python3-websockets (wss://) and OpenSandbox's npm SDK (Node, with the CA
 in NODE_EXTRA_CA_CERTS).
 
 Over TLS, as in clear: exec on a kept-alive connection and pipelined,
-an SSE stream, 64 MiB up and down with sha256 both ways, the terminal
+a request whose client half-closed after it (a FIN, no close_notify), an
+SSE stream, 64 MiB up and down with sha256 both ways, the terminal
 through the SDK and through python3-websockets, the port proxy (HTTP by
 path, by Host with the wildcard certificate, a signed https:// URL, a
 WebSocket through it), MCP over Streamable HTTP (/v1/mcp), the
@@ -98,6 +99,16 @@ def certs(folder, name, *sans, out="tls"):
 def peer_cn(sock):
     subject = dict(x[0] for x in sock.getpeercert()["subject"])
     return subject["commonName"]
+
+
+def read_to_end(sock):
+    """Everything the server sends until its end (close_notify, or its FIN)."""
+    data = b""
+    while True:
+        piece = sock.recv(65536)
+        if not piece:
+            return data
+        data += piece
 
 
 class Named(http.client.HTTPSConnection):
@@ -206,16 +217,29 @@ class Tls(unittest.TestCase):
             last = ("GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
                     "Connection: close\r\n\r\n" % (self.path(), self.sup.token)).encode()
             s.sendall(one + last)
-            data = b""
-            while True:
-                piece = s.recv(65536)
-                if not piece:
-                    break
-                data += piece
+            data = read_to_end(s)
         finally:
             s.close()
         self.assertEqual(data.count(b"HTTP/1.1 200 "), 2, data)
         self.assertLess(data.index(b'"stdout":"piped\\n"'), data.index(b'"state":"running"'))
+
+    def test_half_close_answered(self):
+        """A client that ends its sending side (TCP FIN, no close_notify)
+        once its request is out still reads the answer, as in clear."""
+        raw = socket.create_connection(("127.0.0.1", self.sup.port), 30)
+        s = self.sup.ssl_context().wrap_socket(raw, server_hostname="127.0.0.1")
+        try:
+            body = json.dumps({"cmd": "sleep 0.3; echo late"}).encode()
+            s.sendall(("POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                       "Content-Length: %d\r\n\r\n" % (self.path("/exec"), self.sup.token,
+                                                        len(body))).encode() + body)
+            # the socket's own shutdown: SSLSocket.shutdown drops TLS first
+            socket.socket.shutdown(s, socket.SHUT_WR)
+            data = read_to_end(s)
+        finally:
+            s.close()
+        self.assertIn(b"HTTP/1.1 200 ", data)
+        self.assertIn(b'"stdout":"late\\n"', data)
 
     def test_sse_stream(self):
         s = Stream(self.sup, self.sid, {"cmd": "for i in 1 2 3; do echo ev-$i; sleep 0.1; done; exit 4"})
