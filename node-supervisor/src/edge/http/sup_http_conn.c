@@ -27,36 +27,28 @@
  * left on, an answer costs no epoll_ctl (it cost six: reading off and the
  * EV_CLOSED watch on for the act, EV_WRITE on and off, both back after).
  *
- * TLS (sup_http_cfg.tls): the bufferevent is libevent's OpenSSL one over
- * the socket, so the input and output above hold plaintext and everything
- * built on them (framing, bounds, backpressure, the watch, upgrades) is
- * the same; what reads or writes the socket itself does not apply and is
- * left to libevent (sbx/bev_flush.h's writev, sbx/bev_fill.h's readv),
- * shutdown(2) comes after a close_notify, and a client's end without one
- * is its end as in clear (SSL_OP_IGNORE_UNEXPECTED_EOF, sup_tls.c).
- * DESIGN.md, "TLS", says why this and not OpenSSL under our own loop. */
+ * TLS (sup_http_cfg.tls, sup_http_tls_conn.c): the input and output above
+ * hold plaintext, so all of this is the same; what reads or writes the
+ * socket itself does not apply and is left to libevent (sbx/bev_flush.h's
+ * writev, sbx/bev_fill.h's readv), and shutdown(2) comes after a
+ * close_notify. */
 #include "sup_http_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <netinet/in.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "sbx/bev_fill.h"
 #include "sup_log.h"
-#include "sup_tls.h"
 
 static void conn_read(struct bufferevent *bev, void *arg);
 static void conn_write(struct bufferevent *bev, void *arg);
@@ -113,18 +105,8 @@ void sup_conn_new(sup_http *h, int fd)
 	c->fd = fd;
 	c->wfd = -1;
 	c->tls = h->cfg.tls != NULL;
-	if (c->tls) {
-		/* the context in force now: a reload swaps it for later ones */
-		SSL *ssl = SSL_new(sup_tls_server_ctx(h->cfg.tls));
-		c->bev = ssl ? bufferevent_openssl_socket_new(h->base, fd, ssl,
-							     BUFFEREVENT_SSL_ACCEPTING,
-							     BEV_OPT_CLOSE_ON_FREE)
-			     : NULL; /* the SSL is freed with it, or on its failure */
-		if (c->bev)
-			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
-	} else {
-		c->bev = bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	}
+	c->bev = c->tls ? sup_conn_tls_bev(h, fd)
+			: bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(h->base, conn_deadline, c);
 	c->kick = event_new(h->base, -1, 0, conn_kicked, c);
 	/* conn_flush writes; libevent only what the socket did not take */
@@ -264,24 +246,12 @@ static void conn_flush(evutil_socket_t fd, short what, void *arg)
 
 /* ---- closing ---- */
 
-/* TLS: our close_notify before our FIN, so a client reading to the end
- * sees a whole answer (the output is empty: SSL_write took it all). */
-static void tls_close_notify(sup_conn *c)
-{
-	SSL *ssl = c->tls && c->handshaken ? bufferevent_openssl_get_ssl(c->bev) : NULL;
-	if (!ssl)
-		return;
-	ERR_clear_error();
-	SSL_shutdown(ssl); /* a socket that cannot take it now: the FIN alone */
-	ERR_clear_error();
-}
-
 static void linger(sup_conn *c)
 {
 	if (c->shut)
 		return;
 	c->shut = true;
-	tls_close_notify(c);
+	sup_conn_tls_close_notify(c);
 	if (c->fd >= 0)
 		shutdown(c->fd, SHUT_WR);
 	sup_conn_timer(c, SUP_HTTP_LINGER_S);
@@ -646,63 +616,12 @@ static void conn_probe(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(c->probe, &tv);
 }
 
-/* The bytes of a client that speaks plain HTTP to a TLS port (OpenSSL
- * saw "GET ", "POST "... where a handshake starts) get a plain answer:
- * what it sent read and dropped (bounded), the answer, our end. */
-static void plain_refusal(sup_conn *c)
-{
-	static const char body[] = "{\"error\":{\"code\":\"tls_required\",\"message\":\"this "
-				   "port speaks HTTPS: call it with https://\"}}";
-	char head[160], sink[4096];
-	int n = snprintf(head, sizeof(head),
-			 "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
-			 "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-			 sizeof(body) - 1);
-	for (int i = 0; i < 16 && recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
-		;
-	struct iovec iov[2] = { { head, (size_t)n }, { (void *)body, sizeof(body) - 1 } };
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
-	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
-		shutdown(c->fd, SHUT_WR);
-}
-
-/* The handshake failed, or the client went before it was over: a bounded
- * cost (one log line a second at most), nothing else touched. */
-static void handshake_failed(sup_conn *c, short what)
-{
-	unsigned long e = bufferevent_get_openssl_error(c->bev), first = e;
-	char why[200];
-	while (e)
-		e = bufferevent_get_openssl_error(c->bev);
-	if (first && ERR_GET_REASON(first) == SSL_R_HTTP_REQUEST) {
-		plain_refusal(c);
-		sup_http_refused(c->h, "plain HTTP to the TLS port (answered 400)");
-	} else if (first) {
-		char r[160];
-		ERR_error_string_n(first, r, sizeof(r));
-		snprintf(why, sizeof(why), "TLS handshake failed: %s", r);
-		sup_http_refused(c->h, why);
-	} else if (what & BEV_EVENT_ERROR) {
-		snprintf(why, sizeof(why), "TLS handshake: %s",
-			 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-		sup_http_refused(c->h, why);
-	} /* the client's end before a handshake: nothing to say */
-	sup_conn_close(c, NULL);
-}
-
 static void conn_event(struct bufferevent *bev, short what, void *arg)
 {
 	sup_conn *c = arg;
 	sup_http_req *r = c->req;
-	if (what & BEV_EVENT_CONNECTED) {
-		/* a TLS handshake is over: the idle deadline from here */
-		c->handshaken = true;
-		if (c->st == C_IDLE)
-			sup_conn_timer(c, c->h->cfg.idle_timeout_s);
-		return;
-	}
 	if (c->tls && !c->handshaken) {
-		handshake_failed(c, what);
+		sup_conn_tls_handshake(c, what); /* its end, or its failure */
 		return;
 	}
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
@@ -887,27 +806,4 @@ void sup_http_body_took(sup_http_req *r, size_t n)
 	body_backpressure(r);
 	/* Progress re-arms the stall timer. */
 	sup_conn_timer(r->c, r->body_done ? 0 : r->c->h->cfg.body_timeout_s);
-}
-
-/* ---- TLS, for acts ---- */
-
-bool sup_http_tls(const sup_http_req *r)
-{
-	return r->c && r->c->tls;
-}
-
-int sup_http_tls_peer(const sup_http_req *r, char *why, size_t cap)
-{
-	if (!sup_http_tls(r)) {
-		snprintf(why, cap, "it came in clear, not over TLS");
-		return 0;
-	}
-	switch (sup_tls_peer_of(bufferevent_openssl_get_ssl(r->c->bev), why, cap)) {
-	case SUP_TLS_PEER_OK:
-		return 1;
-	case SUP_TLS_PEER_BAD:
-		return -1;
-	default:
-		return 0;
-	}
 }

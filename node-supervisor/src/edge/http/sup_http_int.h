@@ -159,6 +159,17 @@ void sup_conn_body_took(sup_http_req *r, size_t n);
 struct evbuffer *sup_conn_output(const sup_conn *c);
 struct evbuffer *sup_conn_input(const sup_conn *c);
 
+/* sup_http_tls_conn.c */
+/* A TLS listener's bufferevent on fd (BEV_OPT_CLOSE_ON_FREE), made with
+ * the server context in force; NULL if it could not be made. */
+struct bufferevent *sup_conn_tls_bev(sup_http *h, int fd);
+/* close_notify, once the handshake is over (before linger's FIN). */
+void sup_conn_tls_close_notify(sup_conn *c);
+/* An event of a TLS connection before its handshake is over: its end
+ * (the idle deadline from there), or its failure or the client's going
+ * (logged, bounded; a plain HTTP client answered 400 in clear; c closed). */
+void sup_conn_tls_handshake(sup_conn *c, short what);
+
 /* sup_http_reply.c */
 void sup_http_give_credit(sup_http_req *r);
 
