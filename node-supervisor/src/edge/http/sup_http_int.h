@@ -152,12 +152,14 @@ void sup_conn_reading(sup_conn *c, bool on);
 void sup_conn_timer(sup_conn *c, unsigned secs);
 /* The client's end came (read, or seen by the watch) while r is in flight. */
 void sup_conn_peer_ended(sup_conn *c);
+struct evbuffer *sup_conn_output(const sup_conn *c);
+struct evbuffer *sup_conn_input(const sup_conn *c);
+
+/* sup_http_body.c */
 /* Read what a buffered body has arrived; runs the request once complete. */
 void sup_conn_body(sup_http_req *r);
 int sup_conn_body_next(sup_http_req *r, size_t max, sbx_err *err);
 void sup_conn_body_took(sup_http_req *r, size_t n);
-struct evbuffer *sup_conn_output(const sup_conn *c);
-struct evbuffer *sup_conn_input(const sup_conn *c);
 
 /* sup_http_tls_conn.c */
 /* A TLS listener's bufferevent on fd (BEV_OPT_CLOSE_ON_FREE), made with
