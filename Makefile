@@ -88,7 +88,7 @@ images: build
 #   files-4gib: issue 4's round trip at full size, 4 GiB up and back (skipped,
 #     saying why, without the disk space for it below the temporary folder);
 #   images, mcp, ports, snapshots (100 MiB), snapshots-s3, snapshots-1gib,
-#     relay: bench/bench_<name>.py;
+#     relay, tls: bench/bench_<name>.py;
 #   sse-1gib: issue 3's 1 GiB of output through SSE, sha256 checked;
 #   snapshot-roundtrip-1gib: it_snapshots' round trip with a 1 GiB file
 #     (make test's is 50 MiB).
@@ -120,6 +120,7 @@ bench: build k8s-deps
 	-$(BENCH_ENV) SBX_SNAP_BIG_MIB=1024 $(BENCH_RUN) snapshot-roundtrip-1gib -- \
 	  /usr/bin/python3 tests/integration/test_snapshots.py -v SnapshotsTest.test_round_trip
 	-$(BENCH_ENV) $(BENCH_RUN) relay -- /usr/bin/python3 bench/bench_relay.py
+	-$(BENCH_ENV) $(BENCH_RUN) tls -- /usr/bin/python3 bench/bench_tls.py
 	@$(MAKE) --no-print-directory bench-report
 
 # BENCHMARKS.md's table and details again from the last results of make

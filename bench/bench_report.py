@@ -48,6 +48,8 @@ BENCHES = [
     ("snapshot-roundtrip-1gib", "the snapshot round trip with a 1 GiB file, restored "
      "byte-identical (`tests/integration/test_snapshots.py`, SBX_SNAP_BIG_MIB=1024)"),
     ("relay", "exec relayed through another node (`bench/bench_relay.py`)"),
+    ("tls", "exec, SSE, 1 GiB up and down over HTTPS beside plain HTTP; new TLS connections/s "
+     "(`bench/bench_tls.py`)"),
 ]
 
 
@@ -194,6 +196,16 @@ HEADLINES = [
     H("Relay: exec on another node's sandbox, kept-alive, p50", "relay",
       Ref("relay.relayed_kept", "p50_ms"), Ref("relay.local_conn", "p50_ms", "local, a connection each"),
       Ref("relay.local_kept", "p50_ms", "local")),
+    H("TLS: exec `true`, kept-alive, p50", "tls", Ref("tls.exec.tls", "p50_ms"),
+      Ref("tls.exec.clear", "p50_ms", "plain HTTP")),
+    H("TLS: command output through SSE", "tls", Ref("tls.sse.tls", "mbps"),
+      Ref("tls.sse.clear", "mbps", "plain HTTP")),
+    H("TLS: upload `PUT /files`, 1 GiB", "tls", Ref("tls.up.tls", "mbps"),
+      Ref("tls.up.clear", "mbps", "plain HTTP")),
+    H("TLS: download `GET /files`, 1 GiB", "tls", Ref("tls.down.tls", "mbps"),
+      Ref("tls.down.clear", "mbps", "plain HTTP")),
+    H("TLS: new connections with a full handshake", "tls", Ref("tls.handshake.sbx", "rps"),
+      Ref("tls.handshake.s_server", "rps", "`openssl s_server`")),
     H("MCP: `tools/call` echo, one session, p50", "mcp", Ref("mcp.echo.sbx", "p50_ms"),
       Ref("mcp.echo.gw", "p50_ms", "supergateway"), Ref("mcp.echo.stdio", "p50_ms", "stdio"),
       Goal("≤ floor + 1 ms (#11)", lambda v, p, f: f is not None and v <= f + 1)),

@@ -38,7 +38,8 @@ function(sbx_fuzz test name corpus runs)
             -I${PROJECT_SOURCE_DIR}/mcp-host/include
             -I${PROJECT_SOURCE_DIR}/guest-agent/tests
             ${ARGN} ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c
-            ${LIBEVENT_LINK_LIBRARIES} ${JANSSON_LINK_LIBRARIES} ${CRYPTO_LINK_LIBRARIES}
+            ${LIBEVENT_LINK_LIBRARIES} ${LIBEVENT_OPENSSL_LINK_LIBRARIES} ${JANSSON_LINK_LIBRARIES}
+            ${SSL_LINK_LIBRARIES} ${CRYPTO_LINK_LIBRARIES}
             ${MSGPACK_LINK_LIBRARIES} -lwslay -o ${bin}
     DEPENDS ${ARGN} ${sbx_fuzz_headers} ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c
     COMMENT "clang libFuzzer target ${name}"

@@ -136,6 +136,51 @@ static void test_relay_flags(void **state)
 	}
 }
 
+/* The TLS flags: kept as given (the files are read where TLS is made);
+ * half of a pair, a CA without a certificate, or other nodes without a
+ * CA to verify them by, refused with the flags named. */
+static void test_tls_flags(void **state)
+{
+	(void)state;
+	sup_config c;
+	sbx_err e;
+	const char *none[] = { "sup", NULL };
+	assert_int_equal(parse(&c, &e, 1, none), 0);
+	assert_null(c.tls_cert);
+	assert_null(c.tls_key);
+	assert_null(c.tls_ca);
+	sup_config_release(&c);
+	const char *ok[] = { "sup", "--tls-cert", "/tls/tls.crt", "--tls-key", "/tls/tls.key",
+			     "--tls-ca", "/tls/ca.crt", "--peer", "n2=https://10.0.0.2:7070", NULL };
+	assert_int_equal(parse(&c, &e, 9, ok), 0);
+	assert_string_equal(c.tls_cert, "/tls/tls.crt");
+	assert_string_equal(c.tls_key, "/tls/tls.key");
+	assert_string_equal(c.tls_ca, "/tls/ca.crt");
+	sup_config_release(&c);
+	/* one node alone needs no CA */
+	const char *alone[] = { "sup", "--tls-cert", "/c", "--tls-key", "/k", NULL };
+	assert_int_equal(parse(&c, &e, 5, alone), 0);
+	sup_config_release(&c);
+	struct {
+		int argc;
+		const char *argv[8];
+		const char *says;
+	} bad[] = {
+		{ 3, { "sup", "--tls-cert", "/c" }, "both or neither" },
+		{ 3, { "sup", "--tls-key", "/k" }, "both or neither" },
+		{ 3, { "sup", "--tls-ca", "/ca" }, "--tls-ca needs --tls-cert" },
+		{ 7, { "sup", "--tls-cert", "/c", "--tls-key", "/k", "--peer", "n2=https://h:1" },
+		  "needs --tls-ca" },
+		{ 6, { "sup", "--tls-cert", "/c", "--tls-key", "/k", "--kube-in-cluster" },
+		  "needs --tls-ca" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(&c, &e, bad[i].argc, bad[i].argv), -EINVAL);
+		assert_non_null(strstr(e.msg, bad[i].says));
+		sup_config_release(&c);
+	}
+}
+
 /* The Kubernetes flags, and the node name they share with the relay. */
 static void test_kube_flags(void **state)
 {
@@ -467,6 +512,7 @@ int main(void)
 		cmocka_unit_test(test_all_flags),
 		cmocka_unit_test(test_mcp_flags),
 		cmocka_unit_test(test_relay_flags),
+		cmocka_unit_test(test_tls_flags),
 		cmocka_unit_test(test_snapshot_store_flags),
 		cmocka_unit_test(test_reuse),
 		cmocka_unit_test(test_kube_flags),

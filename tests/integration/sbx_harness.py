@@ -24,6 +24,7 @@ import re
 import select
 import shutil
 import signal
+import ssl
 import subprocess
 import tempfile
 import time
@@ -62,12 +63,14 @@ for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
 
 class Supervisor:
     def __init__(self, binary, agent, state_dir=None, pool_size=2, extra=(), host="127.0.0.1",
-                 wrap=(), token=None):
+                 wrap=(), token=None, ca_file=None):
         """host: the address to listen on (port 0); wrap: a command the
         supervisor runs under (nsenter --net=... to run it in a network
         namespace of the test's); token: the one to call with when
         --tenants is in extra (the supervisor then has no token file), else
-        the state folder's."""
+        the state folder's; ca_file: it serves HTTPS (--tls-cert in extra)
+        and its certificate is verified against this CA."""
+        self.ca_file = ca_file
         self.binary = binary
         self.host = host
         self.wrap = list(wrap)
@@ -99,13 +102,13 @@ class Supervisor:
                                      stdin=subprocess.DEVNULL)
         _live.add(self)
         log.close()
-        listening = rb"listening on http://" + re.escape(self.host.encode()) + rb":(\d+)"
+        listening = rb"listening on https?://" + re.escape(self.host.encode()) + rb":(\d+)"
         buf, ready = read_until(self.proc, lambda b: re.search(listening, b) and (
             b"token" in b or b"tenants from" in b), timeout)
         if not ready:
             raise RuntimeError("supervisor did not start: %r\n%s" % (buf, self.log()))
         self.port = int(re.search(listening, buf).group(1))
-        mm = re.search(rb"metrics on http://127\.0\.0\.1:(\d+)", buf)
+        mm = re.search(rb"metrics on https?://127\.0\.0\.1:(\d+)", buf)
         if mm:
             self.metrics_port = int(mm.group(1))
         if self.token is None:
@@ -133,7 +136,19 @@ class Supervisor:
         return self.proc is not None and self.proc.poll() is None
 
     # ---- HTTP ----
+    @property
+    def url(self):
+        return "%s://%s:%d" % ("https" if self.ca_file else "http", self.host, self.port)
+
+    def ssl_context(self):
+        """The client's side of an HTTPS supervisor: its CA, the name
+        checked."""
+        return ssl.create_default_context(cafile=self.ca_file)
+
     def conn(self, timeout=30):
+        if self.ca_file:
+            return http.client.HTTPSConnection(self.host, self.port, timeout=timeout,
+                                               context=self.ssl_context())
         return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
 
     def request(self, method, path, body=None, token=True, headers=None, conn=None,

@@ -158,6 +158,45 @@ class Offline(unittest.TestCase):
         finally:
             s.cleanup()
 
+    def test_tls_by_default(self):
+        """The DaemonSet serves HTTPS and relays over it: the three files of
+        the Secret sbx-tls (cert-manager's key names) given to the
+        supervisor in its ConfigMap, its Lease URL https://, probes over
+        HTTPS, the Service on 443; and scripts/tls-certs makes files a
+        supervisor serves with, verified by a client that trusts only their
+        CA."""
+        rc, text, err = render(MANIFESTS)
+        self.assertEqual(rc, 0, err)
+        for want in ("tls-cert: /etc/sbx/tls/tls.crt", "tls-key: /etc/sbx/tls/tls.key",
+                     "tls-ca: /etc/sbx/tls/ca.crt",
+                     "https://$(POD_IP):7070", "mountPath: /etc/sbx/tls",
+                     "secretName: sbx-tls", "port: 443"):
+            self.assertIn(want, text)
+        self.assertEqual(text.count("scheme: HTTPS"), 2, "both probes over HTTPS")
+        self.assertNotIn("http://", text)
+        sup = os.environ.get("SBX_SUPERVISOR")
+        agent = os.environ.get("SBX_AGENT")
+        self.assertTrue(sup and agent, "SBX_SUPERVISOR and SBX_AGENT must name the binaries")
+        d = tempfile.mkdtemp(prefix="sbx-k8s-tls-")
+        s = None
+        try:
+            p = subprocess.run([os.path.join(TOP, "scripts", "tls-certs"), d], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("create secret generic sbx-tls", p.stdout)
+            s = Supervisor(sup, agent, pool_size=0, ca_file=os.path.join(d, "ca.crt"),
+                           extra=["--tls-cert", os.path.join(d, "tls.crt"),
+                                  "--tls-key", os.path.join(d, "tls.key"),
+                                  "--tls-ca", os.path.join(d, "ca.crt")])
+            s.start()
+            st, _, body = s.request("GET", "/healthz", token=None)
+            self.assertEqual(st, 200, body)
+            stop_clean(s)
+        finally:
+            if s:
+                s.cleanup()
+            shutil.rmtree(d)
+
     def test_wrong_type_refused_offline(self):
         rc, text, err = render(MANIFESTS)
         self.assertEqual(rc, 0, err)
@@ -271,7 +310,9 @@ class Server(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         for line in ("backend: kubernetes", "kube-in-cluster: true", "listen: 0.0.0.0:7070",
                      "tenants: /etc/sbx/tenants/tenants.json", "node-name: node-a",
-                     "advertise-url: http://10.0.0.5:7070", "- /etc/sbx/templates/default.yaml"):
+                     "advertise-url: https://10.0.0.5:7070", "- /etc/sbx/templates/default.yaml",
+                     "tls-cert: /etc/sbx/tls/tls.crt", "tls-key: /etc/sbx/tls/tls.key",
+                     "tls-ca: /etc/sbx/tls/ca.crt"):
             self.assertIn(line + "\n", p.stdout)
         # A misspelt key stops the start, naming the file's line.
         bad = text.replace("\nbackend:", "\nbackendd:", 1)

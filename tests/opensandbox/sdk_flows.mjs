@@ -11,6 +11,9 @@ import {
 } from "@alibaba-group/opensandbox";
 
 const domain = process.env.SBX_DOMAIN;
+// SBX_DOMAIN may carry its scheme (https://, with NODE_EXTRA_CA_CERTS):
+// the URLs fetched here directly take it too
+const scheme = domain.startsWith("https://") ? "https" : "http";
 const apiKey = process.env.SBX_TOKEN;
 const image = process.env.SBX_IMAGE || "host";
 const conn = { domain, apiKey, requestTimeoutSeconds: 60 };
@@ -124,7 +127,7 @@ async function signedEndpoints(sbx) {
   const sig = ep.endpoint.split("/").pop();
   check(ep.endpoint.endsWith(`/v1/signed/${sbx.id}/8080/${exp}/${sig}`) && /^[0-9a-f]{64}$/.test(sig) &&
     ep.headers === undefined, "signed endpoint 8080: sbx's signed path, no headers", ep);
-  const url = `http://${ep.endpoint}/hello.txt`;
+  const url = `${scheme}://${ep.endpoint}/hello.txt`;
   let res;
   for (let i = 0; i < 100; i++) {
     res = await fetch(url);
@@ -151,7 +154,7 @@ async function signedEndpoints(sbx) {
   return async () => {
     const wait = (short + 1) * 1000 - Date.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const r = await fetch(`http://${soon.endpoint}/hello.txt`);
+    const r = await fetch(`${scheme}://${soon.endpoint}/hello.txt`);
     const body = await r.json();
     check(r.status === 403 && /expired/.test(body.error?.message), "signed endpoint: refused once expired",
       [r.status, body]);

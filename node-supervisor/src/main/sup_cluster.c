@@ -21,6 +21,7 @@ struct sup_cluster {
 	char ns[SUP_KUBE_NS_MAX];
 	char url[SUP_KUBE_URL_MAX];
 	const char *listen_host;
+	bool tls;                 /* the URL a Lease publishes is https:// */
 	unsigned lease_s, queue;
 	sup_kube *kube;
 	sup_core *core;
@@ -69,6 +70,7 @@ int sup_cluster_new(const sup_config *cfg, sup_cluster **out, sbx_err *err)
 				   cfg->listen_host);
 	}
 	cl->listen_host = cfg->listen_host;
+	cl->tls = cfg->tls_cert != NULL;
 	cl->lease_s = cfg->lease_s;
 	cl->queue = cfg->kube_queue;
 	*out = cl;
@@ -135,7 +137,8 @@ int sup_cluster_start(sup_cluster *cl, struct event_base *base, sup_core *core, 
 {
 	if (!cl->url[0]) {
 		bool v6 = strchr(cl->listen_host, ':') != NULL;
-		snprintf(cl->url, sizeof(cl->url), "http://%s%s%s:%u", v6 ? "[" : "", cl->listen_host,
+		snprintf(cl->url, sizeof(cl->url), "%s://%s%s%s:%u", cl->tls ? "https" : "http",
+			 v6 ? "[" : "", cl->listen_host,
 			 v6 ? "]" : "", (unsigned)port);
 	}
 	cl->core = core;

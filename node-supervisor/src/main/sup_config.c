@@ -298,6 +298,14 @@ int sup_config_finish(sup_config *c, sbx_err *err)
 		return sbx_err_set(err, -EINVAL,
 				   "--backend kubernetes: --uplink, --pool, --snapshot-store and --runsc are the "
 				   "runc backend's (a pod's network and runtime are its template's)");
+	if (!c->tls_cert != !c->tls_key)
+		return sbx_err_set(err, -EINVAL, "--tls-cert and --tls-key: both or neither");
+	if (c->tls_ca && !c->tls_cert)
+		return sbx_err_set(err, -EINVAL, "--tls-ca needs --tls-cert and --tls-key (a node "
+						 "proves itself to its peers with its certificate)");
+	if (c->tls_cert && !c->tls_ca && (c->npeers || c->kubeconfig || c->kube_in_cluster))
+		return sbx_err_set(err, -EINVAL, "--tls-cert with other nodes (--peer, a cluster) needs "
+						 "--tls-ca: nodes verify each other by the cluster's CA");
 	if (c->s3_endpoint && !c->snapshot_store)
 		return sbx_err_set(err, -EINVAL, "--s3-endpoint needs --snapshot-store s3://...");
 	if (c->default_timeout_s > c->max_timeout_s)

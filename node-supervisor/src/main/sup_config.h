@@ -57,6 +57,10 @@ typedef struct sup_config {
 	char metrics_host[256];    /* --metrics-listen: /metrics without a token, node-local */
 	uint16_t metrics_port;
 	bool metrics_listen;
+	/* TLS on both listeners and between nodes (sup_tls.h); NULL: plain HTTP */
+	const char *tls_cert;      /* --tls-cert FILE: PEM, the certificate then its chain */
+	const char *tls_key;       /* --tls-key FILE: PEM private key */
+	const char *tls_ca;        /* --tls-ca FILE: the cluster's CA; peers verified by it */
 	size_t max_body;           /* request body bytes accepted */
 	uint64_t max_upload;       /* bytes per PUT /files; 0: no limit */
 	size_t max_output;         /* captured bytes per stream of an exec */

@@ -90,6 +90,11 @@ static void on_hup(evutil_socket_t sig, short what, void *ud)
 		sup_tenants_reload(m->tenants_file, &m->node, &m->tenants);
 	else
 		sup_info("SIGHUP: no --tenants file to reload");
+	sbx_err e;
+	if (m->tls && sup_tls_reload(m->tls, &e) < 0)
+		sup_error("SIGHUP: TLS not reloaded, the certificate in force stays: %s", e.msg);
+	else if (m->tls)
+		sup_info("SIGHUP: TLS reloaded (new connections): %s", sup_tls_describe(m->tls));
 }
 
 /* Phase: the options (the table's defaults, the --config file, the command
@@ -109,7 +114,7 @@ static int phase_config(sup_main *m, int argc, char **argv, sbx_err *err)
 }
 
 /* Phase: the state folder, the agent, who may call (the tenants or the
- * token), the snapshot store and the cluster answer. */
+ * token), the node's TLS, the snapshot store and the cluster answer. */
 static int phase_state(sup_main *m, sbx_err *err)
 {
 	const sup_config *cfg = &m->cfg;
@@ -150,6 +155,14 @@ static int phase_state(sup_main *m, sbx_err *err)
 	}
 	if (m->token && sup_tenants_single(m->token, &m->node, &m->tenants, err) < 0)
 		return err->code;
+	/* certificate files that do not load stop the start, with the reason */
+	if (cfg->tls_cert) {
+		m->tls = sup_tls_new(&(sup_tls_files){ cfg->tls_cert, cfg->tls_key, cfg->tls_ca }, err);
+		if (!m->tls)
+			return err->code;
+		sup_info("tls: %s%s", sup_tls_describe(m->tls),
+			 cfg->tls_ca ? "; peers verified by --tls-ca" : "");
+	}
 	if (sup_start_check_snapshot_store(cfg, err) < 0)
 		return err->code;
 	/* a kubeconfig that cannot be read fails the start, before any sandbox */
@@ -348,7 +361,8 @@ static int phase_pools(sup_main *m, sbx_err *err)
 	return 0;
 }
 
-/* Phase: SIGTERM, SIGINT and SIGUSR2 stop; SIGHUP rereads the tenants. */
+/* Phase: SIGTERM, SIGINT and SIGUSR2 stop; SIGHUP rereads the tenants and
+ * the TLS files. */
 static int phase_signals(sup_main *m, sbx_err *err)
 {
 	m->sig_term = evsignal_new(m->base, SIGTERM, on_signal, m);
@@ -369,13 +383,14 @@ static void announce(const sup_main *m)
 	const sup_config *cfg = &m->cfg;
 	const char *h = cfg->listen_host;
 	bool v6 = strchr(h, ':') != NULL;
-	printf("sandbox-supervisor: listening on http://%s%s%s:%u\n", v6 ? "[" : "", h, v6 ? "]" : "",
-	       (unsigned)sup_http_port(m->http));
+	const char *scheme = m->tls ? "https" : "http";
+	printf("sandbox-supervisor: listening on %s://%s%s%s:%u\n", scheme, v6 ? "[" : "", h,
+	       v6 ? "]" : "", (unsigned)sup_http_port(m->http));
 	if (m->metrics) {
 		const char *mh = cfg->metrics_host;
 		bool mv6 = strchr(mh, ':') != NULL;
-		printf("sandbox-supervisor: metrics on http://%s%s%s:%u/metrics\n", mv6 ? "[" : "", mh,
-		       mv6 ? "]" : "", (unsigned)sup_http_port(m->metrics));
+		printf("sandbox-supervisor: metrics on %s://%s%s%s:%u/metrics\n", scheme, mv6 ? "[" : "",
+		       mh, mv6 ? "]" : "", (unsigned)sup_http_port(m->metrics));
 	}
 	if (cfg->tenants_file)
 		printf("sandbox-supervisor: %zu tenants from %s\n", sup_tenants_count(m->tenants),
@@ -386,7 +401,7 @@ static void announce(const sup_main *m)
 		printf("sandbox-supervisor: token in %s\n", m->token_path);
 	if (cfg->print_example && m->token) {
 		char url[300];
-		snprintf(url, sizeof(url), "http://%s%s%s:%u", v6 ? "[" : "", h, v6 ? "]" : "",
+		snprintf(url, sizeof(url), "%s://%s%s%s:%u", scheme, v6 ? "[" : "", h, v6 ? "]" : "",
 			 (unsigned)sup_http_port(m->http));
 		printf("\nAPI token: %s\n\nTry it (in another shell):\n"
 		       "  TOKEN=%s\n"
@@ -452,6 +467,8 @@ static void phase_drain(sup_main *m)
 	/* after the edge: no relayed request is left */
 	sup_dir_static_free(m->directory);
 	sup_relay_release(&m->relay);
+	/* connections still open hold their own references to the contexts */
+	sup_tls_free(m->tls);
 	free_event(m->sig_term);
 	free_event(m->sig_int);
 	free_event(m->sig_usr2);

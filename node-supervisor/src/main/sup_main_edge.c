@@ -63,7 +63,7 @@ static int phase_relay(sup_main *m, sbx_err *err)
 		return err->code;
 	if (cfg->npeers) {
 		m->directory = sup_dir_static_new(m->base, cfg->node_name, cfg->peers, cfg->npeers, key,
-						  err);
+						  m->tls, err);
 		if (!m->directory) {
 			free(key);
 			return err->code;
@@ -72,6 +72,7 @@ static int phase_relay(sup_main *m, sbx_err *err)
 	}
 	if (sup_relay_init(&m->relay, m->base, m->core, cfg->node_name, key, dir, err) < 0)
 		return err->code;
+	m->relay.tls = m->tls; /* https:// peers dialled, relayed requests' certificates judged */
 	/* in a cluster: peers' service-account tokens reviewed, ours sent */
 	if (m->cluster && sup_cluster_auth_wire(cfg, m->cluster, &m->relay, m->base, err) < 0)
 		return err->code;
@@ -177,6 +178,7 @@ int sup_main_edge(sup_main *m, sbx_err *err)
 	sup_http_cfg hcfg = {
 		.host = cfg->listen_host,
 		.port = cfg->listen_port,
+		.tls = m->tls, /* --metrics-listen's too: its copy below keeps it */
 		.auth = sup_tenants_hook_auth,
 		.release = sup_tenant_release,
 		.auth_ud = &m->tenants,

@@ -25,6 +25,7 @@
 #include "sup_snap_store.h"
 #include "sup_snaps.h"
 #include "sup_tenants.h"
+#include "sup_tls.h"
 #include "sup_volumes.h"
 #include "sup_workers.h"
 
@@ -42,6 +43,7 @@ typedef struct sup_main {
 	const char *tenants_file;
 	sup_tenants_node node;     /* what tenants leave to the supervisor */
 	sup_tenants *tenants;      /* the set in force; swapped on SIGHUP */
+	sup_tls *tls;              /* --tls-cert: both listeners, the relay; reread on SIGHUP */
 	char node_tag[SUP_NODEID_TAG_MAX + 1]; /* --node-name's, in this node's ids */
 	char agent[PATH_MAX];
 	/* the cluster (--kubeconfig, --kube-in-cluster) */

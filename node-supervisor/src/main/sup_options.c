@@ -136,6 +136,12 @@ const sup_opt sup_options[] = {
 	  .parse = sup_optc_listen_parse, .show = sup_optc_listen_show,
 	  .help = "also serve GET /metrics there, without a token (for a scraper on this node)",
 	  .example = "127.0.0.1:9090" },
+	/* the files are read where TLS is made (sup_tls_new), and again on SIGHUP */
+	{ "tls-cert", SUP_OPT_STR, "FILE", F(tls_cert), .def_doc = "none: plain HTTP",
+	  .help = "serve HTTPS (TLS 1.2/1.3) on --listen and --metrics-listen with this PEM "
+		  "certificate (then its chain); reread on SIGHUP", .example = "/etc/sbx/tls/tls.crt" },
+	{ "tls-key", SUP_OPT_STR, "FILE", F(tls_key),
+	  .help = "its PEM private key (with --tls-cert)", .example = "/etc/sbx/tls/tls.key" },
 	{ "max-connections", SUP_OPT_UINT, NULL, F(max_conns), .lo = 1, .hi = 1000000, .def = "16384",
 	  .help = "HTTP connections held at once (lowered to what the fd limit leaves)" },
 	{ "max-body", SUP_OPT_SIZE, NULL, F(max_body), .lo = 1024, .hi = 1ull << 30, .def = "1M",
@@ -317,8 +323,11 @@ const sup_opt sup_options[] = {
 		  "hash of it", .example = "node-a" },
 	{ "peer", SUP_OPT_STRS, "NAME=URL", F(peers), .off2 = offsetof(sup_config, npeers),
 	  .cap = SUP_MAX_PEERS, .flags = SUP_OPT_REPEAT, .check = peer,
-	  .help = "another node's supervisor (http://HOST:PORT), requests for its sandboxes "
-		  "relayed there", .example = "n2=http://10.0.0.2:7070" },
+	  .help = "another node's supervisor (http://HOST:PORT, https:// with --tls-ca), requests "
+		  "for its sandboxes relayed there", .example = "n2=http://10.0.0.2:7070" },
+	{ "tls-ca", SUP_OPT_STR, "FILE", F(tls_ca),
+	  .help = "the cluster's CA (PEM): nodes relay to each other over HTTPS, each verifying "
+		  "the other's certificate by it (with --tls-cert)", .example = "/etc/sbx/tls/ca.crt" },
 	{ "cluster-key-file", SUP_OPT_STR, "PATH", F(cluster_key_file),
 	  .help = "the cluster's node-to-node key (a Secret's file): sent with relayed requests, "
 		  "asked of the ones received", .example = "/run/sbx/key" },
@@ -334,7 +343,7 @@ const sup_opt sup_options[] = {
 	  .def_doc = "the pod's in-cluster, else sbx-system",
 	  .help = "the Leases' and Events' namespace", .example = "sbx" },
 	{ "advertise-url", SUP_OPT_STR, "URL", F(advertise_url), .check = advertise_url,
-	  .def_doc = "http://<--listen>",
+	  .def_doc = "http://<--listen> (https:// with --tls-cert)",
 	  .help = "this supervisor's API for the other nodes (required when listening on 0.0.0.0)",
 	  .example = "http://10.0.0.5:7070" },
 	{ "lease-duration", SUP_OPT_UINT, "SEC", F(lease_s), .lo = 4, .hi = 3600, .def = "40",

@@ -1,10 +1,13 @@
 """The HTTP client under the SDK: one connection per call (http.client,
-HTTP or HTTPS), the Bearer token on every request, JSON in and out, error
+HTTP or HTTPS: the certificate verified against the system's CAs or a
+given CA file, and its name against the URL's host), the Bearer token on
+every request, JSON in and out, error
 answers raised as the typed exceptions of errors.py, and streamed answers
 (NDJSON lines, raw bytes) handed out as they come, never read whole.
 Knows the API's wire shapes, not its meaning: that is sandbox.py's."""
 import http.client
 import json
+import ssl
 import urllib.parse
 
 from . import config
@@ -15,7 +18,10 @@ MAX_LINE = 16 * 1024 * 1024  # one NDJSON event (4 MiB MCP lines, base64'd outpu
 
 
 class Client:
-    def __init__(self, url=None, token=None, timeout=60.0):
+    def __init__(self, url=None, token=None, timeout=60.0, ca_file=None):
+        """ca_file: a PEM file of the CA that signed an https:// API's
+        certificate (a cluster's own; default $SBX_CA_FILE, the config
+        file's "ca_file", else the system's CAs)."""
         self.url, self.token = config.resolve(url, token)
         u = urllib.parse.urlsplit(self.url)
         if u.scheme not in ("http", "https") or not u.hostname:
@@ -25,10 +31,26 @@ class Client:
         self.port = u.port
         self.prefix = u.path.rstrip("/")
         self.timeout = timeout
+        self.ca_file = config.resolve_ca_file(ca_file)
+        self._ssl = None
+        if self.scheme == "https":
+            self.ssl_context()  # a CA file that cannot be read fails here, not mid-call
+
+    def ssl_context(self):
+        """The TLS context of an https:// API (also the WebSocket's): the
+        server's certificate verified and its name checked, always."""
+        if self._ssl is None:
+            try:
+                self._ssl = ssl.create_default_context(cafile=self.ca_file)
+            except (OSError, ssl.SSLError) as e:
+                raise ValueError("sbx CA file %r: %s" % (self.ca_file, e)) from None
+        return self._ssl
 
     def connection(self, timeout=None):
-        cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
-        return cls(self.host, self.port, timeout=timeout)
+        if self.scheme == "https":
+            return http.client.HTTPSConnection(self.host, self.port, timeout=timeout,
+                                               context=self.ssl_context())
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
 
     def headers(self, extra=None):
         h = {}

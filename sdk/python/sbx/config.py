@@ -1,8 +1,10 @@
-"""Where the API is and which token to call it with: arguments first, then
-the environment (`SBX_URL`, `SBX_TOKEN`), then the config file
+"""Where the API is, which token to call it with and which CA an https://
+API's certificate is checked against: arguments first, then the
+environment (`SBX_URL`, `SBX_TOKEN`, `SBX_CA_FILE`), then the config file
 (`$SBX_CONFIG`, else `~/.config/sbx/config.json`, honouring
-`$XDG_CONFIG_HOME`): `{"url": "http://127.0.0.1:7070", "token": "..."}`.
-Reads only; never writes the file or prints the token."""
+`$XDG_CONFIG_HOME`): `{"url": "https://sbx.example:7070", "token": "...",
+"ca_file": "/etc/sbx/ca.crt"}`. Reads only; never writes the file or
+prints the token."""
 import json
 import os
 
@@ -41,3 +43,9 @@ def resolve(url=None, token=None):
         url = url or f.get("url")
         token = token or f.get("token")
     return (url or DEFAULT_URL).rstrip("/"), token
+
+
+def resolve_ca_file(ca_file=None):
+    """The PEM file of the CA(s) an https:// API is verified against (a
+    private CA's), or None: the system's CAs."""
+    return ca_file or os.environ.get("SBX_CA_FILE") or _file().get("ca_file") or None

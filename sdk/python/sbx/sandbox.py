@@ -75,12 +75,14 @@ class Sandbox:
     @classmethod
     def create(cls, image=None, timeout=None, resources=None, env=None, network=None,
                isolation=None, mcp=None, volumes=None, snapshot=None, url=None, token=None,
-               client=None):
+               client=None, ca_file=None):
         """POST /v1/sandboxes. `resources` {"cpus","memory","pids","disk"},
         `network` an egress policy, `mcp` {"servers": {...}}, `volumes`
         [{"name","mount","read_only"}], `snapshot` a Snapshot (or its id)
-        to restore: the new sandbox starts with its files."""
-        c = client or Client(url, token)
+        to restore: the new sandbox starts with its files. `ca_file`: the CA
+        of an https:// API's certificate (default $SBX_CA_FILE, else the
+        system's)."""
+        c = client or Client(url, token, ca_file=ca_file)
         if snapshot is not None and not isinstance(snapshot, str):
             snapshot = snapshot.id
         body = _opts(image=image, timeout=timeout, resources=resources, env=env,
@@ -91,9 +93,9 @@ class Sandbox:
                           timeout=-1 if snapshot is None else 300), c)
 
     @classmethod
-    def connect(cls, sandbox_id, url=None, token=None, client=None):
+    def connect(cls, sandbox_id, url=None, token=None, client=None, ca_file=None):
         """An existing sandbox by id (NotFound if there is none)."""
-        c = client or Client(url, token)
+        c = client or Client(url, token, ca_file=ca_file)
         return cls(c.call("GET", "/v1/sandboxes/" + urllib.parse.quote(sandbox_id, safe="")), c)
 
     @classmethod

@@ -10,7 +10,6 @@ import base64
 import hashlib
 import os
 import socket
-import ssl
 import struct
 
 from .errors import ProtocolError, error_from
@@ -51,7 +50,7 @@ class WebSocket:
                                         (443 if client.scheme == "https" else 80)), timeout)
         try:
             if client.scheme == "https":
-                raw = ssl.create_default_context().wrap_socket(raw, server_hostname=client.host)
+                raw = client.ssl_context().wrap_socket(raw, server_hostname=client.host)
             key = base64.b64encode(os.urandom(16))
             host = client.host if client.port is None else "%s:%d" % (client.host, client.port)
             head = ["GET %s HTTP/1.1" % client.target(path), "Host: " + host,

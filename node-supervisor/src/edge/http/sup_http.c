@@ -24,7 +24,7 @@
 /* ---- listening ---- */
 
 /* One line a second at most, however many are refused. */
-static void log_refused(sup_http *h, const char *why)
+void sup_http_refused(sup_http *h, const char *why)
 {
 	time_t now = time(NULL);
 	h->refused++;
@@ -42,7 +42,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	if (h->nconns >= h->cfg.max_conns) {
 		/* Accepted and closed at once: the backlog drains, no busy loop. */
 		close(fd);
-		log_refused(h, "at --max-connections");
+		sup_http_refused(h, "at --max-connections");
 		return;
 	}
 	sup_conn_new(h, fd);
@@ -61,7 +61,7 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 {
 	sup_http *h = arg;
 	struct timeval tv = { 0, 100 * 1000 };
-	log_refused(h, strerror(errno));
+	sup_http_refused(h, strerror(errno));
 	evconnlistener_disable(l);
 	event_add(h->resume, &tv);
 }
@@ -98,6 +98,18 @@ static int listen_on(sup_http *h, sbx_err *err)
 
 static bool needs_auth(const char *path);
 
+/* A listener others can reach that speaks plain HTTP: said once, at its
+ * start (the hosts are numeric: listen_on asks for no name lookup). */
+static void warn_clear(const sup_http_cfg *cfg)
+{
+	const char *h = cfg->host;
+	if (cfg->tls || strncmp(h, "127.", 4) == 0 || strcmp(h, "::1") == 0 ||
+	    strcmp(h, "::ffff:127.0.0.1") == 0)
+		return;
+	sup_warn("http: %s is reachable beyond this machine and speaks plain HTTP: tokens and "
+		 "data cross the network in clear (--tls-cert and --tls-key serve HTTPS)", h);
+}
+
 sup_http *sup_http_new(struct event_base *base, const sup_http_cfg *cfg, sbx_err *err)
 {
 	/* A listener without authentication serves nothing under /v1. */
@@ -126,6 +138,7 @@ sup_http *sup_http_new(struct event_base *base, const sup_http_cfg *cfg, sbx_err
 		sup_http_free(h);
 		return NULL;
 	}
+	warn_clear(cfg);
 	return h;
 }
 

@@ -34,6 +34,7 @@
 struct event_base;
 struct evbuffer;
 struct sup_tenant; /* the caller, as the auth hook says: never looked into here */
+struct sup_tls;    /* the node's TLS contexts (sup_tls.h) */
 typedef struct sup_http sup_http;
 typedef struct sup_http_req sup_http_req;
 
@@ -118,6 +119,12 @@ typedef struct sup_http_mount {
 typedef struct sup_http_cfg {
 	const char *host;
 	uint16_t port;            /* 0: any free port; see sup_http_port */
+	/* HTTPS: every connection a TLS one, made with the server context in
+	 * force when it is accepted (reloaded in place: connections keep
+	 * theirs); its handshake due within head_timeout_s; a client that
+	 * speaks plain HTTP to it is answered 400 in clear and closed. NULL:
+	 * plain HTTP (a warning at start unless on loopback). */
+	struct sup_tls *tls;
 	/* Who a bearer token is, held until the request ends (then release);
 	 * NULL for a wrong one. Required under /v1 (401 without), optional
 	 * elsewhere (a route may ask sup_http_in.who). NULL hook: a listener
@@ -190,6 +197,13 @@ const sup_http_route *sup_http_match(const sup_http *h, const char *method, cons
 				     int *why);
 
 /* ---- for acts ---- */
+
+/* Whether r came over TLS (an URL made for its client says https://). */
+bool sup_http_tls(const sup_http_req *r);
+/* What r's client proved with a certificate (TLS with a --tls-ca): 1 one
+ * the CA signed, 0 none (or in clear, or no CA), -1 one it did not; why
+ * says it in words. */
+int sup_http_tls_peer(const sup_http_req *r, char *why, size_t cap);
 
 struct event_base *sup_http_base(const sup_http_req *r);
 /* The family's ctx (as mounted). */

@@ -1,9 +1,9 @@
 /* A connection: bytes in. Heads are scanned as they arrive and parsed once
- * whole; bodies are read (buffered) or handed to the act (streamed); one
- * request at a time, the next one's bytes waiting in the input (or the
- * kernel) until the answer before it is out; a deadline for each state;
- * the end (lingering after Connection: close so the client reads our
- * answer, not a reset).
+ * whole; bodies are read (buffered) or handed to the act (streamed) by
+ * sup_http_body.c; one request at a time, the next one's bytes waiting in
+ * the input (or the kernel) until the answer before it is out; a deadline
+ * for each state; the end (lingering after Connection: close so the client
+ * reads our answer, not a reset).
  *
  * Reading stays on while an act works (bounded: it stops at
  * SUP_HTTP_BODY_HWM bytes of input), so the client's end is read, not
@@ -25,7 +25,13 @@
  * Writes go out once per loop pass, in one writev, by sbx/bev_flush.h;
  * libevent's EV_WRITE only for what the socket did not take. With reading
  * left on, an answer costs no epoll_ctl (it cost six: reading off and the
- * EV_CLOSED watch on for the act, EV_WRITE on and off, both back after). */
+ * EV_CLOSED watch on for the act, EV_WRITE on and off, both back after).
+ *
+ * TLS (sup_http_cfg.tls, sup_http_tls_conn.c): the input and output above
+ * hold plaintext, so all of this is the same; what reads or writes the
+ * socket itself does not apply and is left to libevent (sbx/bev_flush.h's
+ * writev, sbx/bev_fill.h's readv), and shutdown(2) comes after a
+ * close_notify. */
 #include "sup_http_int.h"
 
 #include <errno.h>
@@ -41,7 +47,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sbx/bev_fill.h"
 #include "sup_log.h"
 
 static void conn_read(struct bufferevent *bev, void *arg);
@@ -98,12 +103,14 @@ void sup_conn_new(sup_http *h, int fd)
 	c->h = h;
 	c->fd = fd;
 	c->wfd = -1;
-	c->bev = bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->tls = h->cfg.tls != NULL;
+	c->bev = c->tls ? sup_conn_tls_bev(h, fd)
+			: bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(h->base, conn_deadline, c);
 	c->kick = event_new(h->base, -1, 0, conn_kicked, c);
 	/* conn_flush writes; libevent only what the socket did not take */
 	if (!c->bev || !c->timer || !c->kick ||
-	    sbx_bev_flush_init(&c->out, c->bev, conn_flush, c) < 0) {
+	    (!c->tls && sbx_bev_flush_init(&c->out, c->bev, conn_flush, c) < 0)) {
 		if (!c->bev)
 			close(fd);
 		conn_free(c);
@@ -118,7 +125,10 @@ void sup_conn_new(sup_http *h, int fd)
 	bufferevent_set_max_single_write(c->bev, SUP_HTTP_HWM);
 	bufferevent_enable(c->bev, EV_READ);
 	c->st = C_IDLE;
-	sup_conn_timer(c, h->cfg.idle_timeout_s);
+	/* a handshake is due as a head is: a client that starts one and
+	 * stalls holds a connection no longer than one that sends half a
+	 * head */
+	sup_conn_timer(c, c->tls ? h->cfg.head_timeout_s : h->cfg.idle_timeout_s);
 }
 
 void sup_conn_close(sup_conn *c, const char *why)
@@ -240,6 +250,7 @@ static void linger(sup_conn *c)
 	if (c->shut)
 		return;
 	c->shut = true;
+	sup_conn_tls_close_notify(c);
 	if (c->fd >= 0)
 		shutdown(c->fd, SHUT_WR);
 	sup_conn_timer(c, SUP_HTTP_LINGER_S);
@@ -412,85 +423,6 @@ static void read_head(sup_conn *c)
 	sup_http_dispatch(r);
 }
 
-/* ---- bodies ---- */
-
-int sup_conn_body_next(sup_http_req *r, size_t max, sbx_err *err)
-{
-	struct evbuffer *in = sup_conn_input(r->c);
-	uint64_t left = r->body_left;
-	if (r->body_done)
-		return 0;
-	while (r->chunked) {
-		struct evbuffer_iovec v;
-		size_t used = 0;
-		const char *why = "";
-		int n = evbuffer_peek(in, -1, NULL, &v, 1);
-		int rc = sup_httpin_chunked_frame(&r->dec, n > 0 ? v.iov_base : NULL,
-						  n > 0 ? v.iov_len : 0, &used, &why);
-		evbuffer_drain(in, used);
-		if (rc < 0)
-			return sbx_err_set(err, -EINVAL, "chunked body: %s", why);
-		if (rc == SUP_HTTPIN_END) {
-			r->body_done = true;
-			return 0;
-		}
-		if (rc == SUP_HTTPIN_DATA) {
-			left = r->dec.left;
-			break;
-		}
-		if (used == 0)
-			break;
-	}
-	size_t n = evbuffer_get_length(in);
-	if (n > max)
-		n = max;
-	if (n > left)
-		n = (size_t)left;
-	if (n == 0 && r->c->rd_eof)
-		return sbx_err_set(err, -ENODATA, "the connection ended before the body did");
-	return n ? (int)n : -EAGAIN;
-}
-
-void sup_conn_body_took(sup_http_req *r, size_t n)
-{
-	if (r->chunked) {
-		sup_httpin_chunked_took(&r->dec, n);
-		return;
-	}
-	r->body_left -= n;
-	r->body_done = r->body_left == 0;
-}
-
-void sup_conn_body(sup_http_req *r)
-{
-	sup_conn *c = r->c;
-	sbx_err err;
-	sbx_err_clear(&err);
-	int n;
-	while ((n = sup_conn_body_next(r, SUP_HTTP_BODY_HWM, &err)) > 0) {
-		if (evbuffer_get_length(r->body) + (size_t)n > r->body_max) {
-			char msg[128];
-			snprintf(msg, sizeof(msg), "request body over the limit of %zu bytes",
-				 r->body_max);
-			c->close_after = true;
-			sup_http_refuse(r, 413, "too_large", msg);
-			return;
-		}
-		evbuffer_remove_buffer(sup_conn_input(c), r->body, (size_t)n);
-		sup_conn_body_took(r, (size_t)n);
-	}
-	if (n == -EAGAIN) {
-		sup_conn_reading(c, true);
-		return;
-	}
-	if (n < 0) {
-		c->close_after = true;
-		sup_http_refuse(r, 400, "bad_request", err.msg);
-		return;
-	}
-	sup_http_run(r);
-}
-
 /* ---- events ---- */
 
 static void conn_read(struct bufferevent *bev, void *arg)
@@ -539,7 +471,8 @@ static void drained(sup_conn *c)
 static void conn_write(struct bufferevent *bev, void *arg)
 {
 	sup_conn *c = arg;
-	sbx_bev_flush_written(&c->out);
+	if (!c->tls)
+		sbx_bev_flush_written(&c->out);
 	drained(c);
 }
 
@@ -607,8 +540,16 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 {
 	sup_conn *c = arg;
 	sup_http_req *r = c->req;
+	if (c->tls && !c->handshaken) {
+		sup_conn_tls_handshake(c, what); /* its end, or its failure */
+		return;
+	}
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
 		c->rd_eof = true;
+		/* libevent's OpenSSL bufferevent stops writing at the end of
+		 * input: the answers still owed go on */
+		if (c->tls)
+			bufferevent_enable(bev, EV_WRITE);
 		watch_update(c); /* reading is over: a reset is the watch's */
 		switch (c->st) {
 		case C_IDLE:
@@ -683,6 +624,11 @@ static void conn_deadline(evutil_socket_t fd, short what, void *arg)
 	sup_conn *c = arg;
 	sup_http_req *r = c->req;
 	char msg[96];
+	if (c->tls && !c->handshaken) {
+		sup_http_refused(c->h, "TLS handshake not complete within --head-timeout");
+		sup_conn_close(c, NULL);
+		return;
+	}
 	switch (c->st) {
 	case C_HEAD:
 		snprintf(msg, sizeof(msg), "request head not complete after %u s",
@@ -724,60 +670,4 @@ static void conn_kicked(evutil_socket_t fd, short what, void *arg)
 	}
 	if (c->st == C_IDLE || c->st == C_HEAD)
 		read_head(c);
-}
-
-/* ---- a streamed body ---- */
-
-/* Reading stops while SUP_HTTP_BODY_HWM bytes wait, and once the body is
- * complete (what follows is the next request's). */
-static void body_backpressure(sup_http_req *r)
-{
-	size_t have = evbuffer_get_length(sup_conn_input(r->c));
-	sup_conn_reading(r->c, !r->body_done && have < SUP_HTTP_BODY_HWM);
-}
-
-void sup_http_body_start(sup_http_req *r, void (*on_ready)(void *ud), void *ud)
-{
-	sup_conn *c = r->c;
-	r->on_ready = on_ready;
-	r->ready_ud = ud;
-	if (r->cont_owed) {
-		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-		r->cont_owed = false;
-		evbuffer_add(sup_conn_output(c), cont, sizeof(cont) - 1);
-	}
-	body_backpressure(r);
-	if (!r->body_done)
-		sup_conn_timer(c, c->h->cfg.body_timeout_s);
-	r->ready_pending = true;
-	sup_conn_kick(c);
-}
-
-int sup_http_body(sup_http_req *r, size_t max, struct evbuffer **buf, sbx_err *err)
-{
-	sup_conn *c = r->c;
-	struct evbuffer *in = sup_conn_input(c);
-	bool more;
-	if (r->timed_out && !r->body_done)
-		return sbx_err_set(err, -ENOLINK, "the request body sent nothing for %u s",
-				   c->h->cfg.body_timeout_s);
-	/* libevent reads 4 KiB per read event (sbx/bev_fill.h): a body would
-	 * go on in pieces that small. */
-	if (!r->body_done && c->fd >= 0 && evbuffer_get_length(in) < max)
-		sbx_bev_fill(c->bev, SUP_HTTP_BODY_HWM, SUP_HTTP_BODY_HWM, &more);
-	int n = sup_conn_body_next(r, max, err);
-	body_backpressure(r);
-	if (n > 0)
-		*buf = in;
-	return n;
-}
-
-void sup_http_body_took(sup_http_req *r, size_t n)
-{
-	if (!n)
-		return;
-	sup_conn_body_took(r, n);
-	body_backpressure(r);
-	/* Progress re-arms the stall timer. */
-	sup_conn_timer(r->c, r->body_done ? 0 : r->c->h->cfg.body_timeout_s);
 }

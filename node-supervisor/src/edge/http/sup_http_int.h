@@ -78,6 +78,8 @@ struct sup_conn {
 	bool asked;           /* the request in flight got the interim answer
 			       * that a gone client's reset answers */
 	bool close_after;     /* no keep-alive after the current answer */
+	bool tls;             /* bev is libevent's OpenSSL one: no raw socket I/O */
+	bool handshaken;      /* its handshake is over */
 	bool rd_eof;          /* the client's end arrived (read) */
 	bool shut;            /* our side is shut, lingering */
 };
@@ -132,6 +134,9 @@ void sup_http_log(const sup_http_req *r);
 void sup_http_req_free(sup_http_req *r);
 const char *sup_http_date(sup_http *h);
 void sup_http_conn_gone(sup_http *h);
+/* A connection refused or dropped before a request (one log line a
+ * second at most, with the count). */
+void sup_http_refused(sup_http *h, const char *why);
 /* The request is over: log it, finish it from the loop. */
 void sup_http_done(sup_http_req *r);
 /* An answer of the framework itself (before or instead of an act). */
@@ -147,12 +152,25 @@ void sup_conn_reading(sup_conn *c, bool on);
 void sup_conn_timer(sup_conn *c, unsigned secs);
 /* The client's end came (read, or seen by the watch) while r is in flight. */
 void sup_conn_peer_ended(sup_conn *c);
+struct evbuffer *sup_conn_output(const sup_conn *c);
+struct evbuffer *sup_conn_input(const sup_conn *c);
+
+/* sup_http_body.c */
 /* Read what a buffered body has arrived; runs the request once complete. */
 void sup_conn_body(sup_http_req *r);
 int sup_conn_body_next(sup_http_req *r, size_t max, sbx_err *err);
 void sup_conn_body_took(sup_http_req *r, size_t n);
-struct evbuffer *sup_conn_output(const sup_conn *c);
-struct evbuffer *sup_conn_input(const sup_conn *c);
+
+/* sup_http_tls_conn.c */
+/* A TLS listener's bufferevent on fd (BEV_OPT_CLOSE_ON_FREE), made with
+ * the server context in force; NULL if it could not be made. */
+struct bufferevent *sup_conn_tls_bev(sup_http *h, int fd);
+/* close_notify, once the handshake is over (before linger's FIN). */
+void sup_conn_tls_close_notify(sup_conn *c);
+/* An event of a TLS connection before its handshake is over: its end
+ * (the idle deadline from there), or its failure or the client's going
+ * (logged, bounded; a plain HTTP client answered 400 in clear; c closed). */
+void sup_conn_tls_handshake(sup_conn *c, short what);
 
 /* sup_http_reply.c */
 void sup_http_give_credit(sup_http_req *r);

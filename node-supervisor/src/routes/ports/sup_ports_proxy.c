@@ -472,14 +472,16 @@ static int answer_url(sup_pp *pp, const sup_http_in *in, sbx_err *err)
 		return sbx_err_set(err, -EINVAL, "cannot sign for sandbox %s", pp->id);
 	/* the URL names the id until it expires: never another owner's */
 	sup_core_id_given_out(pp->ctx->core, pp->id);
+	/* the scheme the client came by: over TLS the URL is https:// */
+	const char *scheme = sup_http_tls(pp->r) ? "https" : "http";
 	if (pp->ctx->domain) {
 		const char *end = strrchr(host, ']'), *colon = strrchr(end ? end : host, ':');
-		snprintf(url, sizeof(url), "http://%u-%s.%s%s/?%s=%llu&%s=%s", (unsigned)pp->port,
-			 pp->id, pp->ctx->domain, colon ? colon : "", SUP_PORTS_Q_EXP,
-			 (unsigned long long)exp, SUP_PORTS_Q_SIG, sig);
+		snprintf(url, sizeof(url), "%s://%u-%s.%s%s/?%s=%llu&%s=%s", scheme,
+			 (unsigned)pp->port, pp->id, pp->ctx->domain, colon ? colon : "",
+			 SUP_PORTS_Q_EXP, (unsigned long long)exp, SUP_PORTS_Q_SIG, sig);
 	} else {
-		snprintf(url, sizeof(url), "http://%.200s/v1/sandboxes/%s/ports/%u/?%s=%llu&%s=%s", host,
-			 pp->id, (unsigned)pp->port, SUP_PORTS_Q_EXP, (unsigned long long)exp,
+		snprintf(url, sizeof(url), "%s://%.200s/v1/sandboxes/%s/ports/%u/?%s=%llu&%s=%s", scheme,
+			 host, pp->id, (unsigned)pp->port, SUP_PORTS_Q_EXP, (unsigned long long)exp,
 			 SUP_PORTS_Q_SIG, sig);
 	}
 	sup_http_json(pp->r, 200, json_pack("{s:s, s:I}", "url", url, "expires_at", (json_int_t)exp));
@@ -503,6 +505,9 @@ static void keep_proof(sup_pp *pp, const sup_http_in *in)
 		snprintf(c, sizeof(c), "%s=%llu.%s; Path=/v1/sandboxes/%s/ports/%u; Max-Age=%llu; "
 			 "HttpOnly; SameSite=Lax", SUP_PORTS_COOKIE, (unsigned long long)pp->expires,
 			 sig, pp->id, (unsigned)pp->port, (unsigned long long)(pp->expires - now));
+	/* a proof that came over TLS never goes back in clear */
+	if (sup_http_tls(pp->r) && strlen(c) + 8 < sizeof(c))
+		strcat(c, "; Secure");
 	sup_http_header(pp->r, "Set-Cookie", c);
 }
 

@@ -17,6 +17,7 @@
 #include "sup_httpin_parse.h"
 #include "sup_log.h"
 #include "sup_relay_int.h"
+#include "sup_tls.h"
 
 #define POLL_ANSWER_MAX (64u * 1024)
 #define IMAGES_MAX 64
@@ -43,6 +44,7 @@ struct sup_dir_static {
 	struct evdns_base *dns;
 	char self[SUP_NODE_NAME_MAX + 1];
 	char *key;
+	struct sup_tls *tls;
 	peer *peers;
 	size_t npeers;
 	struct event *tick;
@@ -140,8 +142,10 @@ static void poll_event(struct bufferevent *bev, short what, void *ud)
 		poll_answer(pr, bufferevent_get_input(bev));
 		return;
 	}
-	poll_over(pr, false, what & BEV_EVENT_TIMEOUT ? "no answer in time"
-			     : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	char why[200] = "no answer in time";
+	if (!(what & BEV_EVENT_TIMEOUT))
+		sup_relay_dial_error(bev, why, sizeof(why));
+	poll_over(pr, false, why);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *ud)
@@ -152,7 +156,7 @@ static void on_tick(evutil_socket_t fd, short what, void *ud)
 		sbx_err e;
 		if (pr->poll)
 			poll_over(pr, false, "no answer in time");
-		pr->poll = sup_relay_connect(d->base, d->dns, pr->url, SUP_DIR_POLL_MS, poll_read,
+		pr->poll = sup_relay_connect(d->base, d->dns, d->tls, pr->url, SUP_DIR_POLL_MS, poll_read,
 					     NULL, poll_event, pr, &e);
 		if (!pr->poll)
 			poll_over(pr, false, e.msg);
@@ -211,8 +215,9 @@ const sup_directory_ops sup_dir_static_ops = {
 
 sup_dir_static *sup_dir_static_new(struct event_base *base, const char *self,
 				   const char *const *peers, size_t npeers, const char *key,
-				   sbx_err *err)
+				   struct sup_tls *tls, sbx_err *err)
 {
+	bool verify = tls && sup_tls_client_ctx(tls);
 	sup_dir_static *d = calloc(1, sizeof(*d));
 	if (!d || !(d->peers = calloc(npeers ? npeers : 1, sizeof(*d->peers))) ||
 	    !(d->key = strdup(key ? key : ""))) {
@@ -221,6 +226,7 @@ sup_dir_static *sup_dir_static_new(struct event_base *base, const char *self,
 		return NULL;
 	}
 	d->base = base;
+	d->tls = tls;
 	snprintf(d->self, sizeof(d->self), "%s", self);
 	char self_tag[SUP_NODEID_TAG_MAX + 1];
 	sup_nodeid_tag(self, self_tag);
@@ -229,11 +235,21 @@ sup_dir_static *sup_dir_static_new(struct event_base *base, const char *self,
 		const char *eq = strchr(peers[i], '=');
 		char host[256];
 		uint16_t port = 0;
+		bool https = false;
 		pr->d = d;
 		snprintf(pr->name, sizeof(pr->name), "%.*s", eq ? (int)(eq - peers[i]) : 0, peers[i]);
-		if (!eq || sup_relay_url(eq + 1, host, sizeof(host), &port, err) < 0 ||
+		if (!eq || sup_relay_url(eq + 1, host, sizeof(host), &port, &https, err) < 0 ||
 		    strlen(eq + 1) >= sizeof(pr->url)) {
-			sbx_err_set(err, -EINVAL, "--peer %.128s: want NAME=http://HOST:PORT", peers[i]);
+			sbx_err_set(err, -EINVAL, "--peer %.128s: want NAME=http(s)://HOST:PORT", peers[i]);
+			sup_dir_static_free(d);
+			return NULL;
+		}
+		/* nodes speak TLS to each other when they can verify each
+		 * other (--tls-ca), and then only */
+		if (https != verify) {
+			sbx_err_set(err, -EINVAL, "--peer %.128s: %s", peers[i],
+				    verify ? "with --tls-ca, peers are https://"
+					   : "an https:// peer needs --tls-ca (the cluster's CA) to be verified");
 			sup_dir_static_free(d);
 			return NULL;
 		}

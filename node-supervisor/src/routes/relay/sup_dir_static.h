@@ -10,6 +10,7 @@
 #include "sup_directory.h"
 
 struct event_base;
+struct sup_tls;
 
 /* Each peer's capacity is asked every SUP_DIR_POLL_MS at its relay door
  * (GET /relay/v1/capacity with the cluster key); pick answers from the last
@@ -21,11 +22,12 @@ typedef struct sup_dir_static sup_dir_static;
 extern const sup_directory_ops sup_dir_static_ops;
 
 /* peers: "NAME=http://HOST:PORT" (HOST numeric or a name), none of them
- * self, no two of one tag (nor of self's); key: the cluster key the polls
- * carry. NULL with err. */
+ * self, no two of one tag (nor of self's); https:// each with a tls that
+ * has a CA (sup_tls_client_ctx), http:// each without; key: the cluster
+ * key the polls carry. NULL with err. */
 sup_dir_static *sup_dir_static_new(struct event_base *base, const char *self,
 				   const char *const *peers, size_t npeers, const char *key,
-				   sbx_err *err);
+				   struct sup_tls *tls, sbx_err *err);
 void sup_dir_static_free(sup_dir_static *d);
 
 #endif

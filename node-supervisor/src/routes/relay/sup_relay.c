@@ -16,6 +16,7 @@
 #include "sbx/cleanup.h"
 #include "sup_log.h"
 #include "sup_relay_int.h"
+#include "sup_tls.h"
 #include "sup_token.h"
 
 #define SECRET_MIN 16
@@ -176,6 +177,12 @@ int sup_relay_admit(void *ud, sup_http_req *r, const char *id, sbx_err *err)
 		if (x->key && (!key || !sup_token_equal(x->key, key, strlen(key))))
 			return sbx_err_set(err, -EACCES, "relayed request refused: %s cluster key",
 					   key ? "wrong" : "no");
+		/* with the cluster's CA, a peer proves itself by its client
+		 * certificate too: a key that leaked is not enough */
+		char why[200];
+		if (x->tls && sup_tls_client_ctx(x->tls) && sup_http_tls_peer(r, why, sizeof(why)) != 1)
+			return sbx_err_set(err, -EACCES, "relayed request refused: the relaying node "
+							 "did not prove itself: %s", why);
 	}
 	bool here = !id || !sup_nodeid_tag_of(id, tag, sizeof(tag)) || strcmp(tag, x->tag) == 0;
 	if (peer && !here)

@@ -2,15 +2,17 @@
  * sandbox id carries another node's tag (sup_nodeid.h) is taken at the edge before
  * authentication and relayed to that node's supervisor, found through the
  * node directory (sup_directory.h): its head passed on over a TCP
- * connection of its own (hop-by-hop headers handled, the cluster key and a
- * hop count added), then bytes both ways with backpressure until the
+ * connection of its own (TLS with --tls-ca: each node verifies the other
+ * against the cluster's CA), hop-by-hop headers handled, the cluster key
+ * and a hop count added, then bytes both ways with backpressure until the
  * owner's answer ends, so every route works relayed: JSON, streams,
  * uploads, WebSocket and tunnels. A create this node has no ready sandbox
  * for goes to the node the directory picks. The owner checks the tenant's
  * token as for any request; a relayed request it accepts only with the
  * node credentials it is set up for (the cluster key; in a cluster the
- * relaying node's service-account token, reviewed: sup_relay_auth.h), and
- * never relays one again (a loop).
+ * relaying node's service-account token, reviewed: sup_relay_auth.h; with
+ * --tls-ca a client certificate the CA signed), and never relays one
+ * again (a loop).
  * It must not parse or answer for the owner (the owner's bytes reach the
  * client as they are), nor touch sandboxes but through the core's pool
  * figures. Loop thread only. */
@@ -39,6 +41,7 @@
 #define SUP_RELAY_TOKEN_RELOAD_MS 60000
 
 struct sup_relay_kept;
+struct sup_tls;
 
 typedef struct sup_relay {
 	struct event_base *base;
@@ -49,6 +52,10 @@ typedef struct sup_relay {
 	char *key;                   /* the cluster key; NULL: none */
 	sup_directory dir;
 	unsigned connect_ms;
+	/* The node's TLS (NULL: none). With a CA in it, peers are dialled
+	 * over HTTPS and verified against it, and a relayed request is
+	 * accepted only from a peer whose client certificate it signed. */
+	struct sup_tls *tls;
 	/* In a cluster (sup_relay_node_auth): peers' node tokens reviewed, and
 	 * this node's own sent. Without a key or a token nothing is relayed. */
 	sup_relay_auth *auth;        /* NULL: no review (the key alone) */

@@ -13,22 +13,35 @@
 #include "sup_relay.h"
 
 struct evdns_base;
+struct sup_tls;
 
-/* "http://HOST:PORT[/]": HOST (brackets of a v6 address dropped) and PORT;
- * -EINVAL for anything else (https included: the cluster's network is the
- * Kubernetes one, its encryption the CNI's). */
-int sup_relay_url(const char *url, char *host, size_t cap, uint16_t *port, sbx_err *err);
+/* "http://HOST:PORT[/]" or "https://...": HOST (brackets of a v6 address
+ * dropped), PORT and whether it is https (tls may be NULL); -EINVAL for
+ * anything else. */
+int sup_relay_url(const char *url, char *host, size_t cap, uint16_t *port, bool *tls,
+		  sbx_err *err);
 
 /* A bufferevent connecting to url (a numeric address at once, a name
  * through dns), TCP keep-alive on (a peer whose machine vanished is seen
- * within a minute), connect_ms for the connection (BEV_EVENT_TIMEOUT);
- * its callbacks ud's. NULL with err. */
+ * within a minute), connect_ms for the connection and, over TLS, its
+ * handshake (BEV_EVENT_TIMEOUT); its callbacks ud's. tls: the node's
+ * (NULL: none): with a --tls-ca only https:// peers are dialled, each
+ * proving itself against that CA in its handshake (libevent's OpenSSL
+ * bufferevent: BEV_EVENT_CONNECTED once it did), this node presenting its
+ * own certificate; without one no https:// peer is. NULL with err. */
 struct bufferevent *sup_relay_connect(struct event_base *base, struct evdns_base *dns,
-				      const char *url, unsigned connect_ms, bufferevent_data_cb rd,
-				      bufferevent_data_cb wr, bufferevent_event_cb ev, void *ud,
-				      sbx_err *err);
-/* Connected: the connect deadline off. */
+				      struct sup_tls *tls, const char *url, unsigned connect_ms,
+				      bufferevent_data_cb rd, bufferevent_data_cb wr,
+				      bufferevent_event_cb ev, void *ud, sbx_err *err);
+/* Connected (over TLS: the peer proved itself): the deadline off. */
 void sup_relay_connected(struct bufferevent *bev);
+/* Why a connection to a peer failed (an event with BEV_EVENT_ERROR): its
+ * name not resolved, the socket's error, or TLS's (the peer's certificate
+ * not signed by the cluster's CA, the handshake's reason). */
+void sup_relay_dial_error(struct bufferevent *bev, char *why, size_t cap);
+/* Our end of writing: over TLS a close_notify first (the output is
+ * empty), then the socket's FIN; the peer still answers. */
+void sup_relay_shut_write(struct bufferevent *bev);
 /* A peer's answer read whole to the connection's end (Connection: close):
  * its status and JSON body (*body NULL when it is not JSON). -EBADMSG:
  * no head that can be read. */
@@ -69,6 +82,7 @@ typedef struct sup_relay_pipe {
 	bool keep;               /* framed by its head: both connections may go on after it */
 	uint64_t body_left;      /* keep: the client's body bytes still to pass on */
 	bool answered;           /* the owner's first bytes went to the client */
+	bool up_paused;          /* the owner is not read: SUP_RELAY_WINDOW of it waits */
 	bool up_shut;            /* the client's half-close passed on (not keep) */
 	bool over;
 	/* the owner's answer, followed (RFC 9112 6.3) */

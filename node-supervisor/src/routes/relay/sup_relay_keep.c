@@ -6,10 +6,12 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 
 #include "sup_relay_int.h"
@@ -53,7 +55,8 @@ static bool stands(struct bufferevent *bev)
 {
 	char b;
 	evutil_socket_t fd = bufferevent_getfd(bev);
-	if (fd < 0 || evbuffer_get_length(bufferevent_get_input(bev)))
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	if (fd < 0 || evbuffer_get_length(bufferevent_get_input(bev)) || (ssl && SSL_has_pending(ssl)))
 		return false;
 	ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);

@@ -119,10 +119,13 @@ static void leg_event(struct bufferevent *bev, short what, void *ud)
 	}
 	if (what & BEV_EVENT_EOF)
 		leg_answer(g, bufferevent_get_input(bev));
-	else
-		leg_over(g, what & BEV_EVENT_TIMEOUT
-				    ? "not reached in time"
-				    : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	else if (what & BEV_EVENT_TIMEOUT)
+		leg_over(g, "not reached in time");
+	else {
+		char why[200];
+		sup_relay_dial_error(bev, why, sizeof(why));
+		leg_over(g, why);
+	}
 	fan_answer(f);
 }
 
@@ -159,7 +162,7 @@ static int leg_start(fan *f, leg *g, const sup_http_in *in)
 	sbx_err e;
 	g->f = f;
 	f->pending++;
-	g->bev = sup_relay_connect(f->x->base, f->x->dns, g->url, SUP_RELAY_LIST_MS, leg_read, NULL,
+	g->bev = sup_relay_connect(f->x->base, f->x->dns, f->x->tls, g->url, SUP_RELAY_LIST_MS, leg_read, NULL,
 				   leg_event, g, &e);
 	if (!g->bev) {
 		leg_over(g, e.msg);

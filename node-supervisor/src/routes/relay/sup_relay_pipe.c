@@ -273,7 +273,7 @@ static void pump_up(sup_relay_pipe *p)
 	sup_http_raw_pause(p->r, !more || held >= SUP_RELAY_WINDOW || evbuffer_get_length(in) > 0);
 	if (!p->keep && !p->up_shut && held == 0 && sup_http_raw_ended(p->r)) {
 		p->up_shut = true;
-		shutdown(bufferevent_getfd(p->up), SHUT_WR);
+		sup_relay_shut_write(p->up);
 	}
 }
 
@@ -282,14 +282,36 @@ static void on_client(void *ud)
 	pump_up(ud);
 }
 
+/* The owner is read no further than SUP_RELAY_WINDOW ahead of the
+ * client: reading off at the window, on again below it. Not a read
+ * watermark: libevent's OpenSSL bufferevent, suspended by one halfway
+ * through a record, keeps the rest of it unread until the socket wakes
+ * again, which an answer's last record never does; turned off, it reads
+ * what it decrypted first. */
+static void up_window(sup_relay_pipe *p)
+{
+	if (p->over || !p->up)
+		return;
+	bool full = evbuffer_get_length(bufferevent_get_input(p->up)) >= SUP_RELAY_WINDOW;
+	if (full != p->up_paused) {
+		p->up_paused = full;
+		if (full)
+			bufferevent_disable(p->up, EV_READ);
+		else
+			bufferevent_enable(p->up, EV_READ);
+	}
+}
+
 static void on_drained(void *ud)
 {
 	pump_down(ud, false);
+	up_window(ud);
 }
 
 static void up_read(struct bufferevent *bev, void *ud)
 {
 	pump_down(ud, false);
+	up_window(ud);
 }
 
 static void up_write(struct bufferevent *bev, void *ud)
@@ -313,7 +335,7 @@ static void up_event(struct bufferevent *bev, short what, void *ud);
  * again). */
 static int send_head(sup_relay_pipe *p)
 {
-	bufferevent_setwatermark(p->up, EV_READ, 0, SUP_RELAY_WINDOW);
+	p->up_paused = false;
 	if (!p->replay)
 		return bufferevent_write_buffer(p->up, p->head);
 	size_t len = evbuffer_get_length(p->head);
@@ -332,8 +354,8 @@ static bool retried_fresh(sup_relay_pipe *p, const char *why)
 	p->reused = false;
 	bufferevent_free(p->up);
 	sbx_err e;
-	p->up = sup_relay_connect(p->x->base, p->x->dns, p->url, p->x->connect_ms, up_read, up_write, up_event, p,
-				  &e);
+	p->up = sup_relay_connect(p->x->base, p->x->dns, p->x->tls, p->url, p->x->connect_ms, up_read,
+				  up_write, up_event, p, &e);
 	if (!p->up || send_head(p) < 0) {
 		fail(p, p->up ? "unreachable: out of memory" : "unreachable after a stale kept connection");
 		return true;
@@ -352,8 +374,11 @@ static void up_event(struct bufferevent *bev, short what, void *ud)
 		started(p);
 		return;
 	}
+	char why[200] = "the connection failed";
+	if (what & BEV_EVENT_ERROR)
+		sup_relay_dial_error(bev, why, sizeof(why));
 	if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) &&
-	    retried_fresh(p, what & BEV_EVENT_EOF ? "closed" : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR())))
+	    retried_fresh(p, what & BEV_EVENT_EOF ? "closed" : why))
 		return;
 	if (what & BEV_EVENT_EOF) {
 		/* Whatever came is passed on; then the answer is whole (read to
@@ -373,17 +398,14 @@ static void up_event(struct bufferevent *bev, short what, void *ud)
 		return;
 	}
 	if (what & BEV_EVENT_TIMEOUT) {
-		char why[64];
-		snprintf(why, sizeof(why), "not reached within %u ms", p->x->connect_ms);
-		fail(p, why);
+		char late[64];
+		snprintf(late, sizeof(late), "not reached within %u ms", p->x->connect_ms);
+		fail(p, late);
 		return;
 	}
-	int e = EVUTIL_SOCKET_ERROR();
-	int dns = bufferevent_socket_get_dns_error(bev);
-	char why[160];
-	snprintf(why, sizeof(why), "%s: %s", p->answered ? "lost" : "unreachable",
-		 dns ? evutil_gai_strerror(dns) : evutil_socket_error_to_string(e));
-	fail(p, why);
+	char said[240];
+	snprintf(said, sizeof(said), "%s: %s", p->answered ? "lost" : "unreachable", why);
+	fail(p, said);
 }
 
 int sup_relay_pipe_start(sup_relay_pipe *p, sup_relay *x, sup_http_req *r, const char *tag,
@@ -428,7 +450,7 @@ int sup_relay_pipe_start(sup_relay_pipe *p, sup_relay *x, sup_http_req *r, const
 	if (reused)
 		bufferevent_setcb(p->up, up_read, up_write, up_event, p);
 	else
-		p->up = sup_relay_connect(x->base, x->dns, p->url, x->connect_ms, up_read, up_write,
+		p->up = sup_relay_connect(x->base, x->dns, x->tls, p->url, x->connect_ms, up_read, up_write,
 					  up_event, p, err);
 	if (!p->up)
 		return sbx_err_wrap(err, "node %s", p->node);
