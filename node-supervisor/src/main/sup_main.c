@@ -315,6 +315,7 @@ static int phase_core(sup_main *m, sbx_err *err)
 		.net = m->net,
 		.catalog = m->catalog,
 		.volumes = m->volumes,
+		.secrets = m->secrets,
 		.on_life = sup_cluster_on_life,
 		.life_ud = m->cluster,
 		.backend = cfg->backend_kube ? m->pods.name : NULL,
