@@ -20,6 +20,9 @@
 
 #include "sup_catalog.h"
 
+/* Step 10 undone: what a file of schema 9 or older lacks. */
+#define NO_SECRETS "DROP TABLE secrets; ALTER TABLE sandboxes DROP COLUMN secrets;"
+
 typedef struct fixture {
 	char dir[64];
 	char file[128];
@@ -63,6 +66,7 @@ static int collect(const sup_catalog_rec *r, void *ud, sbx_err *err)
 	sup_catalog_rec *d = &s->v[s->n++];
 	*d = *r;
 	d->network = r->network ? strdup(r->network) : NULL;
+	d->secrets = r->secrets ? strdup(r->secrets) : NULL;
 	d->env.v = calloc(r->env.n + 1, sizeof(*d->env.v));
 	assert_non_null(d->env.v);
 	for (size_t i = 0; i < r->env.n; i++) {
@@ -253,7 +257,7 @@ static void test_volumes(void **state)
 	sup_catalog *c;
 	sbx_err err;
 	/* a schema-1 file has none of the later steps either */
-	one_row_then(f, "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots; DROP TABLE kept;"
+	one_row_then(f, NO_SECRETS "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots; DROP TABLE kept;"
 			"ALTER TABLE sandboxes DROP COLUMN paused; ALTER TABLE sandboxes DROP COLUMN network;"
 			"DROP TABLE pools; PRAGMA user_version = 1");
 
@@ -314,7 +318,7 @@ static void test_snapshots_step(void **state)
 	sup_catalog_close(c);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE kept; DROP TABLE snapshots; PRAGMA user_version = 3", NULL, NULL,
+	assert_int_equal(sqlite3_exec(db, NO_SECRETS "DROP TABLE kept; DROP TABLE snapshots; PRAGMA user_version = 3", NULL, NULL,
 				      NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
@@ -364,6 +368,85 @@ static void vols_of_snap(const sup_catalog_snap *s, void *ud)
 	snprintf(out + n, 256 - n, "%s:%u;", s->id, s->nvols);
 }
 
+/* Step 10: a catalog of schema 9 (no secrets table, no sandboxes.secrets)
+ * upgraded with its rows kept; a sandbox's secrets' names and the sealed
+ * rows written, read back after a reopen, listed and removed. */
+static int secret_names(const sup_catalog_secret *s, void *ud, sbx_err *err)
+{
+	(void)err;
+	assert_null(s->sealed);
+	size_t at = strlen(ud);
+	snprintf((char *)ud + at, 256 - at, "%s/%s:%llu;", s->tenant, s->name,
+		 (unsigned long long)s->size);
+	return 0;
+}
+
+static void test_secrets_step(void **state)
+{
+	fixture *f = *state;
+	sup_catalog *c;
+	sbx_err err;
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	assert_int_equal(sup_catalog_intent(c, "sb-old", "host", "", SUP_ISO_RUNC, &err), 0);
+	sup_catalog_close(c);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, NO_SECRETS "PRAGMA user_version = 9", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	seen s = { .n = 0 };
+	read_all(c, &s);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.v[0].id, "sb-old");
+	assert_null(s.v[0].secrets);
+	seen_free(&s);
+	sup_catalog_rec run = { .isolation = SUP_ISO_RUNC, .created_at = 1, .expires_at = 2 };
+	snprintf(run.id, sizeof(run.id), "sb-old");
+	snprintf(run.image, sizeof(run.image), "host");
+	snprintf(run.tenant, sizeof(run.tenant), "t1");
+	run.secrets = "openai=OPENAI_API_KEY\n";
+	assert_int_equal(sup_catalog_running(c, &run, &err), 0);
+	uint8_t sealed[] = { 1, 2, 3, 0, 5 };
+	sup_catalog_secret sec = { .sealed = sealed, .sealed_len = sizeof(sealed), .size = 2,
+				   .updated_at = 100 };
+	snprintf(sec.tenant, sizeof(sec.tenant), "t1");
+	snprintf(sec.name, sizeof(sec.name), "openai");
+	bool created;
+	assert_int_equal(sup_catalog_secret_put(c, &sec, &created, &err), 0);
+	assert_true(created);
+	sec.updated_at = 200;
+	sec.size = 3;
+	assert_int_equal(sup_catalog_secret_put(c, &sec, &created, &err), 0);
+	assert_false(created);
+	snprintf(sec.tenant, sizeof(sec.tenant), "t0");
+	assert_int_equal(sup_catalog_secret_put(c, &sec, &created, &err), 0);
+	sup_catalog_close(c);
+	assert_int_equal(sup_catalog_open(f->dir, &c, &err), 0);
+	read_all(c, &s);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.v[0].secrets, "openai=OPENAI_API_KEY\n");
+	seen_free(&s);
+	sup_catalog_secret got;
+	assert_int_equal(sup_catalog_secret_get(c, "t1", "openai", &got, &err), 0);
+	assert_int_equal(got.sealed_len, sizeof(sealed));
+	assert_memory_equal(got.sealed, sealed, sizeof(sealed));
+	assert_int_equal(got.size, 3);
+	assert_int_equal(got.created_at, 100);
+	assert_int_equal(got.updated_at, 200);
+	free(got.sealed);
+	assert_int_equal(sup_catalog_secret_get(c, "t2", "openai", &got, &err), -ENOENT);
+	char names[256] = "";
+	assert_int_equal(sup_catalog_secret_each(c, NULL, secret_names, names, &err), 0);
+	assert_string_equal(names, "t0/openai:3;t1/openai:3;");
+	names[0] = 0;
+	assert_int_equal(sup_catalog_secret_each(c, "t1", secret_names, names, &err), 0);
+	assert_string_equal(names, "t1/openai:3;");
+	assert_int_equal(sup_catalog_secret_remove(c, "t1", "openai", &err), 0);
+	assert_int_equal(sup_catalog_secret_remove(c, "t1", "openai", &err), -ENOENT);
+	sup_catalog_close(c);
+}
+
 /* Step 8: a schema-6 file gains snapshot_volumes; a snapshot's volumes
  * are written with its row, read back in order, listed, and go with it. */
 static void test_snapshot_volumes_step(void **state)
@@ -376,7 +459,7 @@ static void test_snapshot_volumes_step(void **state)
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
 	/* as a schema-6 file is: step 6's table, none of 8's and 9's */
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE snapshot_volumes; DROP TABLE kept;" OSBX_KEPT_V6
+	assert_int_equal(sqlite3_exec(db, NO_SECRETS "DROP TABLE snapshot_volumes; DROP TABLE kept;" OSBX_KEPT_V6
 				      "PRAGMA user_version = 6", NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
@@ -478,7 +561,7 @@ static void test_kept_step(void **state)
 	sup_catalog_close(c);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE kept;" OSBX_KEPT_V6
+	assert_int_equal(sqlite3_exec(db, NO_SECRETS "DROP TABLE kept;" OSBX_KEPT_V6
 					  "INSERT INTO osbx_kept (id, tenant, kept) VALUES"
 					  " ('sb-b', 't2', '{}'), ('sb-a', 't1', '{\"metadata\":{}}');"
 					  "PRAGMA user_version = 8", NULL, NULL, NULL),
@@ -578,7 +661,7 @@ static void test_paused_and_pool_sizes(void **state)
 	/* back to schema 1 by hand, a paused row in it: upgraded, row kept */
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(f->file, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "ALTER TABLE sandboxes DROP COLUMN paused;"
+	assert_int_equal(sqlite3_exec(db, NO_SECRETS "ALTER TABLE sandboxes DROP COLUMN paused;"
 					  "ALTER TABLE sandboxes DROP COLUMN network; DROP TABLE pools;"
 					  "DROP TABLE volume_mounts; DROP TABLE volumes; DROP TABLE snapshots; DROP TABLE kept;"
 					  "PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
@@ -638,6 +721,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_snapshots_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot_volumes_step, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_secrets_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paused_and_pool_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_refused, setup, teardown),

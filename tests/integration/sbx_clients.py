@@ -81,6 +81,8 @@ class SupervisorCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.sup = Supervisor(os.environ.get("SBX_SUPERVISOR"), os.environ.get("SBX_AGENT"), pool_size=2)
+        # secrets kept, their key beside the state folder
+        cls.sup.extra = ["--secrets-key", os.path.join(cls.sup.root, "secrets.key")]
         cls.tmp = tempfile.mkdtemp(prefix="sbx-clients-")
         try:
             cls.sup.start()

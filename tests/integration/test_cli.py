@@ -31,8 +31,10 @@ AGENT = os.environ.get("SBX_AGENT")
 PY = "/usr/bin/python3"
 STDIO_CLIENT = os.path.join(ROOT, "tests", "mcp-servers", "stdio_client.mjs")
 COMMANDS = ["create", "ls", "info", "rm", "renew", "exec", "shell", "ps", "kill", "logs", "cp",
-            "ports", "mcp", "pause", "resume", "fork", "network", "snapshot", "volume", "image"]
+            "ports", "mcp", "pause", "resume", "fork", "network", "snapshot", "volume", "secret",
+            "image"]
 ACTIONS = {"snapshot": ["create", "ls", "info", "rm"], "volume": ["create", "ls", "info", "rm"],
+           "secret": ["set", "ls", "rm"],
            "image": ["import", "pull", "ls", "info", "rm"]}
 MAKE_IMAGES = os.path.join(ROOT, "tests", "images", "make-test-images")
 
@@ -173,6 +175,41 @@ class CliTest(SupervisorCase):
             self.assertIn("404", err)
         finally:
             self.sbx("rm", *made)
+
+    def test_secrets(self):
+        value = "sk-cli-" + os.urandom(12).hex()
+        # the value from stdin (one trailing newline dropped), never argv
+        rc, out, err = self.sbx("secret", "set", "clikey", stdin=(value + "\n").encode())
+        self.assertEqual((rc, out), (0, "clikey\n"), err)
+        try:
+            rc, out, err = self.sbx("secret", "ls")
+            self.assertEqual(rc, 0, err)
+            self.assertTrue(out.startswith("NAME"), out)
+            self.assertIn("clikey", out)
+            self.assertNotIn(value, out)
+            rows = json.loads(self.sbx("secret", "ls", "--json")[1])
+            self.assertEqual([(r["name"], r["size"]) for r in rows], [("clikey", len(value))])
+            rc, out, err = self.sbx("create", "--secret", "TOKEN=clikey", "--timeout", "120")
+            self.assertEqual(rc, 0, err)
+            sid = out.strip()
+            try:
+                rc, out, _ = self.sbx("exec", sid, "--", "sh", "-c", "echo $TOKEN")
+                self.assertEqual((rc, out), (0, value + "\n"))
+                self.assertNotIn(value, self.sbx("info", sid)[1])
+            finally:
+                self.sbx("rm", sid)
+            rc, _, err = self.sbx("create", "--secret", "TOKEN")
+            self.assertEqual(rc, 2)
+            self.assertIn("VAR=NAME", err)
+            rc, _, err = self.sbx("create", "--secret", "TOKEN=nope")
+            self.assertEqual(rc, 1)
+            self.assertIn("400", err)
+        finally:
+            rc, out, err = self.sbx("secret", "rm", "clikey")
+        self.assertEqual((rc, out), (0, "clikey\n"), err)
+        rc, _, err = self.sbx("secret", "rm", "clikey")
+        self.assertEqual(rc, 1)
+        self.assertIn("404", err)
 
     def test_volumes_and_images(self):
         rc, out, err = self.sbx("volume", "create", "clivol", "64M", "--json")

@@ -283,9 +283,11 @@ class OpenSandbox(unittest.TestCase):
     def test_metadata_kept_from_a_schema_8_state_dir(self):
         # what a supervisor before the catalog's step 9 left: the layer's
         # rows in osbx_kept (step 6's table), no kept table, user_version 8
+        # (nor step 10's secrets)
         def as_schema_8(db):
-            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 9)
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 10)
             db.executescript(
+                "DROP TABLE secrets; ALTER TABLE sandboxes DROP COLUMN secrets;"
                 "CREATE TABLE osbx_kept (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
                 " id TEXT NOT NULL UNIQUE REFERENCES sandboxes(id) ON DELETE CASCADE,"
                 " tenant TEXT NOT NULL, kept TEXT NOT NULL);"
@@ -342,7 +344,7 @@ class OpenSandbox(unittest.TestCase):
         if rewrite:  # upgraded: the row a kept record, step 6's table gone
             db = sqlite3.connect(os.path.join(state, "catalog.db"))
             try:
-                self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 9)
+                self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 10)
                 self.assertEqual(db.execute("SELECT key, sandbox FROM kept WHERE kind = 'opensandbox'")
                                  .fetchall(), [(sb["id"], sb["id"])])
                 self.assertIsNone(db.execute("SELECT name FROM sqlite_master WHERE name = 'osbx_kept'")

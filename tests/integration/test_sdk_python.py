@@ -33,7 +33,7 @@ from sbx_clients import MCP_CONFIG, MCP_ECHO, SDK, SupervisorCase, random_file, 
 from sbx_harness import Supervisor, stop_clean  # noqa: E402 (a second one, for a quota)
 
 import sbx  # noqa: E402  (from the source tree, see sbx_clients)
-from sbx import Image, Sandbox, Snapshot, Volume  # noqa: E402
+from sbx import Image, Sandbox, Secret, Snapshot, Volume  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -471,6 +471,31 @@ class SdkTest(SupervisorCase):
             vol.delete()
         with self.assertRaises(sbx.NotFound):
             Volume.get("sdkvol")
+
+    def test_secrets(self):
+        value = "sk-sdk-" + os.urandom(12).hex()
+        sec = Secret.put("sdk-key", value)
+        try:
+            self.assertEqual((sec.name, sec["size"]), ("sdk-key", len(value)))
+            self.assertNotIn(value, json.dumps(sec.info))
+            self.assertIn(sec, Secret.list())
+            self.assertEqual(Secret.get("sdk-key")["size"], len(value))
+            self.assertEqual(Secret.put("sdk-key", value + "2")["created_at"], sec["created_at"])
+            with self.assertRaises(sbx.BadRequest):
+                Secret.put("bad name", "v")
+            with self.assertRaises(sbx.TooLarge):
+                Secret.put("big", "x" * 16385)
+            with Sandbox.create(timeout=120, secrets={"API_KEY": "sdk-key"}) as sb:
+                self.assertEqual(sb.run("echo $API_KEY").stdout, value + "2\n")
+                self.assertEqual(sb.refresh()["secrets"], [{"name": "sdk-key", "env": "API_KEY"}])
+            with self.assertRaises(sbx.BadRequest):
+                Sandbox.create(timeout=60, secrets={"API_KEY": "nope"})
+        finally:
+            sec.delete()
+        with self.assertRaises(sbx.NotFound):
+            Secret.get("sdk-key")
+        with self.assertRaises(sbx.NotFound):
+            sec.delete()
 
     def test_images(self):
         out = os.path.join(self.tmp, "images")

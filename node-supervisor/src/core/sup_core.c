@@ -20,6 +20,7 @@
 #include "sup_catalog.h"
 #include "sup_core_int.h"
 #include "sup_core_op_int.h"
+#include "sup_core_secrets.h"
 #include "sup_log.h"
 #include "sup_net.h"
 #include "sup_sandbox.h"
@@ -122,6 +123,7 @@ void sup_core_view_of(const sup_sandbox *sb, sup_sandbox_view *v)
 		size_t n = sup_volumes_of(sb->core->cfg.volumes, sb->id, v->volumes, SUP_VOL_MAX_MOUNTS);
 		v->nvolumes = n < SUP_VOL_MAX_MOUNTS ? n : SUP_VOL_MAX_MOUNTS;
 	}
+	v->secrets = sb->secrets.n ? &sb->secrets : NULL;
 }
 
 /* A call the agent let pass its deadline counts against the sandbox. */
@@ -191,7 +193,7 @@ static void core_destroy(sup_core *c, sup_sandbox *sb, bool urgent, int exec_cod
 		sb->expiry = NULL;
 	}
 	fail_execs(sb, exec_code, exec_why);
-	sup_env_free(&sb->env);
+	sup_core_secrets_env_free(sb);
 	/* one with volumes mounted into it, or whose id went out in a
 	 * signed URL, is never another's (the pools reuse a sandbox only when
 	 * asked to, and only a clean one) */
@@ -243,14 +245,19 @@ int sup_core_record(sup_core *c, const sup_sandbox *sb, sbx_err *err)
 	r->expires_at = sb->expires_at;
 	r->paused = sb->paused;
 	r->res = sb->res;
-	r->env = sb->env;
+	/* the secrets by name only: their values stay out of the file */
+	bool oom;
+	r->secrets = sup_core_secrets_text(&sb->secrets, &oom);
+	if (oom || sup_core_secrets_plain_env(sb, &r->env) < 0) {
+		free(r->secrets);
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	}
 	/* its egress policy, to load again into its plumbing at a restart */
 	const sup_netpol *pol = sb->net_slot ? sup_net_policy(c->cfg.net, sb->net_slot) : NULL;
 	r->network = pol ? sup_netpol_to_text(pol) : NULL;
-	if (pol && !r->network)
-		return sbx_err_set(err, -ENOMEM, "out of memory");
-	int rc = sup_catalog_running(c->cfg.catalog, r, err);
-	free(r->network);
+	int rc = pol && !r->network ? sbx_err_set(err, -ENOMEM, "out of memory")
+				    : sup_catalog_running(c->cfg.catalog, r, err);
+	sup_catalog_rec_free(r);
 	return rc;
 }
 
@@ -511,13 +518,13 @@ static void on_sandbox_adopted(sup_sandbox *sb, int rc, const sbx_err *why, void
 	(void)why;
 	if (rc == 0 && sup_core_list_sandbox(c, sb, sb->expires_at - time(NULL), &e) < 0) {
 		sup_error("sandbox %s: not re-adopted: %s", sb->id, e.msg);
-		sup_env_free(&sb->env);
+		sup_core_secrets_env_free(sb);
 		sup_core_release_volumes(c, sb);
 		sup_pools_destroy(c->pools, sb, false, NULL, NULL);
 		return;
 	}
 	if (rc < 0) {
-		sup_env_free(&sb->env);
+		sup_core_secrets_env_free(sb);
 		sup_core_release_volumes(c, sb);
 	}
 }
@@ -565,6 +572,7 @@ int sup_core_restore(sup_core *c, const sup_catalog_rec *rec, const sup_runc_box
 	if (sup_env_copy(&rec->env, &sb->env) < 0) {
 		sup_warn("sandbox %s: out of memory for its env: commands run without it", sb->id);
 	}
+	sup_core_secrets_restore(c->cfg.secrets, sb, rec->secrets);
 	return 0;
 }
 
@@ -671,7 +679,7 @@ void sup_core_handover(sup_core *c, void (*done)(void *ud), void *ud)
 			event_free(sb->expiry);
 		sb->expiry = NULL;
 		fail_execs(sb, -ESHUTDOWN, "the supervisor is being replaced");
-		sup_env_free(&sb->env);
+		sup_core_secrets_env_free(sb);
 		unlist(c, sb);
 	}
 	sup_pools_handover(c->pools, done, ud);

@@ -58,6 +58,8 @@ typedef struct sup_core_cfg {
 				      * NULL: nothing outlives the process */
 	sup_volumes *volumes;    /* the node's volumes, mounted by creates that name them;
 				  * NULL: none (a create naming one is -EINVAL) */
+	struct sup_secrets *secrets; /* tenants' secrets, given to creates that name them
+				      * (sup_core_secrets.h); NULL: none (naming one is -EINVAL) */
 	/* The pools' backend when not the local runtime ("kubernetes"): a
 	 * create naming volumes or a snapshot is then -ENOSYS. NULL: runc. */
 	const char *backend;

@@ -13,6 +13,7 @@
 
 #include "sup_core_mcp.h"
 #include "sup_core_op_int.h"
+#include "sup_core_secrets.h"
 #include "sup_log.h"
 #include "sup_net.h"
 #include "sup_sandbox.h"
@@ -52,9 +53,10 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 	sb->env = req->env;
 	req->env.v = NULL;
 	req->env.n = 0;
-	int rc = 0;
+	/* its secrets' values into its env, opened now */
+	int rc = sup_core_secrets_give(c->cfg.secrets, sb, &req->secrets, err);
 	/* its plumbing was made at pool fill: only its rules are loaded now */
-	if (req->network && sup_net_apply(c->cfg.net, sb->net_slot, req->network, err) < 0) {
+	if (rc == 0 && req->network && sup_net_apply(c->cfg.net, sb->net_slot, req->network, err) < 0) {
 		sup_error("sandbox %s: network policy: %s", sb->id, err->msg);
 		rc = err->code = -EIO; /* ours, not the client's */
 	}
@@ -75,7 +77,7 @@ static int adopt(sup_core *c, sup_sandbox *sb, sup_op *op, sbx_err *err)
 		rc = err->code = -EIO;
 	}
 	if (rc < 0 || sup_core_list_sandbox(c, sb, (time_t)req->timeout_s, err) < 0) {
-		sup_env_free(&sb->env);
+		sup_core_secrets_env_free(sb);
 		/* the volumes once the container is gone, as on any destroy */
 		op->u.create.failing = op->u.create.in_destroy = true;
 		sup_pools_destroy(c->pools, sb, false, failed_gone, op);
@@ -156,7 +158,8 @@ static int create_allowed(sup_core *c, const sup_tenant *who, sup_create_req *re
 				 : sbx_err_set(err, -EINVAL, "field \"snapshot\": this supervisor keeps no snapshots");
 	rc = rc ?: sup_core_apply_tenant(who, req, err);
 	rc = rc ?: sup_core_allow_isolation(c, who, req, err);
-	return rc ?: sup_core_allow_network(c, req, err);
+	rc = rc ?: sup_core_allow_network(c, req, err);
+	return rc ?: sup_core_secrets_check(c->cfg.secrets, who->name, &req->secrets, &req->env, err);
 }
 
 /* 5. What it will hold fits: a backend's template sets the limits (the

@@ -240,6 +240,7 @@ static void clear_owner(sup_sandbox *sb)
 	sb->allow_root = false;
 	sb->created_at = sb->expires_at = 0;
 	memset(&sb->env, 0, sizeof(sb->env));
+	memset(&sb->secrets, 0, sizeof(sb->secrets));
 	sb->expiry = NULL;
 	sb->agent_timeouts = 0;
 	sb->id_given_out = false;

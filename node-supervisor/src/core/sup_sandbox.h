@@ -67,7 +67,8 @@ struct sup_sandbox {
 	bool allow_root;                      /* its owner's allow_root when it was made */
 	time_t created_at;
 	time_t expires_at;
-	sup_env env;
+	sup_env env;                          /* its commands' (secrets' variables among them) */
+	sup_secret_binds secrets;             /* which variables of env are secrets' */
 	struct event *expiry;
 	unsigned agent_timeouts;              /* calls the agent let pass their deadline */
 	bool id_given_out;                    /* its id is in a signed URL: never reused */

@@ -20,6 +20,7 @@
 #include "sbx/clock.h"
 #include "sup_catalog.h"
 #include "sup_core_int.h"
+#include "sup_core_secrets.h"
 #include "sup_disk.h"
 #include "sup_fsutil.h"
 #include "sup_layer_tar.h"
@@ -423,7 +424,7 @@ int sup_snaps_fork(sup_snaps *s, const sup_tenant *who, const char *id, unsigned
 			      (int)sizeof(op->layer))
 		r = sbx_err_set(err, -ENAMETOOLONG, "fork layer path too long");
 	/* like the source: its image (by the name its tenant may use, the
-	 * digest acquired), isolation, limits and env */
+	 * digest acquired), isolation, limits and env (never its secrets') */
 	sup_create_req *t = &op->tmpl;
 	if (r == 0) {
 		t->image = strdup(sup_pools_image_of(sb));
@@ -436,7 +437,7 @@ int sup_snaps_fork(sup_snaps *s, const sup_tenant *who, const char *id, unsigned
 		t->given = SUP_RES_CPUS | SUP_RES_MEMORY | SUP_RES_PIDS | SUP_RES_DISK |
 			   SUP_CREATE_GIVEN_ISOLATION;
 		if (!t->image || (sup_pools_digest_of(sb)[0] && !t->acquire) ||
-		    sup_env_copy(&sb->env, &t->env) < 0)
+		    sup_core_secrets_plain_env(sb, &t->env) < 0)
 			r = sbx_err_set(err, -ENOMEM, "out of memory");
 	}
 	if (r == 0 && include_volumes)

@@ -8,6 +8,9 @@ void sup_env_free(sup_env *e)
 {
 	for (size_t i = 0; i < e->n; i++) {
 		free(e->v[i].key);
+		/* a value may be a secret's (sup_core_secrets.h): none stays in freed memory */
+		if (e->v[i].val)
+			explicit_bzero(e->v[i].val, strlen(e->v[i].val));
 		free(e->v[i].val);
 	}
 	free(e->v);
@@ -72,6 +75,13 @@ bool sup_env_has(const sup_env *e, const char *key)
 	return false;
 }
 
+void sup_secret_binds_free(sup_secret_binds *b)
+{
+	free(b->v);
+	b->v = NULL;
+	b->n = 0;
+}
+
 void sup_create_req_free(sup_create_req *r)
 {
 	free(r->image);
@@ -82,6 +92,7 @@ void sup_create_req_free(sup_create_req *r)
 	}
 	sup_mcp_servers_free(&r->mcp);
 	sup_vol_mounts_free(&r->volumes);
+	sup_secret_binds_free(&r->secrets);
 	free(r->snapshot);
 	free(r->seed);
 	free(r->acquire);

@@ -28,6 +28,23 @@ int sup_env_under(sup_env *e, const sup_env *base);
 /* True if key is set in e. */
 bool sup_env_has(const sup_env *e, const char *key);
 
+/* A tenant's secret given to a sandbox as an environment variable: the
+ * names only (the value is opened where the sandbox gets it,
+ * sup_core_secrets.h). */
+#define SUP_SECRET_BINDS_MAX 64
+#define SUP_SECRET_ENV_MAX 127 /* [A-Za-z_][A-Za-z0-9_]* */
+typedef struct sup_secret_bind {
+	char name[72];                      /* the secret's (sup_secret.h's rules) */
+	char env[SUP_SECRET_ENV_MAX + 1];   /* the variable's */
+} sup_secret_bind;
+
+typedef struct sup_secret_binds {
+	sup_secret_bind *v;
+	size_t n;
+} sup_secret_binds;
+
+void sup_secret_binds_free(sup_secret_binds *b);
+
 /* One warm pool: sandboxes of image run with isolation, size kept ready
  * (0: every create of that pair is cold). */
 typedef struct sup_pool_spec {
@@ -88,6 +105,7 @@ typedef struct sup_create_req {
 	sup_isolation isolation; /* "isolation": runc (default) or gvisor */
 	unsigned timeout_s;
 	sup_env env;
+	sup_secret_binds secrets; /* "secrets": the tenant's secrets as env variables */
 	sup_resources resources; /* every figure set: the request's over the defaults */
 	sup_netpol *network;  /* egress policy; NULL: loopback only */
 	unsigned given;       /* what the request named: SUP_RES_* bits of resources,
@@ -134,6 +152,7 @@ typedef struct sup_sandbox_view {
 	char addr4[16], addr6[48]; /* with a policy: its addresses */
 	sup_vol_mount volumes[SUP_VOL_MAX_MOUNTS]; /* the volumes it mounts */
 	size_t nvolumes;
+	const sup_secret_binds *secrets; /* the secrets it was given (names), NULL: none */
 } sup_sandbox_view;
 
 /* An output stream of a command. */

@@ -86,6 +86,7 @@ typedef struct sup_config {
 	sup_resources res_max;       /* the most a create may ask for */
 	const char *uplink;          /* egress: "IFACE" or "netns:NAME"/path; NULL: loopback only */
 	const char *uplink_dns;      /* the upstream resolver; NULL: the uplink's resolv.conf */
+	const char *secrets_key;     /* --secrets-key: the secrets' key file; NULL: no secrets */
 	unsigned ports_answer_ms;    /* --ports-answer-timeout: a proxied answer's head is due */
 	const char *ports_domain;    /* --ports-domain: {port}-{id}.D routes to a port; NULL: none */
 	const char *deny_cidrs;      /* always refused, whatever a policy says */

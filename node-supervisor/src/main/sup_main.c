@@ -253,6 +253,26 @@ static int phase_stores(sup_main *m, sbx_err *err)
 	return 0;
 }
 
+/* The secrets' store, its key outside the state folder: a copy of the
+ * folder (a backup, a disk image) must not carry what opens its secrets. */
+static int open_secrets(sup_main *m, sbx_err *err)
+{
+	const char *key = m->cfg.secrets_key;
+	if (!key)
+		return 0;
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(key, '/');
+	snprintf(dir, sizeof(dir), "%.*s", slash == key ? 1 : (int)(slash - key), key);
+	if (!realpath(dir, real))
+		return sbx_err_sys(err, -errno, "--secrets-key %s: its folder", key);
+	size_t n = strlen(m->state_real);
+	if (strncmp(real, m->state_real, n) == 0 && (real[n] == '/' || real[n] == '\0'))
+		return sbx_err_set(err, -EINVAL,
+				   "--secrets-key %s: inside --state-dir %s (keep the key apart from "
+				   "what it seals)", key, m->cfg.state_dir);
+	return sup_secrets_open(key, m->catalog, &m->secrets, err);
+}
+
 /* Phase: the event loop, egress, the workers, the volumes and the core. */
 static int phase_core(sup_main *m, sbx_err *err)
 {
@@ -285,7 +305,8 @@ static int phase_core(sup_main *m, sbx_err *err)
 	if (!m->workers)
 		return err->code;
 	/* before the core takes its sandboxes back: their volumes first */
-	if (sup_volumes_open(m->state_real, m->catalog, m->workers, &m->volumes, err) < 0)
+	if (sup_volumes_open(m->state_real, m->catalog, m->workers, &m->volumes, err) < 0 ||
+	    open_secrets(m, err) < 0)
 		return err->code;
 	sup_core_cfg ccfg = {
 		.max_output = cfg->max_output,
@@ -294,6 +315,7 @@ static int phase_core(sup_main *m, sbx_err *err)
 		.net = m->net,
 		.catalog = m->catalog,
 		.volumes = m->volumes,
+		.secrets = m->secrets,
 		.on_life = sup_cluster_on_life,
 		.life_ud = m->cluster,
 		.backend = cfg->backend_kube ? m->pods.name : NULL,
@@ -487,6 +509,7 @@ static void phase_drain(sup_main *m)
 	sup_restore_free(m->restore);
 	/* after the pools: a volume no sandbox holds any more is unmounted */
 	sup_volumes_free(m->volumes);
+	sup_secrets_free(m->secrets);
 	sup_catalog_close(m->catalog);
 	sup_img_store_free(m->store);
 	sup_core_free(m->core);

@@ -20,6 +20,7 @@
 #include "sup_procs.h"
 #include "sup_sandboxes.h"
 #include "sup_scrape.h"
+#include "sup_secroutes.h"
 #include "sup_snapshots.h"
 #include "sup_start.h"
 #include "sup_urlsign.h"
@@ -35,12 +36,13 @@ typedef struct sup_families {
 	sup_osbx_ctx osbx; /* what it kept is freed at the drain */
 	sup_images_ctx images;
 	sup_volroutes_ctx volroutes;
+	sup_secroutes_ctx secroutes;
 	sup_nodes_ctx nodes;
 	sup_ports_ctx ports;
 	sup_urlsign urlsign; /* one signer: the port proxy honours what OpenSandbox's endpoints mint */
 	sup_scrape_ctx scrape, scrape_open;
 	sup_http_mount relay_mount;
-	sup_http_mount mounts[15];
+	sup_http_mount mounts[16];
 	sup_http_mount metrics_mounts[1];
 	char pull_dir[PATH_MAX];
 } sup_families;
@@ -122,6 +124,7 @@ int sup_main_families(sup_main *m, sbx_err *err)
 				      .pull_timeout_ms = cfg->image_pull_timeout_ms };
 	f->procs = (sup_procs_ctx){ .core = m->core };
 	f->volroutes = (sup_volroutes_ctx){ .core = m->core };
+	f->secroutes = (sup_secroutes_ctx){ .store = m->secrets };
 	f->nodes = (sup_nodes_ctx){ .kube = &m->kube };
 	f->mcp = (sup_mcp_ctx){ .core = m->core, .idle_ms = cfg->mcp_idle_ms,
 				.origins = cfg->mcp_origins, .limits = f->sandboxes.limits,
@@ -162,6 +165,7 @@ int sup_main_edge(sup_main *m, sbx_err *err)
 		{ &sup_scrape_family, &f->scrape },
 		{ &sup_images_family, &f->images },
 		{ &sup_volumes_family, &f->volroutes },
+		{ &sup_secrets_family, &f->secroutes },
 		{ &sup_snapshots_family, &f->snapshots },
 		{ &sup_nodes_family, &f->nodes },
 		{ &sup_openapi_family, NULL },

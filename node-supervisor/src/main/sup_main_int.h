@@ -22,6 +22,7 @@
 #include "sup_relay.h"
 #include "sup_restore.h"
 #include "sup_runc.h"
+#include "sup_secrets.h"
 #include "sup_snap_store.h"
 #include "sup_snaps.h"
 #include "sup_tenants.h"
@@ -69,6 +70,7 @@ typedef struct sup_main {
 	sup_workers *workers;
 	sup_workers *image_worker; /* imports, pulls, GC: never the runtime's threads */
 	sup_volumes *volumes;
+	sup_secrets *secrets;      /* --secrets-key: the tenants' secrets; NULL: none */
 	sup_core *core;
 	sup_pool_spec specs[SUP_MAX_POOLS];
 	int nspecs;

@@ -298,6 +298,12 @@ const sup_opt sup_options[] = {
 	  .def = "60", .help = "a proxied request whose server inside sends no answer's head this "
 			       "long is answered 504" },
 
+	GROUP("Secrets"),
+	{ "secrets-key", SUP_OPT_STR, "FILE", F(secrets_key), .check = abs_path,
+	  .def_doc = "none: no secrets kept",
+	  .help = "the key tenants' secrets are sealed with at rest (AES-256-GCM), made at first "
+		  "start (mode 0600); must be outside --state-dir", .example = "/etc/sbx/secrets.key" },
+
 	GROUP("Snapshots"),
 	{ "snapshot-store", SUP_OPT_STR, "s3://BUCKET[/PREFIX]", F(snapshot_store), .check = s3_url,
 	  .def_doc = "the state folder",

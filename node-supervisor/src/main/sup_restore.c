@@ -64,9 +64,10 @@ static int check_row(const sup_catalog_rec *rec, void *ud, sbx_err *err)
 		return 0;
 	}
 	k->rec = *rec;
-	k->rec.network = NULL;
+	k->rec.network = k->rec.secrets = NULL;
 	if (sup_env_copy(&rec->env, &k->rec.env) < 0 ||
-	    (rec->network && !(k->rec.network = strdup(rec->network))))
+	    (rec->network && !(k->rec.network = strdup(rec->network))) ||
+	    (rec->secrets && !(k->rec.secrets = strdup(rec->secrets))))
 		return sbx_err_set(err, -ENOMEM, "restore");
 	r->n++;
 	return 0;

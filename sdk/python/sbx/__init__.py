@@ -11,7 +11,7 @@ from .errors import (AgentError, ApiError, BadArchive, BadGateway, BadRequest, C
                      PermissionDenied, ProtocolError, QuotaExceeded, RangeNotSatisfiable,
                      SbxError, Timeout, TooLarge, Unauthorized, Unavailable, Unimplemented,
                      UnsupportedMediaType, VolumeBusy)
-from .resources import Image, Snapshot, Volume, pools, set_pool
+from .resources import Image, Secret, Snapshot, Volume, pools, set_pool
 from .sandbox import ExecResult, Files, Ports, Processes, Sandbox
 from ._http import Client
 
@@ -19,7 +19,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "Sandbox", "ExecResult", "Files", "Processes", "Ports", "Client",
-    "Snapshot", "Volume", "Image", "pools", "set_pool",
+    "Snapshot", "Volume", "Secret", "Image", "pools", "set_pool",
     "SbxError", "ApiError", "BadRequest", "Unauthorized", "Forbidden", "PermissionDenied",
     "NotFound", "MethodNotAllowed", "Timeout", "Conflict", "Exists", "TooLarge",
     "RangeNotSatisfiable", "UnsupportedMediaType", "QuotaExceeded", "Internal",

@@ -4,7 +4,7 @@ wrapper, not a second implementation (the HTTP stays the blocking
 client's). Streams (`files.watch`, `processes.output`) come as async
 iterators, each pulled item fetched on a thread. Callbacks of `run` are
 called on the worker thread. Snapshots, volumes and images likewise
-(`Snapshots`, `Volumes`, `Images` below)."""
+(`Snapshots`, `Volumes`, `Secrets`, `Images` below)."""
 import asyncio
 
 from . import resources
@@ -134,4 +134,5 @@ class _AsyncCollection:
 # `await aio.Snapshots.list()`, `await aio.Volumes.create("proj", "1G")`, ...
 Snapshots = _AsyncCollection(resources.Snapshot)
 Volumes = _AsyncCollection(resources.Volume)
+Secrets = _AsyncCollection(resources.Secret)
 Images = _AsyncCollection(resources.Image)

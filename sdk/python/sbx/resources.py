@@ -1,7 +1,8 @@
 """What outlives a sandbox, each a small class over its routes: Snapshot
 (a sandbox's writable layer, /v1/snapshots), Volume (a tenant's named
-folder, /v1/volumes), Image (the node's image store, /v1/images) and the
-node's pools (/v1/pools). A sandbox makes a Snapshot (Sandbox.snapshot)
+folder, /v1/volumes), Secret (a tenant's write-only value, /v1/secrets),
+Image (the node's image store, /v1/images) and the node's pools
+(/v1/pools). A sandbox makes a Snapshot (Sandbox.snapshot)
 and is made from one (Sandbox.create(snapshot=...)); that wiring is
 sandbox.py's. Maps calls onto routes; keeps no state beyond the last
 answer."""
@@ -107,6 +108,43 @@ class Volume(_Resource):
     def delete(self):
         """Removes it and its files (VolumeBusy while a sandbox mounts it)."""
         self.client.call("DELETE", self.path, ok=(204,), timeout=120)
+
+
+class Secret(_Resource):
+    """A tenant's named value (an API key, a token): write-only, so `info`
+    holds `name`, `size`, `created_at` and `updated_at`, never the value.
+    Give it to a sandbox with `Sandbox.create(secrets={"VAR": name})`."""
+
+    collection = "/v1/secrets"
+    key = "name"
+
+    @property
+    def name(self):
+        return self.info["name"]
+
+    @classmethod
+    def put(cls, name, value, url=None, token=None, client=None):
+        """PUT /v1/secrets/{name}: set or replace it (`value` a str)."""
+        c = cls._client(url, token, client)
+        return cls(c.call("PUT", "%s/%s" % (cls.collection, _seg(name)),
+                          json_body={"value": value}, ok=(200, 201)), c)
+
+    @classmethod
+    def get(cls, name, url=None, token=None, client=None):
+        """One of the list by name (NotFound if the tenant has none)."""
+        for s in cls.list(url, token, client):
+            if s.name == name:
+                return s
+        from .errors import NotFound
+        raise NotFound(404, "not_found", "secret %s: not found" % name)
+
+    def refresh(self):
+        self.info = type(self).get(self.name, client=self.client).info
+        return self.info
+
+    def delete(self):
+        """204; sandboxes running keep what they were given."""
+        self.client.call("DELETE", self.path, ok=(204,))
 
 
 class Image(_Resource):

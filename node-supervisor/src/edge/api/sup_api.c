@@ -151,6 +151,8 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 			out->given |= SUP_CREATE_GIVEN_TIMEOUT;
 		} else if (strcmp(key, "env") == 0) {
 			rc = parse_env(v, &out->env, err);
+		} else if (strcmp(key, "secrets") == 0) {
+			rc = sup_api_parse_secret_binds(v, &out->secrets, err);
 		} else if (strcmp(key, "resources") == 0) {
 			unsigned res_given = 0;
 			rc = sup_resources_from_json(v, &lim->res_default, &lim->res_max,
@@ -542,6 +544,11 @@ json_t *sup_api_render_sandbox(const sup_sandbox_view *v)
 	}
 	if (o && v->nvolumes &&
 	    json_object_set_new(o, "volumes", sup_api_render_volume_mounts(v->volumes, v->nvolumes)) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (o && v->secrets &&
+	    json_object_set_new(o, "secrets", sup_api_render_secret_binds(v->secrets)) < 0) {
 		json_decref(o);
 		o = NULL;
 	}

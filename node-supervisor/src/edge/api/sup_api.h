@@ -88,6 +88,12 @@ int sup_api_parse_volume_create(const char *body, size_t len, char *name, size_t
 int sup_api_parse_volume_mounts(json_t *v, sup_vol_mounts *out, sbx_err *err);
 /* [{"name", "mount", "read_only"}], as a create names them. */
 json_t *sup_api_render_volume_mounts(const sup_vol_mount *m, size_t n);
+
+/* A create's "secrets" ({"VAR": "secret-name"}: the tenant's secret as
+ * variable VAR of the sandbox's commands; sup_api_secrets.c), and its
+ * rendering in a view: [{"name", "env"}], never a value. */
+int sup_api_parse_secret_binds(json_t *v, sup_secret_binds *out, sbx_err *err);
+json_t *sup_api_render_secret_binds(const sup_secret_binds *b);
 /* A volume as /v1/volumes shows it. */
 json_t *sup_api_render_volume(const sup_volume_view *v);
 

@@ -23,8 +23,14 @@
  *                  times), the sandbox it goes with; step 6's osbx_kept
  *                  rows moved into it (kind "opensandbox"), that table
  *                  dropped
+ * Step 10 (secrets):
+ *   secrets            one row per tenant's secret: its sealed value
+ *                      (sup_secret.h: ciphertext only), size and dates
+ *   sandboxes.secrets  which secrets a sandbox was given, as the core's
+ *                      text (names, never a value); '' for none
  * Here: the schema and its steps, the sandboxes' rows and the pools'; the
- * volumes' rows are sup_catalog_vols.c, the snapshots' sup_catalog_snaps.c. */
+ * volumes' rows are sup_catalog_vols.c, the snapshots' sup_catalog_snaps.c, the secrets'
+ * sup_catalog_secrets.c. */
 #include "sup_catalog.h"
 
 #include <errno.h>
@@ -157,6 +163,19 @@ static const char schema_kept[] =
 	"DROP TABLE osbx_kept;"
 	"PRAGMA user_version = 9;";
 
+/* Step 10: the tenants' secrets (sealed), and a sandbox's bindings. */
+static const char schema_secrets[] =
+	"CREATE TABLE secrets ("
+	" tenant TEXT NOT NULL,"
+	" name TEXT NOT NULL,"
+	" sealed BLOB NOT NULL,"
+	" size INTEGER NOT NULL,"
+	" created_at INTEGER NOT NULL,"
+	" updated_at INTEGER NOT NULL,"
+	" PRIMARY KEY (tenant, name));"
+	"ALTER TABLE sandboxes ADD COLUMN secrets TEXT NOT NULL DEFAULT '';"
+	"PRAGMA user_version = 10;";
+
 void sup_catalog_rec_free(sup_catalog_rec *r)
 {
 	for (size_t i = 0; i < r->env.n; i++) {
@@ -168,6 +187,8 @@ void sup_catalog_rec_free(sup_catalog_rec *r)
 	r->env.n = 0;
 	free(r->network);
 	r->network = NULL;
+	free(r->secrets);
+	r->secrets = NULL;
 }
 
 int sup_catalog_db_err(sup_catalog *c, sbx_err *err, const char *what)
@@ -272,6 +293,9 @@ int sup_catalog_open(const char *dir, sup_catalog **out, sbx_err *err)
 	if (r == 0 && version < 9)
 		r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err) ?: sup_catalog_exec(c, schema_kept, err)
 								 ?: sup_catalog_exec(c, "COMMIT;", err);
+	if (r == 0 && version < 10)
+		r = sup_catalog_exec(c, "BEGIN IMMEDIATE;", err) ?: sup_catalog_exec(c, schema_secrets, err)
+								 ?: sup_catalog_exec(c, "COMMIT;", err);
 	if (r < 0) {
 		sqlite3_close(c->db);
 		free(c);
@@ -341,12 +365,13 @@ static int put_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
 	int r = sup_catalog_prepare(c,
 			"INSERT INTO sandboxes (id, phase, image, digest, isolation, container_id, net_slot,"
 			" tenant, allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused,"
-			" network)"
-			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
+			" network, secrets)"
+			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
+			" ?18)"
 			" ON CONFLICT (id) DO UPDATE SET phase = ?2, image = ?3, digest = ?4,"
 			" isolation = ?5, container_id = ?6, net_slot = ?7, tenant = ?8, allow_root = ?9,"
 			" created_at = ?10, expires_at = ?11, cpu_milli = ?12, memory = ?13, pids = ?14,"
-			" disk = ?15, paused = ?16, network = ?17",
+			" disk = ?15, paused = ?16, network = ?17, secrets = ?18",
 			&st, err);
 	if (r < 0)
 		return r;
@@ -364,6 +389,7 @@ static int put_running(sup_catalog *c, const sup_catalog_rec *rec, sbx_err *err)
 	bind_res(st, 12, &rec->res);
 	sqlite3_bind_int(st, 16, rec->paused);
 	sqlite3_bind_text(st, 17, rec->network ? rec->network : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 18, rec->secrets ? rec->secrets : "", -1, SQLITE_STATIC);
 	r = sup_catalog_step_done(c, st, "record a sandbox", err);
 	if (r == 0)
 		r = sup_catalog_prepare(c, "DELETE FROM env WHERE id = ?1", &st, err);
@@ -446,8 +472,8 @@ int sup_catalog_each(sup_catalog *c,
 		return sbx_err_set(err, -ENOMEM, "catalog");
 	int r = sup_catalog_prepare(c,
 			"SELECT id, phase, image, digest, isolation, container_id, net_slot, tenant,"
-			" allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused, network"
-			" FROM sandboxes ORDER BY seq",
+			" allow_root, created_at, expires_at, cpu_milli, memory, pids, disk, paused, network,"
+			" secrets FROM sandboxes ORDER BY seq",
 			&st, err);
 	r = r ?: sup_catalog_prepare(c, "SELECT key, val FROM env WHERE id = ?1 ORDER BY pos", &est, err);
 	int rc = SQLITE_DONE;
@@ -473,6 +499,9 @@ int sup_catalog_each(sup_catalog *c,
 		const unsigned char *net = sqlite3_column_text(st, 16);
 		if (net && net[0] && !(rec->network = strdup((const char *)net)))
 			r = sbx_err_set(err, -ENOMEM, "catalog: network");
+		const unsigned char *sec = sqlite3_column_text(st, 17);
+		if (sec && sec[0] && !(rec->secrets = strdup((const char *)sec)))
+			r = sbx_err_set(err, -ENOMEM, "catalog: secrets");
 		r = r ?: read_env(c, est, rec, err);
 		if (r == 0)
 			r = fn(rec, ud, err);

@@ -27,7 +27,7 @@
 #include "sup_volspec.h"
 
 /* The schema this build reads and writes. */
-#define SUP_CATALOG_SCHEMA 9
+#define SUP_CATALOG_SCHEMA 10
 #define SUP_CATALOG_FILE "catalog.db"
 
 typedef struct sup_catalog sup_catalog;
@@ -58,6 +58,8 @@ typedef struct sup_catalog_rec {
 				  * (schema 3); owned by the record */
 	sup_resources res;       /* limits in force (MADE: the pools' defaults) */
 	sbx_proto_env env;       /* owned by the record (sup_catalog_rec_free) */
+	char *secrets;           /* the secrets it was given, as the core writes them (names
+				  * only), NULL: none (schema 10); owned by the record */
 } sup_catalog_rec;
 
 void sup_catalog_rec_free(sup_catalog_rec *r);
@@ -193,5 +195,32 @@ int sup_catalog_kept_remove(sup_catalog *c, const char *kind, const char *key, s
 int sup_catalog_kept_each(sup_catalog *c, const char *kind,
 			  int (*fn)(const sup_catalog_kept *k, void *ud, sbx_err *err), void *ud,
 			  sbx_err *err);
+
+/* ---- secrets (schema step 10; sup_catalog_secrets.c) ----
+ * A tenant's secret as the catalog keeps it: sealed (sup_secret.h), so
+ * the file holds no value; the catalog neither seals nor opens. */
+typedef struct sup_catalog_secret {
+	char tenant[128];
+	char name[72];          /* at least SUP_SECRET_NAME_MAX + 1 (checked where it is filled) */
+	uint8_t *sealed;        /* _get: malloc'd, the caller frees; _each: NULL */
+	size_t sealed_len;
+	uint64_t size;          /* bytes of the value */
+	int64_t created_at, updated_at; /* seconds since the epoch */
+} sup_catalog_secret;
+
+/* Write s (sealed, size, updated_at; a new row takes updated_at as its
+ * created_at too, a row there keeps its own). *created tells which. */
+int sup_catalog_secret_put(sup_catalog *c, const sup_catalog_secret *s, bool *created,
+			   sbx_err *err);
+/* -ENOENT when tenant has no secret name. */
+int sup_catalog_secret_get(sup_catalog *c, const char *tenant, const char *name,
+			   sup_catalog_secret *out, sbx_err *err);
+/* -ENOENT when there was none. */
+int sup_catalog_secret_remove(sup_catalog *c, const char *tenant, const char *name, sbx_err *err);
+/* tenant's secrets (NULL: every tenant's) by tenant and name, without
+ * their sealed values; fn's error stops the walk. */
+int sup_catalog_secret_each(sup_catalog *c, const char *tenant,
+			    int (*fn)(const sup_catalog_secret *s, void *ud, sbx_err *err), void *ud,
+			    sbx_err *err);
 
 #endif

@@ -1,7 +1,7 @@
 /* What the catalog's files share (sup_catalog.c, sup_catalog_vols.c,
- * sup_catalog_snaps.c, sup_catalog_kept.c): the handle and the statement
- * helpers. Nothing outside these files includes this; the interface is
- * sup_catalog.h. */
+ * sup_catalog_snaps.c, sup_catalog_kept.c, sup_catalog_secrets.c): the
+ * handle and the statement helpers. Nothing outside these files includes
+ * this; the interface is sup_catalog.h. */
 #ifndef SUP_CATALOG_INT_H
 #define SUP_CATALOG_INT_H
 
