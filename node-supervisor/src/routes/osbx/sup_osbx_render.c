@@ -47,18 +47,17 @@ static const char *who_name(uint64_t id, char *buf, size_t size)
 	return buf;
 }
 
-static json_t *info_of(const char *path, const sup_api_stat *stp, sbx_err *err)
+static json_t *info_of(const char *path, const sup_api_stat *st, sbx_err *err)
 {
-	const sup_api_stat st = *stp;
 	char ts[40], u[24], g[24];
-	sup_osbx_time_ms(st.mtime_ns / 1000000, ts, sizeof(ts));
+	sup_osbx_time_ms(st->mtime_ns / 1000000, ts, sizeof(ts));
 	/* mode as their octal digits written in decimal: 0644 -> 644 */
 	json_int_t dm = 0, mul = 1;
-	for (uint64_t v = st.mode & 0777; v; v /= 8, mul *= 10)
+	for (uint64_t v = st->mode & 0777; v; v /= 8, mul *= 10)
 		dm += (json_int_t)(v % 8) * mul;
-	json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:s}", "type", type_of(&st), "size",
-			      (json_int_t)st.size, "mode", dm, "owner", who_name(st.uid, u, sizeof(u)),
-			      "group", who_name(st.gid, g, sizeof(g)), "modified_at", ts, "created_at",
+	json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:s}", "type", type_of(st), "size",
+			      (json_int_t)st->size, "mode", dm, "owner", who_name(st->uid, u, sizeof(u)),
+			      "group", who_name(st->gid, g, sizeof(g)), "modified_at", ts, "created_at",
 			      ts);
 	if (!o || sup_api_set_bytes(o, "path", path, strlen(path)) < 0) {
 		json_decref(o);
