@@ -245,9 +245,14 @@ static void unkillable_times_out(void **state)
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
 	snprintf(freeze, sizeof(freeze), "%s/freezer.state", cg);
 	snprintf(ws, sizeof(ws), "%s", fx->ns.dir);
-	assert_int_equal(fx_run_cmd(fx, "nohup sleep 907 >/dev/null 2>&1 &")->exit_code, 0);
-	fx_wait_procs(fx, "sleep 907", 1);
-	pid_t p = host_pid_of("sleep 907");
+	/* A sleep of this test's own: the static agent's run of this test
+	 * may go on beside it, and the host is searched by command line. */
+	char cmd[64], sleeper[32];
+	snprintf(sleeper, sizeof(sleeper), "sleep %d", 100000 + (int)getpid());
+	snprintf(cmd, sizeof(cmd), "nohup %s >/dev/null 2>&1 &", sleeper);
+	assert_int_equal(fx_run_cmd(fx, cmd)->exit_code, 0);
+	fx_wait_procs(fx, sleeper, 1);
+	pid_t p = host_pid_of(sleeper);
 	assert_true(p > 0);
 	snprintf(pid, sizeof(pid), "%d", (int)p);
 	int rc = write_file(procs, pid);
