@@ -252,6 +252,25 @@ def loops_under(path):
     return res
 
 
+def loops_left(path, wait=15.0):
+    """Loop devices below path that a run left once it stopped: the copies
+    of its mounts that other processes' namespaces took meanwhile (another
+    test's `unshare -m`, an agent test's namespace: not the run's doing, and
+    each keeps its disk's device attached) detached first, and each device
+    given wait seconds for its last close (a namespace that pivoted away
+    from the copy's path holds it until its processes end). Call it once the
+    run's own mounts are gone from this namespace, so that no new copy can
+    be taken."""
+    deadline = time.monotonic() + wait
+    while True:
+        for pid, mp in sorted(mounts_elsewhere(path), key=lambda x: len(x[1]), reverse=True):
+            _umount_in(pid, mp)
+        left = loops_under(path)
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.1)
+
+
 def detach_loops_under(path):
     """Unmounted, they detach themselves (autoclear); any still attached is
     told to (a busy one goes at its last close)."""
