@@ -74,6 +74,7 @@ typedef struct sup_config {
 	unsigned default_timeout_s;  /* sandbox lifetime when a create gives none */
 	unsigned max_timeout_s;      /* upper bound of a sandbox lifetime */
 	unsigned max_conns;          /* HTTP connections held at once */
+	unsigned tenant_max_requests; /* one tenant's requests in flight; 0: the default */
 	unsigned head_timeout_s;     /* a request head's first byte to its end */
 	unsigned body_timeout_s;     /* a buffered body whole; a streamed one between bytes */
 	unsigned idle_timeout_s;     /* a keep-alive connection between requests */

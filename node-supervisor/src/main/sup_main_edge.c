@@ -53,6 +53,18 @@ static int check_owner(void *ud, const struct sup_tenant *who, const char *id, s
 	return sup_core_check_owner(ud, who, id, err);
 }
 
+/* What one tenant may have in flight: --tenant-max-requests, or a quarter
+ * of the connections when there are tenants to share them (one tenant
+ * alone starves nobody). */
+static unsigned tenant_share(const sup_config *cfg)
+{
+	if (cfg->tenant_max_requests)
+		return cfg->tenant_max_requests;
+	if (!cfg->tenants_file)
+		return 0;
+	return cfg->max_conns / 4 ? cfg->max_conns / 4 : 1;
+}
+
 /* Phase: the relay: the cluster key, the directory of the other nodes (the
  * static one of --peer; the Leases' one is wired once the cluster runs). */
 static int phase_relay(sup_main *m, sbx_err *err)
@@ -199,6 +211,7 @@ int sup_main_edge(sup_main *m, sbx_err *err)
 		.max_body = cfg->max_body,
 		.credit_window = SUP_AGENT_RECV_WINDOW,
 		.max_conns = cfg->max_conns,
+		.max_per_who = tenant_share(cfg),
 		.head_timeout_s = cfg->head_timeout_s,
 		.body_timeout_s = cfg->body_timeout_s,
 		.idle_timeout_s = cfg->idle_timeout_s,
@@ -214,6 +227,7 @@ int sup_main_edge(sup_main *m, sbx_err *err)
 		mcfg.gate = NULL;
 		mcfg.relay = NULL;
 		mcfg.max_conns = 64;
+		mcfg.max_per_who = 0;
 		mcfg.mounts = f->metrics_mounts;
 		mcfg.nmounts = 1;
 		m->metrics = sup_http_new(m->base, &mcfg, err);

@@ -144,6 +144,10 @@ const sup_opt sup_options[] = {
 	  .help = "its PEM private key (with --tls-cert)", .example = "/etc/sbx/tls/tls.key" },
 	{ "max-connections", SUP_OPT_UINT, NULL, F(max_conns), .lo = 1, .hi = 1000000, .def = "16384",
 	  .help = "HTTP connections held at once (lowered to what the fd limit leaves)" },
+	{ "tenant-max-requests", SUP_OPT_UINT, NULL, F(tenant_max_requests), .hi = 1000000,
+	  .def_doc = "a quarter of --max-connections with --tenants, no bound without",
+	  .help = "requests one tenant may have in flight at once, streams and WebSockets included "
+		  "(past it: 429)" },
 	{ "max-body", SUP_OPT_SIZE, NULL, F(max_body), .lo = 1024, .hi = 1ull << 30, .def = "1M",
 	  .help = "largest request body" },
 	{ "max-upload", SUP_OPT_SIZE, NULL, F(max_upload), .hi = UINT64_MAX / 2, .def_doc = "no limit",

@@ -226,6 +226,7 @@ void sup_http_free(sup_http *h)
 		event_free(h->resume);
 	if (h->drain)
 		event_free(h->drain);
+	free(h->shares);
 	free(h);
 }
 
@@ -345,6 +346,8 @@ void sup_http_req_free(sup_http_req *r)
 	if (r->hdr_out)
 		evbuffer_free(r->hdr_out);
 	free(r->vpath);
+	if (r->shared)
+		sup_http_share_give(r->c->h, r->in.who);
 	if (r->in.who && r->release)
 		r->release(r->in.who);
 	free(r->head);
@@ -504,6 +507,26 @@ static int check_auth(sup_http_req *r)
 		sup_http_refuse(r, 401, "unauthorized",
 				auth ? "wrong token" : "missing Authorization: Bearer <token>");
 		return -1;
+	}
+	if (r->in.who && h->cfg.max_per_who) {
+		int rc = sup_http_share_take(h, r->in.who);
+		if (rc < 0) {
+			unsigned held = sup_http_share_held(h, r->in.who);
+			r->route = NULL; /* counted as before any route: nothing ran */
+			r->id[0] = '\0';
+			if (rc == -EDQUOT) {
+				snprintf(msg, sizeof(msg),
+					 "this tenant has %u requests in flight on this node, its most: end "
+					 "one (a stream, a WebSocket) and try again",
+					 held);
+				sup_http_header(r, "Retry-After", "1");
+				sup_http_refuse(r, 429, "quota_exceeded", msg);
+			} else {
+				sup_http_refuse(r, 503, "unavailable", "out of memory");
+			}
+			return -1;
+		}
+		r->shared = true;
 	}
 	if (!r->route) {
 		r->id[0] = '\0';

@@ -173,6 +173,10 @@ typedef struct sup_http_cfg {
 	 * on top of it. 0: cost goes back while the backlog is under it. */
 	size_t credit_window;
 	unsigned max_conns;       /* connections held at once */
+	/* Requests one caller (an authenticated `who`) may have in flight at
+	 * once, streams and WebSockets included; past it 429 quota_exceeded.
+	 * 0: no bound but max_conns. */
+	unsigned max_per_who;
 	unsigned head_timeout_s;  /* from a head's first byte to its end */
 	unsigned body_timeout_s;  /* a buffered body whole, a streamed one per byte */
 	unsigned idle_timeout_s;  /* keep-alive between requests; a stalled writer */

@@ -48,6 +48,9 @@ struct sup_http {
 	void *done_ud;
 	time_t date_at;
 	char date[40];        /* the Date header of this second */
+	/* requests in flight per caller (sup_http_share.c) */
+	struct sup_http_share_ent *shares;
+	size_t nshares, shares_cap;
 };
 
 typedef enum {
@@ -125,7 +128,14 @@ struct sup_http_req {
 	char tag[48];
 	char note[96];
 	void (*release)(const struct sup_tenant *who); /* in.who's */
+	bool shared;                   /* counted in in.who's share */
 };
+
+/* sup_http_share.c: a request of who's begins (0, or -EDQUOT: who has
+ * cfg.max_per_who in flight; -ENOMEM) or ends. */
+int sup_http_share_take(sup_http *h, const void *who);
+void sup_http_share_give(sup_http *h, const void *who);
+unsigned sup_http_share_held(const sup_http *h, const void *who);
 
 /* sup_http.c */
 void sup_http_dispatch(sup_http_req *r);
