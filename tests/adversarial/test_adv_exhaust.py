@@ -14,7 +14,6 @@ Env: SBX_SUPERVISOR, SBX_AGENT.
 import base64
 import json
 import os
-import re
 import secrets
 import socket
 import sys
@@ -23,7 +22,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from sbx_harness import end_clean, rss_kb, small_asan_quarantine, tenants_supervisor  # noqa: E402
+from adv_tenants_pair import start_pair  # noqa: E402
+from sbx_harness import read_head, rss_kb  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -33,21 +33,8 @@ STREAMS, TERMINALS = 8, 4
 BG_MAX_RUNNING = 256  # guest-agent/src/proc/bg.h
 
 
-def read_head(s):
-    """The status and the head of an answer on s (what follows the head may
-    already be in the rest)."""
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = s.recv(4096)
-        if not chunk:
-            raise AssertionError("the connection ended before a head: %r" % buf)
-        buf += chunk
-    head, rest = buf.split(b"\r\n\r\n", 1)
-    return int(head.split()[1]), head.decode("latin-1"), rest
-
-
-def read_json_error(s, head, rest):
-    n = int(re.search(r"(?i)content-length: (\d+)", head).group(1))
+def read_json_error(s, hdrs, rest):
+    n = int(hdrs["content-length"])
     while len(rest) < n:
         chunk = s.recv(4096)
         if not chunk:
@@ -59,16 +46,7 @@ def read_json_error(s, head, rest):
 class TenantShare(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        small_asan_quarantine(SUP)
-        cls.sup = tenants_supervisor(SUP, AGENT, {n: {"token": t} for n, t in TOK.items()},
-                                     TOK["admin"], extra=["--tenant-max-requests", str(SHARE)],
-                                     pool_size=2)
-        cls.addClassCleanup(end_clean, cls.sup)
-        cls.sup.wait_ready()
-        a = cls.req("alice", "POST", "/v1/sandboxes", {"timeout": 900})
-        b = cls.req("bob", "POST", "/v1/sandboxes", {"timeout": 900})
-        assert a[0] == 201 and b[0] == 201, (a, b)
-        cls.a, cls.b = a[2]["id"], b[2]["id"]
+        start_pair(cls, SUP, AGENT, TOK, extra=["--tenant-max-requests", str(SHARE)])
 
     @classmethod
     def req(cls, who, method, path, body=None, timeout=30):
@@ -76,7 +54,7 @@ class TenantShare(unittest.TestCase):
 
     def send(self, who, method, path, body=None, headers=()):
         """A request on a connection of its own, left open: (socket, status,
-        head, what followed the head)."""
+        headers, what followed the head)."""
         s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=30)
         data = json.dumps(body).encode() if body is not None else b""
         lines = ["%s %s HTTP/1.1" % (method, path), "Host: t", "Authorization: Bearer " + TOK[who]]
@@ -84,7 +62,7 @@ class TenantShare(unittest.TestCase):
         if body is not None:
             lines += ["Content-Type: application/json", "Content-Length: %d" % len(data)]
         s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + data)
-        return (s,) + read_head(s)
+        return (s,) + read_head(s, 30)
 
     def stream(self, who, sid):
         """A streaming exec that runs for minutes: held open until closed."""
@@ -98,11 +76,11 @@ class TenantShare(unittest.TestCase):
                           "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: " + key])
 
     def assert_over_share(self, got):
-        s, status, head, rest = got
+        s, status, hdrs, rest = got
         try:
-            self.assertEqual(status, 429, head)
-            self.assertRegex(head, r"(?im)^retry-after: \d+")
-            err = read_json_error(s, head, rest)["error"]
+            self.assertEqual(status, 429, hdrs)
+            self.assertRegex(hdrs.get("retry-after", ""), r"^\d+$")
+            err = read_json_error(s, hdrs, rest)["error"]
             self.assertEqual(err["code"], "quota_exceeded", err)
             self.assertIn("in flight", err["message"])
         finally:

@@ -30,7 +30,8 @@ import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from sbx_harness import end_clean, rss_kb, small_asan_quarantine, tenants_supervisor  # noqa: E402
+from adv_tenants_pair import start_pair  # noqa: E402
+from sbx_harness import rss_kb  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
@@ -44,15 +45,7 @@ WATCHES_PER_SANDBOX = 8   # guest-agent/src/ops/op_watch.c
 class TenantWalls(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        small_asan_quarantine(SUP)
-        cls.sup = tenants_supervisor(SUP, AGENT, {n: {"token": t} for n, t in TOK.items()},
-                                     TOK["admin"], extra=["--ports-domain", DOMAIN], pool_size=2)
-        cls.addClassCleanup(end_clean, cls.sup)
-        cls.sup.wait_ready()
-        a = cls.req("alice", "POST", "/v1/sandboxes", {"timeout": 900})
-        b = cls.req("bob", "POST", "/v1/sandboxes", {"timeout": 900})
-        assert a[0] == 201 and b[0] == 201, (a, b)
-        cls.a, cls.b = a[2]["id"], b[2]["id"]
+        start_pair(cls, SUP, AGENT, TOK, extra=["--ports-domain", DOMAIN])
         cls.unknown = cls.a[:-8] + ("00000000" if not cls.a.endswith("00000000") else "11111111")
         st, _, r = cls.req("alice", "PUT", "/v1/sandboxes/%s/files?path=/workspace/secret.txt" % cls.a,
                            SECRET.encode())

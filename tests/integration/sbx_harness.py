@@ -220,6 +220,26 @@ class Supervisor:
                                % (self.state_dir, left))
 
 
+def read_head(sock, timeout=120):
+    """(status, headers with lowercase keys, what came after the head) of
+    one response."""
+    sock.settimeout(timeout)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        c = sock.recv(65536)
+        if not c:
+            raise ConnectionError("closed before a response head: %r" % buf)
+        buf += c
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    hdrs = {}
+    for ln in lines[1:]:
+        k, v = ln.split(":", 1)
+        hdrs[k.strip().lower()] = v.strip()
+    return status, hdrs, rest
+
+
 def read_until(proc, found, timeout):
     """What proc wrote on stdout, read until found(what) is true: (what,
     True); or until its stdout ends, it exits or timeout passes: (what,

@@ -25,7 +25,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, small_asan_quarantine, stop_clean  # noqa: E402
+from sbx_harness import Supervisor, read_head, small_asan_quarantine, stop_clean  # noqa: E402
 from test_exec_options import agent_pid  # noqa: E402
 from test_exec_stream import rss_kb, sanitized  # noqa: E402
 from test_files_api import load_corpus, q, unescape  # noqa: E402
@@ -36,26 +36,6 @@ UPLOAD_MB = int(os.environ.get("SBX_UPLOAD_MB", "512"))
 RSS_LIMIT_KB = 64 * 1024
 # Room beyond the big file itself on the state dir's filesystem.
 DISK_MARGIN = 256 << 20
-
-
-def read_head(sock, timeout=120):
-    """(status, headers with lowercase keys, what came after the head) of
-    one response."""
-    sock.settimeout(timeout)
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        c = sock.recv(65536)
-        if not c:
-            raise ConnectionError("closed before a response head: %r" % buf)
-        buf += c
-    head, rest = buf.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    hdrs = {}
-    for ln in lines[1:]:
-        k, v = ln.split(":", 1)
-        hdrs[k.strip().lower()] = v.strip()
-    return status, hdrs, rest
 
 
 def read_response(sock, timeout=120):
