@@ -18,6 +18,8 @@ SAN_DIR   := build/sanitize
 LISTEN    ?= 127.0.0.1:7070
 STATE_DIR ?= /var/lib/sbx
 POOL_SIZE ?= 4
+# pools grow with bursts of creates up to this, and back to POOL_SIZE once quiet
+POOL_MAX  ?= 32
 # UPLINK=IFACE (or netns:NAME): egress by policy through it (API.md, "Network")
 UPLINK    ?=
 
@@ -39,7 +41,7 @@ build-san: deps
 
 run: build
 	exec $(REL_DIR)/node-supervisor/sandbox-supervisor --listen $(LISTEN) \
-	  --state-dir $(STATE_DIR) --pool-size $(POOL_SIZE) --print-example \
+	  --state-dir $(STATE_DIR) --pool-size $(POOL_SIZE) --pool-max $(POOL_MAX) --print-example \
 	  $(if $(UPLINK),--uplink $(UPLINK))
 
 # The control plane the Kubernetes tests start: Debian's etcd and kubectl,

@@ -65,7 +65,10 @@ static void render_pools(const sup_core_figs *f, sup_prom *w)
 		const char *name, *help;
 		size_t off;
 	} gauges[] = {
-		{ "sbx_pool_size", "Ready sandboxes a pool keeps.", offsetof(sup_pool_stats, size) },
+		{ "sbx_pool_size", "Ready sandboxes a pool keeps at least (its size).",
+		  offsetof(sup_pool_stats, size) },
+		{ "sbx_pool_target", "Ready sandboxes a pool keeps now (its size, or what demand asks).",
+		  offsetof(sup_pool_stats, target) },
 		{ "sbx_pool_ready", "Ready sandboxes in a pool now.", offsetof(sup_pool_stats, ready) },
 		{ "sbx_pool_creating", "Sandboxes of a pool being made or connected.",
 		  offsetof(sup_pool_stats, creating) },

@@ -229,9 +229,9 @@ void sup_pool_offer(sup_sandbox *sb)
 		sup_debug("sandbox %s: ready, handed to a waiting request", sb->id);
 		sup_pool_observe_since(&pool->acquire, &t0);
 		cb(sb, 0, NULL, ud);
-	} else if (pool->shrunk && pool->nready >= pool->size) {
+	} else if (pool->shrunk && pool->nready >= pool->target) {
 		sup_debug("sandbox %s: ready beyond the size of pool %s (%u): destroyed", sb->id,
-			  pool->image, pool->size);
+			  pool->image, pool->target);
 		sup_pool_start_destroy(pool->owner, sb, false, NULL, NULL);
 	} else {
 		TAILQ_INSERT_TAIL(&pool->ready, sb, ready_link);
@@ -300,6 +300,9 @@ void sup_pools_start(sup_pools *p)
 {
 	for (size_t i = 0; i < p->npools; i++)
 		sup_pool_ensure_fill(&p->pools[i]);
+	sbx_err e;
+	if (sup_pools_sizer_start(p, &e) < 0)
+		sup_warn("pools: they keep their sizes: %s", e.msg);
 }
 
 void sup_pools_image_config(const sup_sandbox *sb, const sup_env **env, const char **user,
@@ -396,6 +399,7 @@ int sup_pools_acquire(sup_pools *p, const char *image, sup_isolation isolation,
 	if (p->cfg.backend && (res->cpu_milli != d->cpu_milli || res->memory != d->memory || res->pids != d->pids ||
 			       res->disk != d->disk))
 		return not_offered(p, "limits other than the template's", err);
+	sup_pool_demand_note(pool);
 	sup_sandbox *sb = sup_pool_take_ready(pool);
 	if (sb) {
 		int r = hand_out(sb, res, err);
@@ -530,6 +534,8 @@ void sup_pools_free(sup_pools *p)
 	free(p->pools);
 	if (p->shutdown_check)
 		event_free(p->shutdown_check);
+	if (p->sizer)
+		event_free(p->sizer);
 	free(p);
 }
 
@@ -544,6 +550,10 @@ void sup_pools_stats(const sup_pools *p, size_t i, sup_pool_stats *out)
 	out->image = pool->image;
 	out->isolation = pool->isolation;
 	out->size = pool->size;
+	out->target = pool->target;
+	out->max = sup_pool_sized(pool) ? p->cfg.pool_max : pool->size;
+	out->peak = pool->peak;
+	out->why = pool->why;
 	out->ready = pool->nready;
 	out->acquire = &pool->acquire;
 	out->cold_create = &pool->cold_create;

@@ -89,6 +89,14 @@ typedef struct sup_pools_cfg {
 	 * the backend's: no store, no network, no seeds, no freeze, no
 	 * usage, no limits but the pools' own (-ENOSYS for each). */
 	const sup_pool_backend *backend;
+	/* Pools that size themselves (sup_pool_sizer.c): a pool of size > 0
+	 * keeps as many ready as its demand asks (its largest burst of
+	 * acquires in one second over the window, or its rate times a cold
+	 * create's time), up to pool_max, within max_sandboxes and the
+	 * node's memory, and back to its size once the window is quiet.
+	 * pool_max 0 (or not above a pool's size): the pool keeps its size. */
+	unsigned pool_max;
+	unsigned pool_window_s;        /* > 0 with pool_max */
 } sup_pools_cfg;
 
 typedef struct sup_pools_hooks {
@@ -209,7 +217,11 @@ void sup_pools_free(sup_pools *p);
 typedef struct sup_pool_stats {
 	const char *image;
 	sup_isolation isolation;
-	unsigned size;
+	unsigned size;     /* the operator's: the floor */
+	unsigned target;   /* kept ready now: size, or what demand asks */
+	unsigned max;      /* the most it may grow to (size: it does not) */
+	unsigned peak;     /* the largest burst of acquires of one second in the window */
+	const char *why;   /* what set target */
 	unsigned ready;
 	unsigned creating; /* creating or connecting */
 	unsigned waiting;  /* acquires waiting */

@@ -52,6 +52,7 @@ void sup_pool_clear(sup_pool *pool)
 	free(pool->user);
 	free(pool->workdir);
 	free(pool->image_owned);
+	sup_pool_sizer_clear(pool);
 	if (pool->backoff_timer)
 		event_free(pool->backoff_timer);
 }
@@ -70,6 +71,8 @@ sup_pool *sup_pool_add(sup_pools *p, const char *image, sup_isolation isolation,
 	pool->owner = p;
 	pool->isolation = isolation;
 	pool->size = size;
+	pool->target = size;
+	pool->why = "size";
 	pool->res = *p->cfg.runc->res;
 	TAILQ_INIT(&pool->ready);
 	TAILQ_INIT(&pool->waiters);
@@ -174,13 +177,11 @@ int sup_pools_set_size(sup_pools *p, const char *image, sup_isolation isolation,
 	}
 	unsigned old = pool->size;
 	pool->size = size;
-	pool->shrunk = size < old;
-	sup_sandbox *sb;
-	while (pool->nready > size && (sb = sup_pool_take_ready(pool)) != NULL)
-		sup_pool_start_destroy(p, sb, false, NULL, NULL);
 	sup_info("pool %s (%s): size %u (was %u)", pool->image, sup_isolation_names[isolation], size,
 		 old);
-	sup_pool_ensure_fill(pool);
+	/* the floor moved: demand may keep it above (the next second says) */
+	sup_pool_retarget(pool, sup_pool_sized(pool) && pool->target > size ? pool->target : size,
+			  "size");
 	sup_pools_stats(p, (size_t)(pool - p->pools), out);
 	return 0;
 }

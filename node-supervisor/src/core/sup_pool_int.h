@@ -27,7 +27,16 @@ typedef struct sup_pool {
 	const char *image;   /* the name it was made for */
 	char *image_owned;   /* its copy of it */
 	sup_isolation isolation;
-	unsigned size;       /* ready sandboxes to keep */
+	unsigned size;       /* ready sandboxes to keep: the operator's, the floor */
+	unsigned target;     /* ready sandboxes kept now: size, or more while
+			      * demand asks (sup_pool_sizer.c) */
+	/* demand (sup_pool_sizer.c): acquires per second over the window, a
+	 * ring whose newest slot is second demand_at (monotonic); NULL: the
+	 * pool keeps its size */
+	uint16_t *demand;
+	uint64_t demand_at;
+	unsigned peak;       /* the most acquires of one second in the window */
+	const char *why;     /* what set the target (a static string) */
 	/* a store image: its digest (what creates name, what is pinned) and
 	 * the config a command starts with */
 	char digest[SUP_IMG_DIGEST_LEN + 1];
@@ -79,6 +88,7 @@ struct sup_pools {
 	void (*shutdown_done)(void *ud);
 	void *shutdown_ud;
 	struct event *shutdown_check;
+	struct event *sizer;  /* the pools' sizes follow demand each second */
 };
 
 /* ---- sup_pool.c: a sandbox's memory, waiters, handing out ---- */
@@ -134,6 +144,20 @@ sup_pool *sup_pool_add(sup_pools *p, const char *image, sup_isolation isolation,
 sup_pool *sup_pool_for(sup_pools *p, const char *image, sup_isolation isolation, sbx_err *err);
 /* What a pool holds, freed (the pool's slot stays). */
 void sup_pool_clear(sup_pool *pool);
+
+/* ---- sup_pool_sizer.c ---- */
+
+/* Whether pools size themselves (cfg.pool_max above a pool's size). */
+bool sup_pool_sized(const sup_pool *pool);
+/* An acquire of pool, now: counted in its demand. */
+void sup_pool_demand_note(sup_pool *pool);
+/* Keep target ready from now on: more made in the background, ready ones
+ * beyond it destroyed, creates in flight beyond it too once ready. */
+void sup_pool_retarget(sup_pool *pool, unsigned target, const char *why);
+/* The pools' sizer: every second, each pool's target from its demand. */
+int sup_pools_sizer_start(sup_pools *p, sbx_err *err);
+/* A pool's own part of the sizer, freed (sup_pool_clear). */
+void sup_pool_sizer_clear(sup_pool *pool);
 
 /* ---- sup_pool_stop.c ---- */
 

@@ -396,7 +396,7 @@ void sup_pool_ensure_fill(sup_pool *pool)
 			return;
 	if (pool->backoff)
 		return;
-	while (pool->nready + pool->creating < pool->size + pool->nwaiters &&
+	while (pool->nready + pool->creating < pool->target + pool->nwaiters &&
 	       p->nalive < p->cfg.max_sandboxes)
 		if (start_create(pool, false) < 0)
 			return;

@@ -296,7 +296,7 @@ void sup_pools_release(sup_pools *p, sup_sandbox *sb, bool reusable_by_owner, bo
 	 * is kept ready (plus its waiters), so that under churn the sandboxes
 	 * go round (acquire, release, reset) and nothing is made or destroyed;
 	 * a cold pool (size 0) reuses nothing. */
-	bool wanted = pool->nready + pool->creating < 2 * pool->size + pool->nwaiters;
+	bool wanted = pool->nready + pool->creating < 2 * pool->target + pool->nwaiters;
 	release *r = NULL;
 	/* a backend's sandbox has no baseline: its check needs none */
 	bool checkable = p->cfg.backend || (sb->baseline && pool->isolation == SUP_ISO_RUNC);

@@ -27,6 +27,8 @@ typedef struct sup_config {
 	uint16_t listen_port;      /* 0: any free port (printed at start) */
 	const char *state_dir;
 	unsigned pool_size;        /* ready sandboxes kept per image without its own size (runc) */
+	unsigned pool_max;         /* --pool-max: pools size themselves up to it; 0: they do not */
+	unsigned pool_window_s;    /* --pool-window: the demand they follow */
 	const char *images[SUP_MAX_IMAGES]; /* "host", an absolute rootfs path, a store name */
 	unsigned image_sizes[SUP_MAX_IMAGES]; /* --pool-images NAME=N, else pool_size */
 	size_t nimages;

@@ -351,6 +351,8 @@ static int phase_pools(sup_main *m, sbx_err *err)
 		.reuse = cfg->pool_reuse,
 		.reset_paths = cfg->reuse_paths,
 		.nreset_paths = cfg->nreuse_paths,
+		.pool_max = cfg->pool_max,
+		.pool_window_s = cfg->pool_window_s,
 	};
 	if (cfg->backend_kube) {
 		/* a pod is reset, never remade for nothing; its image is its

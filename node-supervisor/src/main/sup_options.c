@@ -171,6 +171,11 @@ const sup_opt sup_options[] = {
 	GROUP("Pools and sandboxes"),
 	{ "pool-size", SUP_OPT_UINT, NULL, F(pool_size), .hi = 256, .def = "4",
 	  .help = "ready runc sandboxes kept per image without its own size" },
+	{ "pool-max", SUP_OPT_UINT, NULL, F(pool_max), .hi = 4096, .def_doc = "0: pools keep their sizes",
+	  .help = "pools size themselves: a pool of size > 0 keeps as many ready as its demand asks, "
+		  "up to N, and its size once quiet" },
+	{ "pool-window", SUP_OPT_UINT, "SEC", F(pool_window_s), .lo = 5, .hi = 3600, .def = "300",
+	  .help = "the demand a self-sizing pool follows: its acquires over the last SEC seconds" },
 	{ "pool-images", SUP_OPT_CUSTOM, "LIST", F(images), .def = "host",
 	  .parse = sup_optc_images_parse, .show = sup_optc_images_show,
 	  .help = "comma-separated images of runc pools, each NAME or NAME=N (its own size): host, "

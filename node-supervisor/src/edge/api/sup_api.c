@@ -616,10 +616,12 @@ json_t *sup_api_render_exit(const sup_exec_status *st, uint64_t out_bytes, uint6
 
 json_t *sup_api_render_pool(const sup_pool_stats *s)
 {
-	return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "image", s->image, "isolation",
-			 sup_isolation_names[s->isolation], "size", (json_int_t)s->size, "ready",
-			 (json_int_t)s->ready, "creating", (json_int_t)s->creating, "waiting",
-			 (json_int_t)s->waiting);
+	return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:s}}", "image", s->image,
+			 "isolation", sup_isolation_names[s->isolation], "size", (json_int_t)s->size,
+			 "target", (json_int_t)s->target, "ready", (json_int_t)s->ready, "creating",
+			 (json_int_t)s->creating, "waiting", (json_int_t)s->waiting, "sizing", "max",
+			 (json_int_t)s->max, "peak", (json_int_t)s->peak, "why",
+			 s->why ? s->why : "size");
 }
 
 json_t *sup_api_render_snapshot(const sup_snap_view *v)
