@@ -86,7 +86,7 @@ images: build
 # "Method", says what each figure is.
 #   sbx-bench: exec paths, acquire, cold create, SSE, files, the fork bomb,
 #     the HTTP edge (BEFORE's beside ours), gVisor;
-#   restart, pause, reset, k8s: bench/bench_<name>.py;
+#   restart, pause, reset, burst, k8s: bench/bench_<name>.py;
 #   files-4gib: issue 4's round trip at full size, 4 GiB up and back (skipped,
 #     saying why, without the disk space for it below the temporary folder);
 #   images, mcp, ports, snapshots (100 MiB), snapshots-s3, snapshots-1gib,
@@ -106,6 +106,7 @@ bench: build k8s-deps
 	  $(if $(BEFORE),--before $(BEFORE))
 	-$(BENCH_RUN) pause -- /usr/bin/python3 bench/bench_pause.py --build-dir $(REL_DIR)
 	-$(BENCH_RUN) reset -- /usr/bin/python3 bench/bench_reset.py --build-dir $(REL_DIR)
+	-$(BENCH_RUN) burst -- /usr/bin/python3 bench/bench_burst.py --build-dir $(REL_DIR)
 	-$(BENCH_RUN) k8s -- /usr/bin/python3 bench/bench_k8s.py --build-dir $(REL_DIR)
 	-$(BENCH_ENV) SBX_UPLOAD_MB=4096 $(BENCH_RUN) files-4gib -- \
 	  /usr/bin/python3 tests/integration/test_files_upload.py -v Uploads.test_big_upload_bounded_memory
