@@ -51,6 +51,8 @@ BENCHES = [
     ("relay", "exec relayed through another node (`bench/bench_relay.py`)"),
     ("tls", "exec, SSE, 1 GiB up and down over HTTPS beside plain HTTP; new TLS connections/s "
      "(`bench/bench_tls.py`)"),
+    ("soak", "a mixed load under faults for SOAK_SECONDS (`make soak`; "
+     "`tests/integration/test_soak.py`)"),
 ]
 
 
@@ -74,6 +76,7 @@ FORMATS = {
     "kib_each": lambda v: "%.2f KiB" % v,
     "mib": lambda v: "%.1f MiB" % v,
     "s": lambda v: "%.3f s" % v if v < 1 else "%.2f s" % v,
+    "n": lambda v: "{:,}".format(int(v)),
 }
 
 
@@ -247,6 +250,13 @@ HEADLINES = [
       Ref("images.skopeo", "p50_ms", "`skopeo copy`")),
     H("Images: disk of 20 sandboxes of one image", "images", Ref("images.disk", "kib"),
       goal=Goal("one image + 20 writable layers (#14)")),
+    H("Soak under faults: requests answered", "soak", Ref("soak.served", "n"),
+      goal=Goal("each within its deadline or refused with the error shape (#28)")),
+    H("Soak under faults: faults injected", "soak", Ref("soak.faults", "n")),
+    H("Soak under faults: refusals (the error shape)", "soak", Ref("soak.errors", "n")),
+    H("Soak under faults: the worst latency of an answer", "soak", Ref("soak.worst", "s")),
+    H("Soak under faults: left on the machine, and problems found", "soak", Ref("soak.leaked", "n"),
+      goal=Goal("nothing (#28)", lambda v, p, f: v == 0)),
 ]
 
 

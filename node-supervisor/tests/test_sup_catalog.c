@@ -2,8 +2,9 @@
  * written, read back after a close and reopen (what a restarted supervisor
  * sees), their order and env; the schema version set, a newer one and a
  * file that is no database refused with a clear message and left as they
- * were; the file in WAL mode. sqlite3 itself reads the file back as an
- * independent reader. */
+ * were; the file in WAL mode; a write that finds its file system full is
+ * -ENOSPC (the client's 507), not an I/O error. sqlite3 itself reads the
+ * file back as an independent reader. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -14,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sqlite3.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -712,6 +716,61 @@ static void test_symlink_refused(void **state)
 	assert_int_equal(access(target, F_OK), -1); /* nothing made through it */
 }
 
+/* In a child with a mount namespace of its own (gone with it): the folder a
+ * small tmpfs, the catalog made there, the rest filled; then rows until a
+ * write fails. Its exit: 0 -ENOSPC, 77 no namespace (not root), else what
+ * went wrong (said on stderr). */
+static int full_child(const char *dir)
+{
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return 77;
+	if (mount("sbx-catalog-full", dir, "tmpfs", 0, "size=512k") < 0) {
+		perror("mount tmpfs");
+		return 2;
+	}
+	sup_catalog *c;
+	sbx_err err;
+	if (sup_catalog_open(dir, &c, &err) < 0) {
+		fprintf(stderr, "open: %s\n", err.msg);
+		return 3;
+	}
+	char fill[160];
+	snprintf(fill, sizeof(fill), "%s/fill", dir);
+	int fd = open(fill, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	static const char block[4096];
+	while (fd >= 0 && write(fd, block, sizeof(block)) > 0)
+		;
+	if (fd >= 0)
+		close(fd);
+	int rc = 0;
+	for (int i = 0; i < 1000 && rc == 0; i++) {
+		char id[32];
+		snprintf(id, sizeof(id), "sb-full-%d", i);
+		rc = sup_catalog_intent(c, id, "host", "", SUP_ISO_RUNC, &err);
+	}
+	if (rc != -ENOSPC)
+		fprintf(stderr, "rows on a full file system: %d (%s)\n", rc, rc ? err.msg : "no failure");
+	else if (!strstr(err.msg, "full"))
+		fprintf(stderr, "-ENOSPC without SQLite's word for it: %s\n", err.msg);
+	sup_catalog_close(c);
+	return rc != -ENOSPC ? 4 : !strstr(err.msg, "full") ? 5 : 0;
+}
+
+static void test_full_file_system_is_enospc(void **state)
+{
+	fixture *f = *state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(full_child(f->dir));
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip(); /* no mount namespace: not root */
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -725,6 +784,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_paused_and_pool_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_file_system_is_enospc, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,7 +76,10 @@ static void create_failed(sup_pool *pool, const char *id, const sbx_err *err)
 }
 
 /* A create of sb failed: a seeded one's requester gets the error as it is
- * (a refused archive is no reason to pause the pool's refills). */
+ * (a refused archive is no reason to pause the pool's refills), but a
+ * runtime or an agent that did not start is "creation failed" as for any
+ * other create (-EAGAIN: 503 unavailable, worth a retry), not an internal
+ * error. */
 static void create_failed_sb(sup_sandbox *sb, const sbx_err *err)
 {
 	if (!sb->seeded) {
@@ -84,7 +87,10 @@ static void create_failed_sb(sup_sandbox *sb, const sbx_err *err)
 		return;
 	}
 	sup_warn("sandbox %s: seeded create failed: %s", sb->id, err->msg);
-	sup_pool_seeded_fail(sb, err->code ? err->code : -EIO, err);
+	sbx_err e = *err;
+	if (e.code == 0 || e.code == -EIO || e.code == -ECHILD || e.code == -ETIMEDOUT)
+		e.code = -EAGAIN;
+	sup_pool_seeded_fail(sb, e.code, &e);
 }
 
 /* ---- agent connection of a new or pooled sandbox ---- */

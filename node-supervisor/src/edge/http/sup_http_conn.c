@@ -131,12 +131,37 @@ void sup_conn_new(sup_http *h, int fd)
 	sup_conn_timer(c, c->tls ? h->cfg.head_timeout_s : h->cfg.idle_timeout_s);
 }
 
+/* The socket's TCP state (TCP_CLOSE once a reset came); -1 if unknown. */
+static int tcp_state(const sup_conn *c, struct tcp_info *ti)
+{
+	socklen_t len = sizeof(*ti);
+	if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, ti, &len) < 0)
+		return -1;
+	return ti->tcpi_state;
+}
+
+/* The whole answer of a known length went out and the client's stack
+ * acknowledged every byte: it was answered, whatever ends the connection
+ * now. A download's client reads Content-Length bytes and closes, often
+ * before the act's own end (the agent's last frame) comes: no 499. */
+static bool answer_delivered(const sup_conn *c, const sup_http_req *r)
+{
+	struct tcp_info ti;
+	return r->started && !r->raw && !r->chunked_out && r->out_len != SUP_HTTP_CHUNKED &&
+	       r->out_len != SUP_HTTP_NO_BODY && r->out_sent == r->out_len &&
+	       !evbuffer_get_length(sup_conn_output(c)) && tcp_state(c, &ti) >= 0 &&
+	       ti.tcpi_unacked == 0;
+}
+
 void sup_conn_close(sup_conn *c, const char *why)
 {
 	sup_http *h = c->h;
 	sup_http_req *r = c->req;
 	if (r) {
-		if (!r->done) {
+		if (!r->done && answer_delivered(c, r)) {
+			r->done = true;
+			sup_http_log(r);
+		} else if (!r->done) {
 			r->gone = true;
 			r->status = 499;
 			snprintf(r->note, sizeof(r->note), "%s", why ? why : "connection closed");
@@ -209,15 +234,6 @@ void sup_conn_reading(sup_conn *c, bool on)
 		bufferevent_disable(c->bev, EV_READ);
 	}
 	watch_update(c);
-}
-
-/* The socket's TCP state (TCP_CLOSE once a reset came); -1 if unknown. */
-static int tcp_state(const sup_conn *c, struct tcp_info *ti)
-{
-	socklen_t len = sizeof(*ti);
-	if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, ti, &len) < 0)
-		return -1;
-	return ti->tcpi_state;
 }
 
 void sup_conn_timer(sup_conn *c, unsigned secs)

@@ -191,9 +191,18 @@ void sup_catalog_rec_free(sup_catalog_rec *r)
 	r->secrets = NULL;
 }
 
+/* The last failure's errno: a full file system (SQLite's SQLITE_FULL, from
+ * ENOSPC) is the client's 507 no_space, as for any other write that finds
+ * no room; anything else is an I/O error. */
+static int db_errno(sup_catalog *c)
+{
+	return (sqlite3_errcode(c->db) & 0xff) == SQLITE_FULL ? -ENOSPC : -EIO;
+}
+
 int sup_catalog_db_err(sup_catalog *c, sbx_err *err, const char *what)
 {
-	return sbx_err_set(err, -EIO, "catalog %s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
+	return sbx_err_set(err, db_errno(c), "catalog %s: %s: %s", c->path, what,
+			   sqlite3_errmsg(c->db));
 }
 
 int sup_catalog_exec(sup_catalog *c, const char *sql, sbx_err *err)
@@ -201,7 +210,8 @@ int sup_catalog_exec(sup_catalog *c, const char *sql, sbx_err *err)
 	char *msg = NULL;
 	if (sqlite3_exec(c->db, sql, NULL, NULL, &msg) == SQLITE_OK)
 		return 0;
-	int r = sbx_err_set(err, -EIO, "catalog %s: %s", c->path, msg ? msg : sqlite3_errmsg(c->db));
+	int r = sbx_err_set(err, db_errno(c), "catalog %s: %s", c->path,
+			    msg ? msg : sqlite3_errmsg(c->db));
 	sqlite3_free(msg);
 	return r;
 }

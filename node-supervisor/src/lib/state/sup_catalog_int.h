@@ -16,7 +16,8 @@ struct sup_catalog {
 	char path[PATH_MAX];
 };
 
-/* -EIO with the catalog's path, what was done and SQLite's message. */
+/* -EIO (-ENOSPC when the file system is full) with the catalog's path,
+ * what was done and SQLite's message. */
 int sup_catalog_db_err(sup_catalog *c, sbx_err *err, const char *what);
 /* Run sql (no rows). */
 int sup_catalog_exec(sup_catalog *c, const char *sql, sbx_err *err);
