@@ -159,10 +159,10 @@ class TenantShare(unittest.TestCase):
         try:
             started, refused = 0, None
             for _ in range(BG_MAX_RUNNING + 20):
-                st, _, p = self.req("alice", "POST", "/v1/sandboxes/%s/processes" % c["id"],
-                                    {"cmd": "sleep 600"})
+                st, hdrs, p = self.req("alice", "POST", "/v1/sandboxes/%s/processes" % c["id"],
+                                       {"cmd": "sleep 600"})
                 if st != 201:
-                    refused = (st, p)
+                    refused = (st, p, hdrs.get("retry-after"))
                     break
                 started += 1
             # the agent's bound, refused as "try later", not as a fault
@@ -170,6 +170,7 @@ class TenantShare(unittest.TestCase):
             self.assertIsNotNone(refused)
             self.assertEqual(refused[0], 503, refused)
             self.assertEqual(refused[1]["error"]["code"], "unavailable", refused)
+            self.assertEqual(refused[2], "1", refused)  # "not now": a retry waits a second
             self.bob_served()
             st, _, r = self.req("alice", "POST", "/v1/sandboxes/%s/exec" % c["id"],
                                 {"argv": ["echo", "still"]})

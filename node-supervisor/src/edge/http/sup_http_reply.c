@@ -162,6 +162,11 @@ static void error_reply(sup_http_req *r, int status, const char *code, const cha
 	}
 	if (status >= 500 && status != 503)
 		snprintf(r->note, sizeof(r->note), "%s", msg);
+	/* 503 is "not now": no sandbox in time, the node at its limit, too
+	 * many commands, a store out of reach; a client's retry loop waits a
+	 * second rather than spinning */
+	if (status == 503)
+		sup_http_header(r, "Retry-After", "1");
 	sup_http_json(r, status, o);
 }
 
