@@ -485,9 +485,14 @@ class SdkTest(SupervisorCase):
                 Secret.put("bad name", "v")
             with self.assertRaises(sbx.TooLarge):
                 Secret.put("big", "x" * 16385)
-            with Sandbox.create(timeout=120, secrets={"API_KEY": "sdk-key"}) as sb:
+            with Sandbox.create(timeout=120, secrets={"API_KEY": "sdk-key"},
+                                secret_files={"api.key": "sdk-key"}) as sb:
                 self.assertEqual(sb.run("echo $API_KEY").stdout, value + "2\n")
-                self.assertEqual(sb.refresh()["secrets"], [{"name": "sdk-key", "env": "API_KEY"}])
+                self.assertEqual(sb.run("cat /run/secrets/api.key").stdout, value + "2")
+                self.assertEqual(sorted(sb.refresh()["secrets"], key=lambda x: sorted(x)),
+                                 sorted([{"name": "sdk-key", "env": "API_KEY"},
+                                         {"name": "sdk-key", "file": "/run/secrets/api.key"}],
+                                        key=lambda x: sorted(x)))
             with self.assertRaises(sbx.BadRequest):
                 Sandbox.create(timeout=60, secrets={"API_KEY": "nope"})
         finally:

@@ -9,8 +9,12 @@ a SIGKILL of the supervisor (the catalog keeps the names, the key file the
 key); a deleted secret is refused to the next create; another tenant
 neither sees nor uses them; a snapshot's archive holds no value; a sandbox
 handed to the next tenant after a reset (--pool-reuse) holds none, in its
-commands' environment or any process's; a supervisor without --secrets-key refuses
-them clearly, and one whose key is inside its state folder does not start.
+commands' environment or any process's; secrets given as files
+("secret_files") are read-only files of /run/secrets for the sandbox user
+that no path of the host, no snapshot, restore, fork or next tenant holds,
+and that outlive a supervisor's SIGKILL; a supervisor without
+--secrets-key refuses them clearly, and one whose key is inside its state
+folder does not start.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
@@ -297,6 +301,95 @@ class Secrets(unittest.TestCase):
         self.no_value_in("the next tenant's sandbox", r["stdout"] + r["stderr"])
         for x in got:
             self.req(s, "DELETE", "/v1/sandboxes/" + x, who="bob", expect=204)
+        stop_clean(s)
+        self.no_value_in_log(s)
+        for a in self.answers:
+            self.no_value_in("an answer", a)
+
+    def test_secret_files(self):
+        # "secret_files": read-only files of /run/secrets on a tmpfs of the
+        # container's own; no path of the host, no snapshot, fork or next
+        # tenant holds them; gVisor refused clearly
+        s = self.new(extra=["--pool-reuse"])
+        s.wait_ready()
+        self.req(s, "PUT", "/v1/secrets/openai", {"value": V1}, expect=201)
+        self.req(s, "PUT", "/v1/secrets/gh", {"value": V3}, expect=201)
+        for bad, why in [({"../x": "openai"}, "file"), ({"a/b": "openai"}, "file"),
+                         ({"..": "openai"}, "file"), ({"k": "no-such"}, "no-such"),
+                         ({"k": 7}, "secret's name")]:
+            st, b = self.req(s, "POST", "/v1/sandboxes", {"secret_files": bad})
+            self.assertEqual(st, 400, (bad, b))
+            self.assertIn(why, b["error"]["message"])
+        st, b = self.req(s, "POST", "/v1/sandboxes", {"secret_files": {"k": "openai"},
+                                                        "isolation": "gvisor"})
+        self.assertEqual(st, 400, b)
+        st, sb = self.req(s, "POST", "/v1/sandboxes", {
+            "secret_files": {"openai.key": "openai", "gh": "gh"}, "secrets": {"GH": "gh"},
+            "timeout": 600}, expect=201)
+        sid = sb["id"]
+        self.assertEqual(sorted((x["name"], x.get("file") or x.get("env")) for x in sb["secrets"]),
+                         [("gh", "/run/secrets/gh"), ("gh", "GH"), ("openai", "/run/secrets/openai.key")])
+        st, r = self.req(s, "POST", "/v1/sandboxes/%s/exec" % sid, {
+            "cmd": "cat /run/secrets/openai.key; echo; stat -c '%a %U' /run/secrets/openai.key;"
+                   " echo $GH; echo x > /run/secrets/openai.key 2>/dev/null || echo ro;"
+                   " rm /run/secrets/gh 2>/dev/null || echo kept; id -un"}, expect=200)
+        self.assertEqual(r["stdout"].split("\n")[:6], [V1, "400 sandbox", V3, "ro", "kept", "sandbox"],
+                         r)
+        # nothing of the host holds a value: no mount, no file below the
+        # state folder
+        with open("/proc/self/mountinfo") as f:
+            self.assertNotIn("/run/secrets", f.read())
+        for root, _, names in os.walk(self.state):
+            for n in names:
+                p = os.path.join(root, n)
+                if os.path.isfile(p) and not os.path.islink(p) and os.path.getsize(p) < (64 << 20):
+                    with open(p, "rb") as f:
+                        data = f.read()
+                    self.assertNotIn(V1.encode(), data, p)
+        # a snapshot, its restore, a fork: no file, no value
+        st, snap = self.req(s, "POST", "/v1/sandboxes/%s/snapshots" % sid, {"name": "f"},
+                            expect=201)
+        arc = os.path.join(self.state, "snapshots", snap["id"] + ".tar.zst")
+        tar = subprocess.run(["zstd", "-q", "-d", "-c", arc], capture_output=True, check=True,
+                             timeout=60).stdout
+        self.assertNotIn(V1.encode(), tar)
+        st, rs = self.req(s, "POST", "/v1/sandboxes", {"snapshot": snap["id"]}, expect=201)
+        st, fk = self.req(s, "POST", "/v1/sandboxes/%s/fork" % sid, {"count": 1}, expect=201)
+        for other in (rs["id"], fk["sandboxes"][0]["id"]):
+            st, r = self.req(s, "POST", "/v1/sandboxes/%s/exec" % other,
+                             {"cmd": "cat /run/secrets/* 2>/dev/null; echo end"}, expect=200)
+            self.assertEqual(r["stdout"], "end\n", other)
+            self.req(s, "DELETE", "/v1/sandboxes/" + other, expect=204)
+        self.req(s, "DELETE", "/v1/snapshots/" + snap["id"], expect=204)
+        # a SIGKILL: the files stay (the container's own mount), the view
+        # names them
+        s.signal(signal.SIGKILL)
+        s.wait(30)
+        s = self.new(extra=["--pool-reuse"])
+        deadline = time.monotonic() + 20
+        while self.req(s, "GET", "/v1/sandboxes/" + sid)[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        st, b = self.req(s, "GET", "/v1/sandboxes/" + sid, expect=200)
+        self.assertEqual(len(b["secrets"]), 3, b)
+        st, r = self.req(s, "POST", "/v1/sandboxes/%s/exec" % sid,
+                         {"cmd": "cat /run/secrets/gh"}, expect=200)
+        self.assertEqual(r["stdout"], V3)
+        # deleted: never reused (it had files), so bob cannot get it
+        self.req(s, "DELETE", "/v1/sandboxes/" + sid, expect=204)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with open(s.log_path, errors="replace") as f:
+                log = f.read()
+            if "sandbox %s: destroyed" % sid in log or "sandbox %s: reset" % sid in log:
+                break
+            time.sleep(0.1)
+        self.assertNotIn("sandbox %s: reset" % sid, log)
+        st, b = self.req(s, "POST", "/v1/sandboxes", {"timeout": 600}, who="bob", expect=201)
+        self.assertNotEqual(b["id"], sid)
+        st, r = self.req(s, "POST", "/v1/sandboxes/%s/exec" % b["id"],
+                         {"cmd": "cat /run/secrets/* 2>/dev/null; echo end"}, who="bob", expect=200)
+        self.assertEqual(r["stdout"], "end\n")
+        self.req(s, "DELETE", "/v1/sandboxes/" + b["id"], who="bob", expect=204)
         stop_clean(s)
         self.no_value_in_log(s)
         for a in self.answers:

@@ -193,13 +193,13 @@ static void core_destroy(sup_core *c, sup_sandbox *sb, bool urgent, int exec_cod
 		sb->expiry = NULL;
 	}
 	fail_execs(sb, exec_code, exec_why);
-	sup_core_secrets_env_free(sb);
-	/* one with volumes mounted into it, or whose id went out in a
-	 * signed URL, is never another's (the pools reuse a sandbox only when
-	 * asked to, and only a clean one) */
+	/* one with volumes or secret files mounted into it, or whose id went
+	 * out in a signed URL, is never another's (the pools reuse a sandbox
+	 * only when asked to, and only a clean one) */
 	sup_vol_mount v[1];
 	bool reusable = (!c->cfg.volumes || sup_volumes_of(c->cfg.volumes, sb->id, v, 1) == 0) &&
-			!sb->id_given_out;
+			!sb->id_given_out && !sup_core_secrets_files(&sb->secrets);
+	sup_core_secrets_env_free(sb);
 	sup_pools_release(c->pools, sb, reusable, urgent, on_destroyed, c);
 }
 

@@ -159,7 +159,16 @@ static int create_allowed(sup_core *c, const sup_tenant *who, sup_create_req *re
 	rc = rc ?: sup_core_apply_tenant(who, req, err);
 	rc = rc ?: sup_core_allow_isolation(c, who, req, err);
 	rc = rc ?: sup_core_allow_network(c, req, err);
-	return rc ?: sup_core_secrets_check(c->cfg.secrets, who->name, &req->secrets, &req->env, err);
+	rc = rc ?: sup_core_secrets_check(c->cfg.secrets, who->name, &req->secrets, &req->env, err);
+	/* a file is bound into the container's own mount namespace: runc's
+	 * (gVisor's files are its own kernel's; a pod's, its node's) */
+	if (rc == 0 && sup_core_secrets_files(&req->secrets) &&
+	    (c->cfg.backend || req->isolation != SUP_ISO_RUNC))
+		rc = sbx_err_set(err, -EINVAL,
+				 "field \"secret_files\": files are given to runc sandboxes only (this is %s); "
+				 "use \"secrets\" (variables)",
+				 c->cfg.backend ? c->cfg.backend : sup_isolation_names[req->isolation]);
+	return rc;
 }
 
 /* 5. What it will hold fits: a backend's template sets the limits (the

@@ -6,7 +6,23 @@
 #include <string.h>
 
 #include "sup_log.h"
+#include "sup_nsmount.h"
+#include "sup_runc_image.h"
 #include "sup_secrets.h"
+
+/* A binding of a file (its "variable" is the file's path in the sandbox). */
+static bool is_file(const sup_secret_bind *bd)
+{
+	return bd->env[0] == '/';
+}
+
+bool sup_core_secrets_files(const sup_secret_binds *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (is_file(&b->v[i]))
+			return true;
+	return false;
+}
 
 int sup_core_secrets_check(struct sup_secrets *store, const char *tenant,
 			   const sup_secret_binds *b, const sup_env *env, sbx_err *err)
@@ -18,14 +34,14 @@ int sup_core_secrets_check(struct sup_secrets *store, const char *tenant,
 				   "field \"secrets\": this supervisor keeps no secrets (start it with "
 				   "--secrets-key FILE)");
 	for (size_t i = 0; i < b->n; i++) {
-		if (sup_env_has(env, b->v[i].env))
+		if (!is_file(&b->v[i]) && sup_env_has(env, b->v[i].env))
 			return sbx_err_set(err, -EINVAL,
 					   "field \"secrets[%zu]\": variable %s is in \"env\" too", i,
 					   b->v[i].env);
 		for (size_t k = 0; k < i; k++)
 			if (strcmp(b->v[k].env, b->v[i].env) == 0)
 				return sbx_err_set(err, -EINVAL,
-						   "field \"secrets[%zu]\": variable %s named twice", i,
+						   "field \"secrets[%zu]\": %s named twice", i,
 						   b->v[i].env);
 		if (sup_secrets_check(store, tenant, b->v[i].name, err) < 0) {
 			/* an unknown secret is the request's fault */
@@ -84,19 +100,56 @@ static int give_one(struct sup_secrets *store, sup_sandbox *sb, const sup_secret
 	return 0;
 }
 
+/* The file bindings of b as files on a tmpfs of their own, bound
+ * read-only at SUP_SECRET_FILES_DIR in sb's container: the values are
+ * opened here, written there and wiped here; no path of the host holds
+ * them (sup_nsmount_files). */
+static int give_files(struct sup_secrets *store, sup_sandbox *sb, const sup_secret_binds *b,
+		      sbx_err *err)
+{
+	sup_secret_buf bufs[SUP_SECRET_BINDS_MAX];
+	sup_nsmount_file files[SUP_SECRET_BINDS_MAX];
+	size_t n = 0;
+	int rc = 0;
+	for (size_t i = 0; i < b->n && rc == 0; i++) {
+		if (!is_file(&b->v[i]))
+			continue;
+		rc = sup_secrets_reveal(store, sb->tenant, b->v[i].name, &bufs[n], err);
+		if (rc < 0) {
+			if (err->code == -ENOENT) /* deleted since the check: the request's */
+				err->code = -EINVAL;
+			sbx_err_wrap(err, "field \"secret_files\"");
+			break;
+		}
+		files[n] = (sup_nsmount_file){ .name = b->v[i].env + sizeof(SUP_SECRET_FILES_DIR),
+					       .data = (const char *)bufs[n].p,
+					       .len = bufs[n].len };
+		n++;
+	}
+	if (rc == 0 && n)
+		rc = sup_nsmount_files(sb->box.init_pid, SUP_SECRET_FILES_DIR, files, n,
+				       SUP_RUNC_SANDBOX_UID, SUP_RUNC_SANDBOX_UID, err);
+	for (size_t i = 0; i < n; i++)
+		sup_secret_buf_free(&bufs[i]);
+	return rc;
+}
+
 int sup_core_secrets_give(struct sup_secrets *store, sup_sandbox *sb, sup_secret_binds *b,
 			  sbx_err *err)
 {
 	if (b->n == 0)
 		return 0;
 	for (size_t i = 0; i < b->n; i++) {
-		if (give_one(store, sb, &b->v[i], err) < 0) {
+		if (!is_file(&b->v[i]) && give_one(store, sb, &b->v[i], err) < 0) {
 			/* deleted since the create was checked: still the request's */
 			if (err->code == -ENOENT)
 				err->code = -EINVAL;
 			return sbx_err_wrap(err, "field \"secrets[%zu]\"", i);
 		}
 	}
+	int rc = give_files(store, sb, b, err);
+	if (rc < 0)
+		return rc;
 	sb->secrets = *b;
 	memset(b, 0, sizeof(*b));
 	return 0;
@@ -164,11 +217,13 @@ void sup_core_secrets_restore(struct sup_secrets *store, sup_sandbox *sb, const 
 		snprintf(bd.env, sizeof(bd.env), "%.*s", (int)(nl - eq - 1), eq + 1);
 		p = nl + 1;
 		sbx_err e;
-		if (!store) {
+		/* a file is still where it was put (the container's own mount):
+		 * only a variable is given again */
+		if (!is_file(&bd) && !store) {
 			sup_warn("sandbox %s: secret %s not given again (no --secrets-key)", sb->id, bd.name);
 			continue;
 		}
-		if (give_one(store, sb, &bd, &e) < 0) {
+		if (!is_file(&bd) && give_one(store, sb, &bd, &e) < 0) {
 			sup_warn("sandbox %s: secret %s not given again: %s", sb->id, bd.name, e.msg);
 			continue;
 		}

@@ -1,10 +1,13 @@
-/* A sandbox's secrets as environment variables: checked at a create,
+/* A sandbox's secrets as environment variables or as files: checked at a create,
  * opened into its env when it is handed out, and kept out of everything
  * that outlives or copies it. The catalog keeps the names (a restart opens
  * them again); a fork, a snapshot and a view get the env without them (a
  * view the names only); a sandbox reset for another owner has lost them
  * with its env. Values live in the sandbox's env only, wiped when freed
- * (sup_env_free).
+ * (sup_env_free). A file binding's "variable" is its path in the sandbox
+ * (SUP_SECRET_FILES_DIR/NAME): its value goes onto a tmpfs of its own bound
+ * read-only there (runc sandboxes), which no path of the host leads to and
+ * which goes with the container; such a sandbox is never reused.
  *
  * Owns the binding's text in the catalog ("name=VAR" lines). It must not
  * log a value, or hand one to anything but the sandbox's own commands. */
@@ -22,7 +25,9 @@ struct sup_secrets;
  * bindings without a store (no --secrets-key) too. */
 int sup_core_secrets_check(struct sup_secrets *store, const char *tenant,
 			   const sup_secret_binds *b, const sup_env *env, sbx_err *err);
-/* Handed out: b's values into sb's env (b moved into sb->secrets).
+/* Whether b binds a file. */
+bool sup_core_secrets_files(const sup_secret_binds *b);
+/* Handed out: b's values into sb's env and files (b moved into sb->secrets).
  * -EINVAL when a secret is gone meanwhile, -EBADMSG when it does not open. */
 int sup_core_secrets_give(struct sup_secrets *store, sup_sandbox *sb, sup_secret_binds *b,
 			  sbx_err *err);

@@ -32,10 +32,14 @@ bool sup_env_has(const sup_env *e, const char *key);
  * names only (the value is opened where the sandbox gets it,
  * sup_core_secrets.h). */
 #define SUP_SECRET_BINDS_MAX 64
+/* where a sandbox finds its secrets given as files (runc sandboxes) */
+#define SUP_SECRET_FILES_DIR "/run/secrets"
+#define SUP_SECRET_FILE_MAX 64 /* a file's name: [A-Za-z0-9._-], not . or .. */
 #define SUP_SECRET_ENV_MAX 127 /* [A-Za-z_][A-Za-z0-9_]* */
 typedef struct sup_secret_bind {
 	char name[72];                      /* the secret's (sup_secret.h's rules) */
-	char env[SUP_SECRET_ENV_MAX + 1];   /* the variable's */
+	char env[SUP_SECRET_ENV_MAX + 1];   /* the variable's, or a file's path
+					     * (SUP_SECRET_FILES_DIR/NAME) */
 } sup_secret_bind;
 
 typedef struct sup_secret_binds {

@@ -74,21 +74,22 @@ class Sandbox:
     # ---- life ----
     @classmethod
     def create(cls, image=None, timeout=None, resources=None, env=None, network=None,
-               isolation=None, mcp=None, volumes=None, snapshot=None, secrets=None, url=None,
-               token=None, client=None, ca_file=None):
+               isolation=None, mcp=None, volumes=None, snapshot=None, secrets=None,
+               secret_files=None, url=None, token=None, client=None, ca_file=None):
         """POST /v1/sandboxes. `resources` {"cpus","memory","pids","disk"},
         `network` an egress policy, `mcp` {"servers": {...}}, `volumes`
         [{"name","mount","read_only"}], `snapshot` a Snapshot (or its id)
         to restore: the new sandbox starts with its files; `secrets`
         {"VAR": "secret-name"}: the tenant's secrets as its commands'
-        variables. `ca_file`: the CA of an https:// API's certificate
+        variables; `secret_files` {"FILE": "secret-name"}: as read-only files
+        /run/secrets/FILE (runc sandboxes). `ca_file`: the CA of an https:// API's certificate
         (default $SBX_CA_FILE, else the system's)."""
         c = client or Client(url, token, ca_file=ca_file)
         if snapshot is not None and not isinstance(snapshot, str):
             snapshot = snapshot.id
         body = _opts(image=image, timeout=timeout, resources=resources, env=env,
                      network=network, isolation=isolation, mcp=mcp, volumes=volumes,
-                     snapshot=snapshot, secrets=secrets)
+                     snapshot=snapshot, secrets=secrets, secret_files=secret_files)
         # A restore is a cold create that unpacks the layer first.
         return cls(c.call("POST", "/v1/sandboxes", json_body=body, ok=(201,),
                           timeout=-1 if snapshot is None else 300), c)

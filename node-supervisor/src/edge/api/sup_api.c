@@ -153,6 +153,8 @@ int sup_api_parse_create(const char *body, size_t len, const sup_api_limits *lim
 			rc = parse_env(v, &out->env, err);
 		} else if (strcmp(key, "secrets") == 0) {
 			rc = sup_api_parse_secret_binds(v, &out->secrets, err);
+		} else if (strcmp(key, "secret_files") == 0) {
+			rc = sup_api_parse_secret_files(v, &out->secrets, err);
 		} else if (strcmp(key, "resources") == 0) {
 			unsigned res_given = 0;
 			rc = sup_resources_from_json(v, &lim->res_default, &lim->res_max,

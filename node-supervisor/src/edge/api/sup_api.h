@@ -93,6 +93,9 @@ json_t *sup_api_render_volume_mounts(const sup_vol_mount *m, size_t n);
  * variable VAR of the sandbox's commands; sup_api_secrets.c), and its
  * rendering in a view: [{"name", "env"}], never a value. */
 int sup_api_parse_secret_binds(json_t *v, sup_secret_binds *out, sbx_err *err);
+/* A create's "secret_files": {"FILE": "secret"}, each a file FILE of
+ * SUP_SECRET_FILES_DIR; added to out beside "secrets". */
+int sup_api_parse_secret_files(json_t *v, sup_secret_binds *out, sbx_err *err);
 json_t *sup_api_render_secret_binds(const sup_secret_binds *b);
 /* A volume as /v1/volumes shows it. */
 json_t *sup_api_render_volume(const sup_volume_view *v);

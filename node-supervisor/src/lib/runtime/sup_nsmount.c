@@ -18,6 +18,12 @@
 #include "sbx/cleanup.h"
 
 #define MAX_DEPTH 64
+/* a tmpfs's room: its files' pages, and some for its folder */
+#define SUP_NSMOUNT_FILES_SLACK (64u * 1024)
+static size_t f_round(size_t len)
+{
+	return (len + 4095) & ~(size_t)4095;
+}
 
 /* What the child reports: the step that failed, its errno, and for a
  * folder of the destination, which one and whether it is a symlink. */
@@ -107,7 +113,9 @@ static int not_a_folder(const char *dest, char *const *comps, const nsm_result *
 			   res->symlink ? "a symbolic link" : "a file");
 }
 
-int sup_nsmount_bind(pid_t pid, const char *src, const char *dest, bool read_only, sbx_err *err)
+/* The detached mount tree moved onto dest (made as needed) inside the
+ * mount namespace of pid. */
+static int move_into(pid_t pid, int tree, const char *dest, sbx_err *err)
 {
 	/* the destination's components, split before the clone */
 	char path[PATH_MAX];
@@ -125,14 +133,6 @@ int sup_nsmount_bind(pid_t pid, const char *src, const char *dest, bool read_onl
 	SBX_AUTO_CLOSE int ns = open(nspath, O_RDONLY | O_CLOEXEC);
 	if (ns < 0)
 		return sbx_err_sys(err, -errno, "bind %s: open %s", dest, nspath);
-	SBX_AUTO_CLOSE int tree = (int)syscall(SYS_open_tree, AT_FDCWD, src,
-					       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (tree < 0)
-		return sbx_err_sys(err, -errno, "bind %s: clone the mount of %s", dest, src);
-	struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-					      (read_only ? MOUNT_ATTR_RDONLY : 0) };
-	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
-		return sbx_err_sys(err, -errno, "bind %s: set the mount's flags", dest);
 	/* CLONE_VM | CLONE_VFORK, as posix_spawn: no copy of our page tables
 	 * (a fork of the supervisor costs milliseconds), no CLONE_FS (setns
 	 * of a mount namespace refuses a shared fs_struct) */
@@ -152,4 +152,76 @@ int sup_nsmount_bind(pid_t pid, const char *src, const char *dest, bool read_onl
 		return sbx_err_sys(err, -c.res.err, "bind %s into pid %d: %s", dest, (int)pid,
 				   step_names[c.res.step]);
 	return 0;
+}
+
+int sup_nsmount_bind(pid_t pid, const char *src, const char *dest, bool read_only, sbx_err *err)
+{
+	SBX_AUTO_CLOSE int tree = (int)syscall(SYS_open_tree, AT_FDCWD, src,
+					       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		return sbx_err_sys(err, -errno, "bind %s: clone the mount of %s", dest, src);
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					      (read_only ? MOUNT_ATTR_RDONLY : 0) };
+	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+		return sbx_err_sys(err, -errno, "bind %s: set the mount's flags", dest);
+	return move_into(pid, tree, dest, err);
+}
+
+/* A new tmpfs, detached: never on a path of the host. */
+static int tmpfs_detached(size_t size, uid_t uid, gid_t gid, sbx_err *err)
+{
+	SBX_AUTO_CLOSE int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return sbx_err_sys(err, -errno, "files: open a tmpfs");
+	char sz[32], u[16], g[16];
+	snprintf(sz, sizeof(sz), "%zu", size);
+	snprintf(u, sizeof(u), "%u", (unsigned)uid);
+	snprintf(g, sizeof(g), "%u", (unsigned)gid);
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", sz, 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0500", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "uid", u, 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "gid", g, 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return sbx_err_sys(err, -errno, "files: configure a tmpfs");
+	int mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+			       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	if (mnt < 0)
+		return sbx_err_sys(err, -errno, "files: mount a tmpfs");
+	return mnt;
+}
+
+static int write_file(int dir, const sup_nsmount_file *f, uid_t uid, gid_t gid, sbx_err *err)
+{
+	SBX_AUTO_CLOSE int fd = openat(dir, f->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+	if (fd < 0)
+		return sbx_err_sys(err, -errno, "files: make %s", f->name);
+	for (size_t at = 0; at < f->len;) {
+		ssize_t w = write(fd, f->data + at, f->len - at);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return sbx_err_sys(err, w < 0 ? -errno : -EIO, "files: write %s", f->name);
+		at += (size_t)w;
+	}
+	if (fchown(fd, uid, gid) < 0)
+		return sbx_err_sys(err, -errno, "files: own %s", f->name);
+	return 0;
+}
+
+int sup_nsmount_files(pid_t pid, const char *dest, const sup_nsmount_file *files, size_t n, uid_t uid,
+		      gid_t gid, sbx_err *err)
+{
+	size_t size = SUP_NSMOUNT_FILES_SLACK;
+	for (size_t i = 0; i < n; i++)
+		size += f_round(files[i].len);
+	SBX_AUTO_CLOSE int mnt = tmpfs_detached(size, uid, gid, err);
+	if (mnt < 0)
+		return sbx_err_wrap(err, "bind %s", dest);
+	for (size_t i = 0; i < n; i++)
+		if (write_file(mnt, &files[i], uid, gid, err) < 0)
+			return sbx_err_wrap(err, "bind %s", dest);
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+	if (syscall(SYS_mount_setattr, mnt, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+		return sbx_err_sys(err, -errno, "bind %s: make the files read-only", dest);
+	return move_into(pid, mnt, dest, err);
 }
