@@ -11,8 +11,11 @@
 #   make fuzz   sanitizer build, the libFuzzer targets for FUZZ_SECONDS each
 #               (make test runs each for a fixed count of inputs)
 #   make agent-image  the agent layer as an OCI layout and oci-archive
-#   make images the supervisor's image and the agent layer (OCI layouts and
-#               oci-archives in build/release/images)
+#   make images the supervisor's image, the agent layer and sbx's sandbox
+#               images (sbx/base, sbx/code-interpreter: images/build; OCI
+#               layouts and oci-archives in build/release/images)
+#   make run IMAGES=code-interpreter  the same run with those sandbox images
+#               imported (sbx/NAME; names separated by spaces)
 JOBS      ?= $(shell nproc)
 REL_DIR   := build/release
 SAN_DIR   := build/sanitize
@@ -25,9 +28,12 @@ POOL_SIZE ?= 4
 POOL_MAX  ?= 32
 # UPLINK=IFACE (or netns:NAME): egress by policy through it (API.md, "Network")
 UPLINK    ?=
+# IMAGES=code-interpreter base: sbx's sandbox images make run imports
+IMAGES    ?=
+SANDBOX_IMAGES := base code-interpreter
 
 .PHONY: all deps build build-san run test bench bench-report lint fuzz clean agent-image k8s-deps \
-        images soak
+        images soak sandbox-images
 
 all: build
 
@@ -43,9 +49,18 @@ build-san: deps
 	@cmake --build $(SAN_DIR) -j$(JOBS)
 
 run: build
+	@for i in $(IMAGES); do images/build $$i $(REL_DIR)/images || exit 1; done
 	exec $(REL_DIR)/node-supervisor/sandbox-supervisor --listen $(LISTEN) \
 	  --state-dir $(STATE_DIR) --pool-size $(POOL_SIZE) --pool-max $(POOL_MAX) --print-example \
-	  $(if $(UPLINK),--uplink $(UPLINK))
+	  $(if $(UPLINK),--uplink $(UPLINK)) \
+	  $(foreach i,$(IMAGES),--import-image $(REL_DIR)/images/sbx-$(i))
+
+# sbx's sandbox images for the tests (it_contexts), without the agent layer
+# (the sanitizer build's agent runs in them): the Debian part is built once
+# per machine and cached (images/build: 356 s for code-interpreter on a
+# shared 2-core machine, 435 MB of gzip layers), later runs take seconds.
+sandbox-images: deps
+	images/build code-interpreter $(SAN_DIR)/sandbox-images
 
 # The control plane the Kubernetes tests start: Debian's etcd and kubectl,
 # a kube-apiserver built from Debian's source once per machine (about 3 min
@@ -55,7 +70,7 @@ k8s-deps: deps
 
 # The release build too: gcc -O3 warns of things -O2 does not, and make run
 # must keep building.
-test: build build-san k8s-deps
+test: build build-san k8s-deps sandbox-images
 	cd $(SAN_DIR) && ctest --output-on-failure -j$(JOBS)
 
 lint: build
@@ -75,11 +90,15 @@ agent-image: build
 
 # The images daemonset/ runs: the supervisor's (FROM scratch: the
 # supervisor, the agent, runc, mkfs.ext4 and the libraries they load; see
-# scripts/supervisor-image) and the agent layer.
+# scripts/supervisor-image) and the agent layer; and sbx's sandbox images
+# from Debian's packages (images/build, one recipe per image in images/),
+# each with the agent layer on top.
 images: build
 	scripts/agent-image $(REL_DIR)/guest-agent/sandbox-agent $(REL_DIR)/images
 	scripts/supervisor-image $(REL_DIR)/node-supervisor/sandbox-supervisor \
 	  $(REL_DIR)/guest-agent/sandbox-agent $(REL_DIR)/images
+	for i in $(SANDBOX_IMAGES); do \
+	  images/build $$i $(REL_DIR)/images $(REL_DIR)/guest-agent/sandbox-agent || exit 1; done
 
 # Every bench, each run by bench/bench_run.py: its rows (JSON lines), its
 # printed detail and the machine's load go to $(BENCH_OUT); then
@@ -95,6 +114,7 @@ images: build
 #   images, mcp, ports, snapshots (100 MiB), snapshots-s3, snapshots-1gib,
 #     relay, tls: bench/bench_<name>.py;
 #   sse-1gib: issue 3's 1 GiB of output through SSE, sha256 checked;
+#   contexts: code contexts on sbx/code-interpreter (bench/bench_contexts.py);
 #   snapshot-roundtrip-1gib: it_snapshots' round trip with a 1 GiB file
 #     (make test's is 50 MiB).
 BENCH_OUT := $(REL_DIR)/bench-results
@@ -129,6 +149,7 @@ bench: build k8s-deps
 	  /usr/bin/python3 tests/integration/test_snapshots.py -v SnapshotsTest.test_round_trip
 	-$(BENCH_ENV) $(BENCH_RUN) relay -- /usr/bin/python3 bench/bench_relay.py
 	-$(BENCH_ENV) $(BENCH_RUN) tls -- /usr/bin/python3 bench/bench_tls.py
+	-$(BENCH_ENV) $(BENCH_RUN) contexts -- /usr/bin/python3 bench/bench_contexts.py
 	@$(MAKE) --no-print-directory bench-report
 
 # The soak under faults (tests/integration/test_soak.py: what it injects,

@@ -16,7 +16,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "integration"))
 import sbx_harness as h  # noqa: E402
-from bench_table import emit  # noqa: E402
+from bench_table import emit, timed  # noqa: E402
 
 SUP, AGENT = os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"]
 MAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "images",
@@ -70,15 +70,6 @@ def upload(sup, path):
         assert resp.status == 201, body
     finally:
         c.close()
-
-
-def timed(fn, n):
-    out = []
-    for _ in range(n):
-        t0 = time.monotonic()
-        fn()
-        out.append((time.monotonic() - t0) * 1000)
-    return out
 
 
 def imports(sup, tmp):

@@ -53,6 +53,8 @@ BENCHES = [
      "(`bench/bench_tls.py`)"),
     ("soak", "a mixed load under faults for SOAK_SECONDS (`make soak`; "
      "`tests/integration/test_soak.py`)"),
+    ("contexts", "code contexts on sbx/code-interpreter: its build and size, a kernel's start, "
+     "cells (`bench/bench_contexts.py`)"),
 ]
 
 
@@ -242,6 +244,15 @@ HEADLINES = [
       Ref("s3.100.snapshot_local", "s", "local store"), Ref("s3.100.put", "s", "upload alone")),
     H("Restore of 100 MiB from S3 on another node", "snapshots-s3", Ref("s3.100.restore_other", "s"),
       Ref("s3.100.restore_local", "s", "local store"), Ref("s3.100.get", "s", "download alone")),
+    H("Code context: `1+1` round trip in a warm context, p50", "contexts", Ref("ctx.cell", "p50_ms"),
+      Ref("ctx.exec", "p50_ms", "exec `true`"), goal=at_most(5, "≤ 5 ms (#29)")),
+    H("Code context: ready beside a warm spare kernel, p50", "contexts", Ref("ctx.warm_create", "p50_ms"),
+      goal=at_most(300, "≤ 300 ms from a pooled sandbox (#29)")),
+    H("Code context: the first of a sandbox (cold kernel)", "contexts", Ref("ctx.first", "p50_ms")),
+    H("Code context: a ~1 MB PNG result to the client, p50", "contexts", Ref("ctx.png", "p50_ms")),
+    H("sbx/code-interpreter: its Debian part built (cached after)", "contexts", Ref("ctx.image.build", "s")),
+    H("sbx/code-interpreter: size packed", "contexts", Ref("ctx.image.size", "mib"),
+      floor=Ref("ctx.image.unpacked", "mib", "unpacked")),
     H("Images: acquire from a pool of a store image, p50", "images", Ref("images.acquire_tiny", "p50_ms"),
       Ref("images.acquire_host", "p50_ms", "host's pool"), goal=at_most(2, "≤ 2 ms (#14)")),
     H("Images: cold create of a store image (1 layer), p50", "images", Ref("images.cold_tiny", "p50_ms"),

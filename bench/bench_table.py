@@ -8,6 +8,7 @@ nothing is written. Stdlib only.
 """
 import json
 import os
+import time
 
 HEADER = "| what | n | p50 ms | p99 ms | role |\n|---|---|---|---|---|"
 
@@ -32,6 +33,16 @@ def row(what, v, role, key=None):
     print("| %-44s | %6d | %8.3f | %8.3f | %s |" % (what, len(v), pct(v, 50), pct(v, 99), role))
     if key and v:
         emit(key, what, role, n=len(v), p50_ms=pct(v, 50), p99_ms=pct(v, 99))
+
+
+def timed(fn, n):
+    """fn called n times: each call's time in ms."""
+    out = []
+    for _ in range(n):
+        t0 = time.monotonic()
+        fn()
+        out.append((time.monotonic() - t0) * 1000)
+    return out
 
 
 def load_average():

@@ -139,6 +139,13 @@ class TenantWalls(unittest.TestCase):
             ("POST", "/resume", None),
             ("POST", "/timeout", {"timeout": 1}),
             ("PATCH", "/network", {"default_action": "allow"}),
+            ("GET", "/contexts", None),
+            ("POST", "/contexts", {"language": "bash"}),
+            ("GET", "/contexts/bash", None),
+            ("POST", "/contexts/bash/run", {"code": "cat /workspace/secret.txt"}),
+            ("POST", "/contexts/bash/interrupt", None),
+            ("POST", "/contexts/bash/restart", None),
+            ("DELETE", "/contexts/bash", None),
         ]
         for method, suffix, body in routes:
             with self.subTest(method=method, route=suffix):

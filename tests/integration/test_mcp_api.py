@@ -51,7 +51,7 @@ TOOLS = {
     "read_process_output": "processOutput", "write_process_stdin": "processStdin",
     "kill_process": "killProcess", "read_file": "readFile",
     "write_file": "writeFile", "list_files": "list", "search_files": "search",
-    "snapshot_sandbox": "snapshotSandbox",
+    "snapshot_sandbox": "snapshotSandbox", "run_code": "runCode",
 }
 OMIT = {"read_process_output": {"follow"}, "list_sandboxes": {"scope"}}
 # The result schema (components/schemas) of a tool whose route answers no
@@ -60,7 +60,7 @@ OUT = {"delete_sandbox": "McpDeleted", "read_process_output": "McpProcessRead", 
        "read_file": "McpFileRead"}
 # The tools whose text is not their structuredContent's JSON but the output
 # to read (each with a note where it was cut).
-SHOWN = {"run_command", "read_process_output", "read_file"}
+SHOWN = {"run_command", "read_process_output", "read_file", "run_code"}
 
 
 def hash_token(tok):
@@ -413,11 +413,17 @@ class McpApi(unittest.TestCase):
             self.assertTrue(m, r)
             return {"code": m.group(1), "status": int(m.group(2)), "message": m.group(3)}
 
+        # run_code in an image without the context driver (the host's root;
+        # it runs in sbx/code-interpreter: test_contexts.py)
+        e = err(alice, "run_code", id=sid, ctx="python", code="1")
+        self.assertEqual((e["code"], e["status"]), ("unsupported_image", 422), e)
+        self.assertIn("sbx/code-interpreter", e["message"])
         unknown = err(alice, "run_command", id="no-such-sandbox", cmd="true")
         self.assertEqual(unknown["code"], "not_found")
         # Another tenant's sandbox is as unknown as a missing one.
         for name, args in (("run_command", {"cmd": "true"}), ("read_file", {"path": "/workspace/x"}),
-                           ("delete_sandbox", {}), ("snapshot_sandbox", {})):
+                           ("delete_sandbox", {}), ("snapshot_sandbox", {}),
+                           ("run_code", {"ctx": "python", "code": "1"})):
             e = err(bob, name, id=sid, **args)
             self.assertEqual(e["code"], "not_found", (name, e))
             self.assertNotIn("alice", e["message"])

@@ -23,6 +23,7 @@ int sup_agent_mcp_encode_config(const sup_mcp_server *s, msgpack_sbuffer *sb, sb
 		.name = s->name,
 		.argv = (const char *const *)s->argv,
 		.cwd = s->cwd,
+		.max_line = s->max_line,
 	};
 	char **env = calloc(s->env.n + 1, sizeof(*env));
 	msgpack_packer pk;

@@ -80,6 +80,7 @@ typedef struct sup_mcp_server {
 	size_t argc;
 	sup_env env;
 	char *cwd;    /* NULL: the agent's default */
+	uint64_t max_line; /* the longest line it may write; 0: the protocol's default */
 } sup_mcp_server;
 
 typedef struct sup_mcp_servers {

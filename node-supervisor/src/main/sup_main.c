@@ -12,6 +12,7 @@
  * the run, and the drain that frees everything in the reverse of its
  * making. */
 #include <errno.h>
+#include <locale.h>
 #include <event2/event.h>
 #include <limits.h>
 #include <signal.h>
@@ -533,6 +534,10 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "hash-token") == 0)
 		return sup_start_hash_token(argc, argv);
+	/* Names in image layers and snapshots are UTF-8 (a pax header's
+	 * path): in the C locale libarchive cannot convert them and refuses
+	 * the layer. glibc builds C.UTF-8 in, so the image FROM scratch has it. */
+	setlocale(LC_CTYPE, "C.UTF-8");
 	sup_main *m = calloc(1, sizeof(*m));
 	if (!m) {
 		fprintf(stderr, "sandbox-supervisor: out of memory\n");

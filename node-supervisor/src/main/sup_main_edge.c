@@ -7,6 +7,7 @@
 
 #include "sbx/proto_conn.h"
 #include "sup_cluster_auth.h"
+#include "sup_contexts.h"
 #include "sup_files.h"
 #include "sup_images.h"
 #include "sup_kubemode.h"
@@ -37,12 +38,13 @@ typedef struct sup_families {
 	sup_images_ctx images;
 	sup_volroutes_ctx volroutes;
 	sup_secroutes_ctx secroutes;
+	sup_contexts_ctx contexts; /* its engine's contexts end at the drain */
 	sup_nodes_ctx nodes;
 	sup_ports_ctx ports;
 	sup_urlsign urlsign; /* one signer: the port proxy honours what OpenSandbox's endpoints mint */
 	sup_scrape_ctx scrape, scrape_open;
 	sup_http_mount relay_mount;
-	sup_http_mount mounts[16];
+	sup_http_mount mounts[17];
 	sup_http_mount metrics_mounts[1];
 	char pull_dir[PATH_MAX];
 } sup_families;
@@ -137,10 +139,14 @@ int sup_main_families(sup_main *m, sbx_err *err)
 	f->procs = (sup_procs_ctx){ .core = m->core };
 	f->volroutes = (sup_volroutes_ctx){ .core = m->core };
 	f->secroutes = (sup_secroutes_ctx){ .store = m->secrets };
+	f->contexts.engine = sup_ctx_engine_new(m->base, m->core, cfg->max_output);
+	if (!f->contexts.engine)
+		return sbx_err_set(err, -ENOMEM, "code contexts");
 	f->nodes = (sup_nodes_ctx){ .kube = &m->kube };
 	f->mcp = (sup_mcp_ctx){ .core = m->core, .idle_ms = cfg->mcp_idle_ms,
 				.origins = cfg->mcp_origins, .limits = f->sandboxes.limits,
-				.snaps = m->snaps, .max_upload = cfg->max_upload };
+				.snaps = m->snaps, .max_upload = cfg->max_upload,
+				.contexts = f->contexts.engine };
 	if (sup_mcp_api_check(err) < 0)
 		return err->code;
 	if (sup_urlsign_init(&f->urlsign, err) < 0)
@@ -178,6 +184,7 @@ int sup_main_edge(sup_main *m, sbx_err *err)
 		{ &sup_images_family, &f->images },
 		{ &sup_volumes_family, &f->volroutes },
 		{ &sup_secrets_family, &f->secroutes },
+		{ &sup_contexts_family, &f->contexts },
 		{ &sup_snapshots_family, &f->snapshots },
 		{ &sup_nodes_family, &f->nodes },
 		{ &sup_openapi_family, NULL },
@@ -244,6 +251,7 @@ void sup_main_families_free(sup_main *m)
 		return;
 	sup_mcp_ctx_release(&m->fam->mcp);
 	sup_osbx_ctx_release(&m->fam->osbx);
+	sup_ctx_engine_free(m->fam->contexts.engine);
 	free(m->fam);
 	m->fam = NULL;
 }

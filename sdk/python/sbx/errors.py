@@ -73,6 +73,12 @@ class VolumeBusy(Conflict):
     request (one writer or many readers), or deleted while mounted."""
 
 
+class ContextDied(Conflict):
+    """409 `context_died`: a code context's interpreter ended (killed for
+    the sandbox's memory limit, exited, crashed; the message says which):
+    `restart()` it."""
+
+
 class TooLarge(ApiError):
     """413 / 431 `too_large`."""
 
@@ -83,6 +89,12 @@ class RangeNotSatisfiable(ApiError):
 
 class UnsupportedMediaType(ApiError):
     """415."""
+
+
+class UnsupportedImage(ApiError):
+    """422 `unsupported_image`: the sandbox's image cannot do it (a code
+    context in an image without sbx's context driver: use
+    sbx/code-interpreter)."""
 
 
 class BadArchive(ApiError):
@@ -132,8 +144,8 @@ _BY_CODE = {
     "not_found": NotFound,
     "method_not_allowed": MethodNotAllowed,
     "request_timeout": Timeout, "agent_timeout": Timeout, "timeout": Timeout,
-    "conflict": Conflict, "exists": Exists, "paused": Paused, "volume_busy": VolumeBusy,
-    "bad_archive": BadArchive, "not_implemented": Unimplemented,
+    "conflict": Conflict, "exists": Exists, "context_died": ContextDied, "paused": Paused, "volume_busy": VolumeBusy,
+    "bad_archive": BadArchive, "unsupported_image": UnsupportedImage, "not_implemented": Unimplemented,
     "too_large": TooLarge,
     "range_not_satisfiable": RangeNotSatisfiable,
     "unsupported_media_type": UnsupportedMediaType,

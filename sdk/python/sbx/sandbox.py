@@ -1,6 +1,6 @@
 """The SDK's object model over the HTTP API (node-supervisor/API.md):
 Sandbox (create, from a snapshot too, connect, list, renew, pause, resume,
-snapshot, fork, delete, run), and per sandbox its files, background processes, ports, terminal and MCP URLs. Calls map
+snapshot, fork, delete, run, run_code), and per sandbox its files, background processes, ports, code contexts, terminal and MCP URLs. Calls map
 one to one onto routes that exist; streamed routes (exec, process output,
 file bodies, watch) are read as they come, never whole unless asked."""
 import base64
@@ -9,6 +9,7 @@ import stat
 import urllib.parse
 
 from ._http import CHUNK, Client
+from .contexts import Contexts
 from .errors import ApiError, ProtocolError, error_from
 
 
@@ -70,6 +71,7 @@ class Sandbox:
         self.files = Files(self)
         self.processes = Processes(self)
         self.ports = Ports(self)
+        self.contexts = Contexts(self)
 
     # ---- life ----
     @classmethod
@@ -222,6 +224,15 @@ class Sandbox:
             raise ProtocolError("the exec stream ended without its exit event")
         finally:
             events.close()  # at once, not when collected: the server kills the command
+
+    # ---- code ----
+    def run_code(self, code, language="python", context=None, timeout=None, on_stdout=None,
+                 on_stderr=None, on_result=None):
+        """Run a cell in a code context (contexts.py): `context` a Context
+        or its id, else `language`'s default context (made on first use).
+        Returns an Execution: `.result.html`, `.result.text`, `.stdout`,
+        `.error`."""
+        return self.contexts.run(context or language, code, timeout, on_stdout, on_stderr, on_result)
 
     # ---- terminal ----
     def terminal(self, cmd=None, cols=80, rows=24, env=None, cwd=None):

@@ -41,6 +41,7 @@ static const struct status_row {
 	{ -EHOSTDOWN, 409, "paused", NULL }, /* the sandbox is paused: resume it first */
 	{ -EEXIST, 409, "exists", NULL },
 	{ -ETXTBSY, 409, "volume_busy", NULL }, /* a volume in use (sup_volumes.h) */
+	{ -EOWNERDEAD, 409, "context_died", NULL }, /* a code context's interpreter ended (sup_ctx.h) */
 	{ -E2BIG, 413, "too_large", NULL },
 	{ -EMSGSIZE, 413, "too_large", NULL },
 	{ -ERANGE, 416, "range_not_satisfiable", NULL },
@@ -66,6 +67,9 @@ static const struct status_row {
 	{ -EBADE, 502, "store_error", NULL },
 	/* a snapshot archive refused: corrupt or hostile */
 	{ -EILSEQ, 422, "bad_archive", NULL },
+	/* the sandbox's image cannot do it: a code context in an image without
+	 * the context driver (sup_ctx.h) */
+	{ -ENOEXEC, 422, "unsupported_image", NULL },
 };
 
 int sup_http_status(const char *family, int neg_errno, const char **code)

@@ -24,6 +24,7 @@
 
 #include "sup_api.h"
 #include "sup_core.h"
+#include "sup_ctx.h"
 #include "sup_http.h"
 #include "sup_snaps.h"
 
@@ -39,6 +40,7 @@ typedef struct sup_mcp_ctx {
 	sup_api_limits limits;      /* as POST /v1/sandboxes takes them */
 	sup_snaps *snaps;           /* snapshot_sandbox; NULL: refused */
 	uint64_t max_upload;        /* write_file's bytes, as PUT .../files (0: no limit) */
+	sup_ctx_engine *contexts;   /* run_code's; NULL: refused */
 	struct sup_mcp_own *own;    /* its sessions (made at first use) */
 } sup_mcp_ctx;
 

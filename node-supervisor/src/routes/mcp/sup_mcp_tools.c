@@ -59,6 +59,13 @@ static const mt_tool tools[] = {
 	{ "search_files", "search", "files",
 	  "Find entries below a folder in a sandbox whose name matches a glob (fnmatch: *.py, test_*).", NULL,
 	  NULL, sup_mcp_op_search },
+	{ "run_code", "runCode", "contexts",
+	  "Run a cell of code in a sandbox's live interpreter, whose variables stay for the next cell: ctx is "
+	  "a context's id or a language (python, javascript, bash: its default context, made on first use; "
+	  "python is an IPython kernel: pandas, numpy, matplotlib in sbx/code-interpreter). Answers stdout, "
+	  "stderr, the results by MIME type (text/plain, text/html, image/png base64, ...; main: the cell's "
+	  "value) and the error with its traceback; text shown up to 64 KiB.",
+	  NULL, NULL, sup_mcp_op_code },
 	{ "snapshot_sandbox", "snapshotSandbox", "snapshots",
 	  "Snapshot a sandbox's files; create_sandbox with snapshot set to its id starts from them.", NULL, NULL,
 	  sup_mcp_op_snapshot },
@@ -508,8 +515,11 @@ void sup_mcp_tool_cancel(mt_call *c)
 		sup_op_cancel(c->op);
 	if (c->sop)
 		sup_snaps_op_cancel(c->sop);
+	sup_ctx_run_cancel(c->crun);
 	c->op = NULL;
 	c->sop = NULL;
+	c->crun = NULL;
+	sup_ctx_cell_free(&c->cell);
 	c->finished = true;
 	json_decref(c->args);
 	json_decref(c->body);

@@ -45,12 +45,14 @@ struct mt_call {
 	/* what is in flight */
 	sup_op *op;
 	sup_snaps_op *sop;
+	sup_ctx_run *crun;
 	bool finished;
 	/* the operation's state */
 	sup_create_req create;
 	sup_exec_spec spec;
 	sbx_proto_args pargs;
 	sup_policy_match m;
+	sup_ctx_cell cell;
 	long pid;
 	uint64_t off, size, shown;
 	bool started, cut;
@@ -127,5 +129,6 @@ int sup_mcp_op_read(mt_call *c, sbx_err *err);
 int sup_mcp_op_write(mt_call *c, sbx_err *err);
 int sup_mcp_op_ls(mt_call *c, sbx_err *err);
 int sup_mcp_op_search(mt_call *c, sbx_err *err);
+int sup_mcp_op_code(mt_call *c, sbx_err *err);
 
 #endif

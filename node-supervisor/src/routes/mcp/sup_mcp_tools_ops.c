@@ -142,6 +142,91 @@ int sup_mcp_op_run(mt_call *c, sbx_err *err)
 	return sup_core_exec(c->x->core, c->id, &c->spec, run_done, c, &c->op, err);
 }
 
+/* ---- run_code: a cell in a context (sup_ctx.h) ---- */
+
+/* Text of s, cut at room bytes (a note says so). */
+static void show_text(struct evbuffer *b, const char *label, const char *s, size_t n, size_t *room)
+{
+	size_t take = n < *room ? n : *room;
+
+	if (!n)
+		return;
+	evbuffer_add_printf(b, "--- %s ---\n", label);
+	evbuffer_add(b, s, take);
+	if (take && s[take - 1] != '\n')
+		evbuffer_add(b, "\n", 1);
+	if (take < n)
+		evbuffer_add_printf(b, "[%s cut at %zu of %zu bytes: the whole is in the structured result]\n", label,
+				    take, n);
+	*room -= take;
+}
+
+static void code_done(int rc, json_t *answer, const sbx_err *err, void *ud)
+{
+	mt_call *c = ud;
+	struct evbuffer *b;
+	json_t *res, *v, *e;
+	size_t i, room = MT_SHOW_MAX;
+
+	c->crun = NULL;
+	if (rc < 0) {
+		sup_mcp_tool_fail(c, err);
+		return;
+	}
+	b = evbuffer_new();
+	if (!b) {
+		sbx_err e2;
+		sbx_err_set(&e2, -ENOMEM, "out of memory rendering the result");
+		sup_mcp_tool_fail(c, &e2);
+		return;
+	}
+	v = json_object_get(answer, "stdout");
+	show_text(b, "stdout", json_string_value(v), json_string_length(v), &room);
+	v = json_object_get(answer, "stderr");
+	show_text(b, "stderr", json_string_value(v), json_string_length(v), &room);
+	json_array_foreach (json_object_get(answer, "results"), i, res) {
+		json_t *data = json_object_get(res, "data"), *plain = json_object_get(data, "text/plain");
+		const char *k;
+		json_object_foreach (data, k, v)
+			if (strcmp(k, "text/plain") != 0)
+				evbuffer_add_printf(b, "[%s %s: %zu bytes, in the structured result]\n",
+						    json_is_true(json_object_get(res, "main")) ? "result" : "display", k,
+						    json_string_length(v));
+		show_text(b, json_is_true(json_object_get(res, "main")) ? "result" : "display",
+			  json_string_value(plain), json_string_length(plain), &room);
+	}
+	e = json_object_get(answer, "error");
+	if (json_is_object(e)) {
+		json_t *tb = json_object_get(e, "traceback");
+		evbuffer_add_printf(b, "--- error ---\n%s: %s\n", json_string_value(json_object_get(e, "name")),
+				    json_string_value(json_object_get(e, "value")));
+		json_array_foreach (tb, i, v)
+			show_text(b, "traceback", json_string_value(v), json_string_length(v), &room);
+	}
+	if (evbuffer_get_length(b) == 0)
+		evbuffer_add_printf(b, "(no output)\n");
+	size_t n = evbuffer_get_length(b);
+	const char *text = (const char *)evbuffer_pullup(b, -1);
+	sup_mcp_tool_result(c, text ? text : "", text ? n : 0, json_incref(answer), false);
+	evbuffer_free(b);
+}
+
+static const sup_ctx_run_cbs code_cbs = { .on_done = code_done };
+
+int sup_mcp_op_code(mt_call *c, sbx_err *err)
+{
+	json_t *ctx = json_object_get(c->args, "ctx");
+
+	if (!c->x->contexts)
+		return sbx_err_set(err, -ENOSYS, "this supervisor has no code contexts");
+	if (!json_is_string(ctx) || !sup_ctx_id_ok(json_string_value(ctx)))
+		return sbx_err_set(err, -EINVAL, "argument \"ctx\": a context's id, or python, javascript or bash");
+	int rc = sup_ctx_parse_cell_obj(c->body, NULL, &c->cell, err);
+	return rc < 0 ? rc
+		      : sup_ctx_run_start(c->x->contexts, c->id, json_string_value(ctx), &c->cell, &code_cbs, c,
+					  &c->crun, err);
+}
+
 /* ---- start_process (and kill_process): the process's description ---- */
 
 static void described(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
