@@ -279,7 +279,7 @@ int sup_e2b_act_context(sup_http_req *r, void *state, sbx_err *err)
 			json_decref(out);
 			return sbx_err_set(err, -ENOMEM, "out of memory");
 		}
-		json_array_foreach(all, i, c)
+		json_array_foreach(json_object_get(all, "contexts"), i, c)
 			json_array_append_new(out, context_json(c));
 		sup_http_json(r, 200, out);
 		return 0;
