@@ -25,9 +25,11 @@ import select
 import shutil
 import signal
 import ssl
+import struct
 import subprocess
 import tempfile
 import time
+import zlib
 
 from sbx_leftovers import (cgroup_procs, detach_loops_under, kill_cgroups, list_containers,
                            loops_left, loops_under, mounts_elsewhere, mounts_under,
@@ -851,6 +853,23 @@ def percentile(values, p):
 MCP_NPM = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mcp-servers"))
 # Where mcp_modules_into() puts the servers' packages in a sandbox.
 MCP_SANDBOX_MODULES = "/workspace/node_modules/@modelcontextprotocol/"
+
+
+def png_size(data):
+    """(width, height) of a PNG whose chunks all check out, else raise."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
+    off, size, end = 8, None, False
+    while off < len(data):
+        n, kind = struct.unpack(">I4s", data[off:off + 8])
+        body = data[off + 8:off + 8 + n]
+        crc, = struct.unpack(">I", data[off + 8 + n:off + 12 + n])
+        assert zlib.crc32(kind + body) == crc, kind
+        if kind == b"IHDR":
+            size = struct.unpack(">II", body[:8])
+        end = kind == b"IEND"
+        off += 12 + n
+    assert end and size, "no IEND or IHDR"
+    return size
 
 
 def mcp_npm(*parts):
