@@ -290,7 +290,7 @@ static void test_cdp_rewrite(void **state)
 	json_decref(j);
 	/* not JSON, not objects, a URL that is not ws: refused */
 	const char *bad[] = { "", "not json", "[1]", "{\"webSocketDebuggerUrl\":\"http://x/y\"}",
-			      "[{}, 2]" };
+			      "[{}, 2]", "{\"webSocketDebuggerUrl\":7}" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_null(sup_ports_cdp_rewrite(bad[i], strlen(bad[i]), base, NULL));
 	/* an object without URLs (an empty /json list) is kept as it is */

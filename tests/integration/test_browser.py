@@ -44,6 +44,7 @@ SUPERVISOR = os.environ["SBX_SUPERVISOR"]
 AGENT = os.environ["SBX_AGENT"]
 IMAGE = "sbx/browser"
 CDP = 9222
+DOMAIN = "sbx.test"
 CLIENT = os.path.join(TOP, "tests", "browser", "cdp.mjs")
 TOK = {n: secrets.token_hex(32) for n in ("admin", "alice", "bob")}
 SLOW = 120  # a browser's first page on a loaded 2-core machine
@@ -115,7 +116,7 @@ class Browser(unittest.TestCase):
         tenants = {n: {"token": TOK[n]} for n in ("admin", "alice", "bob")}
         cls.sup = h.tenants_supervisor(SUPERVISOR, AGENT, tenants, TOK["alice"], pool_size=0, extra=[
             "--import-image", "%s/sbx-browser" % cls.tmp,
-            "--pool", "runc:%s=1" % IMAGE, "--pool-reuse",
+            "--pool", "runc:%s=1" % IMAGE, "--pool-reuse", "--ports-domain", DOMAIN,
             "--default-resources", "cpus=1,memory=1G,pids=512,disk=1G",
             "--max-resources", "cpus=2,memory=2G,pids=1024,disk=4G"])
         cls.addClassCleanup(h.end_clean, cls.sup)
@@ -191,6 +192,20 @@ class Browser(unittest.TestCase):
             if "devtoolsFrontendUrl" in t:
                 self.assertIn("ws=sbx.example:%d%s/devtools/page/" % (self.sup.port, prefix),
                               t["devtoolsFrontendUrl"])
+        # routed by Host (--ports-domain): the port's root is the host's
+        host = "%d-%s.%s:%d" % (CDP, self.sid, DOMAIN, self.sup.port)
+        st, _, b = self.req("GET", "/json/version", headers={"Host": host})
+        self.assertEqual(st, 200, b)
+        self.assertTrue(b["webSocketDebuggerUrl"].startswith("ws://%s/devtools/browser/" % host), b)
+        # a query's proof (a signed URL of the port) goes on in the URLs
+        st, _, u = self.req("GET", prefix + "/url?expires=120")
+        self.assertEqual(st, 200, u)
+        q = u["url"].split("?", 1)[1]
+        st, _, b = self.sup.request("GET", prefix + "/json/version?" + q, token=None)
+        self.assertEqual(st, 200, b)
+        ws = b["webSocketDebuggerUrl"]
+        self.assertTrue(ws.startswith("ws://127.0.0.1:%d%s/devtools/browser/" % (self.sup.port, prefix)), ws)
+        self.assertTrue(ws.endswith("?" + q), (ws, q))
 
     def test_browser_endpoint_and_signed(self):
         st, _, b = self.req("GET", "/v1/sandboxes/%s/browser?expires=300" % self.sid)

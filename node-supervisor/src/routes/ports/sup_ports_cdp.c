@@ -53,9 +53,11 @@ static char *frontend_on(const char *url, const char *base)
 
 static int rewrite_one(json_t *o, const char *base, const char *query)
 {
-	if (!json_is_object(o))
+	json_t *wsv = json_object_get(o, "webSocketDebuggerUrl");
+	/* a URL that is no string is not passed on as it is either */
+	if (!json_is_object(o) || (wsv && !json_is_string(wsv)))
 		return -EINVAL;
-	const char *ws = json_string_value(json_object_get(o, "webSocketDebuggerUrl"));
+	const char *ws = json_string_value(wsv);
 	const char *fe = json_string_value(json_object_get(o, "devtoolsFrontendUrl"));
 	if (ws) {
 		char *n = ws_on(ws, base, query);
