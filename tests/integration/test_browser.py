@@ -23,11 +23,9 @@ import http.server
 import json
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -40,8 +38,6 @@ TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "sdk", "python"))
 import sbx  # noqa: E402
 
-SUPERVISOR = os.environ["SBX_SUPERVISOR"]
-AGENT = os.environ["SBX_AGENT"]
 IMAGE = "sbx/browser"
 CDP = 9222
 DOMAIN = "sbx.test"
@@ -105,23 +101,10 @@ def drive(endpoint, token, steps):
 class Browser(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="sbx-it-browser-")
-        cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
-        t0 = time.monotonic()
-        out = subprocess.run([os.path.join(TOP, "images", "build"), "browser", cls.tmp],
-                             check=True, capture_output=True, text=True, timeout=3600)
-        print(out.stdout.strip(), "(%.1f s)" % (time.monotonic() - t0), file=sys.stderr)
         cls.host = HostServer()
         cls.addClassCleanup(cls.host.stop)
-        tenants = {n: {"token": TOK[n]} for n in ("admin", "alice", "bob")}
-        cls.sup = h.tenants_supervisor(SUPERVISOR, AGENT, tenants, TOK["alice"], pool_size=0, extra=[
-            "--import-image", "%s/sbx-browser" % cls.tmp,
-            "--pool", "runc:%s=1" % IMAGE, "--pool-reuse", "--ports-domain", DOMAIN,
-            "--default-resources", "cpus=1,memory=1G,pids=512,disk=1G",
-            "--max-resources", "cpus=2,memory=2G,pids=1024,disk=4G"])
-        cls.addClassCleanup(h.end_clean, cls.sup)
-        cls.sup.wait_ready(IMAGE, 1, timeout=SLOW)
-        cls.sb = cls.sup.create(image=IMAGE, isolation="runc", timeout=900)
+        cls.sup, cls.sb = h.pooled_image_supervisor(cls, "browser", TOK, timeout=SLOW, extra=[
+            "--pool-reuse", "--ports-domain", DOMAIN])
         cls.sid = cls.sb["id"]
         cls.ports = "/v1/sandboxes/%s/ports" % cls.sid
         # the page, served by a tiny server inside the sandbox

@@ -15,12 +15,9 @@ import base64
 import http.client
 import os
 import secrets
-import shutil
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -33,8 +30,6 @@ sys.path.insert(0, os.path.join(TOP, "sdk", "python"))
 from sbx._http import Client  # noqa: E402
 from sbx.ws import WebSocket  # noqa: E402
 
-SUPERVISOR = os.environ["SBX_SUPERVISOR"]
-AGENT = os.environ["SBX_AGENT"]
 IMAGE = "sbx/desktop"
 NOVNC = 6080
 DOMAIN = "sbx.test"
@@ -60,21 +55,9 @@ class RfbStream:
 class Desktop(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="sbx-it-desktop-")
-        cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
-        t0 = time.monotonic()
-        out = subprocess.run([os.path.join(TOP, "images", "build"), "desktop", cls.tmp],
-                             check=True, capture_output=True, text=True, timeout=3600)
-        print(out.stdout.strip(), "(%.1f s)" % (time.monotonic() - t0), file=sys.stderr)
-        tenants = {n: {"token": TOK[n]} for n in ("admin", "alice", "bob")}
-        cls.sup = h.tenants_supervisor(SUPERVISOR, AGENT, tenants, TOK["alice"], pool_size=0, extra=[
-            "--import-image", "%s/sbx-desktop" % cls.tmp,
-            "--pool", "runc:%s=1" % IMAGE, "--ports-domain", DOMAIN,
-            "--default-resources", "cpus=1,memory=1G,pids=512,disk=1G",
-            "--max-resources", "cpus=2,memory=2G,pids=1024,disk=4G"])
-        cls.addClassCleanup(h.end_clean, cls.sup)
-        cls.sup.wait_ready(IMAGE, 1, timeout=SLOW)
-        cls.sid = cls.sup.create(image=IMAGE, isolation="runc", timeout=900)["id"]
+        cls.sup, sb = h.pooled_image_supervisor(cls, "desktop", TOK, timeout=SLOW,
+                                                extra=["--ports-domain", DOMAIN])
+        cls.sid = sb["id"]
         cls.ports = "/v1/sandboxes/%s/ports" % cls.sid
         deadline = time.monotonic() + SLOW
         while time.monotonic() < deadline:
