@@ -448,8 +448,10 @@ static int check(sup_http_req *r)
 	sbx_err_clear(&err);
 	if (h->cfg.gate) {
 		int vouched = h->cfg.gate(h->cfg.gate_ud, &r->in, &r->vpath, &err);
-		if (r->vpath)
+		if (r->vpath) {
+			r->in.sent_path = r->in.path;
 			r->in.path = r->vpath;
+		}
 		if (vouched < 0) {
 			const char *code;
 			int status = sup_http_status(NULL, vouched, &code);
