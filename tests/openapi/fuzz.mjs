@@ -34,6 +34,7 @@ const SKIP = {
   "GET /v1/sandboxes/{id}/fs/watch": "a stream that stays open",
   "GET /v1/sandboxes/{id}/processes/{pid}/ws": "a WebSocket upgrade",
   "GET /v1/sandboxes/{id}/processes/{pid}/output": "a followed stream stays open",
+  "GET /v1/sandboxes/{id}/browser": "answers 502 port_closed in a sandbox of another image (documented); it_browser",
   // The OpenSandbox layer: the same reason as sbx's own create; a command
   // is arbitrary shell text whose stream may stay open; a snapshot stores
   // an archive per draw (it_opensandbox checks them).
