@@ -43,6 +43,13 @@ const SKIP = {
   "POST /opensandbox/v1/sandboxes/{id}/snapshots": "every valid draw stores an archive of the sandbox kept until the end (it_opensandbox checks it)",
   "GET /opensandbox/execd/{id}/metrics/watch": "a stream that stays open",
   "POST /opensandbox/execd/{id}/session/{pid}/run": "runs drawn shell text in a session; its stream may stay open",
+  // The E2B layer: the same reason as sbx's own create; a command's
+  // stream follows it, and a followed one stays open (it_e2b checks them).
+  "POST /e2b/sandboxes": "every valid draw is a cold create kept until the end",
+  "POST /e2b/v2/sandboxes": "every valid draw is a cold create kept until the end",
+  "POST /e2b/sandboxes/{id}/envd/process.Process/Start": "runs a drawn command; its stream follows it",
+  "POST /e2b/sandboxes/{id}/envd/process.Process/Connect": "a followed stream stays open",
+  "POST /e2b/sandboxes/{id}/code/execute": "runs drawn code; its stream follows the cell (it_e2b_code)",
 };
 // Drawn against the second sandbox, not the one every other draw runs
 // against: each can end it (a delete; a timeout or an expiry a second
@@ -52,7 +59,9 @@ const VICTIM = new Set([
   "DELETE /v1/sandboxes/{id}", "POST /v1/sandboxes/{id}/timeout", "POST /v1/sandboxes/{id}/pause",
   "POST /v1/sandboxes/{id}/resume", "DELETE /opensandbox/v1/sandboxes/{id}",
   "POST /opensandbox/v1/sandboxes/{id}/renew-expiration", "POST /opensandbox/v1/sandboxes/{id}/pause",
-  "POST /opensandbox/v1/sandboxes/{id}/resume",
+  "POST /opensandbox/v1/sandboxes/{id}/resume", "DELETE /e2b/sandboxes/{id}",
+  "POST /e2b/sandboxes/{id}/timeout", "POST /e2b/sandboxes/{id}/pause",
+  "POST /e2b/sandboxes/{id}/connect", "POST /e2b/v2/sandboxes/{id}/connect",
 ]);
 const SKIP_PREFIX = ["/v1/sandboxes/{id}/ports/{port}", "/v1/sandboxes/{id}/mcp/"];
 
@@ -161,9 +170,15 @@ try {
       // drawn with a large count fills it), an answer API.md promises
       if (a.status >= 500 && !(a.status === 503 && a.retryAfter)) throw new Error(`${req.method} ${a.url} -> ${a.status} ${a.text.slice(0, 300)}`);
       if (a.status >= 400 && a.type.startsWith("application/json")) {
-        // errors under /opensandbox are flat, as OpenSandbox's SDKs read them
+        // errors under /opensandbox and /e2b are flat, as their SDKs read
+        // them; E2B's control plane and plain envd routes say the status
+        // as the code (a number), its Connect calls a Connect code
         const j = JSON.parse(a.text);
-        const e = req.path.startsWith("/opensandbox/") ? j : j.error;
+        const flat = req.path.startsWith("/opensandbox/") || req.path.startsWith("/e2b/");
+        const e = flat ? j : j.error;
+        if (req.path.startsWith("/e2b/") && !/\/envd\/[a-z]+\.[A-Z]/.test(req.path) && e &&
+            e.code === a.status && typeof e.message === "string")
+          return;
         // /v1/mcp is an MCP transport: its refusals of a message are
         // JSON-RPC errors (an integer code), as the MCP spec has them
         const rpc = req.path === "/v1/mcp" && j.jsonrpc === "2.0" && e && Number.isInteger(e.code) &&
