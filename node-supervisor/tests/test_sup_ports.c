@@ -131,7 +131,7 @@ static int gate_of(sup_ports_ctx *pc, const char *path, const char *query, const
 			   .nhdrs = auth ? 2 : 1 };
 	char *vp = NULL;
 	sbx_err err;
-	int rc = sup_ports_gate(pc, &in, &vp, &err);
+	int rc = sup_ports_gate(pc, &in, &vp, NULL, &err);
 	free(vp);
 	return rc;
 }
@@ -163,7 +163,7 @@ static void test_gate(void **state)
 	sup_http_in kin = { .method = "GET", .path = "/v1/sandboxes/sb-1/ports/8000/url", .query = q,
 			    .hdrs = hk, .nhdrs = 2 };
 	char *kvp = NULL;
-	assert_int_equal(sup_ports_gate(&pc, &kin, &kvp, &err), 0);
+	assert_int_equal(sup_ports_gate(&pc, &kin, &kvp, NULL, &err), 0);
 	assert_null(kvp);
 	assert_int_equal(gate_of(&pc, "/v1/sandboxes/sb-1/ports/8000/x", "a=1", NULL), 0);
 	/* The cookie's expiry is the proof's, the first of each key, checked
@@ -206,13 +206,13 @@ static void test_gate_path(void **state)
 	assert_int_equal(sup_urlsign_path(&us, "sb-1", 8000, exp, base, &err), 0);
 	sup_http_hdr h[1] = { { "Host", "127.0.0.1" } };
 	sup_http_in in = { .method = "GET", .path = base, .query = "a=1", .hdrs = h, .nhdrs = 1 };
-	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), 1);
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, NULL, &err), 1);
 	assert_string_equal(vp, "/v1/sandboxes/sb-1/ports/8000");
 	free(vp);
 	vp = NULL;
 	snprintf(p, sizeof(p), "%s/a/b", base);
 	in.path = p;
-	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), 1);
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, NULL, &err), 1);
 	assert_string_equal(vp, "/v1/sandboxes/sb-1/ports/8000/a/b");
 	free(vp);
 	vp = NULL;
@@ -220,39 +220,39 @@ static void test_gate_path(void **state)
 	sup_http_hdr ht[2] = { { "Host", "127.0.0.1" }, { "OPEN-SANDBOX-API-KEY", "k" } };
 	in.hdrs = ht;
 	in.nhdrs = 2;
-	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), 0);
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, NULL, &err), 0);
 	assert_string_equal(vp, "/v1/sandboxes/sb-1/ports/8000/a/b");
 	free(vp);
 	vp = NULL;
 	/* another port under the same signature */
 	snprintf(p, sizeof(p), "/v1/signed/sb-1/8001/%llu%s", (unsigned long long)exp,
 		 strrchr(base, '/'));
-	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), -EPERM);
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, NULL, &err), -EPERM);
 	assert_null(vp);
 	/* the expiry moved */
 	snprintf(p, sizeof(p), "/v1/signed/sb-1/8000/%llu%s", (unsigned long long)exp + 1,
 		 strrchr(base, '/'));
-	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), -EPERM);
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, NULL, &err), -EPERM);
 	/* one hex digit changed */
 	snprintf(p, sizeof(p), "%s", base);
 	p[strlen(p) - 1] = p[strlen(p) - 1] == '0' ? '1' : '0';
-	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), -EPERM);
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, NULL, &err), -EPERM);
 	assert_null(vp);
 	/* expired */
 	assert_int_equal(sup_urlsign_path(&us, "sb-1", 8000, exp - 120, p, &err), 0);
-	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), -EPERM);
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, NULL, &err), -EPERM);
 	assert_string_equal(err.msg, "the signed URL expired");
 	/* not the form's shape: no proof, routed as given (nowhere) */
 	const char *odd[] = { "/v1/signed/sb-1/8000", "/v1/signed/SB-1/8000/1/x",
 			      "/v1/signed/sb-1/08000/1/", "/v1/signed/sb-1/0/1/" };
 	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
 		in.path = odd[i];
-		assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), 0);
+		assert_int_equal(sup_ports_gate(&pc, &in, &vp, NULL, &err), 0);
 		assert_null(vp);
 	}
 	snprintf(p, sizeof(p), "%sx", base);
 	in.path = p;
-	assert_int_equal(sup_ports_gate(&pc, &in, &vp, &err), 0);
+	assert_int_equal(sup_ports_gate(&pc, &in, &vp, NULL, &err), 0);
 	assert_null(vp);
 }
 

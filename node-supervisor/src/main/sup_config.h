@@ -21,6 +21,7 @@
 #define SUP_MAX_POOLS (SUP_MAX_IMAGES * SUP_ISO_N)
 #define SUP_POOL_SIZE_UNSET 0xffffffffu
 #define SUP_MAX_PEERS 64
+#define SUP_MAX_E2B_TEMPLATES 64
 
 typedef struct sup_config {
 	char listen_host[256];     /* "127.0.0.1", "::1" */
@@ -99,6 +100,8 @@ typedef struct sup_config {
 	unsigned snapshot_orphan_age_s;   /* --snapshot-orphan-age: an archive without a manifest this old goes */
 	unsigned snapshot_sweep_every_s;  /* --snapshot-sweep-every: the orphan sweep's period (0: at start only) */
 	const char *peers[SUP_MAX_PEERS]; /* --peer NAME=URL: the static node directory */
+	const char *e2b_templates[SUP_MAX_E2B_TEMPLATES]; /* --e2b-template NAME=IMAGE */
+	size_t ne2b_templates;
 	size_t npeers;
 	const char *cluster_key_file; /* --cluster-key-file: node-to-node credential; NULL: none */
 	/* Kubernetes (sup_kube): this node's Lease, Events, the node directory */

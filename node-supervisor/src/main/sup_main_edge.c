@@ -12,6 +12,7 @@
 #include "sup_images.h"
 #include "sup_kubemode.h"
 #include "sup_dir_static.h"
+#include "sup_e2b.h"
 #include "sup_main_int.h"
 #include "sup_mcp.h"
 #include "sup_nodes.h"
@@ -21,6 +22,7 @@
 #include "sup_procs.h"
 #include "sup_sandboxes.h"
 #include "sup_scrape.h"
+#include "sup_secret.h"
 #include "sup_secroutes.h"
 #include "sup_snapshots.h"
 #include "sup_start.h"
@@ -35,6 +37,7 @@ typedef struct sup_families {
 	sup_procs_ctx procs;
 	sup_mcp_ctx mcp;   /* its sessions end at the drain */
 	sup_osbx_ctx osbx; /* what it kept is freed at the drain */
+	sup_e2b_ctx e2b;
 	sup_images_ctx images;
 	sup_volroutes_ctx volroutes;
 	sup_secroutes_ctx secroutes;
@@ -44,7 +47,7 @@ typedef struct sup_families {
 	sup_urlsign urlsign; /* one signer: the port proxy honours what OpenSandbox's endpoints mint */
 	sup_scrape_ctx scrape, scrape_open;
 	sup_http_mount relay_mount;
-	sup_http_mount mounts[17];
+	sup_http_mount mounts[19];
 	sup_http_mount metrics_mounts[1];
 	char pull_dir[PATH_MAX];
 } sup_families;
@@ -95,6 +98,36 @@ static int phase_relay(sup_main *m, sbx_err *err)
 	return 0;
 }
 
+/* The E2B layer's context: its templates, and the key its access tokens
+ * are signed with, kept in the state folder so tokens outlive a restart. */
+static int phase_e2b(sup_main *m, sup_families *f, sbx_err *err)
+{
+	const sup_config *cfg = &m->cfg;
+	char key[PATH_MAX];
+	bool made;
+	f->e2b = (sup_e2b_ctx){ .core = m->core, .limits = f->sandboxes.limits,
+				.node = cfg->node_name, .aliases = cfg->e2b_templates,
+				.naliases = cfg->ne2b_templates, .tenants = &m->tenants };
+	if ((size_t)snprintf(key, sizeof(key), "%s/e2b-access.key", cfg->state_dir) >= sizeof(key))
+		return sbx_err_set(err, -ENAMETOOLONG, "--state-dir: too long");
+	_Static_assert(sizeof(f->e2b.access_key) == SUP_SECRET_KEY_LEN, "one key length");
+	if (sup_secret_key_load(key, f->e2b.access_key, &made, err) < 0)
+		return sbx_err_wrap(err, "the E2B layer's access key");
+	return sup_e2b_ctx_open(&f->e2b, m->catalog, err);
+}
+
+/* The edge's gate: E2B's addressing first (it names who by an access
+ * token), then the port proxy's. */
+static int edge_gate(void *ud, const sup_http_in *in, char **path, const struct sup_tenant **who,
+		     sbx_err *err)
+{
+	sup_families *f = ud;
+	int rc = sup_e2b_gate(&f->e2b, in, path, who, err);
+	if (rc != 0 || *path || *who)
+		return rc;
+	return sup_ports_gate(&f->ports, in, path, who, err);
+}
+
 /* Phase: the route families' contexts (the relay's among them). */
 int sup_main_families(sup_main *m, sbx_err *err)
 {
@@ -122,6 +155,8 @@ int sup_main_families(sup_main *m, sbx_err *err)
 	f->osbx.snaps = m->snaps;
 	f->osbx.limits = f->sandboxes.limits;
 	if (sup_osbx_ctx_open(&f->osbx, m->catalog, err) < 0)
+		return err->code;
+	if (phase_e2b(m, f, err) < 0)
 		return err->code;
 	f->files = (sup_files_ctx){ .core = m->core, .max_upload = cfg->max_upload };
 	if (cfg->image_pull_dir && !realpath(cfg->image_pull_dir, f->pull_dir))
@@ -189,6 +224,8 @@ int sup_main_edge(sup_main *m, sbx_err *err)
 		{ &sup_nodes_family, &f->nodes },
 		{ &sup_openapi_family, NULL },
 		{ &sup_osbx_family, &f->osbx },
+		{ &sup_e2b_family, &f->e2b },
+		{ &sup_e2b_envd_family, &f->e2b },
 		{ &sup_relay_door_family, &m->relay },
 	};
 	_Static_assert(sizeof(mounts) == sizeof(f->mounts), "one row of mounts per family");
@@ -198,6 +235,11 @@ int sup_main_edge(sup_main *m, sbx_err *err)
 	m->drain_s = cfg->drain_timeout_s;
 	m->destroy_on_exit = cfg->destroy_on_exit;
 	size_t nmounts = sizeof(f->mounts) / sizeof(f->mounts[0]);
+	/* their clients read errors in their own shapes */
+	static const sup_http_error_shape error_shapes[] = {
+		{ "/opensandbox/", sup_http_error_flat },
+		{ "/e2b/", sup_e2b_error },
+	};
 	sup_http_cfg hcfg = {
 		.host = cfg->listen_host,
 		.port = cfg->listen_port,
@@ -207,14 +249,15 @@ int sup_main_edge(sup_main *m, sbx_err *err)
 		.auth_ud = &m->tenants,
 		.check_id = check_owner,
 		.check_ud = m->core,
-		.gate = sup_ports_gate,
-		.gate_ud = &f->ports,
+		.gate = edge_gate,
+		.gate_ud = f,
 		.relay = sup_relay_admit,
 		.relay_ud = &m->relay,
 		.relay_mount = &f->relay_mount,
 		.on_answered = sup_scrape_count,
 		.answered_ud = m->requests,
-		.flat_errors_under = "/opensandbox/",
+		.error_shapes = error_shapes,
+		.nerror_shapes = sizeof(error_shapes) / sizeof(error_shapes[0]),
 		.max_body = cfg->max_body,
 		.credit_window = SUP_AGENT_RECV_WINDOW,
 		.max_conns = cfg->max_conns,
@@ -251,6 +294,7 @@ void sup_main_families_free(sup_main *m)
 		return;
 	sup_mcp_ctx_release(&m->fam->mcp);
 	sup_osbx_ctx_release(&m->fam->osbx);
+	sup_e2b_ctx_release(&m->fam->e2b);
 	sup_ctx_engine_free(m->fam->contexts.engine);
 	free(m->fam);
 	m->fam = NULL;

@@ -86,6 +86,16 @@ static int peer(const char *label, const char *v, sbx_err *err)
 	return 0;
 }
 
+/* NAME=IMAGE: an E2B template's name (no '=') and an image (may be empty:
+ * sbx's default image). */
+static int e2b_template(const char *label, const char *v, sbx_err *err)
+{
+	const char *eq = strchr(v, '=');
+	if (!eq || eq == v || eq - v > 255 || strlen(eq + 1) > 255)
+		return sbx_err_set(err, -EINVAL, "%s %.64s: want NAME=IMAGE", label, v);
+	return 0;
+}
+
 static int dns_label(const char *label, const char *v, sbx_err *err)
 {
 	if (!v[0] || strlen(v) > 63 || v[0] == '-' ||
@@ -289,6 +299,13 @@ const sup_opt sup_options[] = {
 	  .def_doc = "none: requests with Origin refused",
 	  .help = "Origins (comma-separated) a browser may reach MCP sessions from",
 	  .example = "http://a.test,http://b.test" },
+
+	{ "e2b-template", SUP_OPT_STRS, "NAME=IMAGE", F(e2b_templates),
+	  .off2 = offsetof(sup_config, ne2b_templates), .cap = SUP_MAX_E2B_TEMPLATES,
+	  .flags = SUP_OPT_REPEAT, .check = e2b_template,
+	  .def_doc = "base: the default image; any other name is an image's own",
+	  .help = "an E2B template's name as an image of this node (the E2B layer, /e2b)",
+	  .example = "code-interpreter-v1=sbx/code-interpreter" },
 
 	GROUP("Network"),
 	{ "uplink", SUP_OPT_STR, "IFACE|netns:NAME", F(uplink), .def_doc = "loopback only",

@@ -179,6 +179,10 @@ int sup_api_proc_read(const msgpack_object *m, bool full, long want_pid, sup_api
  * tells. NULL with err when it breaks the protocol. want_pid > 0: it must
  * be of that process. */
 json_t *sup_api_proc_json(const msgpack_object *m, bool full, long want_pid, sbx_err *err);
+/* A proc.output event naming a gap (bytes the ring dropped) that must
+ * start at off: 1 with *to (where the data goes on), 0 for an event that
+ * is not a gap, or -EPROTO with err when it does not follow the data. */
+int sup_api_gap_read(const msgpack_object *event, uint64_t off, uint64_t *to, sbx_err *err);
 /* The end of proc.output: the description plus next_offset, which must be
  * off (where the data ended); NULL with err otherwise. */
 json_t *sup_api_proc_end_json(const msgpack_object *result, long pid, uint64_t off, sbx_err *err);

@@ -218,3 +218,15 @@ json_t *sup_api_proc_end_json(const msgpack_object *result, long pid, uint64_t o
 		json_object_set_new(o, "next_offset", json_integer((json_int_t)next));
 	return o;
 }
+
+int sup_api_gap_read(const msgpack_object *event, uint64_t off, uint64_t *to, sbx_err *err)
+{
+	const msgpack_object *g = sbx_proto_map_get(event, "gap");
+	uint64_t from = 0;
+	if (!g)
+		return 0;
+	if (sup_api_mp_uint(g, "from", UINT64_MAX / 2, &from, err) < 0 ||
+	    sup_api_mp_uint(g, "to", UINT64_MAX / 2, to, err) < 0 || from != off || *to <= from)
+		return sbx_err_set(err, -EPROTO, "proc.output: a gap that does not follow the data");
+	return 1;
+}

@@ -395,18 +395,21 @@ void sup_http_run(sup_http_req *r)
 static bool needs_auth(const char *path)
 {
 	return strcmp(path, "/v1") == 0 || strncmp(path, "/v1/", 4) == 0 ||
-	       strncmp(path, "/opensandbox/", 13) == 0;
+	       strncmp(path, "/opensandbox/", 13) == 0 || strncmp(path, "/e2b/", 5) == 0;
 }
 
 /* The request's token, the one place it is read: "Authorization: Bearer
  * <token>", or else OpenSandbox's SDKs' "OPEN-SANDBOX-API-KEY: <token>"
- * (so they work unchanged). NULL: none given. */
+ * or E2B's "X-API-KEY: <token>" (so they work unchanged). NULL: none
+ * given. */
 static const char *request_token(const sup_http_in *in, const char **tok, size_t *len)
 {
 	const char *auth = sup_http_in_header(in, "Authorization");
 	if (sup_token_bearer(auth, tok, len))
 		return auth;
 	const char *key = sup_http_in_header(in, "OPEN-SANDBOX-API-KEY");
+	if (!key)
+		key = sup_http_in_header(in, "X-API-KEY");
 	if (!key)
 		return auth;
 	key += strspn(key, " \t");
@@ -447,9 +450,14 @@ static int check(sup_http_req *r)
 	sbx_err err;
 	sbx_err_clear(&err);
 	if (h->cfg.gate) {
-		int vouched = h->cfg.gate(h->cfg.gate_ud, &r->in, &r->vpath, &err);
+		const struct sup_tenant *who = NULL;
+		int vouched = h->cfg.gate(h->cfg.gate_ud, &r->in, &r->vpath, &who, &err);
 		if (r->vpath)
 			r->in.path = r->vpath;
+		if (who) {
+			r->in.who = who;
+			r->release = h->cfg.release;
+		}
 		if (vouched < 0) {
 			const char *code;
 			int status = sup_http_status(NULL, vouched, &code);
@@ -496,7 +504,7 @@ static int check_auth(sup_http_req *r)
 	const char *tok = NULL;
 	size_t tok_len = 0;
 	const char *auth = request_token(&r->in, &tok, &tok_len);
-	if (h->cfg.auth && tok && tok_len) {
+	if (h->cfg.auth && tok && tok_len && !r->in.who) {
 		r->in.who = h->cfg.auth(h->cfg.auth_ud, tok, tok_len);
 		r->release = h->cfg.release;
 	}

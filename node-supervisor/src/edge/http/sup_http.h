@@ -116,6 +116,14 @@ typedef struct sup_http_mount {
 	void *ctx;
 } sup_http_mount;
 
+typedef struct sup_http_error_shape {
+	const char *prefix;
+	/* A new body (NULL without memory: sbx's is sent). */
+	json_t *(*body)(int status, const char *path, json_t *sbx_error);
+} sup_http_error_shape;
+/* The OpenSandbox layer's shape: sbx's error object flat, {"code","message"}. */
+json_t *sup_http_error_flat(int status, const char *path, json_t *sbx_error);
+
 typedef struct sup_http_cfg {
 	const char *host;
 	uint16_t port;            /* 0: any free port; see sup_http_port */
@@ -137,13 +145,17 @@ typedef struct sup_http_cfg {
 	 * one place for every route, so no family can forget it. NULL: any. */
 	int (*check_id)(void *ud, const struct sup_tenant *who, const char *id, sbx_err *err);
 	void *check_ud;
-	/* Before authentication (NULL: none; the port proxy's): it may route
-	 * by Host (setting *path, malloc'd, freed by the edge, to the path to
-	 * route by) and vouch for a request that proves itself for the
-	 * sandbox its path names (a signed URL): no bearer token is asked
-	 * then, who stays NULL and check_id is skipped. Returns 0 (as usual),
-	 * 1 (vouched for), or an error answered as sup_http_status says. */
-	int (*gate)(void *ud, const sup_http_in *in, char **path, sbx_err *err);
+	/* Before authentication (NULL: none; the port proxy's and E2B's): it
+	 * may route by Host or headers (setting *path, malloc'd, freed by the
+	 * edge, to the path to route by) and vouch for a request that proves
+	 * itself for the sandbox its path names (a signed URL): no bearer
+	 * token is asked then, who stays NULL and check_id is skipped. Or it
+	 * may say who the caller is from a credential of its own (*who, held:
+	 * released as an auth hook's is; check_id still runs). Returns 0 (as
+	 * usual), 1 (vouched for), or an error answered as sup_http_status
+	 * says. */
+	int (*gate)(void *ud, const sup_http_in *in, char **path, const struct sup_tenant **who,
+		    sbx_err *err);
 	void *gate_ud;
 	/* After the gate and before authentication (NULL: none; the relay's):
 	 * given each request and the sandbox id its route names (NULL when
@@ -160,10 +172,12 @@ typedef struct sup_http_cfg {
 	 * took it) and status (metrics). NULL: none. */
 	void (*on_answered)(void *ud, const char *route, int status);
 	void *answered_ud;
-	/* Requests whose path starts with this get their errors flat,
-	 * {"code","message"} (the OpenSandbox layer's clients read them so);
-	 * NULL: every error is {"error":{...}}. */
-	const char *flat_errors_under;
+	/* Errors of requests under a prefix in the shape their clients read
+	 * (the compatibility layers'): the first row whose prefix starts the
+	 * path renders the body from sbx's own {"error":{...}} (borrowed) and
+	 * the status. None matching: sbx's shape. */
+	const struct sup_http_error_shape *error_shapes;
+	size_t nerror_shapes;
 	size_t max_body;          /* default body bound of a row */
 	/* The most cost a producer charging a reply (sup_http_charge) may
 	 * still bring once it is given none back: the window of the agent's

@@ -147,18 +147,31 @@ json_t *sup_http_error_json(const char *code, const char *message)
 	return json_pack("{s:{s:s, s:s%}}", "error", "code", code, "message", m, ml);
 }
 
+json_t *sup_http_error_flat(int status, const char *path, json_t *sbx_error)
+{
+	(void)status;
+	(void)path;
+	return json_incref(json_object_get(sbx_error, "error"));
+}
+
 static void error_reply(sup_http_req *r, int status, const char *code, const char *msg,
 			const char *subject, size_t slen)
 {
 	json_t *o = sup_http_error_json(code, msg);
 	if (o && subject)
 		sup_http_set_bytes(json_object_get(o, "error"), "path", subject, slen);
-	/* A client of another API's shape reads the error object flat. */
-	const char *flat = r->c->h->cfg.flat_errors_under;
-	if (o && flat && r->in.path && strncmp(r->in.path, flat, strlen(flat)) == 0) {
-		json_t *e = json_incref(json_object_get(o, "error"));
-		json_decref(o);
-		o = e;
+	/* A client of another API reads errors in that API's shape. */
+	const sup_http_cfg *cfg = &r->c->h->cfg;
+	for (size_t i = 0; o && r->in.path && i < cfg->nerror_shapes; i++) {
+		const sup_http_error_shape *sh = &cfg->error_shapes[i];
+		if (strncmp(r->in.path, sh->prefix, strlen(sh->prefix)) != 0)
+			continue;
+		json_t *b = sh->body(status, r->in.path, o);
+		if (b) {
+			json_decref(o);
+			o = b;
+		}
+		break;
 	}
 	if (status >= 500 && status != 503)
 		snprintf(r->note, sizeof(r->note), "%s", msg);

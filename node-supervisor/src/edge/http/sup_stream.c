@@ -83,7 +83,9 @@ sup_stream *sup_stream_start(sup_http_req *r, sup_stream_fmt fmt,
 	sup_http_on_drained(r, on_drained, s);
 	sup_http_on_credit(r, on_credit, ud);
 	sup_http_header(r, "Content-Type",
-			fmt == SUP_STREAM_NDJSON ? "application/x-ndjson" : "text/event-stream");
+			fmt == SUP_STREAM_NDJSON    ? "application/x-ndjson"
+			: fmt == SUP_STREAM_CONNECT ? "application/connect+json"
+						    : "text/event-stream");
 	sup_http_header(r, "Cache-Control", "no-cache");
 	sup_http_header(r, "X-Accel-Buffering", "no");
 	sup_http_start(r, 200, SUP_HTTP_CHUNKED);
@@ -144,6 +146,30 @@ static int dump_cb(const char *b, size_t size, void *data)
 	return evbuffer_add(data, b, size);
 }
 
+/* One Connect envelope of o into s->buf: flags, length, the JSON. */
+static void envelope(sup_stream *s, uint8_t flags, json_t *o)
+{
+	size_t at = evbuffer_get_length(s->buf);
+	if (!o || json_dump_callback(o, dump_cb, s->buf, SUP_HTTP_JSON_DUMP) < 0) {
+		static const char oom[] = "{\"error\":{\"code\":\"resource_exhausted\",\"message\":\"out of memory\"}}";
+		evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
+		evbuffer_add(s->buf, oom, sizeof(oom) - 1);
+		flags = 2; /* the stream cannot go on honestly */
+		at = 0;
+	}
+	size_t n = evbuffer_get_length(s->buf) - at;
+	uint8_t h[5] = { flags, (uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n };
+	evbuffer_prepend(s->buf, h, sizeof(h));
+}
+
+void sup_stream_connect_end(sup_stream *s, json_t *trailer)
+{
+	envelope(s, 2, trailer ? trailer : json_object());
+	json_decref(trailer);
+	flush_event(s, 0);
+	sup_stream_end(s);
+}
+
 void sup_stream_json(sup_stream *s, const char *event, json_t *obj)
 {
 	sup_stream_json_cost(s, event, obj, 0);
@@ -152,6 +178,12 @@ void sup_stream_json(sup_stream *s, const char *event, json_t *obj)
 void sup_stream_json_cost(sup_stream *s, const char *event, json_t *obj, size_t cost)
 {
 	json_t *o = obj;
+	if (s->fmt == SUP_STREAM_CONNECT) {
+		envelope(s, 0, obj);
+		json_decref(obj);
+		flush_event(s, cost);
+		return;
+	}
 	if (s->fmt == SUP_STREAM_BARE) {
 		/* the object as is */
 	} else if (s->fmt == SUP_STREAM_NDJSON) {
@@ -196,7 +228,11 @@ static void on_keepalive(evutil_socket_t fd, short what, void *arg)
 	if (sup_stream_backlog(s) == 0) {
 		static const char sse[] = ": keepalive\n\n", nd[] = "{\"event\":\"keepalive\"}\n";
 		bool is_sse = s->fmt == SUP_STREAM_SSE;
-		if (s->fmt == SUP_STREAM_BARE)
+		if (s->fmt == SUP_STREAM_CONNECT) {
+			json_t *o = json_loads(s->keepalive_line ? s->keepalive_line : "{}", 0, NULL);
+			envelope(s, 0, o);
+			json_decref(o);
+		} else if (s->fmt == SUP_STREAM_BARE)
 			evbuffer_add_printf(s->buf, "%s\n\n", s->keepalive_line ? s->keepalive_line : "{}");
 		else
 			evbuffer_add(s->buf, is_sse ? sse : nd, is_sse ? sizeof(sse) - 1 : sizeof(nd) - 1);
@@ -205,7 +241,7 @@ static void on_keepalive(evutil_socket_t fd, short what, void *arg)
 	keepalive_arm(s);
 }
 
-void sup_stream_keepalive_text(sup_stream *s, const char *line)
+void sup_stream_keepalive_text(sup_stream *s, const char *line) /* BARE, CONNECT */
 {
 	s->keepalive_line = line;
 }

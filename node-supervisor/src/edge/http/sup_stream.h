@@ -24,6 +24,10 @@ typedef enum sup_stream_fmt {
 	SUP_STREAM_BARE,   /* the object as is, then a blank line: {...}\n\n (the
 			    * OpenSandbox execd stream; the event name is the
 			    * caller's, inside the object) */
+	SUP_STREAM_CONNECT, /* application/connect+json: each object in an
+			     * envelope (flags 0, its length as 4 bytes big-
+			     * endian), the Connect protocol's server stream;
+			     * ended by sup_stream_connect_end */
 } sup_stream_fmt;
 
 /* The format the Accept header asks for (NONE: a plain JSON answer). */
@@ -45,9 +49,12 @@ void sup_stream_sse_raw(sup_stream *s, const char *id, const char *data, size_t 
 /* While the stream is idle, a comment (SSE ": keepalive", NDJSON
  * {"event":"keepalive"}) every secs seconds. 0, or -1 without memory. */
 int sup_stream_keepalive(sup_stream *s, unsigned secs);
-/* For SUP_STREAM_BARE: the keepalive is this object (one line, without
+/* For SUP_STREAM_BARE and CONNECT: the keepalive is this object (one line, without
  * the blank line; a static string), set before sup_stream_keepalive. */
 void sup_stream_keepalive_text(sup_stream *s, const char *line);
+/* CONNECT: the end-stream envelope (flags 2) with trailer (reference
+ * taken; NULL: {}), then as sup_stream_end. */
+void sup_stream_connect_end(sup_stream *s, json_t *trailer);
 /* Bytes waiting for the client. */
 size_t sup_stream_backlog(const sup_stream *s);
 /* The last event went: end the reply (the request is over) and free s. */

@@ -29,8 +29,7 @@
 void sup_osbx_ctx_release(sup_osbx_ctx *x)
 {
 	sup_osbx_sess_free_all(x);
-	json_decref(x->kept);
-	x->kept = NULL;
+	sup_kept_release(&x->kept);
 	json_decref(x->cpu_last);
 	x->cpu_last = NULL;
 }
@@ -60,7 +59,7 @@ static sup_osbx_ctx *ctx_of(sup_http_req *r)
 
 static const json_t *kept_of(sup_osbx_ctx *x, const char *id)
 {
-	return x->kept ? json_object_get(x->kept, id) : NULL;
+	return sup_kept_get(&x->kept, id);
 }
 
 /* Drop what was kept of who's sandboxes that are gone (expired, or
@@ -72,11 +71,7 @@ static void prune(sup_osbx_ctx *x, const sup_tenant *who)
 	json_t *k, *tmp;
 	sbx_err e;
 	sup_sandbox_view v;
-	json_object_foreach_safe(x->kept, tmp, id, k) {
-		const char *t = json_string_value(json_object_get(k, "tenant"));
-		if (t && strcmp(t, who->name) == 0 && sup_core_get(x->core, who, id, &v, &e) < 0)
-			sup_osbx_kept_drop(x, id);
-	}
+	sup_kept_prune(&x->kept, x->core, who);
 	json_object_foreach_safe(x->cpu_last, tmp, id, k) {
 		const char *t = json_string_value(json_object_get(k, "tenant"));
 		if (t && strcmp(t, who->name) == 0 && sup_core_get(x->core, who, id, &v, &e) < 0)
@@ -215,7 +210,7 @@ static void entry_started(int rc, const msgpack_object *res, const sbx_err *err,
 		q->entry_err = *err;
 		sbx_err_wrap(&q->entry_err, "entrypoint");
 	}
-	sup_osbx_kept_drop(x, q->sid);
+	sup_kept_drop(&x->kept, q->sid);
 	if (sup_core_delete(x->core, sup_http_input(q->r)->who, q->sid, entry_gone, q, &q->op, &e) < 0)
 		sup_http_fail(q->r, &q->entry_err);
 }
@@ -254,17 +249,11 @@ static void create_done(int rc, const sup_sandbox_view *v, const sbx_err *err, v
 		return;
 	}
 	snprintf(q->sid, sizeof(q->sid), "%s", v->id);
-	if (!x->kept)
-		x->kept = json_object();
 	sbx_err e;
-	if (x->kept && q->kept) {
-		json_object_set_new(q->kept, "tenant", json_string(sup_http_input(q->r)->who->name));
-		json_object_set(x->kept, v->id, q->kept);
-		/* the sandbox is made: a catalog that fails here costs only the
-		 * metadata's surviving a restart */
-		if (sup_osbx_kept_save(x, v->id, &e) < 0)
-			sup_warn("osbx: sandbox %s: %s", v->id, e.msg);
-	}
+	/* the sandbox is made: a catalog that fails here costs only the
+	 * metadata's surviving a restart */
+	if (q->kept && sup_kept_put(&x->kept, v->id, sup_http_input(q->r)->who->name, q->kept, &e) < 0)
+		sup_warn("osbx: sandbox %s: %s", v->id, e.msg);
 	json_t *entry = json_object_get(q->kept, "entrypoint");
 	if (entry && !sup_osbx_entry_is_default(entry)) {
 		/* entry_started answers, now or later */
@@ -445,7 +434,7 @@ static void delete_done(int rc, const sbx_err *err, void *ud)
 		sup_http_fail(q->r, err);
 		return;
 	}
-	sup_osbx_kept_drop(q->x, q->id);
+	sup_kept_drop(&q->x->kept, q->id);
 	sup_http_json(q->r, 204, NULL);
 }
 
@@ -491,12 +480,13 @@ static int act_metadata(sup_http_req *r, void *state, sbx_err *err)
 	json_object_foreach(j, k, val)
 		if (!json_is_string(val) && !json_is_null(val))
 			return sbx_err_set(err, -EINVAL, "field \"%.64s\": want a string or null", k);
-	if (!x->kept)
-		x->kept = json_object();
-	json_t *kept = x->kept ? json_object_get(x->kept, in->id) : NULL;
-	if (x->kept && !kept) {
-		kept = json_pack("{s:s}", "tenant", in->who->name);
-		json_object_set_new(x->kept, in->id, kept);
+	json_t *kept = sup_kept_get(&x->kept, in->id);
+	if (!kept) {
+		SBX_AUTO_JSON json_t *fresh = json_object();
+		sbx_err e;
+		if (fresh && sup_kept_put(&x->kept, in->id, in->who->name, fresh, &e) < 0 && e.code != -EIO)
+			return sbx_err_set(err, e.code, "%s", e.msg);
+		kept = sup_kept_get(&x->kept, in->id);
 	}
 	json_t *meta = kept ? json_object_get(kept, "metadata") : NULL;
 	if (kept && !meta) {
@@ -511,7 +501,7 @@ static int act_metadata(sup_http_req *r, void *state, sbx_err *err)
 		else
 			json_object_set(meta, k, val);
 	}
-	rc = sup_osbx_kept_save(x, in->id, err);
+	rc = sup_kept_save(&x->kept, in->id, err);
 	if (rc == 0)
 		sup_http_json(r, 200, sandbox_json(x, &v));
 	return rc;
@@ -743,3 +733,8 @@ const sup_http_family sup_osbx_family = {
 	.state_size = sizeof(sup_oq),
 	.release = oq_release,
 };
+
+int sup_osbx_ctx_open(sup_osbx_ctx *x, struct sup_catalog *catalog, sbx_err *err)
+{
+	return sup_kept_open(&x->kept, "opensandbox", catalog, err);
+}

@@ -17,6 +17,7 @@
 #include "sup_core.h"
 #include "sup_snaps.h"
 #include "sup_http.h"
+#include "sup_kept.h"
 
 struct sup_catalog;
 struct sup_urlsign;
@@ -31,10 +32,10 @@ typedef struct sup_osbx_ctx {
 	const struct sup_urlsign *sign;
 	/* What OpenSandbox keeps of a sandbox that sbx does not: id ->
 	 * {"tenant", "metadata", "entrypoint", "extensions"}, held while the
-	 * sandbox is listed (dropped when a lookup finds it gone), written
-	 * through to the catalog and read back by sup_osbx_ctx_open. Freed by
-	 * sup_osbx_ctx_release. */
-	json_t *kept;
+	 * sandbox is listed (dropped when a lookup finds it gone), kind
+	 * "opensandbox" of the catalog's kept records, read back by
+	 * sup_osbx_ctx_open. Freed by sup_osbx_ctx_release. */
+	sup_kept kept;
 	/* The metrics' last CPU sample per sandbox: id -> {"cpu_ns", "ms",
 	 * "tenant"}, pruned as kept is. */
 	json_t *cpu_last;

@@ -124,13 +124,6 @@ bool sup_osbx_listq_state(const sup_osbx_listq *lq, const char *state);
 /* The page lq asks for of all (taken) as {"items", "pagination"}, 200. */
 int sup_osbx_page(sup_http_req *r, json_t *all, const sup_osbx_listq *lq, sbx_err *err);
 
-/* ---- sup_osbx_kept.c: what is kept, written through to the catalog ---- */
-/* x->kept[id] into the catalog (nothing without one, or without a row). */
-int sup_osbx_kept_save(sup_osbx_ctx *x, const char *id, sbx_err *err);
-/* x->kept[id] and its row go (a failed delete of the row is logged); id may
- * be x->kept's own key. */
-void sup_osbx_kept_drop(sup_osbx_ctx *x, const char *id);
-
 /* ---- sup_osbx_cmd.c: the execd command routes ---- */
 int sup_osbx_parse_cmd(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
 int sup_osbx_act_cmd(sup_http_req *r, void *state, sbx_err *err);

@@ -31,6 +31,7 @@ void sup_ports_init(sup_ports_ctx *pc, sup_core *core, const char *domain,
 		    const struct sup_urlsign *sign);
 /* The edge's gate (sup_http_cfg.gate, ud pc): routing by Host and signed
  * URLs, see sup_ports_gate.c. */
-int sup_ports_gate(void *ud, const sup_http_in *in, char **path, sbx_err *err);
+int sup_ports_gate(void *ud, const sup_http_in *in, char **path, const struct sup_tenant **who,
+		   sbx_err *err);
 
 #endif

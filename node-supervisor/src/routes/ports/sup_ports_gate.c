@@ -171,8 +171,10 @@ static int signed_path(sup_ports_ctx *pc, const sup_http_in *in, char **path, sb
 	return 1;
 }
 
-int sup_ports_gate(void *ud, const sup_http_in *in, char **path, sbx_err *err)
+int sup_ports_gate(void *ud, const sup_http_in *in, char **path, const struct sup_tenant **who,
+		   sbx_err *err)
 {
+	(void)who;
 	sup_ports_ctx *pc = ud;
 	const char *p = in->path;
 	char id[48], sig[SUP_URLSIGN_HEX + 1];
