@@ -42,6 +42,12 @@ const SKIP = {
   "POST /opensandbox/v1/sandboxes/{id}/snapshots": "every valid draw stores an archive of the sandbox kept until the end (it_opensandbox checks it)",
   "GET /opensandbox/execd/{id}/metrics/watch": "a stream that stays open",
   "POST /opensandbox/execd/{id}/session/{pid}/run": "runs drawn shell text in a session; its stream may stay open",
+  // The E2B layer: the same reason as sbx's own create; a command's
+  // stream follows it, and a followed one stays open (it_e2b checks them).
+  "POST /e2b/sandboxes": "every valid draw is a cold create kept until the end",
+  "POST /e2b/v2/sandboxes": "every valid draw is a cold create kept until the end",
+  "POST /e2b/sandboxes/{id}/envd/process.Process/Start": "runs a drawn command; its stream follows it",
+  "POST /e2b/sandboxes/{id}/envd/process.Process/Connect": "a followed stream stays open",
 };
 // Drawn against the second sandbox, not the one every other draw runs
 // against: each can end it (a delete; a timeout or an expiry a second
@@ -51,7 +57,9 @@ const VICTIM = new Set([
   "DELETE /v1/sandboxes/{id}", "POST /v1/sandboxes/{id}/timeout", "POST /v1/sandboxes/{id}/pause",
   "POST /v1/sandboxes/{id}/resume", "DELETE /opensandbox/v1/sandboxes/{id}",
   "POST /opensandbox/v1/sandboxes/{id}/renew-expiration", "POST /opensandbox/v1/sandboxes/{id}/pause",
-  "POST /opensandbox/v1/sandboxes/{id}/resume",
+  "POST /opensandbox/v1/sandboxes/{id}/resume", "DELETE /e2b/sandboxes/{id}",
+  "POST /e2b/sandboxes/{id}/timeout", "POST /e2b/sandboxes/{id}/pause",
+  "POST /e2b/sandboxes/{id}/connect", "POST /e2b/v2/sandboxes/{id}/connect",
 ]);
 const SKIP_PREFIX = ["/v1/sandboxes/{id}/ports/{port}", "/v1/sandboxes/{id}/mcp/"];
 

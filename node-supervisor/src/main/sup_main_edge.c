@@ -105,7 +105,8 @@ static int phase_e2b(sup_main *m, sup_families *f, sbx_err *err)
 	const sup_config *cfg = &m->cfg;
 	char key[PATH_MAX];
 	bool made;
-	f->e2b = (sup_e2b_ctx){ .core = m->core, .limits = f->sandboxes.limits,
+	f->e2b = (sup_e2b_ctx){ .core = m->core, .contexts = f->contexts.engine,
+				.limits = f->sandboxes.limits,
 				.node = cfg->node_name, .aliases = cfg->e2b_templates,
 				.naliases = cfg->ne2b_templates, .tenants = &m->tenants };
 	if ((size_t)snprintf(key, sizeof(key), "%s/e2b-access.key", cfg->state_dir) >= sizeof(key))
@@ -156,8 +157,6 @@ int sup_main_families(sup_main *m, sbx_err *err)
 	f->osbx.limits = f->sandboxes.limits;
 	if (sup_osbx_ctx_open(&f->osbx, m->catalog, err) < 0)
 		return err->code;
-	if (phase_e2b(m, f, err) < 0)
-		return err->code;
 	f->files = (sup_files_ctx){ .core = m->core, .max_upload = cfg->max_upload };
 	if (cfg->image_pull_dir && !realpath(cfg->image_pull_dir, f->pull_dir))
 		return sbx_err_sys(err, -errno, "--image-pull-dir %s", cfg->image_pull_dir);
@@ -177,6 +176,8 @@ int sup_main_families(sup_main *m, sbx_err *err)
 	f->contexts.engine = sup_ctx_engine_new(m->base, m->core, cfg->max_output);
 	if (!f->contexts.engine)
 		return sbx_err_set(err, -ENOMEM, "code contexts");
+	if (phase_e2b(m, f, err) < 0)
+		return err->code;
 	f->nodes = (sup_nodes_ctx){ .kube = &m->kube };
 	f->mcp = (sup_mcp_ctx){ .core = m->core, .idle_ms = cfg->mcp_idle_ms,
 				.origins = cfg->mcp_origins, .limits = f->sandboxes.limits,

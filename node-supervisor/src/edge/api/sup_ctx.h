@@ -109,6 +109,7 @@ int sup_ctx_restart(sup_ctx_engine *e, const char *sid, const char *ctx, sup_ctx
 /* The waiter's caller went: cb will not run; the context goes on. */
 void sup_ctx_wait_cancel(sup_ctx_wait *w);
 
+/* {"contexts": [...]}: sandbox sid's, oldest first. */
 json_t *sup_ctx_list(sup_ctx_engine *e, const char *sid);
 json_t *sup_ctx_get(sup_ctx_engine *e, const char *sid, const char *ctx, sbx_err *err);
 /* Its interpreter killed, the context forgotten; a cell running ends with

@@ -48,6 +48,7 @@ static const struct status_row {
 	{ -EDQUOT, 429, "quota_exceeded", NULL },
 	{ -ECANCELED, 499, "cancelled", NULL },
 	{ -ENOSYS, 501, "not_implemented", NULL },
+	{ -EHOSTDOWN, 502, "paused", "e2b" },         /* their SDK: 502 is "not running" */
 	{ -ECONNREFUSED, 502, "port_closed", "ports" }, /* nothing listens on the port */
 	{ -EBADMSG, 502, "bad_gateway", "ports" },     /* the server's answer is unusable */
 	{ -ECONNRESET, 502, "agent_error", NULL },

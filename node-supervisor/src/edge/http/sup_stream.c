@@ -83,7 +83,7 @@ sup_stream *sup_stream_start(sup_http_req *r, sup_stream_fmt fmt,
 	sup_http_on_drained(r, on_drained, s);
 	sup_http_on_credit(r, on_credit, ud);
 	sup_http_header(r, "Content-Type",
-			fmt == SUP_STREAM_NDJSON    ? "application/x-ndjson"
+			fmt == SUP_STREAM_NDJSON || fmt == SUP_STREAM_LINES ? "application/x-ndjson"
 			: fmt == SUP_STREAM_CONNECT ? "application/connect+json"
 						    : "text/event-stream");
 	sup_http_header(r, "Cache-Control", "no-cache");
@@ -164,8 +164,9 @@ static void envelope(sup_stream *s, uint8_t flags, json_t *o)
 
 void sup_stream_connect_end(sup_stream *s, json_t *trailer)
 {
-	envelope(s, 2, trailer ? trailer : json_object());
-	json_decref(trailer);
+	json_t *o = trailer ? trailer : json_object();
+	envelope(s, 2, o);
+	json_decref(o);
 	flush_event(s, 0);
 	sup_stream_end(s);
 }
@@ -184,7 +185,7 @@ void sup_stream_json_cost(sup_stream *s, const char *event, json_t *obj, size_t 
 		flush_event(s, cost);
 		return;
 	}
-	if (s->fmt == SUP_STREAM_BARE) {
+	if (s->fmt == SUP_STREAM_BARE || s->fmt == SUP_STREAM_LINES) {
 		/* the object as is */
 	} else if (s->fmt == SUP_STREAM_NDJSON) {
 		o = json_pack("{s:s}", "event", event);
@@ -202,7 +203,7 @@ void sup_stream_json_cost(sup_stream *s, const char *event, json_t *obj, size_t 
 					    : "{\"event\":\"error\",%s", oom);
 	}
 	json_decref(o);
-	bool blank = s->fmt != SUP_STREAM_NDJSON;
+	bool blank = s->fmt != SUP_STREAM_NDJSON && s->fmt != SUP_STREAM_LINES;
 	evbuffer_add(s->buf, blank ? "\n\n" : "\n", blank ? 2 : 1);
 	flush_event(s, cost);
 }
@@ -232,8 +233,9 @@ static void on_keepalive(evutil_socket_t fd, short what, void *arg)
 			json_t *o = json_loads(s->keepalive_line ? s->keepalive_line : "{}", 0, NULL);
 			envelope(s, 0, o);
 			json_decref(o);
-		} else if (s->fmt == SUP_STREAM_BARE)
-			evbuffer_add_printf(s->buf, "%s\n\n", s->keepalive_line ? s->keepalive_line : "{}");
+		} else if (s->fmt == SUP_STREAM_BARE || s->fmt == SUP_STREAM_LINES)
+			evbuffer_add_printf(s->buf, s->fmt == SUP_STREAM_BARE ? "%s\n\n" : "%s\n",
+					    s->keepalive_line ? s->keepalive_line : "{}");
 		else
 			evbuffer_add(s->buf, is_sse ? sse : nd, is_sse ? sizeof(sse) - 1 : sizeof(nd) - 1);
 		flush_event(s, 0);

@@ -24,6 +24,8 @@ typedef enum sup_stream_fmt {
 	SUP_STREAM_BARE,   /* the object as is, then a blank line: {...}\n\n (the
 			    * OpenSandbox execd stream; the event name is the
 			    * caller's, inside the object) */
+	SUP_STREAM_LINES,  /* application/x-ndjson: the object as is, one a line
+			    * (the event name is the caller's, inside it) */
 	SUP_STREAM_CONNECT, /* application/connect+json: each object in an
 			     * envelope (flags 0, its length as 4 bytes big-
 			     * endian), the Connect protocol's server stream;
@@ -49,7 +51,7 @@ void sup_stream_sse_raw(sup_stream *s, const char *id, const char *data, size_t 
 /* While the stream is idle, a comment (SSE ": keepalive", NDJSON
  * {"event":"keepalive"}) every secs seconds. 0, or -1 without memory. */
 int sup_stream_keepalive(sup_stream *s, unsigned secs);
-/* For SUP_STREAM_BARE and CONNECT: the keepalive is this object (one line, without
+/* For SUP_STREAM_BARE, LINES and CONNECT: the keepalive is this object (one line, without
  * the blank line; a static string), set before sup_stream_keepalive. */
 void sup_stream_keepalive_text(sup_stream *s, const char *line);
 /* CONNECT: the end-stream envelope (flags 2) with trailer (reference

@@ -35,6 +35,7 @@ static void eq_release(void *state)
 	q->op = NULL;
 	sup_e2b_proc_release(q);
 	sup_e2b_fs_release(q);
+	sup_e2b_code_release(q);
 	sup_create_req_free(&q->create);
 	json_decref(q->kept);
 	json_decref(q->msg);
@@ -333,7 +334,14 @@ const sup_http_family sup_e2b_family = {
 #define FS ENVD "/filesystem.Filesystem/"
 #define MM SUP_E2B_MAX_MSG
 
+#define CODE SB "/code"
+
 static const sup_http_route envd_routes[] = {
+	{ "POST", CODE "/execute", "e2b execute", SUP_BODY_BUFFERED, SUP_CTX_CODE_MAX + 65536, sup_e2b_parse_execute, sup_e2b_act_execute },
+	{ "POST", CODE "/contexts", "e2b context create", SUP_BODY_BUFFERED, MB, sup_e2b_parse_context, sup_e2b_act_context },
+	{ "GET", CODE "/contexts", "e2b contexts", SUP_BODY_NONE, 0, sup_e2b_parse_context, sup_e2b_act_context },
+	{ "POST", CODE "/contexts/{pid}/restart", "e2b context restart", SUP_BODY_NONE, 0, sup_e2b_parse_context, sup_e2b_act_context },
+	{ "DELETE", CODE "/contexts/{pid}", "e2b context delete", SUP_BODY_NONE, 0, sup_e2b_parse_context, sup_e2b_act_context },
 	{ "GET", ENVD "/health", "envd health", SUP_BODY_NONE, 0, parse_id, act_health },
 	{ "POST", PROC "Start", "envd Start", SUP_BODY_BUFFERED, MM, sup_e2b_parse_rpc_stream, sup_e2b_act_start },
 	{ "POST", PROC "Connect", "envd Connect", SUP_BODY_BUFFERED, MM, sup_e2b_parse_rpc_stream, sup_e2b_act_connect },

@@ -1,9 +1,11 @@
 /* The E2B compatibility layer: E2B's control plane under /e2b (so that
  * E2B_API_URL=http://host:port/e2b works) and the sandbox daemon's API
  * (envd: the Connect services process.Process and filesystem.Filesystem,
- * /files, /health) per sandbox under /e2b/sandboxes/{id}/envd, which the
- * gate reaches from E2B's own addressing (E2B_SANDBOX_URL=.../e2b/envd with
- * the E2b-Sandbox-Id and E2b-Sandbox-Port headers). Their shapes, their
+ * /files, /health) per sandbox under /e2b/sandboxes/{id}/envd and their
+ * code interpreter's (/execute, /contexts on sbx's code contexts) under
+ * /e2b/sandboxes/{id}/code, which the gate reaches from E2B's own
+ * addressing (E2B_SANDBOX_URL=.../e2b/envd with the E2b-Sandbox-Id and
+ * E2b-Sandbox-Port headers: 49983 envd, 49999 the code interpreter). Their shapes, their
  * error bodies and their codes, mapped onto sbx's own operations through
  * the core, with sbx's rules kept (limits, the sandbox's user, the path
  * policy, tenants). A sandbox's envd is reached with the tenant's key or
@@ -33,6 +35,7 @@ struct sup_tenants;
 
 typedef struct sup_e2b_ctx {
 	sup_core *core;
+	struct sup_ctx_engine *contexts; /* the code interpreter's: sbx's code contexts */
 	sup_api_limits limits;          /* as POST /v1/sandboxes takes them */
 	const char *node;               /* this node's name: their clientID */
 	/* Their template names onto sbx's images, "name=image" each (a name
@@ -57,8 +60,10 @@ void sup_e2b_ctx_release(sup_e2b_ctx *x);
 
 /* The edge's gate for E2B's addressing (ud: the ctx): a request under
  * /e2b/envd with E2b-Sandbox-Id (and E2b-Sandbox-Port 49983, the
- * default) is routed to /e2b/sandboxes/{id}/envd/...; a request under
- * /e2b/sandboxes/{id}/envd with a valid X-Access-Token is its tenant's. 0
+ * default, or 49999) is routed to /e2b/sandboxes/{id}/envd/... (or
+ * .../code/...); a request there with a valid X-Access-Token (or
+ * E2B-Traffic-Access-Token, which the code interpreter's SDK sends) is
+ * its tenant's. 0
  * (nothing vouched for: the sandbox is still checked as the tenant's), or
  * an error. */
 int sup_e2b_gate(void *ud, const sup_http_in *in, char **path, const struct sup_tenant **who,

@@ -47,14 +47,16 @@ static bool id_ok(const char *s, size_t n)
 	return n > 0 && n < SUP_ID_MAX && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") >= n;
 }
 
-/* The id in /e2b/sandboxes/{id}/envd..., into id: whether the path is one. */
+/* The id in /e2b/sandboxes/{id}/envd... or .../code..., into id:
+ * whether the path is one. */
 static bool envd_path(const char *p, char id[SUP_ID_MAX])
 {
 	if (strncmp(p, SANDBOXES, sizeof(SANDBOXES) - 1) != 0)
 		return false;
 	p += sizeof(SANDBOXES) - 1;
 	size_t n = strcspn(p, "/");
-	if (!id_ok(p, n) || strncmp(p + n, "/envd", 5) != 0 || (p[n + 5] != '/' && p[n + 5] != '\0'))
+	if (!id_ok(p, n) || (strncmp(p + n, "/envd", 5) != 0 && strncmp(p + n, "/code", 5) != 0) ||
+	    (p[n + 5] != '/' && p[n + 5] != '\0'))
 		return false;
 	memcpy(id, p, n);
 	id[n] = '\0';
@@ -89,18 +91,22 @@ int sup_e2b_gate(void *ud, const sup_http_in *in, char **path, const sup_tenant 
 			return 0; /* no route: their 404 */
 		if (!id_ok(sid, strlen(sid)))
 			return sbx_err_set(err, -ENOENT, "no sandbox %.64s", sid);
-		if (port && strcmp(port, "49983") != 0)
+		bool code = port && strcmp(port, "49999") == 0;
+		if (port && !code && strcmp(port, "49983") != 0)
 			return sbx_err_set(err, -ENOENT,
-					   "port %.8s of sandbox %s: only envd's (49983) is served at this URL; "
-					   "the code interpreter is sbx's /v1/sandboxes/{id}/contexts",
+					   "port %.8s of sandbox %s: only envd's (49983) and the code "
+					   "interpreter's (49999) are served at this URL; a port of the "
+					   "sandbox's own is sbx's port proxy",
 					   port, sid);
 		size_t n = strlen(p) + strlen(sid) + 32;
 		if (!(*path = malloc(n)))
 			return sbx_err_set(err, -ENOMEM, "out of memory");
-		snprintf(*path, n, SANDBOXES "%s/envd%s", sid, p + pl);
+		snprintf(*path, n, SANDBOXES "%s/%s%s", sid, code ? "code" : "envd", p + pl);
 		p = *path;
 	}
 	const char *tok = sup_http_in_header(in, "X-Access-Token");
+	if (!tok)
+		tok = sup_http_in_header(in, "E2B-Traffic-Access-Token");
 	if (tok && envd_path(p, id))
 		*who = token_tenant(x, tok, id);
 	return 0;

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "sbx/proto_args.h"
+#include "sup_ctx.h"
 #include "sup_e2b.h"
 #include "sup_stream.h"
 
@@ -57,6 +58,13 @@ struct sup_eq {
 	uint8_t *input;        /* SendInput: the bytes, sent within credit */
 	size_t input_len, input_off;
 	bool input_eof;        /* CloseStdin */
+	/* the code interpreter */
+	char ctx_id[SUP_CTX_ID_MAX + 1];
+	sup_ctx_cell cell;
+	sup_ctx_run *run;
+	sup_ctx_wait *wait;
+	sup_ctx_spec spec_ctx;
+	bool has_spec;         /* a context create's spec, not yet handed over */
 	struct e2b_fs *fs;
 };
 typedef struct sup_eq sup_eq;
@@ -145,5 +153,12 @@ int sup_e2b_act_input(sup_http_req *r, void *state, sbx_err *err);
 int sup_e2b_act_signal(sup_http_req *r, void *state, sbx_err *err);
 int sup_e2b_act_update(sup_http_req *r, void *state, sbx_err *err);
 void sup_e2b_proc_release(sup_eq *q);
+
+/* ---- sup_e2b_code.c: the code interpreter (/execute, /contexts) ---- */
+int sup_e2b_parse_execute(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_e2b_act_execute(sup_http_req *r, void *state, sbx_err *err);
+int sup_e2b_parse_context(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_e2b_act_context(sup_http_req *r, void *state, sbx_err *err);
+void sup_e2b_code_release(sup_eq *q);
 
 #endif

@@ -191,6 +191,8 @@ json_t *sup_e2b_sandbox_json(const sup_e2b_ctx *x, const sup_sandbox_view *v, co
 		return NULL;
 	if (token) {
 		json_object_set_new(o, "envdAccessToken", json_string(token));
+		/* their code interpreter's SDK sends only this one to /contexts */
+		json_object_set_new(o, "trafficAccessToken", json_string(token));
 		return o;
 	}
 	char started[32], end[32];

@@ -489,7 +489,38 @@ int sup_e2b_act_input(sup_http_req *r, void *state, sbx_err *err)
 	return rc;
 }
 
-/* ---- SendSignal: SIGKILL ends the whole tree (proc.kill), others are sent ---- */
+/* ---- SendSignal: SIGKILL ends the whole tree (proc.kill), SIGTERM is
+ * sent; a process that has exited is not found, as theirs (their kill()
+ * returns false), so proc.get asks first ---- */
+
+static void signal_get_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
+{
+	sup_eq *q = ud;
+	sup_api_proc p;
+	sbx_err e;
+	q->op = NULL;
+	if (rc == 0 && sup_api_proc_read(result, false, q->pid, &p, &e) < 0) {
+		sup_core_blame(q->x->core, q->id, &e);
+		rc = e.code;
+	} else if (rc == 0 && p.exited) {
+		rc = sbx_err_set(&e, -ENOENT, "process %ld has exited", q->pid);
+	} else if (rc < 0) {
+		e = *err;
+	}
+	if (rc == 0) {
+		sbx_proto_args_destroy(&q->args);
+		sbx_proto_args_init(&q->args);
+		sbx_proto_args_uint(&q->args, "pid", (uint64_t)q->pid);
+		if (q->kind == SIGTERM)
+			sbx_proto_args_uint(&q->args, "signal", SIGTERM);
+		rc = sup_core_call(q->x->core, q->id, q->kind == SIGKILL ? SBX_OP_PROC_KILL : SBX_OP_PROC_SIGNAL,
+				   &q->args, &empty_cbs, q, &q->op, &e);
+	}
+	if (rc < 0)
+		sup_http_fail(q->r, &e);
+}
+
+static const sup_core_call_cbs signal_get_cbs = { .on_done = signal_get_done };
 
 int sup_e2b_act_signal(sup_http_req *r, void *state, sbx_err *err)
 {
@@ -507,11 +538,9 @@ int sup_e2b_act_signal(sup_http_req *r, void *state, sbx_err *err)
 							     : 0;
 	if (n != SIGKILL && n != SIGTERM)
 		return sbx_err_set(err, -EINVAL, "field \"signal\": want SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+	q->kind = (int)n;
 	sbx_proto_args_uint(&q->args, "pid", (uint64_t)q->pid);
-	if (n == SIGTERM)
-		sbx_proto_args_uint(&q->args, "signal", SIGTERM);
-	return sup_core_call(q->x->core, q->id, n == SIGKILL ? SBX_OP_PROC_KILL : SBX_OP_PROC_SIGNAL,
-			     &q->args, &empty_cbs, q, &q->op, err);
+	return sup_core_call(q->x->core, q->id, SBX_OP_PROC_GET, &q->args, &signal_get_cbs, q, &q->op, err);
 }
 
 /* ---- Update: a terminal's new size ---- */
