@@ -18,32 +18,16 @@ Env: SBX_SUPERVISOR, SBX_AGENT.
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from test_e2b import SDK_DIR, envelope, envelopes  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
-HERE = os.path.dirname(os.path.abspath(__file__))
-SDK_DIR = os.path.normpath(os.path.join(HERE, "..", "e2b"))
-
-
-def envelope(msg, flags=0):
-    b = json.dumps(msg).encode()
-    return struct.pack(">BI", flags, len(b)) + b
-
-
-def envelopes(data):
-    out = []
-    while data:
-        flags, n = struct.unpack(">BI", data[:5])
-        out.append((flags, json.loads(data[5:5 + n])))
-        data = data[5 + n:]
-    return out
 
 
 class E2BFiles(unittest.TestCase):

@@ -48,6 +48,7 @@ const SKIP = {
   "POST /e2b/v2/sandboxes": "every valid draw is a cold create kept until the end",
   "POST /e2b/sandboxes/{id}/envd/process.Process/Start": "runs a drawn command; its stream follows it",
   "POST /e2b/sandboxes/{id}/envd/process.Process/Connect": "a followed stream stays open",
+  "POST /e2b/sandboxes/{id}/envd/filesystem.Filesystem/WatchDir": "a stream that stays open (it_e2b_files checks it)",
 };
 // Drawn against the second sandbox, not the one every other draw runs
 // against: each can end it (a delete; a timeout or an expiry a second
@@ -165,9 +166,13 @@ try {
       statuses[a.status] = (statuses[a.status] || 0) + 1;
       if (a.status >= 500) throw new Error(`${req.method} ${a.url} -> ${a.status} ${a.text.slice(0, 300)}`);
       if (a.status >= 400 && a.type.startsWith("application/json")) {
-        // errors under /opensandbox are flat, as OpenSandbox's SDKs read them
+        // errors under /opensandbox and /e2b are flat, as their SDKs read
+        // them (E2B's code a number on its plain routes)
         const j = JSON.parse(a.text);
-        const e = req.path.startsWith("/opensandbox/") ? j : j.error;
+        const flat = req.path.startsWith("/opensandbox/") || req.path.startsWith("/e2b/");
+        const e = flat ? j : j.error;
+        if (req.path.startsWith("/e2b/") && e && Number.isInteger(e.code) && e.code === a.status)
+          e.code = String(e.code);
         // /v1/mcp is an MCP transport: its refusals of a message are
         // JSON-RPC errors (an integer code), as the MCP spec has them
         const rpc = req.path === "/v1/mcp" && j.jsonrpc === "2.0" && e && Number.isInteger(e.code) &&

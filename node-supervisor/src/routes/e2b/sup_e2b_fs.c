@@ -108,23 +108,17 @@ static int refuse_root(const sup_policy_match *m, const char *what, sbx_err *err
 			  : 0;
 }
 
-int sup_e2b_parse_fs(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
+/* Every call's message: the path (and Move's destination, ListDir's
+ * depth) checked for what the call needs. */
+static int parse_fs(const sup_http_in *in, void *ctx, void *state, int kind, sbx_err *err)
 {
-	static const struct {
-		const char *method;
-		int kind;
-	} methods[] = { { "Stat", FS_STAT },   { "ListDir", FS_LIST }, { "MakeDir", FS_MKDIR },
-			{ "Move", FS_MOVE },   { "Remove", FS_REMOVE } };
 	sup_eq *q = state;
 	int rc = sup_e2b_parse_rpc(in, ctx, state, err);
 	struct e2b_fs *f = rc < 0 ? NULL : sup_e2b_fs_of(q, err);
 	if (!f)
 		return rc < 0 ? rc : err->code;
 	f->who = in->who;
-	const char *slash = strrchr(in->path, '/');
-	for (size_t i = 0; slash && i < sizeof(methods) / sizeof(methods[0]); i++)
-		if (strcmp(slash + 1, methods[i].method) == 0)
-			f->kind = methods[i].kind;
+	f->kind = kind;
 	switch (f->kind) {
 	case FS_STAT:
 		return msg_path(q, "path", SUP_POLICY_READ, &f->m, err);
@@ -153,6 +147,31 @@ int sup_e2b_parse_fs(const sup_http_in *in, void *ctx, void *state, sbx_err *err
 	default:
 		return sbx_err_set(err, -ENOENT, "no such method of filesystem.Filesystem");
 	}
+}
+
+int sup_e2b_parse_stat(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
+{
+	return parse_fs(in, ctx, state, FS_STAT, err);
+}
+
+int sup_e2b_parse_listdir(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
+{
+	return parse_fs(in, ctx, state, FS_LIST, err);
+}
+
+int sup_e2b_parse_mkdir(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
+{
+	return parse_fs(in, ctx, state, FS_MKDIR, err);
+}
+
+int sup_e2b_parse_move(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
+{
+	return parse_fs(in, ctx, state, FS_MOVE, err);
+}
+
+int sup_e2b_parse_remove(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
+{
+	return parse_fs(in, ctx, state, FS_REMOVE, err);
 }
 
 /* ---- the calls ---- */

@@ -52,12 +52,17 @@ const char *sup_e2b_home(const char *user, char *buf, size_t size);
  * for need into m: 0, or an error (-EINVAL, -EPERM: logged as a denial). */
 int sup_e2b_fs_path(sup_eq *q, const char *p, size_t n, sup_policy_access need,
 		    sup_policy_match *m, sbx_err *err);
-/* The fs state of q, made (NULL: -ENOMEM in err). */
+/* The fs state of q, made (NULL: -ENOMEM in err). sup_e2b_fs_path reads
+ * its who: set it first. */
 struct e2b_fs *sup_e2b_fs_of(sup_eq *q, sbx_err *err);
 void sup_e2b_fs_release(sup_eq *q);
 
 /* filesystem.Filesystem (sup_e2b_fs.c, sup_e2b_fs_watch.c) */
-int sup_e2b_parse_fs(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_e2b_parse_stat(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_e2b_parse_listdir(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_e2b_parse_mkdir(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_e2b_parse_move(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
+int sup_e2b_parse_remove(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
 int sup_e2b_act_fs(sup_http_req *r, void *state, sbx_err *err);
 int sup_e2b_parse_watch(const sup_http_in *in, void *ctx, void *state, sbx_err *err);
 int sup_e2b_act_watch(sup_http_req *r, void *state, sbx_err *err);

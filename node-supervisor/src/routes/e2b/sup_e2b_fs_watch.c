@@ -32,8 +32,13 @@ int sup_e2b_parse_watch(const sup_http_in *in, void *ctx, void *state, sbx_err *
 	struct e2b_fs *f = sup_e2b_fs_of(q, err);
 	json_t *path = sup_e2b_field(q->msg, "path", NULL);
 	json_t *rec = sup_e2b_field(q->msg, "recursive", NULL);
-	int rc = f ? 0 : err->code;
-	if (rc == 0 && rec && !json_is_boolean(rec))
+	int rc = 0;
+	if (!f) {
+		q->early = -ENOMEM;
+		q->early_err = *err;
+		return 0;
+	}
+	if (rec && !json_is_boolean(rec))
 		rc = sbx_err_set(err, -EINVAL, "field \"recursive\": want true or false");
 	if (rc == 0 && !json_is_string(path))
 		rc = sbx_err_set(err, -EINVAL, "field \"path\": want a path");
