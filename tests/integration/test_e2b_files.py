@@ -15,24 +15,31 @@ sandbox is removed at the end, also when a test fails.
 
 Env: SBX_SUPERVISOR, SBX_AGENT.
 """
+import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sbx_harness import Supervisor, stop_clean  # noqa: E402
+from sbx_harness import Supervisor, read_head, small_asan_quarantine, stop_clean  # noqa: E402
 from test_e2b import SDK_DIR, envelope, envelopes  # noqa: E402
+from test_exec_stream import sanitized  # noqa: E402
+from test_files_upload import DISK_MARGIN, RSS_LIMIT_KB, PeakRss  # noqa: E402
 
 SUP = os.environ.get("SBX_SUPERVISOR")
 AGENT = os.environ.get("SBX_AGENT")
+BIG_MB = int(os.environ.get("SBX_E2B_UPLOAD_MB", "100"))
 
 
 class E2BFiles(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        cls.asan = small_asan_quarantine(SUP)
         cls.sup = Supervisor(SUP, AGENT, pool_size=1)
         cls.addClassCleanup(cls.sup.cleanup)
         cls.sup.start()
@@ -151,6 +158,72 @@ class E2BFiles(unittest.TestCase):
         ev = envelopes(data)
         self.assertEqual(ev[-1][0], 2, ev)
         self.assertEqual(ev[-1][1]["error"]["code"], "not_found", ev)
+
+    def test_big_multipart_bounded_memory(self):
+        """A 100 MiB file in a multipart body (as their SDK's files.write
+        sends it) goes into the sandbox while the supervisor's RSS stays
+        bounded (the body is read only as fast as the agent writes), and
+        comes back by GET /files with its sha256 intact."""
+        size = BIG_MB << 20
+        fs = os.statvfs(self.sup.state_dir)
+        if fs.f_bavail * fs.f_frsize < size + DISK_MARGIN:
+            self.skipTest("needs %d MiB free under %s" % ((size + DISK_MARGIN) >> 20, self.sup.state_dir))
+        sb = self.create()
+        head = (b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/tmp/big.bin\"\r\n"
+                b"Content-Type: application/octet-stream\r\n\r\n")
+        tail = b"\r\n--XyZ--\r\n"
+        block = os.urandom(1 << 20)
+        up = hashlib.sha256()
+        rss = PeakRss({"supervisor": self.sup.proc.pid})
+        s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=300)
+        try:
+            h = self.headers(sb, "multipart/form-data; boundary=XyZ")
+            req = ("POST /e2b/envd/files HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n" %
+                   (len(head) + size + len(tail)) + "".join("%s: %s\r\n" % kv for kv in h.items()) + "\r\n")
+            t0 = time.monotonic()
+            with rss:
+                s.sendall(req.encode() + head)
+                for i in range(BIG_MB):
+                    piece = i.to_bytes(8, "little") + block[8:]  # every MiB differs
+                    up.update(piece)
+                    s.sendall(piece)
+                s.sendall(tail)
+                st, hdrs, rest = read_head(s, 300)
+            dt = time.monotonic() - t0
+            n = int(hdrs.get("content-length", "0"))
+            while len(rest) < n:
+                rest += s.recv(65536)
+            self.assertEqual((st, json.loads(rest[:n])),
+                             (200, [{"name": "big.bin", "type": "file", "path": "/tmp/big.bin"}]))
+        finally:
+            s.close()
+        # back, hashed as it arrives
+        s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=300)
+        down, got = hashlib.sha256(), 0
+        try:
+            req = "GET /e2b/envd/files?path=/tmp/big.bin HTTP/1.1\r\nHost: x\r\n" + "".join(
+                "%s: %s\r\n" % kv for kv in self.headers(sb).items()) + "\r\n"
+            s.sendall(req.encode())
+            st, hdrs, rest = read_head(s, 300)
+            self.assertEqual((st, int(hdrs["content-length"])), (200, size))
+            down.update(rest)
+            got = len(rest)
+            while got < size:
+                c = s.recv(1 << 20)
+                if not c:
+                    break
+                down.update(c)
+                got += len(c)
+        finally:
+            s.close()
+        self.assertEqual((got, down.hexdigest()), (size, up.hexdigest()))
+        print("e2b multipart upload %d MiB: %.0f MB/s; supervisor RSS KiB before/peak: %s%s" %
+              (BIG_MB, size / dt / 1e6, rss.report(), " (ASan)" if self.asan else ""), file=sys.stderr)
+        rss0, peak = rss.before["supervisor"], rss.peak["supervisor"]
+        if sanitized(SUP):
+            self.assertLess(peak - rss0, 24 << 10, "supervisor RSS grew to %d KiB" % peak)
+        else:
+            self.assertLess(peak, RSS_LIMIT_KB, "supervisor RSS peaked at %d KiB" % peak)
 
 
 if __name__ == "__main__":
