@@ -341,4 +341,28 @@ write("corpus_multipart", {
     "long_boundary": b"\x00multipart/form-data; boundary=" + b"b" * 71 + b"\n--" + b"b" * 71 + b"--",
     "unended": b"\x00" + CTX + mpart("a", b"d" * 100),
     "not_multipart": b"\x00text/plain\nhello",
+# ---- corpus_cdp: what a server on a sandbox's port 9222 answers to
+# /json/version, /json/list (Chromium's shapes), and hostile ones
+ver = {"Browser": "Chrome/156.0.8078.129", "Protocol-Version": "1.3",
+       "User-Agent": "Mozilla/5.0", "V8-Version": "15.6", "WebKit-Version": "537.36",
+       "webSocketDebuggerUrl": "ws://127.0.0.1:9222/devtools/browser/3f0c"}
+page = {"description": "", "id": "P1", "title": "t", "type": "page", "url": "about:blank",
+        "devtoolsFrontendUrl": "https://chrome-devtools-frontend.appspot.com/serve_rev/@x/inspector.html?ws=127.0.0.1:9222/devtools/page/P1",
+        "webSocketDebuggerUrl": "ws://127.0.0.1:9222/devtools/page/P1"}
+write("corpus_cdp", {
+    "version": json.dumps(ver).encode(),
+    "list": json.dumps([page, dict(page, id="P2", webSocketDebuggerUrl="ws://127.0.0.1:9222/devtools/page/P2")]).encode(),
+    "list_empty": b"[]",
+    "wss": json.dumps(dict(ver, webSocketDebuggerUrl="wss://x/devtools/browser/b?a=1")).encode(),
+    "no_path": json.dumps(dict(ver, webSocketDebuggerUrl="ws://127.0.0.1:9222")).encode(),
+    "not_ws": json.dumps(dict(ver, webSocketDebuggerUrl="http://127.0.0.1:9222/x")).encode(),
+    "ws_number": json.dumps(dict(ver, webSocketDebuggerUrl=7)).encode(),
+    "frontend_no_ws": json.dumps([dict(page, devtoolsFrontendUrl="/devtools/inspector.html")]).encode(),
+    "frontend_no_path": json.dumps([dict(page, devtoolsFrontendUrl="/x?ws=host")]).encode(),
+    "nul": b'{"webSocketDebuggerUrl":"ws://a\\u0000b/c"}',
+    "long": json.dumps(dict(ver, webSocketDebuggerUrl="ws://h/" + "a" * 5000)).encode(),
+    "nested": b"[" * 3000,
+    "array_of_numbers": b"[1,2,3]",
+    "string": b'"ws://x/y"',
+    "garbage": b"HTTP/1.1 200 OK\r\n\r\n{}",
 })

@@ -146,8 +146,21 @@ static void test_config(void **state)
 	assert_string_equal(c.workdir, "/srv");
 	assert_string_equal(c.user, "app:app");
 	assert_string_equal(c.entry0, "/.sbx/sandbox-agent");
+	assert_null(c.service);
+	sup_img_config_release(&c);
+	/* the image's service: its label, an absolute path; other labels
+	 * are not ours to judge */
+	const char *svc = "{\"rootfs\":{\"diff_ids\":[]},\"config\":{\"Labels\":{\"x\":7,"
+			  "\"dev.sbx.service\":\"/usr/lib/sbx/sbx-browser\"}}}";
+	assert_int_equal(sup_img_parse_config(svc, strlen(svc), &c, &e), 0);
+	assert_string_equal(c.service, "/usr/lib/sbx/sbx-browser");
 	sup_img_config_release(&c);
 	static const char *const bad[] = {
+		"{\"rootfs\":{\"diff_ids\":[]},\"config\":{\"Labels\":{\"dev.sbx.service\":\"rel/x\"}}}",
+		"{\"rootfs\":{\"diff_ids\":[]},\"config\":{\"Labels\":{\"dev.sbx.service\":\"/a b\"}}}",
+		"{\"rootfs\":{\"diff_ids\":[]},\"config\":{\"Labels\":{\"dev.sbx.service\":\"/a/../b\"}}}",
+		"{\"rootfs\":{\"diff_ids\":[]},\"config\":{\"Labels\":{\"dev.sbx.service\":\"/\"}}}",
+		"{\"rootfs\":{\"diff_ids\":[]},\"config\":{\"Labels\":{\"dev.sbx.service\":[\"/x\"]}}}",
 		"{\"rootfs\":{}}",
 		"{\"rootfs\":{\"diff_ids\":[\"sha256:12\"]}}",
 		"{\"rootfs\":{\"diff_ids\":[]},\"config\":{\"Env\":[\"NOEQUALS\"]}}",

@@ -1,5 +1,6 @@
 /* The port proxy's head rules (sup_ports_head.c): what of a client's
  * request goes inside, what of a server's answer comes out. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +17,7 @@
 static char *head_of(const sup_http_in *in, const char *target, bool upgrade)
 {
 	struct evbuffer *b = evbuffer_new();
-	assert_int_equal(sup_pp_request_head(in, target, upgrade, b), 0);
+	assert_int_equal(sup_pp_request_head(in, target, upgrade, NULL, b), 0);
 	size_t n = evbuffer_get_length(b);
 	char *s = malloc(n + 1);
 	evbuffer_remove(b, s, n);
@@ -256,6 +257,133 @@ static void test_gate_path(void **state)
 	assert_null(vp);
 }
 
+/* The DevTools discovery answers: each webSocketDebuggerUrl (and the
+ * frontend's ws=) on the way the client came in, a proof's query after
+ * it; anything but JSON objects refused. */
+static void test_cdp_rewrite(void **state)
+{
+	(void)state;
+	assert_true(sup_ports_cdp_discovery("/json"));
+	assert_true(sup_ports_cdp_discovery("/json/version"));
+	assert_true(sup_ports_cdp_discovery("/json/list/"));
+	assert_false(sup_ports_cdp_discovery("/jsonx"));
+	assert_false(sup_ports_cdp_discovery("/devtools/browser/x"));
+	assert_false(sup_ports_cdp_discovery(""));
+	const char *list = "[{\"id\":\"P1\",\"webSocketDebuggerUrl\":\"ws://127.0.0.1:9222/devtools/page/P1\","
+			   "\"devtoolsFrontendUrl\":\"/devtools/inspector.html?ws=127.0.0.1:9222/devtools/page/P1\"}]";
+	const char *base = "ws://h:7070/v1/sandboxes/sb-1/ports/9222";
+	json_t *j = sup_ports_cdp_rewrite(list, strlen(list), base, NULL);
+	assert_non_null(j);
+	json_t *o = json_array_get(j, 0);
+	assert_string_equal(json_string_value(json_object_get(o, "webSocketDebuggerUrl")),
+			    "ws://h:7070/v1/sandboxes/sb-1/ports/9222/devtools/page/P1");
+	assert_string_equal(json_string_value(json_object_get(o, "devtoolsFrontendUrl")),
+			    "/devtools/inspector.html?ws=h:7070/v1/sandboxes/sb-1/ports/9222/devtools/page/P1");
+	assert_string_equal(json_string_value(json_object_get(o, "id")), "P1");
+	json_decref(j);
+	/* over TLS with a proof in the query: wss, the proof after the path */
+	const char *ver = "{\"Browser\":\"Chrome/1\",\"webSocketDebuggerUrl\":\"ws://127.0.0.1:9222/devtools/browser/B\"}";
+	j = sup_ports_cdp_rewrite(ver, strlen(ver), "wss://h", "sbx_exp=1&sbx_sig=ab");
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "webSocketDebuggerUrl")),
+			    "wss://h/devtools/browser/B?sbx_exp=1&sbx_sig=ab");
+	json_decref(j);
+	/* not JSON, not objects, a URL that is not ws: refused */
+	const char *bad[] = { "", "not json", "[1]", "{\"webSocketDebuggerUrl\":\"http://x/y\"}",
+			      "[{}, 2]", "{\"webSocketDebuggerUrl\":7}" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_null(sup_ports_cdp_rewrite(bad[i], strlen(bad[i]), base, NULL));
+	/* an object without URLs (an empty /json list) is kept as it is */
+	j = sup_ports_cdp_rewrite("[]", 2, base, NULL);
+	assert_non_null(j);
+	assert_int_equal(json_array_size(j), 0);
+	json_decref(j);
+}
+
+/* GET .../browser's answer from /json/version. */
+static void test_browser_answer(void **state)
+{
+	(void)state;
+	const char *ver = "{\"Browser\":\"Chrome/156\",\"Protocol-Version\":\"1.3\","
+			  "\"webSocketDebuggerUrl\":\"ws://127.0.0.1:9222/devtools/browser/B\"}";
+	sup_ports_where w = { "h:7070", "/v1/sandboxes/sb-1/ports/9222", false };
+	json_t *j = sup_ports_browser_answer(ver, strlen(ver), &w, "/v1/signed/sb-1/9222/99/SIG", 99);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "port")), 9222);
+	assert_string_equal(json_string_value(json_object_get(j, "cdp_url")),
+			    "http://h:7070/v1/sandboxes/sb-1/ports/9222");
+	assert_string_equal(json_string_value(json_object_get(j, "ws_url")),
+			    "ws://h:7070/v1/sandboxes/sb-1/ports/9222/devtools/browser/B");
+	assert_string_equal(json_string_value(json_object_get(j, "browser")), "Chrome/156");
+	json_t *sg = json_object_get(j, "signed");
+	assert_string_equal(json_string_value(json_object_get(sg, "cdp_url")),
+			    "http://h:7070/v1/signed/sb-1/9222/99/SIG");
+	assert_string_equal(json_string_value(json_object_get(sg, "ws_url")),
+			    "ws://h:7070/v1/signed/sb-1/9222/99/SIG/devtools/browser/B");
+	assert_int_equal(json_integer_value(json_object_get(sg, "expires_at")), 99);
+	json_decref(j);
+	w.tls = true;
+	j = sup_ports_browser_answer(ver, strlen(ver), &w, "/v1/signed/sb-1/9222/99/SIG", 99);
+	assert_string_equal(json_string_value(json_object_get(j, "cdp_url")),
+			    "https://h:7070/v1/sandboxes/sb-1/ports/9222");
+	assert_string_equal(json_string_value(json_object_get(j, "ws_url")),
+			    "wss://h:7070/v1/sandboxes/sb-1/ports/9222/devtools/browser/B");
+	json_decref(j);
+	/* no browser URL in it: no answer */
+	assert_null(sup_ports_browser_answer("{\"Browser\":\"x\"}", 14, &w, "/p", 1));
+}
+
+/* Requests to the DevTools port carry Chromium's own Host; the client's
+ * goes on as X-Forwarded-Host. */
+static void test_cdp_host(void **state)
+{
+	(void)state;
+	const sup_http_hdr hdrs[] = { { "Host", "sbx.example:7070" } };
+	sup_http_in in = { .method = "GET", .hdrs = hdrs, .nhdrs = 1 };
+	struct evbuffer *b = evbuffer_new();
+	assert_int_equal(sup_pp_request_head(&in, "/json/version", false, SUP_PORTS_CDP_HOST, b), 0);
+	size_t n = evbuffer_get_length(b);
+	char *s = calloc(1, n + 1);
+	evbuffer_remove(b, s, n);
+	assert_string_equal(s, "GET /json/version HTTP/1.1\r\nHost: 127.0.0.1:9222\r\n"
+			       "X-Forwarded-Host: sbx.example:7070\r\nX-Forwarded-Proto: http\r\n"
+			       "Connection: close\r\n\r\n");
+	free(s);
+	evbuffer_free(b);
+}
+
+/* The browser route's parser, through its row: expires' bounds. */
+static void test_browser_row(void **state)
+{
+	(void)state;
+	const sup_http_route *row = NULL;
+	for (size_t i = 0; i < sup_ports_family.nroutes; i++)
+		if (strcmp(sup_ports_family.routes[i].pattern, "/v1/sandboxes/{id}/browser") == 0)
+			row = &sup_ports_family.routes[i];
+	assert_non_null(row);
+	assert_string_equal(row->method, "GET");
+	sup_ports_ctx pc = { 0 };
+	const char *queries[] = { NULL, "expires=1", "expires=604800", "expires=0", "expires=604801",
+				  "expires=x", "other=1" };
+	const int want[] = { 0, 0, 0, -EINVAL, -EINVAL, -EINVAL, -EINVAL };
+	for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
+		sup_pp *pp = calloc(1, sizeof(*pp));
+		sup_http_in in = { .method = "GET", .path = "/v1/sandboxes/sb-1/browser", .id = "sb-1",
+				   .query = queries[i] };
+		sbx_err err;
+		sbx_err_clear(&err);
+		assert_int_equal(row->parse(&in, &pc, pp, &err), want[i]);
+		if (want[i] == 0) {
+			assert_int_equal(pp->port, SUP_PORTS_CDP);
+			assert_string_equal(pp->target, "/json/version");
+			assert_string_equal(pp->prefix, "/v1/sandboxes/sb-1/ports/9222");
+			assert_int_equal(pp->expires, queries[i] ? strtoull(queries[i] + 8, NULL, 10) : 600);
+		}
+		sup_ports_family.release(pp);
+		free(pp);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +393,10 @@ int main(void)
 		cmocka_unit_test(test_host),
 		cmocka_unit_test(test_gate),
 		cmocka_unit_test(test_gate_path),
+		cmocka_unit_test(test_cdp_rewrite),
+		cmocka_unit_test(test_browser_answer),
+		cmocka_unit_test(test_cdp_host),
+		cmocka_unit_test(test_browser_row),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,9 +25,12 @@ import select
 import shutil
 import signal
 import ssl
+import struct
 import subprocess
+import sys
 import tempfile
 import time
+import zlib
 
 from sbx_leftovers import (cgroup_procs, detach_loops_under, kill_cgroups, list_containers,
                            loops_left, loops_under, mounts_elsewhere, mounts_under,
@@ -299,6 +302,35 @@ def tenants_supervisor(binary, agent, tenants, admin, extra=(), pool_size=1):
     except BaseException:
         sup.cleanup()
         raise
+
+
+def pooled_image_supervisor(test_cls, recipe, tokens, extra=(), timeout=120):
+    """For a test class: sbx's image `recipe` assembled by images/build
+    (its Debian part cached per machine, made here on first use) into a
+    temporary folder, a supervisor with the tenants of tokens ({name:
+    token}; it calls with "alice"'s) importing it with a runc pool of 1
+    (limits of 1 CPU and 1G by default, up to 2 CPUs and 2G), its pool
+    ready, a sandbox of it created; all removed at the class's end.
+    Returns (supervisor, the sandbox's view)."""
+    top = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    tmp = tempfile.mkdtemp(prefix="sbx-it-%s-" % recipe)
+    test_cls.addClassCleanup(shutil.rmtree, tmp, ignore_errors=True)
+    t0 = time.monotonic()
+    out = subprocess.run([os.path.join(top, "images", "build"), recipe, tmp],
+                         check=True, capture_output=True, text=True, timeout=3600)
+    print(out.stdout.strip(), "(%.1f s)" % (time.monotonic() - t0), file=sys.stderr)
+    image = "sbx/" + recipe
+    tenants = {n: {"token": t} for n, t in tokens.items()}
+    sup = tenants_supervisor(os.environ["SBX_SUPERVISOR"], os.environ["SBX_AGENT"], tenants,
+                             tokens["alice"], pool_size=0, extra=[
+                                 "--import-image", "%s/sbx-%s" % (tmp, recipe),
+                                 "--pool", "runc:%s=1" % image,
+                                 "--default-resources", "cpus=1,memory=1G,pids=512,disk=1G",
+                                 "--max-resources", "cpus=2,memory=2G,pids=1024,disk=4G"]
+                             + list(extra))
+    test_cls.addClassCleanup(end_clean, sup)
+    sup.wait_ready(image, 1, timeout=timeout)
+    return sup, sup.create(image=image, isolation="runc", timeout=900)
 
 
 def end_clean(sup):
@@ -851,6 +883,23 @@ def percentile(values, p):
 MCP_NPM = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mcp-servers"))
 # Where mcp_modules_into() puts the servers' packages in a sandbox.
 MCP_SANDBOX_MODULES = "/workspace/node_modules/@modelcontextprotocol/"
+
+
+def png_size(data):
+    """(width, height) of a PNG whose chunks all check out, else raise."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
+    off, size, end = 8, None, False
+    while off < len(data):
+        n, kind = struct.unpack(">I4s", data[off:off + 8])
+        body = data[off + 8:off + 8 + n]
+        crc, = struct.unpack(">I", data[off + 8 + n:off + 12 + n])
+        assert zlib.crc32(kind + body) == crc, kind
+        if kind == b"IHDR":
+            size = struct.unpack(">II", body[:8])
+        end = kind == b"IEND"
+        off += 12 + n
+    assert end and size, "no IEND or IHDR"
+    return size
 
 
 def mcp_npm(*parts):

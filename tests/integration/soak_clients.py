@@ -10,7 +10,10 @@ A request's outcome is one of:
   refused    another status with the error shape of API.md
              ({"error":{"code","message"}}): a clear refusal;
   cut        the connection failed while a SIGKILL of the supervisor fell
-             within the request (its answer is unknown);
+             within the request (its answer is unknown), or the request's
+             sandbox had its agent killed by the soak (an answer whose
+             head went cannot change its status: its body stops short of
+             its length, which the client sees);
   abandoned  the client reset it on purpose (a fault of its own);
 and anything else is a problem that fails the soak: a request with no
 answer within its deadline (a hang, named with its route and path), a
@@ -21,6 +24,7 @@ Stdlib only; a test's helper, never the product.
 import collections
 import http.client
 import json
+import re
 import socket
 import struct
 import threading
@@ -74,6 +78,10 @@ class Node:
             return any(t0 <= k <= t1 for k in self.kills)
 
 
+# Why a sandbox failed when the soak killed its agent (test_soak.py).
+AGENT_KILLED = "its agent killed by the soak"
+
+
 class Ledger:
     """Everything the clients saw, under one lock."""
 
@@ -102,6 +110,13 @@ class Ledger:
         with self.lock:
             self.problems.append("%.1f s: %s" % (time.monotonic() - START, text))
             print("soak problem: %s" % text, flush=True)
+
+    def agent_killed(self, path):
+        """Whether path names a sandbox whose agent the soak killed."""
+        m = re.match(r"/v1/sandboxes/([^/?]+)", path or "")
+        with self.lock:
+            sb = self.sandboxes.get(m.group(1)) if m else None
+            return bool(sb and sb["failed"] == AGENT_KILLED)
 
     def fault(self, kind, n=1):
         with self.lock:
@@ -209,7 +224,7 @@ class Client:
             return Answer(status, outcome="hang")
         except (OSError, http.client.HTTPException) as e:
             t1 = time.monotonic()
-            if self.node.killed_within(t0, t1 + 0.5):
+            if self.node.killed_within(t0, t1 + 0.5) or self.ledger.agent_killed(path):
                 self.ledger.record(route, epoch, t0, t1, status, None, "cut", self.name, path)
                 return Answer(status, outcome="cut")
             self.ledger.record(route, epoch, t0, t1, status, None, "dropped", self.name, path)

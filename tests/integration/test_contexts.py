@@ -16,14 +16,12 @@ import json
 import os
 import secrets
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
-import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sbx_harness as h  # noqa: E402
@@ -38,23 +36,6 @@ AGENT = os.environ["SBX_AGENT"]
 IMAGE = "sbx/code-interpreter"
 TOK = {n: secrets.token_hex(32) for n in ("admin", "alice", "bob")}
 SLOW = 180  # an HTTP wait that may start a kernel on a loaded machine
-
-
-def png_size(data):
-    """(width, height) of a PNG whose chunks all check out, else raise."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
-    off, size, end = 8, None, False
-    while off < len(data):
-        n, kind = struct.unpack(">I4s", data[off:off + 8])
-        body = data[off + 8:off + 8 + n]
-        crc, = struct.unpack(">I", data[off + 8 + n:off + 12 + n])
-        assert zlib.crc32(kind + body) == crc, kind
-        if kind == b"IHDR":
-            size = struct.unpack(">II", body[:8])
-        end = kind == b"IEND"
-        off += 12 + n
-    assert end and size, "no IEND or IHDR"
-    return size
 
 
 class Contexts(unittest.TestCase):
@@ -123,7 +104,7 @@ class Contexts(unittest.TestCase):
         self.assertEqual(len(pngs), 1, r)
         self.assertFalse(pngs[0]["main"])
         # 4 x 3 inches at 50 dpi, less the margin the inline backend's tight box crops
-        w, ht = png_size(base64.b64decode(pngs[0]["data"]["image/png"]))
+        w, ht = h.png_size(base64.b64decode(pngs[0]["data"]["image/png"]))
         self.assertTrue(150 <= w <= 200 and 100 <= ht <= 150, (w, ht))
         self.assertIn({"main": False, "data": {"text/markdown": "**bold**", "text/plain": "<IPython.core.display.Markdown object>"}},
                       r["results"])
@@ -307,7 +288,7 @@ class Contexts(unittest.TestCase):
         out = r["structuredContent"]
         self.assertEqual([x["data"]["text/plain"] for x in out["results"] if x["main"]], ["21"], out)
         png = [x for x in out["results"] if "image/png" in x["data"]]
-        png_size(base64.b64decode(png[0]["data"]["image/png"]))
+        h.png_size(base64.b64decode(png[0]["data"]["image/png"]))
         text = r["content"][0]["text"]
         self.assertIn("--- result ---\n21\n", text)
         self.assertIn("[display image/png:", text)
@@ -354,7 +335,7 @@ class Contexts(unittest.TestCase):
         self.assertEqual(p.stdout, "out\n42\n", p)
         self.assertIn("image/png saved as", p.stderr)
         with open(os.path.join(self.tmp, "result-1.png"), "rb") as f:
-            png_size(f.read())
+            h.png_size(f.read())
         p = subprocess.run([sbx_cli, "run-code", self.sb["id"], "--json", "--", "cli_v", "+", "1"],
                            env=env, capture_output=True, text=True, timeout=SLOW)
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -63,7 +63,7 @@ from sbx_harness import (MCP_SANDBOX_MODULES, RUNTIME, Supervisor, mcp_modules_t
                          register_run, rss_kb, small_asan_quarantine, stop_clean)
 from soak_checks import (check_sandbox, check_snapshots, compare_metrics, fd_count,  # noqa: E402
                          kinds, leftovers, sanitizer_reports, scrape)
-from soak_clients import START, Client, Ledger, Node  # noqa: E402
+from soak_clients import AGENT_KILLED, START, Client, Ledger, Node  # noqa: E402
 from soak_faults import RuntimeFaults, StateDisk, kill_agent  # noqa: E402
 from soak_load import Worker  # noqa: E402
 
@@ -200,7 +200,7 @@ class Soak:
             if not live:
                 return "no sandbox to kill"
             sid = rng.choice(live)
-            self.ledger.sandboxes[sid]["failed"] = "its agent killed by the soak"
+            self.ledger.sandboxes[sid]["failed"] = AGENT_KILLED
         if not kill_agent(self.state, sid):
             return "%s had no agent to kill" % sid
         self.ledger.fault("agent SIGKILL")

@@ -34,6 +34,7 @@ const SKIP = {
   "GET /v1/sandboxes/{id}/fs/watch": "a stream that stays open",
   "GET /v1/sandboxes/{id}/processes/{pid}/ws": "a WebSocket upgrade",
   "GET /v1/sandboxes/{id}/processes/{pid}/output": "a followed stream stays open",
+  "GET /v1/sandboxes/{id}/browser": "answers 502 port_closed in a sandbox of another image (documented); it_browser",
   // The OpenSandbox layer: the same reason as sbx's own create; a command
   // is arbitrary shell text whose stream may stay open; a snapshot stores
   // an archive per draw (it_opensandbox checks them).
@@ -49,6 +50,7 @@ const SKIP = {
   "POST /e2b/sandboxes/{id}/envd/process.Process/Start": "runs a drawn command; its stream follows it",
   "POST /e2b/sandboxes/{id}/envd/process.Process/Connect": "a followed stream stays open",
   "POST /e2b/sandboxes/{id}/envd/filesystem.Filesystem/WatchDir": "a stream that stays open (it_e2b_files checks it)",
+  "POST /e2b/sandboxes/{id}/code/execute": "runs drawn code; its stream follows the cell (it_e2b_code)",
 };
 // Drawn against the second sandbox, not the one every other draw runs
 // against: each can end it (a delete; a timeout or an expiry a second
@@ -167,12 +169,14 @@ try {
       if (a.status >= 500) throw new Error(`${req.method} ${a.url} -> ${a.status} ${a.text.slice(0, 300)}`);
       if (a.status >= 400 && a.type.startsWith("application/json")) {
         // errors under /opensandbox and /e2b are flat, as their SDKs read
-        // them (E2B's code a number on its plain routes)
+        // them; E2B's control plane and plain envd routes say the status
+        // as the code (a number), its Connect calls a Connect code
         const j = JSON.parse(a.text);
         const flat = req.path.startsWith("/opensandbox/") || req.path.startsWith("/e2b/");
         const e = flat ? j : j.error;
-        if (req.path.startsWith("/e2b/") && e && Number.isInteger(e.code) && e.code === a.status)
-          e.code = String(e.code);
+        if (req.path.startsWith("/e2b/") && !/\/envd\/[a-z]+\.[A-Z]/.test(req.path) && e &&
+            e.code === a.status && typeof e.message === "string")
+          return;
         // /v1/mcp is an MCP transport: its refusals of a message are
         // JSON-RPC errors (an integer code), as the MCP spec has them
         const rpc = req.path === "/v1/mcp" && j.jsonrpc === "2.0" && e && Number.isInteger(e.code) &&

@@ -477,6 +477,11 @@ void sup_agent_free(sup_agent *a)
 		agent_release(a);
 }
 
+bool sup_agent_gone(const sup_agent *a)
+{
+	return a->lost;
+}
+
 const char *sup_agent_peer(const sup_agent *a)
 {
 	if (!a->conn || !sbx_proto_conn_ready(a->conn))

@@ -99,6 +99,9 @@ int sup_agent_open(struct event_base *base, int fd, const char *name,
 void sup_agent_free(sup_agent *a);
 /* Peer's software name from its hello (for logs); "" before ready. */
 const char *sup_agent_peer(const sup_agent *a);
+/* The connection is over (lost or freed): a call failing now fails with
+ * it, and on_lost follows unless the owner freed it. */
+bool sup_agent_gone(const sup_agent *a);
 void sup_agent_stats_get(const sup_agent *a, sup_agent_stats *st);
 
 /* Every connection's figures since start, for /metrics. */

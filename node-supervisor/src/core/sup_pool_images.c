@@ -39,6 +39,8 @@ static int image_config(sup_pool *pool, const sup_image *im, sbx_err *err)
 	}
 	if (im->workdir && !(pool->workdir = strdup(im->workdir)))
 		return sbx_err_set(err, -ENOMEM, "pool %s", pool->image);
+	if (im->service && !(pool->service = strdup(im->service)))
+		return sbx_err_set(err, -ENOMEM, "pool %s", pool->image);
 	snprintf(pool->digest, sizeof(pool->digest), "%s", im->digest);
 	return 0;
 }
@@ -51,6 +53,7 @@ void sup_pool_clear(sup_pool *pool)
 	sup_env_free(&pool->env);
 	free(pool->user);
 	free(pool->workdir);
+	free(pool->service);
 	free(pool->image_owned);
 	sup_pool_sizer_clear(pool);
 	if (pool->backoff_timer)

@@ -43,6 +43,7 @@ typedef struct sup_pool {
 	sup_env env;
 	char *user;          /* NULL: the sandbox user (the image's is root or none) */
 	char *workdir;
+	char *service;       /* the image's service (sup_pool_service.c), NULL: none */
 	bool pinned;         /* the pool itself pins its image (size > 0) */
 	bool shrunk;         /* made smaller at run time: creates in flight
 			      * beyond the size are destroyed when ready */
@@ -126,6 +127,20 @@ int sup_pool_create_for(sup_pool *pool, bool front, sup_runc_seed *seed, sup_acq
 extern const sup_agent_cbs sup_pool_agent_cbs;
 /* A pool's backoff_timer. */
 void sup_pool_on_backoff_end(evutil_socket_t fd, short what, void *ud);
+
+/* ---- sup_pool_service.c ---- */
+
+/* The tag of the image's service among the sandbox's processes. */
+#define SUP_POOL_SERVICE_TAG "sbx-service"
+/* What follows a service's start: lost, the agent went away meanwhile
+ * (its on_lost follows for a new sandbox, not for one being reset). */
+typedef void (*sup_pool_service_then)(sup_sandbox *sb, bool lost);
+/* Start the pool image's service in sb (new or reset, its agent up): 1
+ * when started, then(sb, lost) follows once the agent answered or was
+ * lost (not when the supervisor freed the agent: the one that did handles
+ * sb); 0 when there is none or it could not be asked for (logged): the
+ * caller goes on itself. */
+int sup_pool_service_start(sup_sandbox *sb, sup_pool_service_then then);
 
 /* ---- sup_pool_reuse.c ---- */
 

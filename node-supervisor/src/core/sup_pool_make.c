@@ -95,6 +95,22 @@ static void create_failed_sb(sup_sandbox *sb, const sbx_err *err)
 
 /* ---- agent connection of a new or pooled sandbox ---- */
 
+/* A new sandbox up, its image's service started: ready (or, when the
+ * pools stop meanwhile, destroyed; lost: its agent's on_lost follows). */
+static void sandbox_up(sup_sandbox *sb, bool lost)
+{
+	sup_pools *p = sb->pool->owner;
+	if (lost)
+		return;
+	if (p->shutting_down && !p->handover) {
+		sb->pool->creating--;
+		sup_pool_start_destroy(p, sb, false, NULL, NULL);
+		return;
+	}
+	sup_pool_sandbox_ready(sb);
+	sup_pool_ensure_fill(sb->pool);
+}
+
 static void agent_on_ready(sup_agent *a, void *ud)
 {
 	sup_sandbox *sb = ud;
@@ -124,8 +140,8 @@ static void agent_on_ready(sup_agent *a, void *ud)
 		return;
 	}
 	sup_info("sandbox %s: up (agent %s)", sb->id, sup_agent_peer(a));
-	sup_pool_sandbox_ready(sb);
-	sup_pool_ensure_fill(sb->pool);
+	if (sup_pool_service_start(sb, sandbox_up) == 0)
+		sandbox_up(sb, false);
 }
 
 static void agent_on_lost(sup_agent *a, const sbx_err *why, void *ud)

@@ -170,6 +170,8 @@ static void check_run(sup_job *job)
 		sbx_err_wrap(&cj->err, "limits back to the pools'");
 }
 
+static void reused(sup_sandbox *sb, bool lost);
+
 static void check_done(sup_job *job)
 {
 	check_job *cj = (check_job *)job;
@@ -189,6 +191,21 @@ static void check_done(sup_job *job)
 		rc = e.code;
 	if (rc < 0) {
 		sup_pool_reset_failed(sb, e.msg);
+		return;
+	}
+	/* the reset killed the image's service with the rest: again */
+	if (sup_pool_service_start(sb, reused) == 0)
+		reused(sb, false);
+}
+
+/* Reset, checked, its image's service started again: back in its pool. */
+static void reused(sup_sandbox *sb, bool lost)
+{
+	sup_pool *pool = sb->pool;
+	sup_pools *p = pool->owner;
+	if (lost || p->shutting_down) {
+		sup_pool_reset_failed(sb, lost ? "its agent went away as its service started"
+					       : "the supervisor is shutting down");
 		return;
 	}
 	pool->creating--;

@@ -57,6 +57,9 @@ struct sup_sandbox {
 	struct sup_runc_baseline *baseline;    /* what it was when new, for the check after a
 						* reset (sup_runc_clean.h); NULL: never reused */
 	struct sup_agent_reset_call *reset_call; /* RESETTING: the agent's reset in flight */
+	void (*service_then)(sup_sandbox *sb, bool lost); /* the image's service being
+							   * started (sup_pool_service.c):
+							   * what follows */
 	struct timespec reset_at;              /* RESETTING: released at */
 	TAILQ_ENTRY(sup_sandbox) ready_link; /* pool's ready list */
 	TAILQ_ENTRY(sup_sandbox) all_link;   /* every sandbox alive */

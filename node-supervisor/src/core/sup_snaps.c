@@ -224,6 +224,12 @@ int sup_snaps_seed(sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx
 
 /* ---- sweep of fork layers ---- */
 
+/* A layer this young is kept for the next sweep: the busy list is taken
+ * when a sweep is queued, and a fork that starts while the sweep runs
+ * makes its layer before any sandbox mounts it (the fuzz of it_openapi
+ * found a second fork's layer removed under it: 503). */
+#define SWEEP_MIN_AGE_S 60
+
 typedef struct sweep_job {
 	sup_job job;
 	sup_snaps *s;
@@ -266,6 +272,10 @@ static void sweep_run(sup_job *job)
 			busy = strcmp(sj->busy[i], de->d_name) == 0;
 		char path[PATH_MAX];
 		if (busy || snprintf(path, sizeof(path), "%s/%s", sj->layers, de->d_name) >= (int)sizeof(path))
+			continue;
+		struct stat st;
+		if (lstat(path, &st) < 0 || st.st_mtime > time(NULL) - SWEEP_MIN_AGE_S ||
+		    st.st_ctime > time(NULL) - SWEEP_MIN_AGE_S)
 			continue;
 		if (named_by_mounts(path))
 			continue;

@@ -246,6 +246,17 @@ class Sandbox:
                                  tag="sbx-terminal")
         return Terminal(self, p["pid"])
 
+    # ---- browser ----
+    def browser(self, expires=None):
+        """GET /browser: the endpoint of the sandbox's Chromium (sbx/browser)
+        through the port proxy: {"port", "cdp_url", "ws_url", "browser",
+        "protocol_version", "signed": {"cdp_url", "ws_url", "expires_at"}}.
+        `cdp_url` is for Playwright's chromium.connectOverCDP (or
+        Puppeteer's browserURL) with the token as `Authorization: Bearer
+        ...`; `signed` needs no token for `expires` seconds (default 600).
+        BadGateway (502 `port_closed`) while Chromium is not listening."""
+        return self.client.call("GET", self.base + "/browser", {"expires": expires})
+
     # ---- MCP ----
     def mcp_url(self, name):
         """The Streamable HTTP URL of the sandbox's MCP server `name` (send

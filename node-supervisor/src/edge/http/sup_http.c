@@ -452,8 +452,10 @@ static int check(sup_http_req *r)
 	if (h->cfg.gate) {
 		const struct sup_tenant *who = NULL;
 		int vouched = h->cfg.gate(h->cfg.gate_ud, &r->in, &r->vpath, &who, &err);
-		if (r->vpath)
+		if (r->vpath) {
+			r->in.sent_path = r->in.path;
 			r->in.path = r->vpath;
+		}
 		if (who) {
 			r->in.who = who;
 			r->release = h->cfg.release;

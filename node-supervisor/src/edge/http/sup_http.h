@@ -68,6 +68,8 @@ typedef struct sup_http_hdr {
 typedef struct sup_http_in {
 	const char *method;
 	const char *path;     /* as sent (not decoded), without the query */
+	const char *sent_path; /* the same, when the gate routes by another path
+				* (by Host, a signed path form); else NULL */
 	const char *query;    /* after '?', NULL when none */
 	const char *id;       /* the {id} segment, or NULL */
 	const char *pid;      /* the {pid} (or {ref}) segment as sent, or NULL */

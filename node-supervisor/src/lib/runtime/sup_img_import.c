@@ -301,6 +301,7 @@ static int import_plan(sup_img_store *s, int layout, sup_img_plan *p, bool oci, 
 	im.nenv = cfg.nenv;
 	im.workdir = cfg.workdir;
 	im.user = cfg.user;
+	im.service = cfg.service;
 	im.imported_at = time(NULL);
 	im.agent_bundled = cfg.entry0 && strcmp(cfg.entry0, AGENT_IN_IMAGE) == 0 && has_agent(s, &im);
 	r = sup_img_store_commit(s, &im, err);

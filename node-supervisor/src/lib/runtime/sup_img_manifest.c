@@ -187,6 +187,7 @@ void sup_img_config_release(sup_img_config *c)
 	free(c->workdir);
 	free(c->user);
 	free(c->entry0);
+	free(c->service);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -203,6 +204,28 @@ static int opt_string(json_t *cfg, const char *key, char **out, sbx_err *err)
 		return sbx_err_set(err, -EINVAL, "config: %s too long or holds NUL", key);
 	*out = strdup(json_string_value(v));
 	return *out ? 0 : sbx_err_set(err, -ENOMEM, "config");
+}
+
+/* Labels' dev.sbx.service: an absolute path of printable bytes, no
+ * "..", at most SUP_IMG_SERVICE_MAX; another label of any shape is not
+ * ours to judge. */
+static int service_label(json_t *cfg, sup_img_config *out, sbx_err *err)
+{
+	json_t *labels = json_object_get(cfg, "Labels");
+	json_t *v = json_is_object(labels) ? json_object_get(labels, SUP_IMG_SERVICE_LABEL) : NULL;
+	if (!v)
+		return 0;
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+	bool ok = s && n > 1 && n <= SUP_IMG_SERVICE_MAX && s[0] == '/' && strlen(s) == n &&
+		  !strstr(s, "/../") && strcmp(s + n - 3, "/..") != 0;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (unsigned char)s[i] > 0x20 && (unsigned char)s[i] < 0x7f;
+	if (!ok)
+		return sbx_err_set(err, -EINVAL, "config: label %s is not an absolute path (at most %d "
+				   "printable bytes, no spaces)", SUP_IMG_SERVICE_LABEL, SUP_IMG_SERVICE_MAX);
+	out->service = strdup(s);
+	return out->service ? 0 : sbx_err_set(err, -ENOMEM, "config");
 }
 
 static int parse_config(json_t *j, sup_img_config *out, sbx_err *err)
@@ -249,7 +272,7 @@ static int parse_config(json_t *j, sup_img_config *out, sbx_err *err)
 	json_t *ep = json_object_get(cfg, "Entrypoint");
 	if (json_is_array(ep) && json_array_size(ep) > 0 && json_is_string(json_array_get(ep, 0)))
 		out->entry0 = strdup(json_string_value(json_array_get(ep, 0)));
-	return 0;
+	return service_label(cfg, out, err);
 }
 
 int sup_img_parse_config(const char *json, size_t len, sup_img_config *out, sbx_err *err)

@@ -45,7 +45,15 @@ typedef struct sup_img_config {
 	char *workdir;                 /* NULL: none */
 	char *user;                    /* NULL: none */
 	char *entry0;                  /* Entrypoint[0], NULL: none */
+	char *service;                 /* Labels[SUP_IMG_SERVICE_LABEL]: an absolute
+					* path, NULL: none */
 } sup_img_config;
+
+/* The label naming an image's service: a program (an absolute path in the
+ * image) the supervisor starts in each of its sandboxes as it comes up,
+ * before it is pooled (images/build's SERVICE: sbx/browser's Chromium). */
+#define SUP_IMG_SERVICE_LABEL "dev.sbx.service"
+#define SUP_IMG_SERVICE_MAX 255
 
 void sup_img_config_release(sup_img_config *c);
 

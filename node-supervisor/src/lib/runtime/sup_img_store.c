@@ -39,6 +39,7 @@ void sup_image_release(sup_image *im)
 	free(im->env);
 	free(im->workdir);
 	free(im->user);
+	free(im->service);
 	memset(im, 0, sizeof(*im));
 }
 
@@ -49,8 +50,10 @@ static int image_copy(sup_image *dst, const sup_image *src)
 	dst->nenv = 0;
 	dst->workdir = src->workdir ? strdup(src->workdir) : NULL;
 	dst->user = src->user ? strdup(src->user) : NULL;
+	dst->service = src->service ? strdup(src->service) : NULL;
 	dst->env = calloc(src->nenv + 1, sizeof(char *));
-	bool ok = dst->env && (!src->workdir || dst->workdir) && (!src->user || dst->user);
+	bool ok = dst->env && (!src->workdir || dst->workdir) && (!src->user || dst->user) &&
+		  (!src->service || dst->service);
 	for (size_t i = 0; ok && i < src->nenv; i++, dst->nenv++)
 		ok = (dst->env[i] = strdup(src->env[i])) != NULL;
 	if (!ok) {
@@ -81,10 +84,11 @@ static json_t *record_json(const sup_image *im)
 		json_array_append_new(layers, json_string(im->layers[i]));
 	for (size_t i = 0; env && i < im->nenv; i++)
 		json_array_append_new(env, json_string(im->env[i]));
-	return json_pack("{s:s, s:o, s:o, s:o, s:s?, s:s?, s:b, s:I, s:I}", "digest", im->digest,
-			 "refs", refs, "layers", layers, "env", env, "workdir", im->workdir, "user",
-			 im->user, "agent_bundled", im->agent_bundled, "size", (json_int_t)im->size,
-			 "imported_at", (json_int_t)im->imported_at);
+	return json_pack("{s:s, s:o, s:o, s:o, s:s?, s:s?, s:b, s:s?, s:I, s:I}", "digest",
+			 im->digest, "refs", refs, "layers", layers, "env", env, "workdir",
+			 im->workdir, "user", im->user, "agent_bundled", im->agent_bundled,
+			 "service", im->service, "size", (json_int_t)im->size, "imported_at",
+			 (json_int_t)im->imported_at);
 }
 
 static int record_parse(const char *text, size_t len, sup_image *im, sbx_err *err)
@@ -120,6 +124,13 @@ static int record_parse(const char *text, size_t len, sup_image *im, sbx_err *er
 	im->workdir = wd ? strdup(wd) : NULL;
 	im->user = user ? strdup(user) : NULL;
 	im->agent_bundled = json_is_true(json_object_get(j, "agent_bundled"));
+	const char *svc = json_string_value(json_object_get(j, "service"));
+	/* written by us from a checked label: a record changed since is not used */
+	if (svc && (svc[0] != '/' || strlen(svc) > SUP_IMG_SERVICE_MAX)) {
+		sup_image_release(im);
+		return sbx_err_set(err, -EINVAL, "image record: bad service");
+	}
+	im->service = svc ? strdup(svc) : NULL;
 	im->size = (uint64_t)json_integer_value(json_object_get(j, "size"));
 	im->imported_at = (time_t)json_integer_value(json_object_get(j, "imported_at"));
 	return 0;

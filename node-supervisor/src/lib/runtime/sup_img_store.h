@@ -4,7 +4,7 @@
  *                                     image that has it (an overlay lower)
  *   store/layers/<diff_id hex>/size   its file data in bytes
  *   store/images/<config hex>.json    an image's record: refs, digest,
- *                                     layers, Env, WorkingDir, User, size
+ *                                     layers, Env, WorkingDir, User, service, size
  *   store/tmp/                        imports and layers being made
  * An image is named by its config digest ("sha256:<hex>", Docker's image
  * id) or by a ref ("busybox:latest"; a ref names one image at a time: an
@@ -52,6 +52,7 @@ typedef struct sup_image {
 	char *workdir;       /* NULL: none */
 	char *user;          /* NULL: none */
 	bool agent_bundled;  /* Entrypoint is /.sbx/sandbox-agent and the image has it */
+	char *service;       /* its label dev.sbx.service (sup_img_manifest.h), NULL: none */
 	uint64_t size;       /* file data of its layers */
 	time_t imported_at;
 	unsigned pins;       /* users now (pools, sandboxes) */

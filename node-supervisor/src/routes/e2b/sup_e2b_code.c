@@ -168,9 +168,14 @@ int sup_e2b_parse_execute(const sup_http_in *in, void *ctx, void *state, sbx_err
 	json_t *lang = sup_e2b_field(j, "language", NULL), *env = sup_e2b_field(j, "env_vars", NULL);
 	const char *k;
 	json_t *v;
-	json_object_foreach(j, k, v)
-		if (strcmp(k, "code") && strcmp(k, "context_id") && strcmp(k, "language") && strcmp(k, "env_vars"))
+	static const char *const known[] = { "code", "context_id", "language", "env_vars", NULL };
+	json_object_foreach(j, k, v) {
+		size_t i = 0;
+		while (known[i] && strcmp(known[i], k) != 0)
+			i++;
+		if (!known[i])
 			return sbx_err_set(err, -EINVAL, "unknown field \"%.64s\"", k);
+	}
 	if (!json_is_string(code) || json_string_length(code) > SUP_CTX_CODE_MAX)
 		return sbx_err_set(err, -EINVAL, "field \"code\": want the cell's code");
 	if (cid && lang)

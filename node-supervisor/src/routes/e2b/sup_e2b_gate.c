@@ -147,10 +147,10 @@ const char *sup_e2b_connect_code(int status)
 json_t *sup_e2b_error(int status, const char *path, json_t *sbx_error)
 {
 	const char *m = message_of(sbx_error);
-	char id[SUP_ID_MAX];
-	const char *rpc = envd_path(path, id) ? strstr(path, "/envd/") : NULL;
-	/* a Connect call's path is /<package>.<Service>/<Method> */
-	if (rpc && strchr(rpc + 6, '.') && strchr(rpc + 6, '/'))
+	const char *rpc = path ? strstr(path, "/envd/") : NULL;
+	/* a Connect call's path is .../envd/<package>.<Service>/<Method> */
+	size_t seg = rpc ? strcspn(rpc + 6, "/") : 0;
+	if (rpc && memchr(rpc + 6, '.', seg) && rpc[6 + seg] == '/')
 		return json_pack("{s:s, s:s}", "code", sup_e2b_connect_code(status), "message",
 				 m ? m : "error");
 	return json_pack("{s:i, s:s}", "code", status, "message", m ? m : "error");

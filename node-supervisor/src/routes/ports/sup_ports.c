@@ -31,7 +31,10 @@ static void pp_release(void *state)
 		evbuffer_free(pp->down);
 	if (pp->chunk)
 		evbuffer_free(pp->chunk);
+	if (pp->json)
+		evbuffer_free(pp->json);
 	free((char *)pp->target);
+	free(pp->prefix);
 }
 
 /* "1".."65535", digits only. */
@@ -113,6 +116,16 @@ static int parse_proxy(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 	if (upgrade && in->body_expect > 0)
 		return sbx_err_set(err, -EINVAL, "an upgrade request has no body");
 	pp->upgrade = upgrade;
+	if (pp->port == SUP_PORTS_CDP && pp->mode == SUP_PP_HTTP) {
+		/* the path the client came by: the one sent, less the port's own */
+		const char *sent = in->sent_path ? in->sent_path : in->path;
+		size_t sl = strlen(sent), rl = strlen(rest);
+		pp->cdp = true;
+		pp->cdp_json = !upgrade && sup_ports_cdp_discovery(rest);
+		pp->prefix = strndup(sent, sl >= rl && strcmp(sent + sl - rl, rest) == 0 ? sl - rl : sl);
+		if (!pp->prefix)
+			return sbx_err_set(err, -ENOMEM, "out of memory");
+	}
 	SBX_AUTO_FREE char *query = strip_proof(in->query);
 	if (!query)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
@@ -127,6 +140,34 @@ static int parse_proxy(const sup_http_in *in, void *ctx, void *state, sbx_err *e
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	snprintf(t, rl + ql + 3, "%s%s%s%s", rl ? "" : "/", rest, ql ? "?" : "", query);
 	pp->target = t;
+	return 0;
+}
+
+/* GET /v1/sandboxes/{id}/browser[?expires=S]: the DevTools port's
+ * /json/version, asked through the proxy, answered as the endpoint. */
+static int parse_browser(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
+{
+	static const char *const keys[] = { "expires", NULL };
+	SUP_AUTO_QUERY sup_query q = { 0 };
+	sup_pp *pp = state;
+	pp->ctx = ctx;
+	pp->id = in->id;
+	pp->port = SUP_PORTS_CDP;
+	pp->mode = SUP_PP_BROWSER;
+	pp->cdp = pp->cdp_json = true;
+	int rc = sup_query_parse(in->query, keys, &q, err);
+	if (rc == 0)
+		rc = sup_query_uint(&q, "expires", 1, SUP_URLSIGN_MAX_S, SUP_PORTS_URL_DEFAULT_S,
+				    &pp->expires, err);
+	if (rc < 0)
+		return rc;
+	char *prefix = NULL;
+	if (asprintf(&prefix, "/v1/sandboxes/%s/ports/%u", in->id, (unsigned)SUP_PORTS_CDP) < 0 ||
+	    !(pp->target = strdup("/json/version"))) {
+		free(prefix);
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	}
+	pp->prefix = prefix;
 	return 0;
 }
 
@@ -214,6 +255,8 @@ static int act_list(sup_http_req *r, void *state, sbx_err *err)
 
 static const sup_http_route routes[] = {
 	{ "GET", PORTS, "GET ports", SUP_BODY_NONE, 0, parse_list, act_list },
+	{ "GET", "/v1/sandboxes/{id}/browser", "GET browser", SUP_BODY_NONE, 0, parse_browser,
+	  sup_ports_act_proxy },
 	PROXY("GET"),
 	PROXY("POST"),
 	PROXY("PUT"),

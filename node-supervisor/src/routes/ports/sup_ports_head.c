@@ -61,7 +61,7 @@ static int put_cookies(struct evbuffer *out, const char *v)
 }
 
 int sup_pp_request_head(const sup_http_in *in, const char *target, bool upgrade,
-			struct evbuffer *out)
+			const char *host_as, struct evbuffer *out)
 {
 	static const char *const drop[] = { "Authorization", "OPEN-SANDBOX-API-KEY", "Expect", "Host",
 					    SUP_HTTP_CLUSTER_KEY, SUP_HTTP_RELAY_HOPS,
@@ -71,7 +71,7 @@ int sup_pp_request_head(const sup_http_in *in, const char *target, bool upgrade,
 	const char *up = sup_http_in_header(in, "Upgrade");
 	size_t cl = conn ? strlen(conn) : 0;
 	int rc = evbuffer_add_printf(out, "%s %s HTTP/1.1\r\nHost: %s\r\n", in->method, target,
-				     host ? host : "localhost");
+				     host_as ? host_as : host ? host : "localhost");
 	for (size_t i = 0; rc >= 0 && i < in->nhdrs; i++) {
 		const char *n = in->hdrs[i].name;
 		size_t nl = strlen(n);

@@ -4,6 +4,7 @@
 #ifndef SUP_PORTS_INT_H
 #define SUP_PORTS_INT_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -18,7 +19,40 @@ typedef enum sup_pp_mode {
 	SUP_PP_HTTP = 0, /* a request forwarded, its answer parsed back */
 	SUP_PP_TUNNEL,   /* Upgrade: tcp: raw bytes once the port answered */
 	SUP_PP_URL,      /* GET .../url: a signed URL for the port */
+	SUP_PP_BROWSER,  /* GET .../browser: /json/version of SUP_PORTS_CDP, answered as ours */
 } sup_pp_mode;
+
+/* The DevTools port: Chromium's --remote-debugging-port as sbx/browser
+ * runs it (images/browser/sbx-browser; OpenSandbox's Chrome sandboxes use
+ * it too). Requests to it carry Host 127.0.0.1:9222 (Chromium refuses
+ * another than an IP or localhost; the client's goes in X-Forwarded-Host)
+ * and its discovery answers are rewritten (sup_ports_cdp.c). */
+#define SUP_PORTS_CDP 9222
+#define SUP_PORTS_CDP_HOST "127.0.0.1:9222"
+/* Most bytes of a discovery answer rewritten (a larger one is 502). */
+#define SUP_PORTS_CDP_JSON_MAX (1024u * 1024)
+
+/* How a client reached a port: its Host, the path the port's own paths
+ * follow ("" by Host, /v1/sandboxes/{id}/ports/{port}, a signed path
+ * form's), over TLS or not. */
+typedef struct sup_ports_where {
+	const char *host;
+	const char *prefix;
+	bool tls;
+} sup_ports_where;
+
+/* Whether a path below the port is a discovery one (/json, /json/...). */
+bool sup_ports_cdp_discovery(const char *rest);
+/* A discovery answer body[0..len) (an object, or an array of them) with
+ * each webSocketDebuggerUrl on base ("ws://HOST" + prefix; its path kept,
+ * query appended when not NULL) and devtoolsFrontendUrl's ws= the same;
+ * NULL: not JSON of that shape. */
+json_t *sup_ports_cdp_rewrite(const char *body, size_t len, const char *base, const char *query);
+/* GET .../browser's answer from /json/version's body: the endpoint by w,
+ * and by signed_prefix (the path form, good until exp). NULL: an answer
+ * without webSocketDebuggerUrl. */
+json_t *sup_ports_browser_answer(const char *version, size_t len, const sup_ports_where *w,
+				 const char *signed_prefix, uint64_t exp);
 
 /* Where a request carries a signature (sup_urlsign.h), besides the path. */
 #define SUP_PORTS_Q_EXP "sbx_exp"
@@ -60,7 +94,12 @@ typedef struct sup_pp {
 	bool up_eof;            /* a tunnel's client shut its writing: passed on */
 	bool by_host;           /* routed by Host (--ports-domain) */
 	bool set_cookie;        /* the query carried a good proof: keep it as a cookie */
-	uint64_t expires;       /* SUP_PP_URL: seconds; a cookie's: its time */
+	uint64_t expires;       /* SUP_PP_URL, _BROWSER: seconds; a cookie's: its time */
+	bool cdp;               /* the DevTools port: Host rewritten */
+	bool cdp_json;          /* ... a discovery path: its answer rewritten */
+	bool collect;           /* the answer's body is gathered in json, then rewritten */
+	char *prefix;           /* the path the client reached the port by (malloc'd) */
+	struct evbuffer *json;  /* collect: the body so far */
 	/* from the server */
 	sup_pp_resp resp;
 	struct evbuffer *down;  /* the answer's head while it comes */
@@ -80,9 +119,10 @@ typedef struct sup_pp {
  * Authorization and OPEN-SANDBOX-API-KEY (the supervisor's token never
  * goes inside, in either header the edge reads it from) and Expect (the
  * edge answers it); then the body's framing and Connection: close (one
- * request per stream), or the upgrade asked for. -ENOMEM. */
+ * request per stream), or the upgrade asked for. Host is the client's,
+ * or host_as when not NULL. -ENOMEM. */
 int sup_pp_request_head(const sup_http_in *in, const char *target, bool upgrade,
-			struct evbuffer *out);
+			const char *host_as, struct evbuffer *out);
 /* Whether a response header goes on to the client: not hop-by-hop, not
  * one the edge writes itself (Date, Content-Length), not named by the
  * answer's Connection header. */

@@ -72,10 +72,15 @@ static void pp_bad_gateway(sup_pp *pp, const char *why)
 	pp_fail(pp, &e);
 }
 
+static void cdp_answer(sup_pp *pp);
+
 static void pp_finish(sup_pp *pp)
 {
 	pp_stop(pp);
-	sup_http_end(pp->r);
+	if (pp->collect)
+		cdp_answer(pp);
+	else
+		sup_http_end(pp->r);
 }
 
 static void on_credit(size_t cost, void *ud)
@@ -92,6 +97,10 @@ static int pass(sup_pp *pp, const uint8_t *p, size_t n)
 {
 	if (n == 0)
 		return 0;
+	if (pp->collect) {
+		pp->got += n;
+		return evbuffer_add(pp->json, p, n) < 0 ? -ENOMEM : 0;
+	}
 	if (sup_core_call_add_data(pp->op, p, n, pp->chunk) < 0)
 		return -ENOMEM;
 	pp->got += n;
@@ -189,6 +198,37 @@ static int switch_protocols(sup_pp *pp, const sup_httpin_head *h)
 	return rc;
 }
 
+/* A DevTools discovery answer: its body gathered (a 200 with a length
+ * in bounds; another passes on as it is, but to GET .../browser), the
+ * reply made of it once whole (cdp_answer). 1 when done already. */
+static int collect(sup_pp *pp, const sup_httpin_head *h, const char *method)
+{
+	bool ok = h->status == 200 && strcmp(method, "HEAD") != 0 && h->has_cl && !h->te_chunked &&
+		  h->cl <= SUP_PORTS_CDP_JSON_MAX;
+	if (!ok && pp->mode == SUP_PP_BROWSER) {
+		char why[96];
+		snprintf(why, sizeof(why), "DevTools' /json/version answered %d without a JSON body",
+			 h->status);
+		pp_bad_gateway(pp, why);
+		return -EBADMSG;
+	}
+	if (!ok) {
+		pp->cdp_json = false;
+		return 2;
+	}
+	pp->json = evbuffer_new();
+	if (!pp->json)
+		return -ENOMEM;
+	pp->collect = true;
+	pp->resp = SUP_PP_LENGTH;
+	pp->left = h->cl;
+	if (pp->left == 0) {
+		pp_finish(pp);
+		return 1;
+	}
+	return 0;
+}
+
 /* The answer's head is whole in down[0..len): the reply starts. */
 static int answer_head(sup_pp *pp, size_t len)
 {
@@ -213,8 +253,12 @@ static int answer_head(sup_pp *pp, size_t len)
 	} else if (h->bad || (h->has_te && !h->te_chunked)) {
 		pp_bad_gateway(pp, h->bad ? h->bad : "a Transfer-Encoding other than chunked");
 		rc = -EBADMSG;
+	} else if ((pp->cdp_json || pp->mode == SUP_PP_BROWSER) &&
+		   (rc = collect(pp, h, method)) != 2) {
+		/* gathered (or refused) */
 	} else {
 		char name[128], value[8192];
+		rc = 0;
 		for (size_t i = 0; i < h->nhdrs; i++) {
 			const sup_httpin_hdr *hd = &h->hdrs[i];
 			if (!sup_pp_pass_response_header(h, hd) || hd->name_len >= sizeof(name) ||
@@ -272,7 +316,10 @@ static void on_data(const uint8_t *p, size_t n, size_t cost, void *ud)
 			pp_finish(pp);
 			return;
 		}
-		sup_http_charge(pp->r, cost);
+		if (pp->collect) /* held here, bounded: the agent may go on */
+			sup_op_consumed(pp->op, cost);
+		else
+			sup_http_charge(pp->r, cost);
 		return;
 	}
 	/* The head: copied (bounded by the scan), its cost given back now. */
@@ -488,6 +535,48 @@ static int answer_url(sup_pp *pp, const sup_http_in *in, sbx_err *err)
 	return 0;
 }
 
+/* The gathered discovery answer, rewritten for the way the client came
+ * (sup_ports_cdp.c), or GET .../browser's answer made of it. */
+static void cdp_answer(sup_pp *pp)
+{
+	const sup_http_in *in = sup_http_input(pp->r);
+	const char *host = sup_http_in_header(in, "Host");
+	size_t n = evbuffer_get_length(pp->json);
+	const char *body = (const char *)evbuffer_pullup(pp->json, -1);
+	sup_ports_where w = { host ? host : "localhost", pp->prefix ? pp->prefix : "",
+			      sup_http_tls(pp->r) };
+	json_t *j = NULL;
+	sbx_err e;
+	sbx_err_clear(&e);
+	if (pp->mode == SUP_PP_BROWSER) {
+		uint64_t exp = (uint64_t)time(NULL) + pp->expires;
+		char path[SUP_URLSIGN_PATH_MAX];
+		if (sup_urlsign_path(pp->ctx->sign, pp->id, pp->port, exp, path, &e) == 0) {
+			/* the URL names the id until it expires: never another owner's */
+			sup_core_id_given_out(pp->ctx->core, pp->id);
+			j = sup_ports_browser_answer(body ? body : "", n, &w, path, exp);
+		}
+	} else {
+		char base[512], sig[SUP_URLSIGN_HEX + 1], query[128] = "";
+		snprintf(base, sizeof(base), "%s://%s%s", w.tls ? "wss" : "ws", w.host, w.prefix);
+		/* a proof that came in the query goes on in the URLs (the cookie
+		 * it leaves is for clients that keep cookies) */
+		if (pp->set_cookie &&
+		    sup_urlsign_sign(pp->ctx->sign, pp->id, pp->port, pp->expires, sig) == 0)
+			snprintf(query, sizeof(query), "%s=%llu&%s=%s", SUP_PORTS_Q_EXP,
+				 (unsigned long long)pp->expires, SUP_PORTS_Q_SIG, sig);
+		j = sup_ports_cdp_rewrite(body ? body : "", n, base, query);
+	}
+	if (!j) {
+		if (e.code == 0)
+			sbx_err_set(&e, -EBADMSG, "port %u: DevTools' answer is not the JSON it should "
+				    "be (webSocketDebuggerUrl)", pp->port);
+		sup_http_fail(pp->r, &e);
+		return;
+	}
+	sup_http_json(pp->r, 200, j);
+}
+
 /* A proof that came in the query stays as a cookie for the port's path
  * (or its host), so the page's own links and scripts get in too. */
 static void keep_proof(sup_pp *pp, const sup_http_in *in)
@@ -519,7 +608,8 @@ int sup_ports_act_proxy(sup_http_req *r, void *state, sbx_err *err)
 	pp->r = r;
 	if (pp->mode == SUP_PP_URL)
 		return answer_url(pp, in, err);
-	keep_proof(pp, in);
+	if (pp->mode != SUP_PP_BROWSER)
+		keep_proof(pp, in);
 	pp->up = evbuffer_new();
 	pp->down = evbuffer_new();
 	pp->chunk = evbuffer_new();
@@ -527,7 +617,12 @@ int sup_ports_act_proxy(sup_http_req *r, void *state, sbx_err *err)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	sup_http_log_tag(r, " port %u", pp->port);
 	if (pp->mode == SUP_PP_HTTP &&
-	    sup_pp_request_head(in, pp->target, pp->upgrade, pp->up) < 0)
+	    sup_pp_request_head(in, pp->target, pp->upgrade, pp->cdp ? SUP_PORTS_CDP_HOST : NULL,
+				pp->up) < 0)
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	if (pp->mode == SUP_PP_BROWSER &&
+	    evbuffer_add_printf(pp->up, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+				pp->target, SUP_PORTS_CDP_HOST) < 0)
 		return sbx_err_set(err, -ENOMEM, "out of memory");
 	pp->in_body = in->body_expect > 0;
 	pp->in_chunked = in->body_expect == UINT64_MAX;
