@@ -341,6 +341,9 @@ write("corpus_multipart", {
     "long_boundary": b"\x00multipart/form-data; boundary=" + b"b" * 71 + b"\n--" + b"b" * 71 + b"--",
     "unended": b"\x00" + CTX + mpart("a", b"d" * 100),
     "not_multipart": b"\x00text/plain\nhello",
+})
+
+
 # ---- corpus_cdp: what a server on a sandbox's port 9222 answers to
 # /json/version, /json/list (Chromium's shapes), and hostile ones
 ver = {"Browser": "Chrome/156.0.8078.129", "Protocol-Version": "1.3",
