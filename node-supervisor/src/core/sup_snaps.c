@@ -6,6 +6,7 @@
 #include "sup_snaps.h"
 
 #include <event2/event.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -18,6 +19,7 @@
 
 #include "sbx/cleanup.h"
 #include "sbx/clock.h"
+#include "sbx/grow.h"
 #include "sup_catalog.h"
 #include "sup_core_int.h"
 #include "sup_disk.h"
@@ -224,18 +226,19 @@ int sup_snaps_seed(sup_snaps *s, const sup_tenant *who, sup_create_req *req, sbx
 
 /* ---- sweep of fork layers ---- */
 
-/* A layer this young is kept for the next sweep: the busy list is taken
- * when a sweep is queued, and a fork that starts while the sweep runs
- * makes its layer before any sandbox mounts it (the fuzz of it_openapi
- * found a second fork's layer removed under it: 503). */
-#define SWEEP_MIN_AGE_S 60
+
+/* The sweep looks only at the layers there were, and no fork was making,
+ * when it was queued (on the loop thread): a fork that starts while the
+ * sweep runs makes its layer before any sandbox mounts it, and the fuzz of
+ * it_openapi found such a layer removed under it (503). */
+#define SWEEP_MAX_LAYERS 65536
 
 typedef struct sweep_job {
 	sup_job job;
 	sup_snaps *s;
 	char layers[PATH_MAX];
-	size_t nbusy;
-	char (*busy)[48];
+	size_t ncand;
+	char (*cand)[48];
 	unsigned removed;
 } sweep_job;
 
@@ -260,22 +263,9 @@ static bool named_by_mounts(const char *path)
 static void sweep_run(sup_job *job)
 {
 	sweep_job *sj = (sweep_job *)job;
-	SBX_AUTO_CLOSEDIR DIR *d = opendir(sj->layers);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, LAYER_PREFIX, strlen(LAYER_PREFIX)) != 0)
-			continue;
-		bool busy = false;
-		for (size_t i = 0; i < sj->nbusy && !busy; i++)
-			busy = strcmp(sj->busy[i], de->d_name) == 0;
+	for (size_t i = 0; i < sj->ncand; i++) {
 		char path[PATH_MAX];
-		if (busy || snprintf(path, sizeof(path), "%s/%s", sj->layers, de->d_name) >= (int)sizeof(path))
-			continue;
-		struct stat st;
-		if (lstat(path, &st) < 0 || st.st_mtime > time(NULL) - SWEEP_MIN_AGE_S ||
-		    st.st_ctime > time(NULL) - SWEEP_MIN_AGE_S)
+		if (snprintf(path, sizeof(path), "%s/%s", sj->layers, sj->cand[i]) >= (int)sizeof(path))
 			continue;
 		if (named_by_mounts(path))
 			continue;
@@ -294,26 +284,42 @@ static void sweep_done(sup_job *job)
 	sj->s->sweeping = false;
 	if (sj->removed)
 		sup_info("fork layers: %u no longer used, removed", sj->removed);
-	free(sj->busy);
+	free(sj->cand);
 	free(sj);
+}
+
+/* Whether a fork in flight makes the layer called name. */
+static bool layer_busy(const sup_snaps *s, const char *name)
+{
+	for (const sup_snaps_op *op = s->busy; op; op = op->next_busy)
+		if (strcmp(op->id, name) == 0)
+			return true;
+	return false;
 }
 
 void sup_snaps_sweep(sup_snaps *s)
 {
 	if (s->sweeping || s->stopped)
 		return;
-	sweep_job *sj = calloc(1, sizeof(*sj));
-	size_t n = 0;
-	for (sup_snaps_op *op = s->busy; op; op = op->next_busy)
-		n++;
-	if (sj)
-		sj->busy = calloc(n ? n : 1, sizeof(*sj->busy));
-	if (!sj || !sj->busy) {
+	SBX_AUTO_CLOSEDIR DIR *d = opendir(s->cfg.store->layers);
+	sweep_job *sj = d ? calloc(1, sizeof(*sj)) : NULL;
+	if (!sj)
+		return;
+	struct dirent *de;
+	size_t cap = 0;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, LAYER_PREFIX, strlen(LAYER_PREFIX)) != 0 ||
+		    strlen(de->d_name) >= sizeof(sj->cand[0]) || layer_busy(s, de->d_name))
+			continue;
+		if (sbx_grow(&sj->cand, &cap, sj->ncand, sizeof(*sj->cand), 16, SWEEP_MAX_LAYERS) < 0)
+			break; /* the rest wait for the next sweep */
+		snprintf(sj->cand[sj->ncand++], sizeof(sj->cand[0]), "%s", de->d_name);
+	}
+	if (!sj->ncand) {
+		free(sj->cand);
 		free(sj);
 		return;
 	}
-	for (sup_snaps_op *op = s->busy; op; op = op->next_busy)
-		snprintf(sj->busy[sj->nbusy++], sizeof(sj->busy[0]), "%s", op->id);
 	sj->s = s;
 	snprintf(sj->layers, sizeof(sj->layers), "%s", s->cfg.store->layers);
 	sj->job.run = sweep_run;
