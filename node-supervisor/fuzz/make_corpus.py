@@ -295,6 +295,55 @@ write("corpus_osbx", {
 })
 
 
+# ---- corpus_multipart: a flags byte (1 pause at a part, 2 at its end, the
+# rest the pieces' first size), the request's Content-Type, "\n", the body
+def mpart(name, data, filename=None, ctype=None, boundary="XyZ", extra=""):
+    cd = 'form-data; name="%s"' % name
+    if filename is not None:
+        cd += '; filename="%s"' % filename
+    h = "--%s\r\nContent-Disposition: %s\r\n" % (boundary, cd)
+    if ctype:
+        h += "Content-Type: %s\r\n" % ctype
+    return (h + extra + "\r\n").encode() + data + b"\r\n"
+
+
+CTX = b"multipart/form-data; boundary=XyZ\n"
+UNDICI = "----formdata-undici-027929226137"
+e2b_files = (mpart("file", b"hello", "/home/user/a.txt", "application/octet-stream", UNDICI)
+             + mpart("file", b"\0\1\r\n\xff", "/tmp/dir/b.bin", "application/octet-stream", UNDICI)
+             + ("--%s--\r\n" % UNDICI).encode())
+write("corpus_multipart", {
+    "e2b_two": b"\x00multipart/form-data; boundary=" + UNDICI.encode() + b"\n" + e2b_files,
+    "e2b_two_paused": b"\x1bmultipart/form-data; boundary=" + UNDICI.encode() + b"\n" + e2b_files,
+    "osbx": b"\x02" + CTX + mpart("metadata", b'{"path":"/workspace/x","mode":644}')
+            + mpart("file", b"bytes", "x") + b"--XyZ--",
+    "quoted": b"\x08multipart/form-data; charset=utf-8; boundary=\"a b:c\"\n"
+              + mpart("f", b"d", boundary="a b:c") + b"--a b:c--",
+    "delim_like": b"\x11" + CTX + mpart("a", b"\r\n-x\r\n--x\r\n--Xy\r\n--XyZa\r\n--XyZ-a\r\n--XyZ-\r\r\n--XyZ\n")
+                  + b"--XyZ--",
+    "crs": b"\x21" + CTX + mpart("a", b"\r\r\r\n\n\r") + b"--XyZ--",
+    "preamble": b"\x03" + CTX + b"preamble\r\n" + mpart("a", b"d") + b"--XyZ--\r\nepilogue",
+    "padding": b"\x00multipart/form-data; boundary=XyZ\n--XyZ \t\r\nContent-Disposition: form-data; name=a\r\n\r\nd"
+               b"\r\n--XyZ--",
+    "filename_ext": b"\x01" + CTX + mpart("file", b"d", extra="X-Other: 1\r\n").replace(
+        b'name="file"', b"name=file; filename*=UTF-8''%E2%82%AC%20x.txt; filename=\"fb\"") + b"--XyZ--",
+    "escapes": b"\x00" + CTX + mpart("file", b"d", 'a \\"q\\" \\\\.txt') + b"--XyZ--",
+    "empty": b"\x00" + CTX + b"--XyZ--",
+    "many": b"\x05" + CTX + b"".join(mpart("p%d" % i, b"") for i in range(9)) + b"--XyZ--",
+    # hostile: no headers, folded, bare LF, unterminated quote, junk after a
+    # delimiter, a head over the bound, a boundary over 70, no end
+    "no_headers": b"\x00" + CTX + b"--XyZ\r\n\r\nd\r\n--XyZ--",
+    "folded": b"\x00" + CTX + b"--XyZ\r\nContent-Disposition: form-data;\r\n name=a\r\n\r\nd\r\n--XyZ--",
+    "bare_lf": b"\x00" + CTX + b"--XyZ\r\nContent-Disposition: form-data; name=a\n\r\n\r\nd\r\n--XyZ--",
+    "open_quote": b"\x00" + CTX + b"--XyZ\r\nContent-Disposition: form-data; name=\"a\r\n\r\nd\r\n--XyZ--",
+    "junk_after": b"\x00" + CTX + mpart("a", b"d") + b"--XyZ x\r\n",
+    "long_head": b"\x00" + CTX + mpart("a", b"d", extra="X: " + "p" * 9000 + "\r\n") + b"--XyZ--",
+    "long_boundary": b"\x00multipart/form-data; boundary=" + b"b" * 71 + b"\n--" + b"b" * 71 + b"--",
+    "unended": b"\x00" + CTX + mpart("a", b"d" * 100),
+    "not_multipart": b"\x00text/plain\nhello",
+})
+
+
 # ---- corpus_cdp: what a server on a sandbox's port 9222 answers to
 # /json/version, /json/list (Chromium's shapes), and hostile ones
 ver = {"Browser": "Chrome/156.0.8078.129", "Protocol-Version": "1.3",

@@ -49,6 +49,7 @@ const SKIP = {
   "POST /e2b/v2/sandboxes": "every valid draw is a cold create kept until the end",
   "POST /e2b/sandboxes/{id}/envd/process.Process/Start": "runs a drawn command; its stream follows it",
   "POST /e2b/sandboxes/{id}/envd/process.Process/Connect": "a followed stream stays open",
+  "POST /e2b/sandboxes/{id}/envd/filesystem.Filesystem/WatchDir": "a stream that stays open (it_e2b_files checks it)",
   "POST /e2b/sandboxes/{id}/code/execute": "runs drawn code; its stream follows the cell (it_e2b_code)",
 };
 // Drawn against the second sandbox, not the one every other draw runs

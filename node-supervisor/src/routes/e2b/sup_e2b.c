@@ -2,6 +2,7 @@
  * list, kill, timeout, pause, metrics) and the rows of both its
  * families. */
 #include "sup_e2b.h"
+#include "sup_e2b_fs_int.h"
 #include "sup_e2b_int.h"
 
 #include <errno.h>
@@ -33,6 +34,7 @@ static void eq_release(void *state)
 		sup_op_cancel(q->op);
 	q->op = NULL;
 	sup_e2b_proc_release(q);
+	sup_e2b_fs_release(q);
 	sup_e2b_code_release(q);
 	sup_create_req_free(&q->create);
 	json_decref(q->kept);
@@ -329,6 +331,7 @@ const sup_http_family sup_e2b_family = {
 
 #define ENVD SB "/envd"
 #define PROC ENVD "/process.Process/"
+#define FS ENVD "/filesystem.Filesystem/"
 #define MM SUP_E2B_MAX_MSG
 
 #define CODE SB "/code"
@@ -347,6 +350,15 @@ static const sup_http_route envd_routes[] = {
 	{ "POST", PROC "CloseStdin", "envd CloseStdin", SUP_BODY_BUFFERED, MM, sup_e2b_parse_rpc, sup_e2b_act_input },
 	{ "POST", PROC "SendSignal", "envd SendSignal", SUP_BODY_BUFFERED, MM, sup_e2b_parse_rpc, sup_e2b_act_signal },
 	{ "POST", PROC "Update", "envd Update", SUP_BODY_BUFFERED, MM, sup_e2b_parse_rpc, sup_e2b_act_update },
+	{ "POST", FS "Stat", "envd Stat", SUP_BODY_BUFFERED, MM, sup_e2b_parse_stat, sup_e2b_act_fs },
+	{ "POST", FS "ListDir", "envd ListDir", SUP_BODY_BUFFERED, MM, sup_e2b_parse_listdir, sup_e2b_act_fs },
+	{ "POST", FS "MakeDir", "envd MakeDir", SUP_BODY_BUFFERED, MM, sup_e2b_parse_mkdir, sup_e2b_act_fs },
+	{ "POST", FS "Move", "envd Move", SUP_BODY_BUFFERED, MM, sup_e2b_parse_move, sup_e2b_act_fs },
+	{ "POST", FS "Remove", "envd Remove", SUP_BODY_BUFFERED, MM, sup_e2b_parse_remove, sup_e2b_act_fs },
+	{ "POST", FS "WatchDir", "envd WatchDir", SUP_BODY_BUFFERED, MM, sup_e2b_parse_watch, sup_e2b_act_watch },
+	{ "GET", ENVD "/files", "envd GET files", SUP_BODY_NONE, 0, sup_e2b_parse_files_get, sup_e2b_act_files_get },
+	{ "POST", ENVD "/files", "envd POST files", SUP_BODY_STREAMED, 0, sup_e2b_parse_files_post,
+	  sup_e2b_act_files_post },
 };
 
 const sup_http_family sup_e2b_envd_family = {

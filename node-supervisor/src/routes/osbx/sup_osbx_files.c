@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "sbx/proto.h"
+#include "sup_multipart.h"
 #include "sup_policy.h"
 #include "sup_query.h"
 #include "sup_text.h"
@@ -41,8 +42,11 @@ void sup_osbx_files_release(sup_oq *q)
 	job_free(&f->up);
 	free(f->pattern);
 	json_decref(f->acc);
-	if (f->mp)
-		evbuffer_free(f->mp);
+	sup_multipart_free(f->parser);
+	if (f->meta)
+		evbuffer_free(f->meta);
+	if (f->out)
+		evbuffer_free(f->out);
 	free(f);
 	q->fx = NULL;
 }

@@ -10,13 +10,11 @@
 #include "sup_policy.h"
 
 #define MAX_PATHS 64
-#define STEP (256 * 1024)          /* most handed to the agent at once */
-#define MP_HOLD (512 * 1024)       /* most of the body held here */
-#define MP_HEAD_MAX (8 * 1024)     /* a part's header block */
+#define STEP (256 * 1024)          /* most handed to the agent at once, and held */
 #define MP_META_MAX (64 * 1024)    /* the metadata part */
 
 enum { F_INFO = 1, F_RMFILE, F_RMDIR, F_MKDIR, F_CHMOD, F_MOVE, F_LIST, F_SEARCH };
-enum { MP_START, MP_HEAD, MP_META, MP_FILE, MP_TAIL };
+enum { MP_META = 1, MP_FILE };
 
 typedef struct job {
 	char *path, *root, *rel;    /* as shown, and for the agent */
@@ -35,11 +33,11 @@ struct osbx_files {
 	uint64_t off, len;
 	bool ranged, started;
 	/* upload */
-	struct evbuffer *mp;
-	int mst;
-	char delim[96];             /* "\r\n--" boundary */
-	size_t dlen;
-	bool body_done, eof_sent, in_file;
+	struct sup_multipart *parser;
+	struct evbuffer *meta, *out; /* the metadata part; the file's bytes for the agent */
+	int part;                   /* MP_META, MP_FILE: the part being parsed */
+	bool meta_done, file_ended, body_done, eof_sent;
+	bool dropping;              /* answered: the rest of the body is read and dropped */
 	uint64_t got;
 	job up;
 };

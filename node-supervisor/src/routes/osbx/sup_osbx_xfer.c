@@ -1,8 +1,9 @@
 /* OpenSandbox's file downloads (file.read, Range honoured) and uploads
- * (multipart: the "metadata" part, then the "file" part streamed into
- * file.write), each path through the tenant's policy first. Bytes move
- * only as fast as the other side takes them: the body held here is
- * bounded (MP_HOLD), the agent handed STEP at most at once. */
+ * (multipart, parsed by edge/api's sup_multipart as the body comes: the
+ * "metadata" part, then the "file" part streamed into file.write), each
+ * path through the tenant's policy first. Bytes move only as fast as the
+ * other side takes them: the body is read only while less than STEP of
+ * the file waits for the agent's credit. */
 #include "sup_osbx_int.h"
 #include "sup_osbx_files_int.h"
 
@@ -14,6 +15,7 @@
 #include <strings.h>
 
 #include "sbx/proto.h"
+#include "sup_multipart.h"
 #include "sup_policy.h"
 #include "sup_query.h"
 #include "sup_text.h"
@@ -144,21 +146,53 @@ int sup_osbx_act_download(sup_http_req *r, void *state, sbx_err *err)
 
 /* ---- upload: multipart, the "metadata" part then the "file" part ---- */
 
-/* The boundary of a multipart/form-data Content-Type into f->delim. */
-static int boundary(const char *ct, struct osbx_files *f, sbx_err *err)
+/* The parse runs as the body comes (sup_multipart): the metadata part is
+ * gathered (at most MP_META_MAX) and starts file.write at its end; the
+ * file part's bytes are held in f->out only until the agent's credit
+ * takes them, and the body is read only while little is held (STEP). At
+ * the file part's end the parse stops: the rest of the body is dropped. */
+static int up_part(const sup_multipart_part *p, void *ud, sbx_err *err)
 {
-	const char *b = ct ? strstr(ct, "boundary=") : NULL;
-	if (!ct || strncasecmp(ct, "multipart/form-data", 19) != 0 || !b)
-		return sbx_err_set(err, -EINVAL, "want Content-Type: multipart/form-data; boundary=...");
-	b += 9;
-	bool quoted = *b == '"';
-	b += quoted;
-	size_t n = strcspn(b, quoted ? "\"" : "; \t");
-	if (n == 0 || n > 70)
-		return sbx_err_set(err, -EINVAL, "multipart boundary: 1..70 characters");
-	f->dlen = (size_t)snprintf(f->delim, sizeof(f->delim), "\r\n--%.*s", (int)n, b);
-	return 0;
+	sup_oq *q = ud;
+	struct osbx_files *f = q->fx;
+	bool meta = p->name && strcmp(p->name, "metadata") == 0;
+	bool file = p->name && strcmp(p->name, "file") == 0;
+	if (!meta && !file)
+		return sbx_err_set(err, -EINVAL, "multipart: a part that is neither \"metadata\" nor \"file\"");
+	if (meta && f->meta_done)
+		return sbx_err_set(err, -EINVAL, "multipart: a second \"metadata\" part");
+	if (file && !f->meta_done)
+		return sbx_err_set(err, -EINVAL, "multipart: the \"file\" part before the \"metadata\" part");
+	f->part = meta ? MP_META : MP_FILE;
+	/* file.write already answered (on_done): nothing more to parse */
+	return file && !q->op ? SUP_MULTIPART_PAUSE : 0;
 }
+
+static int up_data(const uint8_t *p, size_t n, void *ud, sbx_err *err)
+{
+	sup_oq *q = ud;
+	struct osbx_files *f = q->fx;
+	struct evbuffer *to = f->part == MP_META ? f->meta : f->out;
+	if (f->part == MP_META && evbuffer_get_length(f->meta) + n > MP_META_MAX)
+		return sbx_err_set(err, -EINVAL, "multipart: the metadata part is over 64 KiB");
+	return evbuffer_add(to, p, n) < 0 ? sbx_err_set(err, -ENOMEM, "out of memory") : 0;
+}
+
+static int up_meta(sup_oq *q, sbx_err *err);
+
+static int up_part_end(void *ud, sbx_err *err)
+{
+	sup_oq *q = ud;
+	struct osbx_files *f = q->fx;
+	if (f->part == MP_META) {
+		f->meta_done = true;
+		return up_meta(q, err);
+	}
+	f->file_ended = true;
+	return SUP_MULTIPART_PAUSE;
+}
+
+static const sup_multipart_cbs up_mp = { .on_part = up_part, .on_data = up_data, .on_part_end = up_part_end };
 
 int sup_osbx_parse_upload(const sup_http_in *in, void *ctx, void *state, sbx_err *err)
 {
@@ -168,10 +202,13 @@ int sup_osbx_parse_upload(const sup_http_in *in, void *ctx, void *state, sbx_err
 		return err->code;
 	if (in->query && *in->query)
 		return sbx_err_set(err, -EINVAL, "no query parameters: the path is in the metadata part");
-	int rc = boundary(sup_http_in_header(in, "Content-Type"), f, err);
-	if (rc == 0 && !(f->mp = evbuffer_new()))
-		rc = sbx_err_set(err, -ENOMEM, "out of memory");
-	return rc;
+	/* two parts are all it reads: the parse stops after the file's */
+	f->parser = sup_multipart_new(sup_http_in_header(in, "Content-Type"), 2, &up_mp, q, err);
+	if (!f->parser)
+		return err->code;
+	if (!(f->out = evbuffer_new()) || !(f->meta = evbuffer_new()))
+		return sbx_err_set(err, -ENOMEM, "out of memory");
+	return 0;
 }
 
 static void up_fail(sup_oq *q, const sbx_err *e)
@@ -179,7 +216,8 @@ static void up_fail(sup_oq *q, const sbx_err *e)
 	if (q->op)
 		sup_op_cancel(q->op);
 	q->op = NULL;
-	q->fx->mst = MP_TAIL;
+	q->fx->dropping = true;
+	evbuffer_drain(q->fx->out, evbuffer_get_length(q->fx->out));
 	sup_http_fail(q->r, e);
 }
 
@@ -190,6 +228,7 @@ static void up_done(int rc, const msgpack_object *res, const sbx_err *err, void 
 	uint64_t size = 0;
 	sbx_err e;
 	q->op = NULL;
+	f->dropping = true;
 	if (rc == 0 && (!f->eof_sent || !sbx_proto_get_uint(res, "size", &size) || size != f->got)) {
 		rc = sbx_err_set(&e, -EPROTO, "agent: file.write ended early or miscounted");
 		sup_core_blame(q->x->core, q->id, &e);
@@ -207,18 +246,15 @@ static const sup_core_call_cbs up_cbs = {
 	.on_done = up_done, .on_writable = up_pump, .wait = SUP_AGENT_WAIT_SENDS
 };
 
-/* The metadata part (whole, in mp up to the delimiter): the path checked,
- * mode and owner as for directories; file.write starts. */
-static int up_meta(sup_oq *q, size_t n, sbx_err *err)
+/* The metadata part (whole, in f->meta): the path checked, mode and owner
+ * as for directories; file.write starts. */
+static int up_meta(sup_oq *q, sbx_err *err)
 {
 	struct osbx_files *f = q->fx;
-	char *text = malloc(n + 1);
-	if (!text)
-		return sbx_err_set(err, -ENOMEM, "out of memory");
-	evbuffer_remove(f->mp, text, n);
+	size_t n = evbuffer_get_length(f->meta);
+	const char *text = (const char *)evbuffer_pullup(f->meta, -1);
 	json_error_t je;
-	json_t *j = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
-	free(text);
+	json_t *j = text || n == 0 ? json_loadb(text ? text : "", n, JSON_REJECT_DUPLICATES, &je) : NULL;
 	const char *path = json_string_value(json_object_get(j, "path"));
 	json_t *mode = json_object_get(j, "mode");
 	const char *own[] = { json_string_value(json_object_get(j, "owner")),
@@ -250,130 +286,103 @@ static int up_meta(sup_oq *q, size_t n, sbx_err *err)
 	return sup_core_call(q->x->core, q->id, SBX_OP_FILE_WRITE, &a, &up_cbs, q, &q->op, err);
 }
 
-/* One step of the parse on what mp holds: 1 progress, 0 wait (more body,
- * or the agent's credit), < 0 an error (err). */
-static int up_parse(sup_oq *q, sbx_err *err)
+/* The body ended where no answer is on its way. */
+static void up_body_end(sup_oq *q)
 {
 	struct osbx_files *f = q->fx;
-	size_t have = evbuffer_get_length(f->mp);
-	struct evbuffer_ptr at;
-	switch (f->mst) {
-	case MP_START: /* the first delimiter has no CRLF before it */
-		at = evbuffer_search(f->mp, f->delim + 2, f->dlen - 2, NULL);
-		if (at.pos < 0)
-			return have > MP_HEAD_MAX ? sbx_err_set(err, -EINVAL, "multipart: no boundary") : 0;
-		evbuffer_drain(f->mp, (size_t)at.pos + f->dlen - 2);
-		f->mst = MP_HEAD;
-		return 1;
-	case MP_HEAD: {
-		at = evbuffer_search(f->mp, "\r\n\r\n", 4, NULL);
-		if (at.pos < 0)
-			return have > MP_HEAD_MAX ? sbx_err_set(err, -EINVAL, "multipart: a part's head is too long") : 0;
-		size_t n = (size_t)at.pos + 4;
-		char *h = malloc(n + 1);
-		if (!h)
-			return sbx_err_set(err, -ENOMEM, "out of memory");
-		evbuffer_remove(f->mp, h, n);
-		h[n] = '\0';
-		if (strncmp(h, "--", 2) == 0) { /* the closing delimiter */
-			free(h);
-			f->mst = MP_TAIL;
-			return 1;
-		}
-		bool meta = strstr(h, "name=\"metadata\"") != NULL, file = strstr(h, "name=\"file\"") != NULL;
-		free(h);
-		if (!meta && !file)
-			return sbx_err_set(err, -EINVAL, "multipart: a part that is neither \"metadata\" nor \"file\"");
-		if (file && !q->op)
-			return sbx_err_set(err, -EINVAL, "multipart: the \"file\" part before the \"metadata\" part");
-		if (meta && (q->op || f->eof_sent))
-			return sbx_err_set(err, -EINVAL, "multipart: a second \"metadata\" part");
-		f->mst = meta ? MP_META : MP_FILE;
-		return 1;
-	}
-	case MP_META:
-		at = evbuffer_search(f->mp, f->delim, f->dlen, NULL);
-		if (at.pos < 0)
-			return have > MP_META_MAX ? sbx_err_set(err, -EINVAL, "multipart: the metadata part is over 64 KiB") : 0;
-		int rc = up_meta(q, (size_t)at.pos, err);
-		if (rc < 0)
-			return rc;
-		evbuffer_drain(f->mp, f->dlen);
-		f->mst = MP_HEAD;
-		return 1;
-	case MP_FILE: {
-		if (!q->op)
-			return 0; /* on_done answers */
-		at = evbuffer_search(f->mp, f->delim, f->dlen, NULL);
-		size_t n = at.pos >= 0 ? (size_t)at.pos : have > f->dlen ? have - f->dlen : 0;
-		if (n == 0 && at.pos < 0)
-			return 0;
-		if (n > 0) {
-			int k = sup_core_call_send_from(q->op, SBX_CH_FILE, f->mp, n < STEP ? n : STEP, err);
-			if (k < 0)
-				return k == -ENOMEM || k == -EINVAL ? k : 0;
-			if (k == 0)
-				return 0; /* on_writable brings us back */
-			f->got += (uint64_t)k;
-			if ((size_t)k < n || at.pos < 0)
-				return 1;
-		}
-		/* the part's end */
-		evbuffer_drain(f->mp, f->dlen);
-		if (sup_core_call_send(q->op, SBX_CH_FILE, NULL, 0, true, err) < 0)
-			return 0;
-		f->eof_sent = true;
-		f->mst = MP_TAIL;
-		return 1;
-	}
-	default: /* after the file: the rest of the body is read and dropped */
-		evbuffer_drain(f->mp, have);
-		return 0;
-	}
+	sbx_err e;
+	sbx_err_clear(&e);
+	if (f->dropping || f->file_ended)
+		return; /* answered, or on_done answers */
+	if (sup_multipart_finish(f->parser, &e) == 0 || f->part != MP_FILE)
+		sbx_err_set(&e, -EINVAL, "multipart: the body ended before the \"file\" part");
+	else
+		sbx_err_set(&e, -EINVAL, "multipart: the body ended inside the \"file\" part");
+	up_fail(q, &e);
 }
 
+/* Up to max bytes of the body into the parse, read from the connection's
+ * buffer in place (after an answer or the file's end: dropped). The bytes
+ * taken (0: none now, or the body's end: f->body_done), or -1 when the
+ * upload failed and was answered. */
+static int up_read(sup_oq *q, size_t max, sbx_err *e)
+{
+	struct osbx_files *f = q->fx;
+	struct evbuffer *buf = NULL;
+	int n = sup_http_body(q->r, max, &buf, e);
+	if (n == -EAGAIN)
+		return 0;
+	if (n < 0) {
+		if (!f->dropping)
+			up_fail(q, e);
+		return -1;
+	}
+	if (n == 0) {
+		f->body_done = true;
+		return 0;
+	}
+	size_t used = 0;
+	while (used < (size_t)n && !f->dropping && !f->file_ended) {
+		struct evbuffer_ptr at;
+		struct evbuffer_iovec v;
+		if (evbuffer_ptr_set(buf, &at, used, EVBUFFER_PTR_SET) < 0 ||
+		    evbuffer_peek(buf, (ev_ssize_t)((size_t)n - used), &at, &v, 1) < 1)
+			break;
+		size_t len = v.iov_len < (size_t)n - used ? v.iov_len : (size_t)n - used;
+		ssize_t k = sup_multipart_feed(f->parser, v.iov_base, len, e);
+		if (k < 0) {
+			up_fail(q, e);
+			return -1;
+		}
+		used += (size_t)k;
+		if ((size_t)k < len)
+			break; /* paused */
+	}
+	if (f->dropping || f->file_ended)
+		used = (size_t)n;
+	evbuffer_drain(buf, used);
+	sup_http_body_took(q->r, used);
+	return (int)used;
+}
+
+/* Moves the upload on as far as it can: the file's bytes to the agent
+ * within its credit, its end once the part ended, and more of the body
+ * into the parse while less than STEP waits. Comes back from the body
+ * (sup_http_body_start) and from the agent (on_writable). */
 static void up_pump(void *ud)
 {
 	sup_oq *q = ud;
 	struct osbx_files *f = q->fx;
+	sbx_err e;
+	sbx_err_clear(&e);
 	for (;;) {
-		sbx_err e;
-		sbx_err_clear(&e);
-		/* take more body while little is held */
-		while (!f->body_done && evbuffer_get_length(f->mp) < MP_HOLD) {
-			struct evbuffer *buf = NULL;
-			int n = sup_http_body(q->r, MP_HOLD - evbuffer_get_length(f->mp), &buf, &e);
-			if (n == -EAGAIN)
-				break;
-			if (n < 0) {
+		size_t held = f->dropping ? 0 : evbuffer_get_length(f->out);
+		int k = 0;
+		if (held && q->op) {
+			k = sup_core_call_send_from(q->op, SBX_CH_FILE, f->out, held < STEP ? held : STEP, &e);
+			if (k == -ENOMEM || k == -EINVAL) {
 				up_fail(q, &e);
 				return;
 			}
-			if (n == 0) {
-				f->body_done = true;
-				break;
-			}
-			evbuffer_remove_buffer(buf, f->mp, (size_t)n);
-			sup_http_body_took(q->r, (size_t)n);
+			if (k < 0)
+				return; /* on_done answers */
+			f->got += (uint64_t)k;
+			held -= (size_t)k;
 		}
-		int rc = up_parse(q, &e);
-		if (rc < 0) {
-			up_fail(q, &e);
+		if (f->file_ended && !f->eof_sent && !held && !f->dropping) {
+			if (!q->op || sup_core_call_send(q->op, SBX_CH_FILE, NULL, 0, true, &e) < 0)
+				return;
+			f->eof_sent = true;
+		}
+		if (f->body_done) {
+			up_body_end(q);
 			return;
 		}
-		if (rc == 0) {
-			if (f->body_done && !f->eof_sent && f->mst != MP_TAIL && q->op == NULL &&
-			    f->mst != MP_FILE) {
-				sbx_err_set(&e, -EINVAL, "multipart: the body ended before the \"file\" part");
-				up_fail(q, &e);
-			} else if (f->body_done && f->mst == MP_FILE && q->op &&
-				   evbuffer_search(f->mp, f->delim, f->dlen, NULL).pos < 0 &&
-				   evbuffer_get_length(f->mp) <= f->dlen) {
-				sbx_err_set(&e, -EINVAL, "multipart: the body ended inside the \"file\" part");
-				up_fail(q, &e);
-			}
+		if (held >= STEP)
+			return; /* on_writable brings us back */
+		int n = up_read(q, STEP - held, &e);
+		if (n < 0 || (n == 0 && k == 0 && !f->body_done))
 			return;
-		}
 	}
 }
 
