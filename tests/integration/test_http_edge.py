@@ -174,6 +174,28 @@ class Edge(unittest.TestCase):
         self.assertIn(b'"code":"request_timeout"', got)
         self.assertTrue(2.5 < took < 6, took)
 
+    def test_refused_body_says_close(self):
+        # A request with a body refused before a route takes it (an unknown
+        # sandbox, no token) ends its connection, and its head says so; one
+        # without a body keeps the connection for the next request.
+        body = b'{"cmd":"true"}'
+        for auth in (self.auth, ""):
+            req = ("POST /v1/sandboxes/nosuchsandbox/exec HTTP/1.1\r\nHost: x\r\n%s"
+                   "Content-Length: %d\r\n\r\n" % (auth, len(body))).encode() + body
+            s = socket.create_connection(("127.0.0.1", self.sup.port), timeout=10)
+            try:
+                s.sendall(req + ("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (self.base, self.auth)).encode())
+                st, hd, b, _ = read_response(s)
+                self.assertIn(st, (401, 404), b)
+                self.assertEqual(hd.get("connection"), "close", (st, hd))
+            finally:
+                s.close()
+        get = ("GET /v1/sandboxes/nosuchsandbox HTTP/1.1\r\nHost: x\r\n%s\r\n" % self.auth).encode()
+        out = self.raw(get + ("GET %s HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n" %
+                              (self.base, self.auth)).encode())
+        self.assertEqual(out.count(b"HTTP/1.1 "), 2, out[:300])
+        self.assertIn(b"HTTP/1.1 200 ", out)
+
     def test_limits_are_json(self):
         # 413 whatever the size (no HTML from a library), 431, a bad
         # request line: each the API's one error shape.

@@ -585,6 +585,7 @@ void sup_http_dispatch(sup_http_req *r)
 	r->cont_owed = ph->expect_continue && ph->minor >= 1 && has_body;
 	r->in.body_expect = r->chunked ? UINT64_MAX : ph->cl;
 	sup_httpin_chunked_init(&r->dec);
+	r->body_unclaimed = has_body;
 	int rc = check(r);
 	if (rc < 0) {
 		/* A body nobody read must not be taken for the next request. */
@@ -636,6 +637,7 @@ static void proceed(sup_http_req *r)
 	sup_httpin_head *ph = &r->ph;
 	bool has_body = ph->te_chunked || ph->cl > 0;
 	const sup_http_family *f = r->mount->family;
+	r->body_unclaimed = false; /* its route's refusals set close_after themselves */
 	r->state = calloc(1, f->state_size ? f->state_size : 1);
 	if (!r->state) {
 		c->close_after |= has_body;

@@ -101,6 +101,8 @@ struct sup_http_req {
 	struct timespec t0;
 	/* checks: what routing said, for the answer once authenticated */
 	bool vouched;                  /* by the gate */
+	bool body_unclaimed;           /* a body no route has taken yet: a refusal now
+					* ends the connection, and says so */
 	int why;                       /* no route: -EPERM (another method) or -ENOENT */
 	char allow[64];
 	void (*hold_cancel)(void *ud); /* held by the relay (sup_http_hold) */

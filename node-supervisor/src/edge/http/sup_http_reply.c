@@ -57,7 +57,9 @@ static void put_head(sup_http_req *r, int status, const char *ctype, uint64_t le
 {
 	sup_conn *c = r->c;
 	struct evbuffer *out = sup_conn_output(c);
-	if (c->h->stopping)
+	/* refused before a route took its body: what follows the body cannot
+	 * be told from it, so the connection ends, and the head says so */
+	if (c->h->stopping || r->body_unclaimed)
 		c->close_after = true;
 	r->status = status;
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status, reason(status),
