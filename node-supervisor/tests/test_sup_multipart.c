@@ -200,14 +200,15 @@ static void boundary_is(const char *ct, const char *want)
 	sbx_err e;
 	sbx_err_clear(&e);
 	int n = sup_multipart_boundary(ct, b, sizeof(b), &e);
+	const char *shown = ct ? ct : "(no Content-Type)";
 	if (!want) {
 		if (n != -EINVAL)
-			fail_msg("%s: got %d, want -EINVAL", ct, n);
+			fail_msg("%s: got %d, want -EINVAL", shown, n);
 		assert_true(e.msg[0] != '\0');
 		return;
 	}
 	if (n < 0)
-		fail_msg("%s: %s", ct, e.msg);
+		fail_msg("%s: %s", shown, e.msg);
 	assert_int_equal(n, strlen(want));
 	assert_string_equal(b, want);
 }
