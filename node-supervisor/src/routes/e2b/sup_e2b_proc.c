@@ -121,6 +121,20 @@ static void out_event(const msgpack_object *map, size_t cost, void *ud)
 	sup_op_consumed(q->op, cost);
 }
 
+/* The agent's process description in result, checked (full: proc.get's);
+ * when it breaks the protocol the sandbox is blamed and q's stream ends
+ * with the error: false. */
+static bool stream_desc(sup_eq *q, const msgpack_object *result, bool full, long pid, sup_api_proc *p)
+{
+	sbx_err e;
+	sbx_err_clear(&e);
+	if (sup_api_proc_read(result, full, pid, p, &e) == 0)
+		return true;
+	sup_core_blame(q->x->core, q->id, &e);
+	sup_e2b_rpc_end(q, e.code, &e);
+	return false;
+}
+
 static void out_done(int rc, const msgpack_object *result, const sbx_err *err, void *ud)
 {
 	sup_eq *q = ud;
@@ -131,9 +145,10 @@ static void out_done(int rc, const msgpack_object *result, const sbx_err *err, v
 		sup_e2b_rpc_end(q, rc, err);
 		return;
 	}
-	if (sup_api_proc_read(result, false, q->pid, &p, &e) < 0 || !p.exited) {
-		if (!e.code)
-			sbx_err_set(&e, -EPROTO, "agent: proc.output ended before the process did");
+	if (!stream_desc(q, result, false, q->pid, &p))
+		return;
+	if (!p.exited) {
+		sbx_err_set(&e, -EPROTO, "agent: proc.output ended before the process did");
 		sup_core_blame(q->x->core, q->id, &e);
 		sup_e2b_rpc_end(q, e.code, &e);
 		return;
@@ -173,17 +188,13 @@ static void start_done(int rc, const msgpack_object *result, const sbx_err *err,
 {
 	sup_eq *q = ud;
 	sup_api_proc p;
-	sbx_err e;
 	q->op = NULL;
 	if (rc < 0) {
 		sup_e2b_rpc_end(q, rc, err);
 		return;
 	}
-	if (sup_api_proc_read(result, false, 0, &p, &e) < 0) {
-		sup_core_blame(q->x->core, q->id, &e);
-		sup_e2b_rpc_end(q, e.code, &e);
+	if (!stream_desc(q, result, false, 0, &p))
 		return;
-	}
 	q->pid = (long)p.pid;
 	q->off = 0;
 	follow(q);
@@ -270,17 +281,13 @@ static void connect_done(int rc, const msgpack_object *result, const sbx_err *er
 {
 	sup_eq *q = ud;
 	sup_api_proc p;
-	sbx_err e;
 	q->op = NULL;
 	if (rc < 0) {
 		sup_e2b_rpc_end(q, rc, err);
 		return;
 	}
-	if (sup_api_proc_read(result, true, q->pid, &p, &e) < 0) {
-		sup_core_blame(q->x->core, q->id, &e);
-		sup_e2b_rpc_end(q, e.code, &e);
+	if (!stream_desc(q, result, true, q->pid, &p))
 		return;
-	}
 	q->pty = p.pty;
 	q->off = p.out_end; /* from now on, as theirs */
 	follow(q);
